@@ -1,0 +1,3 @@
+from safeport.cli import main
+
+main()

@@ -1,0 +1,38 @@
+"""The root `sp` group and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from safeport import __version__
+from safeport.cli.audit import audit
+from safeport.errors import Error
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sp")
+def sp() -> None:
+    """safeport: a read-only workspace for agents, and a gateway that holds the credentials."""
+
+
+sp.add_command(audit)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one `except Error` turns any known failure into its sentence and exit code."""
+    try:
+        sp.main(args=argv, prog_name="sp", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("sp: aborted", err=True)
+        sys.exit(2)
+    except Error as exc:
+        click.echo(f"sp: {exc.diagnostic()}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(0)

@@ -1,0 +1,1 @@
+"""Code both processes import: contracts, framing, journals, locations. It holds no secret."""

@@ -1,0 +1,39 @@
+"""Tamper-evident audit journals: a hash-chained JSON Lines writer and its offline verifier.
+
+Public surface: :class:`JournalWriter` appends, :func:`verify_journal` checks, and the record
+layout lives in :mod:`safeport.shared.audit.record` (DESIGN.md §10).
+"""
+
+from safeport.shared.audit.reader import read_records
+from safeport.shared.audit.record import (
+    ZERO_HASH,
+    JournalHead,
+    RecordLayoutError,
+    format_record,
+    parse_head,
+)
+from safeport.shared.audit.verify import (
+    ChainReport,
+    discover_journals,
+    journal_name,
+    journal_segments,
+    verify_journal,
+)
+from safeport.shared.audit.writer import BodySealer, Durability, JournalWriter
+
+__all__ = [
+    "ZERO_HASH",
+    "BodySealer",
+    "ChainReport",
+    "Durability",
+    "JournalHead",
+    "JournalWriter",
+    "RecordLayoutError",
+    "discover_journals",
+    "format_record",
+    "journal_name",
+    "journal_segments",
+    "parse_head",
+    "read_records",
+    "verify_journal",
+]

@@ -1,0 +1,176 @@
+"""Where safeport keeps its files (DESIGN.md §2), and checks on the folders that must be private.
+
+``locate()`` is pure: it maps an environment and a platform to a :class:`SafeportPaths`. The
+checks that touch the disk (``ensure_private_dir``, ``check_socket_path``) are separate so the
+decision can be tested without a filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from safeport.errors import EnvironmentProblem
+
+# sockaddr_un.sun_path: 108 bytes on Linux, 104 on macOS and the BSDs, both counting the NUL.
+_SUN_PATH_MAX = {"linux": 107, "darwin": 103}
+_SUN_PATH_DEFAULT = 103
+
+
+@dataclass(frozen=True)
+class SafeportPaths:
+    """Every location safeport reads or writes."""
+
+    config_dir: Path
+    data_dir: Path
+    audit_dir: Path
+    cache_dir: Path
+    run_dir: Path
+
+    @property
+    def gateway_config(self) -> Path:
+        return self.config_dir / "gateway.toml"
+
+    @property
+    def context_config(self) -> Path:
+        return self.config_dir / "context.toml"
+
+    @property
+    def vault_file(self) -> Path:
+        return self.data_dir / "vault.sp"
+
+    @property
+    def vault_public_file(self) -> Path:
+        return self.data_dir / "vault.pub.json"
+
+    @property
+    def agent_socket(self) -> Path:
+        return self.run_dir / "agent.sock"
+
+    @property
+    def control_socket(self) -> Path:
+        return self.run_dir / "control.sock"
+
+    def private_dirs(self) -> tuple[Path, ...]:
+        """The folders the context server must treat as private if a served root contains them."""
+        return (self.config_dir, self.data_dir, self.audit_dir, self.cache_dir, self.run_dir)
+
+
+def locate(
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+    home: Path | None = None,
+    uid: int | None = None,
+) -> SafeportPaths:
+    """Map an environment to safeport's locations; reads nothing from disk."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    home = Path(env.get("HOME") or Path.home()) if home is None else home
+    uid = os.getuid() if uid is None else uid
+
+    root = env.get("SAFEPORT_HOME")
+    if root:
+        base = _absolute(root, "SAFEPORT_HOME")
+        return SafeportPaths(
+            config_dir=base,
+            data_dir=base,
+            audit_dir=base / "audit",
+            cache_dir=base / "cache",
+            run_dir=base / "run",
+        )
+    if platform == "darwin":
+        base = home / "Library" / "Application Support" / "safeport"
+        return SafeportPaths(
+            config_dir=base,
+            data_dir=base,
+            audit_dir=base / "audit",
+            cache_dir=home / "Library" / "Caches" / "safeport",
+            run_dir=base / "run",
+        )
+    config = _xdg(env, "XDG_CONFIG_HOME", home / ".config")
+    data = _xdg(env, "XDG_DATA_HOME", home / ".local" / "share")
+    state = _xdg(env, "XDG_STATE_HOME", home / ".local" / "state")
+    cache = _xdg(env, "XDG_CACHE_HOME", home / ".cache")
+    runtime = env.get("XDG_RUNTIME_DIR")
+    run_dir = (
+        _absolute(runtime, "XDG_RUNTIME_DIR") / "safeport"
+        if runtime
+        else Path("/tmp") / f"safeport-{uid}"  # noqa: S108 - checked for owner and mode before use
+    )
+    return SafeportPaths(
+        config_dir=config / "safeport",
+        data_dir=data / "safeport",
+        audit_dir=state / "safeport" / "audit",
+        cache_dir=cache / "safeport",
+        run_dir=run_dir,
+    )
+
+
+def ensure_private_dir(path: Path, *, uid: int | None = None) -> Path:
+    """Create ``path`` as 0700 if missing; refuse it if it is a symlink, foreign-owned or open.
+
+    A shared /tmp lets another user create ``/tmp/safeport-<uid>`` first and wait for our
+    socket or files to appear inside; refusing anything we do not own with mode 0700 closes that.
+    """
+    uid = os.geteuid() if uid is None else uid
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot create {path}: {exc.strerror}") from exc
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot inspect {path}: {exc.strerror}") from exc
+    problem = private_dir_problem(st, uid)
+    if problem:
+        raise EnvironmentProblem(
+            f"{path} {problem}", hint="remove it or fix it (chmod 700, owned by you), then retry"
+        )
+    return path
+
+
+def private_dir_problem(st: os.stat_result, uid: int) -> str | None:
+    """Why a folder's lstat makes it unsafe for private files, or None when it is fine."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != uid:
+        return "is owned by another user"
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    return None
+
+
+def check_socket_path(path: Path, platform: str | None = None) -> Path:
+    """Refuse a socket path the OS would silently truncate or reject."""
+    platform = sys.platform if platform is None else platform
+    limit = _SUN_PATH_MAX.get(platform, _SUN_PATH_DEFAULT)
+    length = len(os.fsencode(path))
+    if length > limit:
+        raise EnvironmentProblem(
+            f"socket path {path} is {length} bytes, over this system's limit of {limit}",
+            hint="set SAFEPORT_HOME or XDG_RUNTIME_DIR to a shorter folder",
+        )
+    return path
+
+
+def _xdg(env: Mapping[str, str], name: str, default: Path) -> Path:
+    value = env.get(name)
+    # The XDG spec says relative values are invalid and must be ignored.
+    if value and Path(value).is_absolute():
+        return Path(value)
+    return default
+
+
+def _absolute(value: str, name: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise EnvironmentProblem(f"{name} must be an absolute path, not {value!r}")
+    return path

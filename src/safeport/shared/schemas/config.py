@@ -1,0 +1,270 @@
+"""The gateway policy file (`gateway.toml`, DESIGN.md §4) as strict models.
+
+Parse at the edge: :func:`parse_gateway_policy` turns TOML text into a :class:`GatewayPolicy` or
+raises :class:`~safeport.errors.ConfigError` naming the key and, where TOML tells us, the line.
+Every object that exists is well-formed: references resolve, every SSH host pins its keys, every
+HTTPS base URL is https, every param has exactly one constraint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+from safeport.errors import ConfigError
+from safeport.shared.schemas.audit import Hex64
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ParamSpec(_Strict):
+    """One argument's constraint: exactly one of pattern, enum, or int with bounds."""
+
+    pattern: str | None = None
+    enum: list[str] | None = None
+    type: Literal["str", "int"] = "str"
+    min: StrictInt | None = None
+    max: StrictInt | None = None
+    max_length: Annotated[int, Field(ge=1, le=4096)] = 256
+
+    @model_validator(mode="after")
+    def _one_constraint(self) -> ParamSpec:
+        kinds = [self.pattern is not None, self.enum is not None, self.type == "int"]
+        if sum(kinds) != 1:
+            raise ValueError('a param needs exactly one of `pattern`, `enum` or `type = "int"`')
+        if self.type != "int" and (self.min is not None or self.max is not None):
+            raise ValueError('`min`/`max` only apply to `type = "int"`')
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"`pattern` is not a valid regular expression: {exc}") from exc
+        if self.enum is not None and not self.enum:
+            raise ValueError("`enum` must list at least one value")
+        return self
+
+
+class GatewaySettings(_Strict):
+    approval_timeout_s: Annotated[int, Field(ge=1, le=3600)] = 120
+    auto_lock_minutes: Annotated[int, Field(ge=0, le=10080)] = 480
+    session_max_minutes: Annotated[int, Field(ge=1, le=10080)] = 720
+    max_connections: Annotated[int, Field(ge=1, le=1024)] = 32
+    allow_approver_in_client: bool = False
+
+
+class CallerRule(_Strict):
+    uid: int | None = None
+    exe: str | None = None
+    exe_sha256: Hex64 | None = None
+    team_id: str | None = None
+    ancestor_exe: str | None = None
+
+
+class Callers(_Strict):
+    rules: list[CallerRule]
+
+
+class Credential(_Strict):
+    kind: Literal["token", "basic", "ssh-key"]
+    approval: Literal["session", "per-call"] = "per-call"
+    rate_per_minute: Annotated[int, Field(ge=1, le=100000)] | None = None
+
+
+class SshCommand(_Strict):
+    argv: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    description: str = ""
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30
+    max_output_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 65536
+    read_only: bool = False
+    allow_leading_dash: list[ParamName] = Field(default_factory=list)
+    params: dict[ParamName, ParamSpec] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    @model_validator(mode="after")
+    def _placeholders_declared(self) -> SshCommand:
+        used = {name for part in self.argv for name in _PLACEHOLDER.findall(part)}
+        _check_placeholders(used, self.params, "argv")
+        unknown = set(self.allow_leading_dash) - set(self.params)
+        if unknown:
+            raise ValueError(f"`allow_leading_dash` names undeclared params: {sorted(unknown)}")
+        return self
+
+
+class SshHost(_Strict):
+    address: str
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")]
+    host_keys: Annotated[list[str], Field(min_length=1)]
+    credential: Name
+    connect_timeout_s: Annotated[float, Field(gt=0, le=120)] = 10
+    commands: dict[Name, SshCommand] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    @model_validator(mode="after")
+    def _keys_look_like_keys(self) -> SshHost:
+        for key in self.host_keys:
+            parts = key.split()
+            if len(parts) < 2 or not parts[0].startswith(("ssh-", "ecdsa-", "sk-")):
+                raise ValueError("each of `host_keys` must be '<type> <base64>' as in known_hosts")
+        return self
+
+
+class HttpOperation(_Strict):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+    path: Annotated[str, Field(pattern=r"^/")]
+    query: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    json_body: dict[str, object] | None = None
+    response_fields: list[str] = Field(default_factory=list)
+    description: str = ""
+    read_only: bool = False
+    params: dict[ParamName, ParamSpec] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _placeholders_declared(self) -> HttpOperation:
+        used = set(_PLACEHOLDER.findall(self.path))
+        for value in self.query.values():
+            used |= set(_PLACEHOLDER.findall(value))
+        used |= _json_placeholders(self.json_body)
+        _check_placeholders(used, self.params, "path/query/json_body")
+        for name in self.headers:
+            if name.lower() in {"authorization", "host", "cookie", "proxy-authorization"}:
+                raise ValueError(f"header {name!r} is set by the gateway and cannot be declared")
+        return self
+
+
+class HttpService(_Strict):
+    base_url: str
+    credential: Name
+    auth: Annotated[str, Field(pattern=r"^(bearer|basic|header:[A-Za-z0-9-]{1,64})$")] = "bearer"
+    ca_file: str | None = None
+    allow_private_addresses: bool = False
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 30
+    max_response_bytes: Annotated[int, Field(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024
+    operations: dict[Name, HttpOperation] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    @model_validator(mode="after")
+    def _https_only(self) -> HttpService:
+        parts = urlsplit(self.base_url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError("`base_url` must be an https:// URL with a host")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValueError("`base_url` may not carry userinfo, a query or a fragment")
+        return self
+
+
+class SshSection(_Strict):
+    hosts: dict[Name, SshHost] = Field(default_factory=dict)
+
+
+class HttpSection(_Strict):
+    services: dict[Name, HttpService] = Field(default_factory=dict)
+
+
+class GatewayPolicy(_Strict):
+    """The whole accepted policy; ``digest`` identifies it in every action record."""
+
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    callers: Callers | None = None
+    credentials: dict[Name, Credential] = Field(default_factory=dict)
+    ssh: SshSection = Field(default_factory=SshSection)
+    http: HttpSection = Field(default_factory=HttpSection)
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> GatewayPolicy:
+        for name, host in self.ssh.hosts.items():
+            cred = self.credentials.get(host.credential)
+            if cred is None:
+                raise ValueError(
+                    f"ssh host {name!r} uses undeclared credential {host.credential!r}"
+                )
+            if cred.kind != "ssh-key":
+                raise ValueError(f"ssh host {name!r} needs an ssh-key credential, not {cred.kind}")
+        for name, service in self.http.services.items():
+            cred = self.credentials.get(service.credential)
+            if cred is None:
+                raise ValueError(
+                    f"http service {name!r} uses undeclared credential {service.credential!r}"
+                )
+            if cred.kind == "ssh-key":
+                raise ValueError(f"http service {name!r} cannot use an ssh-key credential")
+            if service.auth == "basic" and cred.kind != "basic":
+                raise ValueError(f"http service {name!r}: auth = 'basic' needs a basic credential")
+        return self
+
+
+def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:
+    """Parse gateway.toml; return the policy and its digest (SHA-256 of the accepted text)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"gateway.toml is not valid TOML: {exc}") from exc
+    try:
+        policy = GatewayPolicy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, text)) from None
+    return policy, policy_digest(text)
+
+
+def policy_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _describe(exc: ValidationError, text: str) -> str:
+    first = exc.errors()[0]
+    loc = [str(part) for part in first["loc"]]
+    where = ".".join(loc) or "(top level)"
+    line = _line_of(text, loc)
+    at = f" (line {line})" if line else ""
+    if first["type"] == "extra_forbidden":
+        return f"gateway.toml: unknown key `{where}`{at}"
+    return f"gateway.toml: `{where}`{at}: {first['msg']}"
+
+
+def _line_of(text: str, loc: list[str]) -> int | None:
+    """Best-effort line of the deepest key named in ``loc`` (TOML parsers keep no positions)."""
+    for key in reversed(loc):
+        if key.isdigit():
+            continue
+        pattern = re.compile(
+            rf'^\s*(?:\[[^\]]*\b{re.escape(key)}\b[^\]]*\]|"?{re.escape(key)}"?\s*[=.])'
+        )
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                return number
+        return None
+    return None
+
+
+def _check_placeholders(used: set[str], params: dict[str, ParamSpec], where: str) -> None:
+    undeclared = used - set(params)
+    if undeclared:
+        raise ValueError(f"{where} uses undeclared params: {sorted(undeclared)}")
+    unused = set(params) - used
+    if unused:
+        raise ValueError(f"params declared but never used in {where}: {sorted(unused)}")
+
+
+def _json_placeholders(value: object) -> set[str]:
+    if isinstance(value, str):
+        return set(_PLACEHOLDER.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_json_placeholders(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_json_placeholders(v) for v in value)) if value else set()
+    return set()

@@ -1,0 +1,122 @@
+"""Messages on agent.sock and control.sock (DESIGN.md §5).
+
+Every model forbids extra keys and uses strict types, so a proposal that carries anything the
+contract does not name is ``invalid`` before policy even looks at it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+PROTOCOL_VERSION = 1
+
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+RequestId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+ArgName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+ArgValue = StrictStr | StrictInt
+Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
+
+ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    v: Literal[1]
+    id: RequestId
+
+
+class Hello(_Message):
+    type: Literal["hello"]
+    versions: Annotated[list[StrictInt], Field(min_length=1, max_length=8)]
+    client: Annotated[str, Field(max_length=64)] = "unknown"
+
+
+class CatalogRequest(_Message):
+    type: Literal["catalog"]
+
+
+class ProposeSsh(_Message):
+    type: Literal["propose"]
+    action: Literal["ssh_exec"]
+    host_id: Identifier
+    command_id: Identifier
+    args: Args = Field(default_factory=dict)
+
+
+class ProposeHttp(_Message):
+    type: Literal["propose"]
+    action: Literal["http_request"]
+    service_id: Identifier
+    operation_id: Identifier
+    args: Args = Field(default_factory=dict)
+
+
+class Cancel(_Message):
+    type: Literal["cancel"]
+    target: RequestId
+
+
+AgentRequest = Annotated[
+    Hello | CatalogRequest | ProposeSsh | ProposeHttp | Cancel, Field(union_mode="left_to_right")
+]
+
+
+class ControlRequest(_Message):
+    """A request from `sp` on control.sock; ``op`` names the operation, ``params`` its input.
+
+    Secrets (a passphrase) travel only here, only after `sp` has checked who is listening.
+    """
+
+    type: Literal["control"]
+    op: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]{0,63}$")]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SshExecResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    exit_status: int | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    output_replaced: bool = False
+    duration_ms: int
+
+
+class HttpResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: int
+    fields: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: ErrorCode
+    reason: Annotated[str, Field(max_length=1024)]
+
+
+class ReplyOk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    id: str | None
+    ok: Literal[True] = True
+    result: dict[str, Any]
+
+
+class ReplyError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    id: str | None
+    ok: Literal[False] = False
+    error: ErrorBody
+
+
+Reply = Annotated[ReplyOk | ReplyError, Field(discriminator="ok")]

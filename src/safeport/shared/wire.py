@@ -1,0 +1,102 @@
+"""Framing on the local sockets: a 4-byte big-endian length, then one UTF-8 JSON object.
+
+The length is checked before a single payload byte is read, so a peer that declares 4 GiB costs
+us four bytes. Decoding errors are :class:`~safeport.errors.WireError`; the caller answers them
+with an ``invalid`` reply and keeps the connection (a too-large frame closes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from safeport.errors import FrameTooLarge, WireError
+
+MAX_REQUEST_BYTES = 64 * 1024
+HEADER = struct.Struct(">I")
+
+
+class PeerClosed(WireError):
+    """The peer closed the connection cleanly between frames."""
+
+
+def encode_frame(message: Mapping[str, Any], *, limit: int | None = None) -> bytes:
+    payload = json.dumps(
+        message, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+    if limit is not None and len(payload) > limit:
+        raise FrameTooLarge(f"message of {len(payload)} bytes is over the {limit}-byte limit")
+    return HEADER.pack(len(payload)) + payload
+
+
+def frame_length(header: bytes, limit: int) -> int:
+    (length,) = HEADER.unpack(header)
+    if length > limit:
+        raise FrameTooLarge(f"frame declares {length} bytes, over the {limit}-byte limit")
+    return int(length)
+
+
+def decode_payload(payload: bytes) -> dict[str, Any]:
+    """UTF-8 → JSON → an object; anything else is a WireError with a short, fixed reason."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WireError("frame is not valid UTF-8") from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise WireError("frame is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise WireError("frame is not a JSON object")
+    return value
+
+
+async def read_frame(
+    reader: asyncio.StreamReader, *, limit: int = MAX_REQUEST_BYTES, timeout: float = 5.0
+) -> bytes:
+    """Read one frame's payload. A partial frame that stalls past ``timeout`` is an error.
+
+    Waiting for the *first* byte of a frame has no timeout of its own here; the server decides
+    how long an idle connection may live.
+    """
+    try:
+        first = await reader.readexactly(1)
+    except asyncio.IncompleteReadError:
+        raise PeerClosed("peer closed the connection") from None
+    try:
+        async with asyncio.timeout(timeout):
+            header = first + await reader.readexactly(HEADER.size - 1)
+            length = frame_length(header, limit)
+            return await reader.readexactly(length)
+    except TimeoutError:
+        raise WireError("partial frame timed out") from None
+    except asyncio.IncompleteReadError:
+        raise WireError("connection closed mid-frame") from None
+
+
+def send_message(sock: socket.socket, message: Mapping[str, Any]) -> None:
+    sock.sendall(encode_frame(message))
+
+
+def recv_message(sock: socket.socket, *, limit: int = 16 * 1024 * 1024) -> dict[str, Any]:
+    """Blocking read of one reply (used by the `sp` client side)."""
+    header = _recv_exactly(sock, HEADER.size)
+    return decode_payload(_recv_exactly(sock, frame_length(header, limit)))
+
+
+def _recv_exactly(sock: socket.socket, count: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < count:
+        chunk = sock.recv(count - len(chunks))
+        if not chunk:
+            raise PeerClosed("peer closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")

@@ -1,0 +1,15 @@
+"""Build journals for tests with the real writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from safeport.shared.audit import JournalWriter
+
+
+def write_journal(path: Path, count: int, **writer_options: object) -> list[bytes]:
+    """Append ``count`` records and return the file's lines (with newlines)."""
+    with JournalWriter(path, **writer_options) as writer:  # type: ignore[arg-type]
+        for index in range(count):
+            writer.append("test.event", {"index": index, "note": f"record {index}"})
+    return path.read_bytes().splitlines(keepends=True)

@@ -1,0 +1,105 @@
+"""The exported JSON Schemas match the models, and the policy parser is strict."""
+
+from __future__ import annotations
+
+import pytest
+
+from safeport.errors import ConfigError
+from safeport.shared.schemas import parse_gateway_policy
+from safeport.shared.schemas.export import SCHEMA_DIR, rendered_schemas
+
+EXAMPLE = """
+[gateway]
+approval_timeout_s = 120
+
+[credentials.deploy-token]
+kind = "token"
+approval = "session"
+
+[credentials.build-key]
+kind = "ssh-key"
+approval = "per-call"
+
+[ssh.hosts.build-staging]
+address = "203.0.113.7"
+port = 22
+user = "deploy"
+host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample"]
+credential = "build-key"
+
+[ssh.hosts.build-staging.commands.read_service_status]
+argv = ["systemctl", "status", "--no-pager", "{service}"]
+timeout_s = 10
+max_output_bytes = 65536
+params.service = { pattern = "^[a-z0-9-]{1,48}$" }
+
+[http.services.deploy-api]
+base_url = "https://api.example.com"
+credential = "deploy-token"
+auth = "bearer"
+
+[http.services.deploy-api.operations.deployment_status]
+method = "GET"
+path = "/v1/{environment}/services/{service}/status"
+response_fields = ["environment", "service", "state", "revision"]
+params.environment = { enum = ["staging", "production"] }
+params.service = { pattern = "^[a-z0-9-]{1,48}$" }
+"""
+
+
+def test_exported_schema_files_are_in_sync_with_the_models() -> None:
+    for name, text in rendered_schemas().items():
+        on_disk = (SCHEMA_DIR / name).read_text(encoding="utf-8")
+        assert on_disk == text, f"{name} is stale: run `python -m safeport.shared.schemas`"
+
+
+def test_the_design_example_policy_parses() -> None:
+    policy, digest = parse_gateway_policy(EXAMPLE)
+    assert len(digest) == 64
+    command = policy.ssh.hosts["build-staging"].commands["read_service_status"]
+    assert command.argv[-1] == "{service}"
+    assert policy.http.services["deploy-api"].operations["deployment_status"].method == "GET"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("[gateway]", "[gateway]\nsurprise = 1"), "unknown key `gateway.surprise` (line 3)"),
+        (('base_url = "https://api.example.com"', 'base_url = "http://api.example.com"'), "https"),
+        (
+            ('host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample"]', "host_keys = []"),
+            "host_keys",
+        ),
+        (('credential = "build-key"', 'credential = "nope"'), "undeclared credential"),
+        (
+            ('{ pattern = "^[a-z0-9-]{1,48}$" }\n\n[http', '{ pattern = "(" }\n\n[http'),
+            "regular expression",
+        ),
+        (('params.environment = { enum = ["staging", "production"] }', ""), "undeclared params"),
+        (("[gateway]", "[gateway"), "not valid TOML"),
+    ],
+)
+def test_invalid_policies_are_config_errors_that_say_where(
+    edit: tuple[str, str], message: str
+) -> None:
+    text = EXAMPLE.replace(edit[0], edit[1], 1)
+    with pytest.raises(ConfigError) as caught:
+        parse_gateway_policy(text)
+    assert message in caught.value.diagnostic()
+
+
+def test_a_param_with_two_constraints_is_refused() -> None:
+    text = EXAMPLE.replace(
+        '{ enum = ["staging", "production"] }', '{ enum = ["staging"], pattern = "^s$" }'
+    )
+    with pytest.raises(ConfigError, match="exactly one"):
+        parse_gateway_policy(text)
+
+
+def test_an_operation_cannot_declare_the_authorization_header() -> None:
+    text = EXAMPLE.replace(
+        'response_fields = ["environment"',
+        'headers = { Authorization = "x" }\nresponse_fields = ["environment"',
+    )
+    with pytest.raises(ConfigError, match="set by the gateway"):
+        parse_gateway_policy(text)
