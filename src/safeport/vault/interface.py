@@ -1,0 +1,108 @@
+"""What the rest of safeport may ask of the vault (the gateway, `sp`, the journal writer).
+
+The implementation lives beside this file; these Protocols and value types are the contract the
+gateway codes against. Values never leave :class:`UnlockedVault` except as a
+:data:`~safeport.vault.secrets.CredentialSecret` handed to an executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from safeport.shared.audit import JournalHead
+from safeport.vault.secrets import CredentialSecret, SecretBytes, SecretKind
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """An entry as `sp vault list` shows it: never its value."""
+
+    name: str
+    kind: SecretKind
+    created: datetime
+    rotated: datetime | None
+
+
+@dataclass(frozen=True)
+class AcceptedPolicy:
+    """The gateway.toml text a human accepted, and its digest (DESIGN.md §4)."""
+
+    text: str
+    digest: str
+    accepted_at: datetime
+
+
+@dataclass(frozen=True)
+class VaultPublicKeys:
+    """The public halves in vault.pub.json: seal audit records and verify checkpoints while locked."""
+
+    audit_x25519: bytes
+    checkpoint_ed25519: bytes
+
+    @property
+    def checkpoint_fingerprint(self) -> str:
+        """``SHA256:<base64>`` of the Ed25519 public key, as `sp audit verify` prints it."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A signed statement: journal NAME ended at (seq, hash) when the gateway wrote it."""
+
+    journal: str
+    head: JournalHead
+    signed_at: datetime
+    signature: bytes
+    signer_fingerprint: str
+
+
+class CheckpointSigner(Protocol):
+    def sign(self, journal: str, head: JournalHead) -> Checkpoint: ...
+
+
+class UnlockedVault(Protocol):
+    def entries(self) -> list[EntryInfo]: ...
+
+    def secret(self, name: str) -> CredentialSecret:
+        """The value for an executor; raises the vault's error if no such entry."""
+        ...
+
+    def add(self, name: str, kind: SecretKind, value: Mapping[str, SecretBytes | str]) -> None: ...
+
+    def remove(self, name: str) -> None: ...
+
+    def rotate(self, name: str, value: Mapping[str, SecretBytes | str]) -> None: ...
+
+    def verify_passphrase(self, passphrase: SecretBytes) -> None:
+        """Raise unless ``passphrase`` is the vault's (approvers prove it once per session)."""
+        ...
+
+    def change_passphrase(self, old: SecretBytes, new: SecretBytes) -> None: ...
+
+    def accepted_policy(self) -> AcceptedPolicy | None: ...
+
+    def accept_policy(self, text: str) -> AcceptedPolicy: ...
+
+    def checkpoint_signer(self) -> CheckpointSigner: ...
+
+    def lock(self) -> None:
+        """Zero every unlocked buffer; the object is unusable afterwards."""
+        ...
+
+
+class VaultStore(Protocol):
+    """The vault file on disk (locked)."""
+
+    path: Path
+
+    def unlock(self, passphrase: SecretBytes) -> UnlockedVault:
+        """One passphrase KDF at a time; every failure is the same error."""
+        ...
+
+    def unlock_with_keyring(self) -> UnlockedVault: ...
+
+    def public_keys(self) -> VaultPublicKeys: ...

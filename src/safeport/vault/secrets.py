@@ -1,0 +1,89 @@
+"""Secret values in memory: mutable buffers that redact themselves and can be wiped.
+
+Python cannot promise that no copy of a secret survives (the interpreter copies bytes freely);
+keeping values in ``bytearray``s that are zeroed on lock narrows the window and keeps them out of
+reprs, logs and exception texts. SECURITY.md states the limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SecretKind = Literal["token", "basic", "ssh-key"]
+
+
+class SecretBytes:
+    """A secret byte string that never shows itself in ``repr``/``str`` and can be zeroed."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, value: bytes | bytearray) -> None:
+        self._buf = bytearray(value)
+
+    def reveal(self) -> bytes:
+        """A copy for the one call that needs it (an executor); do not keep it."""
+        return bytes(self._buf)
+
+    def __len__(self) -> int:
+        return len(self._buf)
+
+    def wipe(self) -> None:
+        for index in range(len(self._buf)):
+            self._buf[index] = 0
+        self._buf = bytearray()
+
+    def __repr__(self) -> str:
+        return "SecretBytes(<redacted>)"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError("secrets cannot be pickled")
+
+    def __eq__(self, other: object) -> bool:
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, repr=False)
+class TokenSecret:
+    token: SecretBytes
+
+    def wipe(self) -> None:
+        self.token.wipe()
+
+    def __repr__(self) -> str:
+        return "TokenSecret(<redacted>)"
+
+
+@dataclass(frozen=True, repr=False)
+class BasicSecret:
+    username: str
+    password: SecretBytes
+
+    def wipe(self) -> None:
+        self.password.wipe()
+
+    def __repr__(self) -> str:
+        return f"BasicSecret(username={self.username!r}, password=<redacted>)"
+
+
+@dataclass(frozen=True, repr=False)
+class SshKeySecret:
+    """An OpenSSH/PEM private key, and the key's own passphrase when it has one."""
+
+    private_key: SecretBytes
+    passphrase: SecretBytes | None = None
+
+    def wipe(self) -> None:
+        self.private_key.wipe()
+        if self.passphrase is not None:
+            self.passphrase.wipe()
+
+    def __repr__(self) -> str:
+        return "SshKeySecret(<redacted>)"
+
+
+CredentialSecret = TokenSecret | BasicSecret | SshKeySecret
