@@ -7,6 +7,8 @@ gateway codes against. Values never leave :class:`UnlockedVault` except as a
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,15 +40,16 @@ class AcceptedPolicy:
 
 @dataclass(frozen=True)
 class VaultPublicKeys:
-    """The public halves in vault.pub.json: seal audit records and verify checkpoints while locked."""
+    """The public halves in vault.pub.json: seal records and check checkpoints while locked."""
 
     audit_x25519: bytes
     checkpoint_ed25519: bytes
 
     @property
     def checkpoint_fingerprint(self) -> str:
-        """``SHA256:<base64>`` of the Ed25519 public key, as `sp audit verify` prints it."""
-        raise NotImplementedError
+        """``SHA256:<base64>`` of the raw Ed25519 public key, as `sp audit verify` prints it."""
+        digest = hashlib.sha256(self.checkpoint_ed25519).digest()
+        return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
 
 
 @dataclass(frozen=True)
