@@ -7,7 +7,11 @@ import sys
 import click
 
 from safeport import __version__
+from safeport.cli.approvals import approvals
 from safeport.cli.audit import audit
+from safeport.cli.gateway import checkpoint, gateway
+from safeport.cli.policy import policy
+from safeport.cli.sessions import sessions
 from safeport.errors import Error
 
 
@@ -18,6 +22,11 @@ def sp() -> None:
 
 
 sp.add_command(audit)
+sp.add_command(gateway)
+sp.add_command(approvals)
+sp.add_command(sessions)
+sp.add_command(policy)
+audit.add_command(checkpoint)
 
 
 def main(argv: list[str] | None = None) -> None:
