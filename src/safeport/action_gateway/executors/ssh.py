@@ -15,6 +15,7 @@ import base64
 import hashlib
 import io
 import ipaddress
+import logging
 import re
 import select
 import socket
@@ -33,6 +34,10 @@ from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshHost
 from safeport.shared.schemas.wire import SshExecResult
 from safeport.vault.secrets import SshKeySecret
+
+# paramiko logs a traceback for every failed negotiation; with no handler configured, Python
+# would print them on stderr. Our errors already say what happened, once.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 KEEPALIVE_S = 30
 _READ_CHUNK = 32768
@@ -279,7 +284,7 @@ def _decode(data: bytes | bytearray) -> tuple[str, bool]:
 
 def _connect_socket(host_id: str, host: SshHost) -> socket.socket:
     address = host.address
-    if not _is_plain_address(address):
+    if not is_plain_address(address):
         # The address is only ever a socket address, but refuse anything that is not a plain
         # name or IP (`-oProxyCommand=…`, spaces, `user@`), so no reader can mistake it.
         raise ActionError(
@@ -292,7 +297,8 @@ def _connect_socket(host_id: str, host: SshHost) -> socket.socket:
         return sock
 
 
-def _is_plain_address(address: str) -> bool:
+def is_plain_address(address: str) -> bool:
+    """An IP address or a DNS name, nothing an option parser could read as a flag."""
     try:
         ipaddress.ip_address(address)
     except ValueError:
