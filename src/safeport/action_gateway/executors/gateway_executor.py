@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from safeport.action_gateway.executors.https import HttpsExecutor, Resolver, system_resolver
-from safeport.action_gateway.executors.interface import HttpAction, SshAction
+from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
 from safeport.action_gateway.executors.ssh import open_transport, run_command
 from safeport.action_gateway.executors.ssh_command import render_command
 from safeport.action_gateway.executors.ssh_pool import Opener, SshPool
@@ -44,3 +44,8 @@ class GatewayExecutor:
     @property
     def pooled_ssh_connections(self) -> int:
         return len(self._ssh)
+
+
+def _conforms(executor: GatewayExecutor) -> Executor:
+    """Checked by mypy: the class satisfies the gateway's Executor protocol."""
+    return executor

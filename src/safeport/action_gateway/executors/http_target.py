@@ -18,6 +18,7 @@ import socket
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -52,6 +53,7 @@ class RequestTarget:
     body: bytes | None
 
 
+@lru_cache(maxsize=256)
 def service_origin(base_url: str) -> ServiceOrigin:
     """Parse and pin a service's base URL; raise ``invalid_target`` if it is not a plain name."""
     parts = urlsplit(base_url)
@@ -72,6 +74,7 @@ def service_origin(base_url: str) -> ServiceOrigin:
     return ServiceOrigin(host=host, port=port, base_path=base_path)
 
 
+@lru_cache(maxsize=1024)
 def normalise_host(host: str) -> str:
     """IDNA (UTS 46) and lowercase; refuse what could name a different machine than it shows."""
     if not host:
