@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
@@ -424,3 +425,17 @@ def test_results_serialise_without_the_credential(
     action = _action(_service(tls_server), STATUS, ARGS, response_fields=["state"])
     result = executor.http_request(action, _token())
     assert CANARY not in json.dumps(result.model_dump()) + repr(result) + repr(action)
+
+
+def test_debug_logs_of_httpx_and_httpcore_never_hold_the_credential(
+    tls_server: TlsServer, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    action = _action(_service(tls_server), STATUS, ARGS, response_fields=["state"])
+    executor.http_request(action, _token())
+    with pytest.raises(ActionError):
+        executor.http_request(
+            _action(_service(tls_server), "/echo-headers", response_fields=["headers"]), _token()
+        )
+    assert caplog.records  # the libraries did log
+    assert CANARY not in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from pathlib import Path
@@ -348,3 +349,17 @@ def test_the_socket_is_ours_with_nodelay_and_keepalive(sshd: Sshd) -> None:
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
     finally:
         transport.close()
+
+
+def test_debug_logs_of_paramiko_never_hold_the_key(
+    sshd: Sshd, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    executor.ssh_exec(_action(_host(sshd), ["true"]), sshd.secret())
+    with pytest.raises(ActionError):
+        executor.ssh_exec(
+            _action(_host(sshd, keys=[sshd.other_host_key_line]), ["true"]), sshd.secret()
+        )
+    body = b"".join(sshd.client_key_pem.splitlines()[1:-1]).decode()
+    assert caplog.records
+    assert body[:40] not in caplog.text

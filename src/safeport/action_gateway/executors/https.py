@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpcore
 import httpx
@@ -44,6 +45,7 @@ from safeport.vault.secrets import BasicSecret, TokenSecret
 Resolver = Callable[[str, int], Sequence[str]]
 """``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""
 
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HEADER_VALUE = re.compile(r"^[\x20-\x7e]*$")
 _PRIVATE_HINT = "allow private addresses only for a service that really lives on a private network"
 _PRINTABLE_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
@@ -221,11 +223,15 @@ def credential_header(
         password = _header_text(secret.password.reveal(), service_id)
         pair = f"{secret.username}:{password}"
         encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
-        return "Authorization", f"Basic {encoded}", [password, encoded, pair]
+        return (
+            "Authorization",
+            f"Basic {encoded}",
+            [password, encoded, pair, quote(password, safe="")],
+        )
     if not isinstance(secret, TokenSecret):
         raise ActionError("invalid_target", f"service {service_id!r} needs a token credential")
     token = _header_text(secret.token.reveal(), service_id)
-    forms = [token, base64.b64encode(token.encode("ascii")).decode("ascii")]
+    forms = [token, base64.b64encode(token.encode("ascii")).decode("ascii"), quote(token, safe="")]
     if service.auth == "bearer":
         return "Authorization", f"Bearer {token}", forms
     return service.auth.removeprefix("header:"), token, forms
@@ -289,7 +295,7 @@ def _read_result(
     credential_forms: list[str],
 ) -> HttpResult:
     status = response.status_code
-    if 300 <= status < 400:
+    if status in _REDIRECTS or (300 <= status < 400 and "location" in response.headers):
         raise ActionError(
             "redirect_blocked",
             f"service {service_id!r} answered {status} redirecting to "

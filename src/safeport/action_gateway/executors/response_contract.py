@@ -3,8 +3,9 @@
 Only the operation's ``response_fields`` leave the gateway, each addressed by a dotted path
 (``deployment.state``, ``items.0.id``). Response headers are never read into a result. A field
 whose value contains the credential, in any of the forms the executor sent it (raw token, the
-whole header value, base64 of ``user:password``), is refused outright: a service that echoes the
-request headers back must not turn the agent into a reader of the credential. The rule is
+whole header value, base64 of ``user:password``, percent-encoded), is refused outright: a
+service that echoes the request headers back must not turn the agent into a reader of the
+credential. The rule is
 "refuse the whole result", not "redact the field", so a leak can never be silently partial.
 """
 
