@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -363,3 +364,39 @@ def test_debug_logs_of_paramiko_never_hold_the_key(
     body = b"".join(sshd.client_key_pem.splitlines()[1:-1]).decode()
     assert caplog.records
     assert body[:40] not in caplog.text
+
+
+def test_a_connection_cut_during_a_command_is_reported_not_waited_out(
+    sshd: Sshd, executor: GatewayExecutor
+) -> None:
+    with relay_to(sshd.port) as relay:
+        host = _host(sshd, port=relay.port)
+        executor.ssh_exec(_action(host, ["true"]), sshd.secret())
+        threading.Timer(0.3, relay.drop_all).start()
+        started = time.monotonic()
+        with pytest.raises(ActionError, match="dropped while the command ran") as caught:
+            executor.ssh_exec(_action(host, ["sleep", "5"], timeout_s=8), sshd.secret())
+        assert caught.value.failure == "unreachable"
+        assert time.monotonic() - started < 3
+        # The next call reconnects (and re-checks the host key) on its own.
+        assert executor.ssh_exec(_action(host, ["true"]), sshd.secret()).exit_status == 0
+
+
+def test_concurrent_commands_share_the_pooled_connection(
+    sshd: Sshd, executor: GatewayExecutor
+) -> None:
+    with relay_to(sshd.port) as relay:
+        host = _host(sshd, port=relay.port)
+        results: list[str] = []
+
+        def one(index: int) -> None:
+            action = _action(host, ["echo", "{n}"], {"n": str(index)})
+            results.append(executor.ssh_exec(action, sshd.secret()).stdout)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert sorted(results) == sorted(f"{i}\n" for i in range(8))
+        assert relay.accepted == 1

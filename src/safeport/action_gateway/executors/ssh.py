@@ -265,8 +265,15 @@ def _pump(
             stderr.feed(channel.recv_stderr(_READ_CHUNK))
         if stdout.discarded + stderr.discarded > _DISCARD_FACTOR * cap:
             return None  # still talking far past the cap: stop it, no exit status
-        if channel.eof_received and not channel.recv_ready() and not channel.recv_stderr_ready():
+        drained = not channel.recv_ready() and not channel.recv_stderr_ready()
+        if channel.eof_received and drained:
             break
+        if channel.closed and drained:
+            raise ActionError(
+                "unreachable",
+                f"the ssh connection to {host_id!r} dropped while the command ran; "
+                "it may or may not have completed",
+            )
     # The exit status travels after the data; wait for it within what is left of the deadline.
     channel.status_event.wait(max(0.0, deadline - time.monotonic()))
     if not channel.exit_status_ready():
