@@ -49,3 +49,31 @@ def test_a_single_parameterised_command_cannot_be_forced() -> None:
     advice = advise("web", host)
     assert advice.forced_command is None
     assert any("takes parameters" in note for note in advice.notes)
+
+
+def test_a_policy_gets_advice_for_every_host_in_name_order() -> None:
+    from safeport.action_gateway.executors.authorized_keys import advise_policy
+    from safeport.shared.schemas.config import parse_gateway_policy
+
+    policy, _ = parse_gateway_policy(
+        """
+[credentials.k]
+kind = "ssh-key"
+[ssh.hosts.zeta]
+address = "203.0.113.8"
+user = "deploy"
+host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample"]
+credential = "k"
+[ssh.hosts.zeta.commands.uptime]
+argv = ["uptime"]
+[ssh.hosts.alpha]
+address = "203.0.113.7"
+user = "deploy"
+host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample"]
+credential = "k"
+"""
+    )
+    advice = advise_policy(policy)
+    assert [a.host_id for a in advice] == ["alpha", "zeta"]
+    assert advice[1].forced_command == "uptime"
+    assert any("no command" in note for note in advice[0].notes)

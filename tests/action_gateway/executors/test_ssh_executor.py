@@ -400,3 +400,15 @@ def test_concurrent_commands_share_the_pooled_connection(
             thread.join(timeout=30)
         assert sorted(results) == sorted(f"{i}\n" for i in range(8))
         assert relay.accepted == 1
+
+
+def test_a_pin_of_a_key_type_paramiko_cannot_check_is_a_config_problem(
+    sshd: Sshd, executor: GatewayExecutor
+) -> None:
+    import base64
+
+    blob = len(b"ssh-dss").to_bytes(4, "big") + b"ssh-dss" + b"\x00" * 8
+    pin = "ssh-dss " + base64.b64encode(blob).decode()
+    with pytest.raises(ActionError, match="pins only key types") as caught:
+        executor.ssh_exec(_action(_host(sshd, keys=[pin]), ["true"]), sshd.secret())
+    assert caught.value.failure == "invalid_target"

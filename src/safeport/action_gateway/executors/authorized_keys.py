@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from safeport.shared.schemas.config import SshHost
+from safeport.shared.schemas.config import GatewayPolicy, SshHost
 
 FROM_PLACEHOLDER = "<address of this machine as the server sees it>"
 
@@ -29,6 +29,11 @@ class AuthorizedKeysAdvice:
 
     def line(self, public_key: str = "<public key of the credential>") -> str:
         return f"{self.options} {public_key}"
+
+
+def advise_policy(policy: GatewayPolicy) -> list[AuthorizedKeysAdvice]:
+    """Advice for every SSH host of a policy, in name order (what `sp policy check` prints)."""
+    return [advise(host_id, policy.ssh.hosts[host_id]) for host_id in sorted(policy.ssh.hosts)]
 
 
 def advise(host_id: str, host: SshHost) -> AuthorizedKeysAdvice:

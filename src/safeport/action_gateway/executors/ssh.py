@@ -127,10 +127,17 @@ def open_transport(host_id: str, host: SshHost, secret: SshKeySecret) -> paramik
             wanted = [
                 a for k in pinned for a in _HOST_KEY_ALGORITHMS.get(k.key_type, (k.key_type,))
             ]
-            options.key_types = tuple(dict.fromkeys(a for a in wanted if a in supported))
+            offered = tuple(dict.fromkeys(a for a in wanted if a in supported))
+            if not offered:
+                raise ActionError(
+                    "invalid_target", f"ssh host {host_id!r} pins only key types paramiko lacks"
+                )
+            options.key_types = offered
             try:
                 transport.start_client(timeout=host.connect_timeout_s)
             except IncompatiblePeer as exc:
+                if "host key" not in str(exc):
+                    raise  # a cipher or kex mismatch: the session failed, nothing to do with pins
                 raise ActionError(
                     "host_key_mismatch",
                     f"ssh host {host_id!r} offers none of the pinned host key types",
