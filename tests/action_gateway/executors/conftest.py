@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -45,14 +44,6 @@ def impostor_sshd(_impostor_session: Sshd | None) -> Sshd:
     )
     assert _impostor_session is not None
     return _impostor_session
-
-
-@pytest.fixture
-def ssh_client() -> str:
-    path = shutil.which("ssh")
-    need(path is not None, "the OpenSSH client is not installed (apt install openssh-client)")
-    assert path is not None
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import paramiko
@@ -49,9 +50,9 @@ def _action(
 
 
 @pytest.fixture
-def executor() -> GatewayExecutor:
+def executor() -> Iterator[GatewayExecutor]:
     executor = GatewayExecutor()
-    yield executor  # type: ignore[misc]
+    yield executor
     executor.close_all()
 
 

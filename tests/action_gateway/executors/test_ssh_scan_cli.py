@@ -37,7 +37,7 @@ def test_scan_prints_the_key_its_fingerprint_and_the_pin_line(sshd: Sshd) -> Non
     assert run.stderr == ""
 
 
-def test_scan_json_matches_what_the_server_holds(sshd: Sshd, safeport_home: object) -> None:
+def test_scan_json_matches_what_the_server_holds(sshd: Sshd) -> None:
     run = _sp("ssh", "scan", "--json", f"127.0.0.1:{sshd.port}")
     assert run.returncode == 0, run.stderr
     keys = json.loads(run.stdout)["keys"]
@@ -58,3 +58,10 @@ def test_scan_refuses_a_target_that_is_not_host_and_port(target: str) -> None:
     run = _sp("ssh", "scan", "--", target)
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
+
+
+def test_scan_help_explains_checking_the_fingerprint_and_confining_the_key() -> None:
+    run = _sp("ssh", "scan", "--help")
+    assert run.returncode == 0
+    assert "Nothing is trusted or saved" in run.stdout
+    assert "restrict" in run.stdout and "command=" in run.stdout
