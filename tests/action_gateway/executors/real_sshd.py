@@ -131,14 +131,16 @@ def running_sshd() -> Iterator[Sshd]:
             ]
         )
     )
-    process = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(config)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = workdir / "sshd.log"  # a file, not a pipe: a full pipe would stall sshd
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
     try:
-        _wait_for_port(port, process)
+        _wait_for_port(port, process, log)
         yield Sshd(
             port=port,
             user=user,
@@ -157,17 +159,14 @@ def running_sshd() -> Iterator[Sshd]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            raise RuntimeError(f"sshd exited early: {err}")
+            raise RuntimeError(f"sshd exited early: {log.read_text(errors='replace')}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
