@@ -190,18 +190,20 @@ def test_invalid_utf8_is_replaced_and_flagged(sshd: Sshd, executor: GatewayExecu
     assert result.output_replaced
 
 
-def test_a_timeout_closes_the_channel_and_is_its_own_error(
+def test_a_timeout_stops_the_remote_command_and_is_its_own_error(
     sshd: Sshd, executor: GatewayExecutor
 ) -> None:
     marker = _marker(sshd, "after-timeout")
-    action = _action(_host(sshd), ["sh", "-c", f"sleep 3; touch {marker}"], timeout_s=0.5)
+    action = _action(_host(sshd), ["sh", "-c", f"sleep 1; touch {marker}"], timeout_s=0.3)
     started = time.monotonic()
     with pytest.raises(ActionError, match="did not finish in time") as caught:
         executor.ssh_exec(action, sshd.secret())
     assert caught.value.failure == "timeout"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 1
     # The pooled transport stays usable for the next command.
     assert executor.ssh_exec(_action(_host(sshd), ["true"]), sshd.secret()).exit_status == 0
+    time.sleep(1.5)
+    assert not marker.exists()  # the command was killed, not merely abandoned
 
 
 def test_an_unreachable_host_is_its_own_error(sshd: Sshd, executor: GatewayExecutor) -> None:

@@ -21,13 +21,15 @@ import select
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 import paramiko
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from paramiko.common import cMSG_CHANNEL_REQUEST
+from paramiko.message import Message
 from paramiko.ssh_exception import IncompatiblePeer
 
 from safeport.action_gateway.executors.interface import ActionError
@@ -260,8 +262,9 @@ def _pump(
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            _stop_remote_command(channel)
             raise ActionError(
-                "timeout", f"the command on {host_id!r} did not finish in time; it was closed"
+                "timeout", f"the command on {host_id!r} did not finish in time; it was stopped"
             )
         # The channel's fileno is a pipe paramiko sets when stdout or stderr has data or the
         # channel reached EOF, so one select waits on both streams without stalling either.
@@ -271,7 +274,8 @@ def _pump(
         while channel.recv_stderr_ready():
             stderr.feed(channel.recv_stderr(_READ_CHUNK))
         if stdout.discarded + stderr.discarded > _DISCARD_FACTOR * cap:
-            return None  # still talking far past the cap: stop it, no exit status
+            _stop_remote_command(channel)
+            return None  # still talking far past the cap: stopped, so no exit status
         drained = not channel.recv_ready() and not channel.recv_stderr_ready()
         if channel.eof_received and drained:
             break
@@ -287,6 +291,23 @@ def _pump(
         return None
     status = channel.recv_exit_status()
     return None if status < 0 else status
+
+
+def _stop_remote_command(channel: paramiko.Channel) -> None:
+    """Ask the server to kill the command (RFC 4254 "signal" request), best effort.
+
+    Without a pty, closing the channel does not end the remote process: `sleep 60; reboot`
+    would carry on after our timeout. OpenSSH honours the signal request; paramiko has no public
+    call for it, so the message is built here.
+    """
+    message = Message()
+    message.add_byte(cMSG_CHANNEL_REQUEST)
+    message.add_int(channel.remote_chanid)
+    message.add_string("signal")
+    message.add_boolean(False)
+    message.add_string("KILL")
+    with suppress(paramiko.SSHException, EOFError, OSError):
+        channel.transport._send_user_message(message)  # type: ignore[union-attr]
 
 
 def _decode(data: bytes | bytearray) -> tuple[str, bool]:
