@@ -26,9 +26,8 @@ import idna
 
 from safeport.action_gateway.arguments import ArgumentRejected, ArgValue, validate_args
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.shared.schemas.config import HttpOperation, HttpService
+from safeport.shared.schemas.config import PLACEHOLDER, HttpOperation, HttpService
 
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _WHOLE_PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,63})\}$")
 # Characters a declared (human-written) path may carry literally: RFC 3986 pchar minus `%`.
 _LITERAL_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
@@ -136,11 +135,11 @@ def check_on_origin(url: str, origin: ServiceOrigin, *, expected_raw_path: str) 
 def _render_path(template: str, values: Mapping[str, ArgValue]) -> str:
     rendered: list[str] = []
     for segment in template.split("/"):
-        names = _PLACEHOLDER.findall(segment)
-        literals = _PLACEHOLDER.split(segment)[::2]
+        names = PLACEHOLDER.findall(segment)
+        literals = PLACEHOLDER.split(segment)[::2]
         if not all(_LITERAL_PATH.match(text) for text in literals):
             raise _invalid("the declared path has characters that are not plain")
-        out = _PLACEHOLDER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), segment)
+        out = PLACEHOLDER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), segment)
         if names and out in ("", ".", ".."):
             raise _invalid("a path argument would form an empty or dot segment")
         rendered.append(out)
@@ -151,7 +150,7 @@ def _render_path(template: str, values: Mapping[str, ArgValue]) -> str:
 
 
 def _substitute(template: str, values: Mapping[str, ArgValue]) -> str:
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
+    return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
 def _render_json(template: object, values: Mapping[str, ArgValue]) -> object:

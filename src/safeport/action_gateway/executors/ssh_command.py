@@ -16,9 +16,8 @@ from collections.abc import Mapping
 
 from safeport.action_gateway.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.shared.schemas.config import SshCommand
+from safeport.shared.schemas.config import PLACEHOLDER, SshCommand
 
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -28,7 +27,7 @@ def render_argv(command: SshCommand, args: Mapping[str, object]) -> list[str]:
         values = validate_args(command.params, args, allow_leading_dash=command.allow_leading_dash)
     except ArgumentRejected as exc:
         raise ActionError("invalid_target", exc.message) from None
-    argv = [_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), part) for part in command.argv]
+    argv = [PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), part) for part in command.argv]
     for word in argv:
         # A control character in a declared word is a config mistake; in a value it was
         # already refused. Either way a newline must never reach the remote shell.
