@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from safeport.errors import ConfigError, EnvironmentProblem, UsageError
+from safeport.errors import ConfigError, EnvironmentProblem, Error, UsageError
 from safeport.vault import (
     CannotUnlock,
     EntryError,
@@ -392,3 +392,33 @@ def test_the_header_records_the_production_kdf_parameters(tmp_path: Path) -> Non
     header = store.header()
     assert (header.kdf.memory_kib, header.kdf.iterations, header.kdf.lanes) == (65536, 10, 1)
     assert b'"memory_kib":65536' in store.path.read_bytes()[PREFIX_BYTES:]
+
+
+def test_no_error_text_cause_or_log_record_carries_a_value(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    store, vault = make_vault(tmp_path)
+    canary_key = b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + CANARY_TOKEN + b"\n"
+    attempts = [
+        lambda: store.unlock(SecretBytes(CANARY_PASSWORD)),
+        lambda: vault.add("deploy-token", "token", {"token": SecretBytes(CANARY_TOKEN)}),
+        lambda: vault.add("k", "ssh-key", {"private_key": SecretBytes(canary_key)}),
+        lambda: vault.add("t", "token", {"token": SecretBytes(CANARY_TOKEN + b"\n")}),
+        lambda: vault.rotate("registry", {"username": "ci", "password": SecretBytes(b"")}),
+        lambda: vault.verify_passphrase(SecretBytes(CANARY_PASSWORD)),
+    ]
+    texts = []
+    for attempt in attempts:
+        with pytest.raises(Error) as caught:  # every refusal is one of ours
+            attempt()
+        error: BaseException | None = caught.value
+        while error is not None:
+            texts.append(repr(error) + str(error))
+            if hasattr(error, "diagnostic"):
+                texts.append(error.diagnostic())
+            error = error.__cause__ or error.__context__
+    texts += [record.getMessage() for record in caplog.records]
+    joined = "\n".join(texts)
+    for canary in (CANARY_TOKEN, CANARY_PASSWORD):
+        assert canary.decode() not in joined

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,6 +38,12 @@ from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring, decode_keyrin
 from safeport.vault.public_file import read_public_keys, write_public_keys
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.unlocked import OpenVault
+
+if TYPE_CHECKING:
+    from safeport.shared.audit import BodySealer
+    from safeport.vault.checkpoints import VaultCheckpointSigner
+    from safeport.vault.interface import CheckpointSigner, UnlockedVault, VaultStore
+    from safeport.vault.sealing import AuditSealer
 
 Clock = Callable[[], datetime]
 
@@ -227,3 +234,11 @@ class VaultFile:
 def require_passphrase(passphrase: SecretBytes) -> None:
     if len(passphrase) == 0:
         raise UsageError("the passphrase is empty", hint="type a passphrase (nothing was changed)")
+
+
+if TYPE_CHECKING:  # mypy proves the classes meet the contract the gateway codes against
+
+    def _conforms(
+        store: VaultFile, vault: OpenVault, sealer: AuditSealer, signer: VaultCheckpointSigner
+    ) -> tuple[VaultStore, UnlockedVault, BodySealer, CheckpointSigner]:
+        return store, vault, sealer, signer
