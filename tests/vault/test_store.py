@@ -422,3 +422,12 @@ def test_no_error_text_cause_or_log_record_carries_a_value(
     joined = "\n".join(texts)
     for canary in (CANARY_TOKEN, CANARY_PASSWORD):
         assert canary.decode() not in joined
+
+
+def test_values_handed_out_are_independent_buffers(tmp_path: Path) -> None:
+    _, vault = make_vault(tmp_path)
+    first = vault.secret("deploy-token")
+    assert isinstance(first, TokenSecret)
+    first.wipe()  # an executor wiping its copy leaves the vault's value intact
+    again = vault.secret("deploy-token")
+    assert isinstance(again, TokenSecret) and again.token.reveal() == CANARY_TOKEN

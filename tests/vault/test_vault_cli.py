@@ -343,3 +343,13 @@ def test_audit_show_keeps_sealed_bodies_sealed_without_the_passphrase(home: Path
     (home / "wrong").write_bytes(b"nope\n")
     wrong = run_sp("audit", "show", "--passphrase-file", str(home / "wrong"), home=home)
     _assert_one_line_failure(wrong, 1)
+
+
+def test_commands_without_a_vault_say_to_init_and_create_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "never-created"
+    done = run_sp("vault", "list", "--passphrase-file", "-", home=home, stdin=b"x")
+    _assert_one_line_failure(done, 2)
+    assert "no vault file at" in done.stderr and "sp vault init" in done.stderr
+    assert not home.exists()
+    status = run_sp("vault", "status", home=home)
+    assert status.returncode == 0 and "state: missing" in status.stdout

@@ -178,6 +178,7 @@ class FileVaultBackend:
             vault.lock()
 
     def unlock(self, authority: Authority, *, rewrite_public_file: bool = False) -> UnlockReport:
+        self._require_file()
         with self.store.locked():
             vault = self._open(authority)
             try:
@@ -250,7 +251,16 @@ class FileVaultBackend:
 
         return self._with(authority, open_all)
 
+    def _require_file(self) -> None:
+        # Before the lock file is created beside it: a missing folder would otherwise read as
+        # "cannot open the vault lock".
+        if not self.store.exists():
+            raise VaultMissing(
+                f"no vault file at {self.store.path}", hint="run `sp vault init` first"
+            )
+
     def _with(self, authority: Authority, action: Callable[[OpenVault], _T]) -> _T:
+        self._require_file()
         with self.store.locked():
             vault = self._open(authority)
             try:

@@ -69,7 +69,7 @@ def check_value(
                 )
             plain[field] = text
         else:
-            secrets[field] = SecretBytes(raw.encode() if isinstance(raw, str) else raw.reveal())
+            secrets[field] = SecretBytes(raw.encode()) if isinstance(raw, str) else raw.copy()
     for field, secret in secrets.items():
         if len(secret) == 0:
             raise EntryError(f"the {field} of {name!r} is empty")
@@ -117,13 +117,11 @@ def to_secret(
 ) -> CredentialSecret:
     """A fresh copy for an executor, which may wipe it without touching the vault's buffers."""
     if kind == "token":
-        return TokenSecret(token=SecretBytes(secrets["token"].reveal()))
+        return TokenSecret(token=secrets["token"].copy())
     if kind == "basic":
-        return BasicSecret(
-            username=plain["username"], password=SecretBytes(secrets["password"].reveal())
-        )
+        return BasicSecret(username=plain["username"], password=secrets["password"].copy())
     passphrase = secrets.get("passphrase")
     return SshKeySecret(
-        private_key=SecretBytes(secrets["private_key"].reveal()),
-        passphrase=None if passphrase is None else SecretBytes(passphrase.reveal()),
+        private_key=secrets["private_key"].copy(),
+        passphrase=None if passphrase is None else passphrase.copy(),
     )

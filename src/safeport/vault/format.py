@@ -222,12 +222,18 @@ def encode_payload(payload: Payload) -> bytearray:
         },
     }
     meta_bytes = _canonical(meta)
-    out = bytearray(_BLOB_LEN.pack(len(meta_bytes)))
-    out += meta_bytes
+    # One allocation of the final size: growing a bytearray reallocates and frees the old
+    # buffer without zeroing it, which would leave copies of values behind.
+    out = bytearray(4 + len(meta_bytes) + sum(4 + len(blob) for blob in blobs))
+    view = memoryview(out)
+    _BLOB_LEN.pack_into(view, 0, len(meta_bytes))
+    view[4 : 4 + len(meta_bytes)] = meta_bytes
+    offset = 4 + len(meta_bytes)
     for blob in blobs:
-        out += _BLOB_LEN.pack(len(blob))
-        # reveal() makes one short-lived bytes copy; the interpreter gives no way to avoid it.
-        out += blob.reveal()
+        _BLOB_LEN.pack_into(view, offset, len(blob))
+        blob.copy_into(view[offset + 4 : offset + 4 + len(blob)])
+        offset += 4 + len(blob)
+    view.release()
     return out
 
 
@@ -237,11 +243,11 @@ def decode_payload(buffer: bytearray) -> Payload:
     The payload was authenticated before this runs, so a failure here means a bug or a vault
     written by something else; it is still reported as :class:`CannotUnlock`.
     """
+    blobs: list[SecretBytes] = []
     try:
         view = memoryview(buffer)
         (meta_len,) = _BLOB_LEN.unpack_from(view, 0)
         meta = json.loads(bytes(view[4 : 4 + meta_len]))
-        blobs: list[SecretBytes] = []
         offset = 4 + meta_len
         while offset < len(view):
             (size,) = _BLOB_LEN.unpack_from(view, offset)
@@ -255,6 +261,8 @@ def decode_payload(buffer: bytearray) -> Payload:
         view.release()
         return _payload_from(meta, blobs)
     except (ValueError, TypeError, KeyError, IndexError, struct.error, binascii.Error) as exc:
+        for blob in blobs:
+            blob.wipe()
         raise CannotUnlock() from exc
 
 
