@@ -33,6 +33,7 @@ from safeport.vault import (
 )
 from safeport.vault.backend import Authority
 from safeport.vault.interface import Checkpoint
+from safeport.vault.public_file import decode_public_keys
 
 
 @click.group()
@@ -103,7 +104,15 @@ def verify(
 
 def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Checkpoint]:
     """The checkpoints in ``path``, each signature checked against the vault's public key."""
-    keys = read_public_keys(public_keys_file or locate().vault_public_file)
+    if public_keys_file is None:
+        keys = read_public_keys(locate().vault_public_file)
+    else:
+        # A copy chosen on purpose (an auditor's, perhaps another user's): public, so no owner
+        # or mode checks; the signature check is what matters.
+        try:
+            keys = decode_public_keys(public_keys_file.read_bytes(), source=str(public_keys_file))
+        except OSError as exc:
+            raise Error(f"cannot read {public_keys_file}: {exc.strerror}") from exc
     try:
         with path.open("rb") as stream:
             data = stream.read(1024 * 1024 + 1)

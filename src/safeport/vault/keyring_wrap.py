@@ -53,21 +53,19 @@ class OsKeyring:
 
     def get(self, account: str) -> str | None:
         import keyring
-        import keyring.errors
 
         try:
             value = keyring.get_password(SERVICE, account)
-        except keyring.errors.KeyringError as exc:
+        except Exception as exc:  # a backend's own errors (D-Bus, Keychain) are foreign too
             raise KeyringProblem(_why("read from", exc)) from exc
         return value if isinstance(value, str) else None
 
     def set(self, account: str, value: str) -> None:
         import keyring
-        import keyring.errors
 
         try:
             keyring.set_password(SERVICE, account, value)
-        except keyring.errors.KeyringError as exc:
+        except Exception as exc:
             raise KeyringProblem(_why("store a key in", exc)) from exc
 
     def delete(self, account: str) -> None:
@@ -78,7 +76,7 @@ class OsKeyring:
             keyring.delete_password(SERVICE, account)
         except keyring.errors.PasswordDeleteError:
             return  # already gone: disabling is idempotent
-        except keyring.errors.KeyringError as exc:
+        except Exception as exc:
             raise KeyringProblem(_why("delete a key from", exc)) from exc
 
 
