@@ -4,8 +4,13 @@ unchanged file; no value ever appears in any output."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -353,3 +358,33 @@ def test_commands_without_a_vault_say_to_init_and_create_nothing(tmp_path: Path)
     assert not home.exists()
     status = run_sp("vault", "status", home=home)
     assert status.returncode == 0 and "state: missing" in status.stdout
+
+
+def test_the_passphrase_prompt_at_a_terminal_works_and_does_not_echo(home: Path) -> None:
+    make_vault(home)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: `sp vault list` with a terminal on stdin/stdout
+        os.environ["SAFEPORT_HOME"] = str(home)
+        os.execv(sys.executable, [sys.executable, "-m", "safeport", "vault", "list"])
+    seen = b""
+    deadline = time.monotonic() + 30
+    sent = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break  # the child closed the terminal
+        if not chunk:
+            break
+        seen += chunk
+        if not sent and b"passphrase" in seen.lower():
+            os.write(fd, PASSPHRASE + b"\n")
+            sent = True
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"deploy-token  token" in seen
+    assert PASSPHRASE not in seen  # hidden input is not echoed back
