@@ -25,6 +25,7 @@ from safeport.vault import (
 from safeport.vault import kdf as kdf_module
 from safeport.vault.format import PREFIX_BYTES
 from safeport.vault.secrets import BasicSecret, SecretBytes, SshKeySecret, TokenSecret
+from tests.conftest import need
 from tests.vault.vault_factory import (
     CANARY_PASSWORD,
     CANARY_TOKEN,
@@ -125,8 +126,7 @@ def test_a_vault_readable_by_others_is_refused(tmp_path: Path, mode: int) -> Non
 
 
 def test_a_vault_owned_by_another_user_is_refused(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to chown the file to another user")
+    need(os.geteuid() == 0, "giving a file to another user needs root")
     store, _ = make_vault(tmp_path)
     os.chown(store.path, 65534, 65534)
     with pytest.raises(UnsafeVaultFile, match="owned by another user"):
