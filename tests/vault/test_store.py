@@ -15,6 +15,7 @@ from safeport.errors import ConfigError, EnvironmentProblem, Error, UsageError
 from safeport.vault import (
     CannotUnlock,
     EntryError,
+    KeyringProblem,
     NotAVault,
     UnsafeVaultFile,
     VaultChanged,
@@ -431,3 +432,17 @@ def test_values_handed_out_are_independent_buffers(tmp_path: Path) -> None:
     first.wipe()  # an executor wiping its copy leaves the vault's value intact
     again = vault.secret("deploy-token")
     assert isinstance(again, TokenSecret) and again.token.reveal() == CANARY_TOKEN
+
+
+def test_disable_still_drops_the_wrap_when_the_keyring_refuses_to_delete(tmp_path: Path) -> None:
+    class StuckKeyring(MemoryKeyring):
+        def delete(self, account: str) -> None:
+            raise KeyringProblem("cannot delete a key from the OS keyring (KeyringLocked)")
+
+    store, vault = make_vault(tmp_path, keyring=StuckKeyring())
+    vault.enable_keyring()
+    with pytest.raises(KeyringProblem, match="disabled in the vault"):
+        vault.disable_keyring()
+    assert store.header().keyring_wrap is None
+    with pytest.raises(KeyringProblem, match="not enabled"):
+        store.unlock_with_keyring()

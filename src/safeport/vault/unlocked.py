@@ -236,7 +236,15 @@ class OpenVault:
                 self._commit(
                     self._payload, header=dataclasses.replace(self._header, keyring_wrap=None)
                 )
-            self._store.keyring.delete(self._header.vault_id)
+            try:
+                self._store.keyring.delete(self._header.vault_id)
+            except KeyringProblem as exc:
+                raise KeyringProblem(
+                    "keyring unlock is disabled in the vault, but the OS keyring item could not "
+                    "be deleted",
+                    hint="it no longer opens this file (but still opens older backups); remove "
+                    "the 'safeport-vault' item by hand",
+                ) from exc
 
     def lock(self) -> None:
         with self._mutex:
