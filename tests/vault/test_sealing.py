@@ -9,7 +9,7 @@ import pytest
 
 from safeport.errors import AuditError
 from safeport.shared.audit import JournalWriter, read_records, verify_journal
-from safeport.vault import AuditSealer
+from safeport.vault import AuditSealer, VaultLocked
 from tests.vault.vault_factory import CANARY_TOKEN, make_vault, passphrase
 
 
@@ -65,3 +65,12 @@ def test_a_swapped_public_file_is_detected_at_unlock(tmp_path: Path) -> None:
     vault.rewrite_public_file()
     assert vault.public_file_state() == "matches"
     assert CANARY_TOKEN not in store.public_path.read_bytes()
+
+
+def test_an_opener_stops_working_when_the_vault_locks(tmp_path: Path) -> None:
+    store, vault = make_vault(tmp_path)
+    sealed = AuditSealer(store.public_keys()).seal(b"{}")
+    opener = vault.audit_opener()
+    vault.lock()
+    with pytest.raises(VaultLocked):
+        opener.open(sealed)

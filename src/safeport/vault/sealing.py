@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from safeport.errors import AuditError
+from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import VaultPublicKeys
 from safeport.vault.public_file import read_public_keys
 from safeport.vault.secrets import SecretBytes
@@ -61,6 +62,8 @@ class AuditOpener:
 
     def open(self, sealed: Mapping[str, object]) -> bytes:
         """The body's canonical JSON; :class:`AuditError` if it is not a body sealed to us."""
+        if len(self._private) == 0:
+            raise VaultLocked()
         try:
             if sealed.get("alg") != ALGORITHM:
                 raise ValueError("algorithm")
