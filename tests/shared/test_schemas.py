@@ -103,3 +103,29 @@ def test_an_operation_cannot_declare_the_authorization_header() -> None:
     )
     with pytest.raises(ConfigError, match="set by the gateway"):
         parse_gateway_policy(text)
+
+
+def test_shell_variable_syntax_in_argv_is_literal_text_not_a_param() -> None:
+    text = EXAMPLE.replace(
+        'argv = ["systemctl", "status", "--no-pager", "{service}"]',
+        'argv = ["sh", "-c", "echo ${HOME}", "{service}"]',
+    )
+    policy, _ = parse_gateway_policy(text)
+    assert (
+        policy.ssh.hosts["build-staging"].commands["read_service_status"].argv[2] == "echo ${HOME}"
+    )
+
+
+@pytest.mark.parametrize("key_type", ["ssh-dss", "sk-ssh-ed25519@openssh.com", "ssh-foo"])
+def test_host_key_types_that_cannot_be_pinned_are_refused(key_type: str) -> None:
+    text = EXAMPLE.replace("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample", f"{key_type} AAAAB3Nz")
+    with pytest.raises(ConfigError, match="cannot be pinned"):
+        parse_gateway_policy(text)
+
+
+def test_bearer_auth_with_a_basic_credential_is_refused() -> None:
+    text = EXAMPLE.replace(
+        '[credentials.deploy-token]\nkind = "token"', '[credentials.deploy-token]\nkind = "basic"'
+    )
+    with pytest.raises(ConfigError, match="cannot use a basic credential"):
+        parse_gateway_policy(text)

@@ -12,6 +12,8 @@ from safeport.cli.audit import audit
 from safeport.cli.gateway import checkpoint, gateway
 from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
+from safeport.cli.ssh import ssh
+from safeport.cli.vault import vault
 from safeport.errors import Error
 
 
@@ -27,6 +29,8 @@ sp.add_command(approvals)
 sp.add_command(sessions)
 sp.add_command(policy)
 audit.add_command(checkpoint)
+sp.add_command(ssh)
+sp.add_command(vault)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from safeport.cli.render import inert
+from safeport.cli.secret_input import ask_secret
+from safeport.cli.vault import backend_for
 from safeport.errors import Error, UsageError
 from safeport.shared.audit import (
     ChainReport,
@@ -22,6 +24,16 @@ from safeport.shared.audit import (
     verify_journal,
 )
 from safeport.shared.paths import locate
+from safeport.vault import (
+    CheckpointVerdict,
+    compare,
+    load_checkpoints,
+    read_public_keys,
+    verify_checkpoint,
+)
+from safeport.vault.backend import Authority
+from safeport.vault.interface import Checkpoint
+from safeport.vault.public_file import decode_public_keys
 
 
 @click.group()
@@ -31,34 +43,115 @@ def audit() -> None:
 
 @audit.command()
 @click.argument("journal_file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A signed checkpoint (`sp audit checkpoint`): also catch truncation and rollback.",
+)
+@click.option(
+    "--public-keys",
+    "public_keys_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The vault.pub.json whose checkpoint key must have signed (default: this vault's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per journal.")
-def verify(journal_file: Path | None, as_json: bool) -> None:
+def verify(
+    journal_file: Path | None,
+    checkpoint_file: Path | None,
+    public_keys_file: Path | None,
+    as_json: bool,
+) -> None:
     """Check a journal's hash chain (every journal in the audit folder when FILE is omitted).
 
-    Exit 0: valid or empty. Exit 1: broken or an incomplete final record. Exit 2: unreadable.
+    Exit 0: valid or empty. Exit 1: broken, an incomplete final record, or a journal that does
+    not reach or match its signed checkpoint. Exit 2: unreadable.
     """
+    checkpoints = None
+    if checkpoint_file is not None:
+        checkpoints = _load_checkpoints(checkpoint_file, public_keys_file)
+    elif public_keys_file is not None:
+        raise UsageError("--public-keys only applies with --checkpoint")
     if journal_file is not None:
-        reports = [verify_journal(journal_file)]
+        files = [journal_file]
         headed = False
     else:
         audit_dir = locate().audit_dir
         files = discover_journals(audit_dir)
         if not files:
             raise Error(f"no journals in {audit_dir}", hint="nothing has been recorded yet")
-        reports = [verify_journal(path) for path in files]
         headed = True
-    _print_reports(reports, headed=headed, as_json=as_json)
-    if not all(report.ok for report in reports):
+        # A signed journal that vanished entirely is the ultimate truncation: check it too.
+        present = {journal_name(path) for path in files}
+        files += [
+            audit_dir / f"{name}.jsonl" for name in sorted(checkpoints or {}) if name not in present
+        ]
+    reports = []
+    verdicts: list[CheckpointVerdict | None] = []
+    for path in files:
+        name = journal_name(path)
+        signed = None if checkpoints is None else checkpoints.get(name)
+        if signed is not None and not path.exists() and not path.is_symlink():
+            report = ChainReport(name, 0, None, None, None, "empty")
+        else:
+            report = verify_journal(path, capture_seq=signed.head.seq if signed else None)
+        reports.append(report)
+        verdicts.append(None if checkpoints is None else compare(report, signed, name))
+    _print_reports(reports, verdicts, checkpoints, headed=headed, as_json=as_json)
+    if not all(report.ok for report in reports) or not all(v.ok for v in verdicts if v):
         sys.exit(1)
+
+
+def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Checkpoint]:
+    """The checkpoints in ``path``, each signature checked against the vault's public key."""
+    if public_keys_file is None:
+        keys = read_public_keys(locate().vault_public_file)
+    else:
+        # A copy chosen on purpose (an auditor's, perhaps another user's): public, so no owner
+        # or mode checks; the signature check is what matters.
+        try:
+            keys = decode_public_keys(public_keys_file.read_bytes(), source=str(public_keys_file))
+        except OSError as exc:
+            raise Error(f"cannot read {public_keys_file}: {exc.strerror}") from exc
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(1024 * 1024 + 1)
+    except OSError as exc:
+        raise Error(f"cannot read the checkpoint file {path}: {exc.strerror}") from exc
+    if len(data) > 1024 * 1024:
+        raise UsageError(f"{path} is too large to be a checkpoint file")
+    by_journal: dict[str, Checkpoint] = {}
+    for checkpoint in load_checkpoints(data, source=str(path)):
+        verify_checkpoint(checkpoint, keys)
+        latest = by_journal.get(checkpoint.journal)
+        if latest is None or checkpoint.head.seq >= latest.head.seq:
+            by_journal[checkpoint.journal] = checkpoint
+    return by_journal
 
 
 @audit.command()
 @click.option("--journal", "journal", default=None, help="Journal name (actions, sessions, reads).")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON Lines.")
-def show(journal: str | None, limit: int, as_json: bool) -> None:
-    """Show the most recent records of one journal, or of every journal."""
-    audit_dir = locate().audit_dir
+@click.option("--unseal", is_flag=True, help="Ask for the vault passphrase and show sealed bodies.")
+@click.option(
+    "--passphrase-file",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Unseal bodies with the passphrase read from FILE (- for stdin).",
+)
+def show(
+    journal: str | None,
+    limit: int,
+    as_json: bool,
+    unseal: bool,
+    passphrase_file: Path | None,
+) -> None:
+    """Show the most recent records of one journal, or of every journal.
+
+    Sealed bodies (actions, sessions) show as <sealed> unless the vault's passphrase is given.
+    """
+    paths = locate()
+    audit_dir = paths.audit_dir
     if journal is not None:
         if not journal.isidentifier():
             raise UsageError(f"{journal!r} is not a journal name")
@@ -67,8 +160,21 @@ def show(journal: str | None, limit: int, as_json: bool) -> None:
             raise Error(f"no journal named {journal!r} in {audit_dir}")
     else:
         files = discover_journals(audit_dir)
-    for path in files:
-        records = read_records(path, limit)
+    authority = None
+    if unseal or passphrase_file is not None:
+        authority = Authority(
+            passphrase=lambda: ask_secret(
+                passphrase_file, what="vault passphrase", option="--passphrase-file"
+            )
+        )
+    shown = [(path, read_records(path, limit)) for path in files]
+    if authority is not None:
+        backend = backend_for(paths)
+        # One unlock (one KDF) for every journal shown.
+        flat = [record for _, records in shown for record in records]
+        opened = iter(backend.unseal(authority, flat))
+        shown = [(path, [next(opened) for _ in records]) for path, records in shown]
+    for path, records in shown:
         if as_json:
             for record in records:
                 click.echo(json.dumps({"journal": journal_name(path), **record}, sort_keys=True))
@@ -76,14 +182,40 @@ def show(journal: str | None, limit: int, as_json: bool) -> None:
             _render_table(journal_name(path), records)
 
 
-def _print_reports(reports: list[ChainReport], *, headed: bool, as_json: bool) -> None:
+def _print_reports(
+    reports: list[ChainReport],
+    verdicts: list[CheckpointVerdict | None],
+    checkpoints: dict[str, Checkpoint] | None,
+    *,
+    headed: bool,
+    as_json: bool,
+) -> None:
     if as_json:
-        payload: Any = [r.as_json() for r in reports] if headed else reports[0].as_json()
+        objects = []
+        for report, verdict in zip(reports, verdicts, strict=True):
+            item = report.as_json()
+            if verdict is not None:
+                signed = (checkpoints or {}).get(report.journal)
+                item["checkpoint"] = {
+                    "status": verdict.status,
+                    "ok": verdict.ok,
+                    "detail": verdict.detail,
+                    "signer": signed.signer_fingerprint
+                    if signed and verdict.status != "unsigned"
+                    else None,
+                }
+            objects.append(item)
+        payload: Any = objects if headed else objects[0]
         click.echo(json.dumps(payload, indent=2))
         return
     blocks = []
-    for report in reports:
+    for report, verdict in zip(reports, verdicts, strict=True):
         lines = ([f"journal: {report.journal}"] if headed else []) + report.lines()
+        if verdict is not None:
+            lines.append(f"checkpoint: {verdict.detail}")
+            signed = (checkpoints or {}).get(report.journal)
+            if signed is not None and verdict.status != "unsigned":
+                lines.append(f"signer: {signed.signer_fingerprint}")
         blocks.append("\n".join(lines))
     click.echo("\n\n".join(blocks))
 

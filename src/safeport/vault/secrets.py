@@ -28,6 +28,14 @@ class SecretBytes:
     def __len__(self) -> int:
         return len(self._buf)
 
+    def copy(self) -> SecretBytes:
+        """An independent buffer with the same value, made without an immutable ``bytes`` copy."""
+        return SecretBytes(self._buf)
+
+    def copy_into(self, target: memoryview) -> None:
+        """Write the value into ``target`` (exactly ``len(self)`` bytes), e.g. a payload buffer."""
+        target[:] = self._buf
+
     def wipe(self) -> None:
         for index in range(len(self._buf)):
             self._buf[index] = 0

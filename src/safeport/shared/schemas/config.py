@@ -21,7 +21,21 @@ from safeport.shared.schemas.audit import Hex64
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+# `{name}` in an argv, path, query or body template; anything else (`${HOME}`) is literal text.
+PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
+
+
+# Host key types the SSH executor can compare; DSA is obsolete and security-key (sk-) types are
+# user-key formats, never host keys a pinned check could match.
+PINNABLE_KEY_TYPES = frozenset(
+    {
+        "ssh-ed25519",
+        "ssh-rsa",
+        "ecdsa-sha2-nistp256",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+    }
+)
 
 
 class _Strict(BaseModel):
@@ -94,7 +108,7 @@ class SshCommand(_Strict):
 
     @model_validator(mode="after")
     def _placeholders_declared(self) -> SshCommand:
-        used = {name for part in self.argv for name in _PLACEHOLDER.findall(part)}
+        used = {name for part in self.argv for name in PLACEHOLDER.findall(part)}
         _check_placeholders(used, self.params, "argv")
         unknown = set(self.allow_leading_dash) - set(self.params)
         if unknown:
@@ -117,8 +131,13 @@ class SshHost(_Strict):
     def _keys_look_like_keys(self) -> SshHost:
         for key in self.host_keys:
             parts = key.split()
-            if len(parts) < 2 or not parts[0].startswith(("ssh-", "ecdsa-", "sk-")):
+            if len(parts) < 2:
                 raise ValueError("each of `host_keys` must be '<type> <base64>' as in known_hosts")
+            if parts[0] not in PINNABLE_KEY_TYPES:
+                raise ValueError(
+                    f"host key type {parts[0]!r} cannot be pinned; use one of "
+                    + ", ".join(sorted(PINNABLE_KEY_TYPES))
+                )
         return self
 
 
@@ -135,9 +154,9 @@ class HttpOperation(_Strict):
 
     @model_validator(mode="after")
     def _placeholders_declared(self) -> HttpOperation:
-        used = set(_PLACEHOLDER.findall(self.path))
+        used = set(PLACEHOLDER.findall(self.path))
         for value in self.query.values():
-            used |= set(_PLACEHOLDER.findall(value))
+            used |= set(PLACEHOLDER.findall(value))
         used |= _json_placeholders(self.json_body)
         _check_placeholders(used, self.params, "path/query/json_body")
         for name in self.headers:
@@ -203,8 +222,11 @@ class GatewayPolicy(_Strict):
                 )
             if cred.kind == "ssh-key":
                 raise ValueError(f"http service {name!r} cannot use an ssh-key credential")
-            if service.auth == "basic" and cred.kind != "basic":
-                raise ValueError(f"http service {name!r}: auth = 'basic' needs a basic credential")
+            if (service.auth == "basic") != (cred.kind == "basic"):
+                raise ValueError(
+                    f"http service {name!r}: auth = {service.auth!r} cannot use a "
+                    f"{cred.kind} credential (basic auth takes exactly a basic credential)"
+                )
         return self
 
 
@@ -262,7 +284,7 @@ def _check_placeholders(used: set[str], params: dict[str, ParamSpec], where: str
 
 def _json_placeholders(value: object) -> set[str]:
     if isinstance(value, str):
-        return set(_PLACEHOLDER.findall(value))
+        return set(PLACEHOLDER.findall(value))
     if isinstance(value, dict):
         return set().union(*(_json_placeholders(v) for v in value.values())) if value else set()
     if isinstance(value, list):

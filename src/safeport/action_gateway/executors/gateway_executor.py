@@ -1,0 +1,48 @@
+"""The gateway's :class:`~safeport.action_gateway.executors.interface.Executor`: SSH and HTTPS."""
+
+from __future__ import annotations
+
+import paramiko
+
+from safeport.action_gateway.executors.https import HttpsExecutor, Resolver, system_resolver
+from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
+from safeport.action_gateway.executors.ssh import run_command
+from safeport.action_gateway.executors.ssh_command import render_command
+from safeport.action_gateway.executors.ssh_pool import SshPool
+from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
+
+
+class GatewayExecutor:
+    """Runs fixed-vector actions; blocking, safe to call from several worker threads."""
+
+    def __init__(self, *, resolver: Resolver = system_resolver) -> None:
+        """``resolver``: the one DNS lookup per HTTPS connection (tests map names to loopback)."""
+        self._ssh = SshPool()
+        self._https = HttpsExecutor(resolver)
+
+    def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
+        # Rendering validates the arguments again: nothing unvalidated reaches the pool.
+        command = render_command(action.command, action.args)
+        timeout_s, cap = action.command.timeout_s, action.command.max_output_bytes
+
+        def run(transport: paramiko.Transport) -> SshExecResult:
+            return run_command(action.host_id, transport, command, timeout_s, cap)
+
+        return self._ssh.run(action.host_id, action.host, secret, run)
+
+    def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
+        return self._https.request(action, secret)
+
+    def close_all(self) -> None:
+        self._ssh.close_all()
+        self._https.close_all()
+
+    @property
+    def pooled_ssh_connections(self) -> int:
+        return len(self._ssh)
+
+
+def _conforms(executor: GatewayExecutor) -> Executor:
+    """Checked by mypy: the class satisfies the gateway's Executor protocol."""
+    return executor

@@ -1,0 +1,365 @@
+"""Run one declared HTTPS operation with the credential injected, on a pinned address.
+
+The only network seam is :class:`PinnedNetworkBackend`: when httpcore asks for a TCP connection
+it resolves the service's own name once (through an injectable resolver), checks every address
+with :mod:`address_policy`, and connects to the checked address. TLS is then started by httpcore
+with SNI and certificate verification for the *name*, and the Host header carries the name, so a
+DNS answer that changes between check and connect (rebinding) changes nothing: there is no second
+lookup. Redirects are never followed, environment proxies are ignored, response headers are never
+read into a result, and every httpx, httpcore, ssl and socket exception becomes an
+:class:`ActionError` in :func:`translate_http_errors`.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import re
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+
+import httpcore
+import httpx
+
+from safeport.action_gateway.executors.address_policy import IpAddress, check_addresses
+from safeport.action_gateway.executors.http_target import (
+    RequestTarget,
+    build_target,
+    normalise_host,
+)
+from safeport.action_gateway.executors.interface import ActionError, HttpAction
+from safeport.action_gateway.executors.response_contract import (
+    extract_fields,
+    refuse_credential_echo,
+)
+from safeport.shared.schemas.config import HttpService
+from safeport.shared.schemas.wire import HttpResult
+from safeport.vault.secrets import BasicSecret, TokenSecret
+
+Resolver = Callable[[str, int], Sequence[str]]
+"""``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_HEADER_VALUE = re.compile(r"^[\x20-\x7e]*$")
+_PRIVATE_HINT = "allow private addresses only for a service that really lives on a private network"
+_PRINTABLE_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Resolve with the system resolver (getaddrinfo), TCP answers only, order kept."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class AddressRefused(Exception):
+    """The connection would reach an address (or host) the service may not reach."""
+
+    def __init__(self, reason: str, *, private: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.private = private
+
+
+class NameNotResolved(Exception):
+    """The service's name did not resolve."""
+
+
+class PinnedNetworkBackend(httpcore.NetworkBackend):
+    """Connect only to checked addresses of the one expected host."""
+
+    def __init__(self, host: str, resolver: Resolver, *, allow_private: bool) -> None:
+        self._host = host
+        self._resolver = resolver
+        self._allow_private = allow_private
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        if host != self._host:
+            raise AddressRefused("another host than its own")
+        addresses = self._resolve(host, port)
+        allowed, refusal = check_addresses(addresses, allow_private=self._allow_private)
+        if refusal is not None:
+            raise AddressRefused(refusal.reason, private=refusal.verdict == "private")
+        last: Exception | None = None
+        for address in allowed:
+            try:
+                return self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise AddressRefused("a unix socket")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def _resolve(self, host: str, port: int) -> list[IpAddress]:
+        try:
+            answers = self._resolver(host, port)
+            addresses = [ipaddress.ip_address(answer) for answer in answers]
+        except (OSError, ValueError) as exc:
+            raise NameNotResolved from exc
+        if not addresses:
+            raise NameNotResolved
+        return addresses
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's transport with its connection pool built on :class:`PinnedNetworkBackend`."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, backend: PinnedNetworkBackend) -> None:
+        super().__init__(verify=ssl_context, trust_env=False)
+        # httpx does not expose the network backend; the pool it builds is replaced by the
+        # same pool on our backend (the rebinding test fails if this ever stops working).
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            network_backend=backend,
+            max_connections=16,
+            max_keepalive_connections=4,
+            keepalive_expiry=60.0,
+            http1=True,
+            http2=False,
+        )
+
+
+class HttpsExecutor:
+    def __init__(self, resolver: Resolver = system_resolver) -> None:
+        self._resolver = resolver
+        self._clients: dict[tuple[object, ...], httpx.Client] = {}
+        self._lock = threading.Lock()
+
+    def request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
+        service = action.service
+        sid = action.service_id
+        target = build_target(service, action.operation, action.args)
+        header_name, header_value, forms = credential_header(service, secret, service_id=sid)
+        headers = {"Accept": "application/json", "User-Agent": "safeport"}
+        for name, value in action.operation.headers.items():
+            if name.lower() == header_name.lower():
+                raise ActionError(
+                    "invalid_target", f"operation header {name!r} is the credential's"
+                )
+            if not _HEADER_VALUE.match(value):
+                raise ActionError("invalid_target", f"operation header {name!r} is not plain text")
+            headers[name] = value
+        if target.body is not None:
+            headers["Content-Type"] = "application/json"
+        headers[header_name] = header_value
+        client = self._client(sid, service, target)
+        deadline = time.monotonic() + service.timeout_s
+        with translate_http_errors(sid):
+            request = client.build_request(
+                target.method, target.url, headers=headers, content=target.body
+            )
+            response = client.send(request, stream=True)
+            try:
+                return _read_result(sid, service, action, response, deadline, forms)
+            finally:
+                response.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            client.close()
+
+    def _client(self, service_id: str, service: HttpService, target: RequestTarget) -> httpx.Client:
+        key = (
+            service_id,
+            target.origin,
+            service.ca_file,
+            service.allow_private_addresses,
+            service.timeout_s,
+        )
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                context = tls_context(service_id, service.ca_file)
+                backend = PinnedNetworkBackend(
+                    target.origin.host,
+                    self._resolver,
+                    allow_private=service.allow_private_addresses,
+                )
+                client = httpx.Client(
+                    transport=_PinnedTransport(context, backend),
+                    follow_redirects=False,
+                    trust_env=False,
+                    timeout=httpx.Timeout(service.timeout_s),
+                )
+                self._clients[key] = client
+            return client
+
+
+def credential_header(
+    service: HttpService, secret: TokenSecret | BasicSecret, *, service_id: str
+) -> tuple[str, str, list[str]]:
+    """The header that carries the credential, and every form of it a response must not echo."""
+    if service.auth == "basic":
+        if not isinstance(secret, BasicSecret):
+            raise ActionError("invalid_target", f"service {service_id!r} needs a basic credential")
+        password = _header_text(secret.password.reveal(), service_id)
+        pair = f"{secret.username}:{password}"
+        encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        return (
+            "Authorization",
+            f"Basic {encoded}",
+            [password, encoded, pair, quote(password, safe="")],
+        )
+    if not isinstance(secret, TokenSecret):
+        raise ActionError("invalid_target", f"service {service_id!r} needs a token credential")
+    token = _header_text(secret.token.reveal(), service_id)
+    forms = [token, base64.b64encode(token.encode("ascii")).decode("ascii"), quote(token, safe="")]
+    if service.auth == "bearer":
+        return "Authorization", f"Bearer {token}", forms
+    return service.auth.removeprefix("header:"), token, forms
+
+
+def tls_context(service_id: str, ca_file: str | None) -> ssl.SSLContext:
+    """Verification always on; a ``ca_file`` replaces the system roots for that service."""
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ActionError(
+            "tls_failed", f"the ca_file of service {service_id!r} cannot be read"
+        ) from exc
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+@contextmanager
+def translate_http_errors(service_id: str) -> Iterator[None]:
+    """The one place httpx, httpcore, ssl and socket exceptions become :class:`ActionError`."""
+    try:
+        yield
+    except ActionError:
+        raise
+    except AddressRefused as exc:
+        raise ActionError(
+            "address_refused",
+            f"service {service_id!r} would connect to {exc.reason}, which it may not reach",
+            hint=_PRIVATE_HINT if exc.private else None,
+        ) from exc
+    except NameNotResolved as exc:
+        raise ActionError(
+            "unreachable", f"the name of service {service_id!r} does not resolve"
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise ActionError("timeout", f"service {service_id!r} did not answer in time") from exc
+    except (httpx.ConnectError, ssl.SSLError) as exc:
+        if _caused_by_tls(exc):
+            raise ActionError(
+                "tls_failed", f"the TLS handshake with service {service_id!r} failed verification"
+            ) from exc
+        raise ActionError("unreachable", f"service {service_id!r} is unreachable") from exc
+    except (httpx.RemoteProtocolError, httpx.DecodingError) as exc:
+        raise ActionError(
+            "bad_response", f"service {service_id!r} broke the HTTP protocol"
+        ) from exc
+    except (httpx.HTTPError, OSError) as exc:
+        raise ActionError(
+            "unreachable", f"the connection to service {service_id!r} failed"
+        ) from exc
+
+
+def _read_result(
+    service_id: str,
+    service: HttpService,
+    action: HttpAction,
+    response: httpx.Response,
+    deadline: float,
+    credential_forms: list[str],
+) -> HttpResult:
+    status = response.status_code
+    if status in _REDIRECTS or (300 <= status < 400 and "location" in response.headers):
+        raise ActionError(
+            "redirect_blocked",
+            f"service {service_id!r} answered {status} redirecting to "
+            f"{_redirect_host(response)}; redirects are never followed",
+        )
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > service.max_response_bytes:
+            raise ActionError(
+                "bad_response",
+                f"service {service_id!r} answered with more than "
+                f"{service.max_response_bytes} bytes",
+            )
+        if time.monotonic() > deadline:
+            raise ActionError("timeout", f"service {service_id!r} did not finish answering in time")
+    fields_declared = action.operation.response_fields
+    if not (200 <= status < 300) or not fields_declared:
+        # An error answer does not follow the operation's response contract; only its status
+        # is passed on.
+        return HttpResult(status=status, fields={})
+    fields: dict[str, Any] = extract_fields(bytes(body), fields_declared, service_id=service_id)
+    refuse_credential_echo(fields, credential_forms, service_id=service_id)
+    return HttpResult(status=status, fields=fields)
+
+
+def _redirect_host(response: httpx.Response) -> str:
+    """Only the target's host (or address) is reported, never its path or query."""
+    location = response.headers.get("location")
+    if not location:
+        return "no location"
+    try:
+        host = response.url.join(location).host
+    except (httpx.InvalidURL, UnicodeError, ValueError):
+        return "an unparseable location"
+    try:
+        return f"address {ipaddress.ip_address(host.strip('[]'))}"
+    except ValueError:
+        pass
+    try:
+        name = normalise_host(host)
+    except ActionError:
+        return "a host that is not a plain name"
+    return f"host {name}" if _PRINTABLE_HOST.match(name) else "a host that is not a plain name"
+
+
+def _header_text(value: bytes, service_id: str) -> str:
+    try:
+        text = value.decode("ascii")
+    except UnicodeDecodeError:
+        text = ""
+    if not text or not _HEADER_VALUE.match(text):
+        # Never echo the value: say only that it cannot be a header.
+        raise ActionError(
+            "invalid_target",
+            f"the credential of service {service_id!r} is not a valid header value",
+        )
+    return text
+
+
+def _caused_by_tls(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -1,0 +1,41 @@
+"""Render a declared SSH command into the one string the remote shell will see (pure).
+
+The remote side of SSH always hands the command string to the user's login shell, so the only
+safe way to pass data is to quote every word: the declared argv with each ``{param}`` replaced by
+its validated value, then :func:`shlex.join`. A value such as ``x; touch /tmp/owned`` or
+``-oProxyCommand=…`` reaches the remote program as one literal argument, never as syntax.
+Arguments are validated again here (the ladder did it first) so that this module is safe on its
+own: nothing that fails the declared constraint is ever rendered.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+from safeport.action_gateway.arguments import ArgumentRejected, validate_args
+from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.schemas.config import PLACEHOLDER, SshCommand
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def render_argv(command: SshCommand, args: Mapping[str, object]) -> list[str]:
+    """The declared argv with validated values substituted; raise ``invalid_target`` otherwise."""
+    try:
+        values = validate_args(command.params, args, allow_leading_dash=command.allow_leading_dash)
+    except ArgumentRejected as exc:
+        raise ActionError("invalid_target", exc.message) from None
+    argv = [PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), part) for part in command.argv]
+    for word in argv:
+        # A control character in a declared word is a config mistake; in a value it was
+        # already refused. Either way a newline must never reach the remote shell.
+        if _CONTROL.search(word):
+            raise ActionError("invalid_target", "the rendered command contains a control character")
+    return argv
+
+
+def render_command(command: SshCommand, args: Mapping[str, object]) -> str:
+    """The exact command string sent in the SSH ``exec`` request."""
+    return shlex.join(render_argv(command, args))

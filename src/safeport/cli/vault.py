@@ -1,0 +1,373 @@
+"""`sp vault`: the encrypted credential store (init, unlock, entries, passphrase, keyring)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import datetime
+from pathlib import Path
+from typing import get_args
+
+import click
+
+from safeport.cli.render import inert
+from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file
+from safeport.errors import EnvironmentProblem, UsageError
+from safeport.shared.paths import SafeportPaths, locate
+from safeport.vault.backend import Authority, FileVaultBackend, VaultBackend
+from safeport.vault.keyring_wrap import trade_off
+from safeport.vault.secrets import SecretBytes, SecretKind
+from safeport.vault.store import VaultFile
+
+_KINDS = list(get_args(SecretKind))
+
+passphrase_file_option = click.option(
+    "--passphrase-file",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    default=None,
+    help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
+)
+
+
+def backend_for(paths: SafeportPaths) -> VaultBackend:
+    """The file backend, unless a gateway is listening on control.sock.
+
+    A running gateway holds the unlocked state; editing the file under it would fork the two
+    (its next save would then refuse with "changed since it was unlocked"), so that case is
+    refused here until the control-socket backend exists.
+    """
+    if _gateway_listening(paths.control_socket):
+        raise EnvironmentProblem(
+            "a gateway is running; vault changes must go through it",
+            hint="stop it with `sp gateway stop`, run the vault command, then start it again",
+        )
+    return FileVaultBackend(VaultFile.at(paths))
+
+
+def _gateway_listening(path: Path) -> bool:
+    if not path.exists():
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False  # a stale socket file from a gateway that is gone
+    finally:
+        probe.close()
+    return True
+
+
+def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
+    if use_keyring:
+        if passphrase_file is not None:
+            raise UsageError("give either --keyring or --passphrase-file, not both")
+        return Authority(keyring=True)
+    return Authority(
+        passphrase=lambda: ask_secret(
+            passphrase_file, what="vault passphrase", option="--passphrase-file"
+        )
+    )
+
+
+@click.group()
+def vault() -> None:
+    """The encrypted credential store the gateway unlocks."""
+
+
+@vault.command()
+@passphrase_file_option
+def init(passphrase_file: Path | None) -> None:
+    """Create the vault, its audit sealing key and its checkpoint signing key."""
+    paths = locate()
+    backend = backend_for(paths)
+    passphrase = ask_secret(
+        passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
+    )
+    keys = backend.init(passphrase)
+    passphrase.wipe()
+    click.echo(f"vault created: {paths.vault_file}")
+    click.echo(f"public keys: {paths.vault_public_file}")
+    click.echo(f"checkpoint key: {keys.checkpoint_fingerprint}")
+    click.echo("keep a backup (`sp vault backup FILE`): a lost passphrase cannot be recovered")
+
+
+@vault.command()
+@passphrase_file_option
+@click.option("--keyring", "use_keyring", is_flag=True, help="Unlock with the OS keyring.")
+@click.option(
+    "--rewrite-public-keys",
+    is_flag=True,
+    help="Rewrite vault.pub.json from the keys inside the vault if it differs.",
+)
+def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool) -> None:
+    """Unlock the vault for the gateway (checks the passphrase and vault.pub.json)."""
+    paths = locate()
+    backend = backend_for(paths)
+    report = backend.unlock(
+        _authority(passphrase_file, use_keyring), rewrite_public_file=rewrite_public_keys
+    )
+    if report.public_file_rewritten:
+        click.echo(f"{paths.vault_public_file} rewritten from the keys inside the vault")
+    elif report.public_file == "mismatch":
+        raise EnvironmentProblem(
+            f"{paths.vault_public_file} does not hold this vault's public keys (it was replaced)",
+            hint="records sealed to it are unreadable to you; rerun with --rewrite-public-keys",
+        )
+    if report.held_by_gateway:
+        click.echo("vault unlocked in the gateway")
+    else:
+        click.echo(
+            "passphrase accepted; no gateway is running to hold the unlocked state, so the vault "
+            "stays locked at rest (start one with `sp gateway run`)"
+        )
+
+
+@vault.command()
+def lock() -> None:
+    """Lock the vault in the gateway (zero its keys in memory)."""
+    if backend_for(locate()).lock():
+        click.echo("vault locked")
+    else:
+        click.echo("no gateway is running; the vault is locked at rest")
+
+
+@vault.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def status(as_json: bool) -> None:
+    """The vault's state, entry count, keyring state and key fingerprints (no passphrase)."""
+    report = backend_for(locate()).status()
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
+        return
+    click.echo(f"vault: {report.path}")
+    if not report.exists:
+        click.echo("state: missing (create it with `sp vault init`)")
+        return
+    kdf = report.kdf
+    assert kdf is not None
+    click.echo(f"held by: {report.holder}")
+    click.echo(
+        f"format: version {report.format_version}, argon2id {kdf.memory_kib} KiB, "
+        f"{kdf.iterations} passes, {kdf.lanes} lane(s)"
+    )
+    click.echo(f"entries: {report.entries}")
+    click.echo(f"keyring unlock: {'enabled' if report.keyring_enabled else 'disabled'}")
+    click.echo(f"audit key: {report.audit_key_fingerprint}")
+    click.echo(f"checkpoint key: {report.checkpoint_key_fingerprint}")
+    click.echo(f"public key file: {report.public_file}")
+
+
+@vault.command(name="list")
+@passphrase_file_option
+@click.option("--keyring", "use_keyring", is_flag=True, help="Unlock with the OS keyring.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per entry.")
+def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool) -> None:
+    """The entries' names, kinds and dates (never a value)."""
+    entries = backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
+    if as_json:
+        rows = [
+            {
+                "name": e.name,
+                "kind": e.kind,
+                "created": e.created.isoformat(),
+                "rotated": None if e.rotated is None else e.rotated.isoformat(),
+            }
+            for e in entries
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not entries:
+        click.echo("no entries")
+        return
+    for e in entries:
+        rotated = f", rotated {_day(e.rotated)}" if e.rotated else ""
+        click.echo(f"{inert(e.name)}  {e.kind}  created {_day(e.created)}{rotated}")
+
+
+def _value_options(function: click.decorators.FC) -> click.decorators.FC:
+    for option in reversed(
+        [
+            click.option(
+                "--value-file",
+                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+                help="Read the token, password or SSH private key from FILE (- for stdin).",
+            ),
+            click.option("--username", help="The user name of a basic credential (not secret)."),
+            click.option(
+                "--key-passphrase-file",
+                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+                help="The SSH key's own passphrase, from FILE (- for stdin).",
+            ),
+            click.option(
+                "--key-passphrase",
+                "ask_key_passphrase",
+                is_flag=True,
+                help="Prompt for the SSH key's own passphrase.",
+            ),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def _read_value(
+    kind: SecretKind,
+    value_file: Path | None,
+    username: str | None,
+    key_passphrase_file: Path | None,
+    ask_key_passphrase: bool,
+) -> dict[str, SecretBytes | str]:
+    if kind != "basic" and username is not None:
+        raise UsageError("--username applies only to a basic credential")
+    if kind != "ssh-key" and (key_passphrase_file is not None or ask_key_passphrase):
+        raise UsageError("a key passphrase applies only to an ssh-key credential")
+    if kind == "token":
+        return {"token": ask_secret(value_file, what="token", option="--value-file")}
+    if kind == "basic":
+        if username is None:
+            raise UsageError("a basic credential needs --username")
+        return {
+            "username": username,
+            "password": ask_secret(value_file, what="password", option="--value-file"),
+        }
+    if value_file is None:
+        raise UsageError("an ssh-key credential needs --value-file FILE (the private key)")
+    value: dict[str, SecretBytes | str] = {
+        "private_key": read_secret_file(value_file, what="private key", strip_newline=False)
+    }
+    if key_passphrase_file is not None or ask_key_passphrase:
+        value["passphrase"] = ask_secret(
+            key_passphrase_file, what="SSH key passphrase", option="--key-passphrase-file"
+        )
+    return value
+
+
+@vault.command()
+@click.argument("name")
+@click.option("--kind", type=click.Choice(_KINDS), required=True, help="The credential's kind.")
+@_value_options
+@passphrase_file_option
+def add(
+    name: str,
+    kind: SecretKind,
+    value_file: Path | None,
+    username: str | None,
+    key_passphrase_file: Path | None,
+    ask_key_passphrase: bool,
+    passphrase_file: Path | None,
+) -> None:
+    """Add a credential NAME (its value from a prompt or --value-file)."""
+    one_stdin(value_file, key_passphrase_file, passphrase_file)
+    backend = backend_for(locate())
+    authority = _authority(passphrase_file)
+    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+    try:
+        backend.add(authority, name, kind, value)
+    finally:
+        _wipe(value)
+    click.echo(f"added {inert(name)} ({kind})")
+
+
+@vault.command()
+@click.argument("name")
+@passphrase_file_option
+def remove(name: str, passphrase_file: Path | None) -> None:
+    """Remove the credential NAME."""
+    backend_for(locate()).remove(_authority(passphrase_file), name)
+    click.echo(f"removed {inert(name)}")
+
+
+@vault.command()
+@click.argument("name")
+@click.option("--kind", type=click.Choice(_KINDS), required=True, help="The credential's kind.")
+@_value_options
+@passphrase_file_option
+def rotate(
+    name: str,
+    kind: SecretKind,
+    value_file: Path | None,
+    username: str | None,
+    key_passphrase_file: Path | None,
+    ask_key_passphrase: bool,
+    passphrase_file: Path | None,
+) -> None:
+    """Replace the value of the credential NAME (same kind)."""
+    one_stdin(value_file, key_passphrase_file, passphrase_file)
+    backend = backend_for(locate())
+    authority = _authority(passphrase_file)
+    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+    try:
+        backend.rotate(authority, name, value)
+    finally:
+        _wipe(value)
+    click.echo(f"rotated {inert(name)}")
+
+
+@vault.command()
+@passphrase_file_option
+@click.option(
+    "--new-passphrase-file",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Read the new passphrase from FILE (- for stdin).",
+)
+def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -> None:
+    """Change the passphrase (the vault is re-encrypted under a new data key)."""
+    one_stdin(passphrase_file, new_passphrase_file)
+    backend = backend_for(locate())
+    old = ask_secret(passphrase_file, what="current vault passphrase", option="--passphrase-file")
+    new = ask_secret(
+        new_passphrase_file,
+        what="new vault passphrase",
+        option="--new-passphrase-file",
+        confirm=True,
+    )
+    try:
+        keyring_dropped = backend.change_passphrase(old, new)
+    finally:
+        old.wipe()
+        new.wipe()
+    click.echo("passphrase changed")
+    if keyring_dropped:
+        click.echo("keyring unlock was turned off; run `sp vault keyring enable` to turn it on")
+
+
+@vault.command()
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+def backup(file: Path) -> None:
+    """Copy the encrypted vault to FILE (still passphrase-protected; restore by copying back)."""
+    backend_for(locate()).backup(file)
+    click.echo(f"backup written: {file} (encrypted; the same passphrase opens it)")
+
+
+@vault.group()
+def keyring() -> None:
+    """Optional unlock through the OS keyring (it never approves or accepts a policy)."""
+
+
+@keyring.command()
+@passphrase_file_option
+def enable(passphrase_file: Path | None) -> None:
+    """Keep a second wrap of the vault key in the OS keyring, for `sp vault unlock --keyring`."""
+    backend_for(locate()).keyring_enable(_authority(passphrase_file))
+    click.echo("keyring unlock enabled")
+    click.echo(trade_off())
+
+
+@keyring.command()
+@passphrase_file_option
+@click.option("--keyring", "use_keyring", is_flag=True, help="Unlock with the OS keyring.")
+def disable(passphrase_file: Path | None, use_keyring: bool) -> None:
+    """Remove the keyring wrap from the vault and its key from the OS keyring."""
+    backend_for(locate()).keyring_disable(_authority(passphrase_file, use_keyring))
+    click.echo("keyring unlock disabled")
+
+
+def _day(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _wipe(value: dict[str, SecretBytes | str]) -> None:
+    for item in value.values():
+        if isinstance(item, SecretBytes):
+            item.wipe()

@@ -1,0 +1,198 @@
+"""Signed journal heads: what the gateway wrote, so a later cut or rewrite of the file shows.
+
+The gateway signs the head its :class:`~safeport.shared.audit.JournalWriter` holds in memory
+(never a head re-read from the file, which an attacker could have shortened first). A checkpoint
+file lists one signed head per journal::
+
+    {"format": "safeport-checkpoint", "version": 1,
+     "checkpoints": [{"journal": "actions", "seq": 184, "hash": "…", "signed_at": "…",
+                      "signer": "SHA256:…", "signature": "<base64 Ed25519>"}]}
+
+Verification compares the journal's stored hash at the signed sequence with the signed hash: a
+clean truncation ends the journal before that sequence, and a rollback or re-chained rewrite
+(valid chain, different records) has a different hash there.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+from safeport.errors import AuditError, Denied
+from safeport.shared.audit import ChainReport, JournalHead
+from safeport.vault.errors import VaultLocked
+from safeport.vault.interface import Checkpoint, VaultPublicKeys
+from safeport.vault.secrets import SecretBytes
+
+FORMAT = "safeport-checkpoint"
+UNSIGNED_JOURNALS = frozenset({"reads"})
+_CONTEXT = b"safeport checkpoint v1\x00"
+_JOURNAL_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_HASH_RE = re.compile(r"[0-9a-f]{64}")
+
+
+class CheckpointInvalid(Denied):
+    """The checkpoint file is malformed, or its signature is not the vault's."""
+
+
+def checkpoint_message(journal: str, head: JournalHead, signed_at: datetime) -> bytes:
+    """The exact bytes signed: a domain tag, then canonical JSON of the statement."""
+    statement = {
+        "journal": journal,
+        "seq": head.seq,
+        "hash": head.hash,
+        "signed_at": signed_at.isoformat(),
+    }
+    return _CONTEXT + json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+
+
+class VaultCheckpointSigner:
+    """Signs heads with the vault's Ed25519 key; stops working when the vault locks."""
+
+    def __init__(
+        self,
+        private: SecretBytes,
+        public: VaultPublicKeys,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._private = private
+        self._fingerprint = public.checkpoint_fingerprint
+        self._clock = clock
+
+    def sign(self, journal: str, head: JournalHead) -> Checkpoint:
+        if not _JOURNAL_RE.fullmatch(journal):
+            raise AuditError(f"{journal!r} is not a journal name")
+        if len(self._private) == 0:
+            raise VaultLocked()
+        signed_at = self._clock().replace(microsecond=0)
+        key = Ed25519PrivateKey.from_private_bytes(self._private.reveal())
+        signature = key.sign(checkpoint_message(journal, head, signed_at))
+        return Checkpoint(
+            journal=journal,
+            head=head,
+            signed_at=signed_at,
+            signature=signature,
+            signer_fingerprint=self._fingerprint,
+        )
+
+
+def verify_checkpoint(checkpoint: Checkpoint, public: VaultPublicKeys) -> None:
+    """Return if the checkpoint was signed by this vault's key; raise otherwise."""
+    if checkpoint.signer_fingerprint != public.checkpoint_fingerprint:
+        raise CheckpointInvalid(
+            f"the checkpoint was signed by {checkpoint.signer_fingerprint}, not by this vault "
+            f"({public.checkpoint_fingerprint})"
+        )
+    key = Ed25519PublicKey.from_public_bytes(public.checkpoint_ed25519)
+    message = checkpoint_message(checkpoint.journal, checkpoint.head, checkpoint.signed_at)
+    try:
+        key.verify(checkpoint.signature, message)
+    except InvalidSignature as exc:
+        raise CheckpointInvalid(
+            f"the checkpoint for journal {checkpoint.journal!r} has an invalid signature"
+        ) from exc
+
+
+def dump_checkpoints(checkpoints: Sequence[Checkpoint]) -> bytes:
+    document = {
+        "format": FORMAT,
+        "version": 1,
+        "checkpoints": [
+            {
+                "journal": cp.journal,
+                "seq": cp.head.seq,
+                "hash": cp.head.hash,
+                "signed_at": cp.signed_at.isoformat(),
+                "signer": cp.signer_fingerprint,
+                "signature": base64.b64encode(cp.signature).decode("ascii"),
+            }
+            for cp in checkpoints
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True).encode("ascii") + b"\n"
+
+
+def load_checkpoints(data: bytes, *, source: str) -> list[Checkpoint]:
+    """Parse a checkpoint file (signatures are checked separately by :func:`verify_checkpoint`)."""
+    try:
+        document = json.loads(data)
+        if document["format"] != FORMAT or document["version"] != 1:
+            raise ValueError("format")
+        checkpoints = []
+        for raw in document["checkpoints"]:
+            journal, digest, seq = raw["journal"], raw["hash"], raw["seq"]
+            if not isinstance(journal, str) or not _JOURNAL_RE.fullmatch(journal):
+                raise ValueError("journal")
+            if not isinstance(digest, str) or not _HASH_RE.fullmatch(digest):
+                raise ValueError("hash")
+            if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+                raise ValueError("seq")
+            checkpoints.append(
+                Checkpoint(
+                    journal=journal,
+                    head=JournalHead(seq=seq, hash=digest),
+                    signed_at=datetime.fromisoformat(raw["signed_at"]),
+                    signature=base64.b64decode(raw["signature"], validate=True),
+                    signer_fingerprint=str(raw["signer"]),
+                )
+            )
+    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+        raise CheckpointInvalid(f"{source} is not a safeport checkpoint file") from exc
+    return checkpoints
+
+
+@dataclass(frozen=True)
+class CheckpointVerdict:
+    """How a journal compares with its signed head; ``ok`` False is exit 1."""
+
+    ok: bool
+    status: str  # "matches" | "truncated" | "rewritten" | "unsigned" | "missing"
+    detail: str
+
+
+def compare(report: ChainReport, checkpoint: Checkpoint | None, journal: str) -> CheckpointVerdict:
+    """Judge a verified chain against the checkpoint signed for it (pure)."""
+    if journal in UNSIGNED_JOURNALS:
+        return CheckpointVerdict(
+            True,
+            "unsigned",
+            f"{journal}.jsonl has no signer (the context server holds no key); chain only",
+        )
+    if checkpoint is None:
+        return CheckpointVerdict(False, "missing", f"the checkpoint file has no head for {journal}")
+    signed = checkpoint.head
+    if signed.seq == 0:
+        return CheckpointVerdict(True, "matches", "signed while the journal was empty")
+    last = report.last_sequence or 0
+    if report.chain == "broken" and (report.broken_at or 0) <= signed.seq:
+        return CheckpointVerdict(
+            False, "rewritten", f"the chain breaks before the signed sequence {signed.seq}"
+        )
+    if last < signed.seq:
+        return CheckpointVerdict(
+            False,
+            "truncated",
+            f"journal ends at sequence {last} but sequence {signed.seq} was signed",
+        )
+    if report.captured_hash != signed.hash:
+        return CheckpointVerdict(
+            False,
+            "rewritten",
+            f"sequence {signed.seq} differs from the signed record (rollback or rewrite)",
+        )
+    return CheckpointVerdict(
+        True,
+        "matches",
+        f"sequence {signed.seq} matches the head signed at {checkpoint.signed_at.isoformat()}",
+    )

@@ -1,0 +1,52 @@
+"""Real parts for the executor tests: one sshd, one impostor sshd, one TLS server per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.action_gateway.executors.real_sshd import SSHD, Sshd, running_sshd
+from tests.action_gateway.executors.real_tls import TlsServer, running_tls_server
+from tests.conftest import need
+
+
+@pytest.fixture(scope="session")
+def _sshd_session() -> Iterator[Sshd | None]:
+    if SSHD is None:
+        yield None
+        return
+    with running_sshd() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _impostor_session() -> Iterator[Sshd | None]:
+    if SSHD is None:
+        yield None
+        return
+    with running_sshd() as server:
+        yield server
+
+
+@pytest.fixture
+def sshd(_sshd_session: Sshd | None) -> Sshd:
+    need(_sshd_session is not None, "OpenSSH sshd is not installed (apt install openssh-server)")
+    assert _sshd_session is not None
+    return _sshd_session
+
+
+@pytest.fixture
+def impostor_sshd(_impostor_session: Sshd | None) -> Sshd:
+    """A second real sshd with its own host key (a server that is not the pinned one)."""
+    need(
+        _impostor_session is not None, "OpenSSH sshd is not installed (apt install openssh-server)"
+    )
+    assert _impostor_session is not None
+    return _impostor_session
+
+
+@pytest.fixture(scope="session")
+def tls_server() -> Iterator[TlsServer]:
+    with running_tls_server() as server:
+        yield server
