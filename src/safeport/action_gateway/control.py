@@ -43,6 +43,8 @@ class ControlHandler(Handler):
             "vault.status": self._vault_status,
             "vault.unlock": self._vault_unlock,
             "vault.lock": self._vault_lock,
+            "vault.unlock_keyring": self._vault_unlock_keyring,
+            "vault.entries": self._vault_entries,
             "policy.status": self._policy_status,
             "policy.accept": self._policy_accept,
             "approver.register": self._approver_register,
@@ -116,7 +118,35 @@ class ControlHandler(Handler):
 
     async def _vault_unlock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         await self._prove(conn, request)
-        return {"vault": "unlocked", "policy": self._core.policies.status()}
+        return {"vault": "unlocked", "policy": self._core.policies.status(), **self._public_file()}
+
+    async def _vault_unlock_keyring(
+        self, conn: Connection, request: ControlRequest
+    ) -> dict[str, Any]:
+        changed = await self._in_thread(self._core.vault.unlock_with_keyring)
+        return {"vault": "unlocked", "changed": bool(changed), **self._public_file()}
+
+    async def _vault_entries(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        vault, _ = self._core.vault.current()
+        return {
+            "entries": [
+                {
+                    "name": entry.name,
+                    "kind": entry.kind,
+                    "created": entry.created.isoformat(),
+                    "rotated": entry.rotated.isoformat() if entry.rotated else None,
+                }
+                for entry in vault.entries()
+            ]
+        }
+
+    def _public_file(self) -> dict[str, Any]:
+        try:
+            vault, _ = self._core.vault.current()
+        except Error:
+            return {}
+        state = getattr(vault, "public_file_state", None)
+        return {"public_file": state()} if callable(state) else {}
 
     async def _vault_lock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         locked = await self._in_thread(lambda: self._core.vault.lock("sp vault lock"))

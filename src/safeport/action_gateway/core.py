@@ -7,7 +7,6 @@ journal heads). It does no socket I/O; the servers and the daemon loop drive it.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import logging
@@ -18,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.executors.interface import Executor
@@ -32,9 +31,17 @@ from safeport.errors import Error
 from safeport.shared.audit import BodySealer, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
+from safeport.vault.checkpoints import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
 
 log = logging.getLogger("safeport.gateway")
+
+
+@runtime_checkable
+class KnowsPublicKeys(Protocol):
+    """An unlocked vault that can say which public keys it holds inside."""
+
+    def public_keys(self) -> VaultPublicKeys: ...
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class GatewayCore:
         self.limits = limits
         self.started_at = time.time()
         self.gateway_uid = os.geteuid()
+        self._sealed_to: VaultPublicKeys | None = None
         self.journals = GatewayJournals(paths.audit_dir, self._sealer())
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
@@ -112,6 +120,7 @@ class GatewayCore:
 
     def _unlocked(self, vault: UnlockedVault) -> None:
         self.record_session("vault.unlocked", {"epoch": self.vault.epoch})
+        self._check_public_keys(vault)
         try:
             served = self.policies.load_accepted(vault)
         except Error as exc:
@@ -127,6 +136,21 @@ class GatewayCore:
             self.parts.executor.close_all()
         self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
         self.checkpoint(vault)
+
+    def _check_public_keys(self, vault: UnlockedVault) -> None:
+        """vault.pub.json is outside the vault and could be swapped to seal records to someone
+        else's key: compare it with the keys inside, raise an alarm, and seal to the real one."""
+        if not isinstance(vault, KnowsPublicKeys) or self.parts.sealer_for is None:
+            return
+        inner = vault.public_keys()
+        if self._sealed_to is not None and inner != self._sealed_to:
+            log.error(
+                "vault.pub.json does not hold this vault's public keys; sealing to the vault's"
+            )
+            self.record_session("vault.public_keys_mismatch", {"alarm": True})
+        if inner != self._sealed_to:
+            self.journals.set_sealer(self.parts.sealer_for(inner))
+            self._sealed_to = inner
 
     def reload(self) -> dict[str, object]:
         """SIGHUP / `sp gateway reload`: re-read the accepted policy and the file's state."""
@@ -170,7 +194,9 @@ class GatewayCore:
             _write_checkpoints(self.paths.audit_dir / "checkpoint.json", self.checkpoints)
 
     def checkpoint_view(self) -> dict[str, Any]:
-        return {"journals": [checkpoint_json(cp) for cp in self.checkpoints.values()]}
+        """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
+        document: dict[str, Any] = json.loads(dump_checkpoints(list(self.checkpoints.values())))
+        return document
 
     # -- status -------------------------------------------------------------------------------
 
@@ -199,18 +225,8 @@ class GatewayCore:
             keys = self.parts.vault_store.public_keys()
         except Error:
             return None
+        self._sealed_to = keys
         return self.parts.sealer_for(keys)
-
-
-def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
-    return {
-        "journal": cp.journal,
-        "seq": cp.head.seq,
-        "hash": cp.head.hash,
-        "signed_at": cp.signed_at.isoformat(),
-        "signature": base64.b64encode(cp.signature).decode("ascii"),
-        "signer": cp.signer_fingerprint,
-    }
 
 
 def _head_json(head: JournalHead) -> dict[str, object]:
@@ -218,9 +234,7 @@ def _head_json(head: JournalHead) -> dict[str, object]:
 
 
 def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint]) -> None:
-    data = json.dumps(
-        {"journals": [checkpoint_json(cp) for cp in checkpoints.values()]}, indent=2
-    ).encode()
+    data = dump_checkpoints(list(checkpoints.values()))
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

@@ -86,6 +86,24 @@ class VaultState:
             callback(opened)
         return True
 
+    def unlock_with_keyring(self) -> bool:
+        """Unlock through the OS keyring. It unlocks only: it never proves the passphrase, so it
+        never makes an approver and never counts as human activity."""
+        with self._kdf:
+            with self._lock:
+                if self._vault is not None:
+                    return False
+            opened = self._store.unlock_with_keyring()
+            with self._lock:
+                if self._vault is not None:
+                    opened.lock()
+                    return False
+                self._vault = opened
+                self._epoch += 1
+        for callback in self._on_unlock:
+            callback(opened)
+        return True
+
     def prove(self, passphrase: SecretBytes) -> None:
         """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
         self.unlock(passphrase)

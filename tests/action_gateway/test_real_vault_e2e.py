@@ -1,0 +1,143 @@
+"""The whole path with the real parts: `sp vault init/add`, `sp gateway run`, `sp vault unlock`,
+`sp policy accept`, a card approved with `sp approvals approve`, the real SSH executor, sealed
+journals, and `sp audit verify --checkpoint` after `sp gateway stop`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.action_gateway.support import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
+from tests.conftest import need
+
+PASSPHRASE = "correct horse battery staple"
+CANARY = "CANARY-REAL-VAULT-41c2"
+
+POLICY = f"""
+[gateway]
+approval_timeout_s = 20
+
+[credentials.build-key]
+kind = "ssh-key"
+approval = "per-call"
+
+[ssh.hosts.nowhere]
+address = "127.0.0.1"
+port = 1
+user = "deploy"
+host_keys = ["{HOST_KEY}"]
+credential = "build-key"
+connect_timeout_s = 2
+
+[ssh.hosts.nowhere.commands.uptime]
+argv = ["uptime"]
+"""
+
+
+def sp(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "safeport", *args],
+        cwd=REPO,
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    need(shutil.which("ssh-keygen") is not None, "ssh-keygen (openssh-client) is not installed")
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "pw").write_text(PASSPHRASE + "\n")
+    key = tmp_path / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", CANARY, "-f", str(key)], check=True
+    )
+    assert sp(home, "vault", "init", "--passphrase-file", str(home / "pw")).returncode == 0
+    added = sp(
+        home,
+        "vault",
+        "add",
+        "build-key",
+        "--kind",
+        "ssh-key",
+        "--value-file",
+        str(key),
+        "--passphrase-file",
+        str(home / "pw"),
+    )
+    assert added.returncode == 0, added.stderr
+    (home / "gateway.toml").write_text(POLICY)
+    yield home
+
+
+def test_the_real_gateway_end_to_end(home: Path) -> None:
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
+        assert unlocked.returncode == 0, unlocked.stderr
+        assert "vault unlocked in the gateway" in unlocked.stdout
+        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
+        assert accepted.returncode == 0, accepted.stderr
+        assert "+[ssh.hosts.nowhere]" in accepted.stdout
+
+        agent = AgentProcess(home, ["flock", str(home / "client.lock")])
+        agent.send(
+            {
+                "v": 1,
+                "id": "r1",
+                "type": "propose",
+                "action": "ssh_exec",
+                "host_id": "nowhere",
+                "command_id": "uptime",
+                "args": {},
+            }
+        )
+        card_id = ""
+        for _ in range(100):
+            listed = sp(home, "approvals", "list", "--json")
+            if listed.stdout.strip() not in ("", "[]"):
+                card_id = json.loads(listed.stdout)[0]["id"]
+                break
+            time.sleep(0.1)
+        assert card_id
+        approved = sp(home, "approvals", "approve", card_id, "--passphrase-file", str(home / "pw"))
+        assert approved.returncode == 0, approved.stderr
+        reply = agent.next(30)
+        assert reply["error"]["code"] == "upstream"  # nothing listens on port 1
+        agent.exit()
+        assert sp(home, "gateway", "stop").returncode == 0
+        assert gateway.wait(20) == 0
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    _, err = gateway.communicate()
+    assert CANARY not in err
+    audit = home / "audit"
+    for path in audit.iterdir():
+        assert CANARY.encode() not in path.read_bytes()
+        assert PASSPHRASE.encode() not in path.read_bytes()
+    actions = (audit / "actions.jsonl").read_text()
+    assert '"sealed"' in actions and '"body"' not in actions  # sealed to the vault's audit key
+    verified = sp(home, "audit", "verify", "--checkpoint", str(audit / "checkpoint.json"))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "chain: valid" in verified.stdout
+    assert "checkpoint: " in verified.stdout and "matches" in verified.stdout
