@@ -24,7 +24,7 @@ from tests.action_gateway.fakes import FakeVaultStore, Recorder, RecordingExecut
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--record", type=Path, required=True)
+    parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--passphrase-file", type=Path, required=True)
     parser.add_argument("--frame-timeout", type=float, default=0.5)
     parser.add_argument("--idle-timeout", type=float, default=30.0)

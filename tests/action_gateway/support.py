@@ -282,7 +282,7 @@ class Gateway:
     def spawn_agent(self, prefix: list[str] | None = None) -> AgentProcess:
         """A requester whose client is ``flock`` (a plain binary, not an interpreter)."""
         lock = self.home / "client.lock"
-        return AgentProcess(self.home, prefix if prefix is not None else ["flock", str(lock)])
+        return AgentProcess(self.home, prefix if prefix is not None else ["flock", "-s", str(lock)])
 
     def touched(self) -> list[dict[str, object]]:
         return read_record(self.record_path)
