@@ -105,7 +105,8 @@ def test_policy_check_prints_the_inventory_and_the_caller_default(gateway: Gatew
     assert code == 0
     assert "no [callers] table" in out
     assert "ssh host build-staging: deploy@203.0.113.7:22 with build-key" in out
-    assert "GET https://api.example.com/v1/%7Benvironment%7D" not in out
+    assert "authorized_keys on the server: restrict,from=" in out
+    assert "one key per command" in out
     code, out = _sp(gateway, "policy", "check", "--json")
     assert json.loads(out)["credentials"][0]["id"] == "build-key"
 
@@ -122,6 +123,15 @@ def test_print_service_renders_a_systemd_unit_and_a_launchd_plist(gateway: Gatew
     assert f"SAFEPORT_HOME={gateway.home}" in out
     code, out = _sp(gateway, "gateway", "run", "--print-service", "launchd")
     assert code == 0 and "<key>ProgramArguments</key>" in out
+
+
+def test_audit_checkpoint_exports_signed_heads_that_verify(gateway: Gateway) -> None:
+    out_file = gateway.home / "cp.json"
+    code, out = _sp(gateway, "audit", "checkpoint", "--out", str(out_file))
+    assert code == 0, out
+    document = json.loads(out_file.read_text())
+    assert document["format"] == "safeport-checkpoint"
+    assert {cp["journal"] for cp in document["checkpoints"]} >= {"sessions"}
 
 
 def test_stop_through_the_cli_journals_the_stop_and_locks_the_vault(gateway: Gateway) -> None:

@@ -94,6 +94,10 @@ def test_the_real_gateway_end_to_end(home: Path) -> None:
         unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
         assert unlocked.returncode == 0, unlocked.stderr
         assert "vault unlocked in the gateway" in unlocked.stdout
+        status = json.loads(sp(home, "vault", "status", "--json").stdout)
+        assert status["holder"].startswith("the gateway") and "unlocked" in status["holder"]
+        listed = sp(home, "vault", "list", "--json")
+        assert "build-key" in listed.stdout and CANARY not in listed.stdout
         accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
         assert accepted.returncode == 0, accepted.stderr
         assert "+[ssh.hosts.nowhere]" in accepted.stdout
@@ -123,6 +127,7 @@ def test_the_real_gateway_end_to_end(home: Path) -> None:
         reply = agent.next(30)
         assert reply["error"]["code"] == "upstream"  # nothing listens on port 1
         agent.exit()
+        assert "vault locked" in sp(home, "vault", "lock").stdout
         assert sp(home, "gateway", "stop").returncode == 0
         assert gateway.wait(20) == 0
     finally:

@@ -24,6 +24,7 @@ from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
 from safeport.action_gateway.ladder import Ladder, RateLimiter
+from safeport.action_gateway.notifications import notify_card_waiting
 from safeport.action_gateway.policy_store import PolicyStore
 from safeport.action_gateway.server import ServerLimits
 from safeport.action_gateway.vault_state import VaultState
@@ -101,6 +102,7 @@ class GatewayCore:
         self.checkpoints: dict[str, Checkpoint] = {}
         self.agent_peers: dict[int, PeerIdentity] = {}
         self._checkpoint_lock = threading.Lock()
+        self.approvals.subscribe(notify_card_waiting)
         self.vault.on_unlock(self._unlocked)
         self.vault.on_lock(self._locked)
 

@@ -190,6 +190,12 @@ def _in_background(loop: asyncio.AbstractEventLoop, core: GatewayCore) -> None:
 
 
 def _auto_lock(core: GatewayCore) -> None:
-    minutes = core.settings().auto_lock_minutes
-    if minutes and core.vault.unlocked and core.vault.idle_for() > minutes * 60:
+    if should_auto_lock(
+        core.vault.unlocked, core.vault.idle_for(), core.settings().auto_lock_minutes
+    ):
         core.vault.lock("idle")
+
+
+def should_auto_lock(unlocked: bool, idle_s: float, auto_lock_minutes: int) -> bool:
+    """Idle counts only human activity (passphrase proofs); 0 minutes means never."""
+    return unlocked and auto_lock_minutes > 0 and idle_s > auto_lock_minutes * 60

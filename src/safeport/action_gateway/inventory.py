@@ -6,14 +6,17 @@ from typing import Any
 
 from safeport.action_gateway.callers import describe_default
 from safeport.action_gateway.cards import render_http, render_ssh
+from safeport.action_gateway.executors.authorized_keys import advise
 from safeport.shared.schemas.config import GatewayPolicy
 
 
 def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
     hosts = []
     for host_id, host in sorted(policy.ssh.hosts.items()):
+        advice = advise(host_id, host)
         hosts.append(
             {
+                "authorized_keys": {"line": advice.line(), "notes": list(advice.notes)},
                 "id": host_id,
                 "address": f"{host.user}@{host.address}:{host.port}",
                 "credential": host.credential,
@@ -89,6 +92,8 @@ def inventory_lines(data: dict[str, object]) -> list[str]:
         for command in host["commands"]:
             mode = "read-only" if command["read_only"] else "may change things"
             lines.append(f"  command {command['id']}: {command['argv']} ({mode})")
+        lines.append(f"  authorized_keys on the server: {host['authorized_keys']['line']}")
+        lines.extend(f"    {note}" for note in host["authorized_keys"]["notes"])
     for service in _items(data, "http_services"):
         private = ", private addresses allowed" if service["private_addresses"] else ""
         lines.append(

@@ -305,6 +305,8 @@ class Ladder:
             "requester": peer.as_record(),
         }
         body["request"] = request.shape() if request is not None else _proposal_names(proposal)
+        served = self._policies.served
+        body["policy"] = served.digest if served is not None else None
         try:
             self._journal.record("action.denied", body)
         except Error:
