@@ -8,6 +8,7 @@ import click
 
 from safeport import __version__
 from safeport.cli.audit import audit
+from safeport.cli.context import context
 from safeport.errors import Error
 
 
@@ -18,6 +19,7 @@ def sp() -> None:
 
 
 sp.add_command(audit)
+sp.add_command(context)
 
 
 def main(argv: list[str] | None = None) -> None:

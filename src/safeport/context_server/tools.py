@@ -1,0 +1,235 @@
+"""The reader profile's MCP tools: thin typed wrappers that journal every call.
+
+Each tool's docstring is what the model reads. Every call, served or refused, appends one record
+to the reads journal before its answer leaves the server; if that record cannot be written the
+answer is withheld. Other profiles add their tools with their own ``register_*`` function on the
+same server; nothing here knows about them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+from safeport.context_server.policy import Refused
+from safeport.context_server.results import (
+    AuditTrail,
+    ChangeFeedPage,
+    DeepResearchDocument,
+    DeepResearchResults,
+    DirectoryListing,
+    DirectoryTree,
+    FileContent,
+    FileExcerpt,
+    FileInfo,
+    FileMatches,
+    Health,
+    MultipleFiles,
+    RootsResult,
+    SearchResults,
+)
+from safeport.context_server.service import WorkspaceService
+from safeport.errors import Error, JournalUnavailable
+
+log = logging.getLogger(__name__)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+UNAVAILABLE = (
+    "unavailable: the reads journal cannot be written, so nothing is served; check the audit folder"
+)
+INTERNAL = "internal error while reading the workspace; nothing was served"
+
+
+class JournaledCalls:
+    """Runs an operation, journals it (served or refused), and shapes failures as ToolError."""
+
+    def __init__(self, service: WorkspaceService) -> None:
+        self.service = service
+
+    def run(self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT]) -> ResultT:
+        try:
+            result = op()
+        except Refused as exc:
+            self._record(tool, args, 0, exc.reason)
+            raise ToolError(str(exc)) from None
+        except Error as exc:
+            log.warning("tool %s failed: %s", tool, type(exc).__name__)
+            self._record(tool, args, 0, "error")
+            raise ToolError(exc.message) from None
+        except (OSError, ValueError) as exc:
+            # No OS text reaches the model: it may name a path outside the root.
+            log.warning("tool %s failed: %s", tool, type(exc).__name__)
+            self._record(tool, args, 0, "error")
+            raise ToolError(INTERNAL) from None
+        extra = None
+        if isinstance(result, MultipleFiles):
+            extra = {"refused_items": sum(1 for f in result.files if not f.ok)}
+        self._record(tool, args, len(result.model_dump_json()), None, extra)
+        return result
+
+    def _record(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        served: int,
+        refused: str | None,
+        extra: Mapping[str, object] | None = None,
+    ) -> None:
+        try:
+            self.service.journal.record(
+                tool,
+                args,
+                is_private=self.service.path_is_private,
+                served_bytes=served,
+                refused=refused,
+                extra=extra,
+            )
+        except JournalUnavailable:
+            log.error("reads journal unavailable; refusing to serve")
+            raise ToolError(UNAVAILABLE) from None
+
+
+def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> None:
+    """The workspace tools: read-only, closed-world, every path through one read policy."""
+    calls = JournaledCalls(service)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_roots() -> RootsResult:
+        """List the served workspace roots (by name) and a summary of the read policy.
+
+        Call this first: it says how to write paths for every other tool."""
+        return calls.run("list_roots", {}, service.list_roots)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_directory(
+        path: str = ".", limit: int = 200, cursor: str | None = None
+    ) -> DirectoryListing:
+        """List one folder: each entry's name, type and size.
+
+        Entries the policy blocks are still listed, with `blocked` set to private, ignored,
+        out-of-scope, binary or unreadable-type. Paginated: pass `next_cursor` back as `cursor`."""
+        args = {"path": path, "limit": limit, "cursor": cursor}
+        return calls.run(
+            "list_directory", args, lambda: service.list_directory(path, limit, cursor)
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def directory_tree(
+        path: str = ".", max_depth: int = 3, max_entries: int = 500
+    ) -> DirectoryTree:
+        """A bounded recursive listing (depth 1-10, up to 5000 entries).
+
+        Blocked folders are listed but not entered."""
+        args = {"path": path, "max_depth": max_depth, "max_entries": max_entries}
+        return calls.run(
+            "directory_tree", args, lambda: service.directory_tree(path, max_depth, max_entries)
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def read_file(path: str) -> FileContent:
+        """Read a text file. Over the response cap, returns the head with `truncated`,
+        `total_bytes`, `served_bytes` and `next_line` to continue with read_file_excerpt."""
+        return calls.run("read_file", {"path": path}, lambda: service.read_file(path))
+
+    @server.tool(annotations=READ_ONLY)
+    def read_file_excerpt(
+        path: str, start_line: int = 1, max_lines: int = 200, start_column: int = 1
+    ) -> FileExcerpt:
+        """Read lines from a text file, starting at `start_line` (1-based).
+
+        A very long line is split: continue with `next_line` and `next_column`."""
+        args = {
+            "path": path,
+            "start_line": start_line,
+            "max_lines": max_lines,
+            "start_column": start_column,
+        }
+        return calls.run(
+            "read_file_excerpt",
+            args,
+            lambda: service.read_file_excerpt(path, start_line, max_lines, start_column),
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def read_multiple_files(paths: list[str]) -> MultipleFiles:
+        """Read up to 50 text files; each result stands alone.
+
+        One refusal does not fail the rest."""
+        return calls.run(
+            "read_multiple_files", {"paths": paths}, lambda: service.read_multiple_files(paths)
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def get_file_info(path: str, sha256: bool = False) -> FileInfo:
+        """Size, times and type of a file or folder.
+
+        `sha256=true` adds the digest of a text file."""
+        args = {"path": path, "sha256": sha256}
+        return calls.run("get_file_info", args, lambda: service.get_file_info(path, sha256))
+
+    @server.tool(annotations=READ_ONLY)
+    def search_files(pattern: str, path: str = ".", limit: int = 200) -> FileMatches:
+        """Find readable files by name with a glob (`*.py`), or by relative path when the
+        pattern contains a slash (`src/*/test_*.py`). Case-insensitive."""
+        args = {"pattern": pattern, "path": path, "limit": limit}
+        return calls.run("search_files", args, lambda: service.search_files(pattern, path, limit))
+
+    @server.tool(annotations=READ_ONLY)
+    def search_project(
+        query: str, path: str = ".", limit: int = 20, cursor: str | None = None
+    ) -> SearchResults:
+        """Search file contents for a literal text (case-insensitive); results carry path, line
+        and snippet. Uses the index for 3+ characters; shorter queries scan. Paginated."""
+        args = {"query": query, "path": path, "limit": limit, "cursor": cursor}
+        return calls.run(
+            "search_project", args, lambda: service.search_project(query, path, limit, cursor)
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def get_recent_changes(cursor: str | None = None, limit: int = 50) -> ChangeFeedPage:
+        """Files added, modified or removed since `cursor`. Without a cursor: the most recently
+        modified files and a cursor to follow from now on."""
+        args = {"cursor": cursor, "limit": limit}
+        return calls.run(
+            "get_recent_changes", args, lambda: service.get_recent_changes(cursor, limit)
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def search(query: str) -> DeepResearchResults:
+        """Search the workspace; returns result ids to pass to `fetch` (Deep Research contract)."""
+        return calls.run("search", {"query": query}, lambda: service.search(query))
+
+    @server.tool(annotations=READ_ONLY)
+    def fetch(id: str) -> DeepResearchDocument:
+        """Fetch one search result's full text by its id (Deep Research contract)."""
+        return calls.run("fetch", {"id": id}, lambda: service.fetch(id))
+
+    @server.tool(annotations=READ_ONLY)
+    def get_audit_trail(
+        limit: int = 50,
+        origin: str | None = None,
+        tool: str | None = None,
+        only_denied: bool = False,
+    ) -> AuditTrail:
+        """Recent records of this workspace's reads journal (newest first): tool, arguments
+        (private paths shown as <private>), bytes served, and refusals."""
+        args = {"limit": limit, "origin": origin, "tool": tool, "only_denied": only_denied}
+        return calls.run(
+            "get_audit_trail",
+            args,
+            lambda: service.get_audit_trail(limit, origin, tool, only_denied),
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def get_health() -> Health:
+        """Index state and counts, the policy summary and the journal state."""
+        return calls.run("get_health", {}, service.get_health)
