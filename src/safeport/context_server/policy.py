@@ -278,6 +278,11 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset(
         ".coveragerc",
         ".mailmap",
         ".rules",
+        ".example",
+        ".sample",
+        ".template",
+        ".dist",
+        ".default",
     ]
 )
 BINARY_EXTENSIONS: frozenset[str] = frozenset(
@@ -461,6 +466,10 @@ def parse_request_path(text: object, root_names: Sequence[str]) -> RequestPath:
         raise InvalidInput(
             "invalid path: Windows-style paths are not accepted; use forward slashes "
             "relative to the workspace root"
+        )
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise InvalidInput(
+            "invalid path: URLs are not accepted; use a path relative to the workspace root"
         )
     if text.startswith("/") or text.startswith("~"):
         raise InvalidInput(

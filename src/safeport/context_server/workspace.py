@@ -137,9 +137,10 @@ class Workspace:
         try:
             st = os.lstat(resolved)
         except OSError as exc:
-            raise _lookup_failure(exc) from None
+            # A link loop ends here as ELOOP, or (below) as a link realpath gave up on.
+            raise refusal("unreadable-type" if exc.errno == errno.ELOOP else "not-found") from None
         if stat.S_ISLNK(st.st_mode):
-            raise refusal("changed")  # a link appeared after realpath: a swap in progress
+            raise refusal("unreadable-type")
         is_dir = stat.S_ISDIR(st.st_mode)
         # 4. Ignored and out-of-project, judged on both the name asked for and the target.
         for judged in (request.parts, parts):
