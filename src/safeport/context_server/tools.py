@@ -8,6 +8,7 @@ same server; nothing here knows about them.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
+FnT = TypeVar("FnT", bound=Callable[..., Any])
 
 UNAVAILABLE = (
     "unavailable: the reads journal cannot be written, so nothing is served; check the audit folder"
@@ -98,18 +100,29 @@ class JournaledCalls:
             raise ToolError(UNAVAILABLE) from None
 
 
+def read_only(server: MCPServer[Any]) -> Callable[[FnT], FnT]:
+    """Register a read-only, closed-world tool; its docstring (dedented) is its description."""
+
+    def add(fn: FnT) -> FnT:
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.add_tool(fn, description=description, annotations=READ_ONLY)
+        return fn
+
+    return add
+
+
 def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> None:
     """The workspace tools: read-only, closed-world, every path through one read policy."""
     calls = JournaledCalls(service)
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def list_roots() -> RootsResult:
         """List the served workspace roots (by name) and a summary of the read policy.
 
         Call this first: it says how to write paths for every other tool."""
         return calls.run("list_roots", {}, service.list_roots)
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def list_directory(
         path: str = ".", limit: int = 200, cursor: str | None = None
     ) -> DirectoryListing:
@@ -122,7 +135,7 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "list_directory", args, lambda: service.list_directory(path, limit, cursor)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def directory_tree(
         path: str = ".", max_depth: int = 3, max_entries: int = 500
     ) -> DirectoryTree:
@@ -134,13 +147,13 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "directory_tree", args, lambda: service.directory_tree(path, max_depth, max_entries)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def read_file(path: str) -> FileContent:
         """Read a text file. Over the response cap, returns the head with `truncated`,
         `total_bytes`, `served_bytes` and `next_line` to continue with read_file_excerpt."""
         return calls.run("read_file", {"path": path}, lambda: service.read_file(path))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def read_file_excerpt(
         path: str, start_line: int = 1, max_lines: int = 200, start_column: int = 1
     ) -> FileExcerpt:
@@ -159,7 +172,7 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             lambda: service.read_file_excerpt(path, start_line, max_lines, start_column),
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def read_multiple_files(paths: list[str]) -> MultipleFiles:
         """Read up to 50 text files; each result stands alone.
 
@@ -168,7 +181,7 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "read_multiple_files", {"paths": paths}, lambda: service.read_multiple_files(paths)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def get_file_info(path: str, sha256: bool = False) -> FileInfo:
         """Size, times and type of a file or folder.
 
@@ -176,14 +189,14 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
         args = {"path": path, "sha256": sha256}
         return calls.run("get_file_info", args, lambda: service.get_file_info(path, sha256))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def search_files(pattern: str, path: str = ".", limit: int = 200) -> FileMatches:
         """Find readable files by name with a glob (`*.py`), or by relative path when the
         pattern contains a slash (`src/*/test_*.py`). Case-insensitive."""
         args = {"pattern": pattern, "path": path, "limit": limit}
         return calls.run("search_files", args, lambda: service.search_files(pattern, path, limit))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def search_project(
         query: str, path: str = ".", limit: int = 20, cursor: str | None = None
     ) -> SearchResults:
@@ -194,7 +207,7 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "search_project", args, lambda: service.search_project(query, path, limit, cursor)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def get_recent_changes(cursor: str | None = None, limit: int = 50) -> ChangeFeedPage:
         """Files added, modified or removed since `cursor`. Without a cursor: the most recently
         modified files and a cursor to follow from now on."""
@@ -203,17 +216,17 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "get_recent_changes", args, lambda: service.get_recent_changes(cursor, limit)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def search(query: str) -> DeepResearchResults:
         """Search the workspace; returns result ids to pass to `fetch` (Deep Research contract)."""
         return calls.run("search", {"query": query}, lambda: service.search(query))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def fetch(id: str) -> DeepResearchDocument:
         """Fetch one search result's full text by its id (Deep Research contract)."""
         return calls.run("fetch", {"id": id}, lambda: service.fetch(id))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def get_audit_trail(
         limit: int = 50,
         origin: str | None = None,
@@ -229,7 +242,7 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             lambda: service.get_audit_trail(limit, origin, tool, only_denied),
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     def get_health() -> Health:
         """Index state and counts, the policy summary and the journal state."""
         return calls.run("get_health", {}, service.get_health)
