@@ -32,8 +32,15 @@ def build_journal(path: Path, count: int) -> int:
                 head,
                 "2026-11-30T10:00:00.000000Z",
                 "read",
-                {"body": {"tool": "read_file", "path": f"src/module_{index % 977}.py",
-                          "bytes": index % 65536, "origin": "bench", "denied": False}},
+                {
+                    "body": {
+                        "tool": "read_file",
+                        "path": f"src/module_{index % 977}.py",
+                        "bytes": index % 65536,
+                        "origin": "bench",
+                        "denied": False,
+                    }
+                },
             )
             batch.append(line)
             if len(batch) == 10000:
@@ -67,8 +74,9 @@ def verify_in_child(path: Path) -> tuple[float, int, int]:
         "t=time.perf_counter();r=verify_journal(Path(sys.argv[1]));d=time.perf_counter()-t;"
         "print(json.dumps([d,r.records,resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,0]))"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    ).stdout
     seconds, records, peak_kib, base_kib = json.loads(out)
     return seconds, records, peak_kib - base_kib
 
@@ -77,8 +85,13 @@ def durable_appends(folder: Path, count: int, rounds: int = 10) -> tuple[float, 
     """Alternate rounds of ours and bare so disk noise hits both alike; sum the times."""
     os.sync()  # let earlier writeback settle so it does not land on one contender
     path = folder / "actions.jsonl"
-    body = {"action": "ssh_exec", "host_id": "build-staging", "command_id": "status",
-            "args_digest": "0" * 64, "decision": "allowed"}
+    body = {
+        "action": "ssh_exec",
+        "host_id": "build-staging",
+        "command_id": "status",
+        "args_digest": "0" * 64,
+        "decision": "allowed",
+    }
     writer = JournalWriter(path, durability="fsync")
     writer.append("warmup", body)
     line_size = len(path.read_bytes().splitlines()[-1]) + 1

@@ -304,16 +304,16 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     assert str(h.root) not in json.dumps(roots)  # names, not absolute paths
     listing = await tool("list_directory", {"path": "."})
     by_name = {e["name"]: e for e in listing["entries"]}
-    assert by_name["README.md"]["blocked"] is None
+    assert by_name["README.md"]["blocked"] == ""
     assert by_name[".env"]["blocked"] == "private"
     assert by_name["data"]["blocked"] == "private"
     assert by_name["node_modules"]["blocked"] == "ignored"
     assert by_name["link_abs_outside.txt"]["blocked"] == "out-of-scope"
     assert by_name["innocent.txt"]["blocked"] == "private"
     assert by_name["hardlink.txt"]["blocked"] == "unreadable-type"
-    assert by_name["hardlink.txt"]["size"] is None
+    assert by_name["hardlink.txt"]["size"] == 0  # another file's size is never shown
     assert by_name["pipe.txt"]["blocked"] == "unreadable-type"
-    assert by_name["good_link.py"]["blocked"] is None
+    assert by_name["good_link.py"]["blocked"] == ""
     assert h.canaries["private-name"] not in json.dumps(listing)
     page = await tool("list_directory", {"path": ".", "limit": 5})
     assert len(page["entries"]) == 5 and page["next_cursor"]

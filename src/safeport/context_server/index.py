@@ -196,9 +196,10 @@ class SearchIndex:
     def candidates(self, query: str, root: str, prefix: str, offset: int) -> Iterator[Candidate]:
         """Files whose text contains ``query`` (case-insensitive), in path order from ``offset``."""
         phrase = trigram_query(query)
+        # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
         sql = (
-            "SELECT f.root, f.rel FROM fts JOIN files f ON f.id = fts.rowid "
-            "WHERE fts MATCH ? AND f.root = ?"
+            "SELECT f.root, f.rel FROM files f "
+            "WHERE f.id IN (SELECT rowid FROM fts WHERE fts MATCH ?) AND f.root = ?"
         )
         params: list[object] = [phrase, root]
         if prefix:

@@ -25,6 +25,7 @@ from safeport.errors import Denied
 BlockReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
 
 MAX_PATH_CHARS = 4096
+_NAME_CACHE_SIZE = 50_000
 MAX_COMPONENT_BYTES = 255
 
 # Folders whose contents are user data rather than code (issue: data/backup/export/log/media),
@@ -506,11 +507,19 @@ class ReadPolicy:
     max_read_bytes: int = 128 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
     _pattern_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _locations: frozenset[str] = field(init=False, repr=False, compare=False)
+    _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # One compiled alternation: the check runs for every listed entry and every search hit.
         joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in self.private_patterns)
         object.__setattr__(self, "_pattern_re", re.compile(joined or r"(?!)", re.DOTALL))
+        locations = frozenset(str(loc) for loc in self.private_locations)
+        prefixes = tuple(loc.rstrip("/") + "/" for loc in locations)
+        object.__setattr__(self, "_locations", locations)
+        object.__setattr__(self, "_location_prefixes", prefixes)
+        object.__setattr__(self, "_private_cache", {})
 
     def tightened(
         self,
@@ -538,26 +547,49 @@ class ReadPolicy:
     # -- names --------------------------------------------------------------------------------
 
     def is_private_name(self, name: str) -> bool:
+        known = self._private_cache.get(name)
+        if known is not None:
+            return known
         folded = normalise(name)
-        return (
+        verdict = (
             folded in self.private_folders
             or bool(self._pattern_re.fullmatch(folded))
             or bool(_SSH_KEY_NAME.fullmatch(folded))
         )
+        if len(self._private_cache) > _NAME_CACHE_SIZE:
+            self._private_cache.clear()  # names repeat across calls; a crude bound is enough
+        self._private_cache[name] = verdict
+        return verdict
 
     def is_ignored_name(self, name: str) -> bool:
         folded = normalise(name)
         return folded in self.ignored_folders or folded.endswith(_IGNORED_SUFFIXES)
 
+    def entry_verdict(
+        self, name: str, absolute: str, *, is_dir: bool, top_level: bool
+    ) -> BlockReason | None:
+        """A listed entry inside a folder that already passed every check: only its own name
+        (and its own location) can add a reason, so the folder's components are not re-checked."""
+        if self.is_private_name(name) or self.is_private((), absolute):
+            return "private"
+        if self.is_ignored_name(name):
+            return "ignored"
+        if top_level and self.out_of_projects((name,), is_dir=is_dir):
+            return "out-of-scope"
+        return None
+
     # -- whole paths --------------------------------------------------------------------------
 
-    def is_private(self, parts: Sequence[str], absolute: PurePosixPath | None = None) -> bool:
+    def is_private(self, parts: Sequence[str], absolute: PurePosixPath | str | None = None) -> bool:
         """Any private component, or a location inside one of safeport's own folders."""
         if any(self.is_private_name(p) for p in parts):
             return True
-        return absolute is not None and any(
-            absolute == loc or absolute.is_relative_to(loc) for loc in self.private_locations
-        )
+        if absolute is None or not self._locations:
+            return False
+        # String prefixes ending in "/" compare whole components (a sibling such as
+        # /srv/ws/.sp-notes is not inside /srv/ws/.sp), and cost far less than pathlib.
+        text = str(absolute)
+        return text in self._locations or (text + "/").startswith(self._location_prefixes)
 
     def is_ignored(self, parts: Sequence[str]) -> bool:
         return any(self.is_ignored_name(p) for p in parts)

@@ -22,14 +22,17 @@ class RootsResult(BaseModel):
     policy: dict[str, object]
 
 
+# Listing entries avoid nullable fields on purpose: clients validate every entry against the
+# output schema, and a schema without `anyOf` validates about twice as fast.
+EntryBlock = Literal["", "private", "ignored", "out-of-scope", "binary", "unreadable-type"]
+
+
 class DirectoryEntry(BaseModel):
     name: str
-    path: str
     type: Literal["file", "directory", "symlink", "other"]
-    size: int | None = None
-    modified: str | None = None
-    blocked: BlockedReason | None = Field(
-        default=None, description="Why this entry cannot be read; null when it can."
+    size: int = Field(default=0, description="Bytes, for files whose size may be shown; else 0.")
+    blocked: EntryBlock = Field(
+        default="", description="Why this entry cannot be read; empty when it can."
     )
 
 
@@ -44,8 +47,8 @@ class TreeEntry(BaseModel):
     path: str
     type: Literal["file", "directory", "symlink", "other"]
     depth: int
-    size: int | None = None
-    blocked: BlockedReason | None = None
+    size: int = 0
+    blocked: EntryBlock = ""
 
 
 class DirectoryTree(BaseModel):

@@ -118,21 +118,11 @@ class WorkspaceService:
         limit = clamp(limit, 1, 1000, 200)
         offset = _parse_offset(cursor)[1] if cursor else 0
         if self._is_virtual_top(path):
-            entries = [
-                DirectoryEntry(name=r.name, path=r.name, type="directory")
-                for r in self.workspace.roots
-            ]
+            entries = [DirectoryEntry(name=r.name, type="directory") for r in self.workspace.roots]
         else:
             located = self.workspace.locate(path)
             entries = [
-                DirectoryEntry(
-                    name=e.name,
-                    path=self.workspace.display(located.root, (*located.parts, e.name)),
-                    type=e.type,
-                    size=e.size,
-                    modified=_iso(e.mtime_ns),
-                    blocked=e.blocked,
-                )
+                DirectoryEntry(name=e.name, type=e.type, size=e.size or 0, blocked=e.blocked or "")
                 for e in self.workspace.list_folder(located)
             ]
         page = entries[offset : offset + limit]
@@ -160,7 +150,11 @@ class WorkspaceService:
                 child_path = self.workspace.display(folder.root, (*folder.parts, e.name))
                 out.append(
                     TreeEntry(
-                        path=child_path, type=e.type, depth=depth, size=e.size, blocked=e.blocked
+                        path=child_path,
+                        type=e.type,
+                        depth=depth,
+                        size=e.size or 0,
+                        blocked=e.blocked or "",
                     )
                 )
                 if e.type == "directory" and e.blocked is None and depth < max_depth:

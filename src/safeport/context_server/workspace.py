@@ -228,30 +228,32 @@ class Workspace:
             if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
                 raise refusal("changed")
             names = sorted(os.listdir(fd))
-            entries = [self._entry(located, fd, name) for name in names]
+            base = str(located.absolute)
+            entries = [self._entry(located, base, fd, name) for name in names]
         finally:
             os.close(fd)
         return entries
 
-    def _entry(self, folder: Located, dir_fd: int, name: str) -> Entry:
-        parts = (*folder.parts, name)
-        absolute = PurePosixPath(folder.root.path, *parts)
+    def _entry(self, folder: Located, base: str, dir_fd: int, name: str) -> Entry:
+        absolute = f"{base}/{name}"
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
             return Entry(name, "other", None, None, "unreadable-type")
         mode = st.st_mode
-        if self.policy.is_private(parts, absolute):
-            kind: EntryType = "directory" if stat.S_ISDIR(mode) else _entry_type(mode)
-            return Entry(name, kind, None, None, "private")
+        is_dir = stat.S_ISDIR(mode)
+        top = not folder.parts
+        verdict = self.policy.entry_verdict(name, absolute, is_dir=is_dir, top_level=top)
+        if verdict == "private":
+            return Entry(name, _entry_type(mode), None, None, "private")
         if stat.S_ISLNK(mode):
-            return Entry(name, "symlink", None, None, self._link_verdict(absolute, parts))
-        if stat.S_ISDIR(mode):
-            verdict = self.policy.resolved_verdict(parts, absolute, is_dir=True)
+            parts = (*folder.parts, name)
+            link = self._link_verdict(PurePosixPath(absolute), parts)
+            return Entry(name, "symlink", None, None, verdict or link)
+        if is_dir:
             return Entry(name, "directory", None, st.st_mtime_ns, verdict)
         if not stat.S_ISREG(mode):
             return Entry(name, "other", None, None, "unreadable-type")
-        verdict = self.policy.resolved_verdict(parts, absolute, is_dir=False)
         if verdict is None and st.st_nlink != 1:
             verdict = "unreadable-type"
         if verdict is None:
