@@ -99,7 +99,8 @@ class SearchIndex:
             started = time.monotonic()
             walked: dict[tuple[str, str], WalkedFile] = {}
             for root in self.workspace.roots:
-                for found in self.workspace.walk_files(root, max_bytes=MAX_INDEXED_BYTES):
+                walk = self.workspace.walk_files(root, max_bytes=MAX_INDEXED_BYTES, scoped=False)
+                for found in walk:
                     walked[(root.name, found.relative)] = found
             with contextlib.closing(self._connect()) as db:
                 known = {
@@ -183,7 +184,8 @@ class SearchIndex:
     def _text_of(self, found: WalkedFile) -> str | None:
         """The file's text read through the full read gate, or None if it is not servable."""
         try:
-            located = self.workspace.readable_file(self.workspace.display(found.root, found.parts))
+            shown = self.workspace.display(found.root, found.parts)
+            located = self.workspace.readable_file(shown, scoped=False)
             data = self.workspace.read_head(located, MAX_INDEXED_BYTES + 1)
         except Refused:
             return None

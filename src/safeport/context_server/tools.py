@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import inspect
 import logging
+import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import MCPServer
+import anyio.to_thread
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ListRootsResult, ToolAnnotations
 from pydantic import BaseModel
 
 from safeport.context_server.policy import Refused
@@ -51,13 +54,66 @@ UNAVAILABLE = (
 INTERNAL = "internal error while reading the workspace; nothing was served"
 
 
+# The client's MCP roots, asked once per server (one stdio client per process) and then reused.
+_KNOWN_ROOTS: weakref.WeakKeyDictionary[Any, ListRootsResult] = weakref.WeakKeyDictionary()
+_NO_ROOTS = ListRootsResult(roots=[])
+
+
+def client_roots(ctx: Context[Any, Any]) -> ListRootsResult | ListRoots:
+    """Resolver: the roots the client declared (asked once), or none if it has no roots."""
+    known = _KNOWN_ROOTS.get(ctx.mcp_server)
+    if known is not None:
+        return known
+    capabilities = ctx.client_capabilities
+    if capabilities is None or capabilities.roots is None:
+        return _NO_ROOTS
+    return ListRoots()
+
+
+# Every tool takes this hidden parameter, so the first call learns the client's roots.
+ClientRoots = Annotated[ListRootsResult, Resolve(client_roots)]
+
+
+def root_paths(result: ListRootsResult) -> list[str]:
+    """Local paths of the client's file:// roots; other schemes name nothing on this disk."""
+    paths = []
+    for root in result.roots:
+        url = urlparse(str(root.uri))
+        if url.scheme == "file" and url.netloc in ("", "localhost") and url.path:
+            paths.append(unquote(url.path))
+    return paths
+
+
 class JournaledCalls:
     """Runs an operation, journals it (served or refused), and shapes failures as ToolError."""
 
-    def __init__(self, service: WorkspaceService) -> None:
+    def __init__(self, server: MCPServer[Any], service: WorkspaceService) -> None:
+        self.server = server
         self.service = service
+        self._narrowed = False
 
-    def run(self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT]) -> ResultT:
+    async def run(
+        self,
+        roots: ListRootsResult,
+        tool: str,
+        args: Mapping[str, Any],
+        op: Callable[[], ResultT],
+    ) -> ResultT:
+        self._narrow(roots)
+        return await anyio.to_thread.run_sync(self._run, tool, dict(args), op)
+
+    def _narrow(self, roots: ListRootsResult) -> None:
+        """Apply the client's roots once. No file roots offered means no narrowing."""
+        if self._narrowed:
+            return
+        self._narrowed = True
+        _KNOWN_ROOTS[self.server] = roots
+        paths = root_paths(roots)
+        if paths:
+            scope = self.service.workspace.narrow(paths)
+            log.info("client roots narrow the workspace to %d folder(s)", len(scope))
+
+    def _run(self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT]) -> ResultT:
         try:
             result = op()
         except Refused as exc:
@@ -113,49 +169,56 @@ def read_only(server: MCPServer[Any]) -> Callable[[FnT], FnT]:
 
 def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> None:
     """The workspace tools: read-only, closed-world, every path through one read policy."""
-    calls = JournaledCalls(service)
+    calls = JournaledCalls(server, service)
 
     @read_only(server)
-    def list_roots() -> RootsResult:
+    async def list_roots(roots: ClientRoots) -> RootsResult:
         """List the served workspace roots (by name) and a summary of the read policy.
 
         Call this first: it says how to write paths for every other tool."""
-        return calls.run("list_roots", {}, service.list_roots)
+        return await calls.run(roots, "list_roots", {}, service.list_roots)
 
     @read_only(server)
-    def list_directory(
-        path: str = ".", limit: int = 200, cursor: str | None = None
+    async def list_directory(
+        roots: ClientRoots, path: str = ".", limit: int = 200, cursor: str | None = None
     ) -> DirectoryListing:
         """List one folder: each entry's name, type and size.
 
         Entries the policy blocks are still listed, with `blocked` set to private, ignored,
         out-of-scope, binary or unreadable-type. Paginated: pass `next_cursor` back as `cursor`."""
         args = {"path": path, "limit": limit, "cursor": cursor}
-        return calls.run(
-            "list_directory", args, lambda: service.list_directory(path, limit, cursor)
+        return await calls.run(
+            roots, "list_directory", args, lambda: service.list_directory(path, limit, cursor)
         )
 
     @read_only(server)
-    def directory_tree(
-        path: str = ".", max_depth: int = 3, max_entries: int = 500
+    async def directory_tree(
+        roots: ClientRoots, path: str = ".", max_depth: int = 3, max_entries: int = 500
     ) -> DirectoryTree:
         """A bounded recursive listing (depth 1-10, up to 5000 entries).
 
         Blocked folders are listed but not entered."""
         args = {"path": path, "max_depth": max_depth, "max_entries": max_entries}
-        return calls.run(
-            "directory_tree", args, lambda: service.directory_tree(path, max_depth, max_entries)
+        return await calls.run(
+            roots,
+            "directory_tree",
+            args,
+            lambda: service.directory_tree(path, max_depth, max_entries),
         )
 
     @read_only(server)
-    def read_file(path: str) -> FileContent:
+    async def read_file(roots: ClientRoots, path: str) -> FileContent:
         """Read a text file. Over the response cap, returns the head with `truncated`,
         `total_bytes`, `served_bytes` and `next_line` to continue with read_file_excerpt."""
-        return calls.run("read_file", {"path": path}, lambda: service.read_file(path))
+        return await calls.run(roots, "read_file", {"path": path}, lambda: service.read_file(path))
 
     @read_only(server)
-    def read_file_excerpt(
-        path: str, start_line: int = 1, max_lines: int = 200, start_column: int = 1
+    async def read_file_excerpt(
+        roots: ClientRoots,
+        path: str,
+        start_line: int = 1,
+        max_lines: int = 200,
+        start_column: int = 1,
     ) -> FileExcerpt:
         """Read lines from a text file, starting at `start_line` (1-based).
 
@@ -166,68 +229,84 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             "max_lines": max_lines,
             "start_column": start_column,
         }
-        return calls.run(
+        return await calls.run(
+            roots,
             "read_file_excerpt",
             args,
             lambda: service.read_file_excerpt(path, start_line, max_lines, start_column),
         )
 
     @read_only(server)
-    def read_multiple_files(paths: list[str]) -> MultipleFiles:
+    async def read_multiple_files(roots: ClientRoots, paths: list[str]) -> MultipleFiles:
         """Read up to 50 text files; each result stands alone.
 
         One refusal does not fail the rest."""
-        return calls.run(
-            "read_multiple_files", {"paths": paths}, lambda: service.read_multiple_files(paths)
+        return await calls.run(
+            roots,
+            "read_multiple_files",
+            {"paths": paths},
+            lambda: service.read_multiple_files(paths),
         )
 
     @read_only(server)
-    def get_file_info(path: str, sha256: bool = False) -> FileInfo:
+    async def get_file_info(roots: ClientRoots, path: str, sha256: bool = False) -> FileInfo:
         """Size, times and type of a file or folder.
 
         `sha256=true` adds the digest of a text file."""
         args = {"path": path, "sha256": sha256}
-        return calls.run("get_file_info", args, lambda: service.get_file_info(path, sha256))
+        return await calls.run(
+            roots, "get_file_info", args, lambda: service.get_file_info(path, sha256)
+        )
 
     @read_only(server)
-    def search_files(pattern: str, path: str = ".", limit: int = 200) -> FileMatches:
+    async def search_files(
+        roots: ClientRoots, pattern: str, path: str = ".", limit: int = 200
+    ) -> FileMatches:
         """Find readable files by name with a glob (`*.py`), or by relative path when the
         pattern contains a slash (`src/*/test_*.py`). Case-insensitive."""
         args = {"pattern": pattern, "path": path, "limit": limit}
-        return calls.run("search_files", args, lambda: service.search_files(pattern, path, limit))
+        return await calls.run(
+            roots, "search_files", args, lambda: service.search_files(pattern, path, limit)
+        )
 
     @read_only(server)
-    def search_project(
-        query: str, path: str = ".", limit: int = 20, cursor: str | None = None
+    async def search_project(
+        roots: ClientRoots, query: str, path: str = ".", limit: int = 20, cursor: str | None = None
     ) -> SearchResults:
         """Search file contents for a literal text (case-insensitive); results carry path, line
         and snippet. Uses the index for 3+ characters; shorter queries scan. Paginated."""
         args = {"query": query, "path": path, "limit": limit, "cursor": cursor}
-        return calls.run(
-            "search_project", args, lambda: service.search_project(query, path, limit, cursor)
+        return await calls.run(
+            roots,
+            "search_project",
+            args,
+            lambda: service.search_project(query, path, limit, cursor),
         )
 
     @read_only(server)
-    def get_recent_changes(cursor: str | None = None, limit: int = 50) -> ChangeFeedPage:
+    async def get_recent_changes(
+        roots: ClientRoots, cursor: str | None = None, limit: int = 50
+    ) -> ChangeFeedPage:
         """Files added, modified or removed since `cursor`. Without a cursor: the most recently
         modified files and a cursor to follow from now on."""
         args = {"cursor": cursor, "limit": limit}
-        return calls.run(
-            "get_recent_changes", args, lambda: service.get_recent_changes(cursor, limit)
+        return await calls.run(
+            roots, "get_recent_changes", args, lambda: service.get_recent_changes(cursor, limit)
         )
 
     @read_only(server)
-    def search(query: str) -> DeepResearchResults:
+    async def search(roots: ClientRoots, query: str) -> DeepResearchResults:
         """Search the workspace; returns result ids to pass to `fetch` (Deep Research contract)."""
-        return calls.run("search", {"query": query}, lambda: service.search(query))
+        return await calls.run(roots, "search", {"query": query}, lambda: service.search(query))
 
     @read_only(server)
-    def fetch(id: str) -> DeepResearchDocument:
+    async def fetch(roots: ClientRoots, id: str) -> DeepResearchDocument:
         """Fetch one search result's full text by its id (Deep Research contract)."""
-        return calls.run("fetch", {"id": id}, lambda: service.fetch(id))
+        return await calls.run(roots, "fetch", {"id": id}, lambda: service.fetch(id))
 
     @read_only(server)
-    def get_audit_trail(
+    async def get_audit_trail(
+        roots: ClientRoots,
         limit: int = 50,
         origin: str | None = None,
         tool: str | None = None,
@@ -236,13 +315,14 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
         """Recent records of this workspace's reads journal (newest first): tool, arguments
         (private paths shown as <private>), bytes served, and refusals."""
         args = {"limit": limit, "origin": origin, "tool": tool, "only_denied": only_denied}
-        return calls.run(
+        return await calls.run(
+            roots,
             "get_audit_trail",
             args,
             lambda: service.get_audit_trail(limit, origin, tool, only_denied),
         )
 
     @read_only(server)
-    def get_health() -> Health:
+    async def get_health(roots: ClientRoots) -> Health:
         """Index state and counts, the policy summary and the journal state."""
-        return calls.run("get_health", {}, service.get_health)
+        return await calls.run(roots, "get_health", {}, service.get_health)

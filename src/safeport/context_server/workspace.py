@@ -24,8 +24,10 @@ from safeport.context_server.policy import (
     ReadPolicy,
     Refused,
     looks_binary,
+    narrow_scope,
     parse_request_path,
     refusal,
+    within,
 )
 
 EntryType = Literal["file", "directory", "symlink", "other"]
@@ -99,6 +101,14 @@ class Workspace:
         self.roots = tuple(roots)
         self.policy = policy
         self._by_name = {r.name: r for r in self.roots}
+        # Set from the client's MCP roots: only ever a subset of the configured roots.
+        self.scope: tuple[str, ...] | None = None
+
+    def narrow(self, client_paths: Sequence[str]) -> tuple[str, ...]:
+        """Serve only what is inside both the configured roots and the client's roots."""
+        real = [os.path.realpath(p) for p in client_paths]
+        self.scope = narrow_scope([str(r.path) for r in self.roots], real)
+        return self.scope
 
     @property
     def root_names(self) -> tuple[str, ...]:
@@ -113,7 +123,7 @@ class Workspace:
 
     # -- the gate -----------------------------------------------------------------------------
 
-    def locate(self, text: object) -> Located:
+    def locate(self, text: object, *, scoped: bool = True) -> Located:
         """Apply the path checks in order; raise :class:`Refused` on the first miss."""
         request = parse_request_path(text, self.root_names)
         if not request.root:
@@ -130,6 +140,12 @@ class Workspace:
         home = self._root_of(resolved)
         if home is None:
             raise refusal("out-of-scope")
+        # Inside the client's roots, or a folder above one (so "." can still be listed).
+        above_scope = False
+        if scoped and self.scope is not None and not within(str(resolved), self.scope):
+            above_scope = _is_above(str(resolved), self.scope)
+            if not above_scope:
+                raise refusal("out-of-scope")
         parts = resolved.relative_to(home.path).parts
         # 3. Private again, on where the path really leads.
         if self.policy.is_private(parts, resolved):
@@ -142,6 +158,8 @@ class Workspace:
         if stat.S_ISLNK(st.st_mode):
             raise refusal("unreadable-type")
         is_dir = stat.S_ISDIR(st.st_mode)
+        if above_scope and not is_dir:
+            raise refusal("out-of-scope")
         # 4. Ignored and out-of-project, judged on both the name asked for and the target.
         for judged in (request.parts, parts):
             verdict = self.policy.resolved_verdict(judged, resolved, is_dir=is_dir)
@@ -161,9 +179,12 @@ class Workspace:
 
     # -- files --------------------------------------------------------------------------------
 
-    def readable_file(self, text: object) -> Located:
-        """``locate`` plus the checks for content: a regular, readable text type."""
-        located = self.locate(text)
+    def readable_file(self, text: object, *, scoped: bool = True) -> Located:
+        """``locate`` plus the checks for content: a regular, readable text type.
+
+        ``scoped=False`` ignores the client's roots (never the policy): the shared search index
+        covers the configured roots, and every hit is re-checked with the scope when served."""
+        located = self.locate(text, scoped=scoped)
         if located.kind == "directory":
             raise refusal("not-a-file")
         if located.kind != "file" or located.st.st_nlink != 1:
@@ -246,6 +267,10 @@ class Workspace:
         verdict = self.policy.entry_verdict(name, absolute, is_dir=is_dir, top_level=top)
         if verdict == "private":
             return Entry(name, _entry_type(mode), None, None, "private")
+        if self.scope is not None and not (
+            within(absolute, self.scope) or (is_dir and _is_above(absolute, self.scope))
+        ):
+            return Entry(name, _entry_type(mode), None, None, "out-of-scope")
         if stat.S_ISLNK(mode):
             parts = (*folder.parts, name)
             link = self._link_verdict(PurePosixPath(absolute), parts)
@@ -290,7 +315,12 @@ class Workspace:
     # -- walking ------------------------------------------------------------------------------
 
     def walk_files(
-        self, root: ServedRoot, start: Sequence[str] = (), *, max_bytes: int | None = None
+        self,
+        root: ServedRoot,
+        start: Sequence[str] = (),
+        *,
+        max_bytes: int | None = None,
+        scoped: bool = True,
     ) -> Iterator[WalkedFile]:
         """Readable-looking regular files under ``start``, never following a link.
 
@@ -298,6 +328,7 @@ class Workspace:
         search result or a journal. Symlinked files are skipped here: their targets are reached
         at their real paths, and anything served is re-checked through ``locate``.
         """
+        scope = self.scope if scoped else None
         stack: list[tuple[str, ...]] = [tuple(start)]
         while stack:
             parts = stack.pop()
@@ -319,7 +350,11 @@ class Workspace:
                 except OSError:
                     continue
                 if stat.S_ISDIR(st.st_mode):
-                    if self.policy.is_private(child, PurePosixPath(entry.path)):
+                    if self.policy.is_private(child, entry.path):
+                        continue
+                    if scope is not None and not (
+                        within(entry.path, scope) or _is_above(entry.path, scope)
+                    ):
                         continue
                     if not parts and self.policy.out_of_projects(child, is_dir=True):
                         continue
@@ -329,8 +364,15 @@ class Workspace:
                         continue
                     if max_bytes is not None and st.st_size > max_bytes:
                         continue
+                    if scope is not None and not within(entry.path, scope):
+                        continue
                     yield WalkedFile(root, child, st.st_size, st.st_mtime_ns)
             stack.extend(reversed(subdirs))
+
+
+def _is_above(path: str, scope: Sequence[str]) -> bool:
+    """Whether ``path`` is a folder that contains one of the scope's folders."""
+    return any(s.startswith(path.rstrip("/") + "/") for s in scope)
 
 
 def _entry_type(mode: int) -> EntryType:
