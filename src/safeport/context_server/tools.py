@@ -59,7 +59,7 @@ _KNOWN_ROOTS: weakref.WeakKeyDictionary[Any, ListRootsResult] = weakref.WeakKeyD
 _NO_ROOTS = ListRootsResult(roots=[])
 
 
-def client_roots(ctx: Context[Any, Any]) -> ListRootsResult | ListRoots:
+async def client_roots(ctx: Context[Any, Any]) -> ListRootsResult | ListRoots:
     """Resolver: the roots the client declared (asked once), or none if it has no roots."""
     known = _KNOWN_ROOTS.get(ctx.mcp_server)
     if known is not None:

@@ -1,0 +1,90 @@
+"""The operations in-process: several roots, journal records, excerpts and pagination."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from safeport.context_server import Refused, ServeOptions, build_server
+from safeport.context_server.journal import bounded_args
+from safeport.context_server.tools import JournaledCalls
+from safeport.shared.audit import verify_journal
+
+
+def test_several_roots_are_named_and_paths_start_with_the_root_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    for name in ("app", "lib"):
+        (tmp_path / name / "src").mkdir(parents=True)
+        (tmp_path / name / "src" / "main.py").write_text(f"print('{name} unicorn')\n")
+    (tmp_path / "other" / "app").mkdir(parents=True)  # same basename: gets a suffix
+    roots = [str(tmp_path / "app"), str(tmp_path / "lib"), str(tmp_path / "other" / "app")]
+    _, service = build_server(ServeOptions(roots=roots))
+    names = [r.name for r in service.list_roots().roots]
+    assert names == ["app", "lib", "app-2"]
+    top = service.list_directory(".", 100, None)
+    assert [e.name for e in top.entries] == names
+    assert "lib unicorn" in service.read_file("lib/src/main.py").text
+    with pytest.raises(Refused):
+        service.read_file("src/main.py")  # no root named "src"
+    assert service.search_files("*.py", ".", 100).matches == ["app/src/main.py", "lib/src/main.py"]
+    service.index.refresh()
+    hits = service.search_project("unicorn", ".", 20, None).hits
+    assert [h.path for h in hits] == ["app/src/main.py", "lib/src/main.py"]
+    page = service.search_project("unicorn", ".", 1, None)
+    assert [h.path for h in page.hits] == ["app/src/main.py"] and page.next_cursor
+    rest = service.search_project("unicorn", ".", 1, page.next_cursor)
+    assert [h.path for h in rest.hits] == ["lib/src/main.py"]
+    service.journal.close()
+
+
+def test_journal_arguments_are_bounded_and_private_paths_replaced() -> None:
+    def is_private(path: str) -> bool:
+        return ".env" in path
+
+    args = bounded_args(
+        {"path": ".env", "paths": ["a.py", "x/.env"], "query": "q" * 1000, "limit": 5},
+        is_private,
+        hide_paths=False,
+    )
+    assert args["path"] == "<private>"
+    assert args["paths"] == ["a.py", "<private>"]
+    assert isinstance(args["query"], str) and len(args["query"]) == 201
+    assert args["limit"] == 5
+    hidden = bounded_args({"path": "innocent.txt"}, is_private, hide_paths=True)
+    assert hidden["path"] == "<private>"  # refused as private after resolving a link
+
+
+def test_every_call_served_or_refused_is_one_journal_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    (root / ".env").write_text("SECRET=CANARYjournal\n")
+    (root / "innocent.txt").symlink_to(".env")
+    server, service = build_server(ServeOptions(roots=[str(root)], origin="tests"))
+    # The same journaled path the MCP tools take, without a client in between.
+    calls = JournaledCalls(server, service)
+    for path in ("a.py", ".env", "innocent.txt"):
+        with contextlib.suppress(ToolError):
+            calls._run("read_file", {"path": path}, functools.partial(service.read_file, path))
+    service.journal.close()
+    journal = home / "audit" / "reads.jsonl"
+    bodies = [json.loads(line)["body"] for line in journal.read_text().splitlines()]
+    assert [b["tool"] for b in bodies] == ["read_file", "read_file", "read_file"]
+    assert [b["denied"] for b in bodies] == [False, True, True]
+    assert bodies[1]["args"]["path"] == "<private>" and bodies[1]["reason"] == "private"
+    assert bodies[2]["args"]["path"] == "<private>"  # the link's own name, hidden too
+    assert all(b["origin"] == "tests" for b in bodies)
+    assert bodies[0]["bytes"] > 0 and bodies[1]["bytes"] == 0
+    assert "CANARYjournal" not in journal.read_text()
+    assert verify_journal(journal).ok
