@@ -389,11 +389,13 @@ async def test_a_link_swapped_during_reads_never_serves_the_private_target(
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
         async with connected(server_params([h.root], h.home), errlog) as client:
             with swapping(h.root):
-                for _ in range(150):
+                for _ in range(100):
                     for tool, args in (
                         ("read_file", {"path": "swap.txt"}),
                         ("read_file", {"path": "swapdir/f.txt"}),
                         ("list_directory", {"path": "swapdir"}),
+                        ("search_files", {"pattern": "*", "path": "."}),
+                        ("directory_tree", {"path": ".", "max_depth": 3}),
                     ):
                         with anyio.fail_after(20):
                             result = await client.call_tool(tool, args)

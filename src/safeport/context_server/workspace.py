@@ -294,6 +294,8 @@ class Workspace:
         home = self._root_of(resolved)
         if home is None:
             return "out-of-scope"
+        if self.scope is not None and not within(str(resolved), self.scope):
+            return "out-of-scope"
         target_parts = resolved.relative_to(home.path).parts
         if self.policy.is_private(target_parts, resolved):
             return "private"
@@ -314,6 +316,20 @@ class Workspace:
 
     # -- walking ------------------------------------------------------------------------------
 
+    def _stat_entries(self, dir_fd: int) -> Iterator[tuple[str, os.stat_result]]:
+        """(name, lstat) of a folder's entries, skipping private and ignored names unread."""
+        try:
+            names = os.listdir(dir_fd)
+        except OSError:
+            return
+        for name in names:
+            if self.policy.is_private_name(name) or self.policy.is_ignored_name(name):
+                continue
+            try:
+                yield name, os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue
+
     def walk_files(
         self,
         root: ServedRoot,
@@ -326,45 +342,41 @@ class Workspace:
 
         Private and ignored folders are not entered, so their names never reach an index, a
         search result or a journal. Symlinked files are skipped here: their targets are reached
-        at their real paths, and anything served is re-checked through ``locate``.
+        at their real paths, and anything served is re-checked through ``locate``. Each folder
+        is opened from the root with ``O_NOFOLLOW`` on every component, so a folder swapped for
+        a link during the walk is skipped instead of listing names from wherever it points.
         """
         scope = self.scope if scoped else None
         stack: list[tuple[str, ...]] = [tuple(start)]
         while stack:
             parts = stack.pop()
-            folder = root.path.joinpath(*parts)
+            base = "/".join((str(root.path), *parts))
             try:
-                with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError:
+                fd = _open_beneath(root.path, parts, final_dir=True)
+            except Refused:
                 continue
+            try:
+                entries = sorted(self._stat_entries(fd))
+            finally:
+                os.close(fd)
             subdirs = []
-            for entry in entries:
-                child = (*parts, entry.name)
-                if self.policy.is_private_name(entry.name) or self.policy.is_ignored_name(
-                    entry.name
-                ):
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
+            for name, st in entries:
+                child = (*parts, name)
+                path = f"{base}/{name}"
                 if stat.S_ISDIR(st.st_mode):
-                    if self.policy.is_private(child, entry.path):
+                    if self.policy.is_private(child, path):
                         continue
-                    if scope is not None and not (
-                        within(entry.path, scope) or _is_above(entry.path, scope)
-                    ):
+                    if scope is not None and not (within(path, scope) or _is_above(path, scope)):
                         continue
                     if not parts and self.policy.out_of_projects(child, is_dir=True):
                         continue
                     subdirs.append(child)
                 elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                    if self.policy.type_verdict(entry.name) is not None:
+                    if self.policy.type_verdict(name) is not None:
                         continue
                     if max_bytes is not None and st.st_size > max_bytes:
                         continue
-                    if scope is not None and not within(entry.path, scope):
+                    if scope is not None and not within(path, scope):
                         continue
                     yield WalkedFile(root, child, st.st_size, st.st_mtime_ns)
             stack.extend(reversed(subdirs))
