@@ -123,10 +123,14 @@ class SearchIndex:
                     db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
                 for done, (key, found) in enumerate(todo, 1):
                     text = self._text_of(found)
-                    old = known.get(key)
-                    if old is not None:
-                        db.execute("DELETE FROM fts WHERE rowid = ?", (old[0],))
-                        db.execute("DELETE FROM files WHERE id = ?", (old[0],))
+                    # By (root, rel), not the id read earlier: another server sharing this
+                    # index may have refreshed the same file in the meantime.
+                    for (stale_id,) in db.execute(
+                        "SELECT id FROM files WHERE root = ? AND rel = ?", key
+                    ).fetchall():
+                        db.execute("DELETE FROM fts WHERE rowid = ?", (stale_id,))
+                        db.execute("DELETE FROM files WHERE id = ?", (stale_id,))
+                    if key in known:
                         updated += 1
                     else:
                         added += 1
