@@ -88,3 +88,34 @@ def test_every_call_served_or_refused_is_one_journal_record(
     assert bodies[0]["bytes"] > 0 and bodies[1]["bytes"] == 0
     assert "CANARYjournal" not in journal.read_text()
     assert verify_journal(journal).ok
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "count", "lines", "next_line", "eof"),
+    [
+        ("a\nb\nc", 1, 2, ["a", "b"], 3, False),
+        ("a\nb\nc", 3, 5, ["c"], None, True),
+        ("a\nb\nc", 4, 5, [], None, True),
+        ("a\nb\n", 1, 5, ["a", "b"], None, True),
+        ("a\nb\n", 2, 1, ["b"], None, True),
+        ("", 1, 5, [], None, True),
+        ("one line, no newline", 1, 1, ["one line, no newline"], None, True),
+    ],
+)
+def test_excerpts_count_lines_like_an_editor(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    start: int,
+    count: int,
+    lines: list[str],
+    next_line: int | None,
+    eof: bool,
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "f.txt").write_text(text)
+    _, service = build_server(ServeOptions(roots=[str(tmp_path / "ws")]))
+    excerpt = service.read_file_excerpt("f.txt", start, count, 1)
+    assert (excerpt.lines, excerpt.next_line, excerpt.end_of_file) == (lines, next_line, eof)
+    service.journal.close()

@@ -235,7 +235,9 @@ class WorkspaceService:
                 next_line, done = line_no + 1, True
 
         ended_with_newline = True
-        for block in self.workspace.iter_chunks(located):
+        more_after = False  # whether bytes remain once the excerpt is complete
+        chunks = self.workspace.iter_chunks(located)
+        for block in chunks:
             pos = 0
             while pos < len(block) and not done:
                 nl = block.find(b"\n", pos)
@@ -256,9 +258,21 @@ class WorkspaceService:
                 pos = nl + 1
             ended_with_newline = block.endswith(b"\n")
             if done:
+                more_after = pos < len(block) or next(chunks, None) is not None
                 break
+        chunks.close()
+        if done and next_column is None and not more_after:
+            next_line, done = None, False  # the excerpt reached the last line exactly
+            lines_done_at_end = True
+        else:
+            lines_done_at_end = False
         end_of_file = not done
-        if not done and line_no >= start_line and (buf or not ended_with_newline):
+        if (
+            not done
+            and not lines_done_at_end
+            and line_no >= start_line
+            and (buf or not ended_with_newline)
+        ):
             finish(buf)
             end_of_file = not done
             if next_line == line_no + 1:

@@ -14,7 +14,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -222,7 +222,7 @@ class Workspace:
             raise refusal("binary")
         return FileRead(data, st.st_size, st)
 
-    def iter_chunks(self, located: Located, chunk: int = 1 << 16) -> Iterator[bytes]:
+    def iter_chunks(self, located: Located, chunk: int = 1 << 16) -> Generator[bytes, None, None]:
         """The whole checked file in chunks, up to the policy's file size limit."""
         with self.open_checked(located) as fd:
             if os.fstat(fd).st_size > self.policy.max_file_bytes:
