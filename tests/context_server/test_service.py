@@ -119,3 +119,20 @@ def test_excerpts_count_lines_like_an_editor(
     excerpt = service.read_file_excerpt("f.txt", start, count, 1)
     assert (excerpt.lines, excerpt.next_line, excerpt.end_of_file) == (lines, next_line, eof)
     service.journal.close()
+
+
+def test_the_public_surface_is_pinned() -> None:
+    import safeport.context_server as context_server
+
+    assert sorted(context_server.__all__) == [
+        "PROFILES",
+        "ReadPolicy",
+        "Refused",
+        "ServeOptions",
+        "build_index",
+        "build_server",
+        "open_workspace",
+        "serve",
+    ]
+    # The seam for other profiles: the reader profile registers only the workspace tools.
+    assert set(context_server.PROFILES) == {"reader"}

@@ -13,7 +13,6 @@ class RootInfo(BaseModel):
     name: str = Field(
         description="Use this name as the first path component when several roots are served."
     )
-    files_indexed: int | None = None
 
 
 class RootsResult(BaseModel):
