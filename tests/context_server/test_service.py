@@ -136,3 +136,43 @@ def test_the_public_surface_is_pinned() -> None:
     ]
     # The seam for other profiles: the reader profile registers only the workspace tools.
     assert set(context_server.PROFILES) == {"reader"}
+
+
+def test_a_project_allowlist_serves_only_its_folders_and_loose_root_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    (home / "context.toml").write_text('projects = ["app"]\n')
+    root = tmp_path / "ws"
+    for folder in ("app", "scratch"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "main.py").write_text(f"# {folder} walrus\n")
+    (root / "README.md").write_text("walrus readme\n")
+    _, service = build_server(ServeOptions(roots=[str(root)]))
+    assert "app walrus" in service.read_file("app/main.py").text
+    assert "walrus readme" in service.read_file("README.md").text
+    with pytest.raises(Refused) as caught:
+        service.read_file("scratch/main.py")
+    assert caught.value.reason == "out-of-scope"
+    listing = {e.name: e.blocked for e in service.list_directory(".", 100, None).entries}
+    assert listing == {"README.md": "", "app": "", "scratch": "out-of-scope"}
+    service.index.refresh()
+    hits = service.search_project("walrus", ".", 20, None).hits
+    assert sorted(h.path for h in hits) == ["README.md", "app/main.py"]
+    service.journal.close()
+
+
+def test_unknown_keys_in_context_toml_are_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safeport.errors import ConfigError
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    (home / "context.toml").write_text('[private]\nallow = ["*.env"]\n')
+    with pytest.raises(ConfigError) as caught:
+        build_server(ServeOptions(roots=[str(tmp_path)]))
+    assert "private.allow" in caught.value.message
