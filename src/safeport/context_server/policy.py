@@ -92,9 +92,11 @@ DEFAULT_PRIVATE_PATTERNS: tuple[str, ...] = (
     "authorized_keys",
 )
 
-# SSH key files: `id_` and no extension (every key type, and custom names such as id_github),
-# optionally with .pub (and -cert.pub). A dotted name such as id_utils.py is code, not a key.
-_SSH_KEY_NAME = re.compile(r"id_[^.]+(\.pub)?", re.IGNORECASE)
+# OpenSSH's key file names for every key type, with certificates and public halves. Spelled out
+# rather than `id_*`, which would also hide code such as id_utils.py or a package id_generator/.
+_SSH_KEY_NAME = re.compile(
+    r"id_(rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)(-cert)?(\.pub)?", re.IGNORECASE
+)
 
 # Generated or vendored folders: never code the user wrote, often huge.
 DEFAULT_IGNORED_FOLDERS: tuple[str, ...] = (
@@ -637,7 +639,7 @@ class ReadPolicy:
         """What a client may show a person about the rules in force."""
         return {
             "private_folders": sorted(self.private_folders),
-            "private_patterns": [*self.private_patterns, "id_<name>[.pub] (no other extension)"],
+            "private_patterns": [*self.private_patterns, "id_<ssh key type>[-cert][.pub]"],
             "private_locations": len(self.private_locations),
             "ignored_folders": [*sorted(self.ignored_folders), "*.egg-info"],
             "projects": sorted(self.projects) if self.projects is not None else None,
