@@ -176,3 +176,18 @@ def test_unknown_keys_in_context_toml_are_errors(
     with pytest.raises(ConfigError) as caught:
         build_server(ServeOptions(roots=[str(tmp_path)]))
     assert "private.allow" in caught.value.message
+
+
+def test_nothing_is_served_when_the_journal_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    server, service = build_server(ServeOptions(roots=[str(root)]))
+    service.journal.close()  # every append now fails as JournalUnavailable
+    calls = JournaledCalls(server, service)
+    with pytest.raises(ToolError) as caught:
+        calls._run("read_file", {"path": "a.py"}, functools.partial(service.read_file, "a.py"))
+    assert "unavailable" in str(caught.value) and "x = 1" not in str(caught.value)
