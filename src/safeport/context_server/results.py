@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 BlockedReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
+
+
+def inline_items(field: str, item: type[BaseModel]) -> Callable[[dict[str, Any]], None]:
+    """Inline a list field's item schema instead of a `$ref`.
+
+    Clients validate every structured result against the output schema; resolving a `$ref`
+    per list item costs about a third of a long listing's validation time.
+    """
+
+    def patch(schema: dict[str, Any]) -> None:
+        schema["properties"][field]["items"] = item.model_json_schema()
+
+    return patch
 
 
 class RootInfo(BaseModel):
@@ -36,6 +50,8 @@ class DirectoryEntry(BaseModel):
 
 
 class DirectoryListing(BaseModel):
+    model_config = ConfigDict(json_schema_extra=inline_items("entries", DirectoryEntry))
+
     path: str
     entries: list[DirectoryEntry]
     next_cursor: str | None = Field(default=None, description="Pass back to get the next page.")
@@ -51,6 +67,8 @@ class TreeEntry(BaseModel):
 
 
 class DirectoryTree(BaseModel):
+    model_config = ConfigDict(json_schema_extra=inline_items("entries", TreeEntry))
+
     path: str
     entries: list[TreeEntry]
     truncated: bool
@@ -118,6 +136,8 @@ class SearchHit(BaseModel):
 
 
 class SearchResults(BaseModel):
+    model_config = ConfigDict(json_schema_extra=inline_items("hits", SearchHit))
+
     query: str
     hits: list[SearchHit]
     next_cursor: str | None = None
