@@ -61,6 +61,8 @@ HITS_PER_FILE = 5
 SNIPPET_CHARS = 200
 SCAN_BUDGET_S = 5.0
 _OFFSET_CURSOR = re.compile(r"o1\.([0-9]{1,3})\.([0-9]{1,9})")
+# Search cursors also name the method: index and scan walk files in different orders.
+_SEARCH_CURSOR = re.compile(r"q1\.([is])\.([0-9]{1,3})\.([0-9]{1,9})")
 
 
 def clamp(value: object, low: int, high: int, default: int) -> int:
@@ -374,9 +376,13 @@ class WorkspaceService:
             raise InvalidInput("invalid query: give the text to search for")
         if len(query) > MAX_QUERY_CHARS or "\x00" in query or "\n" in query:
             raise InvalidInput(f"invalid query: one line of at most {MAX_QUERY_CHARS} characters")
-        start_scope, offset = _parse_offset(cursor) if cursor else (0, 0)
         scopes = self._scopes(path)
         use_index = len(query) >= 3 and self.index.ready
+        start_scope, offset = 0, 0
+        if cursor:
+            use_index, start_scope, offset = _parse_search_cursor(cursor)
+            if use_index and (len(query) < 3 or not self.index.ready):
+                raise InvalidInput("invalid cursor: it belongs to another query; start over")
         self.index.refresh_in_background()
         hits: list[SearchHit] = []
         next_cursor = None
@@ -384,7 +390,8 @@ class WorkspaceService:
         for scope in scopes[start_scope:]:
             for consumed, rel in enumerate(self._candidates(scope, query, offset, use_index)):
                 if len(hits) >= limit or time.monotonic() > deadline:
-                    next_cursor = f"o1.{scope.index}.{offset + consumed}"
+                    method = "i" if use_index else "s"
+                    next_cursor = f"q1.{method}.{scope.index}.{offset + consumed}"
                     break
                 hits.extend(self._hits_in(scope.root, rel, query))
             if next_cursor:
@@ -567,6 +574,14 @@ class WorkspaceService:
         folders = self._folders(path)
         by_root = {r.name: i for i, r in enumerate(self.workspace.roots)}
         return [_Scope(f.root, f.parts, by_root[f.root.name]) for f in folders]
+
+
+def _parse_search_cursor(cursor: object) -> tuple[bool, int, int]:
+    if not isinstance(cursor, str) or not (m := _SEARCH_CURSOR.fullmatch(cursor)):
+        raise InvalidInput(
+            "invalid cursor: pass back a next_cursor value exactly, or omit it to start over"
+        )
+    return m.group(1) == "i", int(m.group(2)), int(m.group(3))
 
 
 def _parse_offset(cursor: object) -> tuple[int, int]:
