@@ -92,16 +92,21 @@ def check_value(
 
 
 def check_ssh_key(name: str, key: SecretBytes, passphrase: SecretBytes | None) -> None:
-    """Refuse a key that does not load (malformed, encrypted without its passphrase, wrong one)."""
-    # load_ssh_private_key insists on a bytes password (a copy, documented); the key is a view.
-    password = None if passphrase is None else passphrase.reveal()
+    """Refuse a key that does not load (malformed, encrypted without its passphrase, wrong one).
+
+    The refusal is raised here, after the loader's frame is gone and with no ``__context__``:
+    a traceback that captures locals (a debugger, an error reporter) then shows neither the
+    bytes copy of the key's passphrase nor a parser's message about the key bytes.
+    """
     with key.exposed() as data:
-        _load_private_key(name, data, password)
+        problem = _load_problem(data, passphrase)
+    if problem:
+        raise EntryError(f"the SSH key for {name!r} is {problem}")
 
 
-def _load_private_key(name: str, data: memoryview, password: bytes | None) -> None:
-    # The refusal is raised outside the ``except`` blocks so it carries no __context__: a
-    # parser's message about key bytes has no business in a traceback.
+def _load_problem(data: memoryview, passphrase: SecretBytes | None) -> str | None:
+    # load_ssh_private_key insists on a bytes password: a copy that lives only in this frame.
+    password = None if passphrase is None else passphrase.reveal()
     try:
         if _OPENSSH_KEY.match(data):
             load_ssh_private_key(as_bytes(data), password)
@@ -110,14 +115,11 @@ def _load_private_key(name: str, data: memoryview, password: bytes | None) -> No
     except TypeError:
         # cryptography says TypeError both for "encrypted but no password" and the reverse.
         if password is None:
-            problem = "encrypted; give its passphrase too"
-        else:
-            problem = "not encrypted; drop its passphrase"
+            return "encrypted; give its passphrase too"
+        return "not encrypted; drop its passphrase"
     except (ValueError, UnsupportedAlgorithm):
-        problem = "not a valid private key, or its passphrase is wrong"
-    else:
-        return
-    raise EntryError(f"the SSH key for {name!r} is {problem}")
+        return "not a valid private key, or its passphrase is wrong"
+    return None
 
 
 def to_secret(
