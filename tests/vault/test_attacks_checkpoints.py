@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from safeport.errors import AuditError
 from safeport.shared.audit import JournalHead, JournalWriter, read_records, verify_journal
 from safeport.shared.audit.record import GENESIS, format_record
 from safeport.vault import (
@@ -273,3 +274,23 @@ def test_checkpoint_signature_bytes_roundtrip_exactly(tmp_path: Path) -> None:
     checkpoint: Checkpoint = vault.checkpoint_signer().sign("actions", GENESIS)
     document = json.loads(dump_checkpoints([checkpoint]))
     assert base64.b64decode(document["checkpoints"][0]["signature"]) == checkpoint.signature
+
+
+@pytest.mark.parametrize(
+    "sealed",
+    [
+        {"epk": base64.b64encode(bytes(32)).decode(), "ct": "AAAAAAAAAAAAAAAAAAAAAA=="},
+        {"epk": base64.b64encode(b"\x01" + bytes(31)).decode(), "ct": ""},
+        {"epk": None, "ct": None},
+        {"epk": "A" * 100_000, "ct": "A"},
+        {"epk": base64.b64encode(bytes(range(31))).decode(), "ct": "AAAA"},
+        {},
+    ],
+)
+def test_a_hostile_sealed_body_is_one_audit_error(
+    tmp_path: Path, sealed: dict[str, object]
+) -> None:
+    """Low-order points, wrong sizes and missing members, as a journal writer could plant them."""
+    _, vault = make_vault(tmp_path)
+    with pytest.raises(AuditError, match="could not be opened"):
+        vault.audit_opener().open({"alg": "x25519-hkdf-sha256-aes256gcm", **sealed})
