@@ -37,7 +37,7 @@ from safeport.vault.kdf import MAX_ITERATIONS, MAX_LANES, MAX_MEMORY_KIB
 from safeport.vault.secrets import SecretBytes, TokenSecret
 from tests.conftest import need
 from tests.vault.tamper import rewrite_header, split, write_raw_header
-from tests.vault.vault_factory import CANARY_TOKEN, FAST_KDF, make_vault, passphrase
+from tests.vault.vault_factory import CANARY_TOKEN, FAST_KDF, MemoryKeyring, make_vault, passphrase
 
 Header = dict[str, Any]
 
@@ -417,5 +417,30 @@ def test_the_clear_header_is_unauthenticated_until_an_unlock_checks_it(tmp_path:
     vault.lock()
     rewrite_header(store.path, _set("entries", value=12345))
     assert store.header().entries == 12345  # unauthenticated, as documented
+    with pytest.raises(CannotUnlock):
+        store.unlock(passphrase())
+
+
+def test_keyring_unlock_of_a_substituted_vault_is_caught_by_the_passphrase_proof(
+    tmp_path: Path,
+) -> None:
+    """Documented limit: the keyring item is found through the header's vault id, so a same-user
+    attacker who substitutes their own vault and plants its keyring item gets it opened with
+    --keyring. The owner's passphrase then fails against it, so no approval can pass."""
+    ring = MemoryKeyring()
+    (tmp_path / "mine").mkdir(mode=0o700)
+    (tmp_path / "theirs").mkdir(mode=0o700)
+    store, vault = make_vault(tmp_path / "mine", keyring=ring)
+    vault.enable_keyring()
+    vault.lock()
+    attacker_store = VaultFile(tmp_path / "theirs" / "vault.sp", keyring=ring)
+    attacker = attacker_store.create(passphrase(b"attacker's own"), kdf=FAST_KDF)
+    attacker.enable_keyring()  # the same user can write Secret Service items
+    attacker.lock()
+    store.path.write_bytes(attacker_store.path.read_bytes())
+    opened = store.unlock_with_keyring()
+    assert opened.entries() == []  # the attacker's vault, not the owner's
+    with pytest.raises(CannotUnlock):
+        opened.verify_passphrase(passphrase())
     with pytest.raises(CannotUnlock):
         store.unlock(passphrase())
