@@ -190,6 +190,9 @@ MALFORMED: dict[str, Callable[[dict[str, object]], object] | bytes] = {
     "signed_at a number": _entry_with(signed_at=0),
     "signature not base64": _entry_with(signature="!!"),
     "signature missing": lambda d: d["checkpoints"][0].pop("signature"),  # type: ignore[index]
+    "signer with a terminal escape": _entry_with(signer="SHA256:\x1b]0;pwned\x07"),
+    "signer a number": _entry_with(signer=7),
+    "signer too long": _entry_with(signer="SHA256:" + "A" * 44),
 }
 
 
@@ -229,7 +232,7 @@ def _one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
 
 
 def test_malformed_checkpoint_files_at_the_cli_are_one_line_each(tmp_path: Path) -> None:
-    make_vault(tmp_path)
+    _, vault = make_vault(tmp_path)
     journal = _journal(tmp_path, 2)
     cp_file = tmp_path / "cp.json"
     cp_file.write_bytes(b"[" * 100_000 + b"]" * 100_000)
@@ -238,6 +241,11 @@ def test_malformed_checkpoint_files_at_the_cli_are_one_line_each(tmp_path: Path)
     cp_file.write_bytes(b" " * (1024 * 1024 + 1))
     done = run_sp("audit", "verify", str(journal), "--checkpoint", str(cp_file), home=tmp_path)
     assert "too large" in _one_line(done, 2)
+    document = json.loads(dump_checkpoints([vault.checkpoint_signer().sign("actions", GENESIS)]))
+    document["checkpoints"][0]["signer"] = "\x1b[2J\x1b]0;pwned\x07"
+    cp_file.write_text(json.dumps(document))
+    done = run_sp("audit", "verify", str(journal), "--checkpoint", str(cp_file), home=tmp_path)
+    assert "\x1b" not in done.stdout + _one_line(done, 1)
     keys = tmp_path / "keys.json"
     keys.write_bytes(b"[" * 50_000 + b"]" * 50_000)
     cp_file.write_bytes(b"{}")

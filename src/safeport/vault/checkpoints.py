@@ -41,6 +41,7 @@ UNSIGNED_JOURNALS = frozenset({"reads"})
 _CONTEXT = b"safeport checkpoint v1\x00"
 _JOURNAL_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _HASH_RE = re.compile(r"[0-9a-f]{64}")
+_SIGNER_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
 
 
 class CheckpointInvalid(Denied):
@@ -140,13 +141,17 @@ def load_checkpoints(data: bytes, *, source: str) -> list[Checkpoint]:
                 raise ValueError("hash")
             if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
                 raise ValueError("seq")
+            # The signer is echoed in refusals: anything but a fingerprint (an ANSI sequence
+            # that restyles the terminal, say) is refused here.
+            if not isinstance(raw["signer"], str) or not _SIGNER_RE.fullmatch(raw["signer"]):
+                raise ValueError("signer")
             checkpoints.append(
                 Checkpoint(
                     journal=journal,
                     head=JournalHead(seq=seq, hash=digest),
                     signed_at=datetime.fromisoformat(raw["signed_at"]),
                     signature=base64.b64decode(raw["signature"], validate=True),
-                    signer_fingerprint=str(raw["signer"]),
+                    signer_fingerprint=raw["signer"],
                 )
             )
     except (ValueError, TypeError, KeyError, binascii.Error, RecursionError) as exc:
