@@ -302,3 +302,27 @@ def test_a_hostile_sealed_body_is_one_audit_error(
     _, vault = make_vault(tmp_path)
     with pytest.raises(AuditError, match="could not be opened"):
         vault.audit_opener().open({"alg": "x25519-hkdf-sha256-aes256gcm", **sealed})
+
+
+def test_hostile_journal_names_and_record_fields_are_shown_inert(tmp_path: Path) -> None:
+    """Whoever can write the audit folder chooses file names and record members; neither may
+    restyle the terminal in `sp audit verify` or `sp audit show`."""
+    _, vault = make_vault(tmp_path)
+    journal = _journal(tmp_path, 2)
+    hostile = journal.parent / "ev\x1b[2Jil\u202e[bold].jsonl"
+    hostile.write_bytes(journal.read_bytes())
+    with journal.open("ab") as stream:
+        stream.write(b'{"seq":"\\u001b]0;pwned\\u0007","kind":"x\\u202ey","ts":"\\u001b[31m"}\n')
+    cp_file = tmp_path / "cp.json"
+    cp_file.write_bytes(dump_checkpoints([vault.checkpoint_signer().sign("actions", GENESIS)]))
+    for args in (
+        ("audit", "verify"),
+        ("audit", "verify", "--checkpoint", str(cp_file)),
+        ("audit", "show"),
+    ):
+        done = run_sp(*args, home=tmp_path)
+        assert "Traceback" not in done.stderr
+        for raw in ("\x1b", "\u202e", "\x07"):
+            assert raw not in done.stdout + done.stderr, args
+    shown = run_sp("audit", "show", home=tmp_path)
+    assert "\\u001b[2J" in shown.stdout and "[bold]" in shown.stdout

@@ -248,9 +248,10 @@ def _print_reports(
         return
     blocks = []
     for report, verdict in zip(reports, verdicts, strict=True):
-        lines = ([f"journal: {report.journal}"] if headed else []) + report.lines()
+        # Journal names are file names in the audit folder: shown inert, like record fields.
+        lines = ([f"journal: {inert(report.journal)}"] if headed else []) + report.lines()
         if verdict is not None:
-            lines.append(f"checkpoint: {verdict.detail}")
+            lines.append(f"checkpoint: {inert(verdict.detail)}")
             signed = (checkpoints or {}).get(report.journal)
             if signed is not None and verdict.status != "unsigned":
                 lines.append(f"signer: {signed.signer_fingerprint}")
@@ -259,7 +260,7 @@ def _print_reports(
 
 
 def _render_table(name: str, records: list[dict[str, Any]]) -> None:
-    table = Table(title=f"journal: {name}", title_justify="left")
+    table = Table(title=Text(f"journal: {inert(name)}"), title_justify="left")
     for column in ("seq", "time", "kind", "details"):
         table.add_column(column, overflow="fold")
     for record in records:
@@ -268,7 +269,7 @@ def _render_table(name: str, records: list[dict[str, Any]]) -> None:
             details = "<sealed>"
         text = details if isinstance(details, str) else json.dumps(details, sort_keys=True)
         table.add_row(
-            Text(str(record.get("seq", "?"))),
+            Text(inert(str(record.get("seq", "?")))),
             Text(inert(str(record.get("ts", "")))),
             Text(inert(str(record.get("kind", "")))),
             Text(inert(text if len(text) <= 400 else text[:400] + "…")),
