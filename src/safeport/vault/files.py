@@ -58,9 +58,12 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
     try:
         problem = file_problem(os.fstat(fd), os.geteuid(), allow_readable=allow_readable)
         if problem:
+            mode_only = problem.startswith("has mode")
             raise UnsafeVaultFile(
                 f"{what} {path} {problem}; refusing to use it",
-                hint=f"run `chmod {'644' if allow_readable else '600'} {path}` if it is yours",
+                hint=f"run `chmod {'644' if allow_readable else '600'} {path}` if it is yours"
+                if mode_only
+                else "check who put it there; restore the real file from a backup",
             )
         chunks = []
         total = 0
