@@ -20,7 +20,7 @@ class SecretBytes:
 
     __slots__ = ("_buf",)
 
-    def __init__(self, value: bytes | bytearray) -> None:
+    def __init__(self, value: bytes | bytearray | memoryview) -> None:
         self._buf = bytearray(value)
 
     def reveal(self) -> bytes:
