@@ -9,6 +9,8 @@ import click
 from safeport import __version__
 from safeport.cli.approvals import approvals
 from safeport.cli.audit import audit
+from safeport.cli.client import client
+from safeport.cli.context import context
 from safeport.cli.gateway import checkpoint, gateway
 from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
@@ -29,6 +31,8 @@ sp.add_command(approvals)
 sp.add_command(sessions)
 sp.add_command(policy)
 audit.add_command(checkpoint)
+sp.add_command(client)
+sp.add_command(context)
 sp.add_command(ssh)
 sp.add_command(vault)
 

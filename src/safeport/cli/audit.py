@@ -25,14 +25,18 @@ from safeport.shared.audit import (
 )
 from safeport.shared.paths import locate
 from safeport.vault import (
+    CheckpointInvalid,
     CheckpointVerdict,
+    VaultFile,
+    VaultMissing,
     compare,
     load_checkpoints,
     read_public_keys,
     verify_checkpoint,
 )
 from safeport.vault.backend import Authority
-from safeport.vault.interface import Checkpoint
+from safeport.vault.checkpoints import check_consistent
+from safeport.vault.interface import Checkpoint, VaultPublicKeys
 from safeport.vault.public_file import decode_public_keys
 
 
@@ -105,12 +109,14 @@ def verify(
 def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Checkpoint]:
     """The checkpoints in ``path``, each signature checked against the vault's public key."""
     if public_keys_file is None:
-        keys = read_public_keys(locate().vault_public_file)
+        keys = _this_vaults_public_keys()
     else:
         # A copy chosen on purpose (an auditor's, perhaps another user's): public, so no owner
         # or mode checks; the signature check is what matters.
         try:
-            keys = decode_public_keys(public_keys_file.read_bytes(), source=str(public_keys_file))
+            with public_keys_file.open("rb") as stream:
+                text = stream.read(64 * 1024)
+            keys = decode_public_keys(text, source=str(public_keys_file))
         except OSError as exc:
             raise Error(f"cannot read {public_keys_file}: {exc.strerror}") from exc
     try:
@@ -121,12 +127,44 @@ def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Ch
     if len(data) > 1024 * 1024:
         raise UsageError(f"{path} is too large to be a checkpoint file")
     by_journal: dict[str, Checkpoint] = {}
-    for checkpoint in load_checkpoints(data, source=str(path)):
+    loaded = load_checkpoints(data, source=str(path))
+    for checkpoint in loaded:
         verify_checkpoint(checkpoint, keys)
+    check_consistent(loaded)
+    for checkpoint in loaded:
         latest = by_journal.get(checkpoint.journal)
         if latest is None or checkpoint.head.seq >= latest.head.seq:
             by_journal[checkpoint.journal] = checkpoint
     return by_journal
+
+
+def _this_vaults_public_keys() -> VaultPublicKeys:
+    """vault.pub.json, if the vault file beside it records the same keys.
+
+    Whoever can replace vault.pub.json could otherwise sign a rewritten journal's checkpoint with
+    a key of their own. The header copy is not authenticated without the passphrase, but
+    changing it too makes the next unlock fail, which is loud. With no vault here (an auditor's
+    machine), the public file is all there is; --public-keys names a copy you trust.
+    """
+    paths = locate()
+    keys = read_public_keys(paths.vault_public_file)
+    try:
+        header = VaultFile.at(paths).header()
+    except VaultMissing:
+        return keys
+    except Error as exc:
+        raise CheckpointInvalid(
+            f"cannot check {paths.vault_public_file} against the vault file ({exc})",
+            hint="pass --public-keys with a copy of vault.pub.json you trust",
+        ) from exc
+    if header.public != keys:
+        raise CheckpointInvalid(
+            f"{paths.vault_public_file} does not hold the keys recorded in {paths.vault_file}; "
+            "it may have been replaced",
+            hint="run `sp vault unlock --rewrite-public-keys`, or pass --public-keys with a copy "
+            "you trust",
+        )
+    return keys
 
 
 @audit.command()
@@ -210,9 +248,10 @@ def _print_reports(
         return
     blocks = []
     for report, verdict in zip(reports, verdicts, strict=True):
-        lines = ([f"journal: {report.journal}"] if headed else []) + report.lines()
+        # Journal names are file names in the audit folder: shown inert, like record fields.
+        lines = ([f"journal: {inert(report.journal)}"] if headed else []) + report.lines()
         if verdict is not None:
-            lines.append(f"checkpoint: {verdict.detail}")
+            lines.append(f"checkpoint: {inert(verdict.detail)}")
             signed = (checkpoints or {}).get(report.journal)
             if signed is not None and verdict.status != "unsigned":
                 lines.append(f"signer: {signed.signer_fingerprint}")
@@ -221,7 +260,7 @@ def _print_reports(
 
 
 def _render_table(name: str, records: list[dict[str, Any]]) -> None:
-    table = Table(title=f"journal: {name}", title_justify="left")
+    table = Table(title=Text(f"journal: {inert(name)}"), title_justify="left")
     for column in ("seq", "time", "kind", "details"):
         table.add_column(column, overflow="fold")
     for record in records:
@@ -230,7 +269,7 @@ def _render_table(name: str, records: list[dict[str, Any]]) -> None:
             details = "<sealed>"
         text = details if isinstance(details, str) else json.dumps(details, sort_keys=True)
         table.add_row(
-            Text(str(record.get("seq", "?"))),
+            Text(inert(str(record.get("seq", "?")))),
             Text(inert(str(record.get("ts", "")))),
             Text(inert(str(record.get("kind", "")))),
             Text(inert(text if len(text) <= 400 else text[:400] + "…")),

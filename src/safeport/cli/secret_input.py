@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Protocol, cast
 
 import click
 
@@ -17,24 +18,47 @@ from safeport.vault.secrets import SecretBytes
 MAX_INPUT_BYTES = 64 * 1024
 
 
+class _ReadsInto(Protocol):
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
 def read_secret_file(path: Path, *, what: str, strip_newline: bool = True) -> SecretBytes:
-    """The bytes of ``path`` (or stdin for ``-``), minus one trailing newline if asked."""
+    """The bytes of ``path`` (or stdin for ``-``), minus one trailing newline if asked.
+
+    The bytes go into one mutable buffer that is zeroed before this returns or raises, so no
+    immutable copy of the secret is left in a frame a traceback could show.
+    """
+    buffer = bytearray(MAX_INPUT_BYTES + 1)
     try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            with path.open("rb") as stream:
-                data = stream.read(MAX_INPUT_BYTES + 1)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the {what} file {path}: {exc.strerror}") from exc
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"the {what} file {path} is larger than {MAX_INPUT_BYTES} bytes")
-    if strip_newline:
-        if data.endswith(b"\r\n"):
-            data = data[:-2]
-        elif data.endswith(b"\n"):
-            data = data[:-1]
-    return SecretBytes(data)
+        try:
+            if str(path) == "-":
+                size = _fill(cast(_ReadsInto, sys.stdin.buffer), buffer)
+            else:
+                with path.open("rb") as stream:
+                    size = _fill(stream, buffer)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read the {what} file {path}: {exc.strerror}") from exc
+        if size > MAX_INPUT_BYTES:
+            raise UsageError(f"the {what} file {path} is larger than {MAX_INPUT_BYTES} bytes")
+        if strip_newline and buffer[:size].endswith(b"\r\n"):
+            size -= 2
+        elif strip_newline and buffer[:size].endswith(b"\n"):
+            size -= 1
+        return SecretBytes(memoryview(buffer)[:size])
+    finally:
+        buffer[:] = bytes(len(buffer))
+
+
+def _fill(stream: _ReadsInto, buffer: bytearray) -> int:
+    """Read until the buffer is full or the stream ends (stdin may deliver in pieces)."""
+    view = memoryview(buffer)
+    size = 0
+    while size < len(buffer):
+        count = stream.readinto(view[size:])
+        if not count:
+            break
+        size += count
+    return size
 
 
 def ask_secret(file: Path | None, *, what: str, option: str, confirm: bool = False) -> SecretBytes:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -40,6 +41,7 @@ UNSIGNED_JOURNALS = frozenset({"reads"})
 _CONTEXT = b"safeport checkpoint v1\x00"
 _JOURNAL_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _HASH_RE = re.compile(r"[0-9a-f]{64}")
+_SIGNER_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
 
 
 class CheckpointInvalid(Denied):
@@ -76,7 +78,8 @@ class VaultCheckpointSigner:
         if len(self._private) == 0:
             raise VaultLocked()
         signed_at = self._clock().replace(microsecond=0)
-        key = Ed25519PrivateKey.from_private_bytes(self._private.reveal())
+        with self._private.exposed() as raw:
+            key = Ed25519PrivateKey.from_private_bytes(raw)
         signature = key.sign(checkpoint_message(journal, head, signed_at))
         return Checkpoint(
             journal=journal,
@@ -138,18 +141,51 @@ def load_checkpoints(data: bytes, *, source: str) -> list[Checkpoint]:
                 raise ValueError("hash")
             if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
                 raise ValueError("seq")
+            # The signer is echoed in refusals: anything but a fingerprint (an ANSI sequence
+            # that restyles the terminal, say) is refused here.
+            if not isinstance(raw["signer"], str) or not _SIGNER_RE.fullmatch(raw["signer"]):
+                raise ValueError("signer")
             checkpoints.append(
                 Checkpoint(
                     journal=journal,
                     head=JournalHead(seq=seq, hash=digest),
                     signed_at=datetime.fromisoformat(raw["signed_at"]),
                     signature=base64.b64decode(raw["signature"], validate=True),
-                    signer_fingerprint=str(raw["signer"]),
+                    signer_fingerprint=raw["signer"],
                 )
             )
-    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+    except (ValueError, TypeError, KeyError, binascii.Error, RecursionError) as exc:
         raise CheckpointInvalid(f"{source} is not a safeport checkpoint file") from exc
     return checkpoints
+
+
+def check_consistent(checkpoints: Sequence[Checkpoint]) -> None:
+    """Refuse signed heads of one journal that contradict each other (pure).
+
+    Each is genuine (signatures are checked first), so a contradiction is itself evidence: two
+    different hashes at one sequence, or a head signed later at a lower sequence, mean the
+    journal was cut or rewritten and the gateway carried on writing from the altered file.
+    Comparing only the latest head with the file would let that fork pass unnoticed.
+    """
+    by_journal: dict[str, list[Checkpoint]] = {}
+    for checkpoint in checkpoints:
+        by_journal.setdefault(checkpoint.journal, []).append(checkpoint)
+    for journal, heads in by_journal.items():
+        heads.sort(key=lambda cp: (cp.signed_at, cp.head.seq))
+        by_seq: dict[int, str] = {}
+        for earlier, later in itertools.pairwise(heads):
+            if later.head.seq < earlier.head.seq:
+                raise CheckpointInvalid(
+                    f"journal {journal!r} was signed at sequence {earlier.head.seq} and later at "
+                    f"sequence {later.head.seq}: it was cut and written again (or the clock was "
+                    "set back)"
+                )
+        for cp in heads:
+            if by_seq.setdefault(cp.head.seq, cp.head.hash) != cp.head.hash:
+                raise CheckpointInvalid(
+                    f"journal {journal!r} has two different signed records at sequence "
+                    f"{cp.head.seq}: it was rewritten after a checkpoint"
+                )
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from safeport.vault.errors import EntryError
+from safeport.vault.kdf import as_bytes
 from safeport.vault.secrets import (
     BasicSecret,
     CredentialSecret,
@@ -35,6 +36,7 @@ _FIELDS: dict[str, tuple[set[str], set[str]]] = {
 _PLAIN_FIELDS = {"username"}
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 MAX_VALUE_BYTES = 64 * 1024
+_OPENSSH_KEY = re.compile(rb"\s*-----BEGIN OPENSSH PRIVATE KEY-----")
 
 
 def check_name(name: str) -> str:
@@ -78,7 +80,9 @@ def check_value(
     if kind in ("token", "basic"):
         field = "token" if kind == "token" else "password"
         # A CR/LF in a header value is request smuggling; a trailing newline is a paste accident.
-        if _CONTROL.search(secrets[field].reveal()):
+        with secrets[field].exposed() as view:
+            control = _CONTROL.search(view) is not None
+        if control:
             raise EntryError(
                 f"the {field} of {name!r} contains a control character (a trailing newline?)"
             )
@@ -88,28 +92,34 @@ def check_value(
 
 
 def check_ssh_key(name: str, key: SecretBytes, passphrase: SecretBytes | None) -> None:
-    """Refuse a key that does not load (malformed, encrypted without its passphrase, wrong one)."""
-    data = key.reveal()
-    password = passphrase.reveal() if passphrase is not None else None
+    """Refuse a key that does not load (malformed, encrypted without its passphrase, wrong one).
+
+    The refusal is raised here, after the loader's frame is gone and with no ``__context__``:
+    a traceback that captures locals (a debugger, an error reporter) then shows neither the
+    bytes copy of the key's passphrase nor a parser's message about the key bytes.
+    """
+    with key.exposed() as data:
+        problem = _load_problem(data, passphrase)
+    if problem:
+        raise EntryError(f"the SSH key for {name!r} is {problem}")
+
+
+def _load_problem(data: memoryview, passphrase: SecretBytes | None) -> str | None:
+    # load_ssh_private_key insists on a bytes password: a copy that lives only in this frame.
+    password = None if passphrase is None else passphrase.reveal()
     try:
-        if data.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----"):
-            load_ssh_private_key(data, password)
+        if _OPENSSH_KEY.match(data):
+            load_ssh_private_key(as_bytes(data), password)
         else:
-            load_pem_private_key(data, password)
+            load_pem_private_key(as_bytes(data), password)
     except TypeError:
         # cryptography says TypeError both for "encrypted but no password" and the reverse.
-        # ``from None``: a parser's message about key bytes has no business in a traceback.
         if password is None:
-            raise EntryError(
-                f"the SSH key for {name!r} is encrypted; give its passphrase too"
-            ) from None
-        raise EntryError(
-            f"the SSH key for {name!r} is not encrypted; drop its passphrase"
-        ) from None
+            return "encrypted; give its passphrase too"
+        return "not encrypted; drop its passphrase"
     except (ValueError, UnsupportedAlgorithm):
-        raise EntryError(
-            f"the SSH key for {name!r} is not a valid private key, or its passphrase is wrong"
-        ) from None
+        return "not a valid private key, or its passphrase is wrong"
+    return None
 
 
 def to_secret(

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from safeport.vault.errors import CannotUnlock
 from safeport.vault.format import KeyWrap
-from safeport.vault.kdf import KEY_BYTES
+from safeport.vault.kdf import KEY_BYTES, zero
 
 NONCE_BYTES = 12
 _PASSPHRASE_WRAP = b"safeport vault: data key under passphrase key v1\x00"
@@ -50,10 +50,7 @@ def open_payload(data_key: bytearray, nonce: bytes, aad: bytes, ciphertext: byte
     if len(ciphertext) < 16:
         raise CannotUnlock()
     out = bytearray(len(ciphertext) - 16)
-    try:
-        AESGCM(data_key).decrypt_into(nonce, ciphertext, aad, out)
-    except InvalidTag as exc:
-        raise CannotUnlock() from exc
+    _decrypt_into(data_key, nonce, ciphertext, aad, out)
     return out
 
 
@@ -70,8 +67,21 @@ def _unwrap(key: bytearray, wrap: KeyWrap, aad: bytes) -> bytearray:
     if len(wrap.nonce) != NONCE_BYTES or len(wrap.ciphertext) != KEY_BYTES + 16:
         raise CannotUnlock()
     out = bytearray(KEY_BYTES)
-    try:
-        AESGCM(key).decrypt_into(wrap.nonce, wrap.ciphertext, aad, out)
-    except InvalidTag as exc:
-        raise CannotUnlock() from exc
+    _decrypt_into(key, wrap.nonce, wrap.ciphertext, aad, out)
     return out
+
+
+def _decrypt_into(
+    key: bytearray, nonce: bytes, ciphertext: bytes, aad: bytes, out: bytearray
+) -> None:
+    """Decrypt into ``out``, or zero it and refuse.
+
+    GCM writes the plaintext before it checks the tag, so after a failure ``out`` holds the
+    decrypted bytes anyway: with only the tag altered, that is the real data key or every
+    secret in the payload. They must not be left behind in memory (or in a traceback's locals).
+    """
+    try:
+        AESGCM(key).decrypt_into(nonce, ciphertext, aad, out)
+    except InvalidTag as exc:
+        zero(out)
+        raise CannotUnlock() from exc

@@ -32,10 +32,18 @@ class VaultMissing(EnvironmentProblem):
 def read_private_file(path: Path, *, what: str, allow_readable: bool = False) -> bytes:
     """Read a file that must be a regular, single-link file we own, never through a symlink.
 
-    ``allow_readable`` admits 0644 (the public key file); nothing may be writable by others.
+    ``allow_readable`` admits 0644 (the public key file); nothing may be writable by others,
+    including the folder (whoever can write it can rename an old copy over the file). The file
+    is opened relative to the folder checked, and non-blocking so that a FIFO or device planted
+    under the name is refused by the fstat check instead of hanging the open.
     """
+    folder = _open_folder(path, what=what)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(
+            path.name,
+            os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY,
+            dir_fd=folder,
+        )
     except FileNotFoundError as exc:
         raise VaultMissing(f"no {what} at {path}", hint="run `sp vault init` first") from exc
     except OSError as exc:
@@ -45,12 +53,17 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
                 hint="replace the link with the file itself",
             ) from exc
         raise EnvironmentProblem(f"cannot read {what} {path}: {exc.strerror}") from exc
+    finally:
+        os.close(folder)
     try:
         problem = file_problem(os.fstat(fd), os.geteuid(), allow_readable=allow_readable)
         if problem:
+            mode_only = problem.startswith("has mode")
             raise UnsafeVaultFile(
                 f"{what} {path} {problem}; refusing to use it",
-                hint=f"run `chmod {'644' if allow_readable else '600'} {path}` if it is yours",
+                hint=f"run `chmod {'644' if allow_readable else '600'} {path}` if it is yours"
+                if mode_only
+                else "check who put it there; restore the real file from a backup",
             )
         chunks = []
         total = 0
@@ -64,6 +77,35 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
         raise EnvironmentProblem(f"cannot read {what} {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
+
+
+def _open_folder(path: Path, *, what: str) -> int:
+    """A descriptor of ``path``'s folder, refused if anyone but its owner can write to it."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise VaultMissing(f"no {what} at {path}", hint="run `sp vault init` first") from exc
+    except OSError as exc:
+        why = exc.strerror
+        raise EnvironmentProblem(f"cannot open the folder of {what} {path}: {why}") from exc
+    problem = folder_problem(os.fstat(folder), os.geteuid())
+    if problem:
+        os.close(folder)
+        raise UnsafeVaultFile(
+            f"the folder {path.parent} of {what} {path} {problem}; refusing to use it",
+            hint=f"run `chmod go-w {path.parent}` if it is yours",
+        )
+    return folder
+
+
+def folder_problem(st: os.stat_result, uid: int) -> str | None:
+    """Why a folder's fstat lets someone else swap files inside it, or None (pure)."""
+    if st.st_uid not in (uid, 0):
+        return "is owned by another user"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        return f"is writable by other users (mode {mode:04o})"
+    return None
 
 
 def file_problem(st: os.stat_result, uid: int, *, allow_readable: bool = False) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +24,7 @@ from typing import Any
 
 from safeport.vault.errors import CannotUnlock, NotAVault
 from safeport.vault.interface import AcceptedPolicy, VaultPublicKeys
-from safeport.vault.kdf import KdfParams, zero
+from safeport.vault.kdf import KEY_BYTES, SALT_BYTES, KdfParams, zero
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 MAGIC = b"SPVAULT\x00"
@@ -33,6 +34,7 @@ PREFIX_BYTES = _PREFIX.size
 MAX_HEADER_BYTES = 64 * 1024
 _BLOB_LEN = struct.Struct(">I")
 KINDS: tuple[SecretKind, ...] = ("token", "basic", "ssh-key")
+_VAULT_ID_RE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def split_file(data: bytes, *, source: str) -> tuple[Header, bytes, bytes]:
         raise CannotUnlock()
     try:
         header = _parse_header(json.loads(data[PREFIX_BYTES:end]))
-    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+    except (ValueError, TypeError, KeyError, binascii.Error, RecursionError) as exc:
         raise CannotUnlock() from exc
     return header, data[:end], data[end:]
 
@@ -168,7 +170,19 @@ def _parse_header(raw: Any) -> Header:
         ),
         payload_nonce=_unb64(raw["payload_nonce"]),
     )
-    if len(header.payload_nonce) != 12 or len(header.public.audit_x25519) != 32:
+    # Everything used before the payload is authenticated (the KDF's salt, the wrap's associated
+    # data, the keyring account name) must be checked here: a foreign exception from one of them
+    # would tell tampering apart from a wrong passphrase, and crash instead of refusing.
+    if not _VAULT_ID_RE.fullmatch(header.vault_id) or len(header.salt) != SALT_BYTES:
+        raise ValueError("identity")
+    wraps = [header.passphrase_wrap] + ([header.keyring_wrap] if header.keyring_wrap else [])
+    if any(len(w.nonce) != 12 or len(w.ciphertext) != KEY_BYTES + 16 for w in wraps):
+        raise ValueError("wrap sizes")
+    public = header.public
+    if len(header.payload_nonce) != 12 or {
+        len(public.audit_x25519),
+        len(public.checkpoint_ed25519),
+    } != {32}:
         raise ValueError("sizes")
     return header
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from typing import cast
 
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
@@ -62,10 +63,15 @@ def derive_key(passphrase: SecretBytes, salt: bytes, params: KdfParams) -> bytea
         lanes=params.lanes,
         memory_cost=params.memory_kib,
     )
-    secret = passphrase.reveal()
-    with _KDF_LOCK:
-        kdf.derive_into(secret, out)
+    # The view, not reveal(): a flood of callers queued on the lock holds no passphrase copies.
+    with _KDF_LOCK, passphrase.exposed() as secret:
+        kdf.derive_into(as_bytes(secret), out)
     return out
+
+
+def as_bytes(view: memoryview) -> bytes:
+    """Type a buffer for cryptography's stubs, which say ``bytes`` where any buffer is read."""
+    return cast(bytes, view)
 
 
 def zero(buffer: bytearray) -> None:

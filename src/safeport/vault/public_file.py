@@ -39,7 +39,7 @@ def decode_public_keys(data: bytes, *, source: str) -> VaultPublicKeys:
             audit_x25519=base64.b64decode(document["audit_x25519"], validate=True),
             checkpoint_ed25519=base64.b64decode(document["checkpoint_ed25519"], validate=True),
         )
-    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+    except (ValueError, TypeError, KeyError, binascii.Error, RecursionError) as exc:
         raise EnvironmentProblem(f"{source} is not a safeport public key file") from exc
     if len(keys.audit_x25519) != 32 or len(keys.checkpoint_ed25519) != 32:
         raise EnvironmentProblem(f"{source} is not a safeport public key file")

@@ -69,7 +69,8 @@ class AuditOpener:
                 raise ValueError("algorithm")
             epk = base64.b64decode(str(sealed["epk"]), validate=True)
             ciphertext = base64.b64decode(str(sealed["ct"]), validate=True)
-            private = X25519PrivateKey.from_private_bytes(self._private.reveal())
+            with self._private.exposed() as raw:
+                private = X25519PrivateKey.from_private_bytes(raw)
             own = private.public_key().public_bytes(*_RAW)
             shared = private.exchange(X25519PublicKey.from_public_bytes(epk))
             return AESGCM(_body_key(shared, epk, own)).decrypt(_NONCE, ciphertext, epk)

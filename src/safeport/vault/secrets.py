@@ -7,6 +7,8 @@ reprs, logs and exception texts. SECURITY.md states the limits.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,12 +20,22 @@ class SecretBytes:
 
     __slots__ = ("_buf",)
 
-    def __init__(self, value: bytes | bytearray) -> None:
+    def __init__(self, value: bytes | bytearray | memoryview) -> None:
         self._buf = bytearray(value)
 
     def reveal(self) -> bytes:
         """A copy for the one call that needs it (an executor); do not keep it."""
         return bytes(self._buf)
+
+    @contextlib.contextmanager
+    def exposed(self) -> Iterator[memoryview]:
+        """A read-only view of the value for one library call (a KDF, a key loader).
+
+        Unlike :meth:`reveal` it makes no immutable copy that outlives ``wipe()``; the view is
+        released when the block ends, so a callee that kept it cannot read it later.
+        """
+        with memoryview(self._buf) as whole, whole.toreadonly() as view:
+            yield view
 
     def __len__(self) -> int:
         return len(self._buf)

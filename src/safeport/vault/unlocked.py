@@ -14,12 +14,13 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
+from safeport.errors import EnvironmentProblem
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.vault import envelope
 from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.credentials import check_name, check_value, to_secret
 from safeport.vault.errors import CannotUnlock, EntryError, KeyringProblem, VaultLocked
-from safeport.vault.files import VaultMissing
+from safeport.vault.files import MAX_VAULT_BYTES, VaultMissing
 from safeport.vault.format import Entry, Header, Payload, encode_payload, encode_prefix_and_header
 from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultPublicKeys
 from safeport.vault.kdf import KdfParams, derive_key, new_salt, zero
@@ -44,6 +45,10 @@ class OpenVault:
         self._payload = payload
         self._mutex = threading.RLock()
         self._open = True
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Neither pickled nor copied: a copy would outlive lock() with its own "unlocked" flag.
+        raise TypeError("an unlocked vault cannot be pickled or copied")
 
     def __repr__(self) -> str:
         state = "unlocked" if self._open else "locked"
@@ -77,6 +82,10 @@ class OpenVault:
             on_disk = read_public_keys(self._store.public_path)
         except VaultMissing:
             return "missing"
+        except EnvironmentProblem:
+            # Planted FIFO, symlink, loose mode, garbage: not our keys either, and the same
+            # remedy (rewrite it from the keys inside the vault) applies.
+            return "mismatch"
         return "matches" if on_disk == self.public_keys() else "mismatch"
 
     def rewrite_public_file(self) -> None:
@@ -90,6 +99,11 @@ class OpenVault:
     @property
     def vault_id(self) -> str:
         return self._header.vault_id
+
+    @property
+    def generation(self) -> int:
+        """Saves since creation (authenticated): a holder that records it can spot a rollback."""
+        return self._header.generation
 
     def accepted_policy(self) -> AcceptedPolicy | None:
         with self._mutex:
@@ -300,6 +314,12 @@ class OpenVault:
         prefix = encode_prefix_and_header(new_header)
         plaintext = encode_payload(payload)
         try:
+            if len(prefix) + len(plaintext) + 16 > MAX_VAULT_BYTES:
+                # Reading refuses anything larger, so saving it would lock the owner out.
+                raise EntryError(
+                    f"the vault would grow past {MAX_VAULT_BYTES // (1024 * 1024)} MiB",
+                    hint="nothing was saved; remove entries you no longer need",
+                )
             ciphertext = envelope.seal_payload(key, new_header.payload_nonce, prefix, plaintext)
         finally:
             zero(plaintext)

@@ -1,0 +1,27 @@
+"""The context server: a credential-free, read-only MCP view of a workspace (DESIGN.md §11).
+
+Public surface: :func:`serve` runs it over stdio, :func:`build_server` assembles it (for tests
+and other profiles), :func:`build_index` refreshes the search index ahead of time, and
+:class:`ReadPolicy` is the pure decision code every path goes through.
+"""
+
+from safeport.context_server.policy import ReadPolicy, Refused
+from safeport.context_server.server import (
+    PROFILES,
+    ServeOptions,
+    build_index,
+    build_server,
+    open_workspace,
+    serve,
+)
+
+__all__ = [
+    "PROFILES",
+    "ReadPolicy",
+    "Refused",
+    "ServeOptions",
+    "build_index",
+    "build_server",
+    "open_workspace",
+    "serve",
+]

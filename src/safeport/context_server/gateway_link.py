@@ -1,0 +1,150 @@
+"""The agent profile's only way to act: proposals to the gateway over agent.sock.
+
+The context server holds no credential and decides nothing: it forwards a proposal exactly as
+the model chose it, waits for the gateway's reply, and relays the outcome. If the MCP call is
+cancelled (the client gave up or timed out), a ``cancel`` frame tells the gateway to withdraw a
+pending approval card, so nothing runs after the agent stopped waiting.
+
+Each call uses its own connection: the gateway re-derives the peer's identity on every
+connection, and a dead gateway costs one failed connect rather than a stale shared stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from safeport.errors import Error
+from safeport.shared.schemas.wire import PROTOCOL_VERSION
+from safeport.shared.wire import decode_payload, encode_frame, read_frame
+
+# Replies carry bounded action output (the policy caps it); allow generous headroom.
+_REPLY_LIMIT = 32 * 1024 * 1024
+_CONNECT_TIMEOUT_S = 5.0
+
+
+class GatewayUnavailable(Error):
+    """No gateway answers on agent.sock."""
+
+
+class GatewayRefusal(Error):
+    """The gateway answered with an error reply (denied, locked, timeout, …)."""
+
+    exit_code = 1
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
+class GatewayLink:
+    """Talks to one gateway socket; safe to share between concurrent tool calls."""
+
+    def __init__(self, socket_path: Path, *, reply_timeout_s: float = 900.0) -> None:
+        self.socket_path = socket_path
+        self.reply_timeout_s = reply_timeout_s
+        self._ids = itertools.count(1)
+        self._prefix = f"ctx{os.getpid()}-"
+
+    async def catalog(self) -> dict[str, Any]:
+        return await self._call({"type": "catalog"})
+
+    async def propose_ssh(
+        self, host_id: str, command_id: str, args: Mapping[str, str | int]
+    ) -> dict[str, Any]:
+        return await self._call(
+            {
+                "type": "propose",
+                "action": "ssh_exec",
+                "host_id": host_id,
+                "command_id": command_id,
+                "args": dict(args),
+            }
+        )
+
+    async def propose_http(
+        self, service_id: str, operation_id: str, args: Mapping[str, str | int]
+    ) -> dict[str, Any]:
+        return await self._call(
+            {
+                "type": "propose",
+                "action": "http_request",
+                "service_id": service_id,
+                "operation_id": operation_id,
+                "args": dict(args),
+            }
+        )
+
+    async def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+        request_id = f"{self._prefix}{next(self._ids)}"
+        reader, writer = await self._connect()
+        try:
+            await self._exchange(reader, writer, {"type": "hello", "versions": [PROTOCOL_VERSION]})
+            try:
+                return await self._exchange(reader, writer, message, request_id=request_id)
+            except asyncio.CancelledError:
+                # The MCP call was cancelled: withdraw the proposal before the connection goes.
+                await asyncio.shield(self._send_cancel(writer, request_id))
+                raise
+        finally:
+            writer.close()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            async with asyncio.timeout(_CONNECT_TIMEOUT_S):
+                return await asyncio.open_unix_connection(str(self.socket_path))
+        except (OSError, TimeoutError) as exc:
+            raise GatewayUnavailable(
+                "the action gateway is not running",
+                hint="ask the user to start it with `sp gateway run`",
+            ) from exc
+
+    async def _exchange(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        message: dict[str, Any],
+        *,
+        request_id: str | None = None,
+    ) -> dict[str, Any]:
+        request_id = request_id or f"{self._prefix}{next(self._ids)}"
+        writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
+        await writer.drain()
+        try:
+            async with asyncio.timeout(self.reply_timeout_s):
+                while True:
+                    reply = decode_payload(await _read_reply(reader))
+                    if reply.get("id") == request_id:
+                        break
+        except TimeoutError as exc:
+            raise GatewayRefusal("timeout", "the gateway did not answer in time") from exc
+        except Error as exc:
+            raise GatewayUnavailable("the connection to the action gateway broke") from exc
+        if reply.get("ok") is True and isinstance(reply.get("result"), dict):
+            result: dict[str, Any] = reply["result"]
+            return result
+        error = reply.get("error")
+        if not isinstance(error, dict):
+            raise GatewayRefusal("internal", "the gateway sent a reply outside the protocol")
+        raise GatewayRefusal(str(error.get("code", "internal")), str(error.get("reason", "")))
+
+    async def _send_cancel(self, writer: asyncio.StreamWriter, target: str) -> None:
+        try:
+            cancel_id = f"{self._prefix}{next(self._ids)}"
+            frame = {"v": PROTOCOL_VERSION, "id": cancel_id, "type": "cancel", "target": target}
+            writer.write(encode_frame(frame))
+            async with asyncio.timeout(2):
+                await writer.drain()
+        except (OSError, TimeoutError):
+            pass  # the gateway also withdraws everything pending when the connection closes
+
+
+async def _read_reply(reader: asyncio.StreamReader) -> bytes:
+    # The first byte of a reply may take as long as a human takes to approve; the outer
+    # timeout bounds that, and read_frame's own timeout only bounds a stalled partial frame.
+    return await read_frame(reader, limit=_REPLY_LIMIT, timeout=30.0)

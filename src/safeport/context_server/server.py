@@ -1,0 +1,142 @@
+"""Assemble the context server (reader profile) and run it over stdio.
+
+stdout carries JSON-RPC and nothing else: logging goes to stderr, and the only files written are
+the search index (cache folder) and the reads journal (audit folder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+
+from safeport import __version__
+from safeport.context_server.changes import ChangeFeed
+from safeport.context_server.config import load_settings, read_policy, served_roots
+from safeport.context_server.index import Progress, SearchIndex, index_path
+from safeport.context_server.journal import ReadsJournal
+from safeport.context_server.service import WorkspaceService
+from safeport.context_server.tools import register_reader_tools
+from safeport.context_server.workspace import Workspace
+from safeport.shared.paths import SafeportPaths, locate
+
+Profile = Literal["reader"]
+
+INSTRUCTIONS = """\
+A read-only view of the user's workspace. Start with list_roots to learn how to write paths,
+then list_directory / directory_tree to explore, search_project to find text, and read_file or
+read_file_excerpt to read. Some files are private by policy (secrets, keys, data folders): they
+show as blocked and cannot be read; do not try to work around that. Nothing here can change files.
+"""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    roots: Sequence[str] = ()
+    profile: Profile = "reader"
+    origin: str = "unknown"
+
+
+# Seam for other profiles: a profile maps to the functions that add its tools.
+ToolRegistrar = Callable[[MCPServer[Any], WorkspaceService], None]
+PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {"reader": (register_reader_tools,)}
+
+
+def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> Workspace:
+    """The served roots behind the effective read policy (raises a clear error without a root)."""
+    paths = paths or locate()
+    settings = load_settings(paths.context_config)
+    return Workspace(served_roots(roots, settings), read_policy(settings, paths))
+
+
+def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple[int, float]:
+    """Build or refresh the search index ahead of serving; returns (files, seconds)."""
+    paths = locate()
+    workspace = open_workspace(roots, paths)
+    stats = SearchIndex(index_path(paths.cache_dir, workspace), workspace).refresh(progress)
+    return stats.files, stats.seconds
+
+
+def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceService]:
+    paths = locate()
+    workspace = open_workspace(options.roots, paths)
+    index = SearchIndex(index_path(paths.cache_dir, workspace), workspace)
+    service = WorkspaceService(
+        workspace, index, ChangeFeed(workspace), ReadsJournal(paths.audit_dir, options.origin)
+    )
+    server: MCPServer[Any] = MCPServer(
+        name="safeport-context",
+        title="safeport workspace (read-only)",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+    )
+    for register in PROFILES[options.profile]:
+        register(server, service)
+    _add_resources(server, service)
+    _add_prompts(server)
+    return server, service
+
+
+def serve(options: ServeOptions) -> None:
+    """Run over stdio until the client closes the connection."""
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
+    )
+    server, service = build_server(options)
+    service.index.refresh_in_background(force=True)
+    try:
+        server.run("stdio")
+    finally:
+        service.journal.close()
+
+
+def _add_resources(server: MCPServer[Any], service: WorkspaceService) -> None:
+    @server.resource("safeport://policy", name="policy", mime_type="application/json")
+    def policy() -> str:
+        """The effective read policy (what is private, ignored and readable)."""
+        return json.dumps(service.list_roots().model_dump(), indent=2)
+
+    @server.resource("safeport://health", name="health", mime_type="application/json")
+    def health() -> str:
+        """Index state, counts and journal state."""
+        return service.get_health().model_dump_json(indent=2)
+
+
+def _add_prompts(server: MCPServer[Any]) -> None:
+    @server.prompt(name="explore_workspace")
+    def explore_workspace() -> str:
+        """Get oriented in an unfamiliar workspace."""
+        return (
+            "Explore this workspace and summarise it for me. Call list_roots first, then "
+            "directory_tree with max_depth 2. Read the README and the build files (pyproject, "
+            "package.json, Makefile…) with read_file. Report: what the project does, its main "
+            "components and where they live, how to build and test it. Entries marked blocked "
+            "are private or generated; mention that they exist only if relevant, and never try "
+            "to read them another way."
+        )
+
+    @server.prompt(name="investigate_file")
+    def investigate_file(path: str) -> str:
+        """Explain one file and how the rest of the workspace uses it."""
+        return (
+            f"Investigate the file {path!r}. Read it with read_file (or read_file_excerpt if it "
+            "is truncated). Explain its purpose and main definitions. Then use search_project "
+            "for its main names to find where it is used, and list the callers with path and "
+            "line. Quote only short snippets."
+        )
+
+    @server.prompt(name="follow_changes")
+    def follow_changes() -> str:
+        """Review what changed in the workspace recently."""
+        return (
+            "Call get_recent_changes without a cursor to see the most recently modified files, "
+            "and keep the returned cursor. Read the changed files that look important and "
+            "summarise what changed and why it might matter. Next time, pass the cursor back "
+            "to see only newer changes; if the answer says reset, start over from that page."
+        )

@@ -1,0 +1,228 @@
+"""The pure read policy: request parsing, private names, ignored folders, readable types."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import PurePosixPath
+
+import pytest
+
+from safeport.context_server.policy import (
+    InvalidInput,
+    ReadPolicy,
+    looks_binary,
+    parse_request_path,
+)
+
+POLICY = ReadPolicy()
+ROOT = PurePosixPath("/srv/ws")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".env",
+        ".env.production",
+        ".ENV",
+        ".Env.Local",
+        ".envrc",
+        "prod.env",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "id_ecdsa_sk",
+        "id_ed25519_sk",
+        "id_rsa.pub",
+        "id_ed25519-cert.pub",
+        "ID_RSA",
+        "deploy.ppk",
+        "server.pem",
+        "tls.key",
+        "ca.crt",
+        "store.p12",
+        "store.pfx",
+        "app.db",
+        "app.sqlite",
+        "app.sqlite3",
+        "events.jsonl",
+        "events.ndjson",
+        "vault.kdbx",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".pgpass",
+        ".htpasswd",
+        ".git-credentials",
+        "credentials",
+        "server.log",
+        ".ssh",
+        ".gnupg",
+        ".aws",
+        ".kube",
+        ".docker",
+        "data",
+        "Data",
+        "backups",
+        "exports",
+        "logs",
+        "media",
+    ],
+)
+def test_secret_names_are_private(name: str) -> None:
+    assert POLICY.is_private_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tokenizer.py",
+        "keyboard.py",
+        "keys.py",
+        "id_utils.py",
+        "id_map.json",
+        "id_generator",
+        "identity.py",
+        "environment.py",
+        "env.py",
+        "envelope.md",
+        "database.py",
+        "datasets.py",
+        "logging.py",
+        "logger.ts",
+        "secrets_scanner.py",
+        "credentials_form.tsx",
+        "media_query.css",
+        "README.md",
+        "config.toml",
+        "Makefile",
+    ],
+)
+def test_ordinary_code_is_not_private(name: str) -> None:
+    assert not POLICY.is_private_name(name)
+
+
+def test_a_private_component_anywhere_makes_the_whole_path_private() -> None:
+    assert POLICY.is_private(("src", ".ssh", "config"))
+    assert POLICY.is_private(("data", "report.md"))
+    assert not POLICY.is_private(("src", "data_loader.py"))
+
+
+def test_safeport_folders_are_private_by_location_with_component_wise_containment() -> None:
+    policy = POLICY.tightened(locations=[PurePosixPath("/srv/ws/.sp")])
+    assert policy.is_private(("x",), PurePosixPath("/srv/ws/.sp/vault.sp"))
+    assert policy.is_private(("x",), PurePosixPath("/srv/ws/.sp"))
+    # A sibling sharing the string prefix is not inside it.
+    assert not policy.is_private(("x",), PurePosixPath("/srv/ws/.sp-notes/a.md"))
+
+
+def test_nfd_and_nfc_spellings_match_the_same_private_folder() -> None:
+    policy = POLICY.tightened(folders=[unicodedata.normalize("NFC", "privé")])
+    assert policy.is_private_name(unicodedata.normalize("NFD", "privé"))
+    assert policy.is_private_name(unicodedata.normalize("NFC", "PRIVÉ"))
+
+
+def test_context_toml_can_only_tighten() -> None:
+    tighter = POLICY.tightened(folders=["secrets"], patterns=["*.vault"], projects=["app"])
+    assert tighter.is_private_name("secrets") and tighter.is_private_name("x.vault")
+    # Everything private before is still private.
+    assert all(tighter.is_private_name(n) for n in (".env", "id_rsa", "data"))
+    # Projects only ever narrow: a second allowlist intersects the first.
+    narrower = tighter.tightened(projects=["app", "other"])
+    assert narrower.projects == frozenset({"app"})
+
+
+def test_project_allowlist_keeps_loose_root_files_readable() -> None:
+    policy = POLICY.tightened(projects=["app"])
+    assert policy.out_of_projects(("lib", "x.py"), is_dir=False)
+    assert policy.out_of_projects(("lib",), is_dir=True)
+    assert not policy.out_of_projects(("app", "x.py"), is_dir=False)
+    assert not policy.out_of_projects(("README.md",), is_dir=False)
+
+
+@pytest.mark.parametrize(
+    ("parts", "ignored"),
+    [
+        (("node_modules", "x.js"), True),
+        ((".git", "config"), True),
+        (("pkg.egg-info", "PKG-INFO"), True),
+        (("src", "__pycache__", "a.pyc"), True),
+        (("src", "build_tools.py"), False),
+        (("gitignore_parser.py",), False),
+    ],
+)
+def test_generated_folders_are_ignored(parts: tuple[str, ...], ignored: bool) -> None:
+    assert POLICY.is_ignored(parts) is ignored
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict"),
+    [
+        ("app.py", None),
+        ("Makefile", None),
+        ("Dockerfile", None),
+        ("LICENSE", None),
+        ("noext", None),
+        (".bashrc", None),
+        ("config.toml.example", None),
+        ("logo.png", "binary"),
+        ("lib.so", "binary"),
+        ("model.safetensors", "binary"),
+        ("weird.xyz", "unreadable-type"),
+    ],
+)
+def test_readable_types(name: str, verdict: str | None) -> None:
+    assert POLICY.type_verdict(name) == verdict
+
+
+def test_binary_sniff_looks_for_nul_in_the_first_block() -> None:
+    assert looks_binary(b"abc\x00def")
+    assert not looks_binary(b"plain text\n" * 100)
+    assert not looks_binary(b"a" * 9000 + b"\x00")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty"),
+        ("a\x00b", "NUL"),
+        ("a\nb", "control"),
+        ("x" * 10_000, "longer than"),
+        ("/etc/passwd", "absolute"),
+        ("~/.ssh/id_rsa", "absolute"),
+        ("../x", "'..'"),
+        ("src/../../x", "'..'"),
+        ("C:\\Windows\\win.ini", "Windows"),
+        ("C:/Windows", "Windows"),
+        ("\\\\server\\share", "Windows"),
+        ("src\\app.py", "Windows"),
+        ("file:///etc/passwd", "URLs"),
+        ("a/" + "b" * 300, "component"),
+    ],
+)
+def test_bad_request_paths_are_refused_with_a_clear_sentence(text: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_request_path(text, ["ws"])
+    assert message in str(caught.value)
+    assert "/srv" not in str(caught.value)
+
+
+def test_dot_and_empty_components_collapse() -> None:
+    assert parse_request_path("./src//app.py", ["ws"]).parts == ("src", "app.py")
+    assert parse_request_path(".", ["ws"]).parts == ()
+
+
+def test_with_several_roots_the_first_component_names_the_root() -> None:
+    request = parse_request_path("lib/src/a.py", ["app", "lib"])
+    assert (request.root, request.parts) == ("lib", ("src", "a.py"))
+    assert parse_request_path(".", ["app", "lib"]).root == ""
+    with pytest.raises(InvalidInput):
+        parse_request_path("other/a.py", ["app", "lib"])
+
+
+def test_the_literal_check_needs_no_disk() -> None:
+    # The same verdict whether or not the file exists: it is decided from the name alone.
+    assert POLICY.literal_verdict((".env.does-not-exist",), ROOT / ".env.does-not-exist")
+    assert POLICY.literal_verdict(("src", "app.py"), ROOT / "src/app.py") is None

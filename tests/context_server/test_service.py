@@ -1,0 +1,193 @@
+"""The operations in-process: several roots, journal records, excerpts and pagination."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from safeport.context_server import Refused, ServeOptions, build_server
+from safeport.context_server.journal import bounded_args
+from safeport.context_server.tools import JournaledCalls
+from safeport.shared.audit import verify_journal
+
+
+def test_several_roots_are_named_and_paths_start_with_the_root_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    for name in ("app", "lib"):
+        (tmp_path / name / "src").mkdir(parents=True)
+        (tmp_path / name / "src" / "main.py").write_text(f"print('{name} unicorn')\n")
+    (tmp_path / "other" / "app").mkdir(parents=True)  # same basename: gets a suffix
+    roots = [str(tmp_path / "app"), str(tmp_path / "lib"), str(tmp_path / "other" / "app")]
+    _, service = build_server(ServeOptions(roots=roots))
+    names = [r.name for r in service.list_roots().roots]
+    assert names == ["app", "lib", "app-2"]
+    top = service.list_directory(".", 100, None)
+    assert [e.name for e in top.entries] == names
+    assert "lib unicorn" in service.read_file("lib/src/main.py").text
+    with pytest.raises(Refused):
+        service.read_file("src/main.py")  # no root named "src"
+    assert service.search_files("*.py", ".", 100).matches == ["app/src/main.py", "lib/src/main.py"]
+    service.index.refresh()
+    hits = service.search_project("unicorn", ".", 20, None).hits
+    assert [h.path for h in hits] == ["app/src/main.py", "lib/src/main.py"]
+    page = service.search_project("unicorn", ".", 1, None)
+    assert [h.path for h in page.hits] == ["app/src/main.py"] and page.next_cursor
+    rest = service.search_project("unicorn", ".", 1, page.next_cursor)
+    assert [h.path for h in rest.hits] == ["lib/src/main.py"]
+    service.journal.close()
+
+
+def test_journal_arguments_are_bounded_and_private_paths_replaced() -> None:
+    def is_private(path: str) -> bool:
+        return ".env" in path
+
+    args = bounded_args(
+        {"path": ".env", "paths": ["a.py", "x/.env"], "query": "q" * 1000, "limit": 5},
+        is_private,
+        hide_paths=False,
+    )
+    assert args["path"] == "<private>"
+    assert args["paths"] == ["a.py", "<private>"]
+    assert isinstance(args["query"], str) and len(args["query"]) == 201
+    assert args["limit"] == 5
+    hidden = bounded_args({"path": "innocent.txt"}, is_private, hide_paths=True)
+    assert hidden["path"] == "<private>"  # refused as private after resolving a link
+
+
+def test_every_call_served_or_refused_is_one_journal_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    (root / ".env").write_text("SECRET=CANARYjournal\n")
+    (root / "innocent.txt").symlink_to(".env")
+    server, service = build_server(ServeOptions(roots=[str(root)], origin="tests"))
+    # The same journaled path the MCP tools take, without a client in between.
+    calls = JournaledCalls(server, service)
+    for path in ("a.py", ".env", "innocent.txt"):
+        with contextlib.suppress(ToolError):
+            calls._run("read_file", {"path": path}, functools.partial(service.read_file, path))
+    service.journal.close()
+    journal = home / "audit" / "reads.jsonl"
+    bodies = [json.loads(line)["body"] for line in journal.read_text().splitlines()]
+    assert [b["tool"] for b in bodies] == ["read_file", "read_file", "read_file"]
+    assert [b["denied"] for b in bodies] == [False, True, True]
+    assert bodies[1]["args"]["path"] == "<private>" and bodies[1]["reason"] == "private"
+    assert bodies[2]["args"]["path"] == "<private>"  # the link's own name, hidden too
+    assert all(b["origin"] == "tests" for b in bodies)
+    assert bodies[0]["bytes"] > 0 and bodies[1]["bytes"] == 0
+    assert "CANARYjournal" not in journal.read_text()
+    assert verify_journal(journal).ok
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "count", "lines", "next_line", "eof"),
+    [
+        ("a\nb\nc", 1, 2, ["a", "b"], 3, False),
+        ("a\nb\nc", 3, 5, ["c"], None, True),
+        ("a\nb\nc", 4, 5, [], None, True),
+        ("a\nb\n", 1, 5, ["a", "b"], None, True),
+        ("a\nb\n", 2, 1, ["b"], None, True),
+        ("", 1, 5, [], None, True),
+        ("one line, no newline", 1, 1, ["one line, no newline"], None, True),
+    ],
+)
+def test_excerpts_count_lines_like_an_editor(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    start: int,
+    count: int,
+    lines: list[str],
+    next_line: int | None,
+    eof: bool,
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "f.txt").write_text(text)
+    _, service = build_server(ServeOptions(roots=[str(tmp_path / "ws")]))
+    excerpt = service.read_file_excerpt("f.txt", start, count, 1)
+    assert (excerpt.lines, excerpt.next_line, excerpt.end_of_file) == (lines, next_line, eof)
+    service.journal.close()
+
+
+def test_the_public_surface_is_pinned() -> None:
+    import safeport.context_server as context_server
+
+    assert sorted(context_server.__all__) == [
+        "PROFILES",
+        "ReadPolicy",
+        "Refused",
+        "ServeOptions",
+        "build_index",
+        "build_server",
+        "open_workspace",
+        "serve",
+    ]
+    # The seam for other profiles: the reader profile registers only the workspace tools.
+    assert set(context_server.PROFILES) == {"reader"}
+
+
+def test_a_project_allowlist_serves_only_its_folders_and_loose_root_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    (home / "context.toml").write_text('projects = ["app"]\n')
+    root = tmp_path / "ws"
+    for folder in ("app", "scratch"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "main.py").write_text(f"# {folder} walrus\n")
+    (root / "README.md").write_text("walrus readme\n")
+    _, service = build_server(ServeOptions(roots=[str(root)]))
+    assert "app walrus" in service.read_file("app/main.py").text
+    assert "walrus readme" in service.read_file("README.md").text
+    with pytest.raises(Refused) as caught:
+        service.read_file("scratch/main.py")
+    assert caught.value.reason == "out-of-scope"
+    listing = {e.name: e.blocked for e in service.list_directory(".", 100, None).entries}
+    assert listing == {"README.md": "", "app": "", "scratch": "out-of-scope"}
+    service.index.refresh()
+    hits = service.search_project("walrus", ".", 20, None).hits
+    assert sorted(h.path for h in hits) == ["README.md", "app/main.py"]
+    service.journal.close()
+
+
+def test_unknown_keys_in_context_toml_are_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safeport.errors import ConfigError
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    (home / "context.toml").write_text('[private]\nallow = ["*.env"]\n')
+    with pytest.raises(ConfigError) as caught:
+        build_server(ServeOptions(roots=[str(tmp_path)]))
+    assert "private.allow" in caught.value.message
+
+
+def test_nothing_is_served_when_the_journal_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    server, service = build_server(ServeOptions(roots=[str(root)]))
+    service.journal.close()  # every append now fails as JournalUnavailable
+    calls = JournaledCalls(server, service)
+    with pytest.raises(ToolError) as caught:
+        calls._run("read_file", {"path": "a.py"}, functools.partial(service.read_file, "a.py"))
+    assert "unavailable" in str(caught.value) and "x = 1" not in str(caught.value)
