@@ -3,7 +3,8 @@
     python benchmarks/bench_gateway.py [--requests 400] [--clients 8] [--per-client 250]
 
 Starts a real gateway process (the test harness: in-memory vault, an executor stub that returns
-at once), approves one session card per client, then measures:
+at once; journal bodies sealed to the vault's audit key as in real use), approves one session
+card per client, then measures:
 
 1. the added latency of the ladder: a proposal's round trip over agent.sock (identity re-check,
    policy, argument validation, session grant lookup, two fsynced journal records), p50/p99,
@@ -164,7 +165,7 @@ def main() -> None:
     gw = Gateway(home)
     gw.record_path = Path(os.devnull)
     gw.write_policy(POLICY)
-    gw.start()
+    gw.start("--seal")
     try:
         gw.unlock()
         gw.accept_policy()

@@ -19,6 +19,7 @@ from safeport.action_gateway.identity_linux import LinuxProbe
 from safeport.action_gateway.server import ServerLimits
 from safeport.errors import Error
 from safeport.shared.paths import locate
+from safeport.vault.sealing import AuditSealer
 from tests.action_gateway.fakes import FakeVaultStore, Recorder, RecordingExecutor
 
 
@@ -29,6 +30,7 @@ def main() -> int:
     parser.add_argument("--frame-timeout", type=float, default=0.5)
     parser.add_argument("--idle-timeout", type=float, default=30.0)
     parser.add_argument("--reap-interval", type=float, default=0.2)
+    parser.add_argument("--seal", action="store_true", help="seal journal bodies (as in real use)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -36,6 +38,7 @@ def main() -> int:
         vault_store=FakeVaultStore(args.passphrase_file.read_bytes().strip(), record),
         executor=RecordingExecutor(record),
         probe=LinuxProbe(),
+        sealer_for=AuditSealer if args.seal else None,
     )
     limits = RuntimeLimits(
         server=ServerLimits(frame_timeout_s=args.frame_timeout, idle_timeout_s=args.idle_timeout),

@@ -146,3 +146,64 @@ def test_the_real_gateway_end_to_end(home: Path) -> None:
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "chain: valid" in verified.stdout
     assert "checkpoint: " in verified.stdout and "matches" in verified.stdout
+
+
+def test_sp_approvals_watch_answers_a_card_at_the_prompt(home: Path) -> None:
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.DEVNULL,
+    )
+    watcher = None
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        assert sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw")).returncode == 0
+        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
+        assert accepted.returncode == 0, accepted.stderr
+        watcher = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "safeport",
+                "approvals",
+                "watch",
+                "--passphrase-file",
+                str(home / "pw"),
+            ],
+            cwd=REPO,
+            env={**clean_env(home), "COLUMNS": "200"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert watcher.stdout is not None and watcher.stdin is not None
+        assert "watching for approval cards" in watcher.stdout.readline()
+        agent = AgentProcess(home, ["flock", "-s", str(home / "client.lock")])
+        agent.send(
+            {
+                "v": 1,
+                "id": "w1",
+                "type": "propose",
+                "action": "ssh_exec",
+                "host_id": "nowhere",
+                "command_id": "uptime",
+                "args": {},
+            }
+        )
+        shown = ""
+        while "approve?" not in shown:
+            shown += watcher.stdout.read(1)
+        assert "approval requested" in shown and "uptime" in shown and "127.0.0.1" in shown
+        watcher.stdin.write("y\n")
+        watcher.stdin.flush()
+        reply = agent.next(30)
+        assert reply["error"]["code"] == "upstream"  # approved, then the real executor ran
+        agent.exit()
+    finally:
+        if watcher is not None:
+            watcher.kill()
+            watcher.wait()
+        assert sp(home, "gateway", "stop").returncode == 0
+        gateway.wait(20)

@@ -156,7 +156,7 @@ class Ladder:
 
     # -- rungs --------------------------------------------------------------------------------
 
-    def _rung_identity_and_callers(self, peer: PeerIdentity) -> ServedPolicy | None:
+    def _rung_identity_and_callers(self, peer: PeerIdentity) -> ServedPolicy:
         try:
             self._probe.verify(peer)
         except Denied as exc:
@@ -173,8 +173,7 @@ class Ladder:
             raise Refusal("denied", 3, "caller", exc.message) from exc
         return served
 
-    def _rung_action(self, proposal: Proposal, served: ServedPolicy | None) -> Resolved:
-        assert served is not None
+    def _rung_action(self, proposal: Proposal, served: ServedPolicy) -> Resolved:
         policy = served.policy
         resolved = _resolve(proposal, served)
         credential = policy.credentials[resolved.request.credential]
@@ -192,9 +191,8 @@ class Ladder:
         return epoch
 
     def _rung_approval(
-        self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy | None, epoch: int
+        self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
     ) -> Grant:
-        assert served is not None
         settings = served.policy.gateway
         try:
             return self._approvals.obtain(
