@@ -255,3 +255,16 @@ def test_a_wrong_passphrase_approves_nothing(gateway: Gateway) -> None:
     time.sleep(0.1)
     assert gateway.control("approvals.list")["result"]["cards"][0]["id"] == card["id"]
     agent.exit()
+
+
+def test_a_passphrase_from_inside_the_agents_tree_is_refused(gateway: Gateway) -> None:
+    assert gateway.control("vault.lock")["ok"]
+    agent = gateway.spawn_agent()
+    params = json.dumps({"passphrase": PASSPHRASE})
+    argv = [sys.executable, "-m", "tests.action_gateway.control_client", "vault.unlock", params]
+    child = agent.spawn(argv)
+    reply = json.loads(child["out"])
+    assert reply["ok"] is False and "inside the requesting process" in reply["error"]["reason"]
+    assert gateway.control("status")["result"]["vault"] == "locked"
+    agent.exit()
+    gateway.unlock()  # the same request from outside the agent's tree is accepted
