@@ -31,6 +31,7 @@ def main() -> int:
     parser.add_argument("--idle-timeout", type=float, default=30.0)
     parser.add_argument("--reap-interval", type=float, default=0.2)
     parser.add_argument("--seal", action="store_true", help="seal journal bodies (as in real use)")
+    parser.add_argument("--workers", type=int, default=64)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -44,6 +45,7 @@ def main() -> int:
         server=ServerLimits(frame_timeout_s=args.frame_timeout, idle_timeout_s=args.idle_timeout),
         reap_interval_s=args.reap_interval,
         noise_interval_s=0.2,
+        worker_threads=args.workers,
     )
     try:
         run_gateway(locate(), parts, limits)

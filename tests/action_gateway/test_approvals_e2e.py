@@ -268,3 +268,24 @@ def test_a_passphrase_from_inside_the_agents_tree_is_refused(gateway: Gateway) -
     assert gateway.control("status")["result"]["vault"] == "locked"
     agent.exit()
     gateway.unlock()  # the same request from outside the agent's tree is accepted
+
+
+def test_proposals_waiting_on_cards_never_starve_the_approver(gateway_home: Path) -> None:
+    # Two workers, three requesters waiting: every worker is blocked on a card, yet the
+    # approver's requests run (on their own pool) and release them one by one.
+    gw = Gateway(gateway_home)
+    gw.write_policy(POLICY.replace("approval_timeout_s = 2", "approval_timeout_s = 30"))
+    gw.start("--workers", "2")
+    try:
+        gw.unlock()
+        gw.accept_policy()
+        agents = [gw.spawn_agent() for _ in range(3)]
+        for index, agent in enumerate(agents):
+            agent.send(ssh(f"q{index}", service="worker"))
+        for _ in agents:
+            assert decide(gw, wait_card(gw, timeout=10)["id"])["ok"]
+        for agent in agents:
+            assert agent.next(15)["ok"]
+            agent.exit()
+    finally:
+        assert gw.stop() == 0

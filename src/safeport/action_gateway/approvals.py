@@ -26,6 +26,7 @@ from safeport.action_gateway.identity import PeerIdentity, descends_from
 from safeport.errors import Denied, Error
 
 PER_CALL_GRANT_S = 60.0
+MAX_PENDING_CARDS = 32  # one per requester; a flood of requesters cannot queue without bound
 
 CardOutcome = Literal["approved", "denied", "timeout", "cancelled", "voided", "unshowable"]
 Listener = Callable[[str, dict[str, object]], None]
@@ -342,6 +343,8 @@ class Approvals:
                 raise ApprovalRefused(
                     "another approval for this requester is already waiting", outcome="denied"
                 )
+            if len(self._pending) >= MAX_PENDING_CARDS:
+                raise ApprovalRefused("too many approvals are waiting", outcome="denied")
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
             self._by_requester[requester.instance] = card.id

@@ -84,7 +84,7 @@ class ControlHandler(Handler):
 
     async def _in_thread(self, func: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._core.pool, func)
+        return await loop.run_in_executor(self._core.control_pool, func)
 
     def _refuse_agent_tree(self, peer: PeerIdentity) -> None:
         for requester in list(self._core.agent_peers.values()):

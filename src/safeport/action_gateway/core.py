@@ -88,7 +88,12 @@ class GatewayCore:
         self.approvals = Approvals(_SessionsJournal(self.journals), parts.probe)
         self.rates = RateLimiter()
         self.noise = NoiseCounter()
+        # Proposals may wait minutes for a human, each holding a worker; everything a human or
+        # the housekeeping needs runs on its own small pool, so waiting proposals can never
+        # starve the approver who would release them.
         self.pool = ThreadPoolExecutor(max_workers=limits.worker_threads, thread_name_prefix="sp")
+        self.control_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-control")
+        self.identity_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-identity")
         self.ladder = Ladder(
             probe=parts.probe,
             policies=self.policies,
@@ -217,7 +222,8 @@ class GatewayCore:
         }
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.pool, self.control_pool, self.identity_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
         self.journals.close()
 
     def _sealer(self) -> BodySealer | None:

@@ -111,7 +111,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             "peer_exe": conn.peer.process.exe,
         }
         await loop.run_in_executor(
-            core.pool, lambda: core.journals.actions.record("input.invalid", body)
+            core.control_pool, lambda: core.journals.actions.record("input.invalid", body)
         )
 
     agent_handler = AgentHandler(
@@ -124,7 +124,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             paths.agent_socket,
             agent_handler,
             probe=parts.probe,
-            pool=core.pool,
+            pool=core.identity_pool,
             limits=limits.server,
             max_connections=core.max_connections,
             on_refused=core.noise.add,
@@ -135,7 +135,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             paths.control_socket,
             control_handler,
             probe=parts.probe,
-            pool=core.pool,
+            pool=core.identity_pool,
             limits=limits.server,
             max_connections=core.max_connections,
             on_refused=core.noise.add,
@@ -149,13 +149,15 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, core))
     core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
+    housekeeping = [
+        (limits.reap_interval_s, core.reap),
+        (limits.noise_interval_s, core.flush_noise),
+        (limits.checkpoint_interval_s, core.checkpoint),
+        (min(30.0, limits.reap_interval_s * 5), lambda: _auto_lock(core)),
+    ]
     tasks = [
-        asyncio.create_task(_every(limits.reap_interval_s, core.pool, core.reap)),
-        asyncio.create_task(_every(limits.noise_interval_s, core.pool, core.flush_noise)),
-        asyncio.create_task(_every(limits.checkpoint_interval_s, core.pool, core.checkpoint)),
-        asyncio.create_task(
-            _every(min(30.0, limits.reap_interval_s * 5), core.pool, lambda: _auto_lock(core))
-        ),
+        asyncio.create_task(_every(interval, core.control_pool, job))
+        for interval, job in housekeeping
     ]
     try:
         await stop.wait()
@@ -186,7 +188,7 @@ async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> 
 
 
 def _in_background(loop: asyncio.AbstractEventLoop, core: GatewayCore) -> None:
-    loop.run_in_executor(core.pool, core.reload)
+    loop.run_in_executor(core.control_pool, core.reload)
 
 
 def _auto_lock(core: GatewayCore) -> None:
