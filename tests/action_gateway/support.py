@@ -25,7 +25,7 @@ HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9ok
 
 POLICY = f"""
 [gateway]
-approval_timeout_s = 2
+approval_timeout_s = 3
 auto_lock_minutes = 0
 session_max_minutes = 60
 

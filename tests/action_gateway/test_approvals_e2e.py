@@ -121,10 +121,14 @@ def _client_tree(gw: Gateway, tmp: Path) -> subprocess.Popen[str]:
         "stdin=subprocess.PIPE,stdout=subprocess.PIPE,text=True)\n"
         "req.stdout.readline()\n"
         "req.stdin.write(json.dumps(json.loads(sys.argv[2]))+'\\n');req.stdin.flush()\n"
-        "time.sleep(0.5)\n"
-        "cards=subprocess.run([sys.argv[1],'-m','tests.action_gateway.control_client',"
+        "cards=[]\n"
+        "for _ in range(200):\n"
+        "    out=subprocess.run([sys.argv[1],'-m','tests.action_gateway.control_client',"
         "'approvals.list','{}'],capture_output=True,text=True).stdout\n"
-        "card=json.loads(cards)['result']['cards'][0]['id']\n"
+        "    cards=json.loads(out)['result']['cards']\n"
+        "    if cards: break\n"
+        "    time.sleep(0.05)\n"
+        "card=cards[0]['id']\n"
         "p=json.dumps({'id':card,'approve':True,'passphrase':sys.argv[3]})\n"
         "out=subprocess.run([sys.argv[1],'-m','tests.action_gateway.control_client',"
         "'approvals.decide',p],capture_output=True,text=True).stdout\n"
@@ -274,7 +278,7 @@ def test_proposals_waiting_on_cards_never_starve_the_approver(gateway_home: Path
     # Two workers, three requesters waiting: every worker is blocked on a card, yet the
     # approver's requests run (on their own pool) and release them one by one.
     gw = Gateway(gateway_home)
-    gw.write_policy(POLICY.replace("approval_timeout_s = 2", "approval_timeout_s = 30"))
+    gw.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30"))
     gw.start("--workers", "2")
     try:
         gw.unlock()

@@ -37,7 +37,14 @@ def test_status_reports_vault_policy_and_pending_changes(gateway: Gateway) -> No
     assert json.loads(out)["policy"]["pending"] is True
 
 
+def _patient(gw: Gateway) -> None:
+    """Cards wait long enough for several `sp` processes to start on a loaded machine."""
+    gw.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 60"))
+    gw.accept_policy()
+
+
 def test_approvals_and_sessions_listings(gateway: Gateway) -> None:
+    _patient(gateway)
     agent = gateway.spawn_agent()
     agent.send(ssh("l1", service="worker"))
     card = wait_card(gateway)
@@ -54,6 +61,7 @@ def test_sp_refuses_to_send_a_passphrase_to_a_process_that_is_not_sp_gateway_run
     gateway: Gateway,
 ) -> None:
     # The test gateway runs as `python -m tests...`, exactly what an impostor would look like.
+    _patient(gateway)
     agent = gateway.spawn_agent()
     agent.send(ssh("i1", service="worker"))
     card = wait_card(gateway)
