@@ -2,7 +2,9 @@
 
 The agent chooses only parameter values. Each value is percent-encoded as a *single* path
 segment (``/``, ``?``, ``#`` and ``%`` all encoded), a segment that would read as ``.`` or ``..``
-is refused (HTTP stacks, httpx included, collapse dot segments), and query parameters exist only
+is refused (HTTP stacks, httpx included, collapse dot segments) — also when only a server that
+decodes again, normalises Unicode, or splits on ``\\`` or ``;`` would read it so — and query
+parameters exist only
 where the operation declares them. The host is compared after IDNA and lowercase normalisation;
 userinfo, another port, a trailing dot, an IP literal or a label mixing scripts (a look-alike such
 as a Cyrillic letter a in ``api``) are refused. After building, the URL is parsed again the way
@@ -19,7 +21,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 import idna
@@ -31,6 +33,9 @@ from safeport.shared.schemas.config import PLACEHOLDER, HttpOperation, HttpServi
 _WHOLE_PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,63})\}$")
 # Characters a declared (human-written) path may carry literally: RFC 3986 pchar minus `%`.
 _LITERAL_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
+# What servers and proxies in front of them are known to treat as a path separator after
+# decoding: `/`, `\` (Windows stacks, some Java ones) and `;` (path parameters, `..;/`).
+_LENIENT_SEPARATORS = re.compile(r"[/\\;]")
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ def _render_path(template: str, values: Mapping[str, ArgValue]) -> str:
         if not all(_LITERAL_PATH.match(text) for text in literals):
             raise _invalid("the declared path has characters that are not plain")
         out = PLACEHOLDER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), segment)
-        if names and out in ("", ".", ".."):
+        if names and (out in ("", ".", "..") or _reads_as_dot_segment(unquote(out))):
             raise _invalid("a path argument would form an empty or dot segment")
         rendered.append(out)
     path = "/".join(rendered)
@@ -164,6 +169,25 @@ def _render_json(template: object, values: Mapping[str, ArgValue]) -> object:
     if isinstance(template, list):
         return [_render_json(value, values) for value in template]
     return template
+
+
+def _reads_as_dot_segment(text: str) -> bool:
+    """Whether a lenient server could see ``.`` or ``..`` in this decoded segment.
+
+    Such a server may percent-decode again (``%2e%2e``), apply Unicode compatibility
+    normalisation (fullwidth full stops, U+FF0E) or split on ``\\`` and ``;``.
+    """
+    for _ in range(3):
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    normalised = unicodedata.normalize("NFKC", text)
+    return any(
+        part in (".", "..")
+        for form in (text, normalised)
+        for part in _LENIENT_SEPARATORS.split(form)
+    )
 
 
 def _has_dot_segment(path: str) -> bool:
