@@ -31,6 +31,13 @@ class HostileSsh:
     port: int
     host_key_line: str
     log: SshServerLog
+    transports: list[paramiko.Transport]
+
+    def rekey_with_a_new_host_key(self) -> None:
+        """Re-run the key exchange on every open session, signing with another host key."""
+        for transport in self.transports:
+            transport.add_server_key(_host_key("ed25519"))
+            transport.renegotiate_keys()
 
 
 def _host_key(kind: str) -> paramiko.PKey:
@@ -104,6 +111,7 @@ def running_paramiko_server(
             port=int(listener.getsockname()[1]),
             host_key_line=f"{key.get_name()} {key.get_base64()}",
             log=log,
+            transports=transports,
         )
     finally:
         stop.set()

@@ -232,6 +232,23 @@ def test_changing_the_pins_never_reuses_a_connection_checked_against_the_old_one
         assert server.log.commands == [b"true"]
 
 
+def test_a_host_key_changed_by_a_rekey_is_never_trusted_for_the_next_command(
+    sshd: Sshd, executor: GatewayExecutor
+) -> None:
+    with running_paramiko_server("ed25519") as server:
+        host = _host(server.port, [server.host_key_line])
+        executor.ssh_exec(_action(host, ["echo", "first"], {}), sshd.secret())
+        server.rekey_with_a_new_host_key()  # the pooled session now holds an unpinned key
+        executor.ssh_exec(_action(host, ["echo", "second"], {}), sshd.secret())
+        # The second command went over a new connection, checked against the pins again
+        # (this server still offers the pinned key to new connections); the re-keyed one
+        # was dropped.
+        assert len(server.transports) == 2
+        assert server.log.commands == [b"echo first", b"echo second"]
+        time.sleep(0.1)
+        assert not server.transports[0].is_active()
+
+
 def _within(seconds: float, call: Callable[[], object], failure: str) -> ActionError:
     started = time.monotonic()
     error = _fails(call, failure)
