@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 
+import paramiko
 import pytest
 from cryptography.hazmat.primitives import serialization
 
@@ -247,6 +248,28 @@ def test_a_host_key_changed_by_a_rekey_is_never_trusted_for_the_next_command(
         assert server.log.commands == [b"echo first", b"echo second"]
         time.sleep(0.1)
         assert not server.transports[0].is_active()
+
+
+@pytest.mark.parametrize(
+    ("kind", "addresses"),
+    [
+        ("auth-agent@openssh.com", {}),
+        ("x11", {"src_addr": ("127.0.0.1", 6010)}),
+        ("forwarded-tcpip", {"dest_addr": ("127.0.0.1", 8080), "src_addr": ("127.0.0.1", 1)}),
+        ("direct-tcpip", {"dest_addr": ("127.0.0.1", 22), "src_addr": ("127.0.0.1", 1)}),
+        ("session", {}),
+    ],
+)
+def test_a_server_cannot_open_any_channel_back_to_the_gateway(
+    sshd: Sshd, executor: GatewayExecutor, kind: str, addresses: dict[str, object]
+) -> None:
+    # Agent forwarding, X11, remote port forwarding: none was requested, none is accepted.
+    with running_paramiko_server("ed25519") as server:
+        host = _host(server.port, [server.host_key_line])
+        executor.ssh_exec(_action(host, ["true"], {}), sshd.secret())
+        with pytest.raises(paramiko.ChannelException):
+            server.transports[0].open_channel(kind, timeout=3, **addresses)  # type: ignore[arg-type]
+        assert executor.ssh_exec(_action(host, ["true"], {}), sshd.secret()).exit_status == 0
 
 
 def _within(seconds: float, call: Callable[[], object], failure: str) -> ActionError:

@@ -68,9 +68,12 @@ def service_origin(base_url: str) -> ServiceOrigin:
     if parts.query or parts.fragment:
         raise _invalid("the service's base URL carries a query or fragment")
     try:
-        port = parts.port or 443
+        port = 443 if parts.port is None else parts.port
     except ValueError:
         raise _invalid("the service's base URL has an invalid port") from None
+    if port == 0:
+        # `:0` is not "the default port"; no service listens there.
+        raise _invalid("the service's base URL has an invalid port")
     host = normalise_host(parts.hostname or "")
     base_path = parts.path.rstrip("/")
     if not _LITERAL_PATH.match(base_path) or _has_dot_segment(base_path):
@@ -92,6 +95,9 @@ def normalise_host(host: str) -> str:
         ascii_host = idna.encode(host, uts46=True).decode("ascii").lower()
     except (idna.IDNAError, UnicodeError):
         raise _invalid("the host is not a valid internationalised domain name") from None
+    if ascii_host.endswith("."):
+        # The same, reached through a Unicode full stop (U+3002, U+FF0E) that IDNA maps to `.`.
+        raise _invalid("the host has a trailing dot")
     for label in ascii_host.split("."):
         if _mixes_scripts(label):
             raise _invalid("the host has a label that mixes scripts (a look-alike name)")
