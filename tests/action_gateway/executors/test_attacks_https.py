@@ -351,7 +351,11 @@ def test_a_redirect_to_a_plain_host_is_still_named(
 def _echo_in(encode: Callable[[str, str], object]) -> Callable[[socket.socket, bytes], None]:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         header = _authorization(head)
-        body = json.dumps({"state": encode(header, header.removeprefix("Bearer "))}).encode()
+        value = encode(header, header.removeprefix("Bearer "))
+        if isinstance(value, str) and value == header.removeprefix("Bearer "):
+            body = ('{"state": "' + "".join(f"\\u{ord(c):04x}" for c in value) + '"}').encode()
+        else:
+            body = json.dumps({"state": value}).encode()
         conn.sendall(json_response(body))
 
     return behaviour
@@ -373,6 +377,7 @@ ECHOES: dict[str, Callable[[str, str], object]] = {
     "in a key": lambda header, token: {token: 1},
     "in a list": lambda header, token: ["a", ["b", header]],
     "lowercased": lambda header, token: token.lower(),
+    "json-escaped": lambda header, token: token,  # sent as \u escapes, see _echo_in
 }
 
 
@@ -498,6 +503,28 @@ def test_a_compressed_bomb_never_expands_in_memory(
     assert b"accept-encoding: identity" in hostile.requests[0].lower()
 
 
+def test_a_compressed_transfer_coding_is_refused(
+    hostile: HostileServer, executor: GatewayExecutor
+) -> None:
+    body = _bomb(16 << 20)
+    chunked = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    hostile.behaviour = lambda conn, head: conn.sendall(
+        response("200 OK", {"Transfer-Encoding": "gzip, chunked"}, chunked)
+    )
+    with _peak_memory() as peak:
+        _fails(lambda: executor.http_request(_hostile_action(hostile), _token()), "bad_response")
+    assert peak[0] < 8 * 1024 * 1024
+
+
+def test_an_explicit_identity_encoding_is_still_a_plain_answer(
+    hostile: HostileServer, executor: GatewayExecutor
+) -> None:
+    hostile.behaviour = lambda conn, head: conn.sendall(
+        json_response(b'{"state": "ok"}', **{"Content-Encoding": "identity"})
+    )
+    assert executor.http_request(_hostile_action(hostile), _token()).fields == {"state": "ok"}
+
+
 def test_a_never_ending_chunked_body_stops_at_the_cap(
     hostile: HostileServer, executor: GatewayExecutor
 ) -> None:
@@ -564,6 +591,29 @@ def test_a_body_trickled_forever_times_out(
     hostile.behaviour = behaviour
     action = _hostile_action(hostile, timeout_s=1)
     _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+
+
+def test_endless_informational_responses_time_out(
+    hostile: HostileServer, executor: GatewayExecutor
+) -> None:
+    def behaviour(conn: socket.socket, head: bytes) -> None:
+        while not hostile.stop.wait(0.01):
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    hostile.behaviour = behaviour
+    action = _hostile_action(hostile, timeout_s=1)
+    _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+
+
+def test_an_unasked_protocol_switch_is_a_broken_answer(
+    hostile: HostileServer, executor: GatewayExecutor
+) -> None:
+    # The raw bytes after the switch must never be read as a body.
+    hostile.behaviour = lambda conn, head: conn.sendall(
+        response("101 Switching Protocols", {"Upgrade": "websocket", "Connection": "Upgrade"})
+        + b'{"state": "raw bytes after the switch"}'
+    )
+    _fails(lambda: executor.http_request(_hostile_action(hostile), _token()), "bad_response")
 
 
 def test_a_stalled_tls_handshake_times_out(
