@@ -119,7 +119,11 @@ class _DeadlineStream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        try:
+            bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        except httpcore.ConnectTimeout:
+            self._inner.close()  # as the inner stream does when its own handshake fails
+            raise
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, bounded))
 
     def get_extra_info(self, info: str) -> Any:
