@@ -4,11 +4,11 @@ The agent chooses only parameter values. Each value is percent-encoded as a *sin
 segment (``/``, ``?``, ``#`` and ``%`` all encoded), a segment that would read as ``.`` or ``..``
 is refused (HTTP stacks, httpx included, collapse dot segments) — also when only a server that
 decodes again, normalises Unicode, or splits on ``\\`` or ``;`` would read it so — and query
-parameters exist only
-where the operation declares them. The host is compared after IDNA and lowercase normalisation;
-userinfo, another port, a trailing dot, an IP literal or a label mixing scripts (a look-alike such
-as a Cyrillic letter a in ``api``) are refused. After building, the URL is parsed again the way
-httpx will send it and must land on the same origin with the same bytes.
+parameters exist only where the operation declares them. The host is compared after IDNA and
+lowercase normalisation; userinfo, another port, a trailing dot, an IP literal or a label mixing
+scripts (a look-alike such as a Cyrillic letter a in ``api``) are refused. After building, the
+URL is parsed again the way httpx will send it and must land on the same origin with the same
+bytes.
 """
 
 from __future__ import annotations
