@@ -184,6 +184,27 @@ def test_control_characters_are_refused_even_by_a_permissive_pattern(
     assert executor.pooled_ssh_connections == 0
 
 
+def test_a_command_that_quoting_makes_too_long_is_refused_before_connecting(
+    sshd: Sshd, executor: GatewayExecutor
+) -> None:
+    # 30 values of 4096 quotes each: within every param's max_length, but ~600 KiB once quoted,
+    # which sshd would answer by dropping the connection.
+    names = [f"p{i}" for i in range(30)]
+    argv = ["printf", "%s", *(f"{{{name}}}" for name in names)]
+    action = _action(_real(sshd), argv, dict.fromkeys(names, "'" * 4096))
+    error = _fails(lambda: executor.ssh_exec(action, sshd.secret()), "invalid_target")
+    assert "longer than" in error.message
+    assert executor.pooled_ssh_connections == 0
+
+
+def test_a_command_just_under_the_limit_still_runs(sshd: Sshd, executor: GatewayExecutor) -> None:
+    names = [f"p{i}" for i in range(30)]
+    argv = ["printf", "%s", *(f"{{{name}}}" for name in names)]
+    action = _action(_real(sshd), argv, dict.fromkeys(names, "w" * 4096), max_output_bytes=1 << 20)
+    result = executor.ssh_exec(action, sshd.secret())
+    assert (result.exit_status, len(result.stdout)) == (0, 30 * 4096)
+
+
 def test_a_value_over_max_length_is_refused(sshd: Sshd, executor: GatewayExecutor) -> None:
     action = _action(_real(sshd), ["printf", "%s", "{v}"], {"v": "w" * 4097})
     error = _fails(lambda: executor.ssh_exec(action, sshd.secret()), "invalid_target")
