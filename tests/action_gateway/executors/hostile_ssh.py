@@ -78,8 +78,9 @@ class _Server(paramiko.ServerInterface):
             return True
 
         def finish() -> None:  # runs nothing: exit 0 once the request was answered
-            channel.send_exit_status(0)
-            channel.close()
+            with suppress(paramiko.SSHException, EOFError, OSError):
+                channel.send_exit_status(0)
+                channel.close()
 
         threading.Timer(0.05, finish).start()
         return True
