@@ -11,6 +11,7 @@ import base64
 import functools
 import gzip
 import json
+import logging
 import re
 import socket
 import threading
@@ -432,6 +433,48 @@ def test_a_timeout_mid_body_holding_the_credential_does_not_show_it(
     assert CANARY not in _everything_said(error)
 
 
+def test_a_credential_echoed_in_a_response_header_never_reaches_debug_logs(
+    hostile: HostileServer, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+) -> None:
+    def behaviour(conn: socket.socket, head: bytes) -> None:
+        echo = _authorization(head)
+        conn.sendall(json_response(b'{"state": "ok"}', **{"X-Echo": echo, "Location": echo}))
+
+    hostile.behaviour = behaviour
+    caplog.set_level(logging.DEBUG)
+    assert executor.http_request(_hostile_action(hostile), _token()).fields == {"state": "ok"}
+    assert caplog.records  # the HTTP libraries did log the exchange
+    assert CANARY not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 %s\r\nContent-Length: 2\r\n\r\n{}",  # the reason phrase
+        b"HTTP/1.1 200 OK\r\n%s\r\n\r\n",  # a header line the parser refuses and quotes
+        b"HTTP/1.1 2%s\r\n\r\n",  # a status line the parser refuses
+        b"HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\n",
+    ],
+    ids=["reason", "bad-header-line", "bad-status-line", "bad-length"],
+)
+def test_a_credential_echoed_into_protocol_text_never_shows(
+    hostile: HostileServer,
+    executor: GatewayExecutor,
+    caplog: pytest.LogCaptureFixture,
+    answer: bytes,
+) -> None:
+    hostile.behaviour = lambda conn, head: conn.sendall(
+        answer.replace(b"%s", _authorization(head).encode())
+    )
+    caplog.set_level(logging.DEBUG)
+    try:
+        executor.http_request(_hostile_action(hostile), _token())
+    except ActionError as error:
+        assert CANARY not in _everything_said(error)
+    assert caplog.records
+    assert CANARY not in caplog.text
+
+
 def test_huge_response_headers_are_refused(
     hostile: HostileServer, executor: GatewayExecutor
 ) -> None:
@@ -446,15 +489,21 @@ def test_huge_response_headers_are_refused(
     assert CANARY not in _everything_said(error)
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["same-write", "after-a-pause"])
 def test_a_smuggled_second_response_is_never_read_as_the_next_answer(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: GatewayExecutor, late: bool
 ) -> None:
     answers = iter([b'{"state": "first"}', b'{"state": "second"}'])
 
     def behaviour(conn: socket.socket, head: bytes) -> None:
         body = next(answers)
         smuggled = json_response(b'{"state": "smuggled"}')
-        conn.sendall(json_response(body) + smuggled)
+        if late:
+            conn.sendall(json_response(body))
+            time.sleep(0.05)
+            conn.sendall(smuggled)
+        else:
+            conn.sendall(json_response(body) + smuggled)
         hostile.stop.wait(0.5)
 
     hostile.behaviour = behaviour

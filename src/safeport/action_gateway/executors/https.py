@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import logging
 import re
 import socket
 import ssl
@@ -63,6 +64,33 @@ def system_resolver(host: str, port: int) -> list[str]:
     """Resolve with the system resolver (getaddrinfo), TCP answers only, order kept."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class _WithoutServerText(logging.Filter):
+    """Keep text the server chose out of the HTTP libraries' log records.
+
+    httpcore's DEBUG trace quotes the response headers and the parser's errors (which quote the
+    offending bytes), httpx's INFO line the reason phrase: a server that echoes what it was sent
+    can put the credential in any of them, and logs outlive the call.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if record.name == "httpx":
+            if not message.startswith("HTTP Request:"):
+                return True
+            if isinstance(record.args, tuple) and len(record.args) == 5:
+                record.msg, record.args = 'HTTP Request: %s %s "%s %d"', record.args[:4]
+                return True
+            return False  # a format this filter does not know: drop rather than guess
+        # httpcore.http11 records are "<event>.<stage> name=value…": keep the event only.
+        record.msg, record.args = message.split(" ", 1)[0], ()
+        return True
+
+
+_SERVER_TEXT_FILTER = _WithoutServerText()
+logging.getLogger("httpx").addFilter(_SERVER_TEXT_FILTER)
+logging.getLogger("httpcore.http11").addFilter(_SERVER_TEXT_FILTER)
 
 
 class AddressRefused(Exception):
@@ -365,6 +393,7 @@ def translate_http_errors(service_id: str) -> Iterator[None]:
             ) from exc
         raise ActionError("unreachable", f"service {service_id!r} is unreachable") from exc
     except (httpx.RemoteProtocolError, httpx.DecodingError) as exc:
+        _withhold_server_text(exc)
         raise ActionError(
             "bad_response", f"service {service_id!r} broke the HTTP protocol"
         ) from exc
@@ -451,6 +480,18 @@ def _header_text(value: bytes, service_id: str, allowed: re.Pattern[str]) -> str
             f"the credential of service {service_id!r} is not a valid header value",
         )
     return text
+
+
+def _withhold_server_text(exc: BaseException) -> None:
+    """Blank the messages along a protocol error's chain: h11 quotes the bytes it refused.
+
+    An echoing server can put the credential in a status or header line it knows the parser
+    will refuse; the chain stays (the type says what broke), its text does not.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        seen.args = ("the server's bytes are not shown",)
+        seen = seen.__cause__ or seen.__context__
 
 
 def _caused_by_tls(exc: BaseException) -> bool:

@@ -263,7 +263,10 @@ def _exec_before(host_id: str, channel: paramiko.Channel, command: str, deadline
 
     def cut_off() -> None:
         cut.set()
-        channel.close()
+        # The channel counts as closed (and the wait ends) before the close message is sent;
+        # a transport too stuck to send it is not this thread's to report.
+        with suppress(paramiko.SSHException, EOFError, OSError):
+            channel.close()
 
     timer = threading.Timer(max(0.0, deadline - time.monotonic()), cut_off)
     timer.daemon = True
