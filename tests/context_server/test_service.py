@@ -135,7 +135,7 @@ def test_the_public_surface_is_pinned() -> None:
         "serve",
     ]
     # The seam for other profiles: the reader profile registers only the workspace tools.
-    assert set(context_server.PROFILES) == {"reader"}
+    assert set(context_server.PROFILES) == {"reader", "agent"}
 
 
 def test_a_project_allowlist_serves_only_its_folders_and_loose_root_files(

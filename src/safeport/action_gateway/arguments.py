@@ -17,6 +17,9 @@ from safeport.shared.schemas.config import ParamSpec
 
 ArgValue = str | int
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# An int param without bounds still has to be a number every consumer can take: a 64-bit
+# signed integer (Python would render 10**5000 only until its digit limit, JSON peers less).
+_INT_RANGE = (-(2**63), 2**63 - 1)
 
 
 class ArgumentRejected(Denied):
@@ -46,6 +49,8 @@ def _validate_one(name: str, spec: ParamSpec, value: object, dash_ok: bool) -> A
     if spec.type == "int":
         if not isinstance(value, int) or isinstance(value, bool):
             raise ArgumentRejected(f"argument `{name}` must be an integer")
+        if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            raise ArgumentRejected(f"argument `{name}` is not a 64-bit integer")
         if spec.min is not None and value < spec.min:
             raise ArgumentRejected(f"argument `{name}` is below its minimum {spec.min}")
         if spec.max is not None and value > spec.max:

@@ -16,13 +16,19 @@ def context() -> None:
 
 @context.command("serve")
 @click.option("--root", "roots", multiple=True, help="A folder to serve (repeatable).")
-@click.option("--profile", type=click.Choice(["reader"]), default="reader", show_default=True)
+@click.option(
+    "--profile", type=click.Choice(["reader", "agent"]), default="reader", show_default=True
+)
 @click.option("--origin", default="unknown", show_default=True, help="A label for the journal.")
 def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
     """Serve the roots over stdio (stdout carries only JSON-RPC).
 
     Without --root, the roots come from `roots = [...]` in context.toml."""
-    serve(ServeOptions(roots=roots, profile="reader", origin=origin))
+    serve(
+        ServeOptions(
+            roots=roots, profile="agent" if profile == "agent" else "reader", origin=origin
+        )
+    )
 
 
 @context.command("index")

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Serve a workspace read-only over MCP stdio.",
     )
     parser.add_argument("--root", action="append", default=[], help="a folder to serve")
-    parser.add_argument("--profile", choices=["reader"], default="reader")
+    parser.add_argument("--profile", choices=["reader", "agent"], default="reader")
     parser.add_argument("--origin", default="unknown", help="a label recorded in the journal")
     args = parser.parse_args(argv)
     try:

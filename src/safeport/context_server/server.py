@@ -1,4 +1,4 @@
-"""Assemble the context server (reader profile) and run it over stdio.
+"""Assemble the context server (reader or agent profile) and run it over stdio.
 
 stdout carries JSON-RPC and nothing else: logging goes to stderr, and the only files written are
 the search index (cache folder) and the reads journal (audit folder).
@@ -16,6 +16,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
+from safeport.context_server.agent_tools import register_agent_tools
 from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.config import load_settings, read_policy, served_roots
 from safeport.context_server.index import Progress, SearchIndex, index_path
@@ -25,13 +26,20 @@ from safeport.context_server.tools import register_reader_tools
 from safeport.context_server.workspace import Workspace
 from safeport.shared.paths import SafeportPaths, locate
 
-Profile = Literal["reader"]
+Profile = Literal["reader", "agent"]
 
 INSTRUCTIONS = """\
 A read-only view of the user's workspace. Start with list_roots to learn how to write paths,
 then list_directory / directory_tree to explore, search_project to find text, and read_file or
 read_file_excerpt to read. Some files are private by policy (secrets, keys, data folders): they
 show as blocked and cannot be read; do not try to work around that. Nothing here can change files.
+"""
+
+AGENT_INSTRUCTIONS = """
+Actions: list_actions shows the SSH commands and HTTPS operations the user's gateway policy lets
+you propose. ssh_exec / http_request (or the typed tool named in list_actions) send a proposal;
+the gateway may ask the user to approve it, then runs it with a credential you never see and
+returns the result. A denial is final for that proposal: do not retry it in another form.
 """
 
 
@@ -44,7 +52,10 @@ class ServeOptions:
 
 # Seam for other profiles: a profile maps to the functions that add its tools.
 ToolRegistrar = Callable[[MCPServer[Any], WorkspaceService], None]
-PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {"reader": (register_reader_tools,)}
+PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {
+    "reader": (register_reader_tools,),
+    "agent": (register_reader_tools, register_agent_tools),
+}
 
 
 def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> Workspace:
@@ -73,7 +84,7 @@ def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceServic
         name="safeport-context",
         title="safeport workspace (read-only)",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (AGENT_INSTRUCTIONS if options.profile == "agent" else ""),
         log_level="WARNING",
     )
     for register in PROFILES[options.profile]:

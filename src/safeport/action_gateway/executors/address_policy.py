@@ -6,8 +6,9 @@ private or loopback addresses reach services that trust the network they sit on.
 metadata, multicast, unspecified and broadcast addresses are always refused; private, loopback,
 shared (CGNAT) and any other non-global address only when the service says
 ``allow_private_addresses = true``.
-IPv6 forms that embed an IPv4 address (mapped, NAT64, 6to4, Teredo) are judged by that address
-too, so ``::ffff:169.254.169.254`` is as refused as ``169.254.169.254``.
+IPv6 forms that embed an IPv4 address (mapped, translated, compatible, NAT64 with the well-known
+or a local-use prefix, 6to4, Teredo) are judged by that address too, so
+``::ffff:169.254.169.254`` or ``64:ff9b:1::a9fe:a9fe`` is as refused as ``169.254.169.254``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ _METADATA = frozenset(
     ipaddress.ip_address(a)
     for a in ("169.254.169.254", "100.100.100.200", "192.0.0.192", "fd00:ec2::254")
 )
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Prefixes whose last 32 bits are an IPv4 address a gateway or stack may deliver to: NAT64's
+# well-known and local-use prefixes (RFC 6052, RFC 8215; a local-use /96 is the common layout),
+# IPv4-translated (RFC 2765) and the deprecated IPv4-compatible form (``::/96``).
+_EMBEDDING_V4 = tuple(
+    ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::ffff:0:0:0/96", "::/96")
+)
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
@@ -73,7 +79,7 @@ def _with_embedded(address: IpAddress) -> list[IpAddress]:
             found.append(address.sixtofour)
         if address.teredo is not None:
             found.extend(address.teredo)
-        if address in _NAT64:
+        if any(address in network for network in _EMBEDDING_V4):
             found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return found
 

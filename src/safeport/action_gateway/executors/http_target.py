@@ -2,11 +2,13 @@
 
 The agent chooses only parameter values. Each value is percent-encoded as a *single* path
 segment (``/``, ``?``, ``#`` and ``%`` all encoded), a segment that would read as ``.`` or ``..``
-is refused (HTTP stacks, httpx included, collapse dot segments), and query parameters exist only
-where the operation declares them. The host is compared after IDNA and lowercase normalisation;
-userinfo, another port, a trailing dot, an IP literal or a label mixing scripts (a look-alike such
-as a Cyrillic letter a in ``api``) are refused. After building, the URL is parsed again the way
-httpx will send it and must land on the same origin with the same bytes.
+is refused (HTTP stacks, httpx included, collapse dot segments) — also when only a server that
+decodes again, normalises Unicode, or splits on ``\\`` or ``;`` would read it so — and query
+parameters exist only where the operation declares them. The host is compared after IDNA and
+lowercase normalisation; userinfo, another port, a trailing dot, an IP literal or a label mixing
+scripts (a look-alike such as a Cyrillic letter a in ``api``) are refused. After building, the
+URL is parsed again the way httpx will send it and must land on the same origin with the same
+bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 import idna
@@ -31,6 +33,9 @@ from safeport.shared.schemas.config import PLACEHOLDER, HttpOperation, HttpServi
 _WHOLE_PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,63})\}$")
 # Characters a declared (human-written) path may carry literally: RFC 3986 pchar minus `%`.
 _LITERAL_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
+# What servers and proxies in front of them are known to treat as a path separator after
+# decoding: `/`, `\` (Windows stacks, some Java ones) and `;` (path parameters, `..;/`).
+_LENIENT_SEPARATORS = re.compile(r"[/\\;]")
 
 
 @dataclass(frozen=True)
@@ -63,9 +68,12 @@ def service_origin(base_url: str) -> ServiceOrigin:
     if parts.query or parts.fragment:
         raise _invalid("the service's base URL carries a query or fragment")
     try:
-        port = parts.port or 443
+        port = 443 if parts.port is None else parts.port
     except ValueError:
         raise _invalid("the service's base URL has an invalid port") from None
+    if port == 0:
+        # `:0` is not "the default port"; no service listens there.
+        raise _invalid("the service's base URL has an invalid port")
     host = normalise_host(parts.hostname or "")
     base_path = parts.path.rstrip("/")
     if not _LITERAL_PATH.match(base_path) or _has_dot_segment(base_path):
@@ -87,6 +95,9 @@ def normalise_host(host: str) -> str:
         ascii_host = idna.encode(host, uts46=True).decode("ascii").lower()
     except (idna.IDNAError, UnicodeError):
         raise _invalid("the host is not a valid internationalised domain name") from None
+    if ascii_host.endswith("."):
+        # The same, reached through a Unicode full stop (U+3002, U+FF0E) that IDNA maps to `.`.
+        raise _invalid("the host has a trailing dot")
     for label in ascii_host.split("."):
         if _mixes_scripts(label):
             raise _invalid("the host has a label that mixes scripts (a look-alike name)")
@@ -140,7 +151,7 @@ def _render_path(template: str, values: Mapping[str, ArgValue]) -> str:
         if not all(_LITERAL_PATH.match(text) for text in literals):
             raise _invalid("the declared path has characters that are not plain")
         out = PLACEHOLDER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), segment)
-        if names and out in ("", ".", ".."):
+        if names and (out in ("", ".", "..") or _reads_as_dot_segment(unquote(out))):
             raise _invalid("a path argument would form an empty or dot segment")
         rendered.append(out)
     path = "/".join(rendered)
@@ -164,6 +175,25 @@ def _render_json(template: object, values: Mapping[str, ArgValue]) -> object:
     if isinstance(template, list):
         return [_render_json(value, values) for value in template]
     return template
+
+
+def _reads_as_dot_segment(text: str) -> bool:
+    """Whether a lenient server could see ``.`` or ``..`` in this decoded segment.
+
+    Such a server may percent-decode again (``%2e%2e``), apply Unicode compatibility
+    normalisation (fullwidth full stops, U+FF0E) or split on ``\\`` and ``;``.
+    """
+    for _ in range(3):
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    normalised = unicodedata.normalize("NFKC", text)
+    return any(
+        part in (".", "..")
+        for form in (text, normalised)
+        for part in _LENIENT_SEPARATORS.split(form)
+    )
 
 
 def _has_dot_segment(path: str) -> bool:

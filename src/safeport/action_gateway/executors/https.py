@@ -5,15 +5,19 @@ it resolves the service's own name once (through an injectable resolver), checks
 with :mod:`address_policy`, and connects to the checked address. TLS is then started by httpcore
 with SNI and certificate verification for the *name*, and the Host header carries the name, so a
 DNS answer that changes between check and connect (rebinding) changes nothing: there is no second
-lookup. Redirects are never followed, environment proxies are ignored, response headers are never
-read into a result, and every httpx, httpcore, ssl and socket exception becomes an
-:class:`ActionError` in :func:`translate_http_errors`.
+lookup. Every read, write, connect and handshake on those connections is bounded by the request's
+one deadline (:class:`_DeadlineStream`), so a server that trickles bytes cannot hold a worker past
+``timeout_s``. Bodies are asked for and read uncompressed only, so a small compressed answer can
+never expand past the cap in memory. Redirects are never followed, environment proxies are ignored,
+response headers are never read into a result, and every httpx, httpcore, ssl and socket exception
+becomes an :class:`ActionError` in :func:`translate_http_errors`.
 """
 
 from __future__ import annotations
 
 import base64
 import ipaddress
+import logging
 import re
 import socket
 import ssl
@@ -21,8 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
-from urllib.parse import quote
 
 import httpcore
 import httpx
@@ -35,6 +39,8 @@ from safeport.action_gateway.executors.http_target import (
 )
 from safeport.action_gateway.executors.interface import ActionError, HttpAction
 from safeport.action_gateway.executors.response_contract import (
+    contains_credential,
+    credential_forms,
     extract_fields,
     refuse_credential_echo,
 )
@@ -47,6 +53,9 @@ Resolver = Callable[[str, int], Sequence[str]]
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HEADER_VALUE = re.compile(r"^[\x20-\x7e]*$")
+# A credential sent as (part of) a header must not start or end with whitespace: HTTP stacks
+# refuse such a value with an exception whose text quotes it.
+_HEADER_CREDENTIAL = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 _PRIVATE_HINT = "allow private addresses only for a service that really lives on a private network"
 _PRINTABLE_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
 
@@ -55,6 +64,33 @@ def system_resolver(host: str, port: int) -> list[str]:
     """Resolve with the system resolver (getaddrinfo), TCP answers only, order kept."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class _WithoutServerText(logging.Filter):
+    """Keep text the server chose out of the HTTP libraries' log records.
+
+    httpcore's DEBUG trace quotes the response headers and the parser's errors (which quote the
+    offending bytes), httpx's INFO line the reason phrase: a server that echoes what it was sent
+    can put the credential in any of them, and logs outlive the call.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if record.name == "httpx":
+            if not message.startswith("HTTP Request:"):
+                return True
+            if isinstance(record.args, tuple) and len(record.args) == 5:
+                record.msg, record.args = 'HTTP Request: %s %s "%s %d"', record.args[:4]
+                return True
+            return False  # a format this filter does not know: drop rather than guess
+        # httpcore.http11 records are "<event>.<stage> name=value…": keep the event only.
+        record.msg, record.args = message.split(" ", 1)[0], ()
+        return True
+
+
+_SERVER_TEXT_FILTER = _WithoutServerText()
+logging.getLogger("httpx").addFilter(_SERVER_TEXT_FILTER)
+logging.getLogger("httpcore.http11").addFilter(_SERVER_TEXT_FILTER)
 
 
 class AddressRefused(Exception):
@@ -68,6 +104,58 @@ class AddressRefused(Exception):
 
 class NameNotResolved(Exception):
     """The service's name did not resolve."""
+
+
+# The monotonic time by which the current request (in this thread) must be over. Connections are
+# pooled and shared by requests, so the deadline travels with the request, not the connection.
+_DEADLINE: ContextVar[float | None] = ContextVar("safeport_https_deadline", default=None)
+
+
+def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` cut to what is left of the current request's deadline; raise once it passed."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise expired("the request's deadline passed")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection's stream whose every wait ends by the current request's deadline.
+
+    httpx's timeouts apply to each read on its own, so a server sending one byte every
+    ``timeout_s - ε`` (headers, body or the TLS handshake) would otherwise hold the call forever.
+    """
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        try:
+            bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        except httpcore.ConnectTimeout:
+            self._inner.close()  # as the inner stream does when its own handshake fails
+            raise
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, bounded))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 class PinnedNetworkBackend(httpcore.NetworkBackend):
@@ -96,9 +184,14 @@ class PinnedNetworkBackend(httpcore.NetworkBackend):
         last: Exception | None = None
         for address in allowed:
             try:
-                return self._inner.connect_tcp(
-                    str(address), port, timeout, local_address, socket_options
+                stream = self._inner.connect_tcp(
+                    str(address),
+                    port,
+                    _bounded(timeout, httpcore.ConnectTimeout),
+                    local_address,
+                    socket_options,
                 )
+                return _DeadlineStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last = exc
         assert last is not None
@@ -143,11 +236,24 @@ class _PinnedTransport(httpx.HTTPTransport):
             http2=False,
         )
 
+    def drop_desynchronised(self) -> None:
+        """Close idle connections whose server sent bytes beyond the response it owed.
+
+        h11 keeps such bytes and would parse them as the answer to the *next* request on the
+        connection (a response smuggled ahead of its request); httpcore checks only the socket,
+        not that buffer. httpcore exposes neither, hence the guarded private look-up; the
+        smuggling test fails if it ever stops finding them.
+        """
+        for connection in list(self._pool.connections):
+            h11_state = getattr(getattr(connection, "_connection", None), "_h11_state", None)
+            if h11_state is not None and connection.is_idle() and h11_state.trailing_data[0]:
+                connection.close()
+
 
 class HttpsExecutor:
     def __init__(self, resolver: Resolver = system_resolver) -> None:
         self._resolver = resolver
-        self._clients: dict[tuple[object, ...], httpx.Client] = {}
+        self._clients: dict[tuple[object, ...], tuple[httpx.Client, _PinnedTransport]] = {}
         self._lock = threading.Lock()
 
     def request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
@@ -155,7 +261,12 @@ class HttpsExecutor:
         sid = action.service_id
         target = build_target(service, action.operation, action.args)
         header_name, header_value, forms = credential_header(service, secret, service_id=sid)
-        headers = {"Accept": "application/json", "User-Agent": "safeport"}
+        # `identity`: a compressed answer could expand far past the cap before it is counted.
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+            "User-Agent": "safeport",
+        }
         for name, value in action.operation.headers.items():
             if name.lower() == header_name.lower():
                 raise ActionError(
@@ -167,26 +278,33 @@ class HttpsExecutor:
         if target.body is not None:
             headers["Content-Type"] = "application/json"
         headers[header_name] = header_value
-        client = self._client(sid, service, target)
+        client, transport = self._client(sid, service, target)
         deadline = time.monotonic() + service.timeout_s
-        with translate_http_errors(sid):
-            request = client.build_request(
-                target.method, target.url, headers=headers, content=target.body
-            )
-            response = client.send(request, stream=True)
-            try:
-                return _read_result(sid, service, action, response, deadline, forms)
-            finally:
-                response.close()
+        token = _DEADLINE.set(deadline)
+        try:
+            with translate_http_errors(sid):
+                request = client.build_request(
+                    target.method, target.url, headers=headers, content=target.body
+                )
+                response = client.send(request, stream=True)
+                try:
+                    return _read_result(sid, service, action, response, deadline, forms)
+                finally:
+                    response.close()
+                    transport.drop_desynchronised()
+        finally:
+            _DEADLINE.reset(token)
 
     def close_all(self) -> None:
         with self._lock:
             clients = list(self._clients.values())
             self._clients.clear()
-        for client in clients:
+        for client, _ in clients:
             client.close()
 
-    def _client(self, service_id: str, service: HttpService, target: RequestTarget) -> httpx.Client:
+    def _client(
+        self, service_id: str, service: HttpService, target: RequestTarget
+    ) -> tuple[httpx.Client, _PinnedTransport]:
         key = (
             service_id,
             target.origin,
@@ -195,22 +313,23 @@ class HttpsExecutor:
             service.timeout_s,
         )
         with self._lock:
-            client = self._clients.get(key)
-            if client is None:
+            pair = self._clients.get(key)
+            if pair is None:
                 context = tls_context(service_id, service.ca_file)
                 backend = PinnedNetworkBackend(
                     target.origin.host,
                     self._resolver,
                     allow_private=service.allow_private_addresses,
                 )
+                transport = _PinnedTransport(context, backend)
                 client = httpx.Client(
-                    transport=_PinnedTransport(context, backend),
+                    transport=transport,
                     follow_redirects=False,
                     trust_env=False,
                     timeout=httpx.Timeout(service.timeout_s),
                 )
-                self._clients[key] = client
-            return client
+                pair = self._clients[key] = (client, transport)
+            return pair
 
 
 def credential_header(
@@ -220,18 +339,15 @@ def credential_header(
     if service.auth == "basic":
         if not isinstance(secret, BasicSecret):
             raise ActionError("invalid_target", f"service {service_id!r} needs a basic credential")
-        password = _header_text(secret.password.reveal(), service_id)
+        password = _header_text(secret.password.reveal(), service_id, _HEADER_VALUE)
         pair = f"{secret.username}:{password}"
         encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
-        return (
-            "Authorization",
-            f"Basic {encoded}",
-            [password, encoded, pair, quote(password, safe="")],
-        )
+        forms = credential_forms(password) + credential_forms(pair) + [encoded]
+        return "Authorization", f"Basic {encoded}", forms
     if not isinstance(secret, TokenSecret):
         raise ActionError("invalid_target", f"service {service_id!r} needs a token credential")
-    token = _header_text(secret.token.reveal(), service_id)
-    forms = [token, base64.b64encode(token.encode("ascii")).decode("ascii"), quote(token, safe="")]
+    token = _header_text(secret.token.reveal(), service_id, _HEADER_CREDENTIAL)
+    forms = credential_forms(token)
     if service.auth == "bearer":
         return "Authorization", f"Bearer {token}", forms
     return service.auth.removeprefix("header:"), token, forms
@@ -277,6 +393,7 @@ def translate_http_errors(service_id: str) -> Iterator[None]:
             ) from exc
         raise ActionError("unreachable", f"service {service_id!r} is unreachable") from exc
     except (httpx.RemoteProtocolError, httpx.DecodingError) as exc:
+        _withhold_server_text(exc)
         raise ActionError(
             "bad_response", f"service {service_id!r} broke the HTTP protocol"
         ) from exc
@@ -292,17 +409,20 @@ def _read_result(
     action: HttpAction,
     response: httpx.Response,
     deadline: float,
-    credential_forms: list[str],
+    forms: list[str],
 ) -> HttpResult:
     status = response.status_code
     if status in _REDIRECTS or (300 <= status < 400 and "location" in response.headers):
         raise ActionError(
             "redirect_blocked",
             f"service {service_id!r} answered {status} redirecting to "
-            f"{_redirect_host(response)}; redirects are never followed",
+            f"{_redirect_host(response, forms)}; redirects are never followed",
         )
+    if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+        # We asked for `identity`; decoding anyway would let a small body expand unchecked.
+        raise ActionError("bad_response", f"service {service_id!r} answered with a compressed body")
     body = bytearray()
-    for chunk in response.iter_bytes():
+    for chunk in response.iter_raw():
         body += chunk
         if len(body) > service.max_response_bytes:
             raise ActionError(
@@ -318,12 +438,16 @@ def _read_result(
         # is passed on.
         return HttpResult(status=status, fields={})
     fields: dict[str, Any] = extract_fields(bytes(body), fields_declared, service_id=service_id)
-    refuse_credential_echo(fields, credential_forms, service_id=service_id)
+    refuse_credential_echo(fields, forms, service_id=service_id)
     return HttpResult(status=status, fields=fields)
 
 
-def _redirect_host(response: httpx.Response) -> str:
-    """Only the target's host (or address) is reported, never its path or query."""
+def _redirect_host(response: httpx.Response, forms: list[str]) -> str:
+    """Only the target's host (or address) is reported, never its path or query.
+
+    A server that echoes what it was sent could put the credential in the host itself, so a
+    host holding any form of it (host names are lowercased on the way) is not shown.
+    """
     location = response.headers.get("location")
     if not location:
         return "no location"
@@ -339,21 +463,35 @@ def _redirect_host(response: httpx.Response) -> str:
         name = normalise_host(host)
     except ActionError:
         return "a host that is not a plain name"
-    return f"host {name}" if _PRINTABLE_HOST.match(name) else "a host that is not a plain name"
+    if not _PRINTABLE_HOST.match(name) or contains_credential(name, forms):
+        return "a host that is not a plain name"
+    return f"host {name}"
 
 
-def _header_text(value: bytes, service_id: str) -> str:
+def _header_text(value: bytes, service_id: str, allowed: re.Pattern[str]) -> str:
     try:
         text = value.decode("ascii")
     except UnicodeDecodeError:
         text = ""
-    if not text or not _HEADER_VALUE.match(text):
+    if not text or not allowed.match(text):
         # Never echo the value: say only that it cannot be a header.
         raise ActionError(
             "invalid_target",
             f"the credential of service {service_id!r} is not a valid header value",
         )
     return text
+
+
+def _withhold_server_text(exc: BaseException) -> None:
+    """Blank the messages along a protocol error's chain: h11 quotes the bytes it refused.
+
+    An echoing server can put the credential in a status or header line it knows the parser
+    will refuse; the chain stays (the type says what broke), its text does not.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        seen.args = ("the server's bytes are not shown",)
+        seen = seen.__cause__ or seen.__context__
 
 
 def _caused_by_tls(exc: BaseException) -> bool:

@@ -19,6 +19,7 @@ import logging
 import re
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -233,7 +234,7 @@ def run_command(
         raise StaleTransport from exc
     with translate_ssh_errors(host_id):
         try:
-            channel.exec_command(command)  # no get_pty(), no set_environment_variable()
+            _exec_before(host_id, channel, command, deadline)
             stdout, stderr = _CappedStream(cap), _CappedStream(cap)
             exit_status = _pump(host_id, channel, stdout, stderr, deadline, cap)
         finally:
@@ -249,6 +250,37 @@ def run_command(
         output_replaced=out_replaced or err_replaced,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _exec_before(host_id: str, channel: paramiko.Channel, command: str, deadline: float) -> None:
+    """Send the exec request (no pty, no environment); give up on its answer at the deadline.
+
+    paramiko waits for the server's reply to an exec request with no timeout at all, so a
+    server that never answers would hold the worker forever; closing the channel from a timer
+    is the one public way to end that wait.
+    """
+    cut = threading.Event()
+
+    def cut_off() -> None:
+        cut.set()
+        # The channel counts as closed (and the wait ends) before the close message is sent;
+        # a transport too stuck to send it is not this thread's to report.
+        with suppress(paramiko.SSHException, EOFError, OSError):
+            channel.close()
+
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), cut_off)
+    timer.daemon = True
+    timer.start()
+    try:
+        channel.exec_command(command)  # no get_pty(), no set_environment_variable()
+    except (paramiko.SSHException, EOFError) as exc:
+        if cut.is_set():
+            raise ActionError(
+                "timeout", f"ssh host {host_id!r} did not accept the command in time"
+            ) from exc
+        raise
+    finally:
+        timer.cancel()
 
 
 def _pump(

@@ -19,6 +19,11 @@ from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import PLACEHOLDER, SshCommand
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# sshd runs the command as one argument of `$SHELL -c`, and Linux refuses a single argument of
+# 128 KiB or more (MAX_ARG_STRLEN); OpenSSH also drops a connection whose packet exceeds
+# 256 KiB. Quoting can grow a value fivefold (each `'` becomes `'"'"'`), so the limit is checked
+# on the rendered string, before anything is sent.
+MAX_COMMAND_BYTES = 128 * 1024 - 1
 
 
 def render_argv(command: SshCommand, args: Mapping[str, object]) -> list[str]:
@@ -38,4 +43,10 @@ def render_argv(command: SshCommand, args: Mapping[str, object]) -> list[str]:
 
 def render_command(command: SshCommand, args: Mapping[str, object]) -> str:
     """The exact command string sent in the SSH ``exec`` request."""
-    return shlex.join(render_argv(command, args))
+    rendered = shlex.join(render_argv(command, args))
+    if len(rendered.encode("utf-8")) > MAX_COMMAND_BYTES:
+        raise ActionError(
+            "invalid_target",
+            f"the rendered command is longer than {MAX_COMMAND_BYTES} bytes once quoted",
+        )
+    return rendered

@@ -4,7 +4,9 @@ A transport is reused only for the exact same target: host id, address, port, us
 and credential (the credential is identified by a keyed hash with a per-process random key, so
 the pool holds no copy of it and a rotated key gets a new connection). Every new connection goes
 through :func:`~safeport.action_gateway.executors.ssh.open_transport` and so re-checks the host
-key. A transport found dead before a command was sent is replaced once; a command is never sent
+key; a pooled one is reused only while the key it holds is still pinned, because paramiko
+accepts whatever key the server signs a later key re-exchange with (OpenSSH refuses a change).
+A transport found dead before a command was sent is replaced once; a command is never sent
 twice. :meth:`SshPool.close_all` drops everything (vault lock, gateway stop).
 """
 
@@ -20,7 +22,11 @@ from typing import TypeVar
 import paramiko
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.ssh import StaleTransport, open_transport
+from safeport.action_gateway.executors.ssh import (
+    StaleTransport,
+    open_transport,
+    parse_pinned_keys,
+)
 from safeport.shared.schemas.config import SshHost
 from safeport.vault.secrets import SshKeySecret
 
@@ -76,14 +82,16 @@ class SshPool:
     ) -> paramiko.Transport:
         with self._lock:
             transport = self._transports.get(key)
-            if transport is not None and transport.is_active() and transport.is_authenticated():
+            if _reusable(transport, host):
+                assert transport is not None
                 return transport
             connect_lock = self._connect_locks.setdefault(key, threading.Lock())
         # One connection attempt per target at a time; others wait and then share it.
         with connect_lock:
             with self._lock:
                 transport = self._transports.get(key)
-                if transport is not None and transport.is_active():
+                if _reusable(transport, host):
+                    assert transport is not None
                     return transport
             transport = self._opener(host_id, host, secret)
             with self._lock:
@@ -104,3 +112,11 @@ class SshPool:
             self._secret_key, secret.private_key.reveal(), hashlib.sha256
         ).digest()
         return (host_id, host.address, host.port, host.user, tuple(host.host_keys), credential)
+
+
+def _reusable(transport: paramiko.Transport | None, host: SshHost) -> bool:
+    """Alive, authenticated, and still holding a pinned host key (a re-key may have changed it)."""
+    if transport is None or not transport.is_active() or not transport.is_authenticated():
+        return False
+    blob = transport.get_remote_server_key().asbytes()
+    return any(blob == pinned.blob for pinned in parse_pinned_keys(host.host_keys))
