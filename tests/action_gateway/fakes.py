@@ -45,17 +45,14 @@ CANARY = "CANARY-SECRET-7f3a9c"
 class Recorder:
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.lines: list[str] = []
         self._lock = threading.Lock()
 
     def __call__(self, event: str, **details: object) -> None:
         if self.path is None:
             return  # a benchmark's stub: nothing kept, nothing written
         line = json.dumps({"event": event, **details}, sort_keys=True)
-        with self._lock:
-            self.lines.append(line)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
 
 
 def read_record(path: Path) -> list[dict[str, object]]:

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import os
 import select
-import signal
 import socket
 import stat
 import struct
@@ -127,11 +126,14 @@ class LinuxProbe:
 
     def alive(self, identity: PeerIdentity) -> bool:
         if identity.pidfd is not None:
+            # A pidfd polls readable once its process has exited (poll, unlike select, has no
+            # limit on descriptor numbers).
+            poller = select.poll()
+            poller.register(identity.pidfd, select.POLLIN)
             try:
-                ready, _, _ = select.select([identity.pidfd], [], [], 0)
-            except (OSError, ValueError):
-                return False
-            if ready:  # a pidfd polls readable once its process has exited
+                if poller.poll(0):
+                    return False
+            except OSError:
                 return False
         try:
             return _start_time(identity.pid) == identity.process.start_time
@@ -305,14 +307,3 @@ def _fingerprint(pid: int) -> tuple[object, ...]:
     with open(base / "cmdline", "rb") as handle:
         cmdline = hashlib.sha256(handle.read(64 * 1024)).hexdigest()
     return (start, exe_key, cmdline)
-
-
-def pidfd_alive(pidfd: int) -> bool:
-    """Whether the process behind a pidfd still runs (signal 0 delivers nothing)."""
-    try:
-        signal.pidfd_send_signal(pidfd, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # e.g. EPERM: it exists but is not ours to signal
-    return True
