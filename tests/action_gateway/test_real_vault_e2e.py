@@ -207,3 +207,48 @@ def test_sp_approvals_watch_answers_a_card_at_the_prompt(home: Path) -> None:
             watcher.wait()
         assert sp(home, "gateway", "stop").returncode == 0
         gateway.wait(20)
+
+
+def test_vault_entries_change_through_a_running_gateway(home: Path, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text(CANARY + "-token\n")
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.DEVNULL,
+    )
+    pw = ("--passphrase-file", str(home / "pw"))
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        added = sp(
+            home, "vault", "add", "deploy-token", "--kind", "token", "--value-file", str(token), *pw
+        )
+        assert added.returncode == 0, added.stderr
+        listed = sp(home, "vault", "list", "--json").stdout
+        assert "deploy-token" in listed and CANARY not in listed
+        rotated = sp(
+            home,
+            "vault",
+            "rotate",
+            "deploy-token",
+            "--kind",
+            "token",
+            "--value-file",
+            str(token),
+            *pw,
+        )
+        assert rotated.returncode == 0, rotated.stderr
+        assert sp(home, "vault", "remove", "deploy-token", *pw).returncode == 0
+        assert "deploy-token" not in sp(home, "vault", "list", "--json").stdout
+        kinds = [
+            json.loads(line)["kind"]
+            for line in (home / "audit" / "sessions.jsonl").read_text().splitlines()
+        ]
+        assert {"vault.entry_added", "vault.entry_rotated", "vault.entry_removed"} <= set(kinds)
+    finally:
+        assert sp(home, "gateway", "stop").returncode == 0
+        gateway.wait(20)
+    # The gateway saved the file: a fresh unlock from the file sees the same entries.
+    assert "deploy-token" not in sp(home, "vault", "list", "--json", *pw).stdout
+    assert "build-key" in sp(home, "vault", "list", "--json", *pw).stdout

@@ -321,13 +321,10 @@ def test_vault_commands_refuse_to_edit_the_file_under_a_running_gateway(home: Pa
     try:
         done = run_sp(
             "vault",
-            "add",
-            "x",
-            "--kind",
-            "token",
-            "--value-file",
-            str(home / "pass"),
+            "passphrase",
             "--passphrase-file",
+            str(home / "pass"),
+            "--new-passphrase-file",
             str(home / "pass"),
             home=home,
         )

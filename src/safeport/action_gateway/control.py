@@ -8,6 +8,8 @@ card are refused from inside any connected agent's process tree (DESIGN.md §8).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
@@ -45,6 +47,9 @@ class ControlHandler(Handler):
             "vault.lock": self._vault_lock,
             "vault.unlock_keyring": self._vault_unlock_keyring,
             "vault.entries": self._vault_entries,
+            "vault.add": self._vault_add,
+            "vault.rotate": self._vault_rotate,
+            "vault.remove": self._vault_remove,
             "policy.status": self._policy_status,
             "policy.accept": self._policy_accept,
             "approver.register": self._approver_register,
@@ -139,6 +144,53 @@ class ControlHandler(Handler):
                 for entry in vault.entries()
             ]
         }
+
+    async def _vault_add(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name, kind = request.params.get("name"), request.params.get("kind")
+        if not isinstance(name, str) or kind not in ("token", "basic", "ssh-key"):
+            raise Error("vault.add needs `name` and `kind` (token, basic or ssh-key)")
+        value = _entry_value(request.params.get("value"))
+        await self._prove(conn, request)
+
+        def add() -> None:
+            vault, _ = self._core.vault.current()
+            vault.add(name, kind, value)
+            self._core.record_session("vault.entry_added", {"name": name, "kind": kind})
+
+        await self._in_thread(add)
+        return {"added": name}
+
+    async def _vault_rotate(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name = request.params.get("name")
+        if not isinstance(name, str):
+            raise Error("vault.rotate needs `name`")
+        value = _entry_value(request.params.get("value"))
+        await self._prove(conn, request)
+
+        def rotate() -> None:
+            vault, _ = self._core.vault.current()
+            vault.rotate(name, value)
+            # Pooled connections authenticated with the old value must not outlive it.
+            self._core.parts.executor.close_all()
+            self._core.record_session("vault.entry_rotated", {"name": name})
+
+        await self._in_thread(rotate)
+        return {"rotated": name}
+
+    async def _vault_remove(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name = request.params.get("name")
+        if not isinstance(name, str):
+            raise Error("vault.remove needs `name`")
+        await self._prove(conn, request)
+
+        def remove() -> None:
+            vault, _ = self._core.vault.current()
+            vault.remove(name)
+            self._core.parts.executor.close_all()
+            self._core.record_session("vault.entry_removed", {"name": name})
+
+        await self._in_thread(remove)
+        return {"removed": name}
 
     def _public_file(self) -> dict[str, Any]:
         try:
@@ -249,6 +301,26 @@ def _passphrase(params: dict[str, Any]) -> SecretBytes:
     if not isinstance(value, str) or not value or len(value) > MAX_PASSPHRASE_CHARS:
         raise Error("this operation needs the vault passphrase")
     return SecretBytes(value.encode("utf-8"))
+
+
+def _entry_value(raw: object) -> dict[str, SecretBytes | str]:
+    """A credential value as sent by `sp vault add/rotate`: secret fields base64, text plain."""
+    if not isinstance(raw, dict) or not raw or len(raw) > 8:
+        raise Error("the credential value is missing or malformed")
+    value: dict[str, SecretBytes | str] = {}
+    for field, item in raw.items():
+        if not isinstance(field, str) or not isinstance(item, dict) or len(item) != 1:
+            raise Error("the credential value is malformed")
+        if isinstance(item.get("secret_b64"), str):
+            try:
+                value[field] = SecretBytes(base64.b64decode(item["secret_b64"], validate=True))
+            except (ValueError, binascii.Error):
+                raise Error("the credential value is malformed") from None
+        elif isinstance(item.get("text"), str):
+            value[field] = str(item["text"])
+        else:
+            raise Error("the credential value is malformed")
+    return value
 
 
 def _code_for(exc: Error) -> ErrorCode:

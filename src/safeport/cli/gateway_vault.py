@@ -1,13 +1,15 @@
 """`sp vault …` while a gateway runs: the gateway holds the unlocked state, so ask it.
 
 Implements the vault CLI's :class:`~safeport.vault.backend.VaultBackend` over control.sock.
-Unlock and lock go to the gateway (the passphrase only after `sp` has checked who listens);
-status combines the file's header with the gateway's state. Changing entries while a gateway
-runs is refused with what to do, so the file and the gateway's copy never fork.
+Unlock, lock and entry changes go to the gateway, which holds the unlocked copy and saves the
+file (the passphrase and any value only after `sp` has checked who listens); status combines
+the file's header with the gateway's state. Changing the passphrase or keyring unlock while a
+gateway runs is refused with what to do, so the file and the gateway's copy never fork.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -73,15 +75,26 @@ class GatewayVaultBackend:
         kind: SecretKind,
         value: Mapping[str, SecretBytes | str],
     ) -> None:
-        self._refuse("add an entry")
+        self._with_passphrase(authority, "vault.add", name=name, kind=kind, value=_wire(value))
 
     def remove(self, authority: Authority, name: str) -> None:
-        self._refuse("remove an entry")
+        self._with_passphrase(authority, "vault.remove", name=name)
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
     ) -> None:
-        self._refuse("rotate an entry")
+        self._with_passphrase(authority, "vault.rotate", name=name, value=_wire(value))
+
+    def _with_passphrase(self, authority: Authority, op: str, **params: Any) -> None:
+        """Entry changes go to the gateway's unlocked copy, with the passphrase proven."""
+        if authority.passphrase is None:
+            self._refuse("change entries without the passphrase")
+        with GatewayClient(self.paths) as client:
+            secret = authority.passphrase()
+            try:
+                client.call_with_passphrase(op, secret, **params)
+            finally:
+                secret.wipe()
 
     def change_passphrase(self, old: SecretBytes, new: SecretBytes) -> bool:
         self._refuse("change the passphrase")
@@ -103,6 +116,17 @@ class GatewayVaultBackend:
             f"a gateway is running; stop it to {what}",
             hint="run `sp gateway stop`, the vault command, then `sp gateway run` again",
         )
+
+
+def _wire(value: Mapping[str, SecretBytes | str]) -> dict[str, dict[str, str]]:
+    """Secret fields travel base64-encoded (only after the listener check), text as is."""
+    out: dict[str, dict[str, str]] = {}
+    for field, item in value.items():
+        if isinstance(item, SecretBytes):
+            out[field] = {"secret_b64": base64.b64encode(item.reveal()).decode("ascii")}
+        else:
+            out[field] = {"text": item}
+    return out
 
 
 def _entry(item: dict[str, Any]) -> EntryInfo:
