@@ -114,12 +114,16 @@ def test_policy_check_prints_the_inventory_and_the_caller_default(gateway: Gatew
     assert "no [callers] table" in out
     assert "ssh host build-staging: deploy@203.0.113.7:22 with build-key" in out
     assert "authorized_keys on the server: restrict,from=" in out
+    assert "is the policy the running gateway serves" in out
     assert "one key per command" in out
     code, out = _sp(gateway, "policy", "check", "--json")
     assert json.loads(out)["credentials"][0]["id"] == "build-key"
 
 
 def test_policy_check_names_an_unknown_key_and_its_line(gateway: Gateway) -> None:
+    gateway.write_policy(POLICY + "\n# edited\n")
+    code, out = _sp(gateway, "policy", "check")
+    assert code == 0 and "NOT served" in out
     gateway.write_policy(POLICY.replace("auto_lock_minutes = 0", "auto_lock_minutes = 0\nlol = 1"))
     code, out = _sp(gateway, "policy", "check")
     assert code == 2 and "unknown key `gateway.lol` (line 5)" in out

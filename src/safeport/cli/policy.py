@@ -35,7 +35,21 @@ def check(as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
     click.echo("\n".join(inert(line) for line in inventory_lines(data)))
-    click.echo("gateway.toml is valid; it is served only after `sp policy accept`")
+    click.echo(_served_state(digest))
+
+
+def _served_state(digest: str) -> str:
+    """Whether a running gateway serves this text (asking costs no secret)."""
+    try:
+        with GatewayClient(locate(), timeout=5) as client:
+            served = client.call("policy.status").get("served")
+    except Error:
+        return "gateway.toml is valid; it is served only after `sp policy accept`"
+    if served == digest:
+        return "gateway.toml is valid and is the policy the running gateway serves"
+    return (
+        "gateway.toml is valid but NOT served: the running gateway serves the last accepted policy"
+    )
 
 
 @policy.command()
