@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -14,7 +15,6 @@ import pytest
 
 from safeport.action_gateway.identity import IdentityChanged
 from safeport.action_gateway.identity_linux import DigestCache, LinuxProbe, script_argument
-from tests.conftest import need
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -55,12 +55,18 @@ def test_resolve_names_the_peer_its_binary_its_script_and_its_parents(tmp_path: 
         assert head.script_sha256 == script_sha
         assert identity.chain[1].pid == os.getpid()  # the parent is this test process
         assert len(identity.chain) <= 16
-        need(identity.pidfd is not None, "the kernel gives no SO_PEERPIDFD (Linux < 6.5)")
+        # SO_PEERPIDFD exists from Linux 6.5; older kernels fall back to pid + start time.
+        assert (identity.pidfd is not None) == _kernel_at_least(6, 5)
         LinuxProbe().verify(identity)
     finally:
         child.kill()
         child.wait()
         server.close()
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    release = platform.release().split("-")[0].split(".")
+    return (int(release[0]), int(release[1])) >= (major, minor)
 
 
 def test_verify_refuses_a_peer_that_exited(tmp_path: Path) -> None:
