@@ -24,6 +24,28 @@ def test_the_sp_script_of_this_installation_is_accepted(tmp_path) -> None:  # ty
     )
 
 
+def test_another_name_of_the_same_interpreter_in_the_same_environment_is_accepted(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    real = tmp_path / "python3.11"
+    real.write_text("")
+    (bin_dir / "python").symlink_to(real)
+    (bin_dir / "python3").symlink_to(real)
+    other = tmp_path / "other" / "bin"
+    other.mkdir(parents=True)
+    (other / "python3").symlink_to(real)
+    install = Installation(python=str(bin_dir / "python"), sp_script=None)
+    judge_gateway_process(
+        [str(bin_dir / "python3"), "-m", "safeport", "gateway", "run"], {}, 0, install
+    )
+    with pytest.raises(ImpostorGateway):  # another venv linking the same base interpreter
+        judge_gateway_process(
+            [str(other / "python3"), "-m", "safeport", "gateway", "run"], {}, 0, install
+        )
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -97,9 +97,16 @@ def _is_sp_gateway_run(argv: Sequence[str], installation: Installation) -> bool:
 
 
 def _same_python(candidate: str, python: str) -> bool:
-    # A venv's python is a symlink to the base interpreter; comparing literal absolute paths
-    # keeps two venvs apart, which realpath would not.
-    return Path(candidate).is_absolute() and os.path.normpath(candidate) == os.path.normpath(python)
+    """The same interpreter of the same environment: `python` and `python3` in one venv's bin
+    folder are the same, but two venvs (both links to one base interpreter) are not."""
+    first, second = Path(candidate), Path(python)
+    if not first.is_absolute():
+        return False
+    if os.path.normpath(first) == os.path.normpath(second):
+        return True
+    return os.path.normpath(first.parent) == os.path.normpath(second.parent) and _same_file(
+        str(first), str(second)
+    )
 
 
 def _same_file(a: str, b: str) -> bool:
