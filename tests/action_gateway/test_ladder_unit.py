@@ -49,3 +49,15 @@ def test_the_rate_cap_is_a_sliding_minute_per_credential() -> None:
     clock.now = 60.0
     rates.take("a", 2)
     rates.take("a", None)  # no cap declared
+
+
+def test_the_reply_cap_follows_the_policys_output_limits() -> None:
+    from safeport.action_gateway.agent_protocol import reply_cap
+    from safeport.shared.schemas.config import parse_gateway_policy
+    from tests.action_gateway.support import POLICY
+
+    policy, _ = parse_gateway_policy(POLICY)
+    # The largest declared output: the HTTP service's default 1 MiB response, escaped.
+    assert reply_cap(policy) == 6 * 1024 * 1024 + 64 * 1024
+    empty, _ = parse_gateway_policy("")
+    assert reply_cap(empty) == 64 * 1024

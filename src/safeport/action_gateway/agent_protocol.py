@@ -18,7 +18,14 @@ from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.identity import PeerIdentity
 from safeport.action_gateway.ladder import Ladder, Refusal
 from safeport.action_gateway.policy_store import PolicyStore
-from safeport.action_gateway.server import Connection, Handler, ok_reply, readable_id, schema_error
+from safeport.action_gateway.server import (
+    MAX_REPLY_BYTES,
+    Connection,
+    Handler,
+    ok_reply,
+    readable_id,
+    schema_error,
+)
 from safeport.action_gateway.vault_state import VaultState
 from safeport.shared.schemas.config import GatewayPolicy, ParamSpec
 from safeport.shared.schemas.wire import (
@@ -111,7 +118,9 @@ class AgentHandler(Handler):
             except Exception:  # the ladder journals what it can; never kill the connection
                 await conn.send_error(request.id, "internal", "the gateway failed on this request")
             else:
-                await conn.send(ok_reply(request.id, result))
+                served = self._policies.served
+                cap = reply_cap(served.policy) if served is not None else MAX_REPLY_BYTES
+                await conn.send(ok_reply(request.id, result), limit=cap)
             finally:
                 inflight.pop(request.id, None)
 
@@ -126,6 +135,21 @@ class AgentHandler(Handler):
             await conn.send_error(request.id, code, "no accepted policy is being served")
             return
         await conn.send(ok_reply(request.id, catalog(served.policy, served.digest)))
+
+
+def reply_cap(policy: GatewayPolicy) -> int:
+    """The largest reply the policy's output limits allow (DESIGN.md §5), JSON escaping included.
+
+    Results are already cut to those limits on rung 9; this is the backstop on the wire.
+    """
+    # A byte of output can become up to 6 characters of JSON (\u00XX); stdout + stderr.
+    outputs = [
+        2 * command.max_output_bytes
+        for host in policy.ssh.hosts.values()
+        for command in host.commands.values()
+    ]
+    outputs += [service.max_response_bytes for service in policy.http.services.values()]
+    return min(MAX_REPLY_BYTES, 6 * max(outputs, default=0) + 64 * 1024)
 
 
 def catalog(policy: GatewayPolicy, digest: str) -> dict[str, Any]:

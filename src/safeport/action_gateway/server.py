@@ -65,12 +65,16 @@ class Connection:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     closed: bool = False
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], *, limit: int = MAX_REPLY_BYTES) -> None:
         if self.closed:
             return
         try:
-            frame = encode_frame(message, limit=MAX_REPLY_BYTES)
-        except (FrameTooLarge, ValueError, TypeError):
+            frame = encode_frame(message, limit=limit)
+        except FrameTooLarge:
+            frame = encode_frame(
+                error_reply(message.get("id"), "internal", "the result is over the reply cap")
+            )
+        except (ValueError, TypeError):
             frame = encode_frame(
                 error_reply(message.get("id"), "internal", "the reply could not be encoded")
             )
