@@ -8,6 +8,7 @@ runs after the cancel. Closing the connection cancels whatever it still has pend
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,6 +41,7 @@ from safeport.shared.schemas.wire import (
 )
 
 _AGENT = TypeAdapter(AgentRequest)
+log = logging.getLogger("safeport.gateway")
 
 
 class AgentHandler(Handler):
@@ -114,10 +116,18 @@ class AgentHandler(Handler):
                     self._pool, self._ladder.propose, conn.peer, request, cancel
                 )
             except Refusal as refusal:
+                log.info(
+                    "pid %d %s: %s (%s)",
+                    conn.peer.pid,
+                    _names(request),
+                    refusal.code,
+                    refusal.category,
+                )
                 await conn.send_error(request.id, refusal.code, refusal.message)
             except Exception:  # the ladder journals what it can; never kill the connection
                 await conn.send_error(request.id, "internal", "the gateway failed on this request")
             else:
+                log.info("pid %d %s: done", conn.peer.pid, _names(request))
                 served = self._policies.served
                 cap = reply_cap(served.policy) if served is not None else MAX_REPLY_BYTES
                 await conn.send(ok_reply(request.id, result), limit=cap)
@@ -135,6 +145,13 @@ class AgentHandler(Handler):
             await conn.send_error(request.id, code, "no accepted policy is being served")
             return
         await conn.send(ok_reply(request.id, catalog(served.policy, served.digest)))
+
+
+def _names(request: ProposeSsh | ProposeHttp) -> str:
+    """Schema-checked identifiers only: argument values never reach the log."""
+    if isinstance(request, ProposeSsh):
+        return f"ssh_exec {request.host_id}/{request.command_id}"
+    return f"http_request {request.service_id}/{request.operation_id}"
 
 
 def reply_cap(policy: GatewayPolicy) -> int:
