@@ -10,6 +10,7 @@ from safeport import __version__
 from safeport.cli.audit import audit
 from safeport.cli.client import client
 from safeport.cli.context import context
+from safeport.cli.demo import demo
 from safeport.cli.ssh import ssh
 from safeport.cli.vault import vault
 from safeport.errors import Error
@@ -24,6 +25,7 @@ def sp() -> None:
 sp.add_command(audit)
 sp.add_command(client)
 sp.add_command(context)
+sp.add_command(demo)
 sp.add_command(ssh)
 sp.add_command(vault)
 
