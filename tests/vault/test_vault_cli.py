@@ -319,7 +319,15 @@ def test_vault_commands_refuse_to_edit_the_file_under_a_running_gateway(home: Pa
     listener.bind(str(run_dir / "control.sock"))
     listener.listen(1)
     try:
-        done = run_sp("vault", "list", "--passphrase-file", str(home / "pass"), home=home)
+        done = run_sp(
+            "vault",
+            "passphrase",
+            "--passphrase-file",
+            str(home / "pass"),
+            "--new-passphrase-file",
+            str(home / "pass"),
+            home=home,
+        )
     finally:
         listener.close()
     _assert_one_line_failure(done, 2)

@@ -7,10 +7,14 @@ import sys
 import click
 
 from safeport import __version__
+from safeport.cli.approvals import approvals
 from safeport.cli.audit import audit
 from safeport.cli.client import client
 from safeport.cli.context import context
 from safeport.cli.demo import demo
+from safeport.cli.gateway import checkpoint, gateway
+from safeport.cli.policy import policy
+from safeport.cli.sessions import sessions
 from safeport.cli.ssh import ssh
 from safeport.cli.vault import vault
 from safeport.errors import Error
@@ -23,6 +27,11 @@ def sp() -> None:
 
 
 sp.add_command(audit)
+sp.add_command(gateway)
+sp.add_command(approvals)
+sp.add_command(sessions)
+sp.add_command(policy)
+audit.add_command(checkpoint)
 sp.add_command(client)
 sp.add_command(context)
 sp.add_command(demo)

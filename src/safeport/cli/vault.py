@@ -37,10 +37,9 @@ def backend_for(paths: SafeportPaths) -> VaultBackend:
     refused here until the control-socket backend exists.
     """
     if _gateway_listening(paths.control_socket):
-        raise EnvironmentProblem(
-            "a gateway is running; vault changes must go through it",
-            hint="stop it with `sp gateway stop`, run the vault command, then start it again",
-        )
+        from safeport.cli.gateway_vault import GatewayVaultBackend
+
+        return GatewayVaultBackend(paths)
     return FileVaultBackend(VaultFile.at(paths))
 
 

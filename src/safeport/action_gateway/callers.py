@@ -1,0 +1,56 @@
+"""Which processes may propose actions: the `[callers]` rules of gateway.toml (pure).
+
+No `[callers]` table means any process of the gateway's own uid may propose (approval still
+applies) — the socket already refuses every other uid, and `sp policy check` states this default
+out loud. A table with ``rules = []`` denies everyone: an empty rule list never means "allow all".
+A rule matches when every field it sets matches; any matching rule admits the caller.
+"""
+
+from __future__ import annotations
+
+from safeport.action_gateway.identity import PeerIdentity
+from safeport.errors import Denied
+from safeport.shared.schemas.config import CallerRule, Callers
+
+
+class CallerRefused(Denied):
+    """The peer is not a caller the accepted policy admits."""
+
+
+def check_caller(callers: Callers | None, peer: PeerIdentity, gateway_uid: int) -> None:
+    """Return if ``peer`` may propose under ``callers``; raise :class:`CallerRefused` otherwise."""
+    if peer.uid != gateway_uid:
+        raise CallerRefused("the caller runs as another user")
+    if callers is None:
+        return
+    if not callers.rules:
+        raise CallerRefused("the policy admits no callers (`[callers] rules = []`)")
+    if not any(rule_matches(rule, peer) for rule in callers.rules):
+        raise CallerRefused("the caller matches no `[callers]` rule")
+
+
+def rule_matches(rule: CallerRule, peer: PeerIdentity) -> bool:
+    head = peer.process
+    if rule.uid is not None and peer.uid != rule.uid:
+        return False
+    if rule.exe is not None and head.exe != rule.exe:
+        return False
+    if rule.exe_sha256 is not None and head.exe_sha256 != rule.exe_sha256:
+        return False
+    if rule.team_id is not None and head.team_id != rule.team_id:
+        return False
+    return rule.ancestor_exe is None or any(
+        proc.exe == rule.ancestor_exe for proc in peer.chain[1:]
+    )
+
+
+def describe_default(callers: Callers | None) -> str:
+    """The sentence `sp policy check` prints about who may propose."""
+    if callers is None:
+        return (
+            "callers: no [callers] table — any process running as your user may propose actions "
+            "(approval still applies); add [callers] rules to narrow this"
+        )
+    if not callers.rules:
+        return "callers: `rules = []` — no process may propose actions"
+    return f"callers: {len(callers.rules)} rule(s); a process must match one to propose"

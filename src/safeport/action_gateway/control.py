@@ -1,0 +1,335 @@
+"""control.sock: what `sp` asks of the gateway (vault, policy, approvals, sessions, lifecycle).
+
+Only operations that prove the vault passphrase count as human activity for auto-lock, so an
+agent polling `status` cannot keep the vault open. Operations that carry a passphrase or decide a
+card are refused from inside any connected agent's process tree (DESIGN.md §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from safeport.action_gateway.approvals import ApproverRefused, check_approver
+from safeport.action_gateway.core import GatewayCore
+from safeport.action_gateway.identity import PeerIdentity
+from safeport.action_gateway.server import Connection, Handler, ok_reply, readable_id, schema_error
+from safeport.action_gateway.vault_state import GatewayLocked
+from safeport.errors import Error
+from safeport.shared.schemas.wire import ControlRequest, ErrorCode
+from safeport.vault.secrets import SecretBytes
+
+_CONTROL = TypeAdapter(ControlRequest)
+MAX_PASSPHRASE_CHARS = 4096
+
+Op = Callable[[Connection, ControlRequest], Awaitable[dict[str, Any]]]
+
+
+class ControlHandler(Handler):
+    def __init__(self, core: GatewayCore, request_stop: Callable[[], None]) -> None:
+        self._core = core
+        self._request_stop = request_stop
+        self._approvers: set[int] = set()
+        self._watchers: dict[int, Callable[[str, dict[str, object]], None]] = {}
+        self._ops: dict[str, Op] = {
+            "status": self._status,
+            "gateway.stop": self._stop,
+            "gateway.reload": self._reload,
+            "vault.status": self._vault_status,
+            "vault.unlock": self._vault_unlock,
+            "vault.lock": self._vault_lock,
+            "vault.unlock_keyring": self._vault_unlock_keyring,
+            "vault.entries": self._vault_entries,
+            "vault.add": self._vault_add,
+            "vault.rotate": self._vault_rotate,
+            "vault.remove": self._vault_remove,
+            "policy.status": self._policy_status,
+            "policy.accept": self._policy_accept,
+            "approver.register": self._approver_register,
+            "approvals.list": self._approvals_list,
+            "approvals.decide": self._approvals_decide,
+            "approvals.watch": self._approvals_watch,
+            "sessions.list": self._sessions_list,
+            "sessions.revoke": self._sessions_revoke,
+            "audit.checkpoint": self._audit_checkpoint,
+        }
+
+    async def closed(self, conn: Connection) -> None:
+        self._approvers.discard(id(conn))
+        listener = self._watchers.pop(id(conn), None)
+        if listener is not None:
+            self._core.approvals.unsubscribe(listener)
+
+    async def message(self, conn: Connection, data: dict[str, Any]) -> None:
+        request, problem = schema_error(_CONTROL, data)
+        if problem is not None:
+            conn.junk["schema"] += 1
+            await conn.send_error(readable_id(data), "invalid", problem)
+            return
+        op = self._ops.get(request.op)
+        if op is None:
+            await conn.send_error(request.id, "invalid", "unknown control operation")
+            return
+        try:
+            result = await op(conn, request)
+        except Error as exc:
+            code = _code_for(exc)
+            await conn.send_error(request.id, code, exc.diagnostic())
+            return
+        await conn.send(ok_reply(request.id, result))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    async def _in_thread(self, func: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._core.control_pool, func)
+
+    def _refuse_agent_tree(self, peer: PeerIdentity) -> None:
+        for requester in list(self._core.agent_peers.values()):
+            check_approver(
+                peer, requester, allow_in_client=self._core.settings().allow_approver_in_client
+            )
+
+    async def _prove(self, conn: Connection, request: ControlRequest) -> None:
+        """Prove the passphrase in ``params`` (unlocking a locked vault with it)."""
+        self._refuse_agent_tree(conn.peer)
+        secret = _passphrase(request.params)
+        try:
+            await self._in_thread(lambda: self._core.vault.prove(secret))
+        finally:
+            secret.wipe()
+
+    # -- operations ---------------------------------------------------------------------------
+
+    async def _status(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        return self._core.status()
+
+    async def _stop(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        self._request_stop()
+        return {"stopping": True}
+
+    async def _reload(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        return dict(await self._in_thread(self._core.reload))
+
+    async def _vault_status(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        return {"vault": "unlocked" if self._core.vault.unlocked else "locked"}
+
+    async def _vault_unlock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        await self._prove(conn, request)
+        return {"vault": "unlocked", "policy": self._core.policies.status(), **self._public_file()}
+
+    async def _vault_unlock_keyring(
+        self, conn: Connection, request: ControlRequest
+    ) -> dict[str, Any]:
+        changed = await self._in_thread(self._core.vault.unlock_with_keyring)
+        return {"vault": "unlocked", "changed": bool(changed), **self._public_file()}
+
+    async def _vault_entries(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        vault, _ = self._core.vault.current()
+        return {
+            "entries": [
+                {
+                    "name": entry.name,
+                    "kind": entry.kind,
+                    "created": entry.created.isoformat(),
+                    "rotated": entry.rotated.isoformat() if entry.rotated else None,
+                }
+                for entry in vault.entries()
+            ]
+        }
+
+    async def _vault_add(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name, kind = request.params.get("name"), request.params.get("kind")
+        if not isinstance(name, str) or kind not in ("token", "basic", "ssh-key"):
+            raise Error("vault.add needs `name` and `kind` (token, basic or ssh-key)")
+        value = _entry_value(request.params.get("value"))
+        await self._prove(conn, request)
+
+        def add() -> None:
+            vault, _ = self._core.vault.current()
+            vault.add(name, kind, value)
+            self._core.record_session("vault.entry_added", {"name": name, "kind": kind})
+
+        await self._in_thread(add)
+        return {"added": name}
+
+    async def _vault_rotate(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name = request.params.get("name")
+        if not isinstance(name, str):
+            raise Error("vault.rotate needs `name`")
+        value = _entry_value(request.params.get("value"))
+        await self._prove(conn, request)
+
+        def rotate() -> None:
+            vault, _ = self._core.vault.current()
+            vault.rotate(name, value)
+            # Pooled connections authenticated with the old value must not outlive it.
+            self._core.parts.executor.close_all()
+            self._core.record_session("vault.entry_rotated", {"name": name})
+
+        await self._in_thread(rotate)
+        return {"rotated": name}
+
+    async def _vault_remove(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        name = request.params.get("name")
+        if not isinstance(name, str):
+            raise Error("vault.remove needs `name`")
+        await self._prove(conn, request)
+
+        def remove() -> None:
+            vault, _ = self._core.vault.current()
+            vault.remove(name)
+            self._core.parts.executor.close_all()
+            self._core.record_session("vault.entry_removed", {"name": name})
+
+        await self._in_thread(remove)
+        return {"removed": name}
+
+    def _public_file(self) -> dict[str, Any]:
+        try:
+            vault, _ = self._core.vault.current()
+        except Error:
+            return {}
+        state = getattr(vault, "public_file_state", None)
+        return {"public_file": state()} if callable(state) else {}
+
+    async def _vault_lock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        locked = await self._in_thread(lambda: self._core.vault.lock("sp vault lock"))
+        return {"vault": "locked", "changed": bool(locked)}
+
+    async def _policy_status(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        served = self._core.policies.served
+        current = self._core.policies.read_file()
+        return {
+            **self._core.policies.status(),
+            "served_text": served.text if served else None,
+            "file_text": current.text,
+        }
+
+    async def _policy_accept(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        shown = request.params.get("digest")
+        if not isinstance(shown, str):
+            raise Error("policy.accept needs the digest of the text that was shown")
+        await self._prove(conn, request)
+
+        def accept() -> dict[str, Any]:
+            vault, _ = self._core.vault.current()
+            served = self._core.policies.accept(vault, shown)
+            self._core.record_session("policy.accepted", {"policy": served.digest})
+            return {"policy": served.digest}
+
+        return dict(await self._in_thread(accept))
+
+    async def _approver_register(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        await self._prove(conn, request)
+        self._approvers.add(id(conn))
+        await self._in_thread(
+            lambda: self._core.record_session(
+                "approver.started", {"approver": conn.peer.as_record()}
+            )
+        )
+        return {"approver": True}
+
+    async def _approvals_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        return {"cards": [card.view() for card in self._core.approvals.cards()]}
+
+    async def _approvals_decide(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        card_id = request.params.get("id")
+        approve = request.params.get("approve")
+        if not isinstance(card_id, str) or not isinstance(approve, bool):
+            raise Error("approvals.decide needs `id` (string) and `approve` (true/false)")
+        if id(conn) not in self._approvers:
+            await self._prove(conn, request)
+        core = self._core
+        settings = core.settings()
+        card = await self._in_thread(
+            lambda: core.approvals.decide(
+                card_id, approve, conn.peer, allow_in_client=settings.allow_approver_in_client
+            )
+        )
+        core.vault.touch()
+        return {"id": card.id, "approved": approve}
+
+    async def _approvals_watch(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        if id(conn) not in self._approvers:
+            raise ApproverRefused("register as an approver first (prove the passphrase)")
+        loop = asyncio.get_running_loop()
+        watch_id = request.id
+
+        def listener(event: str, data: dict[str, object]) -> None:
+            message = ok_reply(watch_id, {"event": event, **data})
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(lambda: _spawn(conn, message))
+
+        old = self._watchers.pop(id(conn), None)
+        if old is not None:
+            self._core.approvals.unsubscribe(old)
+        self._watchers[id(conn)] = listener
+        self._core.approvals.subscribe(listener)
+        return {
+            "event": "watching",
+            "cards": [card.view() for card in self._core.approvals.cards()],
+        }
+
+    async def _sessions_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        now = time.monotonic()
+        return {"sessions": [grant.view(now) for grant in self._core.approvals.sessions()]}
+
+    async def _sessions_revoke(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        session_id = request.params.get("id")
+        if not isinstance(session_id, str):
+            raise Error("sessions.revoke needs `id`")
+        grant = await self._in_thread(
+            lambda: self._core.approvals.revoke(session_id, by=f"pid {conn.peer.pid}")
+        )
+        return {"revoked": grant.id}
+
+    async def _audit_checkpoint(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        await self._in_thread(self._core.checkpoint)
+        return self._core.checkpoint_view()
+
+
+def _passphrase(params: dict[str, Any]) -> SecretBytes:
+    value = params.get("passphrase")
+    if not isinstance(value, str) or not value or len(value) > MAX_PASSPHRASE_CHARS:
+        raise Error("this operation needs the vault passphrase")
+    return SecretBytes(value.encode("utf-8"))
+
+
+def _entry_value(raw: object) -> dict[str, SecretBytes | str]:
+    """A credential value as sent by `sp vault add/rotate`: secret fields base64, text plain."""
+    if not isinstance(raw, dict) or not raw or len(raw) > 8:
+        raise Error("the credential value is missing or malformed")
+    value: dict[str, SecretBytes | str] = {}
+    for field, item in raw.items():
+        if not isinstance(field, str) or not isinstance(item, dict) or len(item) != 1:
+            raise Error("the credential value is malformed")
+        if isinstance(item.get("secret_b64"), str):
+            try:
+                value[field] = SecretBytes(base64.b64decode(item["secret_b64"], validate=True))
+            except (ValueError, binascii.Error):
+                raise Error("the credential value is malformed") from None
+        elif isinstance(item.get("text"), str):
+            value[field] = str(item["text"])
+        else:
+            raise Error("the credential value is malformed")
+    return value
+
+
+def _code_for(exc: Error) -> ErrorCode:
+    if isinstance(exc, GatewayLocked):
+        return "locked"
+    return "denied" if exc.exit_code == 1 else "invalid"
+
+
+def _spawn(conn: Connection, message: dict[str, Any]) -> None:
+    task = asyncio.ensure_future(conn.send(message))
+    conn.tasks.add(task)
+    task.add_done_callback(conn.tasks.discard)

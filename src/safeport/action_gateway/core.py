@@ -1,0 +1,253 @@
+"""The gateway's state in one place: vault, served policy, approvals, ladder, journals.
+
+:class:`GatewayCore` wires the pieces together and reacts to vault events (unlock loads the
+accepted policy; lock voids every grant, drops pooled connections, journals and signs the
+journal heads). It does no socket I/O; the servers and the daemon loop drive it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from safeport.action_gateway.approvals import Approvals
+from safeport.action_gateway.executors.interface import Executor
+from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
+from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
+from safeport.action_gateway.ladder import Ladder, RateLimiter
+from safeport.action_gateway.notifications import notify_card_waiting
+from safeport.action_gateway.policy_store import PolicyStore
+from safeport.action_gateway.server import ServerLimits
+from safeport.action_gateway.vault_state import VaultState
+from safeport.errors import Error
+from safeport.shared.audit import BodySealer, JournalHead
+from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas.config import GatewaySettings
+from safeport.vault.checkpoints import dump_checkpoints
+from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
+
+log = logging.getLogger("safeport.gateway")
+
+
+@runtime_checkable
+class KnowsPublicKeys(Protocol):
+    """An unlocked vault that can say which public keys it holds inside."""
+
+    def public_keys(self) -> VaultPublicKeys: ...
+
+
+@dataclass(frozen=True)
+class GatewayParts:
+    """What the gateway is built from; tests and benchmarks pass their own executor."""
+
+    vault_store: VaultStore
+    executor: Executor
+    probe: IdentityProbe
+    sealer_for: Callable[[VaultPublicKeys], BodySealer] | None = None
+
+
+@dataclass(frozen=True)
+class RuntimeLimits:
+    server: ServerLimits = field(default_factory=ServerLimits)
+    reap_interval_s: float = 1.0
+    noise_interval_s: float = 1.0
+    checkpoint_interval_s: float = 300.0
+    worker_threads: int = 64
+
+
+class _SessionsJournal:
+    """The approvals' view of sessions.jsonl (durable before the step proceeds)."""
+
+    def __init__(self, journals: GatewayJournals) -> None:
+        self._journals = journals
+
+    def record(self, kind: str, body: dict[str, object]) -> None:
+        self._journals.sessions.record(kind, body)
+
+
+class GatewayCore:
+    def __init__(self, paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits) -> None:
+        self.paths = paths
+        self.parts = parts
+        self.limits = limits
+        self.started_at = time.time()
+        self.gateway_uid = os.geteuid()
+        self._sealed_to: VaultPublicKeys | None = None
+        self.journals = GatewayJournals(paths.audit_dir, self._sealer())
+        self.vault = VaultState(parts.vault_store)
+        self.policies = PolicyStore(paths.gateway_config)
+        self.approvals = Approvals(_SessionsJournal(self.journals), parts.probe)
+        self.rates = RateLimiter()
+        self.noise = NoiseCounter()
+        # Proposals may wait minutes for a human, each holding a worker; everything a human or
+        # the housekeeping needs runs on its own small pool, so waiting proposals can never
+        # starve the approver who would release them.
+        self.pool = ThreadPoolExecutor(max_workers=limits.worker_threads, thread_name_prefix="sp")
+        self.control_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-control")
+        self.identity_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-identity")
+        self.ladder = Ladder(
+            probe=parts.probe,
+            policies=self.policies,
+            vault=self.vault,
+            approvals=self.approvals,
+            journal=self.journals.actions,
+            executor=parts.executor,
+            rates=self.rates,
+            gateway_uid=self.gateway_uid,
+        )
+        self.checkpoints: dict[str, Checkpoint] = {}
+        self.agent_peers: dict[int, PeerIdentity] = {}
+        self._checkpoint_lock = threading.Lock()
+        self.approvals.subscribe(notify_card_waiting)
+        self.vault.on_unlock(self._unlocked)
+        self.vault.on_lock(self._locked)
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def settings(self) -> GatewaySettings:
+        served = self.policies.served
+        return served.policy.gateway if served else GatewaySettings()
+
+    def max_connections(self) -> int:
+        return self.settings().max_connections
+
+    # -- events -------------------------------------------------------------------------------
+
+    def record_session(self, kind: str, body: dict[str, object]) -> None:
+        self.journals.sessions.record(kind, body)
+
+    def _unlocked(self, vault: UnlockedVault) -> None:
+        self.record_session("vault.unlocked", {"epoch": self.vault.epoch})
+        self._check_public_keys(vault)
+        try:
+            served = self.policies.load_accepted(vault)
+        except Error as exc:
+            log.error("the accepted policy could not be loaded: %s", exc.diagnostic())
+            self.record_session("policy.invalid", {"reason": exc.message[:300]})
+            return
+        if served is not None:
+            self.record_session("policy.served", {"policy": served.digest})
+
+    def _locked(self, reason: str, vault: UnlockedVault) -> None:
+        ended = self.approvals.void_all("vault locked")
+        with contextlib.suppress(Exception):
+            self.parts.executor.close_all()
+        self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
+        self.checkpoint(vault)
+
+    def _check_public_keys(self, vault: UnlockedVault) -> None:
+        """vault.pub.json is outside the vault and could be swapped to seal records to someone
+        else's key: compare it with the keys inside, raise an alarm, and seal to the real one."""
+        if not isinstance(vault, KnowsPublicKeys) or self.parts.sealer_for is None:
+            return
+        inner = vault.public_keys()
+        if self._sealed_to is not None and inner != self._sealed_to:
+            log.error(
+                "vault.pub.json does not hold this vault's public keys; sealing to the vault's"
+            )
+            self.record_session("vault.public_keys_mismatch", {"alarm": True})
+        if inner != self._sealed_to:
+            self.journals.set_sealer(self.parts.sealer_for(inner))
+            self._sealed_to = inner
+
+    def reload(self) -> dict[str, object]:
+        """SIGHUP / `sp gateway reload`: re-read the accepted policy and the file's state."""
+        with contextlib.suppress(Error):
+            vault, _ = self.vault.current()
+            self.policies.load_accepted(vault)
+        status = self.policies.status()
+        self.record_session("gateway.reloaded", dict(status))
+        if status["pending"]:
+            log.warning("gateway.toml differs from the accepted policy; run `sp policy accept`")
+        return status
+
+    def flush_noise(self) -> None:
+        counts = self.noise.drain()
+        if counts:
+            self.journals.actions.record("input.refused", {"counts": counts})
+
+    def reap(self) -> None:
+        self.approvals.reap()
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def checkpoint(self, vault: UnlockedVault | None = None) -> None:
+        """Sign the heads this process wrote (from memory, never re-read from the file)."""
+        if vault is None:
+            try:
+                vault, _ = self.vault.current()
+            except Error:
+                return
+        with self._checkpoint_lock:
+            try:
+                signer = vault.checkpoint_signer()
+                for journal in (self.journals.sessions, self.journals.actions):
+                    head = journal.head
+                    if head.seq == 0:
+                        continue
+                    self.checkpoints[journal.name] = signer.sign(journal.name, head)
+            except Error as exc:
+                log.error("could not sign a checkpoint: %s", exc.diagnostic())
+                return
+            _write_checkpoints(self.paths.audit_dir / "checkpoint.json", self.checkpoints)
+
+    def checkpoint_view(self) -> dict[str, Any]:
+        """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
+        document: dict[str, Any] = json.loads(dump_checkpoints(list(self.checkpoints.values())))
+        return document
+
+    # -- status -------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at),
+            "vault": "unlocked" if self.vault.unlocked else "locked",
+            "policy": self.policies.status(),
+            "sessions": len(self.approvals.sessions()),
+            "pending_cards": len(self.approvals.cards()),
+            "journals": {
+                journal.name: _head_json(journal.head)
+                for journal in (self.journals.sessions, self.journals.actions)
+            },
+        }
+
+    def close(self) -> None:
+        for pool in (self.pool, self.control_pool, self.identity_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.journals.close()
+
+    def _sealer(self) -> BodySealer | None:
+        if self.parts.sealer_for is None:
+            return None
+        try:
+            keys = self.parts.vault_store.public_keys()
+        except Error:
+            return None
+        self._sealed_to = keys
+        return self.parts.sealer_for(keys)
+
+
+def _head_json(head: JournalHead) -> dict[str, object]:
+    return {"seq": head.seq, "hash": head.hash}
+
+
+def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint]) -> None:
+    data = dump_checkpoints(list(checkpoints.values()))
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tmp.replace(path)

@@ -1,0 +1,203 @@
+"""`sp gateway run`: start checks, hardening, the event loop, signals and a clean stop.
+
+Before a socket exists: the environment must not carry LD_PRELOAD or PYTHON* variables (they
+would let anything run inside the process that holds the keys, and `sp` refuses to send a
+passphrase to such a process), the process becomes non-dumpable with core files off, the run
+folder must be private, and no other gateway may hold the instance lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import resource
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from pathlib import Path
+
+from safeport.action_gateway.agent_protocol import AgentHandler
+from safeport.action_gateway.control import ControlHandler
+from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimits
+from safeport.action_gateway.server import Connection, SocketServer
+from safeport.errors import EnvironmentProblem
+from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
+
+log = logging.getLogger("safeport.gateway")
+
+PR_SET_DUMPABLE = 4
+
+
+def tainted_environment(env: Mapping[str, str]) -> list[str]:
+    """Names of variables that would inject code into the gateway (values are never shown)."""
+    return sorted(
+        name
+        for name in env
+        if name.startswith(("LD_PRELOAD", "LD_AUDIT", "DYLD_", "PYTHON"))
+        or name == "LD_LIBRARY_PATH"
+    )
+
+
+def harden_process() -> None:
+    """No core files, and not dumpable: other processes of this user cannot ptrace or read
+    /proc/PID/mem of the process that holds unlocked keys."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise EnvironmentProblem("could not make the gateway non-dumpable (prctl failed)")
+
+
+def instance_lock(run_dir: Path) -> int:
+    """Hold an exclusive lock for the life of the gateway; a second instance is refused."""
+    fd = os.open(
+        run_dir / "gateway.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise EnvironmentProblem(
+            "another gateway is already running for this folder", hint="see `sp gateway status`"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def prepare(paths: SafeportPaths, env: Mapping[str, str]) -> int:
+    """Every start check; returns the instance lock's fd."""
+    tainted = tainted_environment(env)
+    if tainted:
+        raise EnvironmentProblem(
+            f"refusing to start with {', '.join(tainted)} set",
+            hint="unset them; they would let other code run inside the gateway",
+        )
+    harden_process()
+    ensure_private_dir(paths.run_dir)
+    ensure_private_dir(paths.audit_dir)
+    ensure_private_dir(paths.data_dir)
+    check_socket_path(paths.agent_socket)
+    check_socket_path(paths.control_socket)
+    return instance_lock(paths.run_dir)
+
+
+def run_gateway(
+    paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits | None = None
+) -> None:
+    """Run until SIGTERM/SIGINT or `sp gateway stop`."""
+    lock_fd = prepare(paths, os.environ)
+    try:
+        asyncio.run(_serve(paths, parts, limits or RuntimeLimits()))
+    finally:
+        os.close(lock_fd)
+
+
+async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits) -> None:
+    core = GatewayCore(paths, parts, limits)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    async def on_junk(conn: Connection) -> None:
+        body = {
+            "counts": dict(conn.junk),
+            "peer_pid": conn.peer.pid,
+            "peer_exe": conn.peer.process.exe,
+        }
+        await loop.run_in_executor(
+            core.control_pool, lambda: core.journals.actions.record("input.invalid", body)
+        )
+
+    agent_handler = AgentHandler(
+        core.ladder, core.approvals, core.policies, core.vault, core.pool, core.agent_peers
+    )
+    control_handler = ControlHandler(core, stop.set)
+    servers = [
+        SocketServer(
+            "agent",
+            paths.agent_socket,
+            agent_handler,
+            probe=parts.probe,
+            pool=core.identity_pool,
+            limits=limits.server,
+            max_connections=core.max_connections,
+            on_refused=core.noise.add,
+            on_junk=on_junk,
+        ),
+        SocketServer(
+            "control",
+            paths.control_socket,
+            control_handler,
+            probe=parts.probe,
+            pool=core.identity_pool,
+            limits=limits.server,
+            max_connections=core.max_connections,
+            on_refused=core.noise.add,
+            on_junk=on_junk,
+        ),
+    ]
+    for server in servers:
+        await server.start()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, core))
+    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
+    log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
+    housekeeping = [
+        (limits.reap_interval_s, core.reap),
+        (limits.noise_interval_s, core.flush_noise),
+        (limits.checkpoint_interval_s, core.checkpoint),
+        (min(30.0, limits.reap_interval_s * 5), lambda: _auto_lock(core)),
+    ]
+    tasks = [
+        asyncio.create_task(_every(interval, core.control_pool, job))
+        for interval, job in housekeeping
+    ]
+    try:
+        await stop.wait()
+    finally:
+        log.info("gateway stopping")
+        for task in tasks:
+            task.cancel()
+        for server in servers:
+            await server.close()
+        core.approvals.void_all("gateway stopped")
+        with contextlib.suppress(Exception):
+            core.flush_noise()
+        core.record_session("gateway.stopped", {"pid": os.getpid()})
+        core.vault.lock("gateway stopped")
+        with contextlib.suppress(Exception):
+            parts.executor.close_all()
+        core.close()
+
+
+async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await loop.run_in_executor(pool, job)
+        except Exception:
+            log.exception("periodic gateway task failed")
+
+
+def _in_background(loop: asyncio.AbstractEventLoop, core: GatewayCore) -> None:
+    loop.run_in_executor(core.control_pool, core.reload)
+
+
+def _auto_lock(core: GatewayCore) -> None:
+    if should_auto_lock(
+        core.vault.unlocked, core.vault.idle_for(), core.settings().auto_lock_minutes
+    ):
+        core.vault.lock("idle")
+
+
+def should_auto_lock(unlocked: bool, idle_s: float, auto_lock_minutes: int) -> bool:
+    """Idle counts only human activity (passphrase proofs); 0 minutes means never."""
+    return unlocked and auto_lock_minutes > 0 and idle_s > auto_lock_minutes * 60

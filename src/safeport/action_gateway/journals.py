@@ -1,0 +1,75 @@
+"""The gateway's two journals, ``sessions.jsonl`` and ``actions.jsonl`` (DESIGN.md §10).
+
+Every record is on disk (fsynced) before the step it records proceeds. Concurrent proposals share
+fsyncs (group commit): each thread appends under the writer's lock and then flushes; a flush
+that finds the file already synced by another thread's flush returns at once, and the record it
+covers was written before that sync. Junk from one connection and refused connections are
+counted in memory and journaled as one record per connection or per second, never one fsync per
+bad frame.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+from safeport.shared.audit import BodySealer, JournalHead, JournalWriter
+
+SESSIONS = "sessions"
+ACTIONS = "actions"
+
+
+class DurableJournal:
+    """One journal; :meth:`record` returns once the record is durable."""
+
+    def __init__(self, path: Path, sealer: BodySealer | None = None) -> None:
+        self.name = path.stem
+        self._writer = JournalWriter(path, durability="batched", sealer=sealer)
+
+    def record(self, kind: str, body: dict[str, object]) -> JournalHead:
+        head = self._writer.append(kind, body)
+        self._writer.flush()
+        return head
+
+    @property
+    def head(self) -> JournalHead:
+        return self._writer.head
+
+    def set_sealer(self, sealer: BodySealer | None) -> None:
+        self._writer.sealer = sealer
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class GatewayJournals:
+    def __init__(self, audit_dir: Path, sealer: BodySealer | None = None) -> None:
+        self.sessions = DurableJournal(audit_dir / f"{SESSIONS}.jsonl", sealer)
+        self.actions = DurableJournal(audit_dir / f"{ACTIONS}.jsonl", sealer)
+
+    def set_sealer(self, sealer: BodySealer | None) -> None:
+        self.sessions.set_sealer(sealer)
+        self.actions.set_sealer(sealer)
+
+    def close(self) -> None:
+        self.sessions.close()
+        self.actions.close()
+
+
+class NoiseCounter:
+    """Counts junk frames and refused connections until they are journaled as one record."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, category: str, count: int = 1) -> None:
+        with self._lock:
+            self._counts[category] += count
+
+    def drain(self) -> dict[str, int]:
+        with self._lock:
+            counts = dict(self._counts)
+            self._counts.clear()
+        return counts

@@ -1,0 +1,425 @@
+"""The decision ladder (DESIGN.md §6) for one proposal, with every collaborator injected.
+
+Rungs, in order; the first that refuses ends the proposal and nothing past it is touched:
+
+1. frame, JSON and schema (the server, before this module) → ``invalid``
+2. peer identity unchanged since connect → ``denied``
+3. caller rules → ``denied``
+4. action named in the accepted policy, arguments valid, rate cap → ``denied``
+5. vault unlocked → ``locked``
+6. approval (session grant or a card) → ``denied`` / ``timeout``
+7. durable intent record → ``unavailable``
+8. execute with the credential injected here → ``upstream`` / ``denied``
+9. filter the result; durable outcome record → ``unavailable`` ("do not retry automatically")
+
+Every refusal is a :class:`Refusal` carrying its wire code, rung and category, and is journaled
+before the reply is sent. Reasons are fixed sentences with names from the policy, never the
+agent's raw values.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from safeport.action_gateway.approvals import (
+    ApprovalRefused,
+    Approvals,
+    ApprovalTimedOut,
+    Grant,
+)
+from safeport.action_gateway.arguments import ArgumentRejected, validate_args
+from safeport.action_gateway.callers import CallerRefused, check_caller
+from safeport.action_gateway.cards import ActionRequest, render_http, render_ssh
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    Executor,
+    HttpAction,
+    SshAction,
+)
+from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
+from safeport.action_gateway.policy_store import ServedPolicy
+from safeport.action_gateway.vault_state import GatewayLocked, VaultState
+from safeport.errors import Denied, Error
+from safeport.shared.audit import JournalHead
+from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.wire import (
+    ErrorCode,
+    HttpResult,
+    ProposeHttp,
+    ProposeSsh,
+    SshExecResult,
+)
+from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
+
+Proposal = ProposeSsh | ProposeHttp
+
+
+class Refusal(Error):
+    """A proposal stopped on a rung; ``code`` goes on the wire, ``category`` into the journal."""
+
+    exit_code = 1
+
+    def __init__(self, code: ErrorCode, rung: int, category: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.rung = rung
+        self.category = category
+
+
+class ActionJournal(Protocol):
+    def record(self, kind: str, body: dict[str, object]) -> JournalHead: ...
+
+
+class PolicySource(Protocol):
+    @property
+    def served(self) -> ServedPolicy | None: ...
+
+
+class RateLimiter:
+    """A sliding one-minute window per credential (``rate_per_minute``)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+
+    def take(self, credential: str, per_minute: int | None) -> None:
+        if per_minute is None:
+            return
+        now = self._clock()
+        with self._lock:
+            window = self._seen.setdefault(credential, deque())
+            while window and now - window[0] >= 60.0:
+                window.popleft()
+            if len(window) >= per_minute:
+                raise Denied(f"credential {credential} is over its cap of {per_minute} per minute")
+            window.append(now)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A proposal resolved against the accepted policy (rung 4's product)."""
+
+    request: ActionRequest
+    action: SshAction | HttpAction
+    max_output_bytes: int
+
+
+class Ladder:
+    def __init__(
+        self,
+        *,
+        probe: IdentityProbe,
+        policies: PolicySource,
+        vault: VaultState,
+        approvals: Approvals,
+        journal: ActionJournal,
+        executor: Executor,
+        rates: RateLimiter,
+        gateway_uid: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._probe = probe
+        self._policies = policies
+        self._vault = vault
+        self._approvals = approvals
+        self._journal = journal
+        self._executor = executor
+        self._rates = rates
+        self._uid = gateway_uid
+        self._clock = clock
+
+    def propose(
+        self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
+    ) -> dict[str, object]:
+        """Run rungs 2 to 9; return the filtered result or raise a journaled :class:`Refusal`."""
+        request: ActionRequest | None = None
+        try:
+            served = self._rung_identity_and_callers(peer)
+            resolved = self._rung_action(proposal, served)
+            request = resolved.request
+            vault_epoch = self._rung_vault()
+            grant = self._rung_approval(peer, request, served, vault_epoch)
+            if cancel is not None and cancel.is_set():
+                # The agent withdrew the request; nothing runs after a cancel.
+                raise Refusal("denied", 6, "approval_cancelled", "the request was cancelled")
+            self._rung_intent(peer, request, grant.id)
+            return self._rung_execute_and_record(peer, resolved, grant, vault_epoch)
+        except Refusal as refusal:
+            self._journal_refusal(peer, proposal, request, refusal)
+            raise
+
+    # -- rungs --------------------------------------------------------------------------------
+
+    def _rung_identity_and_callers(self, peer: PeerIdentity) -> ServedPolicy:
+        try:
+            self._probe.verify(peer)
+        except Denied as exc:
+            raise Refusal("denied", 2, "identity", exc.message) from exc
+        served = self._policies.served
+        if served is None:
+            # Nothing was ever accepted in this run; the accepted policy lives in the vault.
+            if not self._vault.unlocked:
+                raise Refusal("locked", 5, "locked", "the vault is locked")
+            raise Refusal("denied", 3, "no_policy", "no accepted policy; run `sp policy accept`")
+        try:
+            check_caller(served.policy.callers, peer, self._uid)
+        except CallerRefused as exc:
+            raise Refusal("denied", 3, "caller", exc.message) from exc
+        return served
+
+    def _rung_action(self, proposal: Proposal, served: ServedPolicy) -> Resolved:
+        policy = served.policy
+        resolved = _resolve(proposal, served)
+        credential = policy.credentials[resolved.request.credential]
+        try:
+            self._rates.take(resolved.request.credential, credential.rate_per_minute)
+        except Denied as exc:
+            raise Refusal("denied", 4, "rate", exc.message) from exc
+        return resolved
+
+    def _rung_vault(self) -> int:
+        try:
+            _, epoch = self._vault.current()
+        except GatewayLocked as exc:
+            raise Refusal("locked", 5, "locked", "the vault is locked") from exc
+        return epoch
+
+    def _rung_approval(
+        self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
+    ) -> Grant:
+        settings = served.policy.gateway
+        try:
+            return self._approvals.obtain(
+                peer,
+                request,
+                vault_epoch=epoch,
+                timeout_s=settings.approval_timeout_s,
+                session_max_s=settings.session_max_minutes * 60.0,
+            )
+        except ApprovalTimedOut as exc:
+            raise Refusal("timeout", 6, "approval_timeout", exc.message) from exc
+        except ApprovalRefused as exc:
+            code: ErrorCode = (
+                "locked" if exc.outcome == "voided" and not self._vault.unlocked else "denied"
+            )
+            raise Refusal(code, 6, f"approval_{exc.outcome}", exc.message) from exc
+        except Error as exc:
+            raise Refusal("unavailable", 6, "journal", "the session could not be recorded") from exc
+
+    def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> None:
+        try:
+            self._journal.record(
+                "action.intent",
+                {"request": request.shape(), "grant": grant_id, "requester": peer.as_record()},
+            )
+        except Error as exc:
+            raise Refusal("unavailable", 7, "journal", "the intent could not be recorded") from exc
+
+    def _rung_execute_and_record(
+        self, peer: PeerIdentity, resolved: Resolved, grant: Grant, epoch: int
+    ) -> dict[str, object]:
+        request = resolved.request
+        try:
+            vault, now_epoch = self._vault.current()
+            self._approvals.consume(grant, peer, request, now_epoch)
+        except GatewayLocked as exc:
+            raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
+        except ApprovalRefused as exc:
+            raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc
+        started = self._clock()
+        status = "ok"
+        result: dict[str, object] = {}
+        refusal: Refusal | None = None
+        try:
+            result = self._execute(vault.secret(request.credential), resolved)
+        except ActionError as exc:
+            status = exc.failure
+            refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+        except Error as exc:
+            status = "error"
+            refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
+        except Exception as exc:  # an executor bug must not kill the gateway or leak a trace
+            status = "error"
+            refusal = Refusal(
+                "internal", 8, "internal", f"the action failed ({type(exc).__name__})"
+            )
+        duration_ms = int((self._clock() - started) * 1000)
+        try:
+            self._journal.record(
+                "action.outcome",
+                {
+                    "request_id": request.request_id,
+                    "status": status,
+                    "duration_ms": duration_ms,
+                    **_result_summary(result),
+                },
+            )
+        except Error as exc:
+            raise Refusal(
+                "unavailable",
+                9,
+                "journal",
+                "the action ran but its outcome could not be recorded; do not retry automatically",
+            ) from exc
+        if refusal is not None:
+            raise refusal
+        return result
+
+    def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
+        action = resolved.action
+        if isinstance(action, SshAction):
+            if not isinstance(secret, SshKeySecret):
+                raise Error("the credential is not an ssh key")
+            ssh = self._executor.ssh_exec(action, secret)
+            return _filter_ssh(ssh, resolved.max_output_bytes)
+        if not isinstance(secret, TokenSecret | BasicSecret):
+            raise Error("the credential is not a token or basic secret")
+        http = self._executor.http_request(action, secret)
+        return _filter_http(http, action.operation.response_fields)
+
+    # -- journal ------------------------------------------------------------------------------
+
+    def _journal_refusal(
+        self,
+        peer: PeerIdentity,
+        proposal: Proposal,
+        request: ActionRequest | None,
+        refusal: Refusal,
+    ) -> None:
+        if refusal.rung >= 7 and refusal.category == "journal":
+            return  # the journal is what failed; the reply says so
+        body: dict[str, object] = {
+            "request_id": proposal.id,
+            "rung": refusal.rung,
+            "code": refusal.code,
+            "category": refusal.category,
+            "reason": refusal.message,
+            "requester": peer.as_record(),
+        }
+        body["request"] = request.shape() if request is not None else _proposal_names(proposal)
+        served = self._policies.served
+        body["policy"] = served.digest if served is not None else None
+        try:
+            self._journal.record("action.denied", body)
+        except Error:
+            # The refusal stands either way; a reply that nothing ran is still true.
+            refusal.code = "unavailable" if refusal.rung < 7 else refusal.code
+
+
+def _resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
+    policy = served.policy
+    if isinstance(proposal, ProposeSsh):
+        host = policy.ssh.hosts.get(proposal.host_id)
+        if host is None:
+            raise Refusal("denied", 4, "unknown_action", "no such ssh host in the accepted policy")
+        command = host.commands.get(proposal.command_id)
+        if command is None:
+            raise Refusal("denied", 4, "unknown_action", "no such command for this host")
+        args = _validate(command.params, proposal.args, command.allow_leading_dash)
+        credential = policy.credentials[host.credential]
+        request = ActionRequest(
+            request_id=proposal.id,
+            kind="ssh_exec",
+            target_id=proposal.host_id,
+            operation_id=proposal.command_id,
+            credential=host.credential,
+            scope=credential.approval,
+            args=args,
+            policy_digest=served.digest,
+            read_only=command.read_only,
+            rendered=(
+                ("host", f"{host.user}@{host.address}:{host.port} ({proposal.host_id})"),
+                ("command", render_ssh(host, command, args)),
+            ),
+        )
+        action: SshAction | HttpAction = SshAction(
+            proposal.host_id, host, proposal.command_id, command, args
+        )
+        return Resolved(request, action, command.max_output_bytes)
+    service = policy.http.services.get(proposal.service_id)
+    if service is None:
+        raise Refusal("denied", 4, "unknown_action", "no such http service in the accepted policy")
+    operation = service.operations.get(proposal.operation_id)
+    if operation is None:
+        raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
+    args = _validate(operation.params, proposal.args, ())
+    credential = policy.credentials[service.credential]
+    request = ActionRequest(
+        request_id=proposal.id,
+        kind="http_request",
+        target_id=proposal.service_id,
+        operation_id=proposal.operation_id,
+        credential=service.credential,
+        scope=credential.approval,
+        args=args,
+        policy_digest=served.digest,
+        read_only=operation.read_only,
+        rendered=(("request", render_http(service, operation, args)),),
+    )
+    action = HttpAction(proposal.service_id, service, proposal.operation_id, operation, args)
+    return Resolved(request, action, service.max_response_bytes)
+
+
+def _validate(
+    params: Mapping[str, ParamSpec], args: dict[str, str | int], allow_leading_dash: Collection[str]
+) -> dict[str, str | int]:
+    try:
+        return validate_args(params, args, allow_leading_dash=allow_leading_dash)
+    except ArgumentRejected as exc:
+        raise Refusal("denied", 4, "argument", exc.message) from exc
+
+
+def _filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
+    data = result.model_dump()
+    for stream in ("stdout", "stderr"):
+        text = data[stream]
+        assert isinstance(text, str)
+        if len(text.encode("utf-8")) > cap:
+            data[stream] = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
+            data[f"{stream}_truncated"] = True
+    return data
+
+
+def _filter_http(result: HttpResult, response_fields: list[str]) -> dict[str, object]:
+    allowed = set(response_fields)
+    return {
+        "status": result.status,
+        "fields": {name: value for name, value in result.fields.items() if name in allowed},
+    }
+
+
+def _result_summary(result: dict[str, object]) -> dict[str, object]:
+    """Sizes and statuses only: served content never goes into a journal."""
+    if "exit_status" in result:
+        return {
+            "exit_status": result["exit_status"],
+            "stdout_chars": len(str(result.get("stdout", ""))),
+            "stderr_chars": len(str(result.get("stderr", ""))),
+        }
+    if "status" in result:
+        fields = result.get("fields")
+        return {
+            "http_status": result["status"],
+            "fields": sorted(fields) if isinstance(fields, dict) else [],
+        }
+    return {}
+
+
+def _proposal_names(proposal: Proposal) -> dict[str, object]:
+    """Names only (schema-valid identifiers); argument values are never journaled."""
+    if isinstance(proposal, ProposeSsh):
+        target, operation = proposal.host_id, proposal.command_id
+    else:
+        target, operation = proposal.service_id, proposal.operation_id
+    return {
+        "action": proposal.action,
+        "target": target,
+        "operation": operation,
+        "arg_names": sorted(proposal.args)[:32],
+    }

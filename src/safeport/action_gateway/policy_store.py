@@ -1,0 +1,122 @@
+"""Which policy the gateway serves: only the one a human accepted (DESIGN.md §4).
+
+The agent may be able to edit gateway.toml (it runs as the same user), so the file on disk is
+only a *proposal*. The served policy is the text stored in the vault by `sp policy accept`; an
+edited file is reported as pending and changes nothing until it is accepted. Acceptance names
+the digest of the text the human was shown, so a file swapped between the diff and the
+passphrase prompt is refused instead of accepted unseen.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from safeport.errors import ConfigError, Denied, Error
+from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
+from safeport.vault.interface import UnlockedVault
+
+MAX_POLICY_BYTES = 1024 * 1024
+
+
+class PolicyChanged(Denied):
+    """The file on disk is not the text the human reviewed."""
+
+
+@dataclass(frozen=True)
+class ServedPolicy:
+    policy: GatewayPolicy
+    digest: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PolicyFile:
+    """gateway.toml as it is on disk now."""
+
+    text: str | None
+    digest: str | None
+    error: str | None
+
+
+class PolicyStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._served: ServedPolicy | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def served(self) -> ServedPolicy | None:
+        return self._served
+
+    def read_file(self) -> PolicyFile:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return PolicyFile(None, None, f"{self.path} does not exist")
+        except OSError as exc:
+            return PolicyFile(None, None, f"cannot read {self.path}: {exc.strerror}")
+        if len(raw) > MAX_POLICY_BYTES:
+            return PolicyFile(None, None, f"{self.path} is over 1 MiB")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return PolicyFile(None, None, f"{self.path} is not UTF-8")
+        error = None
+        try:
+            parse_gateway_policy(text)
+        except ConfigError as exc:
+            error = exc.diagnostic()
+        return PolicyFile(text, policy_digest(text), error)
+
+    def load_accepted(self, vault: UnlockedVault) -> ServedPolicy | None:
+        """Serve the policy stored in the vault (at unlock and on reload)."""
+        accepted = vault.accepted_policy()
+        if accepted is None:
+            return self._served
+        if self._served is not None and self._served.digest == accepted.digest:
+            return self._served
+        policy, digest = parse_gateway_policy(accepted.text)
+        if digest != accepted.digest:
+            raise ConfigError("the accepted policy in the vault does not match its digest")
+        with self._lock:
+            self._served = ServedPolicy(policy, digest, accepted.text)
+        return self._served
+
+    def accept(self, vault: UnlockedVault, shown_digest: str) -> ServedPolicy:
+        """Accept the file on disk if it is exactly the text whose digest the human saw."""
+        current = self.read_file()
+        if current.text is None:
+            raise Error(current.error or "gateway.toml cannot be read")
+        if current.digest != shown_digest:
+            raise PolicyChanged(
+                "gateway.toml changed after it was shown", hint="run `sp policy accept` again"
+            )
+        policy, digest = parse_gateway_policy(current.text)
+        vault.accept_policy(current.text)
+        with self._lock:
+            self._served = ServedPolicy(policy, digest, current.text)
+        return self._served
+
+    def status(self) -> dict[str, object]:
+        current = self.read_file()
+        served = self._served
+        return {
+            "served": served.digest if served else None,
+            "file": current.digest,
+            "file_error": current.error,
+            "pending": bool(current.digest and (served is None or served.digest != current.digest)),
+        }
+
+
+def policy_diff(accepted: str | None, proposed: str) -> str:
+    """A unified diff of gateway.toml against the accepted text, for `sp policy accept`."""
+    lines = difflib.unified_diff(
+        (accepted or "").splitlines(keepends=True),
+        proposed.splitlines(keepends=True),
+        fromfile="accepted",
+        tofile="gateway.toml",
+    )
+    return "".join(lines)

@@ -1,0 +1,142 @@
+"""The gateway's view of the vault: locked or unlocked, and an epoch that every lock bumps.
+
+Grants remember the epoch they were given in; a lock (and so any unlock after it) changes the
+epoch, which voids them. Only one passphrase KDF runs at a time, so a flood of wrong guesses
+costs the guesser, not the gateway's memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from safeport.errors import Denied, Error
+from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
+from safeport.vault.secrets import SecretBytes
+
+
+class GatewayLocked(Error):
+    exit_code = 1
+
+    def __init__(self) -> None:
+        super().__init__("the vault is locked", hint="run `sp vault unlock` and retry")
+
+
+class PassphraseRejected(Denied):
+    def __init__(self) -> None:
+        super().__init__("the passphrase was not accepted")
+
+
+class VaultState:
+    def __init__(self, store: VaultStore, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._clock = clock
+        self._vault: UnlockedVault | None = None
+        self._epoch = 0
+        self._lock = threading.RLock()
+        self._kdf = threading.Lock()
+        self._on_lock: list[Callable[[str, UnlockedVault], None]] = []
+        self._on_unlock: list[Callable[[UnlockedVault], None]] = []
+        self.last_human_activity = clock()
+
+    def on_lock(self, callback: Callable[[str, UnlockedVault], None]) -> None:
+        """Called after the gateway stops serving the vault, before it is wiped."""
+        self._on_lock.append(callback)
+
+    def on_unlock(self, callback: Callable[[UnlockedVault], None]) -> None:
+        self._on_unlock.append(callback)
+
+    @property
+    def unlocked(self) -> bool:
+        return self._vault is not None
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def current(self) -> tuple[UnlockedVault, int]:
+        """The unlocked vault and its epoch, or :class:`GatewayLocked`."""
+        with self._lock:
+            if self._vault is None:
+                raise GatewayLocked()
+            return self._vault, self._epoch
+
+    def unlock(self, passphrase: SecretBytes) -> bool:
+        """Unlock with the passphrase; if already unlocked, only prove it. True if it unlocked."""
+        with self._kdf:
+            with self._lock:
+                vault = self._vault
+            if vault is not None:
+                self._prove(vault, passphrase)
+                self.touch()
+                return False
+            try:
+                opened = self._store.unlock(passphrase)
+            except Denied as exc:
+                raise PassphraseRejected() from exc
+            with self._lock:
+                if self._vault is not None:  # unlocked meanwhile through another connection
+                    opened.lock()
+                    return False
+                self._vault = opened
+                self._epoch += 1
+            self.touch()
+        for callback in self._on_unlock:
+            callback(opened)
+        return True
+
+    def unlock_with_keyring(self) -> bool:
+        """Unlock through the OS keyring. It unlocks only: it never proves the passphrase, so it
+        never makes an approver and never counts as human activity."""
+        with self._kdf:
+            with self._lock:
+                if self._vault is not None:
+                    return False
+            opened = self._store.unlock_with_keyring()
+            with self._lock:
+                if self._vault is not None:
+                    opened.lock()
+                    return False
+                self._vault = opened
+                self._epoch += 1
+        for callback in self._on_unlock:
+            callback(opened)
+        return True
+
+    def prove(self, passphrase: SecretBytes) -> None:
+        """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
+        self.unlock(passphrase)
+
+    def lock(self, reason: str) -> bool:
+        with self._lock:
+            vault = self._vault
+            if vault is None:
+                return False
+            self._vault = None
+            self._epoch += 1
+        try:
+            for callback in self._on_lock:
+                callback(reason, vault)
+        finally:
+            vault.lock()
+        return True
+
+    def public_keys(self) -> VaultPublicKeys | None:
+        try:
+            return self._store.public_keys()
+        except Error:
+            return None
+
+    def touch(self) -> None:
+        """A human acted on control.sock (proved the passphrase); resets the idle clock."""
+        self.last_human_activity = self._clock()
+
+    def idle_for(self) -> float:
+        return self._clock() - self.last_human_activity
+
+    def _prove(self, vault: UnlockedVault, passphrase: SecretBytes) -> None:
+        try:
+            vault.verify_passphrase(passphrase)
+        except Denied as exc:
+            raise PassphraseRejected() from exc

@@ -1,0 +1,239 @@
+"""`sp`'s side of control.sock, and the check of who listens there before a secret is sent.
+
+An agent running as the same user could stop the gateway and listen on control.sock itself,
+waiting for the next `sp vault unlock` to hand it the passphrase. So before any secret leaves
+`sp`, the peer behind the socket must be an `sp gateway run` of this same installation, running
+as this user, not traced, and without LD_PRELOAD or PYTHON* in its environment
+(DESIGN.md §8). Reading another process's environment needs it to be dumpable; the real gateway
+is not (it hardens itself), so where the environment cannot be read the check rests on the
+gateway's own refusal to start with those variables, and says so in SECURITY notes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safeport.errors import Denied, EnvironmentProblem, Error, UsageError
+from safeport.shared.paths import SafeportPaths
+from safeport.shared.wire import PeerClosed, recv_message, send_message
+from safeport.vault.secrets import SecretBytes
+
+_UCRED = struct.Struct("3i")
+_TAINTS = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_", "PYTHON")
+
+
+class GatewayNotRunning(Error):
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"no gateway is listening on {path}", hint="start it with `sp gateway run`"
+        )
+
+
+class GatewayRefused(Error):
+    """The gateway answered with an error."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.exit_code = 1 if code in ("denied", "locked", "timeout") else 2
+
+
+class ImpostorGateway(Denied):
+    """The process behind control.sock is not this installation's gateway."""
+
+
+@dataclass(frozen=True)
+class Installation:
+    """What an `sp gateway run` of this installation looks like in /proc/PID/cmdline."""
+
+    python: str
+    sp_script: str | None
+
+    @classmethod
+    def current(cls) -> Installation:
+        script = Path(sys.prefix) / "bin" / "sp"
+        return cls(python=sys.executable, sp_script=str(script) if script.exists() else None)
+
+
+def judge_gateway_process(
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None,
+    tracer_pid: int,
+    installation: Installation,
+) -> None:
+    """Raise :class:`ImpostorGateway` unless the facts describe this installation's gateway."""
+    if not _is_sp_gateway_run(argv, installation):
+        raise ImpostorGateway(
+            "the process behind control.sock is not `sp gateway run` of this installation; "
+            "the passphrase was not sent",
+            hint="stop it, start the gateway with `sp gateway run`, and retry",
+        )
+    if tracer_pid != 0:
+        raise ImpostorGateway("the gateway process is being traced; the passphrase was not sent")
+    if environ is not None:
+        tainted = sorted(name for name in environ if name.startswith(_TAINTS))
+        if tainted:
+            raise ImpostorGateway(
+                f"the gateway runs with {', '.join(tainted)} set; the passphrase was not sent",
+                hint="restart it from a clean environment",
+            )
+
+
+def _is_sp_gateway_run(argv: Sequence[str], installation: Installation) -> bool:
+    if len(argv) >= 4 and installation.sp_script is not None:
+        same_script = _same_file(argv[1], installation.sp_script)
+        if same_script and list(argv[2:4]) == ["gateway", "run"]:
+            return _same_python(argv[0], installation.python)
+    if len(argv) >= 5 and list(argv[1:5]) == ["-m", "safeport", "gateway", "run"]:
+        return _same_python(argv[0], installation.python)
+    return False
+
+
+def _same_python(candidate: str, python: str) -> bool:
+    # A venv's python is a symlink to the base interpreter; comparing literal absolute paths
+    # keeps two venvs apart, which realpath would not.
+    return Path(candidate).is_absolute() and os.path.normpath(candidate) == os.path.normpath(python)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
+
+
+def inspect_peer(sock: socket.socket, proc: Path = Path("/proc")) -> None:
+    """Check the process behind a connected control socket (Linux; elsewhere uid only)."""
+    if not sys.platform.startswith("linux"):  # pragma: no cover - macOS checks uid via getpeereid
+        return
+    pid, uid, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    if uid != os.geteuid():
+        raise ImpostorGateway("control.sock is served by another user; the passphrase was not sent")
+    base = proc / str(pid)
+    try:
+        argv = [
+            p.decode("utf-8", "replace") for p in (base / "cmdline").read_bytes().split(b"\0") if p
+        ]
+        status = (base / "status").read_text()
+    except OSError as exc:
+        raise ImpostorGateway("the process behind control.sock could not be inspected") from exc
+    tracer = next(
+        (int(line.split()[1]) for line in status.splitlines() if line.startswith("TracerPid:")), 0
+    )
+    environ: dict[str, str] | None
+    try:
+        raw = (base / "environ").read_bytes()
+        environ = dict(
+            part.decode("utf-8", "replace").partition("=")[::2] for part in raw.split(b"\0") if part
+        )
+    except PermissionError:
+        environ = None  # a non-dumpable gateway hides it (see the module docstring)
+    judge_gateway_process(argv, environ, tracer, Installation.current())
+
+
+class GatewayClient:
+    """One connection to control.sock."""
+
+    def __init__(self, paths: SafeportPaths, *, timeout: float = 30.0) -> None:
+        self.path = paths.control_socket
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(os.fspath(self.path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            self._sock.close()
+            raise GatewayNotRunning(self.path) from exc
+        except PermissionError as exc:
+            self._sock.close()
+            raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+        self._verified = False
+        self._counter = 0
+        self.backlog: list[dict[str, Any]] = []  # pushed events that arrived before a reply
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        """Send one request without secrets; return its result or raise the gateway's error."""
+        self._counter += 1
+        request_id = f"sp-{self._counter}"
+        send_message(
+            self._sock, {"v": 1, "id": request_id, "type": "control", "op": op, "params": params}
+        )
+        return self._reply(request_id)
+
+    def call_with_passphrase(
+        self, op: str, passphrase: SecretBytes, **params: Any
+    ) -> dict[str, Any]:
+        """Check who listens, then send a request carrying the passphrase."""
+        if not self._verified:
+            inspect_peer(self._sock)
+            self._verified = True
+        return self.call(op, passphrase=passphrase.reveal().decode("utf-8"), **params)
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._sock.settimeout(timeout)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Messages pushed by the gateway (approvals.watch), until it closes."""
+        while True:
+            try:
+                yield recv_message(self._sock)
+            except PeerClosed:
+                return
+
+    def _reply(self, request_id: str) -> dict[str, Any]:
+        pending: list[dict[str, Any]] = []
+        while True:
+            try:
+                message = recv_message(self._sock)
+            except PeerClosed as exc:
+                raise Error("the gateway closed the connection") from exc
+            except TimeoutError as exc:
+                raise Error("the gateway did not answer in time") from exc
+            if message.get("id") != request_id and message.get("id") is not None:
+                pending.append(message)  # a pushed event; the caller reads events separately
+                continue
+            self.backlog.extend(pending)
+            if message.get("ok"):
+                result = message.get("result")
+                return result if isinstance(result, dict) else {}
+            error = message.get("error") or {}
+            raise GatewayRefused(str(error.get("code", "internal")), str(error.get("reason", "")))
+
+
+def read_passphrase(
+    passphrase_file: Path | None, *, prompt: str = "Vault passphrase"
+) -> SecretBytes:
+    """From a file (``-`` = stdin) or a TTY prompt; never argv or the environment."""
+    import click
+
+    if passphrase_file is not None:
+        try:
+            raw = (
+                sys.stdin.buffer.readline()
+                if str(passphrase_file) == "-"
+                else passphrase_file.read_bytes()
+            )
+        except OSError as exc:
+            raise UsageError(f"cannot read {passphrase_file}: {exc.strerror}") from exc
+        value = raw.splitlines()[0] if raw.strip() else b""
+        if not value:
+            raise UsageError("the passphrase file is empty")
+        return SecretBytes(value)
+    if not sys.stdin.isatty():
+        raise UsageError("no TTY to ask for the passphrase", hint="use --passphrase-file FILE")
+    return SecretBytes(click.prompt(prompt, hide_input=True).encode("utf-8"))

@@ -1,0 +1,139 @@
+"""`sp vault …` while a gateway runs: the gateway holds the unlocked state, so ask it.
+
+Implements the vault CLI's :class:`~safeport.vault.backend.VaultBackend` over control.sock.
+Unlock, lock and entry changes go to the gateway, which holds the unlocked copy and saves the
+file (the passphrase and any value only after `sp` has checked who listens); status combines
+the file's header with the gateway's state. Changing the passphrase or keyring unlock while a
+gateway runs is refused with what to do, so the file and the gateway's copy never fork.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from safeport.cli.gateway_client import GatewayClient
+from safeport.errors import EnvironmentProblem
+from safeport.shared.paths import SafeportPaths
+from safeport.vault.backend import Authority, FileVaultBackend, UnlockReport, VaultStatus
+from safeport.vault.interface import EntryInfo, VaultPublicKeys
+from safeport.vault.secrets import SecretBytes, SecretKind
+from safeport.vault.store import VaultFile
+
+
+class GatewayVaultBackend:
+    def __init__(self, paths: SafeportPaths) -> None:
+        self.paths = paths
+
+    def status(self) -> VaultStatus:
+        on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
+        with GatewayClient(self.paths) as client:
+            state = client.call("status")
+        holder = f"the gateway (pid {state.get('pid')}), {state.get('vault')}"
+        return replace(on_disk, holder=holder)
+
+    def init(self, passphrase: SecretBytes) -> VaultPublicKeys:
+        self._refuse("create a vault")
+
+    def unlock(self, authority: Authority, *, rewrite_public_file: bool = False) -> UnlockReport:
+        with GatewayClient(self.paths) as client:
+            if authority.keyring:
+                result = client.call("vault.unlock_keyring")
+            else:
+                assert authority.passphrase is not None
+                secret = authority.passphrase()
+                try:
+                    result = client.call_with_passphrase("vault.unlock", secret)
+                finally:
+                    secret.wipe()
+        state = result.get("public_file", "matches")
+        if state == "mismatch" and rewrite_public_file:
+            self._refuse("rewrite vault.pub.json")
+        return UnlockReport(
+            held_by_gateway=True,
+            public_file=state if state in ("matches", "missing", "mismatch") else "matches",
+            public_file_rewritten=False,
+        )
+
+    def lock(self) -> bool:
+        with GatewayClient(self.paths) as client:
+            return bool(client.call("vault.lock").get("changed"))
+
+    def entries(self, authority: Authority) -> list[EntryInfo]:
+        with GatewayClient(self.paths) as client:
+            raw = client.call("vault.entries").get("entries", [])
+        return [_entry(item) for item in raw]
+
+    def add(
+        self,
+        authority: Authority,
+        name: str,
+        kind: SecretKind,
+        value: Mapping[str, SecretBytes | str],
+    ) -> None:
+        self._with_passphrase(authority, "vault.add", name=name, kind=kind, value=_wire(value))
+
+    def remove(self, authority: Authority, name: str) -> None:
+        self._with_passphrase(authority, "vault.remove", name=name)
+
+    def rotate(
+        self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
+    ) -> None:
+        self._with_passphrase(authority, "vault.rotate", name=name, value=_wire(value))
+
+    def _with_passphrase(self, authority: Authority, op: str, **params: Any) -> None:
+        """Entry changes go to the gateway's unlocked copy, with the passphrase proven."""
+        if authority.passphrase is None:
+            self._refuse("change entries without the passphrase")
+        with GatewayClient(self.paths) as client:
+            secret = authority.passphrase()
+            try:
+                client.call_with_passphrase(op, secret, **params)
+            finally:
+                secret.wipe()
+
+    def change_passphrase(self, old: SecretBytes, new: SecretBytes) -> bool:
+        self._refuse("change the passphrase")
+
+    def backup(self, destination: Path) -> None:
+        FileVaultBackend(VaultFile.at(self.paths)).backup(destination)
+
+    def keyring_enable(self, authority: Authority) -> None:
+        self._refuse("change keyring unlock")
+
+    def keyring_disable(self, authority: Authority) -> None:
+        self._refuse("change keyring unlock")
+
+    def unseal(self, authority: Authority, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return FileVaultBackend(VaultFile.at(self.paths)).unseal(authority, records)
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise EnvironmentProblem(
+            f"a gateway is running; stop it to {what}",
+            hint="run `sp gateway stop`, the vault command, then `sp gateway run` again",
+        )
+
+
+def _wire(value: Mapping[str, SecretBytes | str]) -> dict[str, dict[str, str]]:
+    """Secret fields travel base64-encoded (only after the listener check), text as is."""
+    out: dict[str, dict[str, str]] = {}
+    for field, item in value.items():
+        if isinstance(item, SecretBytes):
+            out[field] = {"secret_b64": base64.b64encode(item.reveal()).decode("ascii")}
+        else:
+            out[field] = {"text": item}
+    return out
+
+
+def _entry(item: dict[str, Any]) -> EntryInfo:
+    rotated = item.get("rotated")
+    return EntryInfo(
+        name=str(item["name"]),
+        kind=item["kind"],
+        created=datetime.fromisoformat(str(item["created"])),
+        rotated=datetime.fromisoformat(str(rotated)) if rotated else None,
+    )

@@ -1,0 +1,54 @@
+"""`sp sessions list|revoke`: session grants the gateway holds in memory."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from safeport.cli.gateway_client import GatewayClient
+from safeport.cli.render import inert
+from safeport.shared.paths import locate
+
+
+@click.group()
+def sessions() -> None:
+    """List and revoke session grants."""
+
+
+@sessions.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_sessions(as_json: bool) -> None:
+    """Show every live session grant."""
+    with GatewayClient(locate()) as client:
+        grants = client.call("sessions.list").get("sessions", [])
+    if as_json:
+        click.echo(json.dumps(grants, indent=2, sort_keys=True))
+        return
+    if not grants:
+        click.echo("no sessions")
+        return
+    table = Table()
+    for column in ("id", "credential", "requester", "age", "expires in"):
+        table.add_column(column)
+    for grant in grants:
+        table.add_row(
+            Text(inert(str(grant["id"]))),
+            Text(inert(str(grant["credential"]))),
+            Text(inert(f"pid {grant['requester_pid']} {grant['requester_exe']}")),
+            Text(f"{grant['age_s']} s"),
+            Text(f"{grant['expires_in_s']} s"),
+        )
+    Console(highlight=False).print(table)
+
+
+@sessions.command()
+@click.argument("session_id")
+def revoke(session_id: str) -> None:
+    """End a session grant now; its requester needs a new approval."""
+    with GatewayClient(locate()) as client:
+        client.call("sessions.revoke", id=session_id)
+    click.echo(f"revoked {inert(session_id)}")

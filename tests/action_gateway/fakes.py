@@ -1,0 +1,206 @@
+"""In-memory stand-ins for the vault and the executors, with a record of every touch.
+
+They implement the same Protocols as the real parts (``safeport.vault.interface``,
+``safeport.action_gateway.executors.interface``). Every call that matters is appended as one
+line to a record file, so a test in another process can prove what was (not) touched.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
+from safeport.errors import Denied
+from safeport.shared.audit import JournalHead
+from safeport.shared.schemas.config import policy_digest
+from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.vault.interface import (
+    AcceptedPolicy,
+    Checkpoint,
+    EntryInfo,
+    VaultPublicKeys,
+)
+from safeport.vault.secrets import (
+    BasicSecret,
+    CredentialSecret,
+    SecretBytes,
+    SecretKind,
+    SshKeySecret,
+    TokenSecret,
+)
+
+CANARY = "CANARY-SECRET-7f3a9c"
+
+
+class Recorder:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def __call__(self, event: str, **details: object) -> None:
+        if self.path is None:
+            return  # a benchmark's stub: nothing kept, nothing written
+        line = json.dumps({"event": event, **details}, sort_keys=True)
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def read_record(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+class WrongPassphrase(Denied):
+    def __init__(self) -> None:
+        super().__init__("the passphrase is not the vault's")
+
+
+class _Signer:
+    def __init__(self, key: Ed25519PrivateKey, fingerprint: str) -> None:
+        self._key = key
+        self._fingerprint = fingerprint
+
+    def sign(self, journal: str, head: JournalHead) -> Checkpoint:
+        payload = f"{journal}\n{head.seq}\n{head.hash}".encode()
+        return Checkpoint(
+            journal=journal,
+            head=head,
+            signed_at=datetime.now(UTC),
+            signature=self._key.sign(payload),
+            signer_fingerprint=self._fingerprint,
+        )
+
+
+class FakeVaultStore:
+    """A vault in memory: one passphrase, token/ssh-key entries holding the canary."""
+
+    def __init__(self, passphrase: bytes, record: Recorder) -> None:
+        self.path = Path("/nonexistent/vault.sp")
+        self._passphrase = passphrase
+        self._record = record
+        self._accepted: AcceptedPolicy | None = None
+        self._checkpoint_key = Ed25519PrivateKey.generate()
+        self._audit_key = X25519PrivateKey.generate()
+        self._secrets: dict[str, CredentialSecret] = {}
+
+    def unlock(self, passphrase: SecretBytes) -> FakeUnlockedVault:
+        self._record("vault.unlock")
+        if not hmac.compare_digest(passphrase.reveal(), self._passphrase):
+            raise WrongPassphrase()
+        return FakeUnlockedVault(self)
+
+    def unlock_with_keyring(self) -> FakeUnlockedVault:
+        raise WrongPassphrase()
+
+    def public_keys(self) -> VaultPublicKeys:
+        return VaultPublicKeys(
+            audit_x25519=self._audit_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw),
+            checkpoint_ed25519=self._checkpoint_key.public_key().public_bytes(
+                Encoding.Raw, PublicFormat.Raw
+            ),
+        )
+
+
+class FakeUnlockedVault:
+    def __init__(self, store: FakeVaultStore) -> None:
+        self._store = store
+        self._open = True
+
+    def _check(self) -> None:
+        if not self._open:
+            raise RuntimeError("this vault object was locked")
+
+    def entries(self) -> list[EntryInfo]:
+        return []
+
+    def secret(self, name: str) -> CredentialSecret:
+        self._check()
+        self._store._record("vault.secret", name=name)
+        if name.endswith("key"):
+            return SshKeySecret(private_key=SecretBytes(CANARY.encode()))
+        if name.endswith("basic"):
+            return BasicSecret(username="u", password=SecretBytes(CANARY.encode()))
+        return TokenSecret(token=SecretBytes(CANARY.encode()))
+
+    def add(self, name: str, kind: SecretKind, value: Mapping[str, SecretBytes | str]) -> None:
+        raise NotImplementedError
+
+    def remove(self, name: str) -> None:
+        raise NotImplementedError
+
+    def rotate(self, name: str, value: Mapping[str, SecretBytes | str]) -> None:
+        raise NotImplementedError
+
+    def verify_passphrase(self, passphrase: SecretBytes) -> None:
+        self._check()
+        if not hmac.compare_digest(passphrase.reveal(), self._store._passphrase):
+            raise WrongPassphrase()
+
+    def change_passphrase(self, old: SecretBytes, new: SecretBytes) -> None:
+        raise NotImplementedError
+
+    def accepted_policy(self) -> AcceptedPolicy | None:
+        self._check()
+        return self._store._accepted
+
+    def accept_policy(self, text: str) -> AcceptedPolicy:
+        self._check()
+        self._store._accepted = AcceptedPolicy(text, policy_digest(text), datetime.now(UTC))
+        return self._store._accepted
+
+    def checkpoint_signer(self) -> _Signer:
+        self._check()
+        return _Signer(
+            self._store._checkpoint_key, self._store.public_keys().checkpoint_fingerprint
+        )
+
+    def lock(self) -> None:
+        self._store._record("vault.lock")
+        self._open = False
+
+
+class RecordingExecutor:
+    """Returns at once; records each call. A command named ``fail_*`` fails upstream."""
+
+    def __init__(self, record: Recorder) -> None:
+        self._record = record
+
+    def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
+        self._record(
+            "executor.ssh", host=action.host_id, command=action.command_id, args=dict(action.args)
+        )
+        if action.command_id.startswith("slow"):
+            time.sleep(1.0)
+        if action.command_id.startswith("fail"):
+            raise ActionError("unreachable", "the host did not answer")
+        return SshExecResult(
+            exit_status=0,
+            stdout="active (running)\n",
+            stderr="",
+            stdout_truncated=False,
+            stderr_truncated=False,
+            duration_ms=0,
+        )
+
+    def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
+        self._record(
+            "executor.http",
+            service=action.service_id,
+            operation=action.operation_id,
+            args=dict(action.args),
+        )
+        return HttpResult(status=200, fields={"state": "ok", "secret_header": "dropped"})
+
+    def close_all(self) -> None:
+        self._record("executor.close_all")

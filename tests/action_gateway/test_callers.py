@@ -1,0 +1,90 @@
+"""`[callers]` rules: no table admits the gateway's own uid; an empty list admits nobody."""
+
+from __future__ import annotations
+
+import pytest
+
+from safeport.action_gateway.callers import CallerRefused, check_caller, describe_default
+from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.shared.schemas.config import CallerRule, Callers
+
+SHA = "a" * 64
+
+
+def _proc(pid: int, exe: str, sha: str | None = SHA, **kw: object) -> ProcessInfo:
+    return ProcessInfo(
+        pid=pid,
+        start_time=pid * 10,
+        uid=1000,
+        name=exe.rsplit("/", 1)[-1],
+        exe=exe,
+        exe_sha256=sha,
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+PEER = PeerIdentity(
+    uid=1000,
+    gid=1000,
+    chain=(
+        _proc(30, "/usr/bin/python3.12"),
+        _proc(20, "/opt/claude/claude"),
+        _proc(1, "/sbin/init"),
+    ),
+)
+
+
+def test_no_callers_table_admits_a_process_of_the_gateways_uid() -> None:
+    check_caller(None, PEER, 1000)
+
+
+def test_no_callers_table_still_refuses_another_uid() -> None:
+    with pytest.raises(CallerRefused, match="another user"):
+        check_caller(None, PEER, 1001)
+
+
+def test_an_empty_rule_list_admits_nobody() -> None:
+    with pytest.raises(CallerRefused, match="admits no callers"):
+        check_caller(Callers(rules=[]), PEER, 1000)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        CallerRule(exe="/usr/bin/python3.12"),
+        CallerRule(exe_sha256=SHA),
+        CallerRule(uid=1000, ancestor_exe="/opt/claude/claude"),
+        CallerRule(exe="/usr/bin/python3.12", exe_sha256=SHA, ancestor_exe="/opt/claude/claude"),
+    ],
+)
+def test_a_matching_rule_admits(rule: CallerRule) -> None:
+    check_caller(Callers(rules=[rule]), PEER, 1000)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        CallerRule(exe="/usr/bin/node"),
+        CallerRule(exe_sha256="b" * 64),
+        CallerRule(uid=0),
+        CallerRule(ancestor_exe="/usr/bin/code"),
+        CallerRule(ancestor_exe="/usr/bin/python3.12"),  # the peer itself is not its ancestor
+        CallerRule(team_id="ABCDE12345"),
+        CallerRule(exe="/usr/bin/python3.12", exe_sha256="b" * 64),  # every field must match
+    ],
+)
+def test_a_rule_that_does_not_match_refuses(rule: CallerRule) -> None:
+    with pytest.raises(CallerRefused, match="no `\\[callers\\]` rule"):
+        check_caller(Callers(rules=[rule]), PEER, 1000)
+
+
+def test_an_unreadable_digest_never_matches_a_digest_rule() -> None:
+    hidden = PeerIdentity(uid=1000, gid=1000, chain=(_proc(5, "<unreadable>", sha=None),))
+    with pytest.raises(CallerRefused):
+        check_caller(Callers(rules=[CallerRule(exe_sha256=SHA)]), hidden, 1000)
+
+
+def test_the_default_is_stated_out_loud() -> None:
+    assert "any process running as your user may propose" in describe_default(None)
+    assert "no process may propose" in describe_default(Callers(rules=[]))
+    assert "1 rule(s)" in describe_default(Callers(rules=[CallerRule(uid=1)]))

@@ -1,0 +1,131 @@
+"""Peer identity from the kernel and /proc, against real processes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from safeport.action_gateway.identity import IdentityChanged
+from safeport.action_gateway.identity_linux import DigestCache, LinuxProbe, script_argument
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+
+def _listener(tmp_path: Path) -> tuple[socket.socket, str]:
+    path = str(tmp_path / "s.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(4)
+    return server, path
+
+
+def _client(
+    path: str, tmp_path: Path, then: str = "import time; time.sleep(30)"
+) -> subprocess.Popen[bytes]:
+    script = tmp_path / "client_script.py"
+    script.write_text(
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1]);s.send(b'x')\n" + then + "\n"
+    )
+    return subprocess.Popen([sys.executable, str(script), path])
+
+
+def test_resolve_names_the_peer_its_binary_its_script_and_its_parents(tmp_path: Path) -> None:
+    server, path = _listener(tmp_path)
+    child = _client(path, tmp_path)
+    try:
+        conn, _ = server.accept()
+        conn.recv(1)
+        identity = LinuxProbe().resolve(conn)
+        head = identity.process
+        assert head.pid == child.pid and identity.uid == os.geteuid()
+        real = os.path.realpath(sys.executable)
+        assert head.exe == real
+        assert head.exe_sha256 == hashlib.sha256(Path(real).read_bytes()).hexdigest()
+        assert head.interpreter and head.script == str(tmp_path / "client_script.py")
+        script_sha = hashlib.sha256((tmp_path / "client_script.py").read_bytes()).hexdigest()
+        assert head.script_sha256 == script_sha
+        assert identity.chain[1].pid == os.getpid()  # the parent is this test process
+        assert len(identity.chain) <= 16
+        # SO_PEERPIDFD exists from Linux 6.5; older kernels fall back to pid + start time.
+        assert (identity.pidfd is not None) == _kernel_at_least(6, 5)
+        LinuxProbe().verify(identity)
+    finally:
+        child.kill()
+        child.wait()
+        server.close()
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    release = platform.release().split("-")[0].split(".")
+    return (int(release[0]), int(release[1])) >= (major, minor)
+
+
+def test_verify_refuses_a_peer_that_exited(tmp_path: Path) -> None:
+    server, path = _listener(tmp_path)
+    child = _client(path, tmp_path)
+    probe = LinuxProbe()
+    conn, _ = server.accept()
+    conn.recv(1)
+    identity = probe.resolve(conn)
+    child.kill()
+    child.wait()
+    assert not probe.alive(identity)
+    with pytest.raises(IdentityChanged):
+        probe.verify(identity)
+    server.close()
+
+
+def test_verify_refuses_a_peer_that_exec_d_another_program(tmp_path: Path) -> None:
+    server, path = _listener(tmp_path)
+    child = _client(
+        path, tmp_path, then="import os,time;time.sleep(0.3);os.execv('/bin/sleep',['sleep','30'])"
+    )
+    probe = LinuxProbe()
+    conn, _ = server.accept()
+    conn.recv(1)
+    identity = probe.resolve(conn)
+    probe.verify(identity)
+    time.sleep(0.8)
+    assert probe.alive(identity)  # same process, still running...
+    with pytest.raises(IdentityChanged, match="not the one that connected"):
+        probe.verify(identity)  # ...but no longer the program that connected
+    child.kill()
+    child.wait()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "script"),
+    [
+        (["python3", "-u", "server.py", "--flag"], "server.py"),
+        (["python3", "-m", "safeport", "context", "serve"], "-m safeport"),
+        (["python3", "-msafeport"], "-m safeport"),
+        (["python3", "-c", "print(1)"], "-c"),
+        (["python3", "-W", "ignore", "x.py"], "x.py"),
+        (["node", "--require", "hook.js", "index.js"], "index.js"),
+        (["sh", "-c", "echo"], "-c"),
+        (["bash", "deploy.sh"], "deploy.sh"),
+        (["python3"], None),
+    ],
+)
+def test_script_argument(argv: list[str], script: str | None) -> None:
+    assert script_argument(argv) == script
+
+
+def test_the_digest_cache_rehashes_a_file_rewritten_in_place(tmp_path: Path) -> None:
+    target = tmp_path / "bin"
+    target.write_bytes(b"one")
+    cache = DigestCache()
+    first = cache.digest_path(str(target))
+    assert first == hashlib.sha256(b"one").hexdigest()
+    target.write_bytes(b"two")  # same inode, new mtime/ctime/size
+    assert cache.digest_path(str(target)) == hashlib.sha256(b"two").hexdigest()

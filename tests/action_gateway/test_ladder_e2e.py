@@ -1,0 +1,256 @@
+"""Each rung of the decision ladder refusing in order, over the real sockets of a real gateway.
+
+The vault and executor in the gateway process record every touch; each test proves that nothing
+past the refusing rung was touched (no secret read, no executor call, no intent record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from tests.action_gateway.fakes import CANARY
+from tests.action_gateway.support import (
+    POLICY,
+    REPO,
+    Gateway,
+    clean_env,
+    decide,
+    ssh,
+    wait_card,
+    wait_until,
+)
+
+
+def _secret_reads(gw: Gateway) -> list[dict[str, object]]:
+    return [event for event in gw.touched() if event["event"] == "vault.secret"]
+
+
+def _executor_calls(gw: Gateway) -> list[dict[str, object]]:
+    return [event for event in gw.touched() if str(event["event"]).startswith("executor.ssh")]
+
+
+def _denials(gw: Gateway) -> list[dict[str, Any]]:
+    return [r["body"] for r in gw.journal("actions") if r["kind"] == "action.denied"]
+
+
+def _nothing_touched(gw: Gateway) -> None:
+    assert _secret_reads(gw) == []
+    assert _executor_calls(gw) == []
+    assert "action.intent" not in gw.kinds("actions")
+
+
+def test_an_approved_action_runs_once_with_intent_before_outcome(
+    gateway: Gateway,
+) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("ok-1", service="worker"))
+    card = wait_card(gateway)
+    assert ["command", "systemctl status --no-pager worker"] in card["fields"]
+    assert decide(gateway, card["id"])["ok"]
+    reply = agent.next()
+    assert reply["ok"] and reply["result"]["stdout"] == "active (running)\n"
+    kinds = gateway.kinds("actions")
+    assert kinds.index("action.intent") < kinds.index("action.outcome")
+    assert [e["event"] for e in gateway.touched()][-2:] == ["vault.secret", "executor.ssh"]
+    agent.exit()
+
+
+def test_rung1_schema_invalid_is_refused_before_identity_or_policy(gateway: Gateway) -> None:
+    conn = gateway.agent()
+    bad = ssh("r1", service="worker")
+    bad["surprise"] = True
+    reply = conn.call(bad)
+    assert reply["error"]["code"] == "invalid" and reply["id"] == "r1"
+    conn.close()
+    wait_until(lambda: "input.invalid" in gateway.kinds("actions"))
+    _nothing_touched(gateway)
+
+
+def test_rung2_a_peer_that_exec_d_another_program_is_refused(gateway: Gateway) -> None:
+    # The process connects and is identified (its hello is answered), then execs a different
+    # program that inherits the socket and asks.
+    script = (
+        "import os,socket,sys\n"
+        "from safeport.shared.wire import send_message,recv_message\n"
+        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1]);os.set_inheritable(s.fileno(),True)\n"
+        "send_message(s,{'v':1,'id':'h','type':'hello','versions':[1]});recv_message(s)\n"
+        "os.execv(sys.executable,[sys.executable,'-m','tests.action_gateway.exec_child',"
+        "str(s.fileno())])\n"
+    )
+    done = _run([sys.executable, "-c", script, str(gateway.agent_path)], gateway)
+    assert '"code": "denied"' in done.stdout, done.stdout + done.stderr
+    assert _denials(gateway)[-1]["category"] == "identity"
+    _nothing_touched(gateway)
+
+
+def test_rung2_a_socket_whose_connecting_process_exited_is_refused(gateway: Gateway) -> None:
+    # The connecting process forks and exits; its child holds the socket and asks.
+    script = (
+        "import os,socket,sys,time,json\n"
+        "from safeport.shared.wire import send_message,recv_message\n"
+        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+        "send_message(s,{'v':1,'id':'h','type':'hello','versions':[1]});recv_message(s)\n"
+        "r,w=os.pipe()\n"
+        "if os.fork():\n"
+        "    os.close(w);os.read(r,1);os._exit(0)\n"
+        "os.close(r);os.setsid();os.close(w);time.sleep(0.3)\n"
+        "send_message(s,json.loads(sys.argv[2]));print(json.dumps(recv_message(s)))\n"
+    )
+    argv = [
+        sys.executable,
+        "-c",
+        script,
+        str(gateway.agent_path),
+        json.dumps(ssh("r2", service="w")),
+    ]
+    proc = _run(argv, gateway)
+    # The parent exits at once; its child prints the reply after it.
+    wait_until(lambda: any(d["category"] == "identity" for d in _denials(gateway)))
+    assert proc.returncode == 0
+    _nothing_touched(gateway)
+
+
+def test_rung3_caller_rules_that_admit_nobody_refuse(gateway: Gateway) -> None:
+    gateway.write_policy(POLICY + "\n[callers]\nrules = []\n")
+    gateway.accept_policy()
+    reply = gateway.agent().call(ssh("r3", service="worker"))
+    assert reply["error"]["code"] == "denied"
+    assert _denials(gateway)[-1]["category"] == "caller"
+    _nothing_touched(gateway)
+
+
+def test_rung3_a_matching_caller_rule_admits_the_caller(gateway: Gateway) -> None:
+    exe = os.path.realpath(sys.executable)
+    gateway.write_policy(POLICY + f'\n[callers]\nrules = [{{ exe = "{exe}" }}]\n')
+    gateway.accept_policy()
+    reply = gateway.agent().call(ssh("r3b", command="nope"))
+    assert _denials(gateway)[-1]["category"] == "unknown_action"  # got past rung 3
+    assert reply["error"]["code"] == "denied"
+
+
+def test_rung4_unknown_action_and_bad_args_never_touch_the_vault(gateway: Gateway) -> None:
+    conn = gateway.agent()
+    cases = {
+        "unknown_host": {**ssh("a1", service="w"), "host_id": "prod-db"},
+        "unknown_command": ssh("a2", command="reboot"),
+        "extra_arg": ssh("a3", service="w", extra="x"),
+        "wrong_type": ssh("a4", service=5),
+        "pattern": ssh("a5", service="Worker;rm"),
+        "leading_dash": ssh("a6", service="-oProxyCommand=x"),
+        "long": ssh("a7", service="a" * 10_000),
+        "nul": ssh("a8", service="work\u0000er"),
+        "int_out_of_range": ssh("a9", command="tail_log", lines=501),
+        "negative_int": ssh("a10", command="tail_log", lines=-5),
+    }
+    for name, message in cases.items():
+        reply = conn.call(message)
+        assert reply["ok"] is False and reply["error"]["code"] == "denied", name
+        assert "oProxy" not in reply["error"]["reason"] and "rm" not in reply["error"]["reason"]
+    categories = [d["category"] for d in _denials(gateway)]
+    assert categories[:2] == ["unknown_action", "unknown_action"]
+    assert set(categories[2:]) == {"argument"}
+    for denial in _denials(gateway):
+        assert "oProxy" not in str(denial) and "aaaaaaaa" not in str(denial)
+    _nothing_touched(gateway)
+    assert gateway.healthy()
+
+
+def test_rung4_rate_cap_refuses_past_the_limit(gateway: Gateway) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("l1", command="limited"))
+    assert decide(gateway, wait_card(gateway)["id"])["ok"]
+    assert agent.next()["ok"]
+    assert agent.call(ssh("l2", command="limited"))["ok"]  # the session grant covers it
+    third = agent.call(ssh("l3", command="limited"))
+    assert third["error"]["code"] == "denied"
+    assert _denials(gateway)[-1]["category"] == "rate"
+    assert len(_executor_calls(gateway)) == 2
+    agent.exit()
+
+
+def test_rung5_locked_vault_denies_before_any_executor_is_called(gateway: Gateway) -> None:
+    assert gateway.control("vault.lock")["ok"]
+    reply = gateway.agent().call(ssh("k1", service="worker"))
+    assert reply["error"]["code"] == "locked"
+    assert _denials(gateway)[-1]["category"] == "locked"
+    assert gateway.control("approvals.list")["result"]["cards"] == []  # no card was even opened
+    _nothing_touched(gateway)
+
+
+def test_rung6_no_approver_times_out_and_a_no_is_denied(gateway: Gateway) -> None:
+    conn = gateway.agent()
+    assert conn.call(ssh("t1", service="worker"))["error"]["code"] == "timeout"
+    conn.close()  # this test process is about to approve: it must not be a connected agent
+    agent = gateway.spawn_agent()
+    agent.send(ssh("t2", service="worker"))
+    assert decide(gateway, wait_card(gateway)["id"], approve=False)["ok"]
+    assert agent.next()["error"]["code"] == "denied"
+    categories = [d["category"] for d in _denials(gateway)]
+    assert categories == ["approval_timeout", "approval_denied"]
+    _nothing_touched(gateway)
+    agent.exit()
+
+
+def test_rung7_an_intent_that_cannot_be_written_means_nothing_runs(gateway: Gateway) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("j1", service="worker"))
+    card = wait_card(gateway)
+    journal = gateway.home / "audit" / "actions.jsonl"
+    if journal.exists():
+        journal.rename(journal.with_name("actions.moved"))
+    journal.mkdir()  # the writer re-opens by path and cannot: the intent is not durable
+    assert decide(gateway, card["id"])["ok"]
+    reply = agent.next()
+    assert reply["error"]["code"] == "unavailable"
+    assert _secret_reads(gateway) == [] and _executor_calls(gateway) == []
+    journal.rmdir()
+    agent.exit()
+
+
+def test_rung8_an_upstream_failure_is_reported_and_journaled(gateway: Gateway) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("u1", command="fail_probe"))
+    assert decide(gateway, wait_card(gateway)["id"])["ok"]
+    reply = agent.next()
+    assert reply["error"]["code"] == "upstream"
+    outcome = [r["body"] for r in gateway.journal("actions") if r["kind"] == "action.outcome"]
+    assert outcome[-1]["status"] == "unreachable"
+    agent.exit()
+
+
+def test_rung9_an_outcome_that_cannot_be_written_says_do_not_retry(gateway: Gateway) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("o1", command="slow_status"))
+    assert decide(gateway, wait_card(gateway)["id"])["ok"]
+    wait_until(lambda: len(_executor_calls(gateway)) == 1)
+    journal = gateway.home / "audit" / "actions.jsonl"
+    journal.rename(journal.with_name("actions.moved"))
+    journal.mkdir()
+    reply = agent.next()
+    assert reply["error"]["code"] == "unavailable"
+    assert "do not retry" in reply["error"]["reason"]
+    journal.rmdir()
+    agent.exit()
+
+
+def test_no_reply_journal_or_log_ever_holds_the_secret(gateway: Gateway) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(ssh("s1", service="worker"))
+    assert decide(gateway, wait_card(gateway)["id"])["ok"]
+    reply = agent.next()
+    assert CANARY not in str(reply)
+    for path in (gateway.home / "audit").iterdir():
+        assert CANARY.encode() not in path.read_bytes()
+    assert CANARY not in gateway.stderr_path.read_text()
+    agent.exit()
+
+
+def _run(argv: list[str], gw: Gateway) -> Any:
+    import subprocess
+
+    return subprocess.run(
+        argv, cwd=REPO, env=clean_env(gw.home), capture_output=True, text=True, timeout=30
+    )

@@ -1,0 +1,254 @@
+"""The whole path with the real parts: `sp vault init/add`, `sp gateway run`, `sp vault unlock`,
+`sp policy accept`, a card approved with `sp approvals approve`, the real SSH executor, sealed
+journals, and `sp audit verify --checkpoint` after `sp gateway stop`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.action_gateway.support import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
+from tests.conftest import need
+
+PASSPHRASE = "correct horse battery staple"
+CANARY = "CANARY-REAL-VAULT-41c2"
+
+POLICY = f"""
+[gateway]
+approval_timeout_s = 20
+
+[credentials.build-key]
+kind = "ssh-key"
+approval = "per-call"
+
+[ssh.hosts.nowhere]
+address = "127.0.0.1"
+port = 1
+user = "deploy"
+host_keys = ["{HOST_KEY}"]
+credential = "build-key"
+connect_timeout_s = 2
+
+[ssh.hosts.nowhere.commands.uptime]
+argv = ["uptime"]
+"""
+
+
+def sp(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "safeport", *args],
+        cwd=REPO,
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    need(shutil.which("ssh-keygen") is not None, "ssh-keygen (openssh-client) is not installed")
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "pw").write_text(PASSPHRASE + "\n")
+    key = tmp_path / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", CANARY, "-f", str(key)], check=True
+    )
+    assert sp(home, "vault", "init", "--passphrase-file", str(home / "pw")).returncode == 0
+    added = sp(
+        home,
+        "vault",
+        "add",
+        "build-key",
+        "--kind",
+        "ssh-key",
+        "--value-file",
+        str(key),
+        "--passphrase-file",
+        str(home / "pw"),
+    )
+    assert added.returncode == 0, added.stderr
+    (home / "gateway.toml").write_text(POLICY)
+    yield home
+
+
+def test_the_real_gateway_end_to_end(home: Path) -> None:
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
+        assert unlocked.returncode == 0, unlocked.stderr
+        assert "vault unlocked in the gateway" in unlocked.stdout
+        status = json.loads(sp(home, "vault", "status", "--json").stdout)
+        assert status["holder"].startswith("the gateway") and "unlocked" in status["holder"]
+        listed = sp(home, "vault", "list", "--json")
+        assert "build-key" in listed.stdout and CANARY not in listed.stdout
+        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
+        assert accepted.returncode == 0, accepted.stderr
+        assert "+[ssh.hosts.nowhere]" in accepted.stdout
+
+        agent = AgentProcess(home, ["flock", str(home / "client.lock")])
+        agent.send(
+            {
+                "v": 1,
+                "id": "r1",
+                "type": "propose",
+                "action": "ssh_exec",
+                "host_id": "nowhere",
+                "command_id": "uptime",
+                "args": {},
+            }
+        )
+        card_id = ""
+        for _ in range(100):
+            listed = sp(home, "approvals", "list", "--json")
+            if listed.stdout.strip() not in ("", "[]"):
+                card_id = json.loads(listed.stdout)[0]["id"]
+                break
+            time.sleep(0.1)
+        assert card_id
+        approved = sp(home, "approvals", "approve", card_id, "--passphrase-file", str(home / "pw"))
+        assert approved.returncode == 0, approved.stderr
+        reply = agent.next(30)
+        assert reply["error"]["code"] == "upstream"  # nothing listens on port 1
+        agent.exit()
+        assert "vault locked" in sp(home, "vault", "lock").stdout
+        assert sp(home, "gateway", "stop").returncode == 0
+        assert gateway.wait(20) == 0
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    _, err = gateway.communicate()
+    assert CANARY not in err
+    audit = home / "audit"
+    for path in audit.iterdir():
+        assert CANARY.encode() not in path.read_bytes()
+        assert PASSPHRASE.encode() not in path.read_bytes()
+    actions = (audit / "actions.jsonl").read_text()
+    assert '"sealed"' in actions and '"body"' not in actions  # sealed to the vault's audit key
+    verified = sp(home, "audit", "verify", "--checkpoint", str(audit / "checkpoint.json"))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "chain: valid" in verified.stdout
+    assert "checkpoint: " in verified.stdout and "matches" in verified.stdout
+
+
+def test_sp_approvals_watch_answers_a_card_at_the_prompt(home: Path) -> None:
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.DEVNULL,
+    )
+    watcher = None
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        assert sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw")).returncode == 0
+        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
+        assert accepted.returncode == 0, accepted.stderr
+        watcher = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "safeport",
+                "approvals",
+                "watch",
+                "--passphrase-file",
+                str(home / "pw"),
+            ],
+            cwd=REPO,
+            env={**clean_env(home), "COLUMNS": "200"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert watcher.stdout is not None and watcher.stdin is not None
+        assert "watching for approval cards" in watcher.stdout.readline()
+        agent = AgentProcess(home, ["flock", "-s", str(home / "client.lock")])
+        agent.send(
+            {
+                "v": 1,
+                "id": "w1",
+                "type": "propose",
+                "action": "ssh_exec",
+                "host_id": "nowhere",
+                "command_id": "uptime",
+                "args": {},
+            }
+        )
+        shown = ""
+        while "approve?" not in shown:
+            shown += watcher.stdout.read(1)
+        assert "approval requested" in shown and "uptime" in shown and "127.0.0.1" in shown
+        watcher.stdin.write("y\n")
+        watcher.stdin.flush()
+        reply = agent.next(30)
+        assert reply["error"]["code"] == "upstream"  # approved, then the real executor ran
+        agent.exit()
+    finally:
+        if watcher is not None:
+            watcher.kill()
+            watcher.wait()
+        assert sp(home, "gateway", "stop").returncode == 0
+        gateway.wait(20)
+
+
+def test_vault_entries_change_through_a_running_gateway(home: Path, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text(CANARY + "-token\n")
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.DEVNULL,
+    )
+    pw = ("--passphrase-file", str(home / "pw"))
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        added = sp(
+            home, "vault", "add", "deploy-token", "--kind", "token", "--value-file", str(token), *pw
+        )
+        assert added.returncode == 0, added.stderr
+        listed = sp(home, "vault", "list", "--json").stdout
+        assert "deploy-token" in listed and CANARY not in listed
+        rotated = sp(
+            home,
+            "vault",
+            "rotate",
+            "deploy-token",
+            "--kind",
+            "token",
+            "--value-file",
+            str(token),
+            *pw,
+        )
+        assert rotated.returncode == 0, rotated.stderr
+        assert sp(home, "vault", "remove", "deploy-token", *pw).returncode == 0
+        assert "deploy-token" not in sp(home, "vault", "list", "--json").stdout
+        kinds = [
+            json.loads(line)["kind"]
+            for line in (home / "audit" / "sessions.jsonl").read_text().splitlines()
+        ]
+        assert {"vault.entry_added", "vault.entry_rotated", "vault.entry_removed"} <= set(kinds)
+    finally:
+        assert sp(home, "gateway", "stop").returncode == 0
+        gateway.wait(20)
+    # The gateway saved the file: a fresh unlock from the file sees the same entries.
+    assert "deploy-token" not in sp(home, "vault", "list", "--json", *pw).stdout
+    assert "build-key" in sp(home, "vault", "list", "--json", *pw).stdout
