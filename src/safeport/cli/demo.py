@@ -16,7 +16,7 @@ def demo(yes: bool, keep: bool) -> None:
     """Run workspace, vault, gateway, approval and audit end to end in a throwaway folder."""
     from safeport.demo.scenario import run_demo
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     interactive = not yes and sys.stdin.isatty()
 
     def ask(card: dict[str, Any]) -> bool:

@@ -14,19 +14,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from rich.console import Console
 
 from safeport.demo.tls_service import serve_demo_api
@@ -96,6 +95,7 @@ class _Scenario:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", str(base)),
             "LANG": "C.UTF-8",
+            "COLUMNS": "96",
         }
 
     def run(self) -> None:
@@ -109,8 +109,7 @@ class _Scenario:
             self._set_up_vault_and_policy(service.base_url, service.ca_file)
             with self._gateway():
                 self._unlock_and_accept()
-                anyio.run(self._play_agent)
-                self._lock_and_retry()
+                self._run_agent()
         self._verify_journals()
 
     # -- setup ----------------------------------------------------------------------------------
@@ -159,11 +158,14 @@ class _Scenario:
             with contextlib.suppress(DemoFailed):
                 self._sp("gateway", "stop")
             try:
-                process.wait(timeout=20)
+                code = process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.wait()
+                code = process.wait()
             log.close()
+        self.story.expect(
+            code == 0, "`sp gateway stop`: vault locked, journal heads signed, exit 0"
+        )
 
     def _wait_for_gateway(self, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + 30
@@ -184,116 +186,73 @@ class _Scenario:
 
     # -- the agent ------------------------------------------------------------------------------
 
-    async def _play_agent(self) -> None:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "safeport", "context", "serve", "--root", str(self.workspace),
-                  "--profile", "agent", "--origin", "demo-agent"],
+    def _run_agent(self) -> None:
+        """Start the agent in its own process tree and follow its events until it finishes."""
+        events_r, events_w = os.pipe()
+        control_r, control_w = os.pipe()
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "safeport.demo.agent", "--events-fd", str(events_w),
+             "--control-fd", str(control_r), "--workspace", str(self.workspace)],
             env=self.env,
+            pass_fds=(events_w, control_r),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.home / "agent.stderr").open("wb"),
         )  # fmt: skip
-        with (self.home / "context.stderr").open("w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as client:
-                await self._read_workspace(client)
-                await self._propose_actions(client)
+        os.close(events_w)
+        os.close(control_r)
+        launcher.wait(timeout=30)  # it forks the agent and exits at once
+        with (
+            os.fdopen(events_r, "r", encoding="utf-8") as events,
+            os.fdopen(control_w, "w", encoding="utf-8") as control,
+        ):
+            self._follow(events, control)
 
-    async def _call(self, client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
-        with anyio.fail_after(120):
-            result = await client.call_tool(tool, args)
-        payload = result.structured_content
-        text = " ".join(getattr(block, "text", "") for block in result.content)
-        self.story.seen.append(json.dumps(payload, default=str) + text)
-        return (not result.is_error), (payload if payload is not None else text)
-
-    async def _read_workspace(self, client: Client) -> None:
+    def _follow(self, events: TextIO, control: TextIO) -> None:
         story = self.story
-        story.step("4. The agent reads the workspace (context server, MCP over stdio)")
-        ok, readme = await self._call(client, "read_file", {"path": "README.md"})
-        story.expect(ok and "inventory-service" in str(readme), "read_file README.md: served")
-        ok, listing = await self._call(client, "list_directory", {"path": "."})
-        blocked = {e["name"]: e.get("blocked") for e in listing.get("entries", [])} if ok else {}
-        story.expect(
-            blocked.get(".env") == "private" and blocked.get("data") == "private",
-            "list_directory: .env and data/ are listed but marked private",
-        )
-        for path in (".env", "data/customers.csv", "deploy_key.pem", "src/../.env"):
-            ok, answer = await self._call(client, "read_file", {"path": path})
-            story.expect(not ok, f"read_file {path}: refused ({_first_line(answer)})")
-        ok, hits = await self._call(client, "search_project", {"query": self.canary})
-        story.expect(ok and not hits.get("hits"), "search_project for the canary: no hits")
-        ok, _ = await self._call(client, "read_file", {"path": "src/inventory/tokenizer.py"})
-        story.expect(ok, "read_file src/inventory/tokenizer.py: ordinary code stays readable")
+        answered = False
+        lines = _Lines(events)
+        while True:
+            line = lines.next(timeout=180)
+            if not line:
+                raise DemoFailed("the demo agent stopped without finishing; see agent.stderr")
+            event = json.loads(line)
+            kind = event.get("event")
+            if kind == "step":
+                story.step(str(event["title"]))
+            elif kind == "note":
+                story.note(str(event["text"]))
+                if not answered and "proposing" in str(event["text"]):
+                    self._answer_one_card()
+                    answered = True
+            elif kind == "check":
+                story.expect(bool(event["ok"]), str(event["text"]))
+            elif kind == "need" and event.get("what") == "lock":
+                self._sp("vault", "lock")
+                story.ok("a human locked the vault (`sp vault lock`)")
+                control.write("done\n")
+                control.flush()
+            elif kind == "seen":
+                story.seen.extend(str(answer) for answer in event["answers"])
+                return
+            elif kind == "crash":
+                raise DemoFailed(f"the demo agent failed: {event.get('text')}")
 
-    async def _propose_actions(self, client: Client) -> None:
-        story = self.story
-        story.step("5. The agent proposes an action; a human decides")
-        ok, catalog = await self._call(client, "list_actions", {})
-        names = (
-            [f"{a['target']}/{a['operation']}" for a in catalog.get("actions", [])] if ok else []
-        )
-        story.expect(names == ["deploy-api/deployment_status"], f"list_actions: {names}")
-        args = {"environment": "staging", "service": "inventory"}
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._answer_one_card)
-            ok, result = await self._call(
-                client,
-                "http_request",
-                {"service_id": "deploy-api", "operation_id": "deployment_status", "args": args},
-            )
-        story.expect(ok and result.get("status") == 200, f"approved and run: status {result}")
-        fields = result.get("fields", {}) if ok else {}
-        story.expect(fields.get("state") == "running", "the declared fields came back")
-        story.expect("internal_note" not in fields, "an undeclared field was filtered out")
-
-        story.step("6. Hostile and locked: refused before anything leaves the machine")
-        hostile = {"environment": "staging", "service": "inventory;curl evil.example"}
-        ok, answer = await self._call(
-            client,
-            "http_request",
-            {"service_id": "deploy-api", "operation_id": "deployment_status", "args": hostile},
-        )
-        story.expect(
-            not ok and "denied" in str(answer), f"shell metacharacters: {_first_line(answer)}"
-        )
-        ok, answer = await self._call(
-            client,
-            "http_request",
-            {"service_id": "metadata", "operation_id": "read", "args": {}},
-        )
-        story.expect(
-            not ok and "denied" in str(answer), f"an undeclared service: {_first_line(answer)}"
-        )
-        self._sp("vault", "lock")
-        ok, answer = await self._call(
-            client,
-            "http_request",
-            {"service_id": "deploy-api", "operation_id": "deployment_status", "args": args},
-        )
-        story.expect(not ok and "locked" in str(answer), f"vault locked: {_first_line(answer)}")
-
-    async def _answer_one_card(self) -> None:
-        with anyio.fail_after(60):
-            while True:
-                listed = await anyio.to_thread.run_sync(
-                    lambda: self._sp("approvals", "list", "--json")
-                )
-                cards = json.loads(listed.stdout or "[]")
-                if cards:
-                    break
-                await anyio.sleep(0.2)
+    def _answer_one_card(self) -> None:
+        deadline = time.monotonic() + 60
+        cards: list[dict[str, Any]] = []
+        while not cards:
+            if time.monotonic() > deadline:
+                raise DemoFailed("no approval card appeared within 60 s")
+            time.sleep(0.2)
+            cards = json.loads(self._sp("approvals", "list", "--json").stdout or "[]")
         card = cards[0]
-        self.story.note("approval card:")
-        for line in json.dumps(card, indent=2, sort_keys=True).splitlines()[:40]:
-            self.story.note("  " + line)
-        approve = True if self.ask is None else await anyio.to_thread.run_sync(self.ask, card)
+        shown = self._sp("approvals", "list")
+        self.story.console.out(shown.stdout.rstrip("\n"), highlight=False)
+        approve = True if self.ask is None else self.ask(card)
         verb = "approve" if approve else "deny"
-        await anyio.to_thread.run_sync(
-            lambda: self._sp("approvals", verb, str(card["id"]), "--passphrase-file",
-                             str(self.passphrase_file))
-        )  # fmt: skip
-        self.story.ok(f"a human answered the card: {verb}")
-
-    def _lock_and_retry(self) -> None:
-        self.story.ok("the gateway stops with the vault locked; its journals are signed")
+        self._sp("approvals", verb, str(card["id"]), "--passphrase-file", str(self.passphrase_file))
+        self.story.ok(f"a human answered the card from another process tree: {verb}")
 
     # -- the record -----------------------------------------------------------------------------
 
@@ -335,5 +294,22 @@ class _Scenario:
         return done
 
 
-def _first_line(answer: object) -> str:
-    return str(answer).strip().splitlines()[0][:120] if str(answer).strip() else "(empty)"
+class _Lines:
+    """The agent's lines, read on a thread so that a silent agent cannot hang the demo."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: TextIO) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put("")
+
+    def next(self, timeout: float) -> str:
+        """The next line, or "" when the agent closed the pipe or was silent for ``timeout``."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return ""
