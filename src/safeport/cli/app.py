@@ -11,6 +11,7 @@ from safeport.cli.approvals import approvals
 from safeport.cli.audit import audit
 from safeport.cli.client import client
 from safeport.cli.context import context
+from safeport.cli.demo import demo
 from safeport.cli.gateway import checkpoint, gateway
 from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
@@ -33,6 +34,7 @@ sp.add_command(policy)
 audit.add_command(checkpoint)
 sp.add_command(client)
 sp.add_command(context)
+sp.add_command(demo)
 sp.add_command(ssh)
 sp.add_command(vault)
 
