@@ -62,7 +62,18 @@ ALLOWED = {
     "context_server": {"context_server", "shared", "errors", "safeport"},
     "vault": {"vault", "shared", "errors", "safeport"},
     "action_gateway": {"action_gateway", "vault", "shared", "errors", "safeport"},
-    "cli": {"cli", "context_server", "action_gateway", "vault", "shared", "errors", "safeport"},
+    # The demo drives everything through `sp` subprocesses and MCP; it imports no credentialed code.
+    "demo": {"demo", "shared", "errors", "safeport"},
+    "cli": {
+        "cli",
+        "context_server",
+        "action_gateway",
+        "vault",
+        "demo",
+        "shared",
+        "errors",
+        "safeport",
+    },
 }
 
 

@@ -124,6 +124,9 @@ class FakeUnlockedVault:
     def entries(self) -> list[EntryInfo]:
         return []
 
+    def public_keys(self) -> VaultPublicKeys:
+        return self._store.public_keys()
+
     def secret(self, name: str) -> CredentialSecret:
         self._check()
         self._store._record("vault.secret", name=name)

@@ -20,9 +20,16 @@ def _start_and_wait(gw: Gateway, env: dict[str, str] | None = None) -> tuple[int
 
 def test_the_gateway_refuses_to_start_with_code_injection_variables(gateway_home: Path) -> None:
     gw = Gateway(gateway_home)
-    rc, err = _start_and_wait(gw, {**clean_env(gateway_home), "PYTHONDONTWRITEBYTECODE": "1"})
-    assert rc == 2 and "refusing to start with PYTHONDONTWRITEBYTECODE set" in err
+    rc, err = _start_and_wait(gw, {**clean_env(gateway_home), "PYTHONSTARTUP": "/tmp/evil.py"})
+    assert rc == 2 and "refusing to start with PYTHONSTARTUP set" in err
     assert not (gateway_home / "run" / "control.sock").exists()
+
+
+def test_harmless_python_variables_do_not_stop_the_gateway(gateway_home: Path) -> None:
+    gw = Gateway(gateway_home)
+    env = {**clean_env(gateway_home), "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    gw.start(env=env)
+    assert gw.stop() == 0
 
 
 def test_tainted_environment_names_only_the_dangerous_variables() -> None:
@@ -33,12 +40,18 @@ def test_tainted_environment_names_only_the_dangerous_variables() -> None:
         "PATH": "/bin",
         "HOME": "/h",
         "LD_LIBRARY_PATH": "/l",
+        "PYTHONWARNINGS": "ignore::evil.Category",
+        "PYTHONSTARTUP": "/evil.py",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     assert tainted_environment(env) == [
         "DYLD_INSERT_LIBRARIES",
         "LD_LIBRARY_PATH",
         "LD_PRELOAD",
         "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONWARNINGS",
     ]
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.executors.interface import Executor
@@ -36,13 +36,6 @@ from safeport.vault.checkpoints import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
 
 log = logging.getLogger("safeport.gateway")
-
-
-@runtime_checkable
-class KnowsPublicKeys(Protocol):
-    """An unlocked vault that can say which public keys it holds inside."""
-
-    def public_keys(self) -> VaultPublicKeys: ...
 
 
 @dataclass(frozen=True)
@@ -147,7 +140,7 @@ class GatewayCore:
     def _check_public_keys(self, vault: UnlockedVault) -> None:
         """vault.pub.json is outside the vault and could be swapped to seal records to someone
         else's key: compare it with the keys inside, raise an alarm, and seal to the real one."""
-        if not isinstance(vault, KnowsPublicKeys) or self.parts.sealer_for is None:
+        if self.parts.sealer_for is None:
             return
         inner = vault.public_keys()
         if self._sealed_to is not None and inner != self._sealed_to:

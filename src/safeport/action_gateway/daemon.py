@@ -32,13 +32,22 @@ log = logging.getLogger("safeport.gateway")
 PR_SET_DUMPABLE = 4
 
 
+# PYTHON* variables that only change buffering, bytecode caching or text encoding; every other
+# one is refused, since PYTHONPATH, PYTHONSTARTUP, PYTHONHOME, PYTHONBREAKPOINT and even
+# PYTHONWARNINGS (a warning category is imported by name) can run code inside the gateway.
+HARMLESS_PYTHON_VARIABLES = frozenset(
+    {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8"}
+)
+
+
 def tainted_environment(env: Mapping[str, str]) -> list[str]:
     """Names of variables that would inject code into the gateway (values are never shown)."""
     return sorted(
         name
         for name in env
-        if name.startswith(("LD_PRELOAD", "LD_AUDIT", "DYLD_", "PYTHON"))
+        if name.startswith(("LD_PRELOAD", "LD_AUDIT", "DYLD_"))
         or name == "LD_LIBRARY_PATH"
+        or (name.startswith("PYTHON") and name not in HARMLESS_PYTHON_VARIABLES)
     )
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from safeport.action_gateway.daemon import tainted_environment
 from safeport.errors import Denied, EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
 
 _UCRED = struct.Struct("3i")
-_TAINTS = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_", "PYTHON")
 
 
 class GatewayNotRunning(Error):
@@ -78,7 +78,7 @@ def judge_gateway_process(
     if tracer_pid != 0:
         raise ImpostorGateway("the gateway process is being traced; the passphrase was not sent")
     if environ is not None:
-        tainted = sorted(name for name in environ if name.startswith(_TAINTS))
+        tainted = tainted_environment(environ)
         if tainted:
             raise ImpostorGateway(
                 f"the gateway runs with {', '.join(tainted)} set; the passphrase was not sent",

@@ -70,6 +70,10 @@ class CheckpointSigner(Protocol):
 class UnlockedVault(Protocol):
     def entries(self) -> list[EntryInfo]: ...
 
+    def public_keys(self) -> VaultPublicKeys:
+        """The public keys kept inside the vault (to check vault.pub.json against at unlock)."""
+        ...
+
     def secret(self, name: str) -> CredentialSecret:
         """The value for an executor; raises the vault's error if no such entry."""
         ...

@@ -1,3 +1,0 @@
-from safeport.cli import main
-
-main(["demo", "--yes"])
