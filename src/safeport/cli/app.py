@@ -15,6 +15,7 @@ from safeport.cli.demo import demo
 from safeport.cli.gateway import checkpoint, gateway
 from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
+from safeport.cli.setup import init
 from safeport.cli.ssh import ssh
 from safeport.cli.vault import vault
 from safeport.errors import Error
@@ -26,6 +27,7 @@ def sp() -> None:
     """safeport: a read-only workspace for agents, and a gateway that holds the credentials."""
 
 
+sp.add_command(init)
 sp.add_command(audit)
 sp.add_command(gateway)
 sp.add_command(approvals)
