@@ -139,6 +139,76 @@ async def round_trips(
     return out
 
 
+def raw_round_trips(
+    argv: list[str],
+    env: dict[str, str],
+    calls: list[tuple[str, dict[str, Any]]],
+    rounds: int,
+    *,
+    wait_for_index: bool = False,
+) -> list[float]:
+    """Round trips with a bare JSON-RPC client over stdio: what the *server* costs.
+
+    The SDK client also validates structured output against the tool's output schema with
+    jsonschema; the reference server returns plain text, so it never pays that. This client
+    validates nothing, so both servers are measured alike.
+    """
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        stdin.flush()
+
+    def reply(request_id: int) -> dict[str, Any]:
+        while True:
+            line = stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed its output")
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return dict(message)
+
+    try:
+        client = {"name": "bench", "version": "0"}
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        send({"id": 0, "method": "initialize", "params": hello})
+        reply(0)
+        send({"method": "notifications/initialized"})
+        next_id = 1
+        # Our server refreshes its index in the background at start: time nothing until it is
+        # idle, as the SDK-client measurement does.
+        while wait_for_index:
+            send({"id": next_id, "method": "tools/call", "params": {"name": "get_health"}})
+            state = reply(next_id)["result"]["structuredContent"]["index_state"]
+            next_id += 1
+            if state == "ready":
+                break
+            time.sleep(0.2)
+        out = []
+        for i in range(rounds):
+            name, arguments = calls[i % len(calls)]
+            start = time.perf_counter()
+            send(
+                {
+                    "id": next_id + i,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+            )
+            answer = reply(next_id + i)
+            out.append(time.perf_counter() - start)
+            if "error" in answer or answer.get("result", {}).get("isError"):
+                raise RuntimeError(f"{name} failed: {answer}")
+        return out
+    finally:
+        stdin.close()
+        proc.wait(30)
+
+
 def server_rss_mb(marker: str) -> tuple[float, float]:
     for child in psutil.Process().children(recursive=True):
         try:
@@ -219,6 +289,27 @@ async def measure(
 
     peer = await with_client(fs, fs_body) if FS_SERVER.exists() else None
 
+    # The same calls with a bare JSON-RPC client (no client-side output validation).
+    ours_argv = [sys.executable, "-m", "safeport.context_server", "--root", str(root)]
+    raw_ours = {
+        "read": raw_round_trips(ours_argv, env, read_calls, args.rounds, wait_for_index=True),
+        "list": raw_round_trips(ours_argv, env, list_calls, args.rounds, wait_for_index=True),
+    }
+    raw_peer = None
+    if FS_SERVER.exists():
+        fs_argv = [str(FS_SERVER), str(root)]
+        fs_env = {"PATH": os.environ["PATH"]}
+        raw_peer = {
+            "read": raw_round_trips(
+                fs_argv, fs_env, [("read_text_file", {"path": str(root / r)}) for r in rels],
+                args.rounds,
+            ),
+            "list": raw_round_trips(
+                fs_argv, fs_env, [("list_directory", {"path": str(root / d)}) for d in dirs],
+                args.rounds,
+            ),
+        }  # fmt: skip
+
     ms = 1000.0
     report["search_project_p50_ms"] = round(p50(mine["search"]) * ms, 2)
     report["rg_same_query_p50_ms"] = round(p50(rg_times) * ms, 1)
@@ -230,6 +321,17 @@ async def measure(
         report["fs_server_list_p50_ms"] = round(p50(peer["list"]) * ms, 2)
         report["read_file_vs_fs_server"] = round(p50(mine["read"]) / p50(peer["read"]), 2)
         report["list_directory_vs_fs_server"] = round(p50(mine["list"]) / p50(peer["list"]), 2)
+    report["raw_read_file_p50_ms"] = round(p50(raw_ours["read"]) * ms, 2)
+    report["raw_list_directory_p50_ms"] = round(p50(raw_ours["list"]) * ms, 2)
+    if raw_peer is not None:
+        report["raw_fs_server_read_p50_ms"] = round(p50(raw_peer["read"]) * ms, 2)
+        report["raw_fs_server_list_p50_ms"] = round(p50(raw_peer["list"]) * ms, 2)
+        report["raw_read_file_vs_fs_server"] = round(
+            p50(raw_ours["read"]) / p50(raw_peer["read"]), 2
+        )
+        report["raw_list_directory_vs_fs_server"] = round(
+            p50(raw_ours["list"]) / p50(raw_peer["list"]), 2
+        )
     report["server_rss_mb"] = round(mine["rss"], 1)
     report["server_peak_rss_mb"] = round(mine["hwm"], 1)
     return report
