@@ -93,6 +93,7 @@ class FakeVaultStore:
         self._checkpoint_key = Ed25519PrivateKey.generate()
         self._audit_key = X25519PrivateKey.generate()
         self._secrets: dict[str, CredentialSecret] = {}
+        self.generation = 1
 
     def unlock(self, passphrase: SecretBytes) -> FakeUnlockedVault:
         self._record("vault.unlock")
@@ -116,6 +117,10 @@ class FakeUnlockedVault:
     def __init__(self, store: FakeVaultStore) -> None:
         self._store = store
         self._open = True
+
+    @property
+    def generation(self) -> int:
+        return self._store.generation
 
     def _check(self) -> None:
         if not self._open:

@@ -252,3 +252,43 @@ def test_vault_entries_change_through_a_running_gateway(home: Path, tmp_path: Pa
     # The gateway saved the file: a fresh unlock from the file sees the same entries.
     assert "deploy-token" not in sp(home, "vault", "list", "--json", *pw).stdout
     assert "build-key" in sp(home, "vault", "list", "--json", *pw).stdout
+
+
+def test_an_older_vault_file_put_back_raises_a_rollback_alarm(home: Path, tmp_path: Path) -> None:
+    older = tmp_path / "vault-before.sp"
+    shutil.copy2(home / "vault.sp", older)
+    token = tmp_path / "token"
+    token.write_text("CANARY-TOKEN-ROLLBACK\n")
+    added = sp(home, "vault", "add", "later-token", "--kind", "token",
+               "--value-file", str(token), "--passphrase-file", str(home / "pw"))  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "safeport", "gateway", "run"],
+        cwd=REPO,
+        env=clean_env(home),
+        stderr=subprocess.DEVNULL,
+    )
+    pw = str(home / "pw")
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0
+        assert sp(home, "vault", "lock").returncode == 0
+        assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0  # same file
+        assert sp(home, "vault", "lock").returncode == 0
+        shutil.copy2(older, home / "vault.sp")  # the attacker restores an older copy
+        assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0
+        assert sp(home, "gateway", "stop").returncode == 0
+        assert gateway.wait(20) == 0
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    kinds = [
+        json.loads(line)["kind"]
+        for line in (home / "audit" / "sessions.jsonl").read_text().splitlines()
+    ]
+    assert kinds.count("vault.unlocked") == 3
+    assert kinds.count("vault.rollback") == 1
+    assert (
+        kinds.index("vault.rollback") > [i for i, k in enumerate(kinds) if k == "vault.unlocked"][1]
+    )

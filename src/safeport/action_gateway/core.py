@@ -75,6 +75,7 @@ class GatewayCore:
         self.started_at = time.time()
         self.gateway_uid = os.geteuid()
         self._sealed_to: VaultPublicKeys | None = None
+        self._highest_generation = -1
         self.journals = GatewayJournals(paths.audit_dir, self._sealer())
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
@@ -119,7 +120,19 @@ class GatewayCore:
         self.journals.sessions.record(kind, body)
 
     def _unlocked(self, vault: UnlockedVault) -> None:
-        self.record_session("vault.unlocked", {"epoch": self.vault.epoch})
+        generation = vault.generation
+        self.record_session(
+            "vault.unlocked", {"epoch": self.vault.epoch, "vault_generation": generation}
+        )
+        if generation < self._highest_generation:
+            # An older vault.sp was put back: rotated-out secrets and an older accepted policy
+            # come back with it. Say so loudly; the human decides.
+            log.error("the vault file is older than the one unlocked before (rollback?)")
+            self.record_session(
+                "vault.rollback",
+                {"alarm": True, "generation": generation, "seen": self._highest_generation},
+            )
+        self._highest_generation = max(self._highest_generation, generation)
         self._check_public_keys(vault)
         try:
             served = self.policies.load_accepted(vault)

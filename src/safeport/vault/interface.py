@@ -74,6 +74,11 @@ class UnlockedVault(Protocol):
         """The public keys kept inside the vault (to check vault.pub.json against at unlock)."""
         ...
 
+    @property
+    def generation(self) -> int:
+        """Authenticated count of saves; it going backwards means an older file was restored."""
+        ...
+
     def secret(self, name: str) -> CredentialSecret:
         """The value for an executor; raises the vault's error if no such entry."""
         ...
