@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import get_args
@@ -257,14 +259,9 @@ def add(
     passphrase_file: Path | None,
 ) -> None:
     """Add a credential NAME (its value from a prompt or --value-file)."""
-    one_stdin(value_file, key_passphrase_file, passphrase_file)
-    backend = backend_for(locate())
-    authority = _authority(passphrase_file)
-    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
-    try:
+    with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
+                    passphrase_file) as (backend, authority, value):  # fmt: skip
         backend.add(authority, name, kind, value)
-    finally:
-        _wipe(value)
     click.echo(f"added {inert(name)} ({kind})")
 
 
@@ -292,14 +289,9 @@ def rotate(
     passphrase_file: Path | None,
 ) -> None:
     """Replace the value of the credential NAME (same kind)."""
-    one_stdin(value_file, key_passphrase_file, passphrase_file)
-    backend = backend_for(locate())
-    authority = _authority(passphrase_file)
-    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
-    try:
+    with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
+                    passphrase_file) as (backend, authority, value):  # fmt: skip
         backend.rotate(authority, name, value)
-    finally:
-        _wipe(value)
     click.echo(f"rotated {inert(name)}")
 
 
@@ -364,6 +356,26 @@ def disable(passphrase_file: Path | None, use_keyring: bool) -> None:
 
 def _day(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
+
+
+@contextlib.contextmanager
+def _new_value(
+    kind: SecretKind,
+    value_file: Path | None,
+    username: str | None,
+    key_passphrase_file: Path | None,
+    ask_key_passphrase: bool,
+    passphrase_file: Path | None,
+) -> Iterator[tuple[VaultBackend, Authority, dict[str, SecretBytes | str]]]:
+    """The backend, the proof of authority and the new value for add/rotate; wiped after."""
+    one_stdin(value_file, key_passphrase_file, passphrase_file)
+    backend = backend_for(locate())
+    authority = _authority(passphrase_file)
+    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+    try:
+        yield backend, authority, value
+    finally:
+        _wipe(value)
 
 
 def _wipe(value: dict[str, SecretBytes | str]) -> None:
