@@ -136,6 +136,8 @@ def test_rung4_unknown_action_and_bad_args_never_touch_the_vault(gateway: Gatewa
     cases = {
         "unknown_host": {**ssh("a1", service="w"), "host_id": "prod-db"},
         "unknown_command": ssh("a2", command="reboot"),
+        "unknown_service": _http("h1", service_id="billing"),
+        "unknown_operation": _http("h2", operation_id="delete_everything"),
         "extra_arg": ssh("a3", service="w", extra="x"),
         "wrong_type": ssh("a4", service=5),
         "pattern": ssh("a5", service="Worker;rm"),
@@ -150,12 +152,25 @@ def test_rung4_unknown_action_and_bad_args_never_touch_the_vault(gateway: Gatewa
         assert reply["ok"] is False and reply["error"]["code"] == "denied", name
         assert "oProxy" not in reply["error"]["reason"] and "rm" not in reply["error"]["reason"]
     categories = [d["category"] for d in _denials(gateway)]
-    assert categories[:2] == ["unknown_action", "unknown_action"]
-    assert set(categories[2:]) == {"argument"}
+    assert categories[:4] == ["unknown_action"] * 4
+    assert set(categories[4:]) == {"argument"}
     for denial in _denials(gateway):
         assert "oProxy" not in str(denial) and "aaaaaaaa" not in str(denial)
     _nothing_touched(gateway)
     assert gateway.healthy()
+
+
+def _http(request_id: str, **fields: str) -> dict[str, object]:
+    return {
+        "v": 1,
+        "id": request_id,
+        "type": "propose",
+        "action": "http_request",
+        "service_id": "deploy-api",
+        "operation_id": "deployment_status",
+        "args": {"environment": "staging", "service": "worker"},
+        **fields,
+    }
 
 
 def test_rung4_rate_cap_refuses_past_the_limit(gateway: Gateway) -> None:

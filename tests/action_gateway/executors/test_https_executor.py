@@ -11,8 +11,7 @@ import pytest
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError, HttpAction
-from safeport.action_gateway.executors.lookup import http_action
-from safeport.shared.schemas.config import HttpOperation, HttpService, parse_gateway_policy
+from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import BasicSecret, SecretBytes, TokenSecret
 from tests.action_gateway.executors.real_tls import API_HOST, OTHER_HOST, TlsServer
 
@@ -381,26 +380,6 @@ def test_an_error_status_is_passed_on_without_its_body(
         _action(_service(tls_server), "/error", response_fields=["state"]), _token()
     )
     assert (result.status, result.fields) == (500, {})
-
-
-def test_unknown_service_or_operation_is_refused(tls_server: TlsServer) -> None:
-    policy, _ = parse_gateway_policy(
-        f"""
-[credentials.deploy-token]
-kind = "token"
-[http.services.deploy-api]
-base_url = "{tls_server.base_url()}"
-credential = "deploy-token"
-[http.services.deploy-api.operations.status]
-method = "GET"
-path = "/v1/x/services/y/status"
-"""
-    )
-    with pytest.raises(ActionError, match="unknown http service 'billing'"):
-        http_action(policy, "billing", "status", {})
-    with pytest.raises(ActionError, match="has no operation 'delete'"):
-        http_action(policy, "deploy-api", "delete", {})
-    assert http_action(policy, "deploy-api", "status", {}).operation.method == "GET"
 
 
 def test_an_unresolvable_name_is_unreachable(

@@ -14,8 +14,7 @@ import pytest
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError, SshAction
-from safeport.action_gateway.executors.lookup import ssh_action
-from safeport.shared.schemas.config import SshCommand, SshHost, parse_gateway_policy
+from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
 from tests.action_gateway.executors.real_sshd import Sshd, free_port
 from tests.action_gateway.executors.tcp_relay import relay_to
@@ -132,30 +131,6 @@ def test_values_outside_the_declared_constraint_never_reach_the_server(
     assert caught.value.failure == "invalid_target"
     assert value.strip() not in caught.value.diagnostic()
     assert executor.pooled_ssh_connections == 0
-
-
-def test_unknown_host_or_command_is_refused_before_anything_runs(sshd: Sshd) -> None:
-    policy, _ = parse_gateway_policy(
-        f"""
-[credentials.build-key]
-kind = "ssh-key"
-[ssh.hosts.build]
-address = "127.0.0.1"
-port = {sshd.port}
-user = "{sshd.user}"
-host_keys = ["{sshd.host_key_line}"]
-credential = "build-key"
-[ssh.hosts.build.commands.uptime]
-argv = ["uptime"]
-"""
-    )
-    with pytest.raises(ActionError, match="unknown ssh host 'staging'"):
-        ssh_action(policy, "staging", "uptime", {})
-    with pytest.raises(ActionError, match="has no command 'rm'"):
-        ssh_action(policy, "build", "rm", {})
-    with pytest.raises(ActionError, match="not a plain name"):
-        ssh_action(policy, "-oProxyCommand=sh", "uptime", {})
-    assert ssh_action(policy, "build", "uptime", {}).command.argv == ["uptime"]
 
 
 def test_output_over_the_cap_is_truncated_and_flagged(
