@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
+from pathlib import Path
+
+from safeport.shared.launch import sp_command
+from tests.hostile_folder import plant
 
 
-def test_the_demo_keeps_every_promise_it_checks() -> None:
+def test_the_demo_keeps_every_promise_it_checks(tmp_path: Path) -> None:
+    # Run from a folder full of hostile code: none of the demo's processes may import it.
+    hostile = plant(tmp_path / "cloned-repo", tmp_path / "marks")
     env = {key: value for key, value in os.environ.items() if not key.startswith("SAFEPORT_")}
     done = subprocess.run(
-        [sys.executable, "-m", "safeport", "demo", "--yes"],
+        sp_command(["demo", "--yes"]),
         capture_output=True,
         text=True,
         env=env,
+        cwd=hostile.root,
         timeout=300,
         stdin=subprocess.DEVNULL,
     )
@@ -30,3 +36,4 @@ def test_the_demo_keeps_every_promise_it_checks() -> None:
     ):
         assert promise in out, promise
     assert "Traceback" not in done.stderr
+    assert hostile.ran() == []

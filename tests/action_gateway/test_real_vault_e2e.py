@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from safeport.shared.launch import sp_command
 from tests.action_gateway.support import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
 from tests.conftest import need
 
@@ -83,7 +84,7 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 def test_the_real_gateway_end_to_end(home: Path) -> None:
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "safeport", "gateway", "run"],
+        sp_command(["gateway", "run"]),
         cwd=REPO,
         env=clean_env(home),
         stderr=subprocess.PIPE,
@@ -150,7 +151,7 @@ def test_the_real_gateway_end_to_end(home: Path) -> None:
 
 def test_sp_approvals_watch_answers_a_card_at_the_prompt(home: Path) -> None:
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "safeport", "gateway", "run"],
+        sp_command(["gateway", "run"]),
         cwd=REPO,
         env=clean_env(home),
         stderr=subprocess.DEVNULL,
@@ -213,7 +214,7 @@ def test_vault_entries_change_through_a_running_gateway(home: Path, tmp_path: Pa
     token = tmp_path / "token"
     token.write_text(CANARY + "-token\n")
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "safeport", "gateway", "run"],
+        sp_command(["gateway", "run"]),
         cwd=REPO,
         env=clean_env(home),
         stderr=subprocess.DEVNULL,
@@ -263,7 +264,7 @@ def test_an_older_vault_file_put_back_raises_a_rollback_alarm(home: Path, tmp_pa
                "--value-file", str(token), "--passphrase-file", str(home / "pw"))  # fmt: skip
     assert added.returncode == 0, added.stderr
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "safeport", "gateway", "run"],
+        sp_command(["gateway", "run"]),
         cwd=REPO,
         env=clean_env(home),
         stderr=subprocess.DEVNULL,

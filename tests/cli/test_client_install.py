@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from safeport.cli.client_setup import ENTRY_NAME
+from safeport.shared.launch import sp_command
 
 
 def sp(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "safeport", "client", "install", *args],
+        sp_command(["client", "install", *args]),
         capture_output=True,
         text=True,
         env=env,
@@ -46,7 +47,7 @@ def test_cursor_gets_an_entry_that_runs_this_installation(home: Path, workspace:
     config = json.loads((home / ".cursor" / "mcp.json").read_text())
     entry = config["mcpServers"][ENTRY_NAME]
     assert entry["command"] == sys.executable
-    assert entry["args"][:4] == ["-m", "safeport", "context", "serve"]
+    assert entry["args"][:5] == ["-I", "-m", "safeport", "context", "serve"]
     assert entry["args"][entry["args"].index("--origin") + 1] == "cursor"
     assert entry["args"][entry["args"].index("--root") + 1] == str(workspace.resolve())
     assert (home / ".cursor" / "mcp.json").stat().st_mode & 0o077 == 0
@@ -83,9 +84,21 @@ def test_a_different_existing_entry_needs_replace(home: Path, workspace: Path) -
     assert json.loads(path.read_text())["mcpServers"][ENTRY_NAME]["command"] == sys.executable
 
 
-def test_project_scoped_clients_write_into_the_served_root(home: Path, workspace: Path) -> None:
+def test_claude_code_gets_a_local_scope_entry_for_the_served_root(
+    home: Path, workspace: Path
+) -> None:
+    (home / ".claude.json").write_text(json.dumps({"userID": "u", "projects": {"/x": {}}}))
     assert sp(home, "claude-code", "--root", str(workspace)).returncode == 0
-    assert ENTRY_NAME in json.loads((workspace / ".mcp.json").read_text())["mcpServers"]
+    config = json.loads((home / ".claude.json").read_text())
+    assert config["userID"] == "u" and config["projects"]["/x"] == {}
+    entry = config["projects"][str(workspace.resolve())]["mcpServers"][ENTRY_NAME]
+    assert entry["type"] == "stdio" and entry["env"] == {}
+    assert entry["args"][:3] == ["-I", "-m", "safeport"]
+    assert not (workspace / ".mcp.json").exists()  # nothing a teammate would pick up
+    assert sp(home, "claude-code", "--root", str(workspace), "--check").returncode == 0
+
+
+def test_project_scoped_clients_write_into_the_served_root(home: Path, workspace: Path) -> None:
     assert sp(home, "vscode", "--root", str(workspace), "--profile", "agent").returncode == 0
     vscode = json.loads((workspace / ".vscode" / "mcp.json").read_text())["servers"][ENTRY_NAME]
     assert vscode["type"] == "stdio" and "agent" in vscode["args"]
@@ -113,3 +126,68 @@ def test_print_changes_nothing(home: Path, workspace: Path) -> None:
     done = sp(home, "cursor", "--root", str(workspace), "--print")
     assert done.returncode == 0 and ENTRY_NAME in done.stdout
     assert not (home / ".cursor").exists()
+
+
+def older_entry(workspace: Path) -> dict[str, object]:
+    """What an older version wrote: `python -m safeport`, which imports from the project."""
+    return {
+        "command": sys.executable,
+        "args": ["-m", "safeport", "context", "serve", "--root", str(workspace)],
+    }
+
+
+def test_an_older_entry_that_imports_project_code_is_flagged_then_rewritten(
+    home: Path, workspace: Path
+) -> None:
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"mcpServers": {ENTRY_NAME: older_entry(workspace), "o": {}}}))
+    flagged = sp(home, "cursor", "--root", str(workspace), "--check")
+    assert flagged.returncode == 1
+    assert "imports code from the project folder" in flagged.stderr
+    assert str(path) in flagged.stderr
+    done = sp(home, "cursor", "--root", str(workspace))  # no --replace needed
+    assert done.returncode == 0, done.stderr
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert servers[ENTRY_NAME]["args"][0] == "-I" and servers["o"] == {}
+    assert sp(home, "cursor", "--root", str(workspace), "--check").returncode == 0
+
+
+def test_an_older_codex_entry_is_rewritten_in_place(home: Path, workspace: Path) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    old = older_entry(workspace)
+    path.write_text(
+        f"[mcp_servers.{ENTRY_NAME}]\ncommand = {json.dumps(old['command'])}\n"
+        f'args = {json.dumps(old["args"])}\n\n[mcp_servers.other]\ncommand = "x"\n'
+    )
+    assert sp(home, "codex", "--root", str(workspace), "--check").returncode == 1
+    assert sp(home, "codex", "--root", str(workspace)).returncode == 0
+    parsed = tomllib.loads(path.read_text())
+    assert parsed["mcp_servers"][ENTRY_NAME]["args"][:3] == ["-I", "-m", "safeport"]
+    assert parsed["mcp_servers"]["other"]["command"] == "x"
+
+
+def test_an_older_project_file_entry_for_claude_code_is_removed(
+    home: Path, workspace: Path
+) -> None:
+    legacy = workspace / ".mcp.json"
+    legacy.write_text(
+        json.dumps({"mcpServers": {ENTRY_NAME: older_entry(workspace), "team": {"command": "t"}}})
+    )
+    assert sp(home, "claude-code", "--root", str(workspace)).returncode == 0
+    flagged = sp(home, "claude-code", "--root", str(workspace), "--check")
+    assert flagged.returncode == 0, flagged.stderr
+    assert json.loads(legacy.read_text())["mcpServers"] == {"team": {"command": "t"}}
+
+
+def test_a_legacy_project_entry_is_flagged_by_check(home: Path, workspace: Path) -> None:
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {ENTRY_NAME: older_entry(workspace)}})
+    )
+    assert sp(home, "claude-code", "--root", str(workspace)).returncode == 0
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {ENTRY_NAME: older_entry(workspace)}})
+    )
+    flagged = sp(home, "claude-code", "--root", str(workspace), "--check")
+    assert flagged.returncode == 1 and ".mcp.json" in flagged.stderr

@@ -26,6 +26,7 @@ from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimit
 from safeport.action_gateway.server import Connection, SocketServer
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
+from safeport.shared.provenance import verify_installed_package
 
 log = logging.getLogger("safeport.gateway")
 
@@ -101,6 +102,7 @@ def run_gateway(
     paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits | None = None
 ) -> None:
     """Run until SIGTERM/SIGINT or `sp gateway stop`."""
+    verify_installed_package()
     lock_fd = prepare(paths, os.environ)
     try:
         asyncio.run(_serve(paths, parts, limits or RuntimeLimits()))

@@ -12,10 +12,12 @@ import click
 from safeport.cli.client_setup import (
     CLIENTS,
     entry_for,
+    imports_project_code,
     installed_entry,
     merged_text,
     server_command,
     target_for,
+    unsafe_legacy_entries,
 )
 from safeport.errors import Denied, EnvironmentProblem
 
@@ -56,8 +58,18 @@ def install(
     command, args = server_command(sys.executable, served, profile, client_name)
     entry = entry_for(target, command, args)
     existing = target.path.read_text(encoding="utf-8") if target.path.exists() else None
+    legacy = unsafe_legacy_entries(client_name, root=served[0])
     if check:
-        if installed_entry(target, existing) != entry:
+        current = installed_entry(target, existing)
+        unsafe = [target.path] if current is not None and imports_project_code(current) else []
+        unsafe += [old.path for old, _ in legacy]
+        if unsafe:
+            raise Denied(
+                f"the `safeport` entry in {unsafe[0]} imports code from the project folder "
+                "(written by an older version)",
+                hint=f"run `sp client install {client_name}` to rewrite it",
+            )
+        if current != entry:
             raise Denied(f"{client_name} is not set up with this safeport in {target.path}")
         click.echo(f"{client_name}: set up in {target.path}")
         return
@@ -66,6 +78,9 @@ def install(
         click.echo(f"# {target.path}")
         click.echo(text, nl=False)
         return
+    for old, cleaned in legacy:
+        _write_atomically(old.path, cleaned)
+        click.echo(f"{client_name}: removed an older, unsafe `safeport` entry from {old.path}")
     if text == existing:
         click.echo(f"{client_name}: already set up in {target.path}")
         return

@@ -1,9 +1,12 @@
-"""Where each MCP client keeps its server list, and how a safeport entry is merged into it (pure).
+"""Where each MCP client keeps its server list, and how a safeport entry is merged into it.
 
-The entry starts the context server with this installation's own interpreter, so the client runs
-exactly the safeport the user installed, and labels the journal with the client's name
-(``--origin``). Merging keeps every other server; an existing ``safeport`` entry that differs is
-replaced only when the caller says so, and a file that does not parse is never overwritten.
+The entry starts the context server with this installation's own interpreter in isolated mode
+(``python -I -m safeport``, see ``shared/launch.py``), so the client runs exactly the safeport the
+user installed whatever folder it starts the server in, and labels the journal with the client's
+name (``--origin``). An entry an older version wrote (``python -m safeport`` without ``-I``, which
+imports from the project folder) is flagged by ``--check`` and rewritten by an install.
+Merging keeps every other server; any other differing ``safeport`` entry is replaced only when the
+caller says so, and a file that does not parse is never overwritten.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from safeport.errors import ConfigError, UsageError
+from safeport.shared.launch import imports_from_working_folder, sp_command
 
 ClientName = Literal["claude-code", "claude-desktop", "codex", "cursor", "vscode"]
 CLIENTS: tuple[ClientName, ...] = ("claude-code", "claude-desktop", "codex", "cursor", "vscode")
@@ -28,13 +32,18 @@ class ClientTarget:
     client: ClientName
     path: Path
     format: Literal["json", "toml"]
-    key: str  # the table that lists servers: mcpServers, servers or mcp_servers
+    key: tuple[str, ...]  # the nested table that lists servers, e.g. ("mcpServers",)
 
 
 def target_for(client: str, *, home: Path, platform: str, root: Path) -> ClientTarget:
     """The config file a client reads (project-scoped clients use the served root)."""
     if client == "claude-code":
-        return ClientTarget("claude-code", root / ".mcp.json", "json", "mcpServers")
+        # Local scope: Claude Code's own per-project list in ~/.claude.json. A project-scoped
+        # .mcp.json would wait for approval in the client and, committed, would hand teammates
+        # a command line that names this machine's interpreter.
+        return ClientTarget(
+            "claude-code", home / ".claude.json", "json", ("projects", str(root), "mcpServers")
+        )
     if client == "claude-desktop":
         base = (
             home / "Library" / "Application Support" / "Claude"
@@ -42,31 +51,71 @@ def target_for(client: str, *, home: Path, platform: str, root: Path) -> ClientT
             else home / ".config" / "Claude"
         )
         return ClientTarget(
-            "claude-desktop", base / "claude_desktop_config.json", "json", "mcpServers"
+            "claude-desktop", base / "claude_desktop_config.json", "json", ("mcpServers",)
         )
     if client == "cursor":
-        return ClientTarget("cursor", home / ".cursor" / "mcp.json", "json", "mcpServers")
+        return ClientTarget("cursor", home / ".cursor" / "mcp.json", "json", ("mcpServers",))
     if client == "vscode":
-        return ClientTarget("vscode", root / ".vscode" / "mcp.json", "json", "servers")
+        return ClientTarget("vscode", root / ".vscode" / "mcp.json", "json", ("servers",))
     if client == "codex":
-        return ClientTarget("codex", home / ".codex" / "config.toml", "toml", "mcp_servers")
+        return ClientTarget("codex", home / ".codex" / "config.toml", "toml", ("mcp_servers",))
     raise UsageError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
+
+
+def legacy_targets(client: str, *, root: Path) -> list[ClientTarget]:
+    """Where older versions wrote this client's entry (checked, and cleaned when unsafe)."""
+    if client == "claude-code":
+        return [ClientTarget("claude-code", root / ".mcp.json", "json", ("mcpServers",))]
+    return []
 
 
 def server_command(
     python: str, roots: Sequence[Path], profile: str, origin: str
 ) -> tuple[str, list[str]]:
-    args = ["-m", "safeport", "context", "serve", "--profile", profile, "--origin", origin]
+    args = ["context", "serve", "--profile", profile, "--origin", origin]
     for root in roots:
         args += ["--root", str(root)]
-    return python, args
+    argv = sp_command(args, python=python)
+    return argv[0], argv[1:]
 
 
 def entry_for(target: ClientTarget, command: str, args: list[str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"command": command, "args": args}
     if target.client == "vscode":
         entry = {"type": "stdio", **entry}
+    if target.client == "claude-code":
+        entry = {"type": "stdio", **entry, "env": {}}  # the shape `claude mcp add` writes
     return entry
+
+
+def imports_project_code(entry: dict[str, Any]) -> bool:
+    """Whether an entry would run code from the folder its client starts it in."""
+    command, args = entry.get("command"), entry.get("args", [])
+    if not isinstance(command, str) or not isinstance(args, list):
+        return False
+    return imports_from_working_folder([command, *(str(arg) for arg in args)])
+
+
+def unsafe_legacy_entries(client: str, *, root: Path) -> list[tuple[ClientTarget, str]]:
+    """Older entries of ours that import project code, each with its file's text without it."""
+    found: list[tuple[ClientTarget, str]] = []
+    for target in legacy_targets(client, root=root):
+        existing = _read_text(target.path)
+        entry = installed_entry(target, existing)
+        if existing is not None and entry is not None and imports_project_code(entry):
+            data = json.loads(existing)
+            servers = _servers(data, target, create=False)
+            if servers is not None:
+                servers.pop(ENTRY_NAME, None)
+            found.append((target, json.dumps(data, indent=2) + "\n"))
+    return found
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
 
 
 def merged_text(
@@ -84,11 +133,10 @@ def merged_text(
         if not isinstance(loaded, dict):
             raise ConfigError(f"{target.path} does not hold a JSON object")
         data = loaded
-    servers = data.setdefault(target.key, {})
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{target.key}` in {target.path} is not an object")
+    servers = _servers(data, target, create=True)
+    assert servers is not None  # created on the way
     current = servers.get(ENTRY_NAME)
-    if current is not None and current != entry and not replace:
+    if _needs_consent(current, entry, replace=replace):
         raise ConfigError(
             f"{target.path} already has a different `{ENTRY_NAME}` server",
             hint="run again with --replace to overwrite it, or --print to see ours",
@@ -105,9 +153,36 @@ def installed_entry(target: ClientTarget, existing: str | None) -> dict[str, Any
         data = tomllib.loads(existing) if target.format == "toml" else json.loads(existing)
     except (ValueError, tomllib.TOMLDecodeError):
         return None
-    servers = data.get(target.key) if isinstance(data, dict) else None
-    entry = servers.get(ENTRY_NAME) if isinstance(servers, dict) else None
+    try:
+        servers = _servers(data, target, create=False)
+    except ConfigError:
+        return None
+    entry = servers.get(ENTRY_NAME) if servers is not None else None
     return entry if isinstance(entry, dict) else None
+
+
+def _servers(data: Any, target: ClientTarget, *, create: bool) -> dict[str, Any] | None:
+    """The table that lists servers, walked (and, when asked, created) along ``target.key``."""
+    node = data
+    for name in target.key:
+        if not isinstance(node, dict):
+            raise ConfigError(f"`{'.'.join(target.key)}` in {target.path} is not an object")
+        if name not in node:
+            if not create:
+                return None
+            node[name] = {}
+        node = node[name]
+    if not isinstance(node, dict):
+        raise ConfigError(f"`{'.'.join(target.key)}` in {target.path} is not an object")
+    return node
+
+
+def _needs_consent(current: Any, entry: dict[str, Any], *, replace: bool) -> bool:
+    """A different entry is replaced only with --replace, except one that imports project
+    code (an older version's), which an install always rewrites."""
+    if current is None or current == entry or replace:
+        return False
+    return not (isinstance(current, dict) and imports_project_code(current))
 
 
 def _merge_toml(
@@ -120,23 +195,22 @@ def _merge_toml(
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{target.path} is not valid TOML; fix it by hand first") from exc
     current = installed_entry(target, text)
-    block = _toml_block(target.key, entry)
+    block = _toml_block(".".join(target.key), entry)
     if current is None:
         return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
     if current == entry:
         return text
-    if not replace:
+    if _needs_consent(current, entry, replace=replace):
         raise ConfigError(
             f"{target.path} already has a different `{ENTRY_NAME}` server",
             hint="run again with --replace to overwrite it, or --print to see ours",
         )
     # Replace our own table only: from its header to the next table header.
-    header = re.compile(rf"^\[{re.escape(target.key)}\.{ENTRY_NAME}\]\s*$", re.MULTILINE)
+    table = ".".join(target.key)
+    header = re.compile(rf"^\[{re.escape(table)}\.{ENTRY_NAME}\]\s*$", re.MULTILINE)
     match = header.search(text)
     if match is None:
-        raise ConfigError(
-            f"cannot locate `[{target.key}.{ENTRY_NAME}]` in {target.path} to replace it"
-        )
+        raise ConfigError(f"cannot locate `[{table}.{ENTRY_NAME}]` in {target.path} to replace it")
     following = re.compile(r"^\[", re.MULTILINE).search(text, match.end())
     end = following.start() if following else len(text)
     return text[: match.start()] + block + ("\n" + text[end:] if following else "")

@@ -14,6 +14,7 @@ import click
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
 from safeport.cli.gateway_client import GatewayClient
 from safeport.cli.render import inert
+from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate
 
 
@@ -32,7 +33,7 @@ def gateway() -> None:
 def run(print_service: str | None) -> None:
     """Run the gateway in the foreground (logs to stderr and gateway.log)."""
     paths = locate()
-    argv = [sys.executable, str(Path(sys.prefix) / "bin" / "sp"), "gateway", "run"]
+    argv = sp_command(["gateway", "run"])
     env = {"SAFEPORT_HOME": os.environ["SAFEPORT_HOME"]} if "SAFEPORT_HOME" in os.environ else {}
     log_path = paths.data_dir / "gateway.log"
     if print_service == "systemd":

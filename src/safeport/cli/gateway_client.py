@@ -87,13 +87,20 @@ def judge_gateway_process(
 
 
 def _is_sp_gateway_run(argv: Sequence[str], installation: Installation) -> bool:
-    if len(argv) >= 4 and installation.sp_script is not None:
-        same_script = _same_file(argv[1], installation.sp_script)
-        if same_script and list(argv[2:4]) == ["gateway", "run"]:
-            return _same_python(argv[0], installation.python)
-    if len(argv) >= 5 and list(argv[1:5]) == ["-m", "safeport", "gateway", "run"]:
-        return _same_python(argv[0], installation.python)
-    return False
+    """`sp gateway run` as a shell starts it (`python …/bin/sp gateway run`, optionally with
+    `-I`), or as safeport writes it (`python -I -m safeport gateway run`). A bare
+    `python -m safeport` is refused: it imports from its working folder, so any folder holding
+    a `safeport/` package could stand behind the socket with the genuine command line."""
+    if not argv or not _same_python(argv[0], installation.python):
+        return False
+    rest = list(argv[1:])
+    isolated = bool(rest) and rest[0] == "-I"
+    if isolated:
+        rest = rest[1:]
+    script = installation.sp_script
+    if len(rest) >= 3 and script is not None and rest[1:3] == ["gateway", "run"]:
+        return _same_file(rest[0], script)
+    return isolated and rest[:4] == ["-m", "safeport", "gateway", "run"]
 
 
 def _same_python(candidate: str, python: str) -> bool:

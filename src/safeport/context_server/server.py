@@ -25,6 +25,7 @@ from safeport.context_server.service import WorkspaceService
 from safeport.context_server.tools import register_reader_tools
 from safeport.context_server.workspace import Workspace
 from safeport.shared.paths import SafeportPaths, locate
+from safeport.shared.provenance import verify_installed_package
 
 Profile = Literal["reader", "agent"]
 
@@ -96,6 +97,7 @@ def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceServic
 
 def serve(options: ServeOptions) -> None:
     """Run over stdio until the client closes the connection."""
+    verify_installed_package()
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )

@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from safeport.shared.launch import sp_command
 
 
 class Agent:
@@ -50,11 +51,20 @@ class Agent:
         return (not result.is_error), payload
 
     async def run(self) -> None:
+        command = sp_command(
+            [
+                "context",
+                "serve",
+                "--root",
+                self.workspace,
+                "--profile",
+                "agent",
+                "--origin",
+                "demo-agent",
+            ]
+        )
         params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "safeport", "context", "serve", "--root", self.workspace,
-                  "--profile", "agent", "--origin", "demo-agent"],
-            env=dict(os.environ),
+            command=command[0], args=command[1:], env=dict(os.environ)
         )  # fmt: skip
         errlog_path = Path(os.environ["SAFEPORT_HOME"]) / "context.stderr"
         with errlog_path.open("w") as errlog:

@@ -17,7 +17,6 @@ import os
 import queue
 import secrets
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,6 +30,7 @@ from rich.console import Console
 from safeport.demo.tls_service import serve_demo_api
 from safeport.demo.workspace import build_workspace, policy_text
 from safeport.errors import Error
+from safeport.shared.launch import module_command, sp_command
 
 Ask = Callable[[dict[str, Any]], bool]
 
@@ -142,7 +142,7 @@ class _Scenario:
         self.story.step("3. The action gateway")
         log = (self.home / "gateway.stderr").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "safeport", "gateway", "run"],
+            sp_command(["gateway", "run"]),
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -191,8 +191,9 @@ class _Scenario:
         events_r, events_w = os.pipe()
         control_r, control_w = os.pipe()
         launcher = subprocess.Popen(
-            [sys.executable, "-m", "safeport.demo.agent", "--events-fd", str(events_w),
-             "--control-fd", str(control_r), "--workspace", str(self.workspace)],
+            module_command("safeport.demo.agent", [
+                "--events-fd", str(events_w), "--control-fd", str(control_r),
+                "--workspace", str(self.workspace)]),
             env=self.env,
             pass_fds=(events_w, control_r),
             stdin=subprocess.DEVNULL,
@@ -282,7 +283,7 @@ class _Scenario:
 
     def _sp(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "safeport", *args],
+            sp_command(args),
             env=self.env,
             capture_output=True,
             text=True,
