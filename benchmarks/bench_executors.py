@@ -33,7 +33,7 @@ from tests.action_gateway.executors.real_sshd import Sshd, running_sshd
 from tests.action_gateway.executors.real_tls import API_HOST, running_tls_server
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import HttpAction, SshAction
+from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
@@ -79,7 +79,7 @@ def bench_ssh(sshd: Sshd, ssh_runs: int, cold_runs: int) -> None:
         credential="bench-key",
     )
     command = SshCommand(argv=["true"])
-    action = SshAction("bench", host, "true", command, {})
+    action = prepare_ssh("bench", host, "true", command, {})
     executor = GatewayExecutor()
     secret = sshd.secret()
 
@@ -125,7 +125,7 @@ def bench_https(http_runs: int) -> None:
             ca_file=str(tls.ca_file),
             allow_private_addresses=True,
         )
-        action = HttpAction(
+        action = prepare_http(
             "bench", service, "status", operation, {"environment": "staging", "service": "worker"}
         )
         executor = GatewayExecutor(resolver=lambda host, port: ["127.0.0.1"])

@@ -186,7 +186,10 @@ class RecordingExecutor:
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         self._record(
-            "executor.ssh", host=action.host_id, command=action.command_id, args=dict(action.args)
+            "executor.ssh",
+            host=action.host_id,
+            command=action.command_id,
+            command_line=action.command_line,
         )
         if action.command_id.startswith("slow"):
             time.sleep(1.0)
@@ -206,7 +209,8 @@ class RecordingExecutor:
             "executor.http",
             service=action.service_id,
             operation=action.operation_id,
-            args=dict(action.args),
+            url=action.target.url,
+            body=(action.target.body or b"").decode("utf-8"),
         )
         return HttpResult(status=200, fields={"state": "ok", "secret_header": "dropped"})
 

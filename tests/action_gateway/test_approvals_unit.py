@@ -16,7 +16,13 @@ from safeport.action_gateway.approvals import (
     check_approver,
 )
 from safeport.action_gateway.cards import ActionRequest
+from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.shared.schemas.config import SshCommand, SshHost
+
+HOST = SshHost(
+    address="203.0.113.7", user="deploy", credential="key", host_keys=["ssh-ed25519 AAAA"]
+)
 
 
 def proc(pid: int, name: str, *, interpreter: bool = False, launcher: bool = False) -> ProcessInfo:
@@ -80,7 +86,7 @@ def request(scope: str = "session", args: dict[str, str | int] | None = None) ->
         args=args or {"s": "x"},
         policy_digest="p1",
         read_only=True,  # type: ignore[arg-type]
-        rendered=(("command", "uptime"),),
+        prepared=SshAction("h", HOST, "c", SshCommand(argv=["uptime"]), "uptime"),
     )
 
 

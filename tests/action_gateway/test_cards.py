@@ -1,6 +1,9 @@
-"""Cards render everything the agent chose as inert plain text, whole or not at all."""
+"""Cards render the prepared action (the bytes that will run) as inert plain text, whole or not
+at all, with what a yes allows and the time left."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -8,11 +11,10 @@ from safeport.action_gateway.cards import (
     MAX_FIELD_CHARS,
     ActionRequest,
     build_card,
-    fill_template,
     inert,
-    render_http,
-    render_ssh,
 )
+from safeport.action_gateway.executors.interface import SshAction
+from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 
@@ -44,68 +46,137 @@ def test_inert_escapes_what_could_restyle_or_hide_text(raw: str, shown: str) -> 
     assert inert(raw) == shown
 
 
-def test_the_rendered_ssh_command_is_the_quoted_argv() -> None:
-    command = SshCommand(
-        argv=["systemctl", "status", "{service}"], params={"service": {"pattern": ".*"}}
-    )  # type: ignore[dict-item]
-    assert render_ssh(HOST, command, {"service": "a b;rm -rf /"}) == (
-        "systemctl status 'a b;rm -rf /'"
+def ssh_request(prepared: SshAction, scope: str = "per-call", **args: str) -> ActionRequest:
+    return ActionRequest(
+        request_id="r",
+        kind="ssh_exec",
+        target_id=prepared.host_id,
+        operation_id=prepared.command_id,
+        credential="k",
+        scope=scope,  # type: ignore[arg-type]
+        args=args or {"a": "x"},
+        policy_digest="d",
+        read_only=True,
+        prepared=prepared,
     )
 
 
-def test_the_rendered_url_encodes_params_as_single_path_segments() -> None:
+def test_the_card_shows_the_exact_command_string_that_is_sent() -> None:
+    command = SshCommand(
+        argv=["systemctl", "status", "{service}"], params={"service": {"pattern": ".*"}}
+    )  # type: ignore[dict-item]
+    prepared = prepare_ssh("h", HOST, "c", command, {"service": "a b;rm -rf /"})
+    assert prepared.command_line == "systemctl status 'a b;rm -rf /'"
+    card = build_card("c-1", PEER, ssh_request(prepared), now=0, timeout_s=10)
+    assert dict(card.fields)["command"] == prepared.command_line
+    assert dict(card.fields)["host"] == "deploy@203.0.113.7:22 (h)"
+
+
+def test_a_value_that_looks_like_a_placeholder_is_never_expanded_again() -> None:
+    command = SshCommand(
+        argv=["echo", "{a}", "{b}"],
+        params={"a": {"pattern": "[{}a-z]+"}, "b": {"pattern": "[{}a-z]+"}},
+    )  # type: ignore[dict-item]
+    prepared = prepare_ssh("h", HOST, "c", command, {"a": "{b}", "b": "rm"})
+    assert prepared.command_line == "echo '{b}' rm"
+    card = build_card("c-1", PEER, ssh_request(prepared), now=0, timeout_s=10)
+    assert dict(card.fields)["command"] == "echo '{b}' rm"
+
+
+def test_the_card_shows_the_full_url_and_every_byte_of_the_body() -> None:
+    service = HttpService(base_url="https://API.Example.com", credential="t")
+    operation = HttpOperation(
+        method="POST",
+        path="/v1/{env}/deploy",
+        query={"q": "{env}"},
+        json_body={"image": "{image}", "replicas": "{replicas}", "note": "x {env}"},
+        params={
+            "env": {"pattern": ".*"},
+            "image": {"pattern": ".*"},
+            "replicas": {"type": "int", "min": 1, "max": 5000},
+        },
+    )  # type: ignore[dict-item]
+    args = {"env": "a/b?x={c}", "image": "attacker.example/backdoor:1", "replicas": 1000}
+    prepared = prepare_http("deploy-api", service, "op", operation, args)
+    fields = dict(build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).fields)
+    assert fields["request"] == f"POST {prepared.target.url}"
+    assert prepared.target.url == (
+        "https://api.example.com/v1/a%2Fb%3Fx%3D%7Bc%7D/deploy?q=a%2Fb%3Fx%3D%7Bc%7D"
+    )
+    assert prepared.target.body is not None
+    assert json.loads(fields["body"]) == json.loads(prepared.target.body)
+    assert '"image": "attacker.example/backdoor:1"' in fields["body"]
+    assert '"replicas": 1000' in fields["body"]
+    assert "Authorization (the credential)" in fields["headers"]
+    assert "Content-Type" in fields["headers"]
+
+
+def test_a_body_value_cannot_add_a_line_or_an_escape_to_the_card() -> None:
     service = HttpService(base_url="https://api.example.com", credential="t")
     operation = HttpOperation(
-        method="GET",
-        path="/v1/{env}/status",
-        query={"q": "{env}"},
-        params={"env": {"pattern": ".*"}},
+        method="POST", path="/x", json_body={"v": "{v}"}, params={"v": {"pattern": "(?s).*"}}
     )  # type: ignore[dict-item]
-    assert render_http(service, operation, {"env": "../admin?x=1"}) == (
-        "GET https://api.example.com/v1/..%2Fadmin%3Fx%3D1/status?q=..%2Fadmin%3Fx%3D1"
+    prepared = prepare_http(
+        "s", service, "op", operation, {"v": 'a\u2028"approved": true\u202e\u0085'}
+    )
+    body = dict(build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).fields)["body"]
+    assert body.count("\n") == 2  # `{`, the one member, `}`
+    for hidden in ("\u2028", "\u202e", "\u0085"):
+        assert hidden not in body
+    assert '\\"approved\\": true' in body  # the quote stays inside the JSON string
+    assert json.loads(body) == json.loads(prepared.target.body or b"")  # the same value
+
+
+def http_request(prepared: object) -> ActionRequest:
+    return ActionRequest(
+        request_id="r",
+        kind="http_request",
+        target_id="s",
+        operation_id="op",
+        credential="t",
+        scope="per-call",
+        args={},
+        policy_digest="d",
+        read_only=False,
+        prepared=prepared,  # type: ignore[arg-type]
     )
 
 
 def test_a_card_that_cannot_be_shown_whole_is_not_showable() -> None:
-    request = ActionRequest(
-        request_id="r",
-        kind="ssh_exec",
-        target_id="h",
-        operation_id="c",
-        credential="k",
-        scope="per-call",
-        args={"a": "x"},
-        policy_digest="d",
-        read_only=True,
-        rendered=(("command", "x" * (MAX_FIELD_CHARS + 1)),),
-    )
-    card = build_card("c-1", PEER, request, now=0, timeout_s=10)
+    command = SshCommand(argv=["true"])
+    long = SshAction("h", HOST, "c", command, "x" * (MAX_FIELD_CHARS + 1))
+    card = build_card("c-1", PEER, ssh_request(long), now=0, timeout_s=10)
     assert card.showable is False
-    short = build_card(
-        "c-2",
-        PEER,
-        request.__class__(**{**request.__dict__, "rendered": (("c", "ok"),)}),
-        now=0,
-        timeout_s=10,
+    short = build_card("c-2", PEER, ssh_request(SshAction("h", HOST, "c", command, "ok")), now=0,
+                       timeout_s=10)  # fmt: skip
+    assert short.showable is True
+    assert ["command", "ok"] in short.view(0)["fields"]  # type: ignore[operator]
+
+
+def test_the_card_says_what_a_yes_allows_and_how_long_is_left() -> None:
+    prepared = SshAction("h", HOST, "c", SshCommand(argv=["uptime"]), "uptime")
+    session = build_card(
+        "c", PEER, ssh_request(prepared, scope="session"), now=100, timeout_s=120,
+        session_max_s=720 * 60,
+    )  # fmt: skip
+    assert session.view(100)["scope_text"] == (
+        "this process may use k without asking again until it exits, at most 720 minutes"
     )
-    assert short.showable is True and short.view()["fields"] == [["c", "ok"]]
+    assert session.view(100)["expires_in_s"] == 120
+    assert session.view(145)["expires_in_s"] == 75  # it counts down
+    assert session.view(999)["expires_in_s"] == 0
+    once = build_card("c", PEER, ssh_request(prepared), now=0, timeout_s=60)
+    assert once.view(0)["scope_text"] == "this one request only"
+    assert once.view(0)["effect"] == "read-only"
+    assert (
+        build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).view(0)["effect"]
+        == "may change things"
+    )
 
 
 def test_the_journal_shape_never_holds_argument_values() -> None:
-    request = ActionRequest(
-        request_id="r",
-        kind="ssh_exec",
-        target_id="h",
-        operation_id="c",
-        credential="k",
-        scope="per-call",
-        args={"service": "hunter2"},
-        policy_digest="d",
-        read_only=True,
-    )
+    prepared = SshAction("h", HOST, "c", SshCommand(argv=["x"]), "x hunter2")
+    request = ssh_request(prepared, service="hunter2")
     assert "hunter2" not in str(request.shape())
     assert request.shape()["args"] == {"service": {"type": "str", "len": 7}}
-
-
-def test_fill_template_replaces_only_declared_placeholders() -> None:
-    assert fill_template("{a}-{b}", {"a": "1"}) == "1-{b}"
+    assert request.shape()["prepared_sha256"] == prepared.digest()

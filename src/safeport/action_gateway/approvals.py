@@ -137,7 +137,7 @@ class Approvals:
                 return Grant(
                     found.id, "session", vault_epoch, found.expires_at, _binding(request, requester)
                 )
-        pending = self._open_card(requester, request, timeout_s)
+        pending = self._open_card(requester, request, timeout_s, session_max_s)
         finished = pending.done.wait(timeout_s)
         with self._lock:
             self._forget_card(pending.card)
@@ -224,6 +224,11 @@ class Approvals:
     def cards(self) -> list[ApprovalCard]:
         with self._lock:
             return [pending.card for pending in self._pending.values()]
+
+    def card_views(self) -> list[dict[str, object]]:
+        """The pending cards as approvers see them, with the time left counted now."""
+        now = self._clock()
+        return [card.view(now) for card in self.cards()]
 
     def decide(
         self,
@@ -331,9 +336,20 @@ class Approvals:
         return None
 
     def _open_card(
-        self, requester: PeerIdentity, request: ActionRequest, timeout_s: float
+        self,
+        requester: PeerIdentity,
+        request: ActionRequest,
+        timeout_s: float,
+        session_max_s: float,
     ) -> _Pending:
-        card = build_card(_new_id("c"), requester, request, now=self._clock(), timeout_s=timeout_s)
+        card = build_card(
+            _new_id("c"),
+            requester,
+            request,
+            now=self._clock(),
+            timeout_s=timeout_s,
+            session_max_s=session_max_s,
+        )
         if not card.showable:
             raise ApprovalRefused(
                 "the request cannot be shown whole on a card", outcome="unshowable"
@@ -348,7 +364,7 @@ class Approvals:
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
             self._by_requester[requester.instance] = card.id
-        self._notify("card", card.view())
+        self._notify("card", card.view(self._clock()))
         return pending
 
     def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:
@@ -403,6 +419,7 @@ def _binding(request: ActionRequest, requester: PeerIdentity) -> tuple[object, .
         request.target_id,
         request.operation_id,
         request.args_digest,
+        request.prepared.digest(),  # the exact bytes the human saw are the bytes that run
         request.policy_digest,
     )
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import quote, urlencode
 
+from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.identity import PeerIdentity
-from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 
 ActionKind = Literal["ssh_exec", "http_request"]
 ApprovalScope = Literal["session", "per-call"]
-MAX_FIELD_CHARS = 2048
+MAX_FIELD_CHARS = 8192
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class ActionRequest:
     args: Mapping[str, str | int]
     policy_digest: str
     read_only: bool
-    rendered: tuple[tuple[str, str], ...] = ()  # (label, text) lines for the card
+    prepared: SshAction | HttpAction  # the one rendering: the card shows it, the executor runs it
 
     @property
     def args_digest(self) -> str:
@@ -58,6 +56,7 @@ class ActionRequest:
                 for name, value in sorted(self.args.items())
             },
             "args_sha256": self.args_digest,
+            "prepared_sha256": self.prepared.digest(),
             "policy": self.policy_digest,
         }
 
@@ -71,26 +70,42 @@ class ApprovalCard:
     request: ActionRequest
     created_at: float
     expires_at: float
+    session_max_s: float = 0.0
     fields: tuple[tuple[str, str], ...] = field(default=())
     showable: bool = True
 
-    def view(self) -> dict[str, object]:
+    def view(self, now: float) -> dict[str, object]:
         """The card as control clients receive it (every text already inert)."""
         client = self.requester.client()
+        request = self.request
         return {
             "id": self.id,
-            "scope": self.request.scope,
-            "credential": self.request.credential,
-            "action": self.request.kind,
-            "target": self.request.target_id,
-            "operation": self.request.operation_id,
-            "read_only": self.request.read_only,
+            "scope": request.scope,
+            "scope_text": scope_text(request, self.session_max_s),
+            "credential": request.credential,
+            "action": request.kind,
+            "target": request.target_id,
+            "operation": request.operation_id,
+            "read_only": request.read_only,
+            "effect": "read-only" if request.read_only else "may change things",
             "fields": [[label, text] for label, text in self.fields],
             "showable": self.showable,
             "requester": [_process_line(proc) for proc in self.requester.chain],
             "client": _process_line(client) if client else None,
-            "expires_in_s": max(0, round(self.expires_at - self.created_at)),
+            "expires_in_s": max(0, round(self.expires_at - now)),
+            "timeout_s": round(self.expires_at - self.created_at),
         }
+
+
+def scope_text(request: ActionRequest, session_max_s: float) -> str:
+    """What a yes allows, in words."""
+    if request.scope == "session":
+        minutes = round(session_max_s / 60)
+        return (
+            f"this process may use {request.credential} without asking again until it exits, "
+            f"at most {minutes} minutes"
+        )
+    return "this one request only"
 
 
 def build_card(
@@ -100,8 +115,14 @@ def build_card(
     *,
     now: float,
     timeout_s: float,
+    session_max_s: float = 0.0,
 ) -> ApprovalCard:
-    fields = tuple((label, inert(text)) for label, text in request.rendered)
+    """Render the prepared action's lines inert; a line too long to show makes the card
+    unshowable (and so unapprovable) rather than cut."""
+    fields = tuple(
+        (line.label, line.text if line.json_text else inert_lines(line.text))
+        for line in request.prepared.card_lines()
+    )
     showable = all(len(text) <= MAX_FIELD_CHARS for _, text in fields)
     return ApprovalCard(
         id=card_id,
@@ -109,34 +130,17 @@ def build_card(
         request=request,
         created_at=now,
         expires_at=now + timeout_s,
+        session_max_s=session_max_s,
         fields=fields,
         showable=showable,
     )
 
 
-def render_ssh(host: SshHost, command: SshCommand, args: Mapping[str, str | int]) -> str:
-    """The full remote command line as the executor sends it (``shlex.join`` of the argv)."""
-    return shlex.join(fill_template(part, args) for part in command.argv)
-
-
-def render_http(
-    service: HttpService, operation: HttpOperation, args: Mapping[str, str | int]
-) -> str:
-    """METHOD and the full URL, params encoded as single path segments."""
-    path = fill_template(operation.path, args, encode=True)
-    url = service.base_url.rstrip("/") + path
-    if operation.query:
-        query = {name: fill_template(value, args) for name, value in operation.query.items()}
-        url += "?" + urlencode(query)
-    return f"{operation.method} {url}"
-
-
-def fill_template(template: str, args: Mapping[str, str | int], *, encode: bool = False) -> str:
-    out = template
-    for name, value in args.items():
-        text = str(value)
-        out = out.replace("{" + name + "}", quote(text, safe="") if encode else text)
-    return out
+def inert_lines(text: str) -> str:
+    """:func:`inert` line by line: a field's own line breaks (an indented JSON body's) stay
+    line breaks; a value can never add one, because values reach a field already encoded
+    (JSON-escaped, percent-encoded or shell-quoted with control characters refused)."""
+    return "\n".join(inert(line) for line in text.split("\n"))
 
 
 def inert(text: str) -> str:
@@ -154,7 +158,9 @@ def inert(text: str) -> str:
 
 
 def _process_line(proc: object) -> dict[str, object]:
-    from safeport.action_gateway.identity import ProcessInfo
+    """One process of the chain: its digest and what vouches for it (said once), the script
+    only for an interpreter, and any variable in its environment that injects code."""
+    from safeport.action_gateway.identity import ProcessInfo, describe_signature
 
     assert isinstance(proc, ProcessInfo)
     line: dict[str, object] = {
@@ -162,6 +168,7 @@ def _process_line(proc: object) -> dict[str, object]:
         "exe": inert(proc.exe),
         "sha256": proc.exe_sha256,
         "signature": proc.signature,
+        "verified": inert(proc.signature_text()),
     }
     if proc.team_id:
         line["team_id"] = inert(proc.team_id)
@@ -169,4 +176,14 @@ def _process_line(proc: object) -> dict[str, object]:
         line["interpreter"] = True
         line["script"] = inert(proc.script) if proc.script else None
         line["script_sha256"] = proc.script_sha256
+        if proc.script_signature is not None:
+            line["script_verified"] = inert(
+                describe_signature(proc.script_signature, proc.script_origin)
+            )
+        if proc.script_changed:
+            line["script_changed"] = True
+    if proc.environ == "unreadable":
+        line["environ"] = "unreadable"
+    if proc.injected_env:
+        line["injected_env"] = [[inert(name), inert(value)] for name, value in proc.injected_env]
     return line

@@ -238,7 +238,7 @@ class ControlHandler(Handler):
         return {"approver": True}
 
     async def _approvals_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
-        return {"cards": [card.view() for card in self._core.approvals.cards()]}
+        return {"cards": self._core.approvals.card_views()}
 
     async def _approvals_decide(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         card_id = request.params.get("id")
@@ -273,9 +273,10 @@ class ControlHandler(Handler):
             self._core.approvals.unsubscribe(old)
         self._watchers[id(conn)] = listener
         self._core.approvals.subscribe(listener)
+        conn.subscribe()  # stays open while it waits for cards
         return {
             "event": "watching",
-            "cards": [card.view() for card in self._core.approvals.cards()],
+            "cards": self._core.approvals.card_views(),
         }
 
     async def _sessions_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:

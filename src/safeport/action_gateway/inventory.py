@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
+from urllib.parse import urlencode
 
 from safeport.action_gateway.callers import describe_default
-from safeport.action_gateway.cards import render_http, render_ssh
 from safeport.action_gateway.executors.authorized_keys import advise
-from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.schemas.config import GatewayPolicy, HttpOperation, HttpService
 
 
 def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
@@ -24,7 +25,7 @@ def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
                 "commands": [
                     {
                         "id": command_id,
-                        "argv": render_ssh(host, command, {}),
+                        "argv": shlex.join(command.argv),
                         "read_only": command.read_only,
                         "params": sorted(command.params),
                     }
@@ -44,7 +45,7 @@ def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
                 "operations": [
                     {
                         "id": operation_id,
-                        "request": render_http(service, operation, {}),
+                        "request": _request_template(service, operation),
                         "read_only": operation.read_only,
                         "response_fields": list(operation.response_fields),
                         "params": sorted(operation.params),
@@ -113,3 +114,11 @@ def _items(data: dict[str, object], key: str) -> list[dict[str, Any]]:
     value = data[key]
     assert isinstance(value, list)
     return value
+
+
+def _request_template(service: HttpService, operation: HttpOperation) -> str:
+    """The declared request with its ``{param}`` placeholders (what a card fills in)."""
+    url = service.base_url.rstrip("/") + operation.path
+    if operation.query:
+        url += "?" + urlencode(operation.query)
+    return f"{operation.method} {url}"

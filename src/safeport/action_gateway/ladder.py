@@ -19,10 +19,11 @@ agent's raw values.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,13 +35,14 @@ from safeport.action_gateway.approvals import (
 )
 from safeport.action_gateway.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.callers import CallerRefused, check_caller
-from safeport.action_gateway.cards import ActionRequest, render_http, render_ssh
+from safeport.action_gateway.cards import ActionRequest
 from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
     HttpAction,
     SshAction,
 )
+from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
 from safeport.action_gateway.vault_state import GatewayLocked, VaultState
@@ -103,11 +105,14 @@ class RateLimiter:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A proposal resolved against the accepted policy (rung 4's product)."""
+    """A proposal resolved against the accepted policy and prepared (rung 4's product)."""
 
     request: ActionRequest
-    action: SshAction | HttpAction
     max_output_bytes: int
+
+    @property
+    def action(self) -> SshAction | HttpAction:
+        return self.request.prepared
 
 
 class Ladder:
@@ -322,48 +327,51 @@ def _resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         if command is None:
             raise Refusal("denied", 4, "unknown_action", "no such command for this host")
         args = _validate(command.params, proposal.args, command.allow_leading_dash)
-        credential = policy.credentials[host.credential]
-        request = ActionRequest(
-            request_id=proposal.id,
-            kind="ssh_exec",
-            target_id=proposal.host_id,
-            operation_id=proposal.command_id,
-            credential=host.credential,
-            scope=credential.approval,
-            args=args,
-            policy_digest=served.digest,
-            read_only=command.read_only,
-            rendered=(
-                ("host", f"{host.user}@{host.address}:{host.port} ({proposal.host_id})"),
-                ("command", render_ssh(host, command, args)),
-            ),
-        )
-        action: SshAction | HttpAction = SshAction(
-            proposal.host_id, host, proposal.command_id, command, args
-        )
-        return Resolved(request, action, command.max_output_bytes)
-    service = policy.http.services.get(proposal.service_id)
-    if service is None:
-        raise Refusal("denied", 4, "unknown_action", "no such http service in the accepted policy")
-    operation = service.operations.get(proposal.operation_id)
-    if operation is None:
-        raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
-    args = _validate(operation.params, proposal.args, ())
-    credential = policy.credentials[service.credential]
+        with _unpreparable():
+            prepared: SshAction | HttpAction = prepare_ssh(
+                proposal.host_id, host, proposal.command_id, command, args
+            )
+        credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
+    else:
+        service = policy.http.services.get(proposal.service_id)
+        if service is None:
+            raise Refusal(
+                "denied", 4, "unknown_action", "no such http service in the accepted policy"
+            )
+        operation = service.operations.get(proposal.operation_id)
+        if operation is None:
+            raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
+        args = _validate(operation.params, proposal.args, ())
+        with _unpreparable():
+            prepared = prepare_http(
+                proposal.service_id, service, proposal.operation_id, operation, args
+            )
+        credential_id, read_only = service.credential, operation.read_only
+        cap = service.max_response_bytes
     request = ActionRequest(
         request_id=proposal.id,
-        kind="http_request",
-        target_id=proposal.service_id,
-        operation_id=proposal.operation_id,
-        credential=service.credential,
-        scope=credential.approval,
+        kind=proposal.action,
+        target_id=prepared.host_id if isinstance(prepared, SshAction) else prepared.service_id,
+        operation_id=(
+            prepared.command_id if isinstance(prepared, SshAction) else prepared.operation_id
+        ),
+        credential=credential_id,
+        scope=policy.credentials[credential_id].approval,
         args=args,
         policy_digest=served.digest,
-        read_only=operation.read_only,
-        rendered=(("request", render_http(service, operation, args)),),
+        read_only=read_only,
+        prepared=prepared,
     )
-    action = HttpAction(proposal.service_id, service, proposal.operation_id, operation, args)
-    return Resolved(request, action, service.max_response_bytes)
+    return Resolved(request, cap)
+
+
+@contextlib.contextmanager
+def _unpreparable() -> Iterator[None]:
+    """An action that cannot be built safely is refused here, before any card or connection."""
+    try:
+        yield
+    except ActionError as exc:
+        raise Refusal("denied", 4, f"prepare_{exc.failure}", exc.message) from exc
 
 
 def _validate(

@@ -26,7 +26,7 @@ from urllib.parse import quote
 import pytest
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import ActionError, HttpAction
+from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import SecretBytes, TokenSecret
 from tests.action_gateway.executors.hostile_tls import (
@@ -35,6 +35,7 @@ from tests.action_gateway.executors.hostile_tls import (
     response,
     running_hostile_server,
 )
+from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
 from tests.action_gateway.executors.real_tls import API_HOST, TlsServer
 from tests.action_gateway.executors.test_https_executor import StaticResolver
 
@@ -54,8 +55,8 @@ def resolver() -> StaticResolver:
 
 
 @pytest.fixture
-def executor(resolver: StaticResolver) -> Iterator[GatewayExecutor]:
-    executor = GatewayExecutor(resolver=resolver)
+def executor(resolver: StaticResolver) -> Iterator[PreparingExecutor]:
+    executor = PreparingExecutor(GatewayExecutor(resolver=resolver))
     yield executor
     executor.close_all()
 
@@ -80,12 +81,12 @@ def _service(base_url: str, ca_file: object, **extra: object) -> HttpService:
 
 def _action(
     service: HttpService, path: str, args: dict[str, str | int], **spec: object
-) -> HttpAction:
+) -> PlannedHttp:
     params = spec.pop("params", dict.fromkeys(args, ANY))
     operation = HttpOperation.model_validate(
         {"method": "GET", "path": path, "params": params, **spec}
     )
-    return HttpAction("deploy-api", service, "op", operation, args)
+    return PlannedHttp("deploy-api", service, "op", operation, args)
 
 
 def _fails(call: Callable[[], object], failure: str) -> ActionError:
@@ -129,7 +130,7 @@ STEERING = [
 
 @pytest.mark.parametrize("value", STEERING)
 def test_a_path_value_stays_one_segment_on_the_declared_host(
-    tls_server: TlsServer, executor: GatewayExecutor, value: str
+    tls_server: TlsServer, executor: PreparingExecutor, value: str
 ) -> None:
     service = _service(tls_server.base_url(), tls_server.ca_file)
     action = _action(
@@ -158,7 +159,7 @@ def test_a_path_value_stays_one_segment_on_the_declared_host(
     ],
 )
 def test_a_value_that_some_server_would_read_as_a_dot_segment_is_refused(
-    tls_server: TlsServer, executor: GatewayExecutor, value: str
+    tls_server: TlsServer, executor: PreparingExecutor, value: str
 ) -> None:
     before = len(tls_server.recorded.requests)
     service = _service(tls_server.base_url(), tls_server.ca_file)
@@ -168,7 +169,7 @@ def test_a_value_that_some_server_would_read_as_a_dot_segment_is_refused(
 
 
 def test_a_value_cannot_add_query_parameters_or_a_fragment(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     service = _service(tls_server.base_url(), tls_server.ca_file)
     value = "x&admin=true#frag?y=1;z"
@@ -184,7 +185,7 @@ def test_a_value_cannot_add_query_parameters_or_a_fragment(
     "value", ["x\r\nHost: evil.example", "x\nX-Injected: 1", "x\x00y", "x\x7f"]
 )
 def test_crlf_and_control_characters_never_reach_the_request(
-    tls_server: TlsServer, executor: GatewayExecutor, value: str
+    tls_server: TlsServer, executor: PreparingExecutor, value: str
 ) -> None:
     before = len(tls_server.recorded.requests)
     service = _service(tls_server.base_url(), tls_server.ca_file)
@@ -196,7 +197,7 @@ def test_crlf_and_control_characters_never_reach_the_request(
 
 
 def test_a_value_in_the_json_body_stays_a_string(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     service = _service(tls_server.base_url(), tls_server.ca_file)
     value = '", "admin": true, "x": "'
@@ -214,7 +215,7 @@ def test_a_value_in_the_json_body_stays_a_string(
 
 @pytest.mark.parametrize("value", [10**30, -(10**30), 2**63])
 def test_an_unbounded_integer_too_large_to_be_a_number_is_refused(
-    tls_server: TlsServer, executor: GatewayExecutor, value: int
+    tls_server: TlsServer, executor: PreparingExecutor, value: int
 ) -> None:
     service = _service(tls_server.base_url(), tls_server.ca_file)
     action = _action(
@@ -250,7 +251,7 @@ def test_an_unbounded_integer_too_large_to_be_a_number_is_refused(
     ],
 )
 def test_forbidden_answers_are_refused_even_for_a_private_service(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor, answers: list[str]
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor, answers: list[str]
 ) -> None:
     resolver.answers[API_HOST] = answers
     before = tls_server.recorded.connections
@@ -262,7 +263,7 @@ def test_forbidden_answers_are_refused_even_for_a_private_service(
 
 @pytest.mark.parametrize("answer", ["2130706433", "0177.0.0.1", "0x7f.0.0.1", "127.1", "1.2.3.4 "])
 def test_legacy_address_forms_in_an_answer_are_not_addresses(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor, answer: str
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor, answer: str
 ) -> None:
     resolver.answers[API_HOST] = [answer]
     service = _service(tls_server.base_url(), tls_server.ca_file)
@@ -274,7 +275,7 @@ def test_legacy_address_forms_in_an_answer_are_not_addresses(
     "answer", ["127.0.0.1", "10.0.0.1", "::1", "100.64.0.1", "::ffff:127.0.0.1"]
 )
 def test_private_answers_are_refused_for_a_public_service(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor, answer: str
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor, answer: str
 ) -> None:
     resolver.answers[API_HOST] = [answer]
     service = _service(tls_server.base_url(), tls_server.ca_file, allow_private_addresses=False)
@@ -283,7 +284,7 @@ def test_private_answers_are_refused_for_a_public_service(
 
 
 def test_a_rebinding_answer_on_a_new_pooled_connection_is_checked_again(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     # Two requests at once need two connections: the second lookup rebinds to metadata.
     resolver.answers[API_HOST] = lambda n: ["127.0.0.1"] if n == 1 else ["169.254.169.254"]
@@ -313,7 +314,7 @@ def _authorization(head: bytes) -> str:
     return match.group(1).decode()
 
 
-def _hostile_action(server: HostileServer, **extra: object) -> HttpAction:
+def _hostile_action(server: HostileServer, **extra: object) -> PlannedHttp:
     service = _service(server.base_url(), server.ca_file, **extra)
     return _action(service, "/x", {}, response_fields=["state"])
 
@@ -322,7 +323,7 @@ def _hostile_action(server: HostileServer, **extra: object) -> HttpAction:
     "status", ["301 Moved", "302 Found", "303 See Other", "307 Temp", "308 Perm"]
 )
 def test_a_redirect_that_carries_the_credential_in_its_host_does_not_show_it(
-    hostile: HostileServer, executor: GatewayExecutor, status: str
+    hostile: HostileServer, executor: PreparingExecutor, status: str
 ) -> None:
     def redirect(conn: socket.socket, head: bytes) -> None:
         token = _authorization(head).removeprefix("Bearer ")
@@ -338,7 +339,7 @@ def test_a_redirect_that_carries_the_credential_in_its_host_does_not_show_it(
 
 
 def test_a_redirect_to_a_plain_host_is_still_named(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     hostile.behaviour = lambda conn, head: conn.sendall(
         response("302 Found", {"Location": "https://evil.example/x", "Content-Length": "0"})
@@ -384,7 +385,7 @@ ECHOES: dict[str, Callable[[str, str], object]] = {
 
 @pytest.mark.parametrize("encoding", list(ECHOES))
 def test_a_credential_echoed_in_another_encoding_is_withheld(
-    hostile: HostileServer, executor: GatewayExecutor, encoding: str
+    hostile: HostileServer, executor: PreparingExecutor, encoding: str
 ) -> None:
     hostile.behaviour = _echo_in(ECHOES[encoding])
     error = _fails(
@@ -395,7 +396,7 @@ def test_a_credential_echoed_in_another_encoding_is_withheld(
 
 
 def test_an_error_body_with_the_credential_passes_only_its_status(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         body = json.dumps({"state": _authorization(head)}).encode()
@@ -408,7 +409,7 @@ def test_an_error_body_with_the_credential_passes_only_its_status(
 
 @pytest.mark.parametrize("token", [f" {CANARY}", f"{CANARY} ", f"{CANARY}\t"])
 def test_a_credential_with_edge_whitespace_is_refused_without_echo(
-    hostile: HostileServer, executor: GatewayExecutor, token: str
+    hostile: HostileServer, executor: PreparingExecutor, token: str
 ) -> None:
     hostile.behaviour = lambda conn, head: conn.sendall(json_response(b'{"state": "ok"}'))
     for auth in ("bearer", "header:X-Api-Key"):
@@ -419,7 +420,7 @@ def test_a_credential_with_edge_whitespace_is_refused_without_echo(
 
 
 def test_a_timeout_mid_body_holding_the_credential_does_not_show_it(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         half = json.dumps({"state": _authorization(head)}).encode()
@@ -434,7 +435,7 @@ def test_a_timeout_mid_body_holding_the_credential_does_not_show_it(
 
 
 def test_a_credential_echoed_in_a_response_header_never_reaches_debug_logs(
-    hostile: HostileServer, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+    hostile: HostileServer, executor: PreparingExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         echo = _authorization(head)
@@ -459,7 +460,7 @@ def test_a_credential_echoed_in_a_response_header_never_reaches_debug_logs(
 )
 def test_a_credential_echoed_into_protocol_text_never_shows(
     hostile: HostileServer,
-    executor: GatewayExecutor,
+    executor: PreparingExecutor,
     caplog: pytest.LogCaptureFixture,
     answer: bytes,
 ) -> None:
@@ -476,7 +477,7 @@ def test_a_credential_echoed_into_protocol_text_never_shows(
 
 
 def test_huge_response_headers_are_refused(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nX-Echo: " + _authorization(head).encode())
@@ -491,7 +492,7 @@ def test_huge_response_headers_are_refused(
 
 @pytest.mark.parametrize("late", [False, True], ids=["same-write", "after-a-pause"])
 def test_a_smuggled_second_response_is_never_read_as_the_next_answer(
-    hostile: HostileServer, executor: GatewayExecutor, late: bool
+    hostile: HostileServer, executor: PreparingExecutor, late: bool
 ) -> None:
     answers = iter([b'{"state": "first"}', b'{"state": "second"}'])
 
@@ -536,7 +537,7 @@ def _bomb(size: int) -> bytes:
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_a_compressed_bomb_never_expands_in_memory(
-    hostile: HostileServer, executor: GatewayExecutor, layers: int
+    hostile: HostileServer, executor: PreparingExecutor, layers: int
 ) -> None:
     body = _bomb(128 << 20)  # 128 MiB of zeros in about 130 KiB
     if layers == 2:
@@ -553,7 +554,7 @@ def test_a_compressed_bomb_never_expands_in_memory(
 
 
 def test_a_compressed_transfer_coding_is_refused(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     body = _bomb(16 << 20)
     chunked = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
@@ -566,7 +567,7 @@ def test_a_compressed_transfer_coding_is_refused(
 
 
 def test_an_explicit_identity_encoding_is_still_a_plain_answer(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     hostile.behaviour = lambda conn, head: conn.sendall(
         json_response(b'{"state": "ok"}', **{"Content-Encoding": "identity"})
@@ -575,7 +576,7 @@ def test_an_explicit_identity_encoding_is_still_a_plain_answer(
 
 
 def test_a_never_ending_chunked_body_stops_at_the_cap(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -601,7 +602,7 @@ def test_a_never_ending_chunked_body_stops_at_the_cap(
     ids=["deep-array", "deep-field", "huge-integer", "nested-400"],
 )
 def test_pathological_json_is_a_clear_error(
-    hostile: HostileServer, executor: GatewayExecutor, body: bytes
+    hostile: HostileServer, executor: PreparingExecutor, body: bytes
 ) -> None:
     hostile.behaviour = lambda conn, head: conn.sendall(json_response(body))
     _fails(lambda: executor.http_request(_hostile_action(hostile), _token()), "bad_response")
@@ -617,7 +618,7 @@ def _within(seconds: float, call: Callable[[], object], failure: str) -> None:
 
 
 def test_headers_trickled_one_byte_at_a_time_time_out(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\n")
@@ -630,7 +631,7 @@ def test_headers_trickled_one_byte_at_a_time_time_out(
 
 
 def test_a_body_trickled_forever_times_out(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -643,7 +644,7 @@ def test_a_body_trickled_forever_times_out(
 
 
 def test_endless_informational_responses_time_out(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     def behaviour(conn: socket.socket, head: bytes) -> None:
         while not hostile.stop.wait(0.01):
@@ -655,7 +656,7 @@ def test_endless_informational_responses_time_out(
 
 
 def test_an_unasked_protocol_switch_is_a_broken_answer(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     # The raw bytes after the switch must never be read as a body.
     hostile.behaviour = lambda conn, head: conn.sendall(
@@ -666,7 +667,7 @@ def test_an_unasked_protocol_switch_is_a_broken_answer(
 
 
 def test_a_stalled_tls_handshake_times_out(
-    hostile: HostileServer, executor: GatewayExecutor
+    hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     hostile.tls = False
     hostile.behaviour = lambda conn, head: hostile.stop.wait(10) and None
@@ -720,7 +721,7 @@ class _TrickleRelay:
 
 
 def test_a_whole_exchange_trickled_byte_by_byte_times_out(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     relay = _TrickleRelay(tls_server.port)
     try:

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import ActionError, SshAction
+from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
 from tests.action_gateway.executors.hostile_ssh import (
@@ -26,6 +26,7 @@ from tests.action_gateway.executors.hostile_ssh import (
     running_raw_server,
     trickle_banner,
 )
+from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
 from tests.action_gateway.executors.real_sshd import Sshd
 
 pytestmark = pytest.mark.integration
@@ -54,15 +55,15 @@ def _real(sshd: Sshd, **extra: object) -> SshHost:
 
 def _action(
     host: SshHost, argv: list[str], args: dict[str, str | int], **spec: object
-) -> SshAction:
+) -> PlannedSsh:
     params = spec.pop("params", dict.fromkeys(args, ANY))
     command = SshCommand.model_validate({"argv": argv, "params": params, **spec})
-    return SshAction("build", host, "cmd", command, args)
+    return PlannedSsh("build", host, "cmd", command, args)
 
 
 @pytest.fixture
-def executor() -> Iterator[GatewayExecutor]:
-    executor = GatewayExecutor()
+def executor() -> Iterator[PreparingExecutor]:
+    executor = PreparingExecutor(GatewayExecutor())
     yield executor
     executor.close_all()
 
@@ -114,7 +115,7 @@ LITERALS = [
 
 
 def test_every_hostile_value_arrives_as_exactly_one_literal_argument(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     names = [f"p{i}" for i in range(len(LITERALS))]
     argv = ["printf", "%s\\0", *(f"{{{name}}}" for name in names)]
@@ -125,7 +126,7 @@ def test_every_hostile_value_arrives_as_exactly_one_literal_argument(
 
 
 def test_a_value_that_looks_like_a_placeholder_is_not_expanded_again(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _real(sshd), ["printf", "%s|%s", "{a}", "pre-{b}-post"], {"a": "{b}", "b": "{a}"}
@@ -137,7 +138,7 @@ def test_a_value_that_looks_like_a_placeholder_is_not_expanded_again(
     "value", ["-oProxyCommand=id", "--help", "-", "--", "-\u2028", "-" + "w" * 100]
 )
 def test_a_leading_dash_in_any_position_is_refused_before_connecting(
-    sshd: Sshd, executor: GatewayExecutor, value: str
+    sshd: Sshd, executor: PreparingExecutor, value: str
 ) -> None:
     for argv in (["printf", "%s", "{v}"], ["printf", "%s", "{v}suffix"]):
         action = _action(_real(sshd), argv, {"v": value})
@@ -148,7 +149,7 @@ def test_a_leading_dash_in_any_position_is_refused_before_connecting(
 
 @pytest.mark.parametrize("value", [-1, -(2**63)])
 def test_a_negative_integer_is_a_leading_dash_too(
-    sshd: Sshd, executor: GatewayExecutor, value: int
+    sshd: Sshd, executor: PreparingExecutor, value: int
 ) -> None:
     action = _action(_real(sshd), ["echo", "{n}"], {"n": value}, params={"n": {"type": "int"}})
     _fails(lambda: executor.ssh_exec(action, sshd.secret()), "invalid_target")
@@ -160,22 +161,27 @@ def test_a_negative_integer_is_a_leading_dash_too(
     ids=["bool", "float", "str", "2**63", "10**5000", "null", "list"],
 )
 def test_an_integer_param_takes_only_a_64_bit_integer(
-    sshd: Sshd, executor: GatewayExecutor, value: object
+    sshd: Sshd, executor: PreparingExecutor, value: object
 ) -> None:
     action = _action(_real(sshd), ["echo", "{n}"], {}, params={"n": {"type": "int"}})
-    action = SshAction("build", action.host, "cmd", action.command, {"n": value})  # type: ignore[dict-item]
-    _fails(lambda: executor.ssh_exec(action, sshd.secret()), "invalid_target")
+    args = {"n": value}
+    _fails(  # refused while preparing, before any card or connection
+        lambda: executor.ssh_exec(
+            PlannedSsh("build", action.host, "cmd", action.command, args), sshd.secret()
+        ),
+        "invalid_target",
+    )
     assert executor.pooled_ssh_connections == 0
 
 
-def test_the_largest_64_bit_integer_still_works(sshd: Sshd, executor: GatewayExecutor) -> None:
+def test_the_largest_64_bit_integer_still_works(sshd: Sshd, executor: PreparingExecutor) -> None:
     action = _action(_real(sshd), ["echo", "{n}"], {"n": 2**63 - 1}, params={"n": {"type": "int"}})
     assert executor.ssh_exec(action, sshd.secret()).stdout == f"{2**63 - 1}\n"
 
 
 @pytest.mark.parametrize("value", ["a\nb", "a\rb", "a\x00b", "a\tb", "\x1b[2J", "a\x7f"])
 def test_control_characters_are_refused_even_by_a_permissive_pattern(
-    sshd: Sshd, executor: GatewayExecutor, value: str
+    sshd: Sshd, executor: PreparingExecutor, value: str
 ) -> None:
     action = _action(
         _real(sshd), ["printf", "%s", "{v}"], {"v": value}, params={"v": {"pattern": "(?s).*"}}
@@ -185,7 +191,7 @@ def test_control_characters_are_refused_even_by_a_permissive_pattern(
 
 
 def test_a_command_that_quoting_makes_too_long_is_refused_before_connecting(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     # 30 values of 4096 quotes each: within every param's max_length, but ~600 KiB once quoted,
     # which sshd would answer by dropping the connection.
@@ -197,7 +203,7 @@ def test_a_command_that_quoting_makes_too_long_is_refused_before_connecting(
     assert executor.pooled_ssh_connections == 0
 
 
-def test_a_command_just_under_the_limit_still_runs(sshd: Sshd, executor: GatewayExecutor) -> None:
+def test_a_command_just_under_the_limit_still_runs(sshd: Sshd, executor: PreparingExecutor) -> None:
     names = [f"p{i}" for i in range(30)]
     argv = ["printf", "%s", *(f"{{{name}}}" for name in names)]
     action = _action(_real(sshd), argv, dict.fromkeys(names, "w" * 4096), max_output_bytes=1 << 20)
@@ -205,7 +211,7 @@ def test_a_command_just_under_the_limit_still_runs(sshd: Sshd, executor: Gateway
     assert (result.exit_status, len(result.stdout)) == (0, 30 * 4096)
 
 
-def test_a_value_over_max_length_is_refused(sshd: Sshd, executor: GatewayExecutor) -> None:
+def test_a_value_over_max_length_is_refused(sshd: Sshd, executor: PreparingExecutor) -> None:
     action = _action(_real(sshd), ["printf", "%s", "{v}"], {"v": "w" * 4097})
     error = _fails(lambda: executor.ssh_exec(action, sshd.secret()), "invalid_target")
     assert "w" * 64 not in error.diagnostic()
@@ -215,7 +221,7 @@ def test_a_value_over_max_length_is_refused(sshd: Sshd, executor: GatewayExecuto
 
 
 def test_an_unpinned_server_never_sees_an_authentication_attempt(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with running_paramiko_server("ed25519") as impostor:
         host = _host(impostor.port, [sshd.host_key_line])
@@ -227,7 +233,7 @@ def test_an_unpinned_server_never_sees_an_authentication_attempt(
 
 
 def test_a_key_type_downgrade_is_refused_before_authentication(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     # The impostor has only an RSA key; we pin an Ed25519 key and offer only that type.
     with running_paramiko_server("rsa") as impostor:
@@ -240,7 +246,7 @@ def test_a_key_type_downgrade_is_refused_before_authentication(
 
 
 def test_changing_the_pins_never_reuses_a_connection_checked_against_the_old_ones(
-    executor: GatewayExecutor, sshd: Sshd
+    executor: PreparingExecutor, sshd: Sshd
 ) -> None:
     with running_paramiko_server("ed25519") as server:
         host = _host(server.port, [server.host_key_line])
@@ -255,7 +261,7 @@ def test_changing_the_pins_never_reuses_a_connection_checked_against_the_old_one
 
 
 def test_a_host_key_changed_by_a_rekey_is_never_trusted_for_the_next_command(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with running_paramiko_server("ed25519") as server:
         host = _host(server.port, [server.host_key_line])
@@ -282,7 +288,7 @@ def test_a_host_key_changed_by_a_rekey_is_never_trusted_for_the_next_command(
     ],
 )
 def test_a_server_cannot_open_any_channel_back_to_the_gateway(
-    sshd: Sshd, executor: GatewayExecutor, kind: str, addresses: dict[str, object]
+    sshd: Sshd, executor: PreparingExecutor, kind: str, addresses: dict[str, object]
 ) -> None:
     # Agent forwarding, X11, remote port forwarding: none was requested, none is accepted.
     with running_paramiko_server("ed25519") as server:
@@ -301,7 +307,7 @@ def _within(seconds: float, call: Callable[[], object], failure: str) -> ActionE
 
 
 def test_a_pinned_server_that_never_answers_the_exec_request_times_out(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with running_paramiko_server("ed25519", stall_exec=True) as server:
         host = _host(server.port, [server.host_key_line])
@@ -311,7 +317,7 @@ def test_a_pinned_server_that_never_answers_the_exec_request_times_out(
 
 @pytest.mark.parametrize("behaviour", [trickle_banner, banner_then_silence])
 def test_a_server_that_stalls_the_handshake_is_given_up_on(
-    sshd: Sshd, executor: GatewayExecutor, behaviour: Callable[..., None]
+    sshd: Sshd, executor: PreparingExecutor, behaviour: Callable[..., None]
 ) -> None:
     with running_raw_server(behaviour) as port:
         host = _host(port, [sshd.host_key_line], connect_timeout_s=1)
@@ -338,7 +344,7 @@ def _key_fragments(pem: bytes) -> list[str]:
 
 
 def test_a_passphrase_protected_key_works_and_neither_shows_in_debug_logs(
-    sshd: Sshd, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+    sshd: Sshd, executor: PreparingExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     pem = _encrypted(sshd)
@@ -354,7 +360,7 @@ def test_a_passphrase_protected_key_works_and_neither_shows_in_debug_logs(
 @pytest.mark.parametrize("passphrase", [None, b"wrong-" + PASSPHRASE.encode()])
 def test_a_missing_or_wrong_passphrase_is_refused_without_showing_either(
     sshd: Sshd,
-    executor: GatewayExecutor,
+    executor: PreparingExecutor,
     caplog: pytest.LogCaptureFixture,
     passphrase: bytes | None,
 ) -> None:
@@ -372,7 +378,7 @@ def test_a_missing_or_wrong_passphrase_is_refused_without_showing_either(
 
 
 def test_an_unencrypted_key_given_a_passphrase_still_never_shows_it(
-    sshd: Sshd, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+    sshd: Sshd, executor: PreparingExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     secret = SshKeySecret(SecretBytes(sshd.client_key_pem), SecretBytes(PASSPHRASE.encode()))

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import ActionError, HttpAction
+from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import BasicSecret, SecretBytes, TokenSecret
+from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
 from tests.action_gateway.executors.real_tls import API_HOST, OTHER_HOST, TlsServer
 
 pytestmark = pytest.mark.integration
@@ -50,8 +51,8 @@ def resolver() -> StaticResolver:
 
 
 @pytest.fixture
-def executor(resolver: StaticResolver) -> Iterator[GatewayExecutor]:
-    executor = GatewayExecutor(resolver=resolver)
+def executor(resolver: StaticResolver) -> Iterator[PreparingExecutor]:
+    executor = PreparingExecutor(GatewayExecutor(resolver=resolver))
     yield executor
     executor.close_all()
 
@@ -70,11 +71,11 @@ def _service(tls: TlsServer, host: str = API_HOST, **extra: object) -> HttpServi
 
 def _action(
     service: HttpService, path: str, args: dict[str, str | int] | None = None, **spec: object
-) -> HttpAction:
+) -> PlannedHttp:
     operation = HttpOperation.model_validate(
         {"method": "GET", "path": path, "params": dict.fromkeys(args or {}, NAME), **spec}
     )
-    return HttpAction("deploy-api", service, "op", operation, args or {})
+    return PlannedHttp("deploy-api", service, "op", operation, args or {})
 
 
 STATUS = "/v1/{environment}/services/{service}/status"
@@ -82,7 +83,7 @@ ARGS: dict[str, str | int] = {"environment": "staging", "service": "worker"}
 
 
 def test_a_declared_operation_returns_status_and_declared_fields_only(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _service(tls_server),
@@ -104,7 +105,7 @@ def test_a_declared_operation_returns_status_and_declared_fields_only(
 
 
 def test_the_credential_header_is_set_by_the_executor_and_host_is_the_name(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _service(tls_server), "/echo-target/{service}", {"service": "w"}, response_fields=["host"]
@@ -116,7 +117,7 @@ def test_the_credential_header_is_set_by_the_executor_and_host_is_the_name(
 
 
 def test_path_values_arrive_as_single_encoded_segments(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     operation = {"response_fields": ["target"], "params": {"v": {"pattern": "^.{1,64}$"}}}
     service = _service(tls_server)
@@ -125,7 +126,7 @@ def test_path_values_arrive_as_single_encoded_segments(
         ("x?admin=1#f", "x%3Fadmin%3D1%23f"),
         ("%2fadmin%2f", "%252fadmin%252f"),
     ):
-        action = HttpAction(
+        action = PlannedHttp(
             "deploy-api",
             service,
             "op",
@@ -139,12 +140,12 @@ def test_path_values_arrive_as_single_encoded_segments(
 
 
 def test_a_dot_segment_value_is_refused_before_any_request(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     before = len(tls_server.recorded.requests)
     # `..` itself, and forms a server that decodes again would collapse.
     for value in ("..", "a/../../admin", "%2e%2e%2fadmin"):
-        action = HttpAction(
+        action = PlannedHttp(
             "deploy-api",
             _service(tls_server),
             "op",
@@ -163,7 +164,7 @@ def test_a_dot_segment_value_is_refused_before_any_request(
 
 
 def test_a_json_body_is_sent_from_the_template(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     operation = HttpOperation.model_validate(
         {
@@ -174,7 +175,7 @@ def test_a_json_body_is_sent_from_the_template(
             "params": {"service": NAME, "n": {"type": "int", "min": 1, "max": 5}},
         }
     )
-    action = HttpAction(
+    action = PlannedHttp(
         "deploy-api", _service(tls_server), "deploy", operation, {"service": "w", "n": 2}
     )
     result = executor.http_request(action, _token())
@@ -182,7 +183,7 @@ def test_a_json_body_is_sent_from_the_template(
 
 
 def test_basic_and_custom_header_credentials(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     basic = _action(
         _service(tls_server, auth="basic"), "/v1/x/services/y/status", response_fields=["state"]
@@ -204,7 +205,7 @@ def test_basic_and_custom_header_credentials(
     [("bearer", "authorization"), ("bearer", "headers"), ("header:X-Api-Key", "x_api_key")],
 )
 def test_a_response_echoing_the_credential_is_withheld(
-    tls_server: TlsServer, executor: GatewayExecutor, auth: str, field: str
+    tls_server: TlsServer, executor: PreparingExecutor, auth: str, field: str
 ) -> None:
     action = _action(
         _service(tls_server, auth=auth), "/echo-headers", response_fields=["note", field]
@@ -216,7 +217,7 @@ def test_a_response_echoing_the_credential_is_withheld(
 
 
 def test_a_basic_credential_echoed_in_any_form_is_withheld(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _service(tls_server, auth="basic"), "/echo-headers", response_fields=["authorization"]
@@ -226,7 +227,7 @@ def test_a_basic_credential_echoed_in_any_form_is_withheld(
 
 
 def test_a_redirect_to_another_host_is_blocked_and_reports_only_status_and_host(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     action = _action(_service(tls_server), "/redirect-other", response_fields=["state"])
     before = tls_server.recorded.paths()
@@ -239,7 +240,7 @@ def test_a_redirect_to_another_host_is_blocked_and_reports_only_status_and_host(
 
 
 def test_a_redirect_to_the_metadata_address_is_blocked_and_never_followed(
-    tls_server: TlsServer, executor: GatewayExecutor, resolver: StaticResolver
+    tls_server: TlsServer, executor: PreparingExecutor, resolver: StaticResolver
 ) -> None:
     action = _action(_service(tls_server), "/redirect-metadata", response_fields=["state"])
     with pytest.raises(ActionError, match=r"redirecting to address 169\.254\.169\.254") as caught:
@@ -250,7 +251,7 @@ def test_a_redirect_to_the_metadata_address_is_blocked_and_never_followed(
 
 
 def test_loopback_is_refused_unless_the_service_allows_private_addresses(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     connections = tls_server.recorded.connections
     action = _action(
@@ -263,7 +264,7 @@ def test_loopback_is_refused_unless_the_service_allows_private_addresses(
 
 
 def test_a_name_resolving_to_a_private_address_is_refused_before_connecting(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     resolver.answers[API_HOST] = ["10.20.30.40"]
     action = _action(
@@ -278,7 +279,7 @@ def test_a_name_resolving_to_a_private_address_is_refused_before_connecting(
     "answer", [["169.254.169.254"], ["127.0.0.1", "169.254.169.254"], ["::ffff:169.254.169.254"]]
 )
 def test_metadata_and_link_local_answers_are_refused_even_for_private_services(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor, answer: list[str]
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor, answer: list[str]
 ) -> None:
     resolver.answers[API_HOST] = answer
     action = _action(_service(tls_server), STATUS, ARGS, response_fields=["state"])
@@ -288,7 +289,7 @@ def test_metadata_and_link_local_answers_are_refused_even_for_private_services(
 
 
 def test_dns_rebinding_after_the_check_cannot_move_the_connection(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     # First answer passes the check; every later answer points at the metadata service.
     resolver.answers[API_HOST] = lambda n: ["127.0.0.1"] if n == 1 else ["169.254.169.254"]
@@ -305,7 +306,7 @@ def test_dns_rebinding_after_the_check_cannot_move_the_connection(
 
 
 def test_the_second_name_of_the_server_is_a_separate_origin(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _service(tls_server, host=OTHER_HOST), "/echo-target/x", response_fields=["host"]
@@ -316,7 +317,7 @@ def test_the_second_name_of_the_server_is_a_separate_origin(
     assert OTHER_HOST in resolver.calls
 
 
-def test_tls_verification_is_always_on(tls_server: TlsServer, executor: GatewayExecutor) -> None:
+def test_tls_verification_is_always_on(tls_server: TlsServer, executor: PreparingExecutor) -> None:
     action = _action(_service(tls_server, ca_file=None), STATUS, ARGS, response_fields=["state"])
     with pytest.raises(ActionError, match="TLS handshake") as caught:
         executor.http_request(action, _token())
@@ -324,7 +325,7 @@ def test_tls_verification_is_always_on(tls_server: TlsServer, executor: GatewayE
 
 
 def test_a_certificate_for_another_name_is_refused(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     resolver.answers["impostor.safeport.test"] = ["127.0.0.1"]
     action = _action(
@@ -336,7 +337,7 @@ def test_a_certificate_for_another_name_is_refused(
 
 
 def test_environment_proxies_are_ignored(
-    tls_server: TlsServer, executor: GatewayExecutor, monkeypatch: pytest.MonkeyPatch
+    tls_server: TlsServer, executor: PreparingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")
@@ -344,14 +345,14 @@ def test_environment_proxies_are_ignored(
     assert executor.http_request(action, _token()).status == 200
 
 
-def test_a_slow_service_times_out(tls_server: TlsServer, executor: GatewayExecutor) -> None:
+def test_a_slow_service_times_out(tls_server: TlsServer, executor: PreparingExecutor) -> None:
     action = _action(_service(tls_server, timeout_s=0.5), "/slow", response_fields=["state"])
     with pytest.raises(ActionError, match="did not answer in time") as caught:
         executor.http_request(action, _token())
     assert caught.value.failure == "timeout"
 
 
-def test_a_body_over_the_cap_is_refused(tls_server: TlsServer, executor: GatewayExecutor) -> None:
+def test_a_body_over_the_cap_is_refused(tls_server: TlsServer, executor: PreparingExecutor) -> None:
     action = _action(
         _service(tls_server, max_response_bytes=100_000), "/huge", response_fields=["blob"]
     )
@@ -361,7 +362,7 @@ def test_a_body_over_the_cap_is_refused(tls_server: TlsServer, executor: Gateway
 
 
 def test_non_json_and_missing_fields_are_clear_errors(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     with pytest.raises(ActionError, match="did not answer with JSON"):
         executor.http_request(
@@ -374,7 +375,7 @@ def test_non_json_and_missing_fields_are_clear_errors(
 
 
 def test_an_error_status_is_passed_on_without_its_body(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     result = executor.http_request(
         _action(_service(tls_server), "/error", response_fields=["state"]), _token()
@@ -383,7 +384,7 @@ def test_an_error_status_is_passed_on_without_its_body(
 
 
 def test_an_unresolvable_name_is_unreachable(
-    tls_server: TlsServer, resolver: StaticResolver, executor: GatewayExecutor
+    tls_server: TlsServer, resolver: StaticResolver, executor: PreparingExecutor
 ) -> None:
     resolver.answers[API_HOST] = []
     with pytest.raises(ActionError, match="does not resolve") as caught:
@@ -394,7 +395,7 @@ def test_an_unresolvable_name_is_unreachable(
 
 
 def test_a_credential_that_cannot_be_a_header_is_refused_without_echo(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     bad = TokenSecret(SecretBytes(b"CANARY\r\nX-Injected: 1"))
     with pytest.raises(ActionError, match="not a valid header value") as caught:
@@ -405,7 +406,7 @@ def test_a_credential_that_cannot_be_a_header_is_refused_without_echo(
 
 
 def test_results_serialise_without_the_credential(
-    tls_server: TlsServer, executor: GatewayExecutor
+    tls_server: TlsServer, executor: PreparingExecutor
 ) -> None:
     action = _action(_service(tls_server), STATUS, ARGS, response_fields=["state"])
     result = executor.http_request(action, _token())
@@ -413,7 +414,7 @@ def test_results_serialise_without_the_credential(
 
 
 def test_debug_logs_of_httpx_and_httpcore_never_hold_the_credential(
-    tls_server: TlsServer, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+    tls_server: TlsServer, executor: PreparingExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     action = _action(_service(tls_server), STATUS, ARGS, response_fields=["state"])

@@ -13,9 +13,10 @@ import paramiko
 import pytest
 
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import ActionError, SshAction
+from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
+from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
 from tests.action_gateway.executors.real_sshd import Sshd, free_port
 from tests.action_gateway.executors.tcp_relay import relay_to
 
@@ -42,15 +43,15 @@ def _host(
 
 def _action(
     host: SshHost, argv: list[str], args: dict[str, str | int] | None = None, **spec: object
-) -> SshAction:
+) -> PlannedSsh:
     params = spec.pop("params", dict.fromkeys(args or {}, LOOSE))
     command = SshCommand.model_validate({"argv": argv, "params": params, **spec})
-    return SshAction("build", host, "cmd", command, args or {})
+    return PlannedSsh("build", host, "cmd", command, args or {})
 
 
 @pytest.fixture
-def executor() -> Iterator[GatewayExecutor]:
-    executor = GatewayExecutor()
+def executor() -> Iterator[PreparingExecutor]:
+    executor = PreparingExecutor(GatewayExecutor())
     yield executor
     executor.close_all()
 
@@ -62,7 +63,7 @@ def _marker(sshd: Sshd, name: str) -> Path:
 
 
 def test_a_declared_command_runs_and_returns_exit_status_and_both_streams(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     action = _action(_host(sshd), ["sh", "-c", "echo out; echo err >&2; exit 3"])
     result = executor.ssh_exec(action, sshd.secret())
@@ -73,7 +74,7 @@ def test_a_declared_command_runs_and_returns_exit_status_and_both_streams(
 
 
 def test_shell_metacharacters_in_a_permitted_value_never_execute(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "metachar")
     for value in (
@@ -89,7 +90,7 @@ def test_shell_metacharacters_in_a_permitted_value_never_execute(
 
 
 def test_proxycommand_smuggled_as_an_argument_is_refused_and_runs_nothing(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "proxycommand")
     action = _action(
@@ -103,7 +104,7 @@ def test_proxycommand_smuggled_as_an_argument_is_refused_and_runs_nothing(
 
 
 def test_proxycommand_in_the_host_address_is_refused_before_any_connection(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "address")
     host = _host(sshd, address=f"-oProxyCommand=touch {marker}")
@@ -118,7 +119,7 @@ def test_proxycommand_in_the_host_address_is_refused_before_any_connection(
     ["worker\n", "worker\ntouch /tmp/x", "w" * 49, "-w", "worker;id", "$(id)"],
 )
 def test_values_outside_the_declared_constraint_never_reach_the_server(
-    sshd: Sshd, executor: GatewayExecutor, value: str
+    sshd: Sshd, executor: PreparingExecutor, value: str
 ) -> None:
     action = _action(
         _host(sshd),
@@ -134,7 +135,7 @@ def test_values_outside_the_declared_constraint_never_reach_the_server(
 
 
 def test_output_over_the_cap_is_truncated_and_flagged(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     action = _action(
         _host(sshd),
@@ -148,7 +149,7 @@ def test_output_over_the_cap_is_truncated_and_flagged(
 
 
 def test_a_command_that_talks_far_past_the_cap_is_stopped_without_an_exit_status(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     action = _action(_host(sshd), ["yes"], max_output_bytes=1000, timeout_s=10)
     started = time.monotonic()
@@ -158,7 +159,7 @@ def test_a_command_that_talks_far_past_the_cap_is_stopped_without_an_exit_status
     assert len(result.stdout) == 1000
 
 
-def test_invalid_utf8_is_replaced_and_flagged(sshd: Sshd, executor: GatewayExecutor) -> None:
+def test_invalid_utf8_is_replaced_and_flagged(sshd: Sshd, executor: PreparingExecutor) -> None:
     action = _action(_host(sshd), ["printf", "ok\\377\\376"])
     result = executor.ssh_exec(action, sshd.secret())
     assert result.stdout.startswith("ok") and "\ufffd" in result.stdout
@@ -166,7 +167,7 @@ def test_invalid_utf8_is_replaced_and_flagged(sshd: Sshd, executor: GatewayExecu
 
 
 def test_a_timeout_stops_the_remote_command_and_is_its_own_error(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "after-timeout")
     action = _action(_host(sshd), ["sh", "-c", f"sleep 1; touch {marker}"], timeout_s=0.3)
@@ -181,7 +182,7 @@ def test_a_timeout_stops_the_remote_command_and_is_its_own_error(
     assert not marker.exists()  # the command was killed, not merely abandoned
 
 
-def test_an_unreachable_host_is_its_own_error(sshd: Sshd, executor: GatewayExecutor) -> None:
+def test_an_unreachable_host_is_its_own_error(sshd: Sshd, executor: PreparingExecutor) -> None:
     host = _host(sshd, port=free_port())
     with pytest.raises(ActionError, match=r"unreachable \(connection refused") as caught:
         executor.ssh_exec(_action(host, ["true"]), sshd.secret())
@@ -189,7 +190,7 @@ def test_an_unreachable_host_is_its_own_error(sshd: Sshd, executor: GatewayExecu
 
 
 def test_a_refused_key_is_its_own_error_and_never_shows_the_key(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -206,7 +207,7 @@ def test_a_refused_key_is_its_own_error_and_never_shows_the_key(
 
 
 def test_a_secret_that_is_not_a_key_is_refused_without_echoing_it(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     canary = b"CANARY-not-a-key-0123456789"
     with pytest.raises(ActionError, match="not a usable SSH private key") as caught:
@@ -217,7 +218,7 @@ def test_a_secret_that_is_not_a_key_is_refused_without_echoing_it(
 
 
 def test_a_changed_host_key_is_refused_before_authentication(
-    sshd: Sshd, executor: GatewayExecutor, monkeypatch: pytest.MonkeyPatch
+    sshd: Sshd, executor: PreparingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     auth_calls: list[str] = []
     real_auth = paramiko.Transport.auth_publickey
@@ -241,7 +242,7 @@ def test_a_changed_host_key_is_refused_before_authentication(
 
 
 def test_a_pinned_key_of_another_type_than_the_server_offers_is_a_mismatch(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     rsa_pin = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7"  # a type this server has no key of
     with pytest.raises(ActionError) as caught:
@@ -251,7 +252,7 @@ def test_a_pinned_key_of_another_type_than_the_server_offers_is_a_mismatch(
 
 
 def test_repeated_commands_share_one_authenticated_connection(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with relay_to(sshd.port) as relay:
         host = _host(sshd, port=relay.port)
@@ -269,7 +270,7 @@ def test_repeated_commands_share_one_authenticated_connection(
 
 
 def test_a_reconnect_rechecks_the_host_key_and_an_impostor_runs_nothing(
-    sshd: Sshd, impostor_sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, impostor_sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "impostor")
     # The impostor even accepts the gateway's key: only the host key check stands in the way.
@@ -290,7 +291,7 @@ def test_a_reconnect_rechecks_the_host_key_and_an_impostor_runs_nothing(
 
 
 def test_a_dead_pooled_connection_is_replaced_once_and_the_command_runs_once(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     counter = sshd.shared_dir / "runs"
     counter.unlink(missing_ok=True)
@@ -307,7 +308,7 @@ def test_a_dead_pooled_connection_is_replaced_once_and_the_command_runs_once(
 
 
 def test_no_pty_and_no_forwarded_environment(
-    sshd: Sshd, executor: GatewayExecutor, monkeypatch: pytest.MonkeyPatch
+    sshd: Sshd, executor: PreparingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LC_SAFEPORT_CANARY", "CANARY-env")
     action = _action(_host(sshd), ["sh", "-c", "tty; env; echo agent=$SSH_AUTH_SOCK."])
@@ -331,7 +332,7 @@ def test_the_socket_is_ours_with_nodelay_and_keepalive(sshd: Sshd) -> None:
 
 
 def test_debug_logs_of_paramiko_never_hold_the_key(
-    sshd: Sshd, executor: GatewayExecutor, caplog: pytest.LogCaptureFixture
+    sshd: Sshd, executor: PreparingExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     executor.ssh_exec(_action(_host(sshd), ["true"]), sshd.secret())
@@ -345,7 +346,7 @@ def test_debug_logs_of_paramiko_never_hold_the_key(
 
 
 def test_a_connection_cut_during_a_command_is_reported_not_waited_out(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with relay_to(sshd.port) as relay:
         host = _host(sshd, port=relay.port)
@@ -361,7 +362,7 @@ def test_a_connection_cut_during_a_command_is_reported_not_waited_out(
 
 
 def test_concurrent_commands_share_the_pooled_connection(
-    sshd: Sshd, executor: GatewayExecutor
+    sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     with relay_to(sshd.port) as relay:
         host = _host(sshd, port=relay.port)

@@ -7,7 +7,6 @@ import paramiko
 from safeport.action_gateway.executors.https import HttpsExecutor, Resolver, system_resolver
 from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
 from safeport.action_gateway.executors.ssh import run_command
-from safeport.action_gateway.executors.ssh_command import render_command
 from safeport.action_gateway.executors.ssh_pool import SshPool
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
@@ -22,8 +21,7 @@ class GatewayExecutor:
         self._https = HttpsExecutor(resolver)
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
-        # Rendering validates the arguments again: nothing unvalidated reaches the pool.
-        command = render_command(action.command, action.args)
+        command = action.command_line  # prepared before approval; sent exactly as shown
         timeout_s, cap = action.command.timeout_s, action.command.max_output_bytes
 
         def run(transport: paramiko.Transport) -> SshExecResult:

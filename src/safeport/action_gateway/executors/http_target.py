@@ -19,7 +19,6 @@ import re
 import socket
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote, unquote, urlsplit
 
@@ -27,7 +26,7 @@ import httpx
 import idna
 
 from safeport.action_gateway.arguments import ArgumentRejected, ArgValue, validate_args
-from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.executors.interface import ActionError, RequestTarget, ServiceOrigin
 from safeport.shared.schemas.config import PLACEHOLDER, HttpOperation, HttpService
 
 _WHOLE_PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,63})\}$")
@@ -36,25 +35,6 @@ _LITERAL_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
 # What servers and proxies in front of them are known to treat as a path separator after
 # decoding: `/`, `\` (Windows stacks, some Java ones) and `;` (path parameters, `..;/`).
 _LENIENT_SEPARATORS = re.compile(r"[/\\;]")
-
-
-@dataclass(frozen=True)
-class ServiceOrigin:
-    """Where a service lives: the normalised host, the port and the declared base path."""
-
-    host: str
-    port: int
-    base_path: str
-
-
-@dataclass(frozen=True)
-class RequestTarget:
-    origin: ServiceOrigin
-    method: str
-    url: str
-    raw_path: str
-    """Path and query exactly as they will be sent."""
-    body: bytes | None
 
 
 @lru_cache(maxsize=256)

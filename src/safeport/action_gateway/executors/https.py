@@ -32,12 +32,9 @@ import httpcore
 import httpx
 
 from safeport.action_gateway.executors.address_policy import IpAddress, check_addresses
-from safeport.action_gateway.executors.http_target import (
-    RequestTarget,
-    build_target,
-    normalise_host,
-)
-from safeport.action_gateway.executors.interface import ActionError, HttpAction
+from safeport.action_gateway.executors.http_target import normalise_host
+from safeport.action_gateway.executors.interface import ActionError, HttpAction, RequestTarget
+from safeport.action_gateway.executors.prepare import HEADER_VALUE, credential_header_name
 from safeport.action_gateway.executors.response_contract import (
     contains_credential,
     credential_forms,
@@ -52,7 +49,6 @@ Resolver = Callable[[str, int], Sequence[str]]
 """``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_HEADER_VALUE = re.compile(r"^[\x20-\x7e]*$")
 # A credential sent as (part of) a header must not start or end with whitespace: HTTP stacks
 # refuse such a value with an exception whose text quotes it.
 _HEADER_CREDENTIAL = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
@@ -259,24 +255,11 @@ class HttpsExecutor:
     def request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
         service = action.service
         sid = action.service_id
-        target = build_target(service, action.operation, action.args)
+        target = action.target  # prepared before approval; sent exactly as the card showed it
         header_name, header_value, forms = credential_header(service, secret, service_id=sid)
-        # `identity`: a compressed answer could expand far past the cap before it is counted.
-        headers = {
-            "Accept": "application/json",
-            "Accept-Encoding": "identity",
-            "User-Agent": "safeport",
-        }
-        for name, value in action.operation.headers.items():
-            if name.lower() == header_name.lower():
-                raise ActionError(
-                    "invalid_target", f"operation header {name!r} is the credential's"
-                )
-            if not _HEADER_VALUE.match(value):
-                raise ActionError("invalid_target", f"operation header {name!r} is not plain text")
-            headers[name] = value
-        if target.body is not None:
-            headers["Content-Type"] = "application/json"
+        if header_name.lower() != action.credential_header.lower():
+            raise ActionError("invalid_target", "the credential header differs from the card's")
+        headers = dict(action.headers)
         headers[header_name] = header_value
         client, transport = self._client(sid, service, target)
         deadline = time.monotonic() + service.timeout_s
@@ -339,18 +322,18 @@ def credential_header(
     if service.auth == "basic":
         if not isinstance(secret, BasicSecret):
             raise ActionError("invalid_target", f"service {service_id!r} needs a basic credential")
-        password = _header_text(secret.password.reveal(), service_id, _HEADER_VALUE)
+        password = _header_text(secret.password.reveal(), service_id, HEADER_VALUE)
         pair = f"{secret.username}:{password}"
         encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
         forms = credential_forms(password) + credential_forms(pair) + [encoded]
-        return "Authorization", f"Basic {encoded}", forms
+        return credential_header_name(service), f"Basic {encoded}", forms
     if not isinstance(secret, TokenSecret):
         raise ActionError("invalid_target", f"service {service_id!r} needs a token credential")
     token = _header_text(secret.token.reveal(), service_id, _HEADER_CREDENTIAL)
     forms = credential_forms(token)
     if service.auth == "bearer":
         return "Authorization", f"Bearer {token}", forms
-    return service.auth.removeprefix("header:"), token, forms
+    return credential_header_name(service), token, forms
 
 
 def tls_context(service_id: str, ca_file: str | None) -> ssl.SSLContext:

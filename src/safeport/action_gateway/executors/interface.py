@@ -1,17 +1,20 @@
-"""The seam between the decision ladder and the network.
+"""The seam between the decision ladder and the network: prepared actions and the executor.
 
-The ladder builds an :class:`SshAction` or :class:`HttpAction` from the *accepted* policy and
-already-validated arguments, takes the secret from the unlocked vault, and calls an
-:class:`Executor`. Executors translate every foreign exception (paramiko, httpx, ssl, socket)
-into an :class:`ActionError` once, at their boundary; the ladder never imports paramiko or httpx.
-Calls are blocking; the gateway runs them in a worker thread.
+The ladder prepares an :class:`SshAction` or :class:`HttpAction` once, from the *accepted* policy
+and validated arguments, before anyone is asked (``executors/prepare.py``): the exact command
+string, or the exact method, URL and body bytes. The approval card is rendered from that value
+and the executor sends that value; neither renders anything of its own, so what a human approves
+is what runs, byte for byte. Executors translate every foreign exception (paramiko, httpx, ssl,
+socket) into an :class:`ActionError` once, at their boundary; the ladder never calls paramiko or
+httpx. Calls are blocking; the gateway runs them in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from safeport.errors import Error
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
@@ -51,21 +54,114 @@ class ActionError(Error):
 
 
 @dataclass(frozen=True)
+class ServiceOrigin:
+    """Where a service lives: the normalised host, the port and the declared base path."""
+
+    host: str
+    port: int
+    base_path: str
+
+
+@dataclass(frozen=True)
+class RequestTarget:
+    origin: ServiceOrigin
+    method: str
+    url: str
+    raw_path: str
+    """Path and query exactly as they will be sent."""
+    body: bytes | None
+
+
+@dataclass(frozen=True)
 class SshAction:
+    """One prepared SSH action: where, as whom, and the exact command string to send."""
+
     host_id: str
     host: SshHost
     command_id: str
     command: SshCommand
-    args: Mapping[str, str | int]
+    command_line: str
+
+    def card_lines(self) -> tuple[CardLine, ...]:
+        host = self.host
+        return (
+            CardLine("host", f"{host.user}@{host.address}:{host.port} ({self.host_id})"),
+            CardLine("command", self.command_line),
+        )
+
+    def digest(self) -> str:
+        return _digest(
+            ["ssh", self.host_id, self.host.user, self.host.address, str(self.host.port)],
+            self.command_line.encode("utf-8"),
+        )
 
 
 @dataclass(frozen=True)
 class HttpAction:
+    """One prepared HTTPS request: method, full URL, exact body bytes and the headers set."""
+
     service_id: str
     service: HttpService
     operation_id: str
     operation: HttpOperation
-    args: Mapping[str, str | int]
+    target: RequestTarget
+    headers: tuple[tuple[str, str], ...]  # every header sent but the credential's
+    credential_header: str  # the name only; its value is added inside the executor
+
+    def card_lines(self) -> tuple[CardLine, ...]:
+        names = [name for name, _ in self.headers]
+        lines = [
+            CardLine("request", f"{self.target.method} {self.target.url}"),
+            CardLine("headers", ", ".join([*names, f"{self.credential_header} (the credential)"])),
+        ]
+        if self.target.body is not None:
+            lines.append(CardLine("body", body_for_card(self.target.body), json_text=True))
+        return tuple(lines)
+
+    def digest(self) -> str:
+        header_text = [f"{name}: {value}" for name, value in self.headers]
+        return _digest(
+            ["http", self.target.method, self.target.url, *header_text, self.credential_header],
+            self.target.body or b"",
+        )
+
+
+class CardLine(NamedTuple):
+    """One labelled line of a card, as the prepared action reads."""
+
+    label: str
+    text: str
+    json_text: bool = False  # already inert JSON (see body_for_card); shown as it is
+
+
+def body_for_card(body: bytes) -> str:
+    """The body as indented JSON that parses back to exactly the value sent (keys in sent order,
+    nothing cut), with every invisible character written as a JSON ``\\uXXXX`` escape, so a
+    value can neither add a line nor hide a character. A body that is not JSON is shown as one
+    JSON string."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = body.decode("utf-8", "backslashreplace")
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    # Outside strings json.dumps writes only ASCII, spaces and the indentation's line breaks;
+    # an invisible character can only sit inside a string, where a \u escape is the same value.
+    return "".join(
+        char if char in " \n" or char.isprintable() else _json_escape(char) for char in text
+    )
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _digest(parts: list[str], payload: bytes) -> str:
+    header = json.dumps(parts, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(header + b"\0" + payload).hexdigest()
 
 
 class Executor(Protocol):
