@@ -185,3 +185,38 @@ def test_a_copy_of_safeport_on_the_path_refuses_to_start(tmp_path: Path) -> None
         assert "is not the installed one" in done.stderr
         assert str(copy / "safeport") in done.stderr
         assert done.stdout == ""  # stdio stays the protocol's
+
+
+def test_the_context_server_refuses_to_serve_a_folder_that_holds_its_interpreter(
+    tmp_path: Path,
+) -> None:
+    """A `.pth` the agent drops into a venv inside the served folder would run under `-I` too."""
+    done = subprocess.run(
+        sp_command(["context", "serve", "--root", sys.prefix]),
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SAFEPORT_HOME": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "the agent could change" in done.stderr
+    assert done.stdout == ""
+
+
+def test_the_gateway_notifier_never_runs_a_program_from_the_working_folder(
+    hostile: HostileFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safeport.action_gateway.notifications import notifier_argv
+
+    planted = hostile.root / "notify-send"
+    planted.write_text(f"#!/bin/sh\ntouch {hostile.marks}/notify-send\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(hostile.root)
+    for path in (":", "/nonexistent:", "/nonexistent::/also-not", "."):
+        argv = notifier_argv("linux", {"DBUS_SESSION_BUS_ADDRESS": "unix:x", "PATH": path})
+        assert argv is None, path
+    # The same program on an absolute PATH entry is found: only relative entries are skipped.
+    found = notifier_argv(
+        "linux", {"DBUS_SESSION_BUS_ADDRESS": "unix:x", "PATH": str(hostile.root)}
+    )
+    assert found is not None and found[0] == str(planted)

@@ -15,8 +15,13 @@ from safeport.cli.client_setup import ENTRY_NAME
 from safeport.shared.launch import sp_command
 
 
-def sp(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home)}
+def sp(
+    home: Path, *args: str, cwd: Path | None = None, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), **extra}
+    for moved in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        if moved not in extra:
+            env.pop(moved, None)
     return subprocess.run(
         sp_command(["client", "install", *args]),
         capture_output=True,
@@ -191,3 +196,69 @@ def test_a_legacy_project_entry_is_flagged_by_check(home: Path, workspace: Path)
     )
     flagged = sp(home, "claude-code", "--root", str(workspace), "--check")
     assert flagged.returncode == 1 and ".mcp.json" in flagged.stderr
+
+
+def test_the_clients_own_config_folder_variables_are_honoured(home: Path, workspace: Path) -> None:
+    moved = home / "elsewhere"
+    assert (
+        sp(home, "claude-code", "--root", str(workspace), CLAUDE_CONFIG_DIR=str(moved)).returncode
+        == 0
+    )
+    config = json.loads((moved / ".claude.json").read_text())
+    assert ENTRY_NAME in config["projects"][str(workspace.resolve())]["mcpServers"]
+    assert sp(home, "codex", "--root", str(workspace), CODEX_HOME=str(moved)).returncode == 0
+    assert ENTRY_NAME in tomllib.loads((moved / "config.toml").read_text())["mcp_servers"]
+    assert not (home / ".claude.json").exists() and not (home / ".codex").exists()
+
+
+def test_a_project_codex_file_with_an_unsafe_entry_is_flagged_and_cleaned(
+    home: Path, workspace: Path
+) -> None:
+    shipped = workspace / ".codex" / "config.toml"
+    shipped.parent.mkdir()
+    old = older_entry(workspace)
+    shipped.write_text(
+        'model = "x"\n\n'
+        f"[mcp_servers.{ENTRY_NAME}]\ncommand = {json.dumps(old['command'])}\n"
+        f'args = {json.dumps(old["args"])}\n\n[mcp_servers.{ENTRY_NAME}.env]\nA = "1"\n'
+    )
+    assert sp(home, "codex", "--root", str(workspace)).returncode == 0
+    flagged = sp(home, "codex", "--root", str(workspace), "--check")
+    assert flagged.returncode == 0, flagged.stderr
+    parsed = tomllib.loads(shipped.read_text())
+    assert parsed == {"model": "x", "mcp_servers": {}} or parsed == {"model": "x"}
+
+
+def test_an_unusual_toml_entry_is_refused_rather_than_corrupted(
+    home: Path, workspace: Path
+) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    old = older_entry(workspace)
+    text = (
+        f"[mcp_servers.{ENTRY_NAME}]\ncommand = {json.dumps(old['command'])}\n"
+        f"args = {json.dumps(old['args'])}\nnote = '''\n[written by 0.0.9]\n'''\n"
+        "startup_timeout_sec = 20\n\n[other]\nkeep = true\n"
+    )
+    path.write_text(text)
+    done = sp(home, "codex", "--root", str(workspace))
+    assert done.returncode == 2 and "by hand" in done.stderr
+    assert path.read_text() == text  # never half-written
+
+
+def test_a_symlinked_config_file_is_updated_where_it_points(home: Path, workspace: Path) -> None:
+    dotfiles = home / "dotfiles" / "mcp.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps({"mcpServers": {"o": {"command": "x"}}}))
+    (home / ".cursor").mkdir()
+    (home / ".cursor" / "mcp.json").symlink_to(dotfiles)
+    assert sp(home, "cursor", "--root", str(workspace)).returncode == 0
+    assert (home / ".cursor" / "mcp.json").is_symlink()
+    assert ENTRY_NAME in json.loads(dotfiles.read_text())["mcpServers"]
+
+
+def test_a_served_folder_that_holds_the_interpreter_is_refused(home: Path) -> None:
+    """A .pth file the agent drops in a venv inside the project would run in every process."""
+    done = sp(home, "cursor", "--root", sys.prefix)
+    assert done.returncode == 2 and "the agent could change" in done.stderr
+    assert not (home / ".cursor").exists()

@@ -48,6 +48,19 @@ def test_only_safeport_modules_are_started() -> None:
         ["/v/bin/python", "-W", "I", "-m", "safeport"],  # a value is not a flag
         ["/v/bin/python", "-c", "import safeport"],
         ["/v/bin/python", "-Bm", "safeport"],
+        ["/v/bin/python", "--check-hash-based-pycs", "always", "-m", "safeport"],
+        ["/v/bin/python", "-I", "safeport"],  # a relative script: ./safeport/__main__.py
+        ["/v/bin/python", "-I", "--", "safeport"],
+        ["/v/bin/python", "-"],
+        [".venv/bin/python", "-I", "-m", "safeport"],  # a relative program
+        ["python3", "-I", "-m", "safeport"],  # looked up through PATH, maybe `.`
+        ["/usr/bin/env", "python3", "-I", "-m", "safeport"],
+        ["/usr/bin/env", "X=1", "/v/bin/python", "-m", "safeport"],
+        ["/usr/bin/env", "-u", "PATH", "/v/bin/python", "-I", "-m", "safeport"],
+        ["/v/bin/python3.13t", "-m", "safeport"],
+        ["/v/bin/python3-dbg", "-m", "safeport"],
+        ["/v/bin/pypy3", "-m", "safeport"],
+        ["node", "-m", "x"],
     ],
 )
 def test_python_forms_that_import_from_the_working_folder_are_flagged(argv: list[str]) -> None:
@@ -63,7 +76,9 @@ def test_python_forms_that_import_from_the_working_folder_are_flagged(argv: list
         ["/v/bin/python", "-P", "-E", "-m", "safeport"],
         ["/v/bin/python", "/v/bin/sp", "context", "serve"],  # the script's folder, not the cwd
         ["/v/bin/sp", "context", "serve"],
-        ["node", "-m", "x"],  # not Python
+        ["/usr/bin/env", "/v/bin/python", "-I", "-m", "safeport"],
+        ["/v/bin/python", "--check-hash-based-pycs", "always", "-I", "-m", "safeport"],
+        ["/usr/bin/node", "/srv/server.js"],  # not Python, absolute
     ],
 )
 def test_isolated_or_non_python_forms_are_not_flagged(argv: list[str]) -> None:

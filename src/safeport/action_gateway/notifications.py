@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 TITLE = "safeport"
 BODY = "An action is waiting for approval: run `sp approvals watch`"
@@ -22,9 +23,18 @@ def notifier_argv(platform: str, env: Mapping[str, str]) -> list[str] | None:
     """The command that shows the notification here, or None when there is no desktop."""
     if platform == "darwin":
         return ["/usr/bin/osascript", "-e", f'display notification "{BODY}" with title "{TITLE}"']
-    if env.get("DBUS_SESSION_BUS_ADDRESS") and (path := shutil.which("notify-send")):
+    if env.get("DBUS_SESSION_BUS_ADDRESS") and (path := _on_absolute_path("notify-send", env)):
         return [path, "--app-name", TITLE, TITLE, BODY]
     return None
+
+
+def _on_absolute_path(program: str, env: Mapping[str, str]) -> str | None:
+    """``shutil.which`` over the absolute entries of PATH only: an empty or relative entry
+    (``PATH=/usr/bin:``) names the working folder, which may be a project the agent writes."""
+    entries = [
+        entry for entry in env.get("PATH", "").split(os.pathsep) if Path(entry).is_absolute()
+    ]
+    return shutil.which(program, path=os.pathsep.join(entries)) if entries else None
 
 
 def notify_card_waiting(event: str, data: dict[str, object]) -> None:

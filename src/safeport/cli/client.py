@@ -17,9 +17,10 @@ from safeport.cli.client_setup import (
     merged_text,
     server_command,
     target_for,
-    unsafe_legacy_entries,
+    unsafe_project_entries,
 )
 from safeport.errors import Denied, EnvironmentProblem
+from safeport.shared.provenance import verify_outside_served_roots
 
 
 @click.group()
@@ -54,11 +55,14 @@ def install(
 ) -> None:
     """Add safeport's context server to CLIENT's MCP configuration."""
     served = [root.resolve() for root in roots] or [Path.cwd().resolve()]
-    target = target_for(client_name, home=Path.home(), platform=sys.platform, root=served[0])
+    verify_outside_served_roots(served)
+    target = target_for(
+        client_name, home=Path.home(), platform=sys.platform, root=served[0], env=os.environ
+    )
     command, args = server_command(sys.executable, served, profile, client_name)
     entry = entry_for(target, command, args)
     existing = target.path.read_text(encoding="utf-8") if target.path.exists() else None
-    legacy = unsafe_legacy_entries(client_name, root=served[0])
+    legacy = unsafe_project_entries(client_name, root=served[0])
     if check:
         current = installed_entry(target, existing)
         unsafe = [target.path] if current is not None and imports_project_code(current) else []
@@ -89,6 +93,9 @@ def install(
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    # Through a symlink (dotfiles managers link these files): update the file it points at,
+    # rather than replace the link with a copy that the dotfiles no longer track.
+    path = Path(os.path.realpath(path))
     temp: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,14 +35,24 @@ class ClientTarget:
     key: tuple[str, ...]  # the nested table that lists servers, e.g. ("mcpServers",)
 
 
-def target_for(client: str, *, home: Path, platform: str, root: Path) -> ClientTarget:
-    """The config file a client reads (project-scoped clients use the served root)."""
+def target_for(
+    client: str,
+    *,
+    home: Path,
+    platform: str,
+    root: Path,
+    env: Mapping[str, str] | None = None,
+) -> ClientTarget:
+    """The config file a client reads (project-scoped clients use the served root), where the
+    client's own variables (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``) move it."""
+    env = env or {}
     if client == "claude-code":
         # Local scope: Claude Code's own per-project list in ~/.claude.json. A project-scoped
         # .mcp.json would wait for approval in the client and, committed, would hand teammates
         # a command line that names this machine's interpreter.
+        base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home
         return ClientTarget(
-            "claude-code", home / ".claude.json", "json", ("projects", str(root), "mcpServers")
+            "claude-code", base / ".claude.json", "json", ("projects", str(root), "mcpServers")
         )
     if client == "claude-desktop":
         base = (
@@ -58,14 +68,21 @@ def target_for(client: str, *, home: Path, platform: str, root: Path) -> ClientT
     if client == "vscode":
         return ClientTarget("vscode", root / ".vscode" / "mcp.json", "json", ("servers",))
     if client == "codex":
-        return ClientTarget("codex", home / ".codex" / "config.toml", "toml", ("mcp_servers",))
+        base = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+        return ClientTarget("codex", base / "config.toml", "toml", ("mcp_servers",))
     raise UsageError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
 
 
-def legacy_targets(client: str, *, root: Path) -> list[ClientTarget]:
-    """Where older versions wrote this client's entry (checked, and cleaned when unsafe)."""
+def project_targets(client: str, *, root: Path) -> list[ClientTarget]:
+    """Files in the project itself that this client also reads, and that can carry a
+    `safeport` entry of their own (an older version's, or one a repository ships): checked,
+    and cleaned when the entry imports project code."""
     if client == "claude-code":
         return [ClientTarget("claude-code", root / ".mcp.json", "json", ("mcpServers",))]
+    if client == "codex":
+        return [ClientTarget("codex", root / ".codex" / "config.toml", "toml", ("mcp_servers",))]
+    if client == "cursor":
+        return [ClientTarget("cursor", root / ".cursor" / "mcp.json", "json", ("mcpServers",))]
     return []
 
 
@@ -96,19 +113,29 @@ def imports_project_code(entry: dict[str, Any]) -> bool:
     return imports_from_working_folder([command, *(str(arg) for arg in args)])
 
 
-def unsafe_legacy_entries(client: str, *, root: Path) -> list[tuple[ClientTarget, str]]:
-    """Older entries of ours that import project code, each with its file's text without it."""
+def unsafe_project_entries(client: str, *, root: Path) -> list[tuple[ClientTarget, str]]:
+    """Entries of ours in the project's own files that import project code, each with its
+    file's text without it."""
     found: list[tuple[ClientTarget, str]] = []
-    for target in legacy_targets(client, root=root):
+    for target in project_targets(client, root=root):
         existing = _read_text(target.path)
         entry = installed_entry(target, existing)
         if existing is not None and entry is not None and imports_project_code(entry):
-            data = json.loads(existing)
-            servers = _servers(data, target, create=False)
-            if servers is not None:
-                servers.pop(ENTRY_NAME, None)
-            found.append((target, json.dumps(data, indent=2) + "\n"))
+            found.append((target, without_entry(target, existing)))
     return found
+
+
+def without_entry(target: ClientTarget, existing: str) -> str:
+    """The file's text with our entry removed, every other server and setting kept."""
+    if target.format == "toml":
+        text = _drop_toml_tables(target, existing)
+        _check_toml_result(target, existing, text, expected=None)
+        return text
+    data = json.loads(existing)
+    servers = _servers(data, target, create=False)
+    if servers is not None:
+        servers.pop(ENTRY_NAME, None)
+    return json.dumps(data, indent=2) + "\n"
 
 
 def _read_text(path: Path) -> str | None:
@@ -196,24 +223,61 @@ def _merge_toml(
             raise ConfigError(f"{target.path} is not valid TOML; fix it by hand first") from exc
     current = installed_entry(target, text)
     block = _toml_block(".".join(target.key), entry)
-    if current is None:
-        return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
     if current == entry:
         return text
-    if _needs_consent(current, entry, replace=replace):
+    if current is not None and _needs_consent(current, entry, replace=replace):
         raise ConfigError(
             f"{target.path} already has a different `{ENTRY_NAME}` server",
             hint="run again with --replace to overwrite it, or --print to see ours",
         )
-    # Replace our own table only: from its header to the next table header.
-    table = ".".join(target.key)
-    header = re.compile(rf"^\[{re.escape(table)}\.{ENTRY_NAME}\]\s*$", re.MULTILINE)
-    match = header.search(text)
-    if match is None:
-        raise ConfigError(f"cannot locate `[{table}.{ENTRY_NAME}]` in {target.path} to replace it")
-    following = re.compile(r"^\[", re.MULTILINE).search(text, match.end())
-    end = following.start() if following else len(text)
-    return text[: match.start()] + block + ("\n" + text[end:] if following else "")
+    kept = _drop_toml_tables(target, text) if current is not None else text
+    merged = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + block
+    _check_toml_result(target, text, merged, expected=entry)
+    return merged
+
+
+def _drop_toml_tables(target: ClientTarget, text: str) -> str:
+    """Remove our table and its sub-tables (``[mcp_servers.safeport]``,
+    ``[mcp_servers.safeport.env]``), each from its header to the next header."""
+    table = re.escape(".".join(target.key) + "." + ENTRY_NAME)
+    ours = re.compile(rf"^\s*\[{table}(\.[^\]]*)?\]\s*(#.*)?$")
+    any_header = re.compile(r"^\s*\[")
+    kept: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        if any_header.match(line):
+            dropping = bool(ours.match(line))
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _check_toml_result(
+    target: ClientTarget, before: str, after: str, *, expected: dict[str, Any] | None
+) -> None:
+    """The edit is written only if the result parses, holds exactly our entry (or none), and
+    keeps every other setting as it was; anything else is refused, never written."""
+    refusal = ConfigError(
+        f"cannot edit {target.path} safely (its `{ENTRY_NAME}` table is unusual)",
+        hint=f"remove `[{'.'.join(target.key)}.{ENTRY_NAME}]` by hand, then run again",
+    )
+    try:
+        old, new = tomllib.loads(before), tomllib.loads(after)
+    except tomllib.TOMLDecodeError as exc:
+        raise refusal from exc
+    old_servers = _servers(old, target, create=False)
+    new_servers = _servers(new, target, create=False)
+    if old_servers is not None:
+        old_servers.pop(ENTRY_NAME, None)
+    found = new_servers.pop(ENTRY_NAME, None) if new_servers is not None else None
+    if found != expected or _without_empty(old) != _without_empty(new):
+        raise refusal
+
+
+def _without_empty(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _without_empty(v) for k, v in data.items() if v != {}}
+    return data
 
 
 def _toml_block(key: str, entry: dict[str, Any]) -> str:

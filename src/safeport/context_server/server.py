@@ -25,7 +25,7 @@ from safeport.context_server.service import WorkspaceService
 from safeport.context_server.tools import register_reader_tools
 from safeport.context_server.workspace import Workspace
 from safeport.shared.paths import SafeportPaths, locate
-from safeport.shared.provenance import verify_installed_package
+from safeport.shared.provenance import verify_installed_package, verify_outside_served_roots
 
 Profile = Literal["reader", "agent"]
 
@@ -63,7 +63,9 @@ def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> 
     """The served roots behind the effective read policy (raises a clear error without a root)."""
     paths = paths or locate()
     settings = load_settings(paths.context_config)
-    return Workspace(served_roots(roots, settings), read_policy(settings, paths))
+    served = served_roots(roots, settings)
+    verify_outside_served_roots([root.path for root in served])
+    return Workspace(served, read_policy(settings, paths))
 
 
 def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple[int, float]:

@@ -14,6 +14,7 @@ subprocesses) comes from here; a test launches each one from a folder full of ho
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 
@@ -34,33 +35,62 @@ def module_command(module: str, args: Sequence[str], *, python: str | None = Non
 
 
 def imports_from_working_folder(argv: Sequence[str]) -> bool:
-    """Whether a Python command line would put its working folder (or ``PYTHONPATH``) first on
-    ``sys.path``: ``python -m …`` or ``python -c …`` without ``-I`` (or ``-P`` with ``-E``).
+    """Whether a command line would run code from the folder it is started in: a relative
+    program or script path (resolved there), ``python -m``/``-c`` without ``-I`` (or ``-P`` with
+    ``-E``), or any of these behind ``env``.
 
-    Used to flag entries an older version wrote. A script operand (``python /venv/bin/sp``) puts
-    the script's own folder first, not the working folder, so it is not flagged here.
+    Used to flag entries an older version wrote. An absolute script operand
+    (``/venv/bin/python /venv/bin/sp``) puts the script's own folder first, not the working
+    folder, so it is not flagged; neither is a program this function does not know, whose
+    entry ``--check`` reports as different anyway.
     """
-    if not argv or not _is_python(argv[0]):
+    if not argv:
+        return False
+    command, rest = argv[0], list(argv[1:])
+    if not command.startswith("/"):
+        return True  # looked up relative to the working folder (or through a PATH with `.`)
+    name = command.rsplit("/", 1)[-1]
+    if name == "env":
+        return _env_runs_project_code(rest)
+    if not _PYTHON.match(name):
         return False
     flags: set[str] = set()
-    args = list(argv[1:])
-    while args:
-        arg = args.pop(0)
-        if arg == "--" or not arg.startswith("-") or arg == "-":
-            return False  # a script operand, or stdin
+    while rest:
+        arg = rest.pop(0)
+        if arg == "-":
+            return True  # the program comes from stdin
+        if arg == "--":
+            return bool(rest) and not rest[0].startswith("/")
+        if not arg.startswith("-"):
+            return not arg.startswith("/")  # a relative script resolves in the working folder
         if arg.startswith("--"):
+            if arg in _LONG_WITH_VALUE and rest:
+                rest.pop(0)
             continue
         for position, letter in enumerate(arg[1:], start=1):
             if letter in "mc":
                 return not ("I" in flags or {"P", "E"} <= flags)
             if letter in "WX":  # the rest of the word, or the next word, is the option's value
-                if position == len(arg) - 1 and args:
-                    args.pop(0)
+                if position == len(arg) - 1 and rest:
+                    rest.pop(0)
                 break
             flags.add(letter)
     return False
 
 
-def _is_python(command: str) -> bool:
-    name = command.rsplit("/", 1)[-1]
-    return name == "python" or (name.startswith("python") and name[6:].replace(".", "").isdigit())
+# python, python3, python3.13, python3.13t, python3-dbg, pypy3, ...
+_PYTHON = re.compile(r"^(python|pypy)[0-9.]*[a-z]*(-dbg)?$")
+_LONG_WITH_VALUE = frozenset({"--check-hash-based-pycs"})
+
+
+def _env_runs_project_code(args: list[str]) -> bool:
+    """``env [-i] [-u NAME] [NAME=VALUE]... PROGRAM ARGS``: judge PROGRAM's command line."""
+    while args:
+        arg = args[0]
+        if arg in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
+            return True  # rewrites the command line or the folder: not something to vouch for
+        if arg.startswith("-") or "=" in arg:
+            args = args[1:]
+            continue
+        return imports_from_working_folder(args)
+    return False

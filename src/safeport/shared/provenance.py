@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import site
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
@@ -57,6 +58,26 @@ def verify_installed_package(package: str = DISTRIBUTION) -> None:
             raise _refusal(package, str(package_dir), f"{outside[0]} lies outside it")
         return
     raise _refusal(package, str(package_dir), "that folder is not the installed distribution's")
+
+
+def verify_outside_served_roots(roots: Sequence[Path], package: str = DISTRIBUTION) -> None:
+    """Raise :class:`EnvironmentProblem` when this interpreter's environment or the package
+    lies inside a served folder: the agent can write there, and a ``.pth`` file dropped in
+    that site-packages runs in every process the interpreter starts, ``-I`` or not."""
+    module = sys.modules.get(package)
+    origin = getattr(module, "__file__", None)
+    ours = [Path(sys.prefix).resolve()]
+    if origin:
+        ours.append(Path(origin).resolve().parent)
+    for root in roots:
+        served = Path(root).resolve()
+        for path in ours:
+            if path.is_relative_to(served):
+                raise EnvironmentProblem(
+                    f"refusing to serve {served}: it holds {path}, which safeport runs from "
+                    "and the agent could change",
+                    hint="install safeport in an environment outside the folders you serve",
+                )
 
 
 def _refusal(package: str, where: str, why: str) -> EnvironmentProblem:
