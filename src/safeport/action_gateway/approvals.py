@@ -390,24 +390,35 @@ class Approvals:
 def check_approver(
     approver: PeerIdentity, requester: PeerIdentity, *, allow_in_client: bool
 ) -> None:
-    """Refuse an approver that runs inside the requester's tree or its client (DESIGN.md §8)."""
+    """Refuse an approver that runs inside the requester's tree or its client (DESIGN.md §8).
+
+    - Below the requester itself: always refused.
+    - Below a wrapper between the requester and its client (the shell, ``npx`` or ``uv run``
+      that started it): always refused, even with ``allow_approver_in_client`` — that is the
+      agent's own launch, not the human's terminal.
+    - Below the client, the MCP host (``PeerIdentity.client``): refused unless
+      ``allow_approver_in_client`` (an IDE's own terminal).
+    - Anywhere else is accepted, notably another pane of the same tmux server or another tab of
+      the same terminal window: a multiplexer or terminal emulator is never the client, so the
+      pane beside the agent's is not "inside" it.
+
+    The client used to be the nearest ancestor that was not an interpreter, so with a node or
+    python host it was often the tmux server itself, and every approver in another pane was
+    refused. An interpreter is now a host; an approver started by a Python harness that runs
+    the agent is therefore "in the client" (refused by default), where it used to be refused as
+    a launcher even with ``allow_approver_in_client``.
+    """
     if descends_from(approver, requester.process):
         raise ApproverRefused("the approver runs inside the requesting process")
-    for proc in requester.chain[1:]:
-        if proc.pid == 1:
-            break  # every process descends from init; it is nobody's client
-        # Between the requester and its client sit only interpreters, shells and launchers;
-        # an approver below any of them is as much the agent's as the requester itself.
-        if proc.interpreter or proc.launcher:
-            if descends_from(approver, proc):
-                raise ApproverRefused("the approver runs inside the requester's own launcher")
-            continue
-        if descends_from(approver, proc) and not allow_in_client:
-            raise ApproverRefused(
-                "the approver runs inside the requester's client",
-                hint="approve from another terminal, or set allow_approver_in_client = true",
-            )
-        break
+    for proc in requester.wrappers():
+        if descends_from(approver, proc):
+            raise ApproverRefused("the approver runs inside the requester's own launcher")
+    client = requester.client()
+    if client is not None and descends_from(approver, client) and not allow_in_client:
+        raise ApproverRefused(
+            "the approver runs inside the requester's client",
+            hint="approve from another terminal, or set allow_approver_in_client = true",
+        )
 
 
 def _binding(request: ActionRequest, requester: PeerIdentity) -> tuple[object, ...]:

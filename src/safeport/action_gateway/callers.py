@@ -4,11 +4,19 @@ No `[callers]` table means any process of the gateway's own uid may propose (app
 applies) — the socket already refuses every other uid, and `sp policy check` states this default
 out loud. A table with ``rules = []`` denies everyone: an empty rule list never means "allow all".
 A rule matches when every field it sets matches; any matching rule admits the caller.
+
+A rule that names a program (``exe``, ``exe_sha256``, ``team_id``, ``signature``) never admits a
+requester whose environment injects code (``PYTHONPATH``, ``NODE_OPTIONS``, ``LD_PRELOAD`` …, see
+``environment.py``) or could not be read: the genuine binary with a shadow module path runs the
+shadow's code. ``signature = "package"`` asks that the executable, and for an interpreter also
+the script it runs, match a root-owned package record and that the script did not change after
+the process started; an interpreter running ``-c`` or ``-m`` has no script file to vouch for, so
+it never matches.
 """
 
 from __future__ import annotations
 
-from safeport.action_gateway.identity import PeerIdentity
+from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.errors import Denied
 from safeport.shared.schemas.config import CallerRule, Callers
 
@@ -31,6 +39,15 @@ def check_caller(callers: Callers | None, peer: PeerIdentity, gateway_uid: int) 
 
 def rule_matches(rule: CallerRule, peer: PeerIdentity) -> bool:
     head = peer.process
+    names_program = any(
+        value is not None for value in (rule.exe, rule.exe_sha256, rule.team_id, rule.signature)
+    )
+    if names_program and head.code_injected:
+        return False
+    if rule.signature == "package" and not _packaged(head):
+        return False
+    if rule.signature == "valid" and head.signature != "valid":
+        return False
     if rule.uid is not None and peer.uid != rule.uid:
         return False
     if rule.exe is not None and head.exe != rule.exe:
@@ -42,6 +59,14 @@ def rule_matches(rule: CallerRule, peer: PeerIdentity) -> bool:
     return rule.ancestor_exe is None or any(
         proc.exe == rule.ancestor_exe for proc in peer.chain[1:]
     )
+
+
+def _packaged(proc: ProcessInfo) -> bool:
+    if proc.signature != "package":
+        return False
+    if not proc.interpreter:
+        return True
+    return proc.script_signature == "package" and not proc.script_changed
 
 
 def describe_default(callers: Callers | None) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from safeport.action_gateway.agent_protocol import AgentHandler
 from safeport.action_gateway.control import ControlHandler
 from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimits
+from safeport.action_gateway.environment import GATEWAY_RUNTIMES, injected_variables
 from safeport.action_gateway.server import Connection, SocketServer
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
@@ -33,23 +34,9 @@ log = logging.getLogger("safeport.gateway")
 PR_SET_DUMPABLE = 4
 
 
-# PYTHON* variables that only change buffering, bytecode caching or text encoding; every other
-# one is refused, since PYTHONPATH, PYTHONSTARTUP, PYTHONHOME, PYTHONBREAKPOINT and even
-# PYTHONWARNINGS (a warning category is imported by name) can run code inside the gateway.
-HARMLESS_PYTHON_VARIABLES = frozenset(
-    {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8"}
-)
-
-
 def tainted_environment(env: Mapping[str, str]) -> list[str]:
     """Names of variables that would inject code into the gateway (values are never shown)."""
-    return sorted(
-        name
-        for name in env
-        if name.startswith(("LD_PRELOAD", "LD_AUDIT", "DYLD_"))
-        or name == "LD_LIBRARY_PATH"
-        or (name.startswith("PYTHON") and name not in HARMLESS_PYTHON_VARIABLES)
-    )
+    return injected_variables(env, GATEWAY_RUNTIMES)
 
 
 def harden_process() -> None:

@@ -22,18 +22,41 @@ from safeport.errors import Denied
 
 MAX_CHAIN = 16
 
-SignatureStatus = Literal["valid", "unsigned", "invalid", "unsupported"]
+# macOS (codesign): valid, unsigned, invalid. Linux (package records, see installed_files):
+# package, user-package, modified, not-packaged. "unsupported": nothing could be checked.
+SignatureStatus = Literal[
+    "valid",
+    "unsigned",
+    "invalid",
+    "unsupported",
+    "package",
+    "user-package",
+    "modified",
+    "not-packaged",
+]
+# Whether the requester's environment was read for variables that inject code (environment.py).
+EnvironStatus = Literal["read", "unreadable", "unsupported"]
 
 # Programs whose code signature (or digest) names a runtime, not the code it runs; the script is
-# what matters, so cards show it. They are also skipped when finding a requester's *client*
-# (DESIGN.md §8): `npx` running `node` running the context server belongs to the client above.
+# what matters, so cards show it.
 _INTERPRETERS = re.compile(
     r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby[0-9.]*|perl[0-9.]*|php[0-9.]*|"
-    r"sh|bash|dash|zsh|ksh|fish|tcsh|csh|busybox)$"
+    r"sh|bash|dash|zsh|ksh|mksh|fish|tcsh|csh|busybox)$"
 )
+# Shells and launchers are *wrappers*: they start the next program and are nobody's MCP host.
+_SHELLS = re.compile(r"^(sh|bash|dash|zsh|ksh|mksh|fish|tcsh|csh|busybox)$")
 _LAUNCHERS = re.compile(
-    r"^(env|uv|uvx|npx|npm|pnpm|yarn|pipx|poetry|hatch|pdm|nohup|setsid|timeout|sudo|doas|"
-    r"runuser|setpriv|su|nice|ionice|stdbuf|time|script|tini|dumb-init)$"
+    r"^(env|uv|uvx|npx|npm|pnpm|pnpx|yarn|bunx|pipx|poetry|hatch|pdm|nohup|setsid|timeout|sudo|"
+    r"doas|runuser|setpriv|su|nice|ionice|chrt|taskset|stdbuf|time|script|tini|dumb-init|"
+    r"corepack)$"
+)
+# Terminal multiplexers and emulators hold many sessions; none of them is a client.
+_TERMINALS = re.compile(
+    r"^(tmux|tmux: server|screen|SCREEN|zellij|byobu|abduco|dtach|"
+    r"gnome-terminal|gnome-terminal-server|kgx|ptyxis|ptyxis-agent|konsole|yakuake|xterm|uxterm|"
+    r"urxvt|urxvtd|rxvt|alacritty|kitty|wezterm|wezterm-gui|wezterm-mux-server|foot|st|"
+    r"xfce4-terminal|mate-terminal|lxterminal|qterminal|terminator|tilix|guake|terminology|"
+    r"sakura|ghostty|iTerm2|iTerm|Terminal|warp|Warp|tabby|Tabby|hyper|Hyper)$"
 )
 
 
@@ -62,14 +85,47 @@ class ProcessInfo:
     launcher: bool = False
     script: str | None = None
     script_sha256: str | None = None
+    origin: str | None = None  # "dpkg python3.11-minimal", "pip safeport 0.1.0" (Linux)
+    script_signature: SignatureStatus | None = None
+    script_origin: str | None = None
+    script_changed: bool = False  # the script file changed after the process started
+    environ: EnvironStatus = "unsupported"
+    injected_env: tuple[tuple[str, str], ...] = ()  # (name, value) of code-injecting variables
 
     @property
     def instance(self) -> tuple[int, int]:
         """(pid, start time): what tells this process apart from a later one with its pid."""
         return (self.pid, self.start_time)
 
+    @property
+    def shell(self) -> bool:
+        return is_shell(self.name)
+
+    @property
+    def terminal(self) -> bool:
+        """A terminal multiplexer or emulator (also one written in an interpreted language,
+        like terminator): it holds many sessions, so it is nobody's client."""
+        if is_terminal(self.name):
+            return True
+        script = self.script or ""
+        return self.interpreter and bool(script) and is_terminal(script.rsplit("/", 1)[-1])
+
+    @property
+    def wrapper(self) -> bool:
+        """A shell or launcher: it starts the next program and is not itself a host."""
+        return self.launcher or self.shell or is_launcher(self.name)
+
+    @property
+    def code_injected(self) -> bool:
+        """Variables that inject code are set, or the environment could not be read to tell."""
+        return bool(self.injected_env) or self.environ == "unreadable"
+
+    def signature_text(self) -> str:
+        return describe_signature(self.signature, self.origin, self.authority)
+
     def as_record(self) -> dict[str, object]:
-        """The journal/card form: identities and digests, never arguments or environment."""
+        """The journal/card form: identities and digests, never arguments; of the environment
+        only the names of variables that inject code, and their values."""
         record: dict[str, object] = {
             "pid": self.pid,
             "start": self.start_time,
@@ -78,12 +134,23 @@ class ProcessInfo:
             "sha256": self.exe_sha256,
             "signature": self.signature,
         }
+        if self.origin:
+            record["origin"] = self.origin
         if self.team_id:
             record["team_id"] = self.team_id
         if self.interpreter:
             record["interpreter"] = True
             record["script"] = self.script
             record["script_sha256"] = self.script_sha256
+            if self.script_signature is not None:
+                record["script_signature"] = self.script_signature
+                record["script_origin"] = self.script_origin
+            if self.script_changed:
+                record["script_changed"] = True
+        if self.environ != "unsupported":
+            record["environ"] = self.environ
+        if self.injected_env:
+            record["injected_env"] = [list(pair) for pair in self.injected_env]
         return record
 
 
@@ -112,14 +179,50 @@ class PeerIdentity:
         return (head.pid, head.start_time, head.exe_sha256 or "")
 
     def client(self) -> ProcessInfo | None:
-        """The nearest ancestor that is not an interpreter, shell or launcher (DESIGN.md §8)."""
+        """The MCP host that runs the requester: its nearest ancestor that is not a wrapper.
+
+        Wrappers (shells, ``env``, ``npx``, ``uvx``, ``uv run``, ``timeout``, ``nice``,
+        ``setsid`` …, and an interpreter running one, such as ``node …/npx-cli.js``) are skipped;
+        an interpreter running anything else (node, python) *is* a host. A terminal multiplexer
+        or emulator, or init, ends the search with no client: tmux or a terminal window holds
+        the human's other panes and tabs too, so it must never be mistaken for the agent's
+        program (DESIGN.md §13).
+        """
         for proc in self.chain[1:]:
-            if not (proc.interpreter or proc.launcher):
+            if proc.pid == 1 or proc.terminal:
+                return None
+            if not proc.wrapper:
                 return proc
         return None
 
+    def wrappers(self) -> tuple[ProcessInfo, ...]:
+        """The wrappers between the requester and its client (or the terminal, or init)."""
+        found = []
+        for proc in self.chain[1:]:
+            if proc.pid == 1 or proc.terminal or not proc.wrapper:
+                break
+            found.append(proc)
+        return tuple(found)
+
     def as_record(self) -> dict[str, object]:
         return {"uid": self.uid, "chain": [proc.as_record() for proc in self.chain]}
+
+
+def describe_signature(
+    status: SignatureStatus, origin: str | None, authority: str | None = None
+) -> str:
+    """The words a card uses for a signature status: ``dpkg python3.11-minimal: matches``."""
+    if status == "package":
+        return f"{origin}: matches"
+    if status == "user-package":
+        return f"{origin}: matches (record writable by a user)"
+    if status == "modified":
+        return f"{origin}: MODIFIED since installed"
+    if status == "not-packaged":
+        return "not from a package"
+    if status == "valid":
+        return f"signed: {authority}" if authority else "signed"
+    return {"unsigned": "unsigned", "invalid": "INVALID signature"}.get(status, "not checked")
 
 
 def is_interpreter(name: str) -> bool:
@@ -128,6 +231,14 @@ def is_interpreter(name: str) -> bool:
 
 def is_launcher(name: str) -> bool:
     return bool(_LAUNCHERS.match(name))
+
+
+def is_shell(name: str) -> bool:
+    return bool(_SHELLS.match(name))
+
+
+def is_terminal(name: str) -> bool:
+    return bool(_TERMINALS.match(name))
 
 
 def descends_from(descendant: PeerIdentity, ancestor: ProcessInfo) -> bool:

@@ -13,6 +13,7 @@ client binary is hashed once, and a binary rewritten in place (new mtime/ctime) 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import select
@@ -20,36 +21,60 @@ import socket
 import stat
 import struct
 import threading
+import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
+from safeport.action_gateway.environment import injected_entries, parse_environ
 from safeport.action_gateway.identity import (
     MAX_CHAIN,
+    EnvironStatus,
     IdentityChanged,
     IdentityUnavailable,
     PeerIdentity,
     ProcessInfo,
+    SignatureStatus,
     is_interpreter,
     is_launcher,
 )
+from safeport.action_gateway.installed_files import FileDigests, InstalledFiles, Origin
 
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 _UCRED = struct.Struct("3i")
 _MAX_HASHED_BYTES = 512 * 1024 * 1024
 _PROC = Path("/proc")
 # Options of common interpreters that take the next argv element as their value.
+_MAX_ENVIRON_BYTES = 1024 * 1024
+_MAX_SHOWN_VALUE = 200
+_ORIGIN_TTL_S = 10.0
+_CHANGE_MARGIN_S = 0.05  # start times are in ticks (10 ms); leave room for the clock's steps
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+# How a process names its own descriptors and folders; in the gateway they would name the
+# gateway's. /dev/fd is a link to /proc/self/fd.
+_SELF_ALIASES = (
+    ("/dev/fd/", "fd"),
+    ("/proc/self/", ""),
+    ("/proc/thread-self/", ""),
+)
+_STANDARD_STREAMS = {"/dev/stdin": "0", "/dev/stdout": "1", "/dev/stderr": "2"}
 _OPTION_WITH_VALUE = {"-W", "-X", "-Q", "-r", "--require", "--import", "--loader", "-o", "-O"}
 
 
 class DigestCache:
-    """SHA-256 of files, keyed by the identity and change times of the opened file."""
+    """SHA-256 (and MD5, for dpkg's records) of files, keyed by the identity and change times of
+    the opened file."""
 
     def __init__(self, size: int = 256) -> None:
-        self._entries: OrderedDict[tuple[int, ...], str] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, ...], FileDigests] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
     def digest_fd(self, fd: int) -> str | None:
+        found = self.digests_fd(fd)
+        return found.sha256 if found else None
+
+    def digests_fd(self, fd: int) -> FileDigests | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_HASHED_BYTES:
             return None
@@ -59,15 +84,17 @@ class DigestCache:
             if found is not None:
                 self._entries.move_to_end(key)
                 return found
-        digest = hashlib.sha256()
+        sha256 = hashlib.sha256()
+        md5 = hashlib.md5(usedforsecurity=False)
         offset = 0
         while True:
             chunk = os.pread(fd, 1024 * 1024, offset)
             if not chunk:
                 break
-            digest.update(chunk)
+            sha256.update(chunk)
+            md5.update(chunk)
             offset += len(chunk)
-        value = digest.hexdigest()
+        value = FileDigests(sha256=sha256.hexdigest(), md5=md5.hexdigest())
         with self._lock:
             self._entries[key] = value
             while len(self._entries) > self._size:
@@ -87,11 +114,29 @@ class DigestCache:
             os.close(fd)
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """One opened file: where it is, its digest and what the package records say of it."""
+
+    path: str
+    sha256: str | None
+    signature: SignatureStatus
+    origin: str | None
+    changed_after: float | None = None  # ctime (wall clock) of the file or its link
+
+
 class LinuxProbe:
     """:class:`~safeport.action_gateway.identity.IdentityProbe` for Linux."""
 
-    def __init__(self, cache: DigestCache | None = None) -> None:
+    def __init__(
+        self, cache: DigestCache | None = None, installed: InstalledFiles | None = None
+    ) -> None:
         self.cache = cache or DigestCache()
+        self.installed = installed if installed is not None else InstalledFiles()
+        self._origins: OrderedDict[tuple[object, ...], tuple[float, Origin]] = OrderedDict()
+        self._origins_lock = threading.Lock()
+        root = Path("/").stat()
+        self._root = (root.st_dev, root.st_ino)
 
     def resolve(self, sock: socket.socket) -> PeerIdentity:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
@@ -146,12 +191,13 @@ class LinuxProbe:
                 os.close(identity.pidfd)
 
     def chain(self, pid: int) -> tuple[ProcessInfo, ...]:
-        """The process and its parents, at most 16, stopping below pid 1."""
+        """The process and its parents, at most 16, stopping below pid 1. The environment is
+        read for the first only: it is the requester, whose program the variables would change."""
         procs: list[ProcessInfo] = []
         current = pid
         while current > 0 and len(procs) < MAX_CHAIN:
             try:
-                info, parent = self.process(current)
+                info, parent = self.process(current, environ=not procs)
             except OSError:
                 if not procs:
                     raise
@@ -162,42 +208,58 @@ class LinuxProbe:
             current = parent
         return tuple(procs)
 
-    def process(self, pid: int) -> tuple[ProcessInfo, int]:
+    def process(self, pid: int, *, environ: bool = False) -> tuple[ProcessInfo, int]:
         base = _PROC / str(pid)
         fields = _stat_fields(pid)
         parent = int(fields[1])
         start = int(fields[19])
         uid = _status_uid(base / "status")
-        exe, exe_sha = self._exe(base)
+        same_root = self._same_root(base)
+        exe, exe_checked = self._exe(base, same_root)
         name = Path(exe).name if exe.startswith("/") else fields[0]
         name = name.removesuffix(" (deleted)")
         argv = _cmdline(base)
         interpreter = is_interpreter(name)
         launcher = is_launcher(name) or (interpreter and _runs_launcher(argv))
-        script = script_sha = None
+        script = None
+        script_checked: _Checked | None = None
         if interpreter:
             script = script_argument(argv)
             if script is not None and not script.startswith("-"):
-                script, script_sha = self._script(base, script)
+                script_checked = self._script(base, script, same_root)
+        environ_status: EnvironStatus = "unsupported"
+        injected: tuple[tuple[str, str], ...] = ()
+        if environ:
+            environ_status, injected = _injected_environment(base)
         # Starting a process then reading its status can race with its exit: the start time
         # read again must match, or this is a new process that took the pid.
         if _start_time(pid) != start:
             raise ProcessLookupError(pid)
+        changed = False
+        if script_checked is not None and script_checked.changed_after is not None:
+            changed = script_checked.changed_after > _started_at(start) + _CHANGE_MARGIN_S
         info = ProcessInfo(
             pid=pid,
             start_time=start,
             uid=uid,
             name=name,
             exe=exe,
-            exe_sha256=exe_sha,
+            exe_sha256=exe_checked.sha256 if exe_checked else None,
+            signature=exe_checked.signature if exe_checked else "unsupported",
+            origin=exe_checked.origin if exe_checked else None,
             interpreter=interpreter,
             launcher=launcher,
-            script=script,
-            script_sha256=script_sha,
+            script=script_checked.path if script_checked else script,
+            script_sha256=script_checked.sha256 if script_checked else None,
+            script_signature=script_checked.signature if script_checked else None,
+            script_origin=script_checked.origin if script_checked else None,
+            script_changed=changed,
+            environ=environ_status,
+            injected_env=injected,
         )
         return info, parent
 
-    def _exe(self, base: Path) -> tuple[str, str | None]:
+    def _exe(self, base: Path, same_root: bool) -> tuple[str, _Checked | None]:
         try:
             exe = str((base / "exe").readlink())
         except PermissionError:
@@ -209,18 +271,150 @@ class LinuxProbe:
         except OSError:
             return exe, None
         try:
-            return exe, self.cache.digest_fd(fd)
+            # The exe link names the file in the process's own root; only a process sharing
+            # ours can be checked against this system's package records.
+            return exe, self._check(fd, exe if same_root else None, exe)
         finally:
             os.close(fd)
 
-    def _script(self, base: Path, script: str) -> tuple[str, str | None]:
-        path = Path(script)
-        if not path.is_absolute():
+    def _script(self, base: Path, script: str, same_root: bool) -> _Checked:
+        """The script as the *requester* opens it: a relative path from its working folder,
+        ``/dev/fd/N`` and ``/proc/self/…`` through its own descriptors, an absolute path
+        through its root. Resolving any of these in the gateway's context would digest some
+        other file (the gateway's fd 3, the gateway's working folder)."""
+        opened, shown = _in_process_view(base, script)
+        unchecked = _Checked(shown, None, "unsupported", None)
+        try:
+            st = Path(opened).stat()
+        except OSError:
+            return unchecked
+        if not stat.S_ISREG(st.st_mode):
+            return unchecked  # a pipe or device: reading it would steal or disturb its data
+        try:
+            fd = os.open(opened, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            return unchecked
+        try:
+            lookup = None
+            if same_root:
+                with contextlib.suppress(OSError):
+                    real = os.path.realpath(opened)
+                    found = Path(real).stat()
+                    opened_st = os.fstat(fd)
+                    if (found.st_dev, found.st_ino) == (opened_st.st_dev, opened_st.st_ino):
+                        lookup = real
+            checked = self._check(fd, lookup, shown)
+            return dataclasses.replace(checked, changed_after=_last_change(opened, fd))
+        except OSError:
+            return unchecked
+        finally:
+            os.close(fd)
+
+    def _check(self, fd: int, lookup: str | None, shown: str) -> _Checked:
+        """Digest the opened file and ask the package records about it (``lookup`` is its path
+        on this system, or None when it cannot be named here)."""
+        digests = self.cache.digests_fd(fd)
+        if digests is None:
+            return _Checked(shown, None, "unsupported", None)
+        if lookup is None:
+            return _Checked(shown, digests.sha256, "not-packaged", None)
+        st = os.fstat(fd)
+        key = (lookup, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        now = time.monotonic()
+        with self._origins_lock:
+            cached = self._origins.get(key)
+        if cached is not None and now - cached[0] < _ORIGIN_TTL_S:
+            origin = cached[1]
+        else:
+            origin = self.installed.origin(lookup, digests, st)
+            with self._origins_lock:
+                self._origins[key] = (now, origin)
+                while len(self._origins) > 512:
+                    self._origins.popitem(last=False)
+        return _Checked(shown, digests.sha256, origin.status, origin.source)
+
+    def _same_root(self, base: Path) -> bool:
+        try:
+            st = (base / "root").stat()
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._root
+
+
+def _in_process_view(base: Path, script: str) -> tuple[str, str]:
+    """(the path to open from here, the words a card shows) for ``script`` as ``base``'s
+    process names it."""
+    for alias, inside in _SELF_ALIASES:
+        if script == alias.rstrip("/") or script.startswith(alias):
+            rest = script[len(alias) :] if script.startswith(alias) else ""
+            opened = str(base / inside / rest) if rest else str(base / inside)
             try:
-                path = (base / "cwd").readlink() / path
+                target = str(Path(opened).readlink())
             except OSError:
-                return script, None
-        return str(path), self.cache.digest_path(str(path))
+                return opened, script
+            return opened, f"{script} -> {target}"
+    if script in _STANDARD_STREAMS:
+        opened = str(base / "fd" / _STANDARD_STREAMS[script])
+        try:
+            return opened, f"{script} -> {Path(opened).readlink()}"
+        except OSError:
+            return opened, script
+    if script.startswith("/"):
+        return str(base / "root") + script, script
+    try:
+        cwd = (base / "cwd").readlink()
+    except OSError:
+        return str(base / "cwd" / script), script
+    return str(base / "cwd" / script), str(cwd / script)
+
+
+def _injected_environment(base: Path) -> tuple[EnvironStatus, tuple[tuple[str, str], ...]]:
+    """The requester's variables that inject code; an environment that cannot be read whole
+    (another uid, a non-dumpable process, padded past the limit) is "unreadable", which no
+    ``[callers]`` rule by path or digest admits."""
+    try:
+        with open(base / "environ", "rb") as handle:
+            raw = handle.read(_MAX_ENVIRON_BYTES + 1)
+    except OSError:
+        return "unreadable", ()
+    if len(raw) > _MAX_ENVIRON_BYTES:
+        return "unreadable", ()
+    found = injected_entries(parse_environ(raw))
+    return "read", tuple((name, _bounded(value)) for name, value in found)
+
+
+def _bounded(value: str) -> str:
+    if len(value) <= _MAX_SHOWN_VALUE:
+        return value
+    return f"{value[:_MAX_SHOWN_VALUE]}… ({len(value) - _MAX_SHOWN_VALUE} more characters)"
+
+
+def _last_change(opened: str, fd: int) -> float:
+    """The latest ctime of the opened file and of every symbolic link on the way to it: a
+    script rewritten, or a link re-pointed, after its interpreter started is not proof of what
+    the interpreter read (folders are not checked: their ctime moves with every new entry)."""
+    latest = os.fstat(fd).st_ctime
+    path = opened
+    for _ in range(40):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            break
+        if not stat.S_ISLNK(st.st_mode) or _is_proc_link(path):
+            break  # /proc/PID/fd/N: a kernel link whose times say nothing about the file
+        latest = max(latest, st.st_ctime)
+        path = str(Path(path).parent / Path(path).readlink())
+    return latest
+
+
+def _is_proc_link(path: str) -> bool:
+    return path.startswith(f"{_PROC}/") and path.count("/") <= 4
+
+
+def _started_at(start_ticks: int) -> float:
+    """Wall-clock start of a process from its start time in ticks since boot."""
+    boot = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+    return boot + start_ticks / _CLK_TCK
 
 
 def script_argument(argv: list[str]) -> str | None:

@@ -138,13 +138,26 @@ def render_card(card: dict[str, Any]) -> Panel:
         line("client", f"pid {client.get('pid')} {client.get('exe')}")
     for index, proc in enumerate(card.get("requester", [])):
         label = "requester" if index == 0 else f"  parent {index}"
-        digest = (proc.get("sha256") or "unreadable")[:16]
-        extra = ""
-        if proc.get("interpreter"):
-            extra = f" script {proc.get('script')} ({(proc.get('script_sha256') or '-')[:16]})"
-        line(
-            label,
-            f"pid {proc.get('pid')} {proc.get('exe')} sha256 {digest} "
-            f"signature {proc.get('signature')}{extra}",
-        )
+        line(label, process_text(proc))
     return Panel(text, title="approval requested", title_align="left")
+
+
+def process_text(proc: dict[str, Any]) -> str:
+    """One process line of a card: digest and what vouches for it once, the script only for an
+    interpreter, then every variable that injects code into it (or that none could be read)."""
+    digest = (proc.get("sha256") or "unreadable")[:16]
+    verified = proc.get("verified") or f"signature {proc.get('signature')}"
+    words = [f"pid {proc.get('pid')} {proc.get('exe')} sha256 {digest} ({verified})"]
+    if proc.get("interpreter"):
+        script_digest = (proc.get("script_sha256") or "-")[:16]
+        script_verified = proc.get("script_verified")
+        words.append(
+            f"script {proc.get('script')} sha256 {script_digest}"
+            + (f" ({script_verified})" if script_verified else "")
+            + (" CHANGED after the process started" if proc.get("script_changed") else "")
+        )
+    if proc.get("environ") == "unreadable":
+        words.append("ENVIRONMENT UNREADABLE")
+    for name, value in proc.get("injected_env") or []:
+        words.append(f"INJECTS CODE: {name}={value}")
+    return "; ".join(words)

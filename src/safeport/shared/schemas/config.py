@@ -83,6 +83,9 @@ class CallerRule(_Strict):
     exe_sha256: Hex64 | None = None
     team_id: str | None = None
     ancestor_exe: str | None = None
+    # "package": on Linux the executable (and an interpreter's script) is what a root-owned
+    # package record (dpkg, rpm, pip) installed; "valid": on macOS, a valid code signature.
+    signature: Literal["package", "valid"] | None = None
 
 
 class Callers(_Strict):
