@@ -380,6 +380,23 @@ ECHOES: dict[str, Callable[[str, str], object]] = {
     "in a list": lambda header, token: ["a", ["b", header]],
     "lowercased": lambda header, token: token.lower(),
     "json-escaped": lambda header, token: token,  # sent as \u escapes, see _echo_in
+    # MIME base64 breaks lines every 76 characters; the padding puts a break inside the token.
+    "MIME base64 with line breaks": lambda header, token: base64.encodebytes(
+        b"x" * 45 + header.encode()
+    ).decode(),
+    "MIME base64url with line breaks": lambda header, token: "\r\n".join(
+        base64.urlsafe_b64encode(b"\xfb\xff" * 25 + token.encode()).decode()[i : i + 76]
+        for i in range(0, 200, 76)
+    ),
+    "every byte percent-encoded": lambda header, token: "".join(
+        f"%{byte:02X}" for byte in token.encode()
+    ),
+    "percent-encoded twice": lambda header, token: quote(quote(header, safe=""), safe=""),
+    "hex in mixed case": lambda header, token: "".join(
+        c.upper() if i % 2 else c for i, c in enumerate(token.encode().hex())
+    ),
+    "a 16-character piece": lambda header, token: f"...{token[2:18]}...",
+    "a piece in base64": lambda header, token: base64.b64encode(token[1:17].encode()).decode(),
 }
 
 
@@ -393,6 +410,36 @@ def test_a_credential_echoed_in_another_encoding_is_withheld(
     )
     assert "echoed the credential" in error.message
     assert CANARY not in _everything_said(error)
+
+
+@pytest.mark.parametrize("cut", [1, 9, 17])
+def test_a_credential_split_across_two_returned_fields_is_withheld(
+    hostile: HostileServer, executor: PreparingExecutor, cut: int
+) -> None:
+    def behaviour(conn: socket.socket, head: bytes) -> None:
+        token = _authorization(head).removeprefix("Bearer ")
+        body = json.dumps({"state": f"ok {token[:cut]}", "detail": token[cut:]}).encode()
+        conn.sendall(json_response(body))
+
+    hostile.behaviour = behaviour
+    service = _service(hostile.base_url(), hostile.ca_file)
+    planned = _action(service, "/x", {}, response_fields=["state", "detail"])
+    error = _fails(lambda: executor.http_request(planned, _token()), "bad_response")
+    assert "the whole result was withheld" in error.message
+    assert CANARY not in _everything_said(error)
+
+
+def test_fields_that_only_share_short_runs_with_the_credential_pass(
+    hostile: HostileServer, executor: PreparingExecutor
+) -> None:
+    # Fifteen characters of it, and its prefix `CANARY-` in ordinary text, are not the credential.
+    hostile.behaviour = lambda conn, head: conn.sendall(
+        json_response(json.dumps({"state": CANARY[:15], "detail": "CANARY-deploy"}).encode())
+    )
+    service = _service(hostile.base_url(), hostile.ca_file)
+    planned = _action(service, "/x", {}, response_fields=["state", "detail"])
+    result = executor.http_request(planned, _token())
+    assert result.fields == {"state": CANARY[:15], "detail": "CANARY-deploy"}
 
 
 def test_an_error_body_with_the_credential_passes_only_its_status(

@@ -1,27 +1,32 @@
 """Turn a JSON response body into the declared fields, and nothing else (pure).
 
 Only the operation's ``response_fields`` leave the gateway, each addressed by a dotted path
-(``deployment.state``, ``items.0.id``). Response headers are never read into a result. A field
-whose value contains the credential, in any of the forms the executor sent it (raw token, the
-whole header value, base64 of ``user:password``, percent-encoded), is refused outright: a
-service that echoes the request headers back must not turn the agent into a reader of the
-credential. The rule is
-"refuse the whole result", not "redact the field", so a leak can never be silently partial.
-The forms cover what echo endpoints and error pages actually do: raw, percent-encoded, hex, and
-base64 (standard or URL-safe, padded or not) of any text the credential sits in, whatever its
-offset; comparison ignores case. An encoding nobody could list (a server that encrypts the
-echo) cannot be caught here: the policy author decides which services get a credential.
-Bodies that cannot be represented safely (nesting past a fixed depth, numbers Python refuses to
-parse) are refused as malformed rather than crashing the caller.
+(``deployment.state``, ``items.0.id``). Response headers are never read into a result. If the
+returned text holds the credential in any form the checker can name, the whole result is
+refused, never redacted, so a leak can never be silently partial: a service that echoes the
+request headers back must not turn the agent into a reader of the credential.
+
+What is searched: every string of every returned field (keys and scalars too), joined end to
+end, so a credential split across two fields is still whole. It is searched as it is, after
+percent-decoding (twice: every byte encoded, or encoded again), and with white space removed
+and the URL-safe base64 alphabet mapped to the standard one (MIME base64 breaks lines every
+76 characters). What is searched for: the credential and every 16-character piece of it, each
+raw, in hex and in base64 at each of the three alignments it can take inside a longer text;
+comparison ignores case. An encoding nobody could list (a server that encrypts the echo)
+cannot be caught here: the policy author decides which services get a credential. Bodies that
+cannot be represented safely (nesting past a fixed depth, numbers Python refuses to parse) are
+refused as malformed rather than crashing the caller.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import unquote
 
 from safeport.action_gateway.executors.interface import ActionError
 
@@ -30,26 +35,55 @@ from safeport.action_gateway.executors.interface import ActionError
 MAX_FIELD_DEPTH = 32
 # A base64 run shorter than this could occur by chance in ordinary text.
 _MIN_ENCODED_FORM = 8
+# Any run of this many characters of the credential counts as the credential.
+PIECE_CHARS = 16
+_WHITESPACE = re.compile(r"\s+")
 
 
 def credential_forms(secret: str) -> list[str]:
-    """Every form of ``secret`` a response field must not contain (compared without case)."""
-    data = secret.encode("utf-8")
-    forms = {secret, quote(secret, safe=""), data.hex()}
-    for offset in range(3):
-        # Base64 of a longer text holding the secret at any offset: the characters of the
-        # 3-byte groups made only of secret bytes do not depend on what surrounds them.
-        encoded = base64.b64encode(bytes(offset) + data)
-        core = encoded[4 if offset else 0 : 4 * ((offset + len(data)) // 3)].decode("ascii")
-        if len(core) >= _MIN_ENCODED_FORM:
-            forms.add(core)
-            forms.add(core.replace("+", "-").replace("/", "_"))
+    """Every form of ``secret`` (and of each of its 16-character pieces) that returned text must
+    not contain, compared without case in the views :func:`contains_credential` makes."""
+    if not secret:
+        return []
+    span = min(len(secret), PIECE_CHARS)
+    pieces = {secret} | {secret[i : i + span] for i in range(len(secret) - span + 1)}
+    forms: set[str] = set()
+    for text in pieces:
+        data = text.encode("utf-8")
+        forms.update({text, data.hex()})
+        for offset in range(3):
+            # Base64 of a longer text holding the piece at any offset: the characters of the
+            # 3-byte groups made only of piece bytes do not depend on what surrounds them.
+            encoded = base64.b64encode(bytes(offset) + data)
+            core = encoded[4 if offset else 0 : 4 * ((offset + len(data)) // 3)].decode("ascii")
+            if len(core) >= _MIN_ENCODED_FORM:
+                forms.add(core)
     return sorted(form for form in forms if form)
 
 
 def contains_credential(text: str, forms: Iterable[str]) -> bool:
-    folded = text.casefold()
-    return any(form.casefold() in folded for form in forms if form)
+    """Whether ``text`` holds one of ``forms`` as it is, percent-decoded, or as base64 with
+    its line breaks and URL-safe alphabet undone."""
+    pattern = _pattern(tuple(sorted({form for form in forms if form})))
+    if pattern is None:
+        return False
+    once = unquote(text)
+    views = (
+        text,
+        once,
+        unquote(once),
+        _WHITESPACE.sub("", text).replace("-", "+").replace("_", "/"),
+    )
+    return any(pattern.search(view) for view in views)
+
+
+@lru_cache(maxsize=64)
+def _pattern(forms: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not forms:
+        return None
+    # Longest first, so the alternation never stops at a shorter form's prefix needlessly.
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(re.escape(form) for form in ordered), re.IGNORECASE)
 
 
 def extract_fields(body: bytes, fields: list[str], *, service_id: str) -> dict[str, Any]:
@@ -80,16 +114,16 @@ def extract_fields(body: bytes, fields: list[str], *, service_id: str) -> dict[s
 def refuse_credential_echo(
     fields: dict[str, Any], credential_forms: Iterable[str], *, service_id: str
 ) -> None:
-    """Raise ``bad_response`` if any string inside any field contains a credential form."""
+    """Raise ``bad_response`` if the returned text holds the credential, in one field or
+    spread across several (their strings joined end to end)."""
     forms = [form for form in credential_forms if form]
-    for path, value in fields.items():
-        for text in _strings(value):
-            if contains_credential(text, forms):
-                raise ActionError(
-                    "bad_response",
-                    f"service {service_id!r} echoed the credential in field `{path}`; "
-                    "the whole result was withheld",
-                )
+    joined = "".join(text for value in fields.values() for text in _strings(value))
+    if contains_credential(joined, forms):
+        raise ActionError(
+            "bad_response",
+            f"service {service_id!r} echoed the credential in its answer; "
+            "the whole result was withheld",
+        )
 
 
 def _lookup(document: object, steps: list[str]) -> tuple[bool, object]:
