@@ -21,7 +21,14 @@ from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from tests.action_gateway.support import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
 
 
-def proc(pid: int, name: str, *, launcher: bool = False, script: str | None = None) -> ProcessInfo:
+def proc(
+    pid: int,
+    name: str,
+    *,
+    launcher: bool = False,
+    script: str | None = None,
+    packaged: bool = True,
+) -> ProcessInfo:
     interpreter = name in ("python3", "node", "bash", "sh", "zsh")
     return ProcessInfo(
         pid=pid,
@@ -30,9 +37,11 @@ def proc(pid: int, name: str, *, launcher: bool = False, script: str | None = No
         name=name,
         exe=f"/usr/bin/{name}",
         exe_sha256="0" * 64,
+        signature="package" if packaged else "not-packaged",
         interpreter=interpreter,
         launcher=launcher,
         script=script,
+        script_signature="package" if packaged and script else None,
     )
 
 
@@ -78,6 +87,17 @@ def test_a_multiplexer_or_terminal_is_never_the_client(terminal: str) -> None:
 def test_a_terminal_written_in_python_is_still_a_terminal() -> None:
     terminator = proc(55, "python3", script="/usr/bin/terminator")
     assert peer(SERVER, PANE_SHELL, terminator, INIT).client() is None
+
+
+@pytest.mark.parametrize("fake", ["tmux", "xterm", "gnome-terminal-server"])
+def test_a_program_merely_named_like_a_terminal_does_not_hide_the_host(fake: str) -> None:
+    # The agent runs its own copy named like a terminal between the requester and its host.
+    impostor = proc(85, fake, packaged=False)
+    requester = peer(SERVER, impostor, HOST, PANE_SHELL, TMUX, INIT)
+    assert requester.client() == impostor
+    # Taken for a terminal, it would have left no client, and an approver it starts would pass.
+    with pytest.raises(ApproverRefused, match="client"):
+        check_approver(peer(proc(900, "sp"), impostor, HOST), requester, allow_in_client=False)
 
 
 def test_an_approver_in_another_pane_is_accepted_by_default() -> None:

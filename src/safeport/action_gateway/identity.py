@@ -104,11 +104,21 @@ class ProcessInfo:
     @property
     def terminal(self) -> bool:
         """A terminal multiplexer or emulator (also one written in an interpreted language,
-        like terminator): it holds many sessions, so it is nobody's client."""
+        like terminator): it holds many sessions, so it is nobody's client.
+
+        The name alone is not enough: an agent could run its own program as ``tmux`` between
+        itself and its host, so the host would no longer count as the client. A terminal must be
+        an installed file (a package record matches, or on macOS a valid signature)."""
+        vouched = self.signature in ("package", "valid")
         if is_terminal(self.name):
-            return True
+            return vouched
         script = self.script or ""
-        return self.interpreter and bool(script) and is_terminal(script.rsplit("/", 1)[-1])
+        return (
+            self.interpreter
+            and vouched
+            and self.script_signature == "package"
+            and is_terminal(script.rsplit("/", 1)[-1])
+        )
 
     @property
     def wrapper(self) -> bool:

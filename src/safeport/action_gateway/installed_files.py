@@ -75,9 +75,9 @@ class InstalledFiles:
     def origin(self, path: str, digests: FileDigests, st: os.stat_result) -> Origin:
         """``path`` as the system names it; ``digests`` and ``st`` of the file actually opened
         (the mapped executable), so a file replaced on disk is judged by what runs."""
-        path = os.path.normpath(path.removesuffix(" (deleted)"))
-        if not path.startswith("/"):
-            return NOT_PACKAGED
+        if path.endswith(" (deleted)") or not path.startswith("/"):
+            return NOT_PACKAGED  # what runs is no longer the file at that path
+        path = os.path.normpath(path)
         for database in (self._dpkg, self._rpm):
             if database is not None:
                 found = database.origin(path, digests)

@@ -1,0 +1,174 @@
+"""Attempts to get a requester past the environment, script and signature checks.
+
+Each attack runs as a real process read by the real probe; each has a twin showing that the
+honest form still passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from safeport.action_gateway.callers import rule_matches
+from safeport.action_gateway.environment import (
+    injected_entries,
+    injected_variables,
+    parse_environ,
+)
+from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.shared.schemas.config import CallerRule
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+SLEEP = "import time; time.sleep(30)"
+
+
+def _head(argv: list[str], *, env: dict[str, str] | None = None, wait: float = 0.4) -> ProcessInfo:
+    proc = subprocess.Popen(argv, env=env)
+    try:
+        time.sleep(wait)
+        return LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _peer(head: ProcessInfo) -> PeerIdentity:
+    return PeerIdentity(uid=head.uid, gid=0, chain=(head,))
+
+
+# -- the rule itself ---------------------------------------------------------------------------
+
+
+def test_names_are_matched_as_programs_read_them() -> None:
+    env = {
+        "pythonpath": "/x",
+        "Ld_Preload": "/x.so",
+        "PYTHONPATH ": "/x",
+        "NODE_ENV": "production",
+        "PYTHONUTF8": "1",
+        "LD_PRELOAD_64": "/y.so",
+        "BASH_FUNC_ls%%": "() { evil; }",
+        "PYTHONINSPECT": "1",
+        "PYTHONWARNINGS": "ignore::evil.Warning",
+    }
+    assert injected_variables(env) == [
+        "BASH_FUNC_ls%%",
+        "LD_PRELOAD_64",
+        "PYTHONINSPECT",
+        "PYTHONPATH ",  # inert for Python, but an odd PYTHON* name is flagged, not trusted
+        "PYTHONWARNINGS",
+    ]
+
+
+def test_a_name_given_twice_is_reported_twice() -> None:
+    pairs = parse_environ(b"PYTHONPATH=/good\0HOME=/h\0PYTHONPATH=/evil\0junk-without-equals\0")
+    assert injected_entries(pairs) == [("PYTHONPATH", "/good"), ("PYTHONPATH", "/evil")]
+
+
+def test_an_unreadable_environment_defeats_every_program_rule() -> None:
+    head = ProcessInfo(
+        pid=5, start_time=1, uid=0, name="sp", exe="/usr/bin/sp", exe_sha256="0" * 64,
+        signature="package", environ="unreadable",
+    )  # fmt: skip
+    assert not rule_matches(CallerRule(exe="/usr/bin/sp"), _peer(head))
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert rule_matches(CallerRule(uid=0), _peer(head))  # a uid rule names no program
+    clean = ProcessInfo(**{**head.__dict__, "environ": "read"})
+    assert rule_matches(CallerRule(exe="/usr/bin/sp", signature="package"), _peer(clean))
+
+
+def test_a_packaged_interpreter_running_an_unpackaged_script_is_not_a_package() -> None:
+    head = ProcessInfo(
+        pid=5, start_time=1, uid=0, name="python3.11", exe="/usr/bin/python3.11",
+        exe_sha256="0" * 64, signature="package", environ="read", interpreter=True,
+        script="/tmp/evil.py", script_signature="not-packaged",
+    )  # fmt: skip
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    changed = ProcessInfo(
+        **{**head.__dict__, "script_signature": "package", "script_changed": True}
+    )
+    assert not rule_matches(CallerRule(signature="package"), _peer(changed))
+    honest = ProcessInfo(**{**head.__dict__, "script_signature": "package"})
+    assert rule_matches(CallerRule(signature="package"), _peer(honest))
+
+
+# -- real processes ----------------------------------------------------------------------------
+
+
+def test_padding_the_environment_past_the_limit_makes_it_unreadable_not_clean() -> None:
+    # Injection variable placed after 1.2 MB of padding, hoping the reader stops early.
+    env = {f"PAD{n}": "x" * 120_000 for n in range(10)}
+    env["PYTHONPATH"] = "/evil"
+    head = _head([sys.executable, "-c", SLEEP], env={"PATH": "/usr/bin:/bin", **env})
+    assert head.environ == "unreadable" and head.code_injected
+    honest = _head([sys.executable, "-c", SLEEP], env={"PATH": "/usr/bin:/bin"})
+    assert honest.environ == "read" and not honest.code_injected
+
+
+def test_a_script_link_repointed_after_start_is_marked_changed(tmp_path: Path) -> None:
+    evil, good = tmp_path / "evil.py", tmp_path / "good.py"
+    evil.write_text(SLEEP + "  # evil\n")
+    good.write_text(SLEEP + "\n")
+    link = tmp_path / "run.py"
+    link.symlink_to(evil)
+    proc = subprocess.Popen([sys.executable, str(link)])
+    try:
+        time.sleep(0.4)  # the interpreter has read evil.py
+        honest = LinuxProbe().chain(proc.pid)[0]
+        assert not honest.script_changed
+        swap = tmp_path / "swap.py"
+        swap.symlink_to(good)
+        swap.replace(link)  # the link now names the genuine script
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert head.script_sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
+    assert head.script_changed
+
+
+def test_a_script_rewritten_in_place_after_start_is_marked_changed(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(SLEEP + "  # evil\n")
+    proc = subprocess.Popen([sys.executable, str(script)])
+    try:
+        time.sleep(0.4)
+        script.write_text(SLEEP + "\n")
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert head.script_changed
+
+
+def test_a_script_fed_through_a_pipe_is_never_read_by_the_gateway(tmp_path: Path) -> None:
+    # Reading the pipe would steal the script from the interpreter (or block the gateway).
+    shell = f'exec "{sys.executable}" /dev/fd/3 3<<EOF\n{SLEEP}\nEOF\n'
+    head = _head(["bash", "-c", shell])
+    assert head.script is not None and head.script.startswith("/dev/fd/3 -> ")
+    assert head.script_sha256 is None and head.script_signature == "unsupported"
+
+
+@pytest.mark.skipif(not Path("/usr/bin/python3.11").exists(), reason="needs a packaged python")
+def test_a_packaged_binary_replaced_while_running_is_not_vouched_for(tmp_path: Path) -> None:
+    # A copy run then deleted: the mapped file is no longer any installed file.
+    copy = tmp_path / "python3.11"
+    shutil.copy2("/usr/bin/python3.11", copy)
+    proc = subprocess.Popen([str(copy), "-c", SLEEP])
+    try:
+        time.sleep(0.4)
+        os.unlink(copy)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert head.exe.endswith(" (deleted)") and head.signature == "not-packaged"
