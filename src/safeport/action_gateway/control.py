@@ -2,7 +2,9 @@
 
 Only operations that prove the vault passphrase count as human activity for auto-lock, so an
 agent polling `status` cannot keep the vault open. Operations that carry a passphrase or decide a
-card are refused from inside any connected agent's process tree (DESIGN.md §8).
+card are refused from inside any connected agent's process tree (DESIGN.md §8). Every failed
+passphrase proof is journaled with the peer's chain and answered after a delay that grows with
+the failures in a row of the peer's uid (:mod:`passphrase_attempts`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,21 +23,29 @@ from pydantic import TypeAdapter
 from safeport.action_gateway.approvals import ApproverRefused, check_approver
 from safeport.action_gateway.core import GatewayCore
 from safeport.action_gateway.identity import PeerIdentity
+from safeport.action_gateway.passphrase_attempts import PassphraseAttempts
 from safeport.action_gateway.server import Connection, Handler, ok_reply, readable_id, schema_error
-from safeport.action_gateway.vault_state import GatewayLocked
+from safeport.action_gateway.vault_state import GatewayLocked, PassphraseRejected
 from safeport.errors import Error
 from safeport.shared.schemas.wire import ControlRequest, ErrorCode
 from safeport.vault.secrets import SecretBytes
 
 _CONTROL = TypeAdapter(ControlRequest)
+log = logging.getLogger("safeport.gateway")
 MAX_PASSPHRASE_CHARS = 4096
 
 Op = Callable[[Connection, ControlRequest], Awaitable[dict[str, Any]]]
 
 
 class ControlHandler(Handler):
-    def __init__(self, core: GatewayCore, request_stop: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        core: GatewayCore,
+        request_stop: Callable[[], None],
+        attempts: PassphraseAttempts | None = None,
+    ) -> None:
         self._core = core
+        self._attempts = attempts or PassphraseAttempts()
         self._request_stop = request_stop
         self._approvers: set[int] = set()
         self._watchers: dict[int, Callable[[str, dict[str, object]], None]] = {}
@@ -101,10 +112,38 @@ class ControlHandler(Handler):
         """Prove the passphrase in ``params`` (unlocking a locked vault with it)."""
         self._refuse_agent_tree(conn.peer)
         secret = _passphrase(request.params)
+        uid = conn.peer.uid
         try:
-            await self._in_thread(lambda: self._core.vault.prove(secret))
+            with conn.waiting():  # behind this uid's earlier proof and its delay
+                await self._attempts.acquire(uid)
+            try:
+                try:
+                    await self._in_thread(lambda: self._core.vault.prove(secret))
+                except PassphraseRejected:
+                    failures, delay = self._attempts.failed(uid)
+                    await self._journal_failure(conn, request.op, failures, delay)
+                    with conn.waiting():
+                        await asyncio.sleep(delay)
+                    raise
+                self._attempts.succeeded(uid)
+            finally:
+                self._attempts.release(uid)
         finally:
             secret.wipe()
+
+    async def _journal_failure(
+        self, conn: Connection, op: str, failures: int, delay: float
+    ) -> None:
+        body: dict[str, object] = {
+            "op": op,
+            "peer": conn.peer.as_record(),
+            "failures_in_a_row": failures,
+            "delay_s": delay,
+        }
+        try:
+            await self._in_thread(lambda: self._core.record_session("passphrase.rejected", body))
+        except Error as exc:  # the refusal stands; the delay still applies
+            log.error("a failed passphrase proof could not be journaled: %s", exc.diagnostic())
 
     # -- operations ---------------------------------------------------------------------------
 

@@ -87,7 +87,13 @@ class GatewayCore:
         # starve the approver who would release them.
         self.pool = ThreadPoolExecutor(max_workers=limits.worker_threads, thread_name_prefix="sp")
         self.control_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-control")
+        # Identities are read in worker threads (digests of executables and scripts can take a
+        # while); agent.sock and control.sock each have their own, so agents whose identity is
+        # slow to read never delay the human's `sp`.
         self.identity_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sp-identity")
+        self.control_identity_pool = ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="sp-control-identity"
+        )
         self.ladder = Ladder(
             probe=parts.probe,
             policies=self.policies,
@@ -112,7 +118,12 @@ class GatewayCore:
         return served.policy.gateway if served else GatewaySettings()
 
     def max_connections(self) -> int:
+        """agent.sock's budget (the policy's ``max_connections``)."""
         return self.settings().max_connections
+
+    def control_max_connections(self) -> int:
+        """control.sock's own budget; agent connections never count against it."""
+        return self.limits.server.control_max_connections
 
     # -- events -------------------------------------------------------------------------------
 
@@ -228,7 +239,8 @@ class GatewayCore:
         }
 
     def close(self) -> None:
-        for pool in (self.pool, self.control_pool, self.identity_pool):
+        pools = (self.pool, self.control_pool, self.identity_pool, self.control_identity_pool)
+        for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
         self.journals.close()
 

@@ -16,7 +16,7 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 
@@ -102,14 +102,34 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
-    async def on_junk(conn: Connection) -> None:
-        body = {
-            "counts": dict(conn.junk),
-            "peer_pid": conn.peer.pid,
-            "peer_exe": conn.peer.process.exe,
+    def on_junk(pool: Executor) -> Callable[[Connection], Awaitable[None]]:
+        # Agent junk is journaled on the agents' workers, never on the ones the human needs.
+        async def journal(conn: Connection) -> None:
+            body = {
+                "counts": dict(conn.junk),
+                "peer_pid": conn.peer.pid,
+                "peer_exe": conn.peer.process.exe,
+            }
+            await loop.run_in_executor(
+                pool, lambda: core.journals.actions.record("input.invalid", body)
+            )
+
+        return journal
+
+    async def on_foreign_sender(
+        conn: Connection, request_id: str | None, senders: list[int | None]
+    ) -> None:
+        body: dict[str, object] = {
+            "request_id": request_id,
+            "rung": 2,
+            "code": "denied",
+            "category": "sender",
+            "reason": "a message on the requester's connection was written by another process",
+            "requester": conn.peer.as_record(),
+            "senders": senders,
         }
         await loop.run_in_executor(
-            core.control_pool, lambda: core.journals.actions.record("input.invalid", body)
+            core.pool, lambda: core.journals.actions.record("action.denied", body)
         )
 
     agent_handler = AgentHandler(
@@ -126,18 +146,21 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             limits=limits.server,
             max_connections=core.max_connections,
             on_refused=core.noise.add,
-            on_junk=on_junk,
+            on_junk=on_junk(core.pool),
+            on_foreign_sender=on_foreign_sender,
         ),
         SocketServer(
             "control",
             paths.control_socket,
             control_handler,
             probe=parts.probe,
-            pool=core.identity_pool,
+            pool=core.control_identity_pool,
             limits=limits.server,
-            max_connections=core.max_connections,
+            max_connections=core.control_max_connections,
             on_refused=core.noise.add,
-            on_junk=on_junk,
+            on_junk=on_junk(core.control_pool),
+            make_room=True,
+            first_message_timeout_s=limits.server.first_message_timeout_s,
         ),
     ]
     for server in servers:

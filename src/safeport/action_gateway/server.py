@@ -2,23 +2,41 @@
 
 Both run on one asyncio loop; anything that may block (identity digests, the ladder with its
 fsyncs and approval waits, KDFs) runs in a worker thread, so one slow client never stalls another.
+Each server has its own identity workers and its own connection budget, so agent traffic can
+never use up what the human's `sp` needs on control.sock.
+
 Limits: request frames of 64 KiB (a larger declared length is answered ``invalid`` and the
 connection closed, its bytes never read), a partial frame times out after a few seconds, an idle
-connection after a longer while, and at most ``max_connections`` at once (more are answered
-``unavailable`` and closed). Peers of another uid are refused even if the socket's mode were
-loosened. Junk is counted per connection and journaled once, with the count, when it closes.
+connection after a longer while (control.sock: a few seconds before its first message), and a
+connection budget per server. When agent.sock is full, more connections are answered
+``unavailable`` and closed; when control.sock is full, the connection that has been idle longest
+(never a subscribed approver) makes room, so a new `sp` command always gets through. Peers of
+another uid are refused even if the socket's mode were loosened. Junk is counted per connection
+and journaled once, with the count, when it closes.
+
+Sender check (Linux): agent.sock receives with ``SO_PASSCRED``, so every chunk the kernel hands
+over carries the pid of the process that wrote it (``SCM_CREDENTIALS``; the kernel never merges
+the bytes of two writers into one chunk). A frame any byte of which was written by another
+process than the one that connected and was identified, such as a forked child holding an
+inherited socket or a process the socket was passed to, is refused ``denied`` and the connection
+closed. macOS has no per-message credentials (LOCAL_PEERPID is connect-time only); there the
+connect-time identity and its re-check before each request stand alone (SECURITY.md).
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import logging
 import os
 import re
 import socket
+import struct
+import sys
+import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +60,11 @@ log = logging.getLogger("safeport.gateway")
 
 _ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 MAX_REPLY_BYTES = 32 * 1024 * 1024
+SENDER_CHECK = sys.platform.startswith("linux") and hasattr(socket, "SO_PASSCRED")
+_UCRED = struct.Struct("3i")
+# Room for one SCM_CREDENTIALS and a few descriptors (closed at once: nothing here takes fds).
+_ANCILLARY_BYTES = socket.CMSG_SPACE(_UCRED.size) + socket.CMSG_SPACE(16 * 4)
+Sender = int | None  # the kernel-attested pid of a chunk's writer; None when there is none
 
 
 @dataclass(frozen=True)
@@ -51,19 +74,162 @@ class ServerLimits:
     idle_timeout_s: float = 600.0
     write_timeout_s: float = 10.0
     max_inflight_per_connection: int = 8
+    # control.sock: how long a connection may stay silent before its first message.
+    first_message_timeout_s: float = 3.0
+    control_max_connections: int = 64
+
+
+class PeerSocket:
+    """A connected stream socket on the event loop, read with ``recvmsg`` so that each chunk
+    comes with the kernel's word on who wrote it (asyncio's streams drop ancillary data).
+
+    Reads never ask for more than the caller needs, so nothing past the current frame is read
+    and no chunk mixes two frames' senders.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self._fd = sock.fileno()
+        self._loop = asyncio.get_running_loop()
+        self._waiters: set[asyncio.Future[None]] = set()
+        self.closed = False
+        # What the server's budget looks at.
+        self.opened_at = self.last_active = time.monotonic()
+        self.spoke = False  # has sent at least one whole frame
+        self.busy = False  # an operation of this connection is in progress
+        self.waiting = False  # ... but only waiting its turn (a passphrase delay): evictable
+        self.keep_open = False  # subscribed (approvals watch): never idle, never evicted
+        self.task: asyncio.Task[Any] | None = None  # what serves it, once it is identified
+
+    @property
+    def evictable(self) -> bool:
+        return not self.keep_open and (not self.busy or self.waiting)
+
+    async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
+        """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
+        clean end before the first byte, ``IncompleteReadError`` after it."""
+        data = bytearray()
+        senders: set[Sender] = set()
+        while len(data) < count:
+            try:
+                chunk, ancillary, _flags, _ = self.sock.recvmsg(count - len(data), _ANCILLARY_BYTES)
+            except (BlockingIOError, InterruptedError):
+                await self._wait(writable=False)
+                continue
+            except OSError:
+                chunk, ancillary = b"", []
+            if not chunk:
+                if not data:
+                    raise PeerClosed("peer closed the connection")
+                raise asyncio.IncompleteReadError(bytes(data), count)
+            senders.add(_sender(ancillary))
+            data += chunk
+        self.last_active = time.monotonic()
+        return bytes(data), senders
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                await self._wait(writable=True)
+                continue
+            view = view[sent:]
+
+    def send_nowait(self, data: bytes) -> None:
+        """Best effort, for the one refusal sent before closing."""
+        with contextlib.suppress(OSError):
+            self.sock.send(data)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._loop.remove_reader(self._fd)
+        self._loop.remove_writer(self._fd)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_exception(ConnectionResetError("closed"))
+        self._waiters.clear()
+        self.sock.close()
+
+    async def _wait(self, *, writable: bool) -> None:
+        if self.closed:
+            raise ConnectionResetError("closed")
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.add(waiter)
+        if writable:
+            self._loop.add_writer(self._fd, _wake, waiter)
+        else:
+            self._loop.add_reader(self._fd, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)
+            if not self.closed:
+                if writable:
+                    self._loop.remove_writer(self._fd)
+                else:
+                    self._loop.remove_reader(self._fd)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _sender(ancillary: list[tuple[int, int, bytes]]) -> Sender:
+    """The pid in a chunk's SCM_CREDENTIALS (0 when the writer is outside our pid namespace).
+    Descriptors someone tried to pass are closed unread."""
+    pid: Sender = None
+    for level, kind, data in ancillary:
+        if level != socket.SOL_SOCKET:
+            continue
+        if SENDER_CHECK and kind == socket.SCM_CREDENTIALS and len(data) >= _UCRED.size:
+            pid = _UCRED.unpack_from(data)[0]
+        elif kind == socket.SCM_RIGHTS:
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    return pid
 
 
 @dataclass(eq=False)
 class Connection:
-    """One accepted connection: its peer, its writer, and what it has sent that was junk."""
+    """One accepted connection: its peer, its socket, and what it has sent that was junk."""
 
     peer: PeerIdentity
-    writer: asyncio.StreamWriter
+    channel: PeerSocket
     limits: ServerLimits
     junk: Counter[str] = field(default_factory=Counter)
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     closed: bool = False
+
+    @property
+    def subscribed(self) -> bool:
+        return self.channel.keep_open
+
+    def subscribe(self) -> None:
+        """Keep this connection open while it waits for pushed events (approvals watch)."""
+        self.channel.keep_open = True
+
+    def close(self) -> None:
+        self.closed = True
+        self.channel.close()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While an operation only waits its turn, a full control.sock may close it."""
+        self.channel.waiting = True
+        try:
+            yield
+        finally:
+            self.channel.waiting = False
 
     async def send(self, message: dict[str, Any], *, limit: int = MAX_REPLY_BYTES) -> None:
         if self.closed:
@@ -80,12 +246,10 @@ class Connection:
             )
         async with self.write_lock:
             try:
-                self.writer.write(frame)
                 async with asyncio.timeout(self.limits.write_timeout_s):
-                    await self.writer.drain()
+                    await self.channel.send_all(frame)
             except (ConnectionError, TimeoutError, OSError):
-                self.closed = True
-                self.writer.close()
+                self.close()
 
     async def send_error(self, request_id: object, code: ErrorCode, reason: str) -> None:
         await self.send(error_reply(request_id, code, reason))
@@ -105,6 +269,7 @@ class Handler:
 
 
 JunkSink = Callable[[Connection], Awaitable[None]]
+SenderSink = Callable[[Connection, str | None, list[Sender]], Awaitable[None]]
 
 
 class SocketServer:
@@ -120,7 +285,12 @@ class SocketServer:
         max_connections: Callable[[], int],
         on_refused: Callable[[str], None],
         on_junk: JunkSink,
+        on_foreign_sender: SenderSink | None = None,
+        make_room: bool = False,
+        first_message_timeout_s: float | None = None,
     ) -> None:
+        """``on_foreign_sender`` turns on the per-message sender check (where the platform has
+        one); ``make_room`` closes the longest-idle connection instead of refusing a new one."""
         self.name = name
         self.path = path
         self._handler = handler
@@ -130,25 +300,34 @@ class SocketServer:
         self._max_connections = max_connections
         self._on_refused = on_refused
         self._on_junk = on_junk
-        self._server: asyncio.AbstractServer | None = None
-        self._active = 0
+        self._on_foreign_sender = on_foreign_sender if SENDER_CHECK else None
+        self._make_room = make_room
+        self._first_message_timeout_s = first_message_timeout_s
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        self._channels: set[PeerSocket] = set()
+        self._serving: set[asyncio.Task[None]] = set()
         self._connections: set[Connection] = set()
         self._uid = os.geteuid()
 
     async def start(self) -> None:
-        sock = bind_private_socket(self.path)
-        self._server = await asyncio.start_unix_server(self._accept, sock=sock, limit=1 << 16)
+        self._listener = bind_private_socket(
+            self.path, passcred=self._on_foreign_sender is not None
+        )
+        self._accepting = asyncio.create_task(self._accept_loop(self._listener))
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+        if self._listener is not None:
+            self._listener.close()
         for conn in list(self._connections):
             for task in conn.tasks:
                 task.cancel()
-            conn.closed = True
-            conn.writer.close()  # the read loop sees EOF and ends on its own
+        for channel in list(self._channels):
+            channel.close()  # each read loop sees the close and ends on its own
         for _ in range(100):
-            if not self._active:
+            if not self._serving:
                 break
             await asyncio.sleep(0.01)
         with contextlib.suppress(FileNotFoundError):
@@ -156,35 +335,72 @@ class SocketServer:
 
     @property
     def active(self) -> int:
-        return self._active
+        return len(self._channels)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._active >= self._max_connections():
-            self._on_refused("too_many_connections")
-            with contextlib.suppress(Exception):
-                writer.write(encode_frame(error_reply(None, "unavailable", "too many connections")))
-                writer.close()
-            return
-        self._active += 1
-        try:
-            await self._serve(reader, writer)
-        finally:
-            self._active -= 1
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock: socket.socket = writer.get_extra_info("socket")
+    async def _accept_loop(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except OSError as exc:  # out of descriptors, or a peer gone before accept
+                log.warning("%s.sock: accept failed: %s", self.name, exc.strerror)
+                await asyncio.sleep(0.05)
+                continue
+            task = asyncio.create_task(self._accept(sock))
+            self._serving.add(task)
+            task.add_done_callback(self._serving.discard)
+
+    async def _accept(self, sock: socket.socket) -> None:
+        channel = PeerSocket(sock)
+        if len(self._channels) >= self._max_connections() and not self._evict_one():
+            self._on_refused("too_many_connections")
+            channel.send_nowait(
+                encode_frame(error_reply(None, "unavailable", "too many connections"))
+            )
+            channel.close()
+            return
+        self._channels.add(channel)
         try:
-            peer = await loop.run_in_executor(self._pool, self._probe.resolve, sock)
+            await self._serve(channel)
+        finally:
+            self._channels.discard(channel)
+            channel.close()
+
+    def _evict_one(self) -> bool:
+        """control.sock: close the connection idle longest (not a subscribed approver, not one
+        with an operation in progress) so that a new `sp` command is always served."""
+        if not self._make_room:
+            return False
+        idle = [ch for ch in self._channels if ch.evictable]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda ch: ch.last_active)
+        self._on_refused("evicted_idle")
+        oldest.close()
+        if oldest.busy and oldest.task is not None:
+            oldest.task.cancel()  # it was waiting its turn; the read loop is not listening
+        self._channels.discard(oldest)
+        return True
+
+    async def _serve(self, channel: PeerSocket) -> None:
+        loop = asyncio.get_running_loop()
+        if self._on_foreign_sender is not None:
+            # Normally inherited from the listener; set again where a kernel does not.
+            with contextlib.suppress(OSError):
+                channel.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        try:
+            peer = await loop.run_in_executor(self._pool, self._probe.resolve, channel.sock)
         except Denied as exc:
             self._on_refused("identity_unavailable")
-            writer.write(encode_frame(error_reply(None, "denied", exc.message)))
+            channel.send_nowait(encode_frame(error_reply(None, "denied", exc.message)))
             return
-        conn = Connection(peer=peer, writer=writer, limits=self._limits)
+        except OSError:  # closed (evicted) while it was being identified
+            return
+        conn = Connection(peer=peer, channel=channel, limits=self._limits)
+        channel.task = asyncio.current_task()
         try:
+            if channel.closed:
+                return
             if peer.uid != self._uid:
                 # The run folder (0700) and socket (0600) keep other users out; this holds even
                 # if someone loosens those modes.
@@ -193,10 +409,10 @@ class SocketServer:
                 return
             self._connections.add(conn)
             await self._handler.opened(conn)
-            await self._read_loop(reader, conn)
+            await self._read_loop(conn)
         finally:
             self._connections.discard(conn)
-            conn.closed = True
+            conn.close()
             for task in list(conn.tasks):
                 task.cancel()
             with contextlib.suppress(Exception):
@@ -205,10 +421,10 @@ class SocketServer:
                 await self._on_junk(conn)
             self._probe.release(peer)
 
-    async def _read_loop(self, reader: asyncio.StreamReader, conn: Connection) -> None:
+    async def _read_loop(self, conn: Connection) -> None:
         while not conn.closed:
             try:
-                payload = await _next_frame(reader, conn)
+                payload, senders = await self._next_frame(conn)
             except PeerClosed:
                 return
             except TimeoutError:
@@ -221,6 +437,10 @@ class SocketServer:
             except WireError as exc:
                 conn.junk["partial_frame" if "timed out" in exc.message else "truncated"] += 1
                 return
+            if self._on_foreign_sender is not None and senders != {conn.peer.pid}:
+                await self._refuse_foreign(conn, payload, senders)
+                return
+            conn.channel.spoke = True
             try:
                 data = decode_payload(payload)
             except WireError as exc:
@@ -236,37 +456,78 @@ class SocketServer:
                     f"unsupported protocol version; use {PROTOCOL_VERSION}",
                 )
                 continue
-            await self._handler.message(conn, data)
+            conn.channel.busy = True
+            try:
+                await self._handler.message(conn, data)
+            finally:
+                conn.channel.busy = False
+                conn.channel.last_active = time.monotonic()
 
-
-async def _next_frame(reader: asyncio.StreamReader, conn: Connection) -> bytes:
-    """One frame: wait up to the idle timeout for its first byte (longer while requests of this
-    connection are in progress), then up to the frame timeout for the rest."""
-    limits = conn.limits
-    while True:
+    async def _refuse_foreign(self, conn: Connection, payload: bytes, senders: set[Sender]) -> None:
+        """A frame written by another process than the one that connected: refused, journaled,
+        and the connection closed (whoever else holds it keeps nothing the requester had)."""
+        assert self._on_foreign_sender is not None
         try:
-            async with asyncio.timeout(limits.idle_timeout_s):
-                first = await reader.readexactly(1)
-            break
+            request_id = readable_id(decode_payload(payload))
+        except WireError:
+            request_id = None
+        others = sorted((pid for pid in senders if pid != conn.peer.pid), key=lambda p: p or 0)
+        log.warning(
+            "%s.sock: a frame from pid %s on the connection of pid %d refused",
+            self.name,
+            ",".join(str(pid) for pid in others),
+            conn.peer.pid,
+        )
+        with contextlib.suppress(Exception):
+            await self._on_foreign_sender(conn, request_id, others)
+        await conn.send_error(
+            request_id, "denied", "this message was not sent by the process that connected"
+        )
+
+    async def _next_frame(self, conn: Connection) -> tuple[bytes, set[Sender]]:
+        """One frame and its writers: wait for its first byte (up to the idle timeout, longer
+        while requests of this connection are in progress or it is subscribed; on control.sock
+        only a few seconds before its first message), then up to the frame timeout for the rest.
+        """
+        limits = conn.limits
+        channel = conn.channel
+        while True:
+            idle = limits.idle_timeout_s
+            if not channel.spoke and self._first_message_timeout_s is not None:
+                idle = self._first_message_timeout_s
+            try:
+                async with asyncio.timeout(idle):
+                    first, senders = await channel.read_exactly(1)
+                break
+            except TimeoutError:
+                if conn.tasks or channel.keep_open:
+                    continue
+                raise
+            except ConnectionError:
+                raise PeerClosed("the connection was closed") from None
+        try:
+            async with asyncio.timeout(limits.frame_timeout_s):
+                rest, more = await channel.read_exactly(HEADER.size - 1)
+                length = frame_length(first + rest, limits.max_request_bytes)
+                senders |= more
+                if length:
+                    payload, more = await channel.read_exactly(length)
+                    senders |= more
+                else:
+                    payload = b""
+                return payload, senders
         except TimeoutError:
-            if conn.tasks:
-                continue
-            raise
-        except asyncio.IncompleteReadError:
-            raise PeerClosed("peer closed the connection") from None
-    try:
-        async with asyncio.timeout(limits.frame_timeout_s):
-            header = first + await reader.readexactly(HEADER.size - 1)
-            length = frame_length(header, limits.max_request_bytes)
-            return await reader.readexactly(length)
-    except TimeoutError:
-        raise WireError("partial frame timed out") from None
-    except asyncio.IncompleteReadError:
-        raise WireError("connection closed mid-frame") from None
+            raise WireError("partial frame timed out") from None
+        except (asyncio.IncompleteReadError, PeerClosed, ConnectionError):
+            raise WireError("connection closed mid-frame") from None
 
 
-def bind_private_socket(path: Path) -> socket.socket:
-    """Bind a Unix socket created 0600 (umask while binding: no window where it is open)."""
+def bind_private_socket(path: Path, *, passcred: bool = False) -> socket.socket:
+    """Bind a Unix socket created 0600 (umask while binding: no window where it is open).
+
+    With ``passcred`` the accepted connections inherit ``SO_PASSCRED`` (Linux), so credentials
+    are attached to every write, even one made before the connection was accepted.
+    """
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -279,6 +540,8 @@ def bind_private_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     path.chmod(0o600)
+    if passcred:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     sock.listen(128)
     sock.setblocking(False)
     return sock
