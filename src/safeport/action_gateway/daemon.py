@@ -90,6 +90,9 @@ def run_gateway(
 ) -> None:
     """Run until SIGTERM/SIGINT or `sp gateway stop`."""
     verify_installed_package()
+    # Every path the gateway uses is absolute; a working folder left in a project the agent
+    # writes would be where anything resolved relatively (a program, a file) is looked up.
+    os.chdir("/")
     lock_fd = prepare(paths, os.environ)
     try:
         asyncio.run(_serve(paths, parts, limits or RuntimeLimits()))
