@@ -155,3 +155,20 @@ def test_an_absolute_script_is_read_through_the_requesters_own_mounts(
     assert head["script_sha256"] == hashlib.sha256(real.read_bytes()).hexdigest()
     assert head["verified"] == "not from a package"
     proc.communicate(timeout=10)
+
+
+def test_a_signature_rule_refuses_a_program_no_package_installed(gateway: Gateway) -> None:
+    # This interpreter (and the agent's script) come from no package record: refused at rung 3,
+    # while a uid rule in the same table shows the policy itself is served.
+    gateway.write_policy(POLICY + '\n[callers]\nrules = [{ signature = "package" }]\n')
+    gateway.accept_policy()
+    agent = gateway.spawn_agent(["env"])
+    assert agent.call(ssh("g1", command="nope"))["error"]["code"] == "denied"
+    assert _denials(gateway)[-1]["category"] == "caller"
+    agent.exit()
+    gateway.write_policy(POLICY + f"\n[callers]\nrules = [{{ uid = {os.getuid()} }}]\n")
+    gateway.accept_policy()
+    agent = gateway.spawn_agent(["env"])
+    agent.call(ssh("g2", command="nope"))
+    assert _denials(gateway)[-1]["category"] == "unknown_action"
+    agent.exit()
