@@ -172,3 +172,22 @@ def test_a_packaged_binary_replaced_while_running_is_not_vouched_for(tmp_path: P
         proc.kill()
         proc.wait()
     assert head.exe.endswith(" (deleted)") and head.signature == "not-packaged"
+
+
+@pytest.mark.parametrize(
+    ("argv", "launcher"),
+    [
+        (["python3", "-m", "pipx", "run", "server"], True),
+        (["python3", "-m", "uv", "run", "server"], True),
+        (["node", "/usr/lib/node_modules/npm/bin/npx-cli.js", "server"], True),
+        (["python3", "-m", "safeport", "context", "serve"], False),
+        (["python3", "-c", "import uv"], False),
+        (["node", "/opt/claude/cli.js"], False),
+    ],
+)
+def test_an_interpreter_running_a_launcher_is_a_wrapper_not_a_host(
+    argv: list[str], launcher: bool
+) -> None:
+    from safeport.action_gateway.identity_linux import _runs_launcher
+
+    assert _runs_launcher(argv) is launcher

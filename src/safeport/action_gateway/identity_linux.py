@@ -440,10 +440,13 @@ def script_argument(argv: list[str]) -> str | None:
 
 
 def _runs_launcher(argv: list[str]) -> bool:
-    """`node …/npx-cli.js`, `python …/bin/uv` and the like launch the next program."""
+    """`node …/npx-cli.js`, `python …/bin/uv`, `python -m pipx` and the like launch the next
+    program."""
     script = script_argument(argv)
-    if script is None or script.startswith("-"):
+    if script is None or script == "-c":
         return False
+    if script.startswith("-m "):
+        return is_launcher(script[3:].split(".")[0])
     stem = Path(script).name.split(".")[0].removesuffix("-cli")
     return is_launcher(stem)
 
