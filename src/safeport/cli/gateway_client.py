@@ -153,20 +153,16 @@ def inspect_peer(sock: socket.socket, proc: Path = Path("/proc")) -> None:
 
 
 class GatewayClient:
-    """One connection to control.sock."""
+    """One connection to control.sock, opened when the first request is sent.
+
+    The gateway closes a connection that stays silent for a few seconds before its first
+    message, so nothing is opened while a human is still typing a passphrase.
+    """
 
     def __init__(self, paths: SafeportPaths, *, timeout: float = 30.0) -> None:
         self.path = paths.control_socket
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
-        try:
-            self._sock.connect(os.fspath(self.path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            self._sock.close()
-            raise GatewayNotRunning(self.path) from exc
-        except PermissionError as exc:
-            self._sock.close()
-            raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+        self._timeout: float | None = timeout
+        self._connection: socket.socket | None = None
         self._verified = False
         self._counter = 0
         self.backlog: list[dict[str, Any]] = []  # pushed events that arrived before a reply
@@ -178,7 +174,29 @@ class GatewayClient:
         self.close()
 
     def close(self) -> None:
-        self._sock.close()
+        if self._connection is not None:
+            self._connection.close()
+
+    @property
+    def connection(self) -> socket.socket:
+        """The connection (opened on first use), for callers that wait on it with select."""
+        return self._sock
+
+    @property
+    def _sock(self) -> socket.socket:
+        if self._connection is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self._timeout)
+            try:
+                sock.connect(os.fspath(self.path))
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                sock.close()
+                raise GatewayNotRunning(self.path) from exc
+            except PermissionError as exc:
+                sock.close()
+                raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            self._connection = sock
+        return self._connection
 
     def call(self, op: str, **params: Any) -> dict[str, Any]:
         """Send one request without secrets; return its result or raise the gateway's error."""
@@ -199,7 +217,9 @@ class GatewayClient:
         return self.call(op, passphrase=passphrase.reveal().decode("utf-8"), **params)
 
     def settimeout(self, timeout: float | None) -> None:
-        self._sock.settimeout(timeout)
+        self._timeout = timeout
+        if self._connection is not None:
+            self._connection.settimeout(timeout)
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Messages pushed by the gateway (approvals.watch), until it closes."""

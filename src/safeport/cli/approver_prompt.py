@@ -1,0 +1,201 @@
+"""`sp approvals watch`'s loop: one card at a time, with the time left, until the gateway closes.
+
+The prompt listens to the human and to the gateway at once (``select`` on both), so a card that
+expires or that its requester withdraws is cleared from the screen when it happens, with a
+sentence saying so, instead of waiting for an answer nobody can use. An answer that arrives too
+late is a sentence, never a traceback. Reading stdin is done on the raw descriptor: a buffered
+reader could hold a typed line that ``select`` no longer sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+import termios
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from safeport.cli.card_text import card_lines
+from safeport.cli.gateway_client import GatewayClient, GatewayRefused
+from safeport.cli.render import inert
+
+# Reminders of the time left, in seconds, while a card waits for its answer.
+REMINDERS = (60, 30, 10)
+_CLOSED = {
+    "timeout": "expired: nobody answered in time; nothing runs",
+    "cancelled": "was withdrawn by its requester; nothing runs",
+    "voided": "was voided (the vault was locked); nothing runs",
+}
+
+
+@dataclass
+class _Current:
+    card: dict[str, Any]
+    deadline: float
+    reminded: set[int] = field(default_factory=set)
+
+
+class ApproverPrompt:
+    def __init__(
+        self,
+        client: GatewayClient,
+        write: Callable[[str], None],
+        *,
+        stdin_fd: int = 0,
+        width: int = 80,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._write = write
+        self._stdin = stdin_fd
+        self._width = width
+        self._clock = clock
+        self._queue: deque[dict[str, Any]] = deque()
+        self._current: _Current | None = None
+        self._typed = b""
+        self._stdin_open = True
+
+    def run(self, cards: list[dict[str, Any]]) -> None:
+        """Answer cards as they come; return when the gateway closes the connection."""
+        self._queue.extend(cards)
+        while True:
+            self._drain_backlog()
+            if self._current is None:
+                self._next_card()
+            if not self._wait_for_gateway(self._stdin if self._stdin_open else None):
+                return
+            self._remind()
+
+    # -- the gateway ----------------------------------------------------------------------------
+
+    def _wait_for_gateway(self, stdin: int | None) -> bool:
+        """Wait up to a second for an event or a typed line; False once the gateway is gone."""
+        sock = self._client.connection
+        watched: list[Any] = [sock] if stdin is None else [sock, stdin]
+        ready, _, _ = select.select(watched, [], [], 1.0)
+        if sock in ready:
+            message = next(self._client.events(), None)
+            if message is None:
+                self._say("the gateway closed the connection")
+                return False
+            self._on_event(message.get("result") or {})
+        if stdin is not None and stdin in ready:
+            self._on_input()
+        return True
+
+    def _drain_backlog(self) -> None:
+        pushed, self._client.backlog = self._client.backlog, []
+        for message in pushed:
+            self._on_event(message.get("result") or {})
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "card":
+            self._queue.append(event)
+        elif kind == "card.closed":
+            card_id = event.get("id")
+            self._queue = deque(card for card in self._queue if card.get("id") != card_id)
+            current = self._current
+            if current is not None and current.card.get("id") == card_id:
+                why = _CLOSED.get(str(event.get("outcome")))
+                if why is not None:  # approved/denied: this prompt (or another approver) answered
+                    self._say(f"\ncard {inert(str(card_id))} {why}")
+                    self._forget_typing()
+                    self._current = None
+
+    # -- the human ------------------------------------------------------------------------------
+
+    def _next_card(self) -> bool:
+        while self._queue:
+            card = self._queue.popleft()
+            left = int(card.get("expires_in_s") or 0)
+            if left <= 0:
+                continue
+            # Reminders only for marks the card still has to reach.
+            self._current = _Current(
+                card, self._clock() + left, {m for m in REMINDERS if m >= left}
+            )
+            self._forget_typing()  # keys pressed before this card was shown are not its answer
+            self._say("\n".join(card_lines(card, width=self._width)))
+            if not card.get("showable", True):
+                self._decide(False)
+                continue
+            self._prompt()
+            return True
+        return False
+
+    def _prompt(self) -> None:
+        if self._current is not None:
+            self._write(f"approve? [y/N] ({self._left()} s left) ")
+
+    def _remind(self) -> None:
+        current = self._current
+        if current is None:
+            return
+        left = self._left()
+        due = [mark for mark in REMINDERS if left <= mark and mark not in current.reminded]
+        if due:
+            current.reminded.update(mark for mark in REMINDERS if left <= mark)
+            self._say(f"\n{left} s left to answer card {inert(str(current.card.get('id')))}")
+            self._prompt()
+
+    def _on_input(self) -> None:
+        chunk = os.read(self._stdin, 4096)
+        if not chunk:
+            self._stdin_open = False  # nobody will answer: the gateway's timeout denies
+            if self._current is not None:
+                self._say("\nno more input; the card will expire unanswered")
+            return
+        if self._current is None:
+            # An answer typed while no card waits belongs to no card: it must never be taken
+            # as the answer to the next one.
+            self._typed = b""
+            self._say("no card is waiting; that input was ignored")
+            return
+        self._typed += chunk
+        while b"\n" in self._typed and self._current is not None:
+            line, _, self._typed = self._typed.partition(b"\n")
+            answer = line.decode("utf-8", "replace").strip().lower()
+            if answer in ("y", "yes"):
+                self._decide(True)
+            elif answer in ("", "n", "no"):
+                self._decide(False)
+            else:
+                self._prompt()
+
+    def _decide(self, approve: bool) -> None:
+        current = self._current
+        if current is None:
+            return
+        self._current = None
+        card_id = str(current.card.get("id"))
+        try:
+            self._client.call("approvals.decide", id=card_id, approve=approve)
+        except GatewayRefused as exc:
+            self._say(f"not recorded: {inert(exc.message)} (too late for card {inert(card_id)})")
+            return
+        self._say("approved" if approve else "denied")
+
+    def _left(self) -> int:
+        current = self._current
+        return max(0, round(current.deadline - self._clock())) if current is not None else 0
+
+    def _forget_typing(self) -> None:
+        """A half-typed answer belongs to the card that is gone, not to the next one."""
+        self._typed = b""
+        if os.isatty(self._stdin):
+            with contextlib.suppress(termios.error):
+                termios.tcflush(self._stdin, termios.TCIFLUSH)
+
+    def _say(self, text: str) -> None:
+        self._write(text + "\n")
+
+
+def stdout_writer(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
