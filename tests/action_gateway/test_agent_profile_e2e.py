@@ -6,9 +6,11 @@ human's card, refusals come from the gateway, and the reads journal keeps only a
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +124,48 @@ def test_the_reader_profile_has_no_way_to_act(gateway: Gateway, tmp_path: Path) 
     names = _session(gateway, workspace, "reader", body)
     assert "read_file" in names
     assert not names & {"list_actions", "ssh_exec", "http_request", TYPED}
+
+
+def test_a_waiting_proposal_reports_progress_naming_its_card(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """Clients that reset their request timeout on progress keep waiting for a slow human."""
+    from tests.action_gateway.support import POLICY
+
+    gateway.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30"))
+    gateway.accept_policy()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    heard: list[tuple[float, str]] = []
+    answered: dict[str, Any] = {}
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((time.monotonic(), message or ""))
+
+    def slow_human() -> None:
+        card = wait_card(gateway, timeout=30)
+        answered["card"] = card["id"]
+        time.sleep(11)  # longer than the notification interval, twice over
+        decide(gateway, card["id"])
+
+    async def body(client: Client) -> Any:
+        human = threading.Thread(target=slow_human, daemon=True)
+        human.start()
+        started = time.monotonic()
+        result = await client.call_tool(
+            "ssh_exec",
+            {"host_id": "build-staging", "command_id": "read_service_status",
+             "args": {"service": "api"}},
+            progress_callback=on_progress,
+        )  # fmt: skip
+        human.join(30)
+        return started, result
+
+    started, result = _session(gateway, workspace, "agent", body)
+    assert not result.is_error
+    assert len(heard) >= 3, heard
+    first = heard[0][1]
+    assert answered["card"] in first and "sp approvals watch" in first
+    moments = [started] + [at for at, _ in heard]
+    assert max(b - a for a, b in itertools.pairwise(moments)) <= 10.5
+    assert all(answered["card"] in message for _, message in heard)

@@ -8,6 +8,7 @@ runs after the cancel. Closing the connection cancels whatever it still has pend
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from safeport.action_gateway.approvals import Approvals
+from safeport.action_gateway.cards import ApprovalCard
 from safeport.action_gateway.identity import PeerIdentity
 from safeport.action_gateway.ladder import Ladder, Refusal
 from safeport.action_gateway.policy_store import PolicyStore
@@ -36,6 +38,8 @@ from safeport.shared.schemas.wire import (
     CatalogRequest,
     ErrorCode,
     Hello,
+    PendingBody,
+    PendingNotice,
     ProposeHttp,
     ProposeSsh,
 )
@@ -62,13 +66,19 @@ class AgentHandler(Handler):
         self._pool = pool
         # Per connection: request id → the event that cancels it.
         self._inflight: dict[int, dict[str, threading.Event]] = {}
+        self._connections: dict[int, Connection] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        approvals.on_card_opened(self._tell_requester)
 
     async def opened(self, conn: Connection) -> None:
+        self._loop = asyncio.get_running_loop()
         self._inflight[id(conn)] = {}
         self._peers[id(conn)] = conn.peer
+        self._connections[id(conn)] = conn
 
     async def closed(self, conn: Connection) -> None:
         self._peers.pop(id(conn), None)
+        self._connections.pop(id(conn), None)
         for request_id, event in self._inflight.pop(id(conn), {}).items():
             event.set()
             self._approvals.withdraw(conn.peer, request_id)
@@ -138,6 +148,27 @@ class AgentHandler(Handler):
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
 
+    def _tell_requester(self, card: ApprovalCard) -> None:
+        """A card opened (in a ladder worker): tell the connection whose proposal it is."""
+        loop = self._loop
+        if loop is None:
+            return
+        request_id = card.request.request_id
+        for key, conn in list(self._connections.items()):
+            if conn.peer is card.requester and request_id in self._inflight.get(key, {}):
+                notice = PendingNotice(
+                    id=request_id,
+                    pending=PendingBody(
+                        card=card.id,
+                        expires_in_s=max(0, round(card.expires_at - card.created_at)),
+                        approve_with="sp approvals watch",
+                    ),
+                )
+                message = notice.model_dump()
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    loop.call_soon_threadsafe(_spawn_send, conn, message)
+                return
+
     async def _catalog(self, conn: Connection, request: CatalogRequest) -> None:
         served = self._policies.served
         if served is None:
@@ -145,6 +176,12 @@ class AgentHandler(Handler):
             await conn.send_error(request.id, code, "no accepted policy is being served")
             return
         await conn.send(ok_reply(request.id, catalog(served.policy, served.digest)))
+
+
+def _spawn_send(conn: Connection, message: dict[str, Any]) -> None:
+    task = asyncio.get_running_loop().create_task(conn.send(message))
+    conn.tasks.add(task)
+    task.add_done_callback(conn.tasks.discard)
 
 
 def _names(request: ProposeSsh | ProposeHttp) -> str:

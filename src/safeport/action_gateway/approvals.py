@@ -118,6 +118,7 @@ class Approvals:
         self._sessions: dict[str, SessionGrant] = {}
         self._per_call: dict[str, Grant] = {}
         self._listeners: list[Listener] = []
+        self._card_openers: list[Callable[[ApprovalCard], None]] = []
 
     # -- the ladder's side ------------------------------------------------------------------
 
@@ -258,6 +259,10 @@ class Approvals:
         )
         return card
 
+    def on_card_opened(self, callback: Callable[[ApprovalCard], None]) -> None:
+        """Call ``callback`` with each new card (the agent side uses it to tell its requester)."""
+        self._card_openers.append(callback)
+
     def subscribe(self, listener: Listener) -> None:
         with self._lock:
             self._listeners.append(listener)
@@ -365,6 +370,8 @@ class Approvals:
             self._pending[card.id] = pending
             self._by_requester[requester.instance] = card.id
         self._notify("card", card.view(self._clock()))
+        for opened in list(self._card_openers):
+            opened(card)  # the requester's own side learns which card it waits on
         return pending
 
     def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:

@@ -14,13 +14,14 @@ names with their sizes (not their values), and the gateway's verdict.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
@@ -29,11 +30,12 @@ from safeport.context_server.gateway_link import GatewayLink, GatewayRefusal, Ga
 from safeport.context_server.service import WorkspaceService
 from safeport.errors import JournalUnavailable
 from safeport.shared.paths import locate
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.wire import HttpResult, PendingBody, SshExecResult
 
 log = logging.getLogger(__name__)
 
 CATALOG_TIMEOUT_S = 3.0
+PROGRESS_EVERY_S = 5.0
 ACTS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
 )
@@ -73,22 +75,24 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> N
         return await forward.catalog(typed_names)
 
     @server.tool(annotations=ACTS)
-    async def ssh_exec(host_id: str, command_id: str, args: Args | None = None) -> SshExecResult:
+    async def ssh_exec(
+        host_id: str, command_id: str, ctx: Context, args: Args | None = None
+    ) -> SshExecResult:
         """Propose running one declared command on one declared SSH host.
 
         Only commands from list_actions exist; args fill the command's declared params. The
         gateway checks the policy, may ask a human, runs it, and returns exit status and output."""
-        return await forward.ssh(host_id, command_id, args or {})
+        return await forward.ssh(host_id, command_id, args or {}, Progress(ctx))
 
     @server.tool(annotations=ACTS)
     async def http_request(
-        service_id: str, operation_id: str, args: Args | None = None
+        service_id: str, operation_id: str, ctx: Context, args: Args | None = None
     ) -> HttpResult:
         """Propose calling one declared operation of one declared HTTPS service.
 
         Only operations from list_actions exist; args fill its declared params. The gateway
         adds the credential, may ask a human, and returns the status and the declared fields."""
-        return await forward.http(service_id, operation_id, args or {})
+        return await forward.http(service_id, operation_id, args or {}, Progress(ctx))
 
     typed_names = _register_typed_tools(server, forward, _initial_catalog(link))
 
@@ -104,20 +108,21 @@ class _Forwarder:
         return ActionCatalog(policy=str(raw.get("policy", "")), actions=actions)
 
     async def ssh(
-        self, host_id: str, command_id: str, args: Mapping[str, ArgValue]
+        self, host_id: str, command_id: str, args: Mapping[str, ArgValue], progress: Progress
     ) -> SshExecResult:
         target = {"host_id": host_id, "command_id": command_id, "args": _shape(args)}
-        raw = await self._relay(
-            "ssh_exec", target, self.link.propose_ssh(host_id, command_id, args)
-        )
+        call = self.link.propose_ssh(host_id, command_id, args, progress.card_opened)
+        raw = await self._relay("ssh_exec", target, progress.around(call))
         return SshExecResult.model_validate(raw)
 
     async def http(
-        self, service_id: str, operation_id: str, args: Mapping[str, ArgValue]
+        self, service_id: str, operation_id: str, args: Mapping[str, ArgValue], progress: Progress
     ) -> HttpResult:
         target = {"service_id": service_id, "operation_id": operation_id, "args": _shape(args)}
-        call = self.link.propose_http(service_id, operation_id, args)
-        return HttpResult.model_validate(await self._relay("http_request", target, call))
+        call = self.link.propose_http(service_id, operation_id, args, progress.card_opened)
+        return HttpResult.model_validate(
+            await self._relay("http_request", target, progress.around(call))
+        )
 
     async def _relay(
         self, tool: str, journal_args: Mapping[str, Any], call: Awaitable[dict[str, Any]]
@@ -144,6 +149,51 @@ class _Forwarder:
             )
         except JournalUnavailable:
             raise ToolError("unavailable: the reads journal cannot be written") from None
+
+
+class Progress:
+    """MCP progress while a proposal waits, so a client that resets its request timeout on
+    progress keeps waiting for a human who takes longer than that timeout.
+
+    A notification goes out at once when the gateway names the card, then at least every
+    ``PROGRESS_EVERY_S`` until the reply; each says which card and how the human answers it.
+    Without a progress token from the client, reporting is a no-op (the SDK drops it).
+    """
+
+    def __init__(self, ctx: Context | None) -> None:
+        self._ctx = ctx
+        self._count = 0
+        self._text = "waiting for the action gateway"
+
+    async def card_opened(self, pending: PendingBody) -> None:
+        self._text = (
+            f"waiting for a human to approve card {pending.card} "
+            f"(up to {pending.expires_in_s} s); they answer with `{pending.approve_with}`"
+        )
+        await self._report()
+
+    async def around(self, call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        beat = asyncio.create_task(self._heartbeat())
+        try:
+            return await call
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            await self._report()
+
+    async def _report(self) -> None:
+        if self._ctx is None:
+            return
+        self._count += 1
+        try:
+            await self._ctx.report_progress(self._count, None, self._text)
+        except Exception as exc:  # a client that went away must not fail the proposal itself
+            log.debug("progress not sent: %s", type(exc).__name__)
 
 
 def _initial_catalog(link: GatewayLink) -> dict[str, Any] | None:
@@ -195,13 +245,17 @@ def _typed_tool(forward: _Forwarder, info: ActionInfo, name: str) -> Callable[..
         for param, schema in info.params.items()
     ]
 
-    async def propose(**kwargs: ArgValue) -> SshExecResult | HttpResult:
+    async def propose(ctx: Context, **kwargs: ArgValue) -> SshExecResult | HttpResult:
         if info.action == "ssh_exec":
-            return await forward.ssh(info.target, info.operation, kwargs)
-        return await forward.http(info.target, info.operation, kwargs)
+            return await forward.ssh(info.target, info.operation, kwargs, Progress(ctx))
+        return await forward.http(info.target, info.operation, kwargs, Progress(ctx))
 
     result_type = SshExecResult if info.action == "ssh_exec" else HttpResult
-    propose.__signature__ = inspect.Signature(parameters, return_annotation=result_type)  # type: ignore[attr-defined]
+    context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    propose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*parameters, context], return_annotation=result_type
+    )
+    propose.__annotations__ = {"ctx": Context, "return": result_type}
     propose.__name__ = name
     return propose
 

@@ -3,7 +3,8 @@
 The context server holds no credential and decides nothing: it forwards a proposal exactly as
 the model chose it, waits for the gateway's reply, and relays the outcome. If the MCP call is
 cancelled (the client gave up or timed out), a ``cancel`` frame tells the gateway to withdraw a
-pending approval card, so nothing runs after the agent stopped waiting.
+pending approval card, so nothing runs after the agent stopped waiting. While a proposal waits
+for a human, the gateway says which card it waits on; the caller hears of it (``on_pending``).
 
 Each call uses its own connection: the gateway re-derives the peer's identity on every
 connection, and a dead gateway costs one failed connect rather than a stale shared stream.
@@ -14,17 +15,21 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from safeport.errors import Error
-from safeport.shared.schemas.wire import PROTOCOL_VERSION
+from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice
 from safeport.shared.wire import decode_payload, encode_frame, read_frame
 
 # Replies carry bounded action output (the policy caps it); allow generous headroom.
 _REPLY_LIMIT = 32 * 1024 * 1024
 _CONNECT_TIMEOUT_S = 5.0
+
+OnPending = Callable[[PendingBody], Awaitable[None]]
 
 
 class GatewayUnavailable(Error):
@@ -55,38 +60,48 @@ class GatewayLink:
         return await self._call({"type": "catalog"})
 
     async def propose_ssh(
-        self, host_id: str, command_id: str, args: Mapping[str, str | int]
+        self,
+        host_id: str,
+        command_id: str,
+        args: Mapping[str, str | int],
+        on_pending: OnPending | None = None,
     ) -> dict[str, Any]:
-        return await self._call(
-            {
-                "type": "propose",
-                "action": "ssh_exec",
-                "host_id": host_id,
-                "command_id": command_id,
-                "args": dict(args),
-            }
-        )
+        message = {
+            "type": "propose",
+            "action": "ssh_exec",
+            "host_id": host_id,
+            "command_id": command_id,
+            "args": dict(args),
+        }
+        return await self._call(message, on_pending)
 
     async def propose_http(
-        self, service_id: str, operation_id: str, args: Mapping[str, str | int]
+        self,
+        service_id: str,
+        operation_id: str,
+        args: Mapping[str, str | int],
+        on_pending: OnPending | None = None,
     ) -> dict[str, Any]:
-        return await self._call(
-            {
-                "type": "propose",
-                "action": "http_request",
-                "service_id": service_id,
-                "operation_id": operation_id,
-                "args": dict(args),
-            }
-        )
+        message = {
+            "type": "propose",
+            "action": "http_request",
+            "service_id": service_id,
+            "operation_id": operation_id,
+            "args": dict(args),
+        }
+        return await self._call(message, on_pending)
 
-    async def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def _call(
+        self, message: dict[str, Any], on_pending: OnPending | None = None
+    ) -> dict[str, Any]:
         request_id = f"{self._prefix}{next(self._ids)}"
         reader, writer = await self._connect()
         try:
             await self._exchange(reader, writer, {"type": "hello", "versions": [PROTOCOL_VERSION]})
             try:
-                return await self._exchange(reader, writer, message, request_id=request_id)
+                return await self._exchange(
+                    reader, writer, message, request_id=request_id, on_pending=on_pending
+                )
             except asyncio.CancelledError:
                 # The MCP call was cancelled: withdraw the proposal before the connection goes.
                 await asyncio.shield(self._send_cancel(writer, request_id))
@@ -111,6 +126,7 @@ class GatewayLink:
         message: dict[str, Any],
         *,
         request_id: str | None = None,
+        on_pending: OnPending | None = None,
     ) -> dict[str, Any]:
         request_id = request_id or f"{self._prefix}{next(self._ids)}"
         writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
@@ -119,8 +135,14 @@ class GatewayLink:
             async with asyncio.timeout(self.reply_timeout_s):
                 while True:
                     reply = decode_payload(await _read_reply(reader))
-                    if reply.get("id") == request_id:
+                    if reply.get("id") != request_id:
+                        continue
+                    if "pending" not in reply:
                         break
+                    # The proposal waits for a human: say which card, then keep waiting.
+                    notice = _pending_notice(reply)
+                    if notice is not None and on_pending is not None:
+                        await on_pending(notice)
         except TimeoutError as exc:
             raise GatewayRefusal("timeout", "the gateway did not answer in time") from exc
         except Error as exc:
@@ -142,6 +164,13 @@ class GatewayLink:
                 await writer.drain()
         except (OSError, TimeoutError):
             pass  # the gateway also withdraws everything pending when the connection closes
+
+
+def _pending_notice(reply: dict[str, Any]) -> PendingBody | None:
+    try:
+        return PendingNotice.model_validate(reply).pending
+    except ValidationError:
+        return None  # a malformed notice is ignored; the reply that follows still counts
 
 
 async def _read_reply(reader: asyncio.StreamReader) -> bytes:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from safeport.shared.schemas.audit import AuditRecord
 from safeport.shared.schemas.config import GatewayPolicy
-from safeport.shared.schemas.wire import AgentRequest, ControlRequest, Reply
+from safeport.shared.schemas.wire import AgentRequest, ControlRequest, PendingNotice, Reply
 
 SCHEMA_DIR = Path(__file__).parent
 
@@ -20,6 +20,7 @@ def rendered_schemas() -> dict[str, str]:
         "agent_request": TypeAdapter(AgentRequest),
         "control_request": ControlRequest,
         "reply": TypeAdapter(Reply),
+        "pending_notice": PendingNotice,
         "audit_record": AuditRecord,
         "gateway_policy": GatewayPolicy,
     }

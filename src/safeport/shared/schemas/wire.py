@@ -120,3 +120,22 @@ class ReplyError(BaseModel):
 
 
 Reply = Annotated[ReplyOk | ReplyError, Field(discriminator="ok")]
+
+
+class PendingBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    card: Annotated[str, Field(max_length=64)]
+    expires_in_s: Annotated[int, Field(ge=0)]
+    approve_with: Annotated[str, Field(max_length=128)]
+
+
+class PendingNotice(BaseModel):
+    """Pushed on agent.sock while a proposal waits for a human: which card, how long, and how
+    the human answers it (so an MCP client can show progress instead of timing out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    id: str
+    pending: PendingBody
