@@ -10,7 +10,8 @@ connection closed, its bytes never read), a partial frame times out after a few 
 connection after a longer while (control.sock: a few seconds before its first message), and a
 connection budget per server. When agent.sock is full, more connections are answered
 ``unavailable`` and closed; when control.sock is full, the connection that has been idle longest
-(never a subscribed approver) makes room, so a new `sp` command always gets through. Peers of
+(never a subscribed approver, never one idle less than half a second) makes room, so a new `sp`
+command gets through a flood of idle connections. Peers of
 another uid are refused even if the socket's mode were loosened. Junk is counted per connection
 and journaled once, with the count, when it closes.
 
@@ -76,7 +77,10 @@ class ServerLimits:
     max_inflight_per_connection: int = 8
     # control.sock: how long a connection may stay silent before its first message.
     first_message_timeout_s: float = 3.0
-    control_max_connections: int = 64
+    control_max_connections: int = 256
+    # A full control.sock closes an idle connection to make room, never one younger than this:
+    # a flood that reconnects whatever is closed would otherwise close the newest in turn.
+    evict_after_idle_s: float = 0.5
 
 
 class PeerSocket:
@@ -102,9 +106,12 @@ class PeerSocket:
         self.keep_open = False  # subscribed (approvals watch): never idle, never evicted
         self.task: asyncio.Task[Any] | None = None  # what serves it, once it is identified
 
-    @property
-    def evictable(self) -> bool:
-        return not self.keep_open and (not self.busy or self.waiting)
+    def evictable(self, now: float, grace: float) -> bool:
+        return (
+            not self.keep_open
+            and (not self.busy or self.waiting)
+            and now - self.last_active >= grace
+        )
 
     async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
         """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
@@ -368,10 +375,12 @@ class SocketServer:
 
     def _evict_one(self) -> bool:
         """control.sock: close the connection idle longest (not a subscribed approver, not one
-        with an operation in progress) so that a new `sp` command is always served."""
+        with an operation in progress, not one that just arrived) to serve a new `sp` command."""
         if not self._make_room:
             return False
-        idle = [ch for ch in self._channels if ch.evictable]
+        now = time.monotonic()
+        grace = self._limits.evict_after_idle_s
+        idle = [ch for ch in self._channels if ch.evictable(now, grace)]
         if not idle:
             return False
         oldest = min(idle, key=lambda ch: ch.last_active)
