@@ -15,7 +15,7 @@ from safeport.action_gateway.approvals import (
     ApproverRefused,
     check_approver,
 )
-from safeport.action_gateway.cards import ActionRequest
+from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest
 from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import SshCommand, SshHost
@@ -206,7 +206,8 @@ def test_void_all_withdraws_a_waiting_card(world) -> None:  # type: ignore[no-un
 
 def test_an_unshowable_request_is_refused_without_a_card(world) -> None:  # type: ignore[no-untyped-def]
     approvals, _, _, _ = world
-    huge = ActionRequest(**{**request().__dict__, "rendered": (("command", "x" * 5000),)})
+    long = SshAction("h", HOST, "c", SshCommand(argv=["echo"]), "x" * (MAX_FIELD_CHARS + 1))
+    huge = ActionRequest(**{**request().__dict__, "prepared": long})
     with pytest.raises(ApprovalRefused) as refused:
         approvals.obtain(REQUESTER, huge, vault_epoch=1, timeout_s=5, session_max_s=60)
     assert refused.value.outcome == "unshowable" and approvals.cards() == []

@@ -270,3 +270,30 @@ def _run(argv: list[str], gw: Gateway) -> Any:
     return subprocess.run(
         argv, cwd=REPO, env=clean_env(gw.home), capture_output=True, text=True, timeout=30
     )
+
+
+def test_an_action_that_cannot_be_built_safely_is_refused_before_any_card(
+    gateway: Gateway,
+) -> None:
+    """Valid by its pattern, but `..` would leave the declared path: refused while preparing,
+    journaled with its category, answered with a fixed sentence that does not echo the value."""
+    permissive = POLICY + (
+        "\n[http.services.deploy-api.operations.lookup]\n"
+        'method = "GET"\npath = "/v1/items/{item}"\nresponse_fields = ["state"]\n'
+        'params.item = { pattern = "^[a-z.%2]{1,20}$" }\n'
+    )
+    gateway.write_policy(permissive)
+    gateway.accept_policy()
+    agent = gateway.agent()
+    for value in ("..", "%2e%2e", ".%2e"):
+        reply = agent.call(
+            {"v": 1, "id": f"bad-{len(value)}", "type": "propose", "action": "http_request",
+             "service_id": "deploy-api", "operation_id": "lookup", "args": {"item": value}}
+        )  # fmt: skip
+        assert reply["error"]["code"] == "denied", reply
+        assert value not in reply["error"]["reason"]
+    assert gateway.control("approvals.list")["result"]["cards"] == []
+    denied = _denials(gateway)
+    assert [d["rung"] for d in denied[-3:]] == [4, 4, 4]
+    assert {d["category"] for d in denied[-3:]} == {"prepare_invalid_target"}
+    _nothing_touched(gateway)

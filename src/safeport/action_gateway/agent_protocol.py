@@ -67,6 +67,7 @@ class AgentHandler(Handler):
         # Per connection: request id → the event that cancels it.
         self._inflight: dict[int, dict[str, threading.Event]] = {}
         self._connections: dict[int, Connection] = {}
+        self._hears_pending: set[int] = set()  # connections whose hello asked for notices
         self._loop: asyncio.AbstractEventLoop | None = None
         approvals.on_card_opened(self._tell_requester)
 
@@ -79,6 +80,7 @@ class AgentHandler(Handler):
     async def closed(self, conn: Connection) -> None:
         self._peers.pop(id(conn), None)
         self._connections.pop(id(conn), None)
+        self._hears_pending.discard(id(conn))
         for request_id, event in self._inflight.pop(id(conn), {}).items():
             event.set()
             self._approvals.withdraw(conn.peer, request_id)
@@ -93,6 +95,8 @@ class AgentHandler(Handler):
             if PROTOCOL_VERSION not in request.versions:
                 await conn.send_error(request.id, "invalid", "no common protocol version")
                 return
+            if "pending" in request.features:
+                self._hears_pending.add(id(conn))
             await conn.send(
                 ok_reply(request.id, {"version": PROTOCOL_VERSION, "server": "safeport"})
             )
@@ -155,7 +159,9 @@ class AgentHandler(Handler):
             return
         request_id = card.request.request_id
         for key, conn in list(self._connections.items()):
-            if conn.peer is card.requester and request_id in self._inflight.get(key, {}):
+            if key not in self._hears_pending or conn.peer is not card.requester:
+                continue
+            if request_id in self._inflight.get(key, {}):
                 notice = PendingNotice(
                     id=request_id,
                     pending=PendingBody(

@@ -97,7 +97,8 @@ class GatewayLink:
         request_id = f"{self._prefix}{next(self._ids)}"
         reader, writer = await self._connect()
         try:
-            await self._exchange(reader, writer, {"type": "hello", "versions": [PROTOCOL_VERSION]})
+            hello = {"type": "hello", "versions": [PROTOCOL_VERSION], "features": ["pending"]}
+            await self._exchange(reader, writer, hello)
             try:
                 return await self._exchange(
                     reader, writer, message, request_id=request_id, on_pending=on_pending

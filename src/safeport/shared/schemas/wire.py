@@ -32,6 +32,8 @@ class Hello(_Message):
     type: Literal["hello"]
     versions: Annotated[list[StrictInt], Field(min_length=1, max_length=8)]
     client: Annotated[str, Field(max_length=64)] = "unknown"
+    # Optional messages the client understands; "pending": PendingNotice while a card waits.
+    features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
 
 
 class CatalogRequest(_Message):
