@@ -30,7 +30,7 @@ VENV_SP = Path(sys.prefix) / "bin" / "sp"
 
 def _origin(installed: InstalledFiles, path: Path) -> Origin:
     data = path.read_bytes()
-    digests = FileDigests(hashlib.sha256(data).hexdigest(), hashlib.md5(data).hexdigest())
+    digests = FileDigests(hashlib.sha256(data).hexdigest(), lambda: hashlib.md5(data).hexdigest())
     return installed.origin(str(path), digests, path.stat())
 
 
@@ -167,16 +167,36 @@ def test_an_interpreter_running_the_installed_sp_shows_its_pip_record(tmp_path: 
     assert head.script_sha256 == hashlib.sha256(VENV_SP.read_bytes()).hexdigest()
 
 
-def test_one_read_gives_both_digests_and_is_cached(tmp_path: Path) -> None:
+def test_md5_is_taken_only_for_a_file_dpkg_claims(tmp_path: Path) -> None:
+    # MD5 is slower than SHA-256; a file no dpkg record names must never be read for it.
+    target = tmp_path / "tool"
+    target.write_bytes(b"x")
+    asked: list[str] = []
+
+    def md5() -> str:
+        asked.append("md5")
+        return hashlib.md5(b"x").hexdigest()
+
+    digests = FileDigests(hashlib.sha256(b"x").hexdigest(), md5)
+    admin = tmp_path / "dpkg"
+    (admin / "info").mkdir(parents=True)
+    installed = InstalledFiles(admin, use_rpm=False)
+    assert installed.origin(str(target), digests, target.stat()).status == "not-packaged"
+    assert asked == []
+    _fake_dpkg(tmp_path / "dpkg2", "tool", target, hashlib.md5(b"x").hexdigest())
+    claimed = InstalledFiles(tmp_path / "dpkg2", use_rpm=False)
+    assert claimed.origin(str(target), digests, target.stat()).status == "package"
+    assert asked == ["md5"]
+
+
+def test_digests_are_cached_by_file_identity(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_bytes(b"abc")
     cache = DigestCache()
     fd = os.open(target, os.O_RDONLY)
     try:
-        first = cache.digests_fd(fd)
-        assert first == FileDigests(
-            hashlib.sha256(b"abc").hexdigest(), hashlib.md5(b"abc").hexdigest()
-        )
-        assert cache.digests_fd(fd) is first
+        assert cache.digest_fd(fd) == hashlib.sha256(b"abc").hexdigest()
+        assert cache.md5_fd(fd) == hashlib.md5(b"abc").hexdigest()
+        assert cache.digest_fd(fd) == hashlib.sha256(b"abc").hexdigest()
     finally:
         os.close(fd)

@@ -62,39 +62,39 @@ _OPTION_WITH_VALUE = {"-W", "-X", "-Q", "-r", "--require", "--import", "--loader
 
 
 class DigestCache:
-    """SHA-256 (and MD5, for dpkg's records) of files, keyed by the identity and change times of
-    the opened file."""
+    """SHA-256 (and, on demand, MD5 for dpkg's records) of files, keyed by the identity and
+    change times of the opened file."""
 
     def __init__(self, size: int = 256) -> None:
-        self._entries: OrderedDict[tuple[int, ...], FileDigests] = OrderedDict()
+        self._entries: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
     def digest_fd(self, fd: int) -> str | None:
-        found = self.digests_fd(fd)
-        return found.sha256 if found else None
+        return self._digest(fd, "sha256")
 
-    def digests_fd(self, fd: int) -> FileDigests | None:
+    def md5_fd(self, fd: int) -> str | None:
+        return self._digest(fd, "md5")
+
+    def _digest(self, fd: int, algorithm: str) -> str | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_HASHED_BYTES:
             return None
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        key = (algorithm, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
                 return found
-        sha256 = hashlib.sha256()
-        md5 = hashlib.md5(usedforsecurity=False)
+        digest = hashlib.new(algorithm, usedforsecurity=algorithm != "md5")
         offset = 0
         while True:
             chunk = os.pread(fd, 1024 * 1024, offset)
             if not chunk:
                 break
-            sha256.update(chunk)
-            md5.update(chunk)
+            digest.update(chunk)
             offset += len(chunk)
-        value = FileDigests(sha256=sha256.hexdigest(), md5=md5.hexdigest())
+        value = digest.hexdigest()
         with self._lock:
             self._entries[key] = value
             while len(self._entries) > self._size:
@@ -284,16 +284,21 @@ class LinuxProbe:
         other file (the gateway's fd 3, the gateway's working folder)."""
         opened, shown = _in_process_view(base, script)
         unchecked = _Checked(shown, None, "unsupported", None)
+        # O_PATH opens nothing (no FIFO reader appears, no device wakes up); only a regular file
+        # is then reopened for reading, through that same descriptor, so a link swapped between
+        # the check and the read cannot point the read elsewhere.
         try:
-            st = Path(opened).stat()
+            handle = os.open(opened, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             return unchecked
-        if not stat.S_ISREG(st.st_mode):
-            return unchecked  # a pipe or device: reading it would steal or disturb its data
         try:
-            fd = os.open(opened, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                return unchecked  # a pipe or device: reading it would steal or disturb its data
+            fd = os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
         except OSError:
             return unchecked
+        finally:
+            os.close(handle)
         try:
             lookup = None
             if same_root:
@@ -304,7 +309,8 @@ class LinuxProbe:
                     if (found.st_dev, found.st_ino) == (opened_st.st_dev, opened_st.st_ino):
                         lookup = real
             checked = self._check(fd, lookup, shown)
-            return dataclasses.replace(checked, changed_after=_last_change(opened, fd))
+            root = str(base / "root") if script.startswith("/") else ""
+            return dataclasses.replace(checked, changed_after=_last_change(opened, fd, root))
         except OSError:
             return unchecked
         finally:
@@ -313,11 +319,12 @@ class LinuxProbe:
     def _check(self, fd: int, lookup: str | None, shown: str) -> _Checked:
         """Digest the opened file and ask the package records about it (``lookup`` is its path
         on this system, or None when it cannot be named here)."""
-        digests = self.cache.digests_fd(fd)
-        if digests is None:
+        sha256 = self.cache.digest_fd(fd)
+        if sha256 is None:
             return _Checked(shown, None, "unsupported", None)
         if lookup is None:
-            return _Checked(shown, digests.sha256, "not-packaged", None)
+            return _Checked(shown, sha256, "not-packaged", None)
+        digests = FileDigests(sha256, lambda: self.cache.md5_fd(fd) or "")
         st = os.fstat(fd)
         key = (lookup, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         now = time.monotonic()
@@ -331,7 +338,7 @@ class LinuxProbe:
                 self._origins[key] = (now, origin)
                 while len(self._origins) > 512:
                     self._origins.popitem(last=False)
-        return _Checked(shown, digests.sha256, origin.status, origin.source)
+        return _Checked(shown, sha256, origin.status, origin.source)
 
     def _same_root(self, base: Path) -> bool:
         try:
@@ -389,7 +396,7 @@ def _bounded(value: str) -> str:
     return f"{value[:_MAX_SHOWN_VALUE]}… ({len(value) - _MAX_SHOWN_VALUE} more characters)"
 
 
-def _last_change(opened: str, fd: int) -> float:
+def _last_change(opened: str, fd: int, root: str) -> float:
     """The latest ctime of the opened file and of every symbolic link on the way to it: a
     script rewritten, or a link re-pointed, after its interpreter started is not proof of what
     the interpreter read (folders are not checked: their ctime moves with every new entry)."""
@@ -403,7 +410,11 @@ def _last_change(opened: str, fd: int) -> float:
         if not stat.S_ISLNK(st.st_mode) or _is_proc_link(path):
             break  # /proc/PID/fd/N: a kernel link whose times say nothing about the file
         latest = max(latest, st.st_ctime)
-        path = str(Path(path).parent / Path(path).readlink())
+        target = Path(path).readlink()
+        # An absolute link target is in the requester's root, not ours.
+        path = (
+            root + str(target) if target.is_absolute() and root else str(Path(path).parent / target)
+        )
     return latest
 
 

@@ -34,7 +34,8 @@ import subprocess
 import threading
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -47,10 +48,11 @@ _MERGED = ("/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 
 @dataclass(frozen=True)
 class FileDigests:
-    """Digests of one opened file, taken in one read."""
+    """Digests of one opened file. MD5 (all dpkg records) is slower than SHA-256 and needed only
+    for a file dpkg claims, so it is computed on demand."""
 
     sha256: str
-    md5: str
+    md5: Callable[[], str] = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class _Dpkg:
             if recorded is None:
                 continue  # listed (a folder, a diversion) but no digest: not vouched for
             package = stem.split(":", 1)[0]
-            status: PackageStatus = "package" if recorded == digests.md5 else "modified"
+            status: PackageStatus = "package" if recorded == digests.md5() else "modified"
             return Origin(status, f"dpkg {package}")
         return None
 
@@ -240,7 +242,7 @@ class _Rpm:
             algorithm = self._ALGORITHMS.get(parts[1])
             if algorithm is None:
                 return None
-            actual = digests.sha256 if algorithm == "sha256" else digests.md5
+            actual = digests.sha256 if algorithm == "sha256" else digests.md5()
             status: PackageStatus = "package" if parts[2] == actual else "modified"
             return Origin(status, f"rpm {parts[0]}")
         return None
