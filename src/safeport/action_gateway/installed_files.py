@@ -12,27 +12,22 @@ interpreter's script) is checked against the first of these that claims the file
 - ``modified``: a package claims it and the digest differs ("MODIFIED since installed");
 - ``not-packaged``: no package claims it.
 
-Lookups must stay cheap, since identity is taken per connection. The dpkg file lists are read
-once (about 0.2 s) into a sorted array of 64-bit path hashes with their owners (12 bytes a file,
-1.5 MiB for 125k files), and read again only when dpkg's admin folder changes; a package's
-digests and a Python environment's RECORDs are cached the same way, keyed by the modification
-time of what they were read from. A hash collision can only name the wrong package, whose digest
-list then lacks the path: the file is "not from a package", never a false match. The roots
-(dpkg's admin folder, whether rpm is asked) are parameters, so tests can stand up a fake
-database; the defaults are the real ones.
+Lookups must stay cheap, since identity is taken per connection, and must not grow the gateway:
+each new path costs one substring search over dpkg's file lists (about 20 ms) or over one
+environment's RECORDs, and only the answers are kept, until dpkg's admin folder or the site
+folder changes (the probe also caches each file's answer by its identity for a few seconds).
+The roots (dpkg's admin folder, whether rpm is asked) are parameters, so tests can stand up a
+fake database; the defaults are the real ones.
 """
 
 from __future__ import annotations
 
 import base64
-import bisect
-import contextlib
 import os
 import shutil
 import stat
 import subprocess
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,98 +95,78 @@ def _aliases(path: str) -> list[str]:
 
 
 class _Dpkg:
+    """dpkg's records, searched per path: each new path costs one pass over the file lists (a
+    substring search, about 20 ms for 125k files), and the answer is kept until dpkg changes its
+    admin folder (it renames new lists into place, which changes the folder's mtime). Nothing of
+    the lists is kept in memory."""
+
     def __init__(self, admin_dir: Path) -> None:
         self._info = admin_dir / "info"
         self._lock = threading.Lock()
-        self._built_for: int | None = None
-        self._hashes = array("q")
-        self._owners = array("i")
-        self._packages: list[str] = []
-        self._md5sums: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
+        self._version: int | None = None
+        self._owners: OrderedDict[str, tuple[str, str] | None] = OrderedDict()
 
     def origin(self, path: str, digests: FileDigests) -> Origin | None:
-        for name in _aliases(path):
-            stem = self._owner(name)
-            if stem is None:
-                continue
-            recorded = self._recorded_md5(stem, name)
-            if recorded is None:
-                continue  # listed (a folder, a diversion) but no digest: not vouched for
-            package = stem.split(":", 1)[0]
-            status: PackageStatus = "package" if recorded == digests.md5() else "modified"
-            return Origin(status, f"dpkg {package}")
-        return None
+        found = self._owner(path)
+        if found is None:
+            return None
+        stem, listed = found
+        recorded = self._recorded_md5(stem, listed)
+        if recorded is None:
+            return None  # listed (a folder, a diversion) but no digest: not vouched for
+        package = stem.split(":", 1)[0]
+        status: PackageStatus = "package" if recorded == digests.md5() else "modified"
+        return Origin(status, f"dpkg {package}")
 
-    def _owner(self, path: str) -> str | None:
-        with self._lock:
-            self._refresh()
-            key = hash(path.encode("utf-8", "surrogateescape"))
-            at = bisect.bisect_left(self._hashes, key)
-            if at < len(self._hashes) and self._hashes[at] == key:
-                return self._packages[self._owners[at]]
-        return None
-
-    def _refresh(self) -> None:
-        """Read every file list again when dpkg changed its admin folder (it renames new lists
-        into place, which changes the folder's mtime)."""
+    def _owner(self, path: str) -> tuple[str, str] | None:
+        """(the list's stem, the spelling it lists) for the package that installed ``path``."""
         try:
             version = self._info.stat().st_mtime_ns
         except OSError:
-            self._hashes, self._owners, self._packages, self._built_for = (
-                array("q"),
-                array("i"),
-                [],
-                None,
-            )
-            return
-        if version == self._built_for:
-            return
-        keys: list[int] = []
-        owners: list[int] = []
-        packages: list[str] = []
+            return None
+        with self._lock:
+            if version != self._version:
+                self._owners.clear()
+                self._version = version
+            if path in self._owners:
+                self._owners.move_to_end(path)
+                return self._owners[path]
+        found = self._search(_aliases(path))
+        with self._lock:
+            self._owners[path] = found
+            while len(self._owners) > 1024:
+                self._owners.popitem(last=False)
+        return found
+
+    def _search(self, names: list[str]) -> tuple[str, str] | None:
+        needles = [
+            (b"\n" + name.encode("utf-8", "surrogateescape") + b"\n", name) for name in names
+        ]
         with os.scandir(self._info) as entries:
             for entry in entries:
                 if not entry.name.endswith(".list"):
                     continue
                 try:
                     with open(entry.path, "rb") as handle:
-                        lines = [line for line in handle.read().split(b"\n") if line]
+                        data = b"\n" + handle.read() + b"\n"
                 except OSError:
                     continue
-                keys.extend(map(hash, lines))
-                owners.extend([len(packages)] * len(lines))
-                packages.append(entry.name[: -len(".list")])
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        self._hashes = array("q", [keys[at] for at in order])
-        self._owners = array("i", [owners[at] for at in order])
-        self._packages = packages
-        self._built_for = version
-        self._md5sums.clear()
+                for needle, name in needles:
+                    if needle in data:
+                        return entry.name[: -len(".list")], name
+        return None
 
     def _recorded_md5(self, stem: str, path: str) -> str | None:
-        source = self._info / f"{stem}.md5sums"
+        target = path.lstrip("/").encode("utf-8", "surrogateescape")
         try:
-            version = source.stat().st_mtime_ns
+            data = (self._info / f"{stem}.md5sums").read_bytes()
         except OSError:
             return None
-        with self._lock:
-            cached = self._md5sums.get(stem)
-            if cached is not None and cached[0] == version:
-                self._md5sums.move_to_end(stem)
-                return cached[1].get(path)
-        table: dict[str, str] = {}
-        with contextlib.suppress(OSError), open(source, "rb") as handle:
-            for line in handle:
-                digest, _, name = line.rstrip(b"\n").partition(b"  ")
-                if name:
-                    table["/" + name.decode("utf-8", "surrogateescape")] = digest.decode(
-                        "ascii", "replace"
-                    )
-        with self._lock:
-            self._md5sums[stem] = (version, table)
-            while len(self._md5sums) > 64:
-                self._md5sums.popitem(last=False)
-        return table.get(path)
+        for line in data.split(b"\n"):
+            digest, _, name = line.partition(b"  ")
+            if name == target:
+                return digest.decode("ascii", "replace")
+        return None
 
 
 class _Rpm:
@@ -257,15 +232,17 @@ class _Recorded:
 
 
 class _Pip:
-    """pip's RECORD files of the Python environment a file belongs to."""
+    """pip's RECORD files of the Python environment a file belongs to, searched per path (one
+    pass over the environment's RECORDs for a new path), the answer kept until the site folder
+    changes (pip adds and removes ``*.dist-info`` folders)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sites: OrderedDict[str, tuple[int, dict[str, _Recorded]]] = OrderedDict()
+        self._found: OrderedDict[tuple[str, str], tuple[int, _Recorded | None]] = OrderedDict()
 
     def origin(self, path: str, digests: FileDigests, st: os.stat_result) -> Origin | None:
         for site in _site_dirs(path):
-            recorded = self._index(site).get(path)
+            recorded = self._lookup(site, path)
             if recorded is None:
                 continue
             source = f"pip {recorded.distribution} {recorded.version}"
@@ -277,37 +254,47 @@ class _Pip:
             return Origin("package", source)
         return None
 
-    def _index(self, site: str) -> dict[str, _Recorded]:
-        """Every hashed file of every distribution in ``site``, by absolute path; read again
-        when the folder changes (pip adds and removes ``*.dist-info`` folders)."""
+    def _lookup(self, site: str, path: str) -> _Recorded | None:
         try:
             version = Path(site).stat().st_mtime_ns
         except OSError:
-            return {}
+            return None
+        key = (site, path)
         with self._lock:
-            cached = self._sites.get(site)
+            cached = self._found.get(key)
             if cached is not None and cached[0] == version:
-                self._sites.move_to_end(site)
+                self._found.move_to_end(key)
                 return cached[1]
-        table: dict[str, _Recorded] = {}
-        for record in Path(site).glob("*.dist-info/RECORD"):
-            stem = record.parent.name.removesuffix(".dist-info")
-            name, _, dist_version = stem.partition("-")
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                for line in record.read_text(encoding="utf-8").splitlines():
-                    # path,sha256=…,size; a path with a comma is quoted, and is skipped here.
-                    file_name, _, digest = line.rpartition(",")[0].rpartition(",")
-                    if not digest.startswith("sha256=") or file_name.startswith('"'):
-                        continue
-                    full = os.path.normpath(f"{site}/{file_name}")
-                    table[full] = _Recorded(
-                        name, dist_version, digest[len("sha256=") :], str(record)
-                    )
+        found = _search_records(site, path)
         with self._lock:
-            self._sites[site] = (version, table)
-            while len(self._sites) > 16:
-                self._sites.popitem(last=False)
-        return table
+            self._found[key] = (version, found)
+            while len(self._found) > 1024:
+                self._found.popitem(last=False)
+        return found
+
+
+def _search_records(site: str, path: str) -> _Recorded | None:
+    """The RECORD line naming ``path`` (as ``pkg/mod.py`` or ``../../../bin/tool``)."""
+    relative = os.path.relpath(path, site)
+    if os.path.normpath(f"{site}/{relative}") != path:
+        return None
+    needle = b"\n" + relative.encode("utf-8", "surrogateescape") + b","
+    for record in Path(site).glob("*.dist-info/RECORD"):
+        try:
+            data = b"\n" + record.read_bytes()
+        except OSError:
+            continue
+        at = data.find(needle)
+        if at < 0:
+            continue
+        end = data.find(b"\n", at + 1)
+        line = data[at + 1 : end if end >= 0 else len(data)].decode("utf-8", "replace")
+        digest = line.rpartition(",")[0].rpartition(",")[2]
+        if not digest.startswith("sha256="):
+            return None  # listed without a digest (RECORD itself, bytecode): not vouched for
+        name, _, dist_version = record.parent.name.removesuffix(".dist-info").partition("-")
+        return _Recorded(name, dist_version, digest[len("sha256=") :], str(record))
+    return None
 
 
 def _site_dirs(path: str) -> list[str]:
