@@ -191,3 +191,31 @@ def test_an_interpreter_running_a_launcher_is_a_wrapper_not_a_host(
     from safeport.action_gateway.identity_linux import _runs_launcher
 
     assert _runs_launcher(argv) is launcher
+
+
+LOADER = Path("/lib64/ld-linux-x86-64.so.2")
+
+
+@pytest.mark.skipif(not LOADER.exists(), reason="needs glibc's x86-64 loader")
+def test_the_loader_run_as_a_program_is_judged_by_the_program_it_runs(tmp_path: Path) -> None:
+    # ld.so is a packaged file; what it runs here is not.
+    tool = tmp_path / "sleep"
+    shutil.copy2("/usr/bin/sleep", tool)
+    head = _head([str(LOADER), str(tool), "30"])
+    assert head.interpreter and head.script == str(tool)
+    assert head.script_signature == "not-packaged"
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+
+
+@pytest.mark.skipif(not LOADER.exists(), reason="needs glibc's x86-64 loader")
+def test_loader_options_that_preload_code_count_as_injected(tmp_path: Path) -> None:
+    preload = tmp_path / "x.so"
+    preload.write_bytes(b"")
+    head = _head([str(LOADER), "--preload", str(preload), "/usr/bin/sleep", "30"])
+    assert ("ld.so --preload", str(preload)) in head.injected_env
+    assert not rule_matches(CallerRule(exe=head.exe), _peer(head))
+    honest = _head([str(LOADER), "/usr/bin/sleep", "30"])
+    assert honest.script == "/usr/bin/sleep" and not honest.injected_env
+    if Path("/var/lib/dpkg/info").is_dir():
+        assert honest.script_signature == "package"
+        assert rule_matches(CallerRule(signature="package"), _peer(honest))

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import select
 import socket
 import stat
@@ -58,6 +59,17 @@ _SELF_ALIASES = (
     ("/proc/thread-self/", ""),
 )
 _STANDARD_STREAMS = {"/dev/stdin": "0", "/dev/stdout": "1", "/dev/stderr": "2"}
+# The dynamic loader run as a program (`ld.so /tmp/tool`): the loader is a packaged file, but
+# what runs is its operand, so it is treated as an interpreter whose script is that program.
+_LOADER = re.compile(
+    r"^(ld-linux[-\w.]*\.so(\.\d+)*|ld\.so|ld-musl-[\w.]+\.so(\.\d+)*|ld64\.so\.\d+)$"
+)
+_LOADER_INJECTING = {"--preload", "--audit", "--library-path", "--glibc-hwcaps-prepend"}
+_LOADER_OPTIONS_WITH_VALUE = _LOADER_INJECTING | {
+    "--argv0",
+    "--inhibit-rpath",
+    "--glibc-hwcaps-mask",
+}
 _OPTION_WITH_VALUE = {"-W", "-X", "-Q", "-r", "--require", "--import", "--loader", "-o", "-O"}
 
 
@@ -219,18 +231,24 @@ class LinuxProbe:
         name = Path(exe).name if exe.startswith("/") else fields[0]
         name = name.removesuffix(" (deleted)")
         argv = _cmdline(base)
-        interpreter = is_interpreter(name)
-        launcher = is_launcher(name) or (interpreter and _runs_launcher(argv))
+        loader = bool(_LOADER.match(name))
+        interpreter = is_interpreter(name) or loader
+        launcher = is_launcher(name) or (interpreter and not loader and _runs_launcher(argv))
         script = None
         script_checked: _Checked | None = None
+        loader_options: list[tuple[str, str]] = []
         if interpreter:
-            script = script_argument(argv)
+            if loader:
+                script, loader_options = _loader_program(argv)
+            else:
+                script = script_argument(argv)
             if script is not None and not script.startswith("-"):
                 script_checked = self._script(base, script, same_root)
         environ_status: EnvironStatus = "unsupported"
         injected: tuple[tuple[str, str], ...] = ()
         if environ:
             environ_status, injected = _injected_environment(base)
+        injected += tuple((f"ld.so {option}", _bounded(value)) for option, value in loader_options)
         # Starting a process then reading its status can race with its exit: the start time
         # read again must match, or this is a new process that took the pid.
         if _start_time(pid) != start:
@@ -448,6 +466,30 @@ def script_argument(argv: list[str]) -> str | None:
             return arg
         index += 1
     return None
+
+
+def _loader_program(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:
+    """``ld.so [options] PROGRAM``: the program it runs, and the options that put other code
+    into it (``--preload``, ``--audit``, ``--library-path``, which act like LD_PRELOAD …)."""
+    injected: list[tuple[str, str]] = []
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            return (argv[index + 1] if index + 1 < len(argv) else None), injected
+        option, equals, value = arg.partition("=")
+        if option in _LOADER_OPTIONS_WITH_VALUE:
+            if not equals:
+                value = argv[index + 1] if index + 1 < len(argv) else ""
+                index += 1
+            if option in _LOADER_INJECTING:
+                injected.append((option, value))
+            index += 1
+            continue
+        if not arg.startswith("-"):
+            return arg, injected
+        index += 1
+    return None, injected
 
 
 def _runs_launcher(argv: list[str]) -> bool:
