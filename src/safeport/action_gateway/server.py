@@ -327,6 +327,7 @@ class SocketServer:
         if self._accepting is not None:
             self._accepting.cancel()
         if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener.fileno())
             self._listener.close()
         for conn in list(self._connections):
             for task in conn.tasks:
