@@ -79,7 +79,7 @@ def test_a_file_whose_dpkg_digest_differs_is_modified(tmp_path: Path) -> None:
     target.parent.mkdir()
     target.write_bytes(b"original")
     admin = _fake_dpkg(tmp_path / "dpkg", "tool", target, hashlib.md5(b"original").hexdigest())
-    installed = InstalledFiles(admin, use_rpm=False)
+    installed = InstalledFiles(admin, use_rpm=False, user_folders=())
     assert _origin(installed, target) == Origin("package", "dpkg tool")
     target.write_bytes(b"patched!")
     assert _origin(installed, target) == Origin("modified", "dpkg tool")
@@ -90,7 +90,7 @@ def test_dpkg_lists_are_read_again_after_an_install(tmp_path: Path) -> None:
     target.write_bytes(b"x")
     admin = tmp_path / "dpkg"
     (admin / "info").mkdir(parents=True)
-    installed = InstalledFiles(admin, use_rpm=False)
+    installed = InstalledFiles(admin, use_rpm=False, user_folders=())
     assert _origin(installed, target).status == "not-packaged"
     time.sleep(0.01)
     (admin / "info" / "tool.list").write_text(f"{target}\n")
@@ -106,7 +106,10 @@ def test_a_path_listed_without_a_digest_is_not_vouched_for(tmp_path: Path) -> No
     admin = tmp_path / "dpkg"
     (admin / "info").mkdir(parents=True)
     (admin / "info" / "tool.list").write_text(f"{target}\n")
-    assert _origin(InstalledFiles(admin, use_rpm=False), target).status == "not-packaged"
+    assert (
+        _origin(InstalledFiles(admin, use_rpm=False, user_folders=()), target).status
+        == "not-packaged"
+    )
 
 
 def _venv_tree(root: Path, content: bytes, recorded: bytes) -> Path:
@@ -180,11 +183,11 @@ def test_md5_is_taken_only_for_a_file_dpkg_claims(tmp_path: Path) -> None:
     digests = FileDigests(hashlib.sha256(b"x").hexdigest(), md5)
     admin = tmp_path / "dpkg"
     (admin / "info").mkdir(parents=True)
-    installed = InstalledFiles(admin, use_rpm=False)
+    installed = InstalledFiles(admin, use_rpm=False, user_folders=())
     assert installed.origin(str(target), digests, target.stat()).status == "not-packaged"
     assert asked == []
     _fake_dpkg(tmp_path / "dpkg2", "tool", target, hashlib.md5(b"x").hexdigest())
-    claimed = InstalledFiles(tmp_path / "dpkg2", use_rpm=False)
+    claimed = InstalledFiles(tmp_path / "dpkg2", use_rpm=False, user_folders=())
     assert claimed.origin(str(target), digests, target.stat()).status == "package"
     assert asked == ["md5"]
 
@@ -200,3 +203,13 @@ def test_digests_are_cached_by_file_identity(tmp_path: Path) -> None:
         assert cache.digest_fd(fd) == hashlib.sha256(b"abc").hexdigest()
     finally:
         os.close(fd)
+
+
+def test_a_file_in_a_users_folder_is_never_looked_up_in_the_system_records(tmp_path: Path) -> None:
+    # Even a (fake) dpkg record naming it is not consulted: no system package installs there.
+    target = tmp_path / "tool"
+    target.write_bytes(b"x")
+    admin = _fake_dpkg(tmp_path / "dpkg", "tool", target, hashlib.md5(b"x").hexdigest())
+    assert _origin(InstalledFiles(admin, use_rpm=False), target).status == "not-packaged"
+    strict = InstalledFiles(admin, use_rpm=False, user_folders=())
+    assert _origin(strict, target).status == "package"

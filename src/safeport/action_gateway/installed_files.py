@@ -37,6 +37,9 @@ from typing import ClassVar, Literal
 PackageStatus = Literal["package", "user-package", "modified", "not-packaged"]
 DPKG_ADMIN_DIR = Path("/var/lib/dpkg")
 _RPM_DB_DIRS = (Path("/var/lib/rpm"), Path("/usr/lib/sysimage/rpm"))
+# Folders no system package installs into: a path there skips dpkg and rpm (an answer of "not
+# from a package" is the strict one), which keeps users' scripts from costing a search.
+USER_FOLDERS = ("/tmp/", "/var/tmp/", "/home/", "/root/", "/run/", "/proc/", "/dev/")  # noqa: S108
 # usrmerge: /bin is /usr/bin, but dpkg may list either spelling.
 _MERGED = ("/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 
@@ -65,8 +68,13 @@ class InstalledFiles:
     """Answers "which package installed this file, and is it unchanged?" for Linux."""
 
     def __init__(
-        self, dpkg_admin_dir: Path | None = DPKG_ADMIN_DIR, *, use_rpm: bool = True
+        self,
+        dpkg_admin_dir: Path | None = DPKG_ADMIN_DIR,
+        *,
+        use_rpm: bool = True,
+        user_folders: tuple[str, ...] = USER_FOLDERS,
     ) -> None:
+        self._user_folders = user_folders
         self._dpkg = _Dpkg(dpkg_admin_dir) if dpkg_admin_dir is not None else None
         self._rpm = _Rpm() if use_rpm and _Rpm.available() else None
         self._pip = _Pip()
@@ -77,8 +85,9 @@ class InstalledFiles:
         if path.endswith(" (deleted)") or not path.startswith("/"):
             return NOT_PACKAGED  # what runs is no longer the file at that path
         path = os.path.normpath(path)
+        system_path = not path.startswith(self._user_folders)
         for database in (self._dpkg, self._rpm):
-            if database is not None:
+            if database is not None and system_path:
                 found = database.origin(path, digests)
                 if found is not None:
                     return found
