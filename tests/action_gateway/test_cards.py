@@ -180,3 +180,29 @@ def test_the_journal_shape_never_holds_argument_values() -> None:
     assert "hunter2" not in str(request.shape())
     assert request.shape()["args"] == {"service": {"type": "str", "len": 7}}
     assert request.shape()["prepared_sha256"] == prepared.digest()
+
+
+@pytest.mark.parametrize(
+    "hidden", ["\u1160", "\u3164", "\uffa0", "\u2800", "\u034f", "\ufe0f", "\u00a0", "\u0301"]
+)
+def test_a_printable_but_invisible_character_is_escaped_on_the_card(hidden: str) -> None:
+    """`alice` and `alice` + a Hangul filler must not look the same to the human."""
+    service = HttpService(base_url="https://api.example.com", credential="t")
+    operation = HttpOperation(
+        method="POST", path="/x", json_body={"user": "{v}"}, params={"v": {"pattern": "(?s).*"}}
+    )  # type: ignore[dict-item]
+    prepared = prepare_http("s", service, "op", operation, {"v": f"alice{hidden}"})
+    fields = dict(build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).fields)
+    assert hidden not in fields["body"] and f"\\u{ord(hidden):04x}" in fields["body"]
+    assert json.loads(fields["body"]) == {"user": f"alice{hidden}"}
+    assert "look-alike" in fields["note"]
+    command = SshAction("h", HOST, "c", SshCommand(argv=["x"]), f"echo alice{hidden}")
+    shown = dict(build_card("c", PEER, ssh_request(command), now=0, timeout_s=9).fields)
+    assert hidden not in shown["command"]
+
+
+def test_a_plain_ascii_card_carries_no_look_alike_note() -> None:
+    prepared = SshAction("h", HOST, "c", SshCommand(argv=["uptime"]), "uptime")
+    assert "note" not in dict(
+        build_card("c", PEER, ssh_request(prepared), now=0, timeout_s=9).fields
+    )

@@ -94,7 +94,11 @@ def test_verify_refuses_a_peer_that_exec_d_another_program(tmp_path: Path) -> No
     conn.recv(1)
     identity = probe.resolve(conn)
     probe.verify(identity)
-    time.sleep(0.8)
+    # Wait for the exec itself (a fixed sleep loses the race on a loaded machine).
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{child.pid}/exe").resolve() != Path("/bin/sleep").resolve():
+        assert time.monotonic() < deadline, "the child did not exec"
+        time.sleep(0.05)
     assert probe.alive(identity)  # same process, still running...
     with pytest.raises(IdentityChanged, match="not the one that connected"):
         probe.verify(identity)  # ...but no longer the program that connected

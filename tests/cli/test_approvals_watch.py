@@ -147,6 +147,17 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
         assert next(r for r in replies if r["id"] == "withdrawn")["error"]["code"] == "denied"
         assert watcher.seen.count("approve? [y/N]") == 1
         assert "approved" not in (earlier + watcher.seen).replace("approve?", "")
+        # A key pressed just as a new card appears was meant for the screen before it.
+        earlier, watcher.seen = earlier + watcher.seen, ""
+        agent.send({**PROPOSAL, "id": "fresh"})
+        watcher.until("approve? [y/N]", timeout=15)
+        watcher.type("y\n")
+        watcher.until("input ignored: this card was just shown")
+        time.sleep(1.6)
+        watcher.type("n\n")
+        watcher.until("denied")
+        assert agent.next(10)["error"]["code"] == "denied"
+        assert "approved" not in (earlier + watcher.seen).replace("approve?", "")
         agent.exit()
     finally:
         watcher.close()

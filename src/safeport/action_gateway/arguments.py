@@ -17,6 +17,7 @@ from safeport.shared.schemas.config import ParamSpec
 
 ArgValue = str | int
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 # An int param without bounds still has to be a number every consumer can take: a 64-bit
 # signed integer (Python would render 10**5000 only until its digit limit, JSON peers less).
 _INT_RANGE = (-(2**63), 2**63 - 1)
@@ -64,6 +65,9 @@ def _validate_one(name: str, spec: ParamSpec, value: object, dash_ok: bool) -> A
         raise ArgumentRejected(f"argument `{name}` is longer than {spec.max_length} characters")
     if _FORBIDDEN_CHARS.search(value):
         raise ArgumentRejected(f"argument `{name}` contains a control character")
+    if _SURROGATES.search(value):
+        # JSON can carry a lone UTF-16 surrogate (\ud800) that no UTF-8 encoder accepts.
+        raise ArgumentRejected(f"argument `{name}` is not valid Unicode text")
     if value.startswith("-") and not dash_ok:
         raise ArgumentRejected(f"argument `{name}` may not start with '-'")
     if spec.enum is not None:

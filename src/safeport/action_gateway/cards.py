@@ -16,6 +16,7 @@ from typing import Literal
 
 from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.identity import PeerIdentity
+from safeport.shared.visible_text import escape_code, needs_escape
 
 ActionKind = Literal["ssh_exec", "http_request"]
 ApprovalScope = Literal["session", "per-call"]
@@ -119,10 +120,13 @@ def build_card(
 ) -> ApprovalCard:
     """Render the prepared action's lines inert; a line too long to show makes the card
     unshowable (and so unapprovable) rather than cut."""
+    lines = request.prepared.card_lines()
     fields = tuple(
-        (line.label, line.text if line.json_text else inert_lines(line.text))
-        for line in request.prepared.card_lines()
+        (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
     )
+    if request.prepared.holds_non_ascii():
+        # Escaping shows every invisible character; a Cyrillic a (U+0430) still looks Latin.
+        fields += (("note", "holds non-ASCII characters: look-alike letters are possible"),)
     showable = all(len(text) <= MAX_FIELD_CHARS for _, text in fields)
     return ApprovalCard(
         id=card_id,
@@ -144,16 +148,15 @@ def inert_lines(text: str) -> str:
 
 
 def inert(text: str) -> str:
-    """Escape everything that is not a visible character (and the backslash itself)."""
+    """Escape everything a person could not see as itself (and the backslash itself)."""
     out = []
     for char in text:
         if char == "\\":
             out.append("\\\\")
-        elif char == " " or char.isprintable():
-            out.append(char)
+        elif needs_escape(char):
+            out.append(escape_code(char))
         else:
-            code = ord(char)
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+            out.append(char)
     return "".join(out)
 
 

@@ -303,7 +303,8 @@ class ControlHandler(Handler):
         watch_id = request.id
 
         def listener(event: str, data: dict[str, object]) -> None:
-            message = ok_reply(watch_id, {"event": event, **data})
+            # Its own id: an event sent before the watch reply must not be taken for it.
+            message = ok_reply(f"{watch_id}:event", {"event": event, **data})
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 loop.call_soon_threadsafe(lambda: _spawn(conn, message))
 

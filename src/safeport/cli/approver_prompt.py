@@ -26,6 +26,8 @@ from safeport.cli.render import inert
 
 # Reminders of the time left, in seconds, while a card waits for its answer.
 REMINDERS = (60, 30, 10)
+# Keys pressed this soon after a card appears were meant for what was on screen before it.
+GRACE_S = 1.5
 _CLOSED = {
     "timeout": "expired: nobody answered in time; nothing runs",
     "cancelled": "was withdrawn by its requester; nothing runs",
@@ -37,6 +39,7 @@ _CLOSED = {
 class _Current:
     card: dict[str, Any]
     deadline: float
+    shown_at: float
     reminded: set[int] = field(default_factory=set)
 
 
@@ -55,14 +58,15 @@ class ApproverPrompt:
         self._stdin = stdin_fd
         self._width = width
         self._clock = clock
-        self._queue: deque[dict[str, Any]] = deque()
+        self._queue: deque[tuple[float, dict[str, Any]]] = deque()  # (received at, card)
         self._current: _Current | None = None
         self._typed = b""
         self._stdin_open = True
 
     def run(self, cards: list[dict[str, Any]]) -> None:
         """Answer cards as they come; return when the gateway closes the connection."""
-        self._queue.extend(cards)
+        now = self._clock()
+        self._queue.extend((now, card) for card in cards)
         while True:
             self._drain_backlog()
             if self._current is None:
@@ -96,10 +100,10 @@ class ApproverPrompt:
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "card":
-            self._queue.append(event)
+            self._queue.append((self._clock(), event))
         elif kind == "card.closed":
             card_id = event.get("id")
-            self._queue = deque(card for card in self._queue if card.get("id") != card_id)
+            self._queue = deque(item for item in self._queue if item[1].get("id") != card_id)
             current = self._current
             if current is not None and current.card.get("id") == card_id:
                 why = _CLOSED.get(str(event.get("outcome")))
@@ -112,14 +116,15 @@ class ApproverPrompt:
 
     def _next_card(self) -> bool:
         while self._queue:
-            card = self._queue.popleft()
-            left = int(card.get("expires_in_s") or 0)
+            received, card = self._queue.popleft()
+            now = self._clock()
+            # The time left counts from when the gateway sent the card, not from now.
+            deadline = received + int(card.get("expires_in_s") or 0)
+            left = round(deadline - now)
             if left <= 0:
                 continue
             # Reminders only for marks the card still has to reach.
-            self._current = _Current(
-                card, self._clock() + left, {m for m in REMINDERS if m >= left}
-            )
+            self._current = _Current(card, deadline, now, {m for m in REMINDERS if m >= left})
             self._forget_typing()  # keys pressed before this card was shown are not its answer
             self._say("\n".join(card_lines(card, width=self._width)))
             if not card.get("showable", True):
@@ -156,6 +161,12 @@ class ApproverPrompt:
             # as the answer to the next one.
             self._typed = b""
             self._say("no card is waiting; that input was ignored")
+            return
+        if self._clock() - self._current.shown_at < GRACE_S:
+            # Typed as the card changed: it may answer the card that was there a moment ago.
+            self._forget_typing()
+            self._say("input ignored: this card was just shown; read it, then answer")
+            self._prompt()
             return
         self._typed += chunk
         while b"\n" in self._typed and self._current is not None:

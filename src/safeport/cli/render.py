@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
-# C0/C1 controls (ANSI), zero-width and bidi marks (incl. the Arabic letter mark), line and
-# paragraph separators, and the BOM.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+from safeport.shared.visible_text import escape_code, needs_escape
 
 
 def inert(text: str) -> str:
-    """Escape control, ANSI and bidi characters so hostile text cannot restyle a terminal."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """Escape control, ANSI, bidi, zero-width and blank look-alike characters, so hostile text
+    can neither restyle a terminal nor look like other text (``shared/visible_text.py``)."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case, at no cost
+    return "".join(escape_code(char) if needs_escape(char) else char for char in text)

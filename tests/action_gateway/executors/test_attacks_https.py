@@ -21,7 +21,7 @@ import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -397,6 +397,13 @@ ECHOES: dict[str, Callable[[str, str], object]] = {
     ),
     "a 16-character piece": lambda header, token: f"...{token[2:18]}...",
     "a piece in base64": lambda header, token: base64.b64encode(token[1:17].encode()).decode(),
+    "hex with colons": lambda header, token: ":".join(f"{b:02x}" for b in token.encode()),
+    "hex as \\x escapes": lambda header, token: "".join(f"\\x{b:02X}" for b in token.encode()),
+    "base64 in dotted chunks": lambda header, token: ".".join(
+        base64.b64encode(header.encode()).decode()[i : i + 7] for i in range(0, 40, 7)
+    ),
+    "HTML entities": lambda header, token: "".join(f"&#{ord(c)};" for c in header),
+    "form-encoded": lambda header, token: quote_plus(f"auth={header}"),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import json
 
 import pytest
 
@@ -129,9 +130,12 @@ def test_ordinary_fields_are_not_mistaken_for_the_credential(text: str) -> None:
     assert not contains_credential(text, credential_forms(TOKEN))
 
 
-def test_short_secrets_do_not_produce_short_encoded_forms() -> None:
-    # A base64 run of a few characters would match ordinary text by chance: none is listed.
-    assert credential_forms("abcd") == ["61626364", "abcd"]
+def test_a_short_secret_is_found_only_whole() -> None:
+    # Shorter than a piece: only the whole secret counts, in any of the decoded views.
+    forms = credential_forms("abcd")
+    assert contains_credential("xx abcd yy", forms)
+    assert contains_credential(base64.b64encode(b"Bearer abcd").decode(), forms)
+    assert not contains_credential("abc bcd", forms)
 
 
 def test_a_field_nested_past_the_limit_is_refused_and_one_at_it_passes() -> None:
@@ -141,3 +145,62 @@ def test_a_field_nested_past_the_limit_is_refused_and_one_at_it_passes() -> None
     assert extract_fields(nested(MAX_FIELD_DEPTH), ["f"], service_id="s")
     with pytest.raises(ActionError, match="nested too deep"):
         extract_fields(nested(MAX_FIELD_DEPTH + 1), ["f"], service_id="s")
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        json.dumps(json.dumps({"auth": "Bearer a/b/c/d/e/f/g/h/i/j/k"}))[1:-1],  # \/ and \"
+        "".join(f"\\u{ord(c):04x}" for c in "a/b/c/d/e/f/g/h/i/j/k"),
+        base64.b64encode(b"Bearer  a/b/c/d/e/f/g/h/i/j/k").decode(),
+        base64.b64encode(b"x" + base64.b64encode(b"no")).decode() + "a/b/c/d/e/f/g/h/i/j/k",
+    ],
+)
+def test_escaped_and_offset_forms_of_a_token_with_slashes_are_found(echo: str) -> None:
+    assert contains_credential(echo, credential_forms("a/b/c/d/e/f/g/h/i/j/k"))
+
+
+def test_a_short_token_base64_encoded_at_any_offset_is_found() -> None:
+    for prefix in ("", "B", "Be", "Bearer ", "Bearer  "):
+        encoded = base64.b64encode(f"{prefix}tok3n".encode()).decode()
+        assert contains_credential(f"x {encoded} y", credential_forms("tok3n")), prefix
+
+
+def test_the_echo_search_costs_the_same_for_a_long_credential() -> None:
+    """Linear in the answer, not in answer x credential length: a ratio in one run."""
+    import random
+    import string
+    import time
+
+    rng = random.Random(7)
+    text = "".join(rng.choice(string.ascii_letters + " /+=%&:.") for _ in range(1 << 18))
+
+    def cost(token: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            assert not contains_credential(text, credential_forms(token))
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    short = cost("Q9" * 8)
+    long = cost("".join(rng.choice("0123456789") for _ in range(2048)))
+    assert long < 3 * short + 0.05, (short, long)
+
+
+def test_a_lone_surrogate_is_refused_as_an_argument_not_crashed_on() -> None:
+    spec = {"v": ParamSpec(pattern="(?s).*")}
+    with pytest.raises(ArgumentRejected, match="not valid Unicode"):
+        validate_args(spec, {"v": "a\ud800b"})
+
+
+@pytest.mark.parametrize(
+    "header", ["Transfer-Encoding", "content-length", "Connection", "Expect", "Accept-Encoding"]
+)
+def test_a_policy_may_not_declare_a_header_that_changes_the_framing(header: str) -> None:
+    from pydantic import ValidationError
+
+    from safeport.shared.schemas.config import HttpOperation
+
+    with pytest.raises(ValidationError, match="set by the gateway"):
+        HttpOperation.model_validate({"method": "POST", "path": "/x", "headers": {header: "x"}})

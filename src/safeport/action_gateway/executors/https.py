@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import h11
 import httpcore
 import httpx
 
@@ -383,6 +384,12 @@ def translate_http_errors(service_id: str) -> Iterator[None]:
     except (httpx.HTTPError, OSError) as exc:
         raise ActionError(
             "unreachable", f"the connection to service {service_id!r} failed"
+        ) from exc
+    except h11.ProtocolError as exc:
+        # h11 raises directly when our own side of the exchange breaks the protocol.
+        _withhold_server_text(exc)
+        raise ActionError(
+            "invalid_target", f"the request to service {service_id!r} broke the HTTP protocol"
         ) from exc
 
 

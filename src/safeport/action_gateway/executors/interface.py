@@ -19,6 +19,7 @@ from typing import Literal, NamedTuple, Protocol
 from safeport.errors import Error
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.visible_text import needs_escape
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 ActionFailure = Literal[
@@ -89,6 +90,9 @@ class SshAction:
             CardLine("command", self.command_line),
         )
 
+    def holds_non_ascii(self) -> bool:
+        return not self.command_line.isascii()
+
     def digest(self) -> str:
         return _digest(
             ["ssh", self.host_id, self.host.user, self.host.address, str(self.host.port)],
@@ -117,6 +121,9 @@ class HttpAction:
         if self.target.body is not None:
             lines.append(CardLine("body", body_for_card(self.target.body), json_text=True))
         return tuple(lines)
+
+    def holds_non_ascii(self) -> bool:
+        return not (self.target.url.isascii() and (self.target.body or b"").isascii())
 
     def digest(self) -> str:
         header_text = [f"{name}: {value}" for name, value in self.headers]
@@ -147,7 +154,7 @@ def body_for_card(body: bytes) -> str:
     # Outside strings json.dumps writes only ASCII, spaces and the indentation's line breaks;
     # an invisible character can only sit inside a string, where a \u escape is the same value.
     return "".join(
-        char if char in " \n" or char.isprintable() else _json_escape(char) for char in text
+        _json_escape(char) if char != "\n" and needs_escape(char) else char for char in text
     )
 
 

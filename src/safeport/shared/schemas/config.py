@@ -163,9 +163,22 @@ class HttpOperation(_Strict):
         used |= _json_placeholders(self.json_body)
         _check_placeholders(used, self.params, "path/query/json_body")
         for name in self.headers:
-            if name.lower() in {"authorization", "host", "cookie", "proxy-authorization"}:
+            if name.lower() in GATEWAY_HEADERS:
                 raise ValueError(f"header {name!r} is set by the gateway and cannot be declared")
         return self
+
+
+# Headers a policy may not declare: the credential's, the connection's framing and transfer
+# (a declared one would change the bytes sent after the card showed them: `Transfer-Encoding`
+# re-frames the body, `Content-Length` cuts it, `Accept-Encoding` turns on compression the
+# gateway refuses to read), and the ones a proxy or a cookie jar would act on.
+GATEWAY_HEADERS = frozenset(
+    {
+        "authorization", "proxy-authorization", "cookie", "host",
+        "content-length", "transfer-encoding", "te", "trailer", "connection", "keep-alive",
+        "upgrade", "expect", "accept-encoding", "content-encoding", "proxy-connection",
+    }
+)  # fmt: skip
 
 
 class HttpService(_Strict):

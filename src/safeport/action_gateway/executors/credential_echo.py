@@ -1,0 +1,123 @@
+"""Whether text a service returned holds the credential it was sent, in any form we can name.
+
+Rather than list every encoding of every piece of the credential (which grows with its length
+and made the search cost grow with both), the returned text is *decoded* into a few views and
+each view is searched for the credential's own bytes:
+
+- as it is; percent-decoded once and twice (``+`` as a space too); HTML entities decoded; JSON
+  string escapes (``\\/``, ``\\uXXXX``) decoded;
+- every hex run (in any case, with ``:``, ``-``, ``.``, ``,``, ``;``, ``_``, spaces or ``\\x``
+  between the bytes) decoded at both alignments;
+- every base64 or base64url run, with white space (MIME line breaks) and ``.,;:`` separators
+  removed, decoded at each of its four alignments, so the credential inside any longer encoded
+  text is found whatever its offset.
+
+A view holds the credential when it holds the whole credential or any 16-byte run of it
+(comparison ignores ASCII case). The search is linear: the view is cut into 8-byte blocks and
+each is looked up among the credential's 8-byte substrings (any 16-byte match contains one whole
+block), and only a hit is extended byte by byte. So a 1 MiB answer costs about the same for a
+16-byte token and a 2 KiB one, and no hostile answer can stall the gateway.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+from collections.abc import Iterable, Iterator
+from urllib.parse import unquote_to_bytes
+
+PIECE = 16  # any run of this many bytes of the credential counts as the credential
+_BLOCK = 8
+_HEX_RUN = re.compile(r"(?:\\x|%)?[0-9A-Fa-f]{2}(?:(?:[\s:.,;_-]|\\x|%)?[0-9A-Fa-f]{2}){7,}")
+_HEX_NOISE = re.compile(r"\\x|[^0-9A-Fa-f]")
+_B64_SEPARATORS = re.compile(r"[\s.,;:]+")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/]{6,}")
+_JSON_UNICODE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+
+
+class EchoCheck:
+    """Built once per request from the credential's texts (token, password, ``user:pass``)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self._needles = [s.encode("utf-8").lower() for s in secrets if s]
+        self._blocks: dict[bytes, list[tuple[bytes, int]]] = {}
+        for needle in self._needles:
+            for offset in range(len(needle) - _BLOCK + 1):
+                self._blocks.setdefault(needle[offset : offset + _BLOCK], []).append(
+                    (needle, offset)
+                )
+
+    def found_in(self, text: str) -> bool:
+        if not self._needles:
+            return False
+        return any(self._holds(view.lower()) for view in _views(text))
+
+    def _holds(self, view: bytes) -> bool:
+        for needle in self._needles:
+            if len(needle) < PIECE and needle in view:
+                return True
+        if not self._blocks:
+            return False
+        for start in range(0, len(view) - _BLOCK + 1, _BLOCK):
+            for needle, offset in self._blocks.get(view[start : start + _BLOCK], ()):
+                if _run_length(view, start, needle, offset) >= min(PIECE, len(needle)):
+                    return True
+        return False
+
+
+def _run_length(view: bytes, start: int, needle: bytes, offset: int) -> int:
+    """How long the match around ``view[start:start+8] == needle[offset:offset+8]`` runs
+    (counted up to PIECE on each side; that is all a decision needs)."""
+    left = 0
+    while left < PIECE and start - left > 0 and offset - left > 0:
+        if view[start - left - 1] != needle[offset - left - 1]:
+            break
+        left += 1
+    right = 0
+    end, needle_end = start + _BLOCK, offset + _BLOCK
+    while right < PIECE and end + right < len(view) and needle_end + right < len(needle):
+        if view[end + right] != needle[needle_end + right]:
+            break
+        right += 1
+    return left + _BLOCK + right
+
+
+def _views(text: str) -> Iterator[bytes]:
+    raw = text.encode("utf-8", "surrogatepass")
+    yield raw
+    if "%" in text or "+" in text:
+        once = unquote_to_bytes(text)
+        yield once
+        yield unquote_to_bytes(once)
+        yield unquote_to_bytes(text.replace("+", " "))
+    if "&" in text:
+        yield html.unescape(text).encode("utf-8", "surrogatepass")
+    if "\\" in text:
+        unescaped = _JSON_UNICODE.sub(lambda m: chr(int(m.group(1), 16)), text)
+        yield unescaped.replace("\\/", "/").replace("\\\\", "\\").encode("utf-8", "surrogatepass")
+    yield b"\0".join(_hex_runs(text))
+    yield b"\0".join(_base64_runs(text))
+
+
+def _hex_runs(text: str) -> Iterator[bytes]:
+    for match in _HEX_RUN.finditer(text):
+        digits = _HEX_NOISE.sub("", match.group())
+        for shift in (0, 1):
+            chunk = digits[shift:]
+            yield bytes.fromhex(chunk[: len(chunk) // 2 * 2])
+
+
+def _base64_runs(text: str) -> Iterator[bytes]:
+    joined = _B64_SEPARATORS.sub("", text).replace("-", "+").replace("_", "/")
+    for match in _B64_RUN.finditer(joined):
+        run = match.group()
+        for shift in range(4):
+            chunk = run[shift:]
+            if len(chunk) % 4 == 1:
+                chunk = chunk[:-1]  # a lone last character carries no whole byte
+            try:
+                yield base64.b64decode(chunk + "=" * (-len(chunk) % 4))
+            except (binascii.Error, ValueError):
+                continue

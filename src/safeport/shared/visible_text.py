@@ -1,0 +1,38 @@
+"""Which characters a human can be trusted to see: everything else is written as an escape.
+
+``str.isprintable`` is not enough for text a person approves: it lets through characters that
+take no room or look like a space (a Hangul filler, a braille blank, a no-break space), marks
+that combine with their neighbour, variation selectors and other default-ignorable code points,
+private-use and unassigned ones. With any of them, two different values can look the same on a
+terminal. The gateway's cards and every line ``sp`` prints of outside text use this one rule.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+# Letters and symbols that render as nothing or as blank space although they are "printable".
+_BLANK_LOOKALIKES = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5")
+# Marks (combining, enclosing), format characters, separators other than the ASCII space,
+# private use, unassigned and surrogates.
+_HIDDEN_CATEGORIES = frozenset({"Mn", "Me", "Cf", "Zs", "Zl", "Zp", "Co", "Cn", "Cs", "Cc"})
+
+
+@lru_cache(maxsize=4096)
+def needs_escape(char: str) -> bool:
+    """Whether ``char`` must be shown as an escape rather than as itself."""
+    if char == " ":
+        return False
+    if char.isascii():
+        return not char.isprintable()
+    return (
+        not char.isprintable()
+        or char in _BLANK_LOOKALIKES
+        or unicodedata.category(char) in _HIDDEN_CATEGORIES
+    )
+
+
+def escape_code(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
