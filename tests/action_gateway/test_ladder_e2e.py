@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from typing import Any
 
 from tests.action_gateway.fakes import CANARY
@@ -296,4 +298,48 @@ def test_an_action_that_cannot_be_built_safely_is_refused_before_any_card(
     denied = _denials(gateway)
     assert [d["rung"] for d in denied[-3:]] == [4, 4, 4]
     assert {d["category"] for d in denied[-3:]} == {"prepare_invalid_target"}
+    _nothing_touched(gateway)
+
+
+def test_a_requester_that_execs_another_program_while_its_card_waits_gets_nothing_run(
+    gateway: Gateway, tmp_path: Any
+) -> None:
+    """The card showed the program that asked; approved after it became another, nothing runs."""
+    gateway.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30"))
+    gateway.accept_policy()
+    script = tmp_path / "asker.py"
+    script.write_text(
+        "import os, socket, sys\n"
+        "from safeport.shared.wire import send_message\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        f"send_message(s, {ssh('swap-1', service='worker')!r})\n"
+        "sys.stdin.readline()\n"  # the test says when: after the card is shown
+        "os.set_inheritable(s.fileno(), True)\n"
+        "os.execv('/bin/sleep', ['sleep', '60'])\n"
+    )
+    # Under flock, a plain binary, as the other requesters here: the test may then approve.
+    lock = str(gateway.home / "client.lock")
+    asker = subprocess.Popen(
+        ["flock", "-s", lock, sys.executable, str(script), str(gateway.agent_path)],
+        cwd=REPO,
+        env=clean_env(gateway.home),
+        stdin=subprocess.PIPE,
+    )
+    try:
+        card = wait_card(gateway, timeout=10)
+        pid = card["requester"][0]["pid"]
+        assert asker.stdin is not None
+        asker.stdin.write(b"go\n")
+        asker.stdin.flush()
+        deadline = time.monotonic() + 10
+        while os.readlink(f"/proc/{pid}/exe") != os.path.realpath("/bin/sleep"):
+            assert time.monotonic() < deadline, "the requester did not exec"
+            time.sleep(0.05)
+        assert decide(gateway, card["id"])["ok"]
+        wait_until(lambda: any(d["request_id"] == "swap-1" for d in _denials(gateway)), 10)
+    finally:
+        asker.kill()
+        asker.wait()
+    denial = next(d for d in _denials(gateway) if d["request_id"] == "swap-1")
+    assert denial["category"] == "identity_after_approval"
     _nothing_touched(gateway)

@@ -150,6 +150,7 @@ class Ladder:
             request = resolved.request
             vault_epoch = self._rung_vault()
             grant = self._rung_approval(peer, request, served, vault_epoch)
+            self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():
                 # The agent withdrew the request; nothing runs after a cancel.
                 raise Refusal("denied", 6, "approval_cancelled", "the request was cancelled")
@@ -216,6 +217,16 @@ class Ladder:
             raise Refusal(code, 6, f"approval_{exc.outcome}", exc.message) from exc
         except Error as exc:
             raise Refusal("unavailable", 6, "journal", "the session could not be recorded") from exc
+
+    def _rung_still_the_requester(self, peer: PeerIdentity) -> None:
+        """An approval can take minutes: the process must still be the one the card showed
+        (not exited, its pid not reused, no exec of another program since it asked)."""
+        try:
+            self._probe.verify(peer)
+        except Denied as exc:
+            raise Refusal(
+                "denied", 6, "identity_after_approval", "the requester changed while it waited"
+            ) from exc
 
     def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> None:
         try:
