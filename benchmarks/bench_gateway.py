@@ -49,6 +49,7 @@ def client_main(home: Path, count: int) -> None:
     """One requester process: hello, wait for its session grant, then ``count`` proposals."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(home / "run" / "agent.sock"))
+    assert recv_message(sock)["type"] == "welcome"  # the gateway speaks first
     send_message(sock, {**PROPOSAL, "id": "warm"})
     first = recv_message(sock)  # blocks until the benchmark approves this client's card
     assert first["ok"], first

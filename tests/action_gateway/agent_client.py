@@ -22,6 +22,7 @@ def main() -> int:
     home = Path(os.environ["SAFEPORT_HOME"])
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(home / "run" / "agent.sock"))
+    recv_message(sock)  # the welcome: nothing may be sent before it
     lock = threading.Lock()
 
     def emit(obj: object) -> None:

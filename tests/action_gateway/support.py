@@ -129,6 +129,8 @@ class AgentSocket:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(10)
         self.sock.connect(str(path))
+        if path.name == "agent.sock":
+            self.welcome = recv_message(self.sock)  # the gateway speaks first there
 
     def call(self, message: dict[str, Any]) -> dict[str, Any]:
         send_message(self.sock, message)

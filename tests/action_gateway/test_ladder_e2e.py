@@ -77,7 +77,8 @@ def test_rung2_a_peer_that_exec_d_another_program_is_refused(gateway: Gateway) -
     script = (
         "import os,socket,sys\n"
         "from safeport.shared.wire import send_message,recv_message\n"
-        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1]);os.set_inheritable(s.fileno(),True)\n"
+        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1]);recv_message(s)\n"
+        "os.set_inheritable(s.fileno(),True)\n"
         "send_message(s,{'v':1,'id':'h','type':'hello','versions':[1]});recv_message(s)\n"
         "os.execv(sys.executable,[sys.executable,'-m','tests.action_gateway.exec_child',"
         "str(s.fileno())])\n"
@@ -93,7 +94,7 @@ def test_rung2_a_socket_whose_connecting_process_exited_is_refused(gateway: Gate
     script = (
         "import os,socket,sys,time,json\n"
         "from safeport.shared.wire import send_message,recv_message\n"
-        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+        "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1]);recv_message(s)\n"
         "send_message(s,{'v':1,'id':'h','type':'hello','versions':[1]});recv_message(s)\n"
         "r,w=os.pipe()\n"
         "if os.fork():\n"
@@ -310,8 +311,8 @@ def test_a_requester_that_execs_another_program_while_its_card_waits_gets_nothin
     script = tmp_path / "asker.py"
     script.write_text(
         "import os, socket, sys\n"
-        "from safeport.shared.wire import send_message\n"
-        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        "from safeport.shared.wire import recv_message, send_message\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); recv_message(s)\n"
         f"send_message(s, {ssh('swap-1', service='worker')!r})\n"
         "sys.stdin.readline()\n"  # the test says when: after the card is shown
         "os.set_inheritable(s.fileno(), True)\n"

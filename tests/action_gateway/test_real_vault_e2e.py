@@ -197,6 +197,7 @@ def test_sp_approvals_watch_answers_a_card_at_the_prompt(home: Path) -> None:
         while "approve?" not in shown:
             shown += watcher.stdout.read(1)
         assert "approval requested" in shown and "uptime" in shown and "127.0.0.1" in shown
+        time.sleep(1.6)  # a key pressed as the card appears is not taken as its answer
         watcher.stdin.write("y\n")
         watcher.stdin.flush()
         reply = agent.next(30)

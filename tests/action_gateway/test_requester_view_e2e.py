@@ -29,6 +29,7 @@ sys.path.insert(0, {str(REPO)!r})
 from safeport.shared.wire import recv_message, send_message
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect(os.environ["SAFEPORT_HOME"] + "/run/agent.sock")
+recv_message(sock)  # the welcome: the gateway speaks first
 send_message(sock, json.loads(sys.argv[1]))
 print(json.dumps(recv_message(sock)), flush=True)
 """

@@ -39,6 +39,7 @@ def out(obj):
 def connect():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sys.argv[1])
+    assert recv_message(s)["type"] == "welcome"  # the gateway speaks first
     return s
 def propose(request_id, host="build-staging", command="read_service_status"):
     args = {"service": "worker"} if command == "read_service_status" else {}
@@ -271,3 +272,45 @@ def _open_fds(gw: Gateway) -> int:
 
 def _ssh_runs(gw: Gateway) -> int:
     return sum(1 for event in gw.touched() if event["event"] == "executor.ssh")
+
+
+def test_a_request_written_before_the_gateway_identified_its_sender_is_refused(
+    gateway: Gateway,
+) -> None:
+    """Connect, write a proposal at once, exec a genuine program: the pid is the same, so only
+    the order tells. The gateway speaks first once it has read the peer; bytes already queued
+    then were written by whatever the process was before, and nothing of them is served."""
+    requester = _start(
+        gateway,
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "s.connect(sys.argv[1])\n"
+        "send_message(s, propose('early'))\n"
+        "os.set_inheritable(s.fileno(), True)\n"
+        "os.execv('/bin/sleep', ['sleep', '30'])\n",
+    )
+    try:
+        wait_until(
+            lambda: any(
+                r["kind"] == "input.invalid" and r["body"]["counts"].get("before_welcome")
+                for r in gateway.journal("actions")
+            ),
+            10,
+        )
+        assert gateway.control("approvals.list")["result"]["cards"] == []
+        assert not any(e["event"].startswith("executor") for e in gateway.touched())
+    finally:
+        requester.kill()
+        requester.wait()
+
+
+def test_a_client_that_waits_for_the_welcome_is_served(gateway: Gateway) -> None:
+    requester = _start(
+        gateway,
+        "s = connect()\n"
+        "send_message(s, {'v': 1, 'id': 'h', 'type': 'hello', 'versions': [1]})\n"
+        "out(reply(s))\n",
+    )
+    assert requester.stdout is not None
+    line = requester.stdout.readline()
+    requester.wait(10)
+    assert json.loads(line)["ok"] is True

@@ -151,6 +151,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             on_refused=core.noise.add,
             on_junk=on_junk(core.pool),
             on_foreign_sender=on_foreign_sender,
+            speaks_first=True,
         ),
         SocketServer(
             "control",

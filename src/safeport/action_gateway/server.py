@@ -29,12 +29,14 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import re
 import socket
 import struct
 import sys
+import termios
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -47,7 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.errors import Denied, Error, FrameTooLarge, WireError
-from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode
+from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode, Welcome
 from safeport.shared.wire import (
     HEADER,
     MAX_REQUEST_BYTES,
@@ -295,9 +297,12 @@ class SocketServer:
         on_foreign_sender: SenderSink | None = None,
         make_room: bool = False,
         first_message_timeout_s: float | None = None,
+        speaks_first: bool = False,
     ) -> None:
         """``on_foreign_sender`` turns on the per-message sender check (where the platform has
-        one); ``make_room`` closes the longest-idle connection instead of refusing a new one."""
+        one); ``make_room`` closes the longest-idle connection instead of refusing a new one;
+        ``speaks_first`` sends a welcome once the peer is identified and refuses a peer that
+        sent anything before it (see :meth:`_welcome`)."""
         self.name = name
         self.path = path
         self._handler = handler
@@ -310,6 +315,7 @@ class SocketServer:
         self._on_foreign_sender = on_foreign_sender if SENDER_CHECK else None
         self._make_room = make_room
         self._first_message_timeout_s = first_message_timeout_s
+        self._speaks_first = speaks_first
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._channels: set[PeerSocket] = set()
@@ -419,6 +425,8 @@ class SocketServer:
                 return
             self._connections.add(conn)
             await self._handler.opened(conn)
+            if self._speaks_first and not await self._welcome(conn):
+                return
             await self._read_loop(conn)
         finally:
             self._connections.discard(conn)
@@ -430,6 +438,28 @@ class SocketServer:
             if conn.junk:
                 await self._on_junk(conn)
             self._probe.release(peer)
+
+    async def _welcome(self, conn: Connection) -> bool:
+        """Greet an identified peer; refuse one that wrote before it was identified.
+
+        The peer's program is read from /proc after accept. A process could connect, write a
+        proposal, then exec a genuine requester before that read: the card would show the
+        genuine program for bytes the other one wrote, and its pid is the same, so the sender
+        check cannot tell. A well-behaved client sends nothing until this welcome arrives, which
+        is after the identity was taken; so any byte already queued now was written before, by
+        whatever the process was then, and the connection is refused.
+        """
+        if _queued_bytes(conn.channel.sock) > 0:
+            conn.junk["before_welcome"] += 1
+            await conn.send_error(
+                None,
+                "denied",
+                "a request arrived before the gateway identified its sender; "
+                "wait for the welcome before sending",
+            )
+            return False
+        await conn.send(WELCOME)
+        return True
 
     async def _read_loop(self, conn: Connection) -> None:
         while not conn.closed:
@@ -530,6 +560,18 @@ class SocketServer:
             raise WireError("partial frame timed out") from None
         except (asyncio.IncompleteReadError, PeerClosed, ConnectionError):
             raise WireError("connection closed mid-frame") from None
+
+
+WELCOME: dict[str, Any] = Welcome().model_dump()
+
+
+def _queued_bytes(sock: socket.socket) -> int:
+    """Bytes the peer wrote that the gateway has not read yet (FIONREAD)."""
+    try:
+        raw = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0  # a closed socket: the read loop ends it
+    return int.from_bytes(raw, sys.byteorder, signed=True)
 
 
 def bind_private_socket(path: Path, *, passcred: bool = False) -> socket.socket:

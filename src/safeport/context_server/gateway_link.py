@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from safeport.errors import Error
-from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice
+from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice, Welcome
 from safeport.shared.wire import decode_payload, encode_frame, read_frame
 
 # Replies carry bounded action output (the policy caps it); allow generous headroom.
@@ -97,6 +97,7 @@ class GatewayLink:
         request_id = f"{self._prefix}{next(self._ids)}"
         reader, writer = await self._connect()
         try:
+            await self._welcomed(reader)
             hello = {"type": "hello", "versions": [PROTOCOL_VERSION], "features": ["pending"]}
             await self._exchange(reader, writer, hello)
             try:
@@ -109,6 +110,24 @@ class GatewayLink:
                 raise
         finally:
             writer.close()
+
+    async def _welcomed(self, reader: asyncio.StreamReader) -> None:
+        """The gateway speaks first, once it has identified this process; anything sent before
+        would be refused as written by a program it had not seen."""
+        try:
+            async with asyncio.timeout(_CONNECT_TIMEOUT_S):
+                first = decode_payload(await _read_reply(reader))
+        except (TimeoutError, Error) as exc:
+            raise GatewayUnavailable("the action gateway did not greet this connection") from exc
+        try:
+            Welcome.model_validate(first)
+        except ValidationError:
+            error = first.get("error")
+            if not isinstance(error, dict):
+                error = {}
+            raise GatewayRefusal(
+                str(error.get("code", "internal")), str(error.get("reason", "no welcome"))
+            ) from None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:

@@ -9,7 +9,13 @@ from pydantic import BaseModel, TypeAdapter
 
 from safeport.shared.schemas.audit import AuditRecord
 from safeport.shared.schemas.config import GatewayPolicy
-from safeport.shared.schemas.wire import AgentRequest, ControlRequest, PendingNotice, Reply
+from safeport.shared.schemas.wire import (
+    AgentRequest,
+    ControlRequest,
+    PendingNotice,
+    Reply,
+    Welcome,
+)
 
 SCHEMA_DIR = Path(__file__).parent
 
@@ -21,6 +27,7 @@ def rendered_schemas() -> dict[str, str]:
         "control_request": ControlRequest,
         "reply": TypeAdapter(Reply),
         "pending_notice": PendingNotice,
+        "welcome": Welcome,
         "audit_record": AuditRecord,
         "gateway_policy": GatewayPolicy,
     }

@@ -124,6 +124,17 @@ class ReplyError(BaseModel):
 Reply = Annotated[ReplyOk | ReplyError, Field(discriminator="ok")]
 
 
+class Welcome(BaseModel):
+    """The gateway's first message on agent.sock, sent once the peer is identified; a client
+    sends nothing before it (bytes already queued then are refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    id: None = None
+    type: Literal["welcome"] = "welcome"
+
+
 class PendingBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
