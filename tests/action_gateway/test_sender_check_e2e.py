@@ -314,3 +314,24 @@ def test_a_client_that_waits_for_the_welcome_is_served(gateway: Gateway) -> None
     line = requester.stdout.readline()
     requester.wait(10)
     assert json.loads(line)["ok"] is True
+
+
+def test_a_peer_in_its_own_pid_namespace_is_refused(gateway: Gateway) -> None:
+    """Whoever owns a pid namespace (unshare -Ur --pid, no privilege needed) may write any pid
+    of it into SCM_CREDENTIALS: the sender check could be lied to, so such a peer is refused."""
+    script = (
+        "import json, socket, sys\n"
+        "from safeport.shared.wire import recv_message\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "s.connect(sys.argv[1])\n"
+        "print(json.dumps(recv_message(s)))\n"
+    )
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--pid", "--fork",
+         sys.executable, "-c", script, str(gateway.agent_path)],
+        cwd=REPO, env=clean_env(gateway.home), capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout)
+    assert reply["error"]["code"] == "denied"
+    assert "another pid namespace" in reply["error"]["reason"]

@@ -155,6 +155,14 @@ class LinuxProbe:
         pid, uid, gid = _UCRED.unpack(raw)
         if pid <= 0:
             raise IdentityUnavailable("the kernel did not report the peer's process")
+        if not _in_our_pid_namespace(pid):
+            # A process that owns a pid namespace (unshare -Ur --pid, no privilege needed) may
+            # put any pid of that namespace in SCM_CREDENTIALS, so the per-message sender check
+            # could be told that the connected peer wrote what another process wrote.
+            raise IdentityUnavailable(
+                "the peer runs in another pid namespace, where the sender of each message "
+                "cannot be attested; run the client outside that sandbox"
+            )
         pidfd = _peer_pidfd(sock)
         try:
             chain = self.chain(pid)
@@ -502,6 +510,13 @@ def _runs_launcher(argv: list[str]) -> bool:
         return is_launcher(script[3:].split(".")[0])
     stem = Path(script).name.split(".")[0].removesuffix("-cli")
     return is_launcher(stem)
+
+
+def _in_our_pid_namespace(pid: int) -> bool:
+    try:
+        return (_PROC / str(pid) / "ns" / "pid").readlink() == Path("/proc/self/ns/pid").readlink()
+    except OSError:
+        return False  # gone, or hidden: not something to vouch for
 
 
 def _peer_pidfd(sock: socket.socket) -> int | None:
