@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.action_gateway.support import POLICY, REPO, Gateway, clean_env, ssh, wait_card
+from tests.conftest import need
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -173,3 +174,54 @@ def test_a_signature_rule_refuses_a_program_no_package_installed(gateway: Gatewa
     agent.call(ssh("g2", command="nope"))
     assert _denials(gateway)[-1]["category"] == "unknown_action"
     agent.exit()
+
+
+SYSTEM_PYTHON = "/usr/bin/python3.11"
+PLAIN_REQUESTER = """
+import json, os, socket, struct, sys
+def recv(s):
+    size = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(s.recv(size, socket.MSG_WAITALL))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["SAFEPORT_HOME"] + "/run/agent.sock")
+recv(s)  # the welcome
+body = sys.argv[1].encode()
+s.sendall(struct.pack(">I", len(body)) + body)
+print(json.dumps(recv(s)), flush=True)
+"""
+
+
+def _user_site_requester(gw: Gateway, tmp_path: Path, *flags: str) -> dict[str, Any]:
+    """The packaged interpreter, run with a HOME whose user site holds a `.pth` the agent wrote."""
+    home = tmp_path / "home"
+    site = home / ".local" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "zz-agent.pth").write_text("import os\n")
+    script = tmp_path / "requester.py"
+    script.write_text(PLAIN_REQUESTER)  # the system Python has none of safeport's packages
+    proc, card = _requester_under(
+        gw, ["env", f"HOME={home}", SYSTEM_PYTHON, *flags, str(script)], cwd=tmp_path
+    )
+    proc.kill()
+    proc.wait()
+    return dict(card["requester"][0])
+
+
+def test_a_python_that_reads_a_user_site_the_agent_wrote_is_flagged(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """No variable at all, yet every `.pth` line there runs before the script."""
+    need(Path(SYSTEM_PYTHON).exists(), f"{SYSTEM_PYTHON} (Debian python3.11) is not installed")
+    head = _user_site_requester(gateway, tmp_path)
+    names = [name for name, _ in head.get("injected_env", [])]
+    assert names == ["python user site"], head
+    assert "zz-agent.pth" in head["injected_env"][0][1]
+
+
+def test_a_python_started_without_its_user_site_is_not_flagged(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    need(Path(SYSTEM_PYTHON).exists(), f"{SYSTEM_PYTHON} (Debian python3.11) is not installed")
+    for flags in (["-s"], ["-I"]):
+        head = _user_site_requester(gateway, tmp_path, *flags)
+        assert "injected_env" not in head, (flags, head)

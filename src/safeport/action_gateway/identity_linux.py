@@ -255,7 +255,9 @@ class LinuxProbe:
         environ_status: EnvironStatus = "unsupported"
         injected: tuple[tuple[str, str], ...] = ()
         if environ:
-            environ_status, injected = _injected_environment(base)
+            environ_status, injected, variables = _injected_environment(base)
+            if interpreter and not loader and _PYTHON_NAME.match(name):
+                injected += _python_user_site(base, name, argv, variables)
         injected += tuple((f"ld.so {option}", _bounded(value)) for option, value in loader_options)
         # Starting a process then reading its status can race with its exit: the start time
         # read again must match, or this is a new process that took the pid.
@@ -401,19 +403,98 @@ def _in_process_view(base: Path, script: str) -> tuple[str, str]:
     return str(base / "cwd" / script), str(cwd / script)
 
 
-def _injected_environment(base: Path) -> tuple[EnvironStatus, tuple[tuple[str, str], ...]]:
-    """The requester's variables that inject code; an environment that cannot be read whole
-    (another uid, a non-dumpable process, padded past the limit) is "unreadable", which no
-    ``[callers]`` rule by path or digest admits."""
+def _injected_environment(
+    base: Path,
+) -> tuple[EnvironStatus, tuple[tuple[str, str], ...], dict[str, str]]:
+    """The requester's variables that inject code (and all of them, for the checks that need
+    one); an environment that cannot be read whole (another uid, a non-dumpable process, padded
+    past the limit) is "unreadable", which no ``[callers]`` rule by path or digest admits."""
     try:
         with open(base / "environ", "rb") as handle:
             raw = handle.read(_MAX_ENVIRON_BYTES + 1)
     except OSError:
-        return "unreadable", ()
+        return "unreadable", (), {}
     if len(raw) > _MAX_ENVIRON_BYTES:
-        return "unreadable", ()
-    found = injected_entries(parse_environ(raw))
-    return "read", tuple((name, _bounded(value)) for name, value in found)
+        return "unreadable", (), {}
+    pairs = parse_environ(raw)
+    found = injected_entries(pairs)
+    return "read", tuple((name, _bounded(value)) for name, value in found), dict(pairs)
+
+
+def _python_user_site(
+    base: Path, name: str, argv: list[str], env: dict[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """A Python that reads its user site runs every ``*.pth`` line and ``usercustomize`` /
+    ``sitecustomize`` found there, before its script: code the agent can write with no variable
+    set at all. Flagged like an injecting variable unless ``-I``/``-s``, ``PYTHONNOUSERSITE``
+    or a virtual environment turns the user site off."""
+    flags = _python_flags(argv)
+    if "I" in flags or "s" in flags or (env.get("PYTHONNOUSERSITE") and "E" not in flags):
+        return ()
+    root = str(base / "root")
+    if _in_isolated_venv(base, argv, env, root):
+        return ()  # a virtual environment leaves the user site out
+    version = _PYTHON_NAME.match(name)
+    home = env.get("HOME", "")
+    userbase = env.get("PYTHONUSERBASE") if "E" not in flags else None
+    userbase = userbase or (f"{home}/.local" if home.startswith("/") else "")
+    if not version or not version.group(1) or not userbase:
+        return ()
+    site = f"{userbase}/lib/python{version.group(1)}/site-packages"
+    try:
+        names = sorted(
+            entry
+            for entry in os.listdir(root + site)
+            if entry.endswith(".pth") or entry in ("usercustomize.py", "sitecustomize.py")
+        )
+    except OSError:
+        return ()
+    if not names:
+        return ()
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (("python user site", _bounded(f"{site}: {shown}")),)
+
+
+def _in_isolated_venv(base: Path, argv: list[str], env: dict[str, str], root: str) -> bool:
+    """Whether the interpreter started as a virtual environment's (``pyvenv.cfg`` beside the
+    program named by argv[0], as Python itself looks) without the system site packages."""
+    program = argv[0] if argv else ""
+    if "/" not in program:
+        found = [f"{d}/{program}" for d in env.get("PATH", "").split(":") if d.startswith("/")]
+        program = next((c for c in found if Path(root + c).exists()), "")
+    elif not program.startswith("/"):
+        try:
+            program = f"{(base / 'cwd').readlink()}/{program}"
+        except OSError:
+            return False
+    if not program:
+        return False
+    folder = Path(program).parent
+    for cfg in (folder / "pyvenv.cfg", folder.parent / "pyvenv.cfg"):
+        try:
+            text = Path(root + str(cfg)).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        settings = {
+            key.strip().lower(): value.strip().lower()
+            for key, _, value in (line.partition("=") for line in text.splitlines())
+        }
+        return settings.get("include-system-site-packages", "false") != "true"
+    return False
+
+
+def _python_flags(argv: list[str]) -> set[str]:
+    """The single-letter options before the script, ``-m`` or ``-c``."""
+    flags: set[str] = set()
+    for arg in argv[1:]:
+        if not arg.startswith("-") or arg == "-" or arg.startswith("--"):
+            break
+        letters = arg[1:]
+        for letter in letters:
+            if letter in "mcWX":
+                return flags | {letter}
+            flags.add(letter)
+    return flags
 
 
 def _bounded(value: str) -> str:
@@ -517,6 +598,9 @@ def _in_our_pid_namespace(pid: int) -> bool:
         return (_PROC / str(pid) / "ns" / "pid").readlink() == Path("/proc/self/ns/pid").readlink()
     except OSError:
         return False  # gone, or hidden: not something to vouch for
+
+
+_PYTHON_NAME = re.compile(r"^python(\d+\.\d+)?[a-z]*$")
 
 
 def _peer_pidfd(sock: socket.socket) -> int | None:
