@@ -32,6 +32,11 @@ from safeport.vault.secrets import SecretBytes
 
 _CONTROL = TypeAdapter(ControlRequest)
 log = logging.getLogger("safeport.gateway")
+
+# The shortest turn a failed passphrase proof takes per uid: bounds online guessing to one a
+# second however many connections guess at once, without holding anyone behind a failure's
+# growing delay (only the guessing connection waits that out).
+TURN_S = 1.0
 MAX_PASSPHRASE_CHARS = 4096
 
 Op = Callable[[Connection, ControlRequest], Awaitable[dict[str, Any]]]
@@ -114,20 +119,30 @@ class ControlHandler(Handler):
         secret = _passphrase(request.params)
         uid = conn.peer.uid
         try:
-            with conn.waiting():  # behind this uid's earlier proof and its delay
+            with conn.waiting():  # behind this uid's proof in progress
                 await self._attempts.acquire(uid)
+            turn_started = time.monotonic()
+            rejected: PassphraseRejected | None = None
+            delay = 0.0
             try:
                 try:
                     await self._in_thread(lambda: self._core.vault.prove(secret))
-                except PassphraseRejected:
+                except PassphraseRejected as exc:
                     failures, delay = self._attempts.failed(uid)
                     await self._journal_failure(conn, request.op, failures, delay)
-                    with conn.waiting():
-                        await asyncio.sleep(delay)
-                    raise
-                self._attempts.succeeded(uid)
+                    rejected = exc
+                    # At most one failed proof per uid per TURN_S, however many guess at once.
+                    await asyncio.sleep(max(0.0, TURN_S - (time.monotonic() - turn_started)))
+                else:
+                    self._attempts.succeeded(uid)
             finally:
                 self._attempts.release(uid)
+            if rejected is not None:
+                # Only the guessing connection waits out its delay: the next proof of this uid
+                # (perhaps the human's) is not queued behind it.
+                with conn.waiting():
+                    await asyncio.sleep(delay)
+                raise rejected
         finally:
             secret.wipe()
 
