@@ -135,6 +135,7 @@ def test_the_right_passphrase_is_not_held_behind_an_agents_waiting_guesses(
     (one a second), not for their 8, 16, 30 s delays."""
     for _ in range(3):
         assert gateway.control("vault.unlock", passphrase=WRONG)["ok"] is False
+
     def guess() -> None:
         with contextlib.suppress(TimeoutError):  # its own answer comes after 8 s or more
             gateway.control("vault.unlock", passphrase=WRONG)
