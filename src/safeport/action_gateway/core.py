@@ -156,8 +156,10 @@ class GatewayCore:
 
     def _locked(self, reason: str, vault: UnlockedVault) -> None:
         ended = self.approvals.void_all("vault locked")
-        with contextlib.suppress(Exception):
+        try:
             self.parts.executor.close_all()
+        except Exception as exc:  # the lock stands; pooled connections die with their keys
+            log.warning("closing pooled connections failed on lock: %s", type(exc).__name__)
         self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
         self.checkpoint(vault)
 

@@ -9,7 +9,6 @@ folder must be private, and no other gateway may hold the instance lock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import logging
 import os
@@ -193,12 +192,16 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         for server in servers:
             await server.close()
         core.approvals.void_all("gateway stopped")
-        with contextlib.suppress(Exception):
+        try:
             core.flush_noise()
+        except Exception as exc:  # the stop goes on; only the last noise counts are lost
+            log.warning("the refusal counts could not be journaled at stop: %s", type(exc).__name__)
         core.record_session("gateway.stopped", {"pid": os.getpid()})
         core.vault.lock("gateway stopped")
-        with contextlib.suppress(Exception):
+        try:
             parts.executor.close_all()
+        except Exception as exc:  # the process exits next; its sockets close with it
+            log.warning("closing pooled connections failed at stop: %s", type(exc).__name__)
         core.close()
 
 

@@ -14,6 +14,7 @@ import click
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
 from safeport.cli.gateway_client import GatewayClient
 from safeport.cli.render import inert
+from safeport.errors import Error
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate
 
@@ -103,10 +104,12 @@ def checkpoint(out: Path | None) -> None:
         with GatewayClient(paths) as client:
             result = client.call("audit.checkpoint")
         text = json.dumps(result, indent=2, sort_keys=True)
-    except Exception:
+    except Error as exc:
+        # No gateway to ask (or it refused): the last checkpoint it saved is still evidence.
         saved = paths.audit_dir / "checkpoint.json"
         if not saved.exists():
             raise
+        click.echo(f"{inert(exc.diagnostic())}; showing the last saved checkpoint", err=True)
         text = saved.read_text()
     if out is None:
         click.echo(text)
