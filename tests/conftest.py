@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostile_folder import HostileFolder, plant
+
 REQUIRE_INTEGRATION = os.environ.get("SAFEPORT_REQUIRE_INTEGRATION") == "1"
 
 
@@ -26,3 +28,17 @@ def safeport_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     home.mkdir(mode=0o700)
     monkeypatch.setenv("SAFEPORT_HOME", str(home))
     yield home
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> HostileFolder:
+    """A project folder full of code that must never run (see hostile_folder.py)."""
+    return plant(tmp_path / "project", tmp_path / "marks")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A private HOME for a client's configuration (modules may define their own)."""
+    folder = tmp_path / "home"
+    folder.mkdir(mode=0o700)
+    return folder

@@ -27,21 +27,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from safeport.cli.client_setup import CLIENTS, ENTRY_NAME, target_for
 from safeport.shared.launch import sp_command
-from tests.hostile_folder import HostileFolder, plant
+from tests.hostile_folder import HostileFolder
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def hostile(tmp_path: Path) -> HostileFolder:
-    return plant(tmp_path / "project", tmp_path / "marks")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    folder.mkdir(mode=0o700)
-    return folder
 
 
 def client_env(home: Path, hostile: HostileFolder) -> dict[str, str]:

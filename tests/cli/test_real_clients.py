@@ -15,7 +15,7 @@ import pytest
 from safeport.cli.client_setup import ENTRY_NAME, server_command
 from safeport.shared.launch import sp_command
 from tests.conftest import need
-from tests.hostile_folder import HostileFolder, plant
+from tests.hostile_folder import HostileFolder
 from tests.test_own_code_only import list_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,18 +23,6 @@ CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 CODEX = REPO / "node_modules" / ".bin" / "codex"
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def hostile(tmp_path: Path) -> HostileFolder:
-    return plant(tmp_path / "project", tmp_path / "marks")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    folder.mkdir(mode=0o700)
-    return folder
 
 
 def user_env(home: Path, hostile: HostileFolder) -> dict[str, str]:

@@ -114,7 +114,7 @@ class ApproverPrompt:
 
     # -- the human ------------------------------------------------------------------------------
 
-    def _next_card(self) -> bool:
+    def _next_card(self) -> None:
         while self._queue:
             received, card = self._queue.popleft()
             now = self._clock()
@@ -131,8 +131,7 @@ class ApproverPrompt:
                 self._decide(False)
                 continue
             self._prompt()
-            return True
-        return False
+            return
 
     def _prompt(self) -> None:
         if self._current is not None:
