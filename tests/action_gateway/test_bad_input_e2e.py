@@ -245,10 +245,10 @@ def test_a_client_of_another_uid_is_refused_by_folder_socket_and_peer_check(
     done = _as_nobody(gateway, _NOBODY_CLIENT)
     reply = json.loads(done.stdout)
     assert reply["ok"] is False and reply["error"]["code"] == "denied", done.stderr
-    assert "only its own user" in reply["error"]["reason"]
+    assert "does not serve your user" in reply["error"]["reason"]
     wait_until(
         lambda: any(
-            r["kind"] == "input.refused" and r["body"]["counts"].get("other_uid")
+            r["kind"] == "input.refused" and r["body"]["counts"].get("other_uid:65534")
             for r in gateway.journal("actions")
         )
     )

@@ -35,17 +35,17 @@ PEER = PeerIdentity(
 
 
 def test_no_callers_table_admits_a_process_of_the_gateways_uid() -> None:
-    check_caller(None, PEER, 1000)
+    check_caller(None, PEER, frozenset({1000}))
 
 
 def test_no_callers_table_still_refuses_another_uid() -> None:
-    with pytest.raises(CallerRefused, match="another user"):
-        check_caller(None, PEER, 1001)
+    with pytest.raises(CallerRefused, match="does not serve"):
+        check_caller(None, PEER, frozenset({1001}))
 
 
 def test_an_empty_rule_list_admits_nobody() -> None:
     with pytest.raises(CallerRefused, match="admits no callers"):
-        check_caller(Callers(rules=[]), PEER, 1000)
+        check_caller(Callers(rules=[]), PEER, frozenset({1000}))
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_an_empty_rule_list_admits_nobody() -> None:
     ],
 )
 def test_a_matching_rule_admits(rule: CallerRule) -> None:
-    check_caller(Callers(rules=[rule]), PEER, 1000)
+    check_caller(Callers(rules=[rule]), PEER, frozenset({1000}))
 
 
 @pytest.mark.parametrize(
@@ -75,16 +75,25 @@ def test_a_matching_rule_admits(rule: CallerRule) -> None:
 )
 def test_a_rule_that_does_not_match_refuses(rule: CallerRule) -> None:
     with pytest.raises(CallerRefused, match="no `\\[callers\\]` rule"):
-        check_caller(Callers(rules=[rule]), PEER, 1000)
+        check_caller(Callers(rules=[rule]), PEER, frozenset({1000}))
 
 
 def test_an_unreadable_digest_never_matches_a_digest_rule() -> None:
     hidden = PeerIdentity(uid=1000, gid=1000, chain=(_proc(5, "<unreadable>", sha=None),))
     with pytest.raises(CallerRefused):
-        check_caller(Callers(rules=[CallerRule(exe_sha256=SHA)]), hidden, 1000)
+        check_caller(Callers(rules=[CallerRule(exe_sha256=SHA)]), hidden, frozenset({1000}))
 
 
 def test_the_default_is_stated_out_loud() -> None:
     assert "any process running as your user may propose" in describe_default(None)
     assert "no process may propose" in describe_default(Callers(rules=[]))
     assert "1 rule(s)" in describe_default(Callers(rules=[CallerRule(uid=1)]))
+
+
+def test_a_dedicated_gateway_admits_each_named_human_and_no_one_else() -> None:
+    humans = frozenset({1000, 1002})
+    check_caller(None, PEER, humans)  # PEER runs as 1000
+    with pytest.raises(CallerRefused, match="does not serve"):
+        check_caller(None, PEER, frozenset({1002}))
+    with pytest.raises(CallerRefused):
+        check_caller(None, PEER, frozenset())

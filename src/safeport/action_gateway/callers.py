@@ -25,10 +25,15 @@ class CallerRefused(Denied):
     """The peer is not a caller the accepted policy admits."""
 
 
-def check_caller(callers: Callers | None, peer: PeerIdentity, gateway_uid: int) -> None:
-    """Return if ``peer`` may propose under ``callers``; raise :class:`CallerRefused` otherwise."""
-    if peer.uid != gateway_uid:
-        raise CallerRefused("the caller runs as another user")
+def check_caller(
+    callers: Callers | None, peer: PeerIdentity, admitted_uids: frozenset[int]
+) -> None:
+    """Return if ``peer`` may propose under ``callers``; raise :class:`CallerRefused` otherwise.
+
+    ``admitted_uids`` is the gateway's own uid in same-user mode, and the install's named humans
+    when the gateway runs as its own account."""
+    if peer.uid not in admitted_uids:
+        raise CallerRefused("the caller runs as a user this gateway does not serve")
     if callers is None:
         return
     if not callers.rules:

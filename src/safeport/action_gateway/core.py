@@ -73,10 +73,15 @@ class GatewayCore:
         self.parts = parts
         self.limits = limits
         self.started_at = time.time()
-        self.gateway_uid = os.geteuid()
+        # Who may use either socket: this user, or the install's named humans.
+        self.admitted_uids = admitted_uids(paths)
         self._sealed_to: VaultPublicKeys | None = None
         self._highest_generation = -1
-        self.journals = GatewayJournals(paths.audit_dir, self._sealer())
+        # A dedicated account's humans read (verify) the journals through its group.
+        self.journal_mode = 0o640 if paths.install is not None else 0o600
+        self.journals = GatewayJournals(
+            paths.audit_dir, self._sealer(), file_mode=self.journal_mode
+        )
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
         self.approvals = Approvals(_SessionsJournal(self.journals), parts.probe)
@@ -102,7 +107,7 @@ class GatewayCore:
             journal=self.journals.actions,
             executor=parts.executor,
             rates=self.rates,
-            gateway_uid=self.gateway_uid,
+            admitted_uids=self.admitted_uids,
         )
         self.checkpoints: dict[str, Checkpoint] = {}
         self.agent_peers: dict[int, PeerIdentity] = {}
@@ -217,7 +222,9 @@ class GatewayCore:
             except Error as exc:
                 log.error("could not sign a checkpoint: %s", exc.diagnostic())
                 return
-            _write_checkpoints(self.paths.audit_dir / "checkpoint.json", self.checkpoints)
+            _write_checkpoints(
+                self.paths.audit_dir / "checkpoint.json", self.checkpoints, self.journal_mode
+            )
 
     def checkpoint_view(self) -> dict[str, Any]:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
@@ -257,15 +264,23 @@ class GatewayCore:
         return self.parts.sealer_for(keys)
 
 
+def admitted_uids(paths: SafeportPaths) -> frozenset[int]:
+    """The uids served on agent.sock and control.sock."""
+    if paths.install is not None:
+        return frozenset(paths.install.humans)
+    return frozenset({os.geteuid()})
+
+
 def _head_json(head: JournalHead) -> dict[str, object]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint]) -> None:
+def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint], mode: int) -> None:
     data = dump_checkpoints(list(checkpoints.values()))
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
+        os.fchmod(fd, mode)
         os.write(fd, data)
         os.fsync(fd)
     finally:

@@ -22,6 +22,7 @@ from pathlib import Path
 from safeport.action_gateway.agent_protocol import AgentHandler
 from safeport.action_gateway.control import ControlHandler
 from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimits
+from safeport.action_gateway.dedicated_account import prepare_account_folders
 from safeport.action_gateway.environment import GATEWAY_RUNTIMES, injected_variables
 from safeport.action_gateway.server import Connection, SocketServer
 from safeport.errors import EnvironmentProblem
@@ -76,9 +77,12 @@ def prepare(paths: SafeportPaths, env: Mapping[str, str]) -> int:
             hint="unset them; they would let other code run inside the gateway",
         )
     harden_process()
-    ensure_private_dir(paths.run_dir)
-    ensure_private_dir(paths.audit_dir)
-    ensure_private_dir(paths.data_dir)
+    if paths.install is not None:
+        prepare_account_folders(paths)
+    else:
+        ensure_private_dir(paths.run_dir)
+        ensure_private_dir(paths.audit_dir)
+        ensure_private_dir(paths.data_dir)
     check_socket_path(paths.agent_socket)
     check_socket_path(paths.control_socket)
     return instance_lock(paths.run_dir)
@@ -138,6 +142,9 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         core.ladder, core.approvals, core.policies, core.vault, core.pool, core.agent_peers
     )
     control_handler = ControlHandler(core, stop.set)
+    # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: the humans are other
+    # users, so the sockets are open to all and the gateway admits by the kernel-attested uid.
+    socket_mode = 0o666 if paths.install is not None else 0o600
     servers = [
         SocketServer(
             "agent",
@@ -151,6 +158,8 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             on_junk=on_junk(core.pool),
             on_foreign_sender=on_foreign_sender,
             speaks_first=True,
+            admitted_uids=core.admitted_uids,
+            socket_mode=socket_mode,
         ),
         SocketServer(
             "control",
@@ -164,6 +173,8 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             on_junk=on_junk(core.control_pool),
             make_room=True,
             first_message_timeout_s=limits.server.first_message_timeout_s,
+            admitted_uids=core.admitted_uids,
+            socket_mode=socket_mode,
         ),
     ]
     for server in servers:

@@ -23,9 +23,11 @@ ACTIONS = "actions"
 class DurableJournal:
     """One journal; :meth:`record` returns once the record is durable."""
 
-    def __init__(self, path: Path, sealer: BodySealer | None = None) -> None:
+    def __init__(
+        self, path: Path, sealer: BodySealer | None = None, *, file_mode: int = 0o600
+    ) -> None:
         self.name = path.stem
-        self._writer = JournalWriter(path, durability="batched", sealer=sealer)
+        self._writer = JournalWriter(path, durability="batched", sealer=sealer, file_mode=file_mode)
 
     def record(self, kind: str, body: dict[str, object]) -> JournalHead:
         head = self._writer.append(kind, body)
@@ -44,9 +46,11 @@ class DurableJournal:
 
 
 class GatewayJournals:
-    def __init__(self, audit_dir: Path, sealer: BodySealer | None = None) -> None:
-        self.sessions = DurableJournal(audit_dir / f"{SESSIONS}.jsonl", sealer)
-        self.actions = DurableJournal(audit_dir / f"{ACTIONS}.jsonl", sealer)
+    def __init__(
+        self, audit_dir: Path, sealer: BodySealer | None = None, *, file_mode: int = 0o600
+    ) -> None:
+        self.sessions = DurableJournal(audit_dir / f"{SESSIONS}.jsonl", sealer, file_mode=file_mode)
+        self.actions = DurableJournal(audit_dir / f"{ACTIONS}.jsonl", sealer, file_mode=file_mode)
 
     def set_sealer(self, sealer: BodySealer | None) -> None:
         self.sessions.set_sealer(sealer)

@@ -126,7 +126,7 @@ class Ladder:
         journal: ActionJournal,
         executor: Executor,
         rates: RateLimiter,
-        gateway_uid: int,
+        admitted_uids: frozenset[int],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._probe = probe
@@ -136,7 +136,7 @@ class Ladder:
         self._journal = journal
         self._executor = executor
         self._rates = rates
-        self._uid = gateway_uid
+        self._admitted = admitted_uids
         self._clock = clock
 
     def propose(
@@ -174,7 +174,7 @@ class Ladder:
                 raise Refusal("locked", 5, "locked", "the vault is locked")
             raise Refusal("denied", 3, "no_policy", "no accepted policy; run `sp policy accept`")
         try:
-            check_caller(served.policy.callers, peer, self._uid)
+            check_caller(served.policy.callers, peer, self._admitted)
         except CallerRefused as exc:
             raise Refusal("denied", 3, "caller", exc.message) from exc
         return served

@@ -49,6 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.errors import Denied, Error, FrameTooLarge, WireError
+from safeport.shared.peer_credentials import peer_uid
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode, Welcome
 from safeport.shared.wire import (
     HEADER,
@@ -298,6 +299,8 @@ class SocketServer:
         make_room: bool = False,
         first_message_timeout_s: float | None = None,
         speaks_first: bool = False,
+        admitted_uids: frozenset[int] | None = None,
+        socket_mode: int = 0o600,
     ) -> None:
         """``on_foreign_sender`` turns on the per-message sender check (where the platform has
         one); ``make_room`` closes the longest-idle connection instead of refusing a new one;
@@ -321,11 +324,12 @@ class SocketServer:
         self._channels: set[PeerSocket] = set()
         self._serving: set[asyncio.Task[None]] = set()
         self._connections: set[Connection] = set()
-        self._uid = os.geteuid()
+        self._admitted = admitted_uids if admitted_uids is not None else frozenset({os.geteuid()})
+        self._socket_mode = socket_mode
 
     async def start(self) -> None:
         self._listener = bind_private_socket(
-            self.path, passcred=self._on_foreign_sender is not None
+            self.path, passcred=self._on_foreign_sender is not None, mode=self._socket_mode
         )
         self._accepting = asyncio.create_task(self._accept_loop(self._listener))
 
@@ -405,6 +409,19 @@ class SocketServer:
             with contextlib.suppress(OSError):
                 channel.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         try:
+            uid = peer_uid(channel.sock)
+        except Error:
+            return
+        if uid not in self._admitted:
+            # Checked from the kernel's word before any /proc work, so users the gateway does not
+            # serve cannot make it spend identity workers (dedicated mode's sockets are open to
+            # every local user; same-user mode's are 0600 and this holds even if loosened).
+            self._on_refused(f"other_uid:{uid}")
+            channel.send_nowait(
+                encode_frame(error_reply(None, "denied", "this gateway does not serve your user"))
+            )
+            return
+        try:
             peer = await loop.run_in_executor(self._pool, self._probe.resolve, channel.sock)
         except Denied as exc:
             self._on_refused("identity_unavailable")
@@ -417,11 +434,9 @@ class SocketServer:
         try:
             if channel.closed:
                 return
-            if peer.uid != self._uid:
-                # The run folder (0700) and socket (0600) keep other users out; this holds even
-                # if someone loosens those modes.
-                self._on_refused("other_uid")
-                await conn.send_error(None, "denied", "this gateway serves only its own user")
+            if peer.uid not in self._admitted:  # the probe's own reading disagrees: fail closed
+                self._on_refused(f"other_uid:{peer.uid}")
+                await conn.send_error(None, "denied", "this gateway does not serve your user")
                 return
             self._connections.add(conn)
             await self._handler.opened(conn)
@@ -574,8 +589,9 @@ def _queued_bytes(sock: socket.socket) -> int:
     return int.from_bytes(raw, sys.byteorder, signed=True)
 
 
-def bind_private_socket(path: Path, *, passcred: bool = False) -> socket.socket:
-    """Bind a Unix socket created 0600 (umask while binding: no window where it is open).
+def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
+    """Bind a Unix socket created 0600 (umask while binding: no window where it is open), then
+    give it ``mode`` (0666 in dedicated mode, where admission is by the peer's uid).
 
     With ``passcred`` the accepted connections inherit ``SO_PASSCRED`` (Linux), so credentials
     are attached to every write, even one made before the connection was accepted.
@@ -591,7 +607,7 @@ def bind_private_socket(path: Path, *, passcred: bool = False) -> socket.socket:
         raise Error(f"cannot listen on {path}: {exc.strerror}") from exc
     finally:
         os.umask(old)
-    path.chmod(0o600)
+    path.chmod(mode)
     if passcred:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     sock.listen(128)

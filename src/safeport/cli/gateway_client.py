@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.daemon import tainted_environment
-from safeport.errors import Denied, EnvironmentProblem, Error, UsageError
+from safeport.errors import EnvironmentProblem, Error, UsageError
+from safeport.shared.gateway_socket import ImpostorGateway, check_listener, check_socket_folder
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
@@ -30,9 +31,12 @@ _UCRED = struct.Struct("3i")
 
 
 class GatewayNotRunning(Error):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, dedicated: bool = False) -> None:
         super().__init__(
-            f"no gateway is listening on {path}", hint="start it with `sp gateway run`"
+            f"no gateway is listening on {path}",
+            hint="start it with `sudo systemctl start safeport-gateway`"
+            if dedicated
+            else "start it with `sp gateway run`",
         )
 
 
@@ -43,10 +47,6 @@ class GatewayRefused(Error):
         super().__init__(reason)
         self.code = code
         self.exit_code = 1 if code in ("denied", "locked", "timeout") else 2
-
-
-class ImpostorGateway(Denied):
-    """The process behind control.sock is not this installation's gateway."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ class GatewayClient:
     """
 
     def __init__(self, paths: SafeportPaths, *, timeout: float = 30.0) -> None:
+        self.paths = paths
         self.path = paths.control_socket
         self._timeout: float | None = timeout
         self._connection: socket.socket | None = None
@@ -185,16 +186,24 @@ class GatewayClient:
     @property
     def _sock(self) -> socket.socket:
         if self._connection is None:
+            check_socket_folder(self.paths)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(self._timeout)
             try:
                 sock.connect(os.fspath(self.path))
             except (FileNotFoundError, ConnectionRefusedError) as exc:
                 sock.close()
-                raise GatewayNotRunning(self.path) from exc
+                raise GatewayNotRunning(self.path, dedicated=self.paths.dedicated) from exc
             except PermissionError as exc:
                 sock.close()
                 raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            try:
+                # Before any request: in dedicated mode even a status query would tell an
+                # impostor that a human is at the keyboard, and its answer could mislead.
+                check_listener(sock, self.paths)
+            except Error:
+                sock.close()
+                raise
             self._connection = sock
         return self._connection
 
@@ -212,7 +221,10 @@ class GatewayClient:
     ) -> dict[str, Any]:
         """Check who listens, then send a request carrying the passphrase."""
         if not self._verified:
-            inspect_peer(self._sock)
+            if not self.paths.dedicated:
+                # Same user: the uid proves nothing, so look at the program. In dedicated mode
+                # the uid checked at connect is the proof (only root can take the account's).
+                inspect_peer(self._sock)
             self._verified = True
         return self.call(op, passphrase=passphrase.reveal().decode("utf-8"), **params)
 

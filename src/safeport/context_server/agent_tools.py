@@ -18,6 +18,7 @@ import contextlib
 import inspect
 import logging
 import re
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -29,6 +30,8 @@ from pydantic import BaseModel, Field
 from safeport.context_server.gateway_link import GatewayLink, GatewayRefusal, GatewayUnavailable
 from safeport.context_server.service import WorkspaceService
 from safeport.errors import JournalUnavailable
+from safeport.shared.gateway_socket import check_listener as check_listener_uid
+from safeport.shared.gateway_socket import check_socket_folder
 from safeport.shared.paths import locate
 from safeport.shared.schemas.wire import HttpResult, PendingBody, SshExecResult
 
@@ -63,7 +66,13 @@ class ActionCatalog(BaseModel):
 
 def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> None:
     """Add the proposal tools; typed ones only if the gateway serves a catalog right now."""
-    link = GatewayLink(locate().agent_socket)
+    paths = locate()
+
+    def check_listener(sock: socket.socket) -> None:
+        check_socket_folder(paths)
+        check_listener_uid(sock, paths)
+
+    link = GatewayLink(paths.agent_socket, check_listener=check_listener)
     forward = _Forwarder(link, service)
 
     @server.tool(annotations=LISTS)

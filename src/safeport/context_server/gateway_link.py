@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,18 @@ class GatewayRefusal(Error):
 class GatewayLink:
     """Talks to one gateway socket; safe to share between concurrent tool calls."""
 
-    def __init__(self, socket_path: Path, *, reply_timeout_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        socket_path: Path,
+        *,
+        reply_timeout_s: float = 900.0,
+        check_listener: Callable[[socket.socket], None] | None = None,
+    ) -> None:
+        """``check_listener`` vets the connected socket's peer before any byte is sent (the
+        gateway account's uid in dedicated mode); its refusal is the tool call's answer."""
         self.socket_path = socket_path
         self.reply_timeout_s = reply_timeout_s
+        self._check_listener = check_listener
         self._ids = itertools.count(1)
         self._prefix = f"ctx{os.getpid()}-"
 
@@ -132,12 +142,19 @@ class GatewayLink:
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
             async with asyncio.timeout(_CONNECT_TIMEOUT_S):
-                return await asyncio.open_unix_connection(str(self.socket_path))
+                reader, writer = await asyncio.open_unix_connection(str(self.socket_path))
         except (OSError, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "the action gateway is not running",
                 hint="ask the user to start it with `sp gateway run`",
             ) from exc
+        if self._check_listener is not None:
+            try:
+                self._check_listener(writer.get_extra_info("socket"))
+            except Error as exc:
+                writer.close()
+                raise GatewayUnavailable(exc.message, hint=exc.hint) from None
+        return reader, writer
 
     async def _exchange(
         self,

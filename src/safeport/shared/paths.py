@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
+from safeport.shared.install_file import DedicatedInstall, install_file_in, load_install
 
 # sockaddr_un.sun_path: 108 bytes on Linux, 104 on macOS and the BSDs, both counting the NUL.
 _SUN_PATH_MAX = {"linux": 107, "darwin": 103}
@@ -30,6 +31,18 @@ class SafeportPaths:
     audit_dir: Path
     cache_dir: Path
     run_dir: Path
+    # Dedicated-account mode: the gateway runs as ``install.account``; its sockets and journals
+    # are the install's, and only that uid may serve them. None: the gateway runs as this user.
+    install: DedicatedInstall | None = None
+
+    @property
+    def gateway_uid(self) -> int:
+        """The uid that must be behind the sockets (this user's own in same-user mode)."""
+        return self.install.uid if self.install is not None else os.geteuid()
+
+    @property
+    def dedicated(self) -> bool:
+        return self.install is not None
 
     @property
     def gateway_config(self) -> Path:
@@ -66,8 +79,47 @@ def locate(
     home: Path | None = None,
     uid: int | None = None,
 ) -> SafeportPaths:
-    """Map an environment to safeport's locations; reads nothing from disk."""
+    """Where this process finds safeport's files and the gateway.
+
+    Same-user mode is :func:`layout` alone. With a dedicated-account install (its file named by
+    ``SAFEPORT_GATEWAY``, or ``/etc/safeport/install.toml`` when the real environment is used and
+    ``SAFEPORT_HOME`` is not set), the gateway's account sees the install's folders as its own,
+    and everyone else keeps their own config, cache and reads journal but finds the gateway's
+    sockets and journals where the install put them.
+    """
+    use_default = env is None
     env = os.environ if env is None else env
+    paths = layout(env, platform, home, uid)
+    source = install_file_in(env, use_default=use_default)
+    if source is None:
+        return paths
+    install = load_install(source)
+    if (os.geteuid() if uid is None else uid) == install.uid:
+        return SafeportPaths(
+            config_dir=install.state_dir,
+            data_dir=install.state_dir,
+            audit_dir=install.audit_dir,
+            cache_dir=install.cache_dir,
+            run_dir=install.run_dir,
+            install=install,
+        )
+    return SafeportPaths(
+        config_dir=paths.config_dir,
+        data_dir=paths.data_dir,
+        audit_dir=install.audit_dir,
+        cache_dir=paths.cache_dir,
+        run_dir=install.run_dir,
+        install=install,
+    )
+
+
+def layout(
+    env: Mapping[str, str],
+    platform: str | None = None,
+    home: Path | None = None,
+    uid: int | None = None,
+) -> SafeportPaths:
+    """Map an environment to same-user locations (pure: reads nothing from disk)."""
     platform = sys.platform if platform is None else platform
     home = Path(env.get("HOME") or Path.home()) if home is None else home
     uid = os.getuid() if uid is None else uid
@@ -116,9 +168,16 @@ def ensure_private_dir(path: Path, *, uid: int | None = None) -> Path:
     A shared /tmp lets another user create ``/tmp/safeport-<uid>`` first and wait for our
     socket or files to appear inside; refusing anything we do not own with mode 0700 closes that.
     """
+    return ensure_owned_dir(path, uid=uid, mode=0o700)
+
+
+def ensure_owned_dir(path: Path, *, mode: int, uid: int | None = None) -> Path:
+    """Create ``path`` with ``mode`` if missing; refuse a symlink, another owner, or any
+    permission bit beyond ``mode`` (a dedicated account's folders are 0750 or 0755: its humans
+    may read or enter them, never create entries in them)."""
     uid = os.geteuid() if uid is None else uid
     try:
-        path.mkdir(mode=0o700, parents=True)
+        path.mkdir(mode=mode, parents=True)
     except FileExistsError:
         pass
     except OSError as exc:
@@ -127,15 +186,16 @@ def ensure_private_dir(path: Path, *, uid: int | None = None) -> Path:
         st = os.lstat(path)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot inspect {path}: {exc.strerror}") from exc
-    problem = private_dir_problem(st, uid)
+    problem = private_dir_problem(st, uid, allowed=mode)
     if problem:
         raise EnvironmentProblem(
-            f"{path} {problem}", hint="remove it or fix it (chmod 700, owned by you), then retry"
+            f"{path} {problem}",
+            hint=f"remove it or fix it (chmod {mode:o}, owned by uid {uid}), then retry",
         )
     return path
 
 
-def private_dir_problem(st: os.stat_result, uid: int) -> str | None:
+def private_dir_problem(st: os.stat_result, uid: int, *, allowed: int = 0o700) -> str | None:
     """Why a folder's lstat makes it unsafe for private files, or None when it is fine."""
     if stat.S_ISLNK(st.st_mode):
         return "is a symbolic link"
@@ -143,8 +203,8 @@ def private_dir_problem(st: os.stat_result, uid: int) -> str | None:
         return "is not a folder"
     if st.st_uid != uid:
         return "is owned by another user"
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    if stat.S_IMODE(st.st_mode) & ~allowed & 0o7777:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not {allowed:04o}"
     return None
 
 

@@ -66,7 +66,10 @@ class JournalWriter:
         sealer: BodySealer | None = None,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         clock: Callable[[], float] = time.time,
+        file_mode: int = 0o600,
     ) -> None:
+        """``file_mode`` 0640 lets the group read the journal (a dedicated account's humans
+        verify it that way); nothing but the owner may ever write it."""
         if segment_bytes < 4096:
             raise ValueError("segment_bytes must be at least 4096")
         self.path = path
@@ -74,6 +77,9 @@ class JournalWriter:
         self.sealer = sealer
         self.segment_bytes = segment_bytes
         self._clock = clock
+        if file_mode & ~0o640:
+            raise ValueError("a journal is at most 0640: only its writer may change it")
+        self._file_mode = file_mode
         self._mutex = threading.Lock()
         self._head = GENESIS
         self._fd = -1
@@ -233,7 +239,7 @@ class JournalWriter:
             self._flush_locked()
             os.close(self._fd)
             self._fd = -1
-        self._fd = _open_private(self.path, os.O_RDWR | os.O_APPEND)
+        self._fd = _open_private(self.path, os.O_RDWR | os.O_APPEND, self._file_mode)
         st = os.fstat(self._fd)
         self._ino = (st.st_dev, st.st_ino)
         self._known_size = -1
@@ -313,10 +319,11 @@ def _read_tail(fd: int, size: int) -> tuple[bytes | None, bytes]:
             raise JournalUnavailable("the journal's last line is longer than any record can be")
 
 
-def _open_private(path: Path, flags: int) -> int:
-    """Open (creating 0600) a regular, single-link file we own, never through a symlink."""
+def _open_private(path: Path, flags: int, mode: int = 0o600) -> int:
+    """Open (creating it with ``mode``) a regular, single-link file we own, never through a
+    symlink, and refuse one with any permission bit beyond ``mode``."""
     try:
-        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise JournalUnavailable(f"journal path {path} is a symbolic link; refusing") from exc
@@ -329,11 +336,13 @@ def _open_private(path: Path, flags: int) -> int:
         problem = f"has {st.st_nlink} hard links"
     elif st.st_uid != os.geteuid():
         problem = "is owned by another user"
-    elif stat.S_IMODE(st.st_mode) & 0o077:
-        problem = f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0600"
+    elif stat.S_IMODE(st.st_mode) & ~mode & 0o7777:
+        problem = f"has mode {stat.S_IMODE(st.st_mode):04o}, not {mode:04o}"
     if problem:
         os.close(fd)
         raise JournalUnavailable(f"journal file {path} {problem}; refusing to write to it")
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.fchmod(fd, mode)  # a umask narrower than ``mode`` would hide it from its readers
     return fd
 
 
