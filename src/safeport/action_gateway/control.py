@@ -38,6 +38,7 @@ log = logging.getLogger("safeport.gateway")
 # growing delay (only the guessing connection waits that out).
 TURN_S = 1.0
 MAX_PASSPHRASE_CHARS = 4096
+MAX_POLICY_CHARS = 1024 * 1024
 
 Op = Callable[[Connection, ControlRequest], Awaitable[dict[str, Any]]]
 
@@ -59,6 +60,8 @@ class ControlHandler(Handler):
             "gateway.stop": self._stop,
             "gateway.reload": self._reload,
             "vault.status": self._vault_status,
+            "vault.describe": self._vault_describe,
+            "vault.init": self._vault_init,
             "vault.unlock": self._vault_unlock,
             "vault.lock": self._vault_lock,
             "vault.unlock_keyring": self._vault_unlock_keyring,
@@ -175,6 +178,26 @@ class ControlHandler(Handler):
     async def _vault_status(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         return {"vault": "unlocked" if self._core.vault.unlocked else "locked"}
 
+    async def _vault_describe(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        return {
+            **await self._in_thread(self._core.describe_vault),
+            "vault": "unlocked" if self._core.vault.unlocked else "locked",
+        }
+
+    async def _vault_init(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        """Create the vault: the first human to set a passphrase owns it, so the request is
+        refused from an agent's process tree, like every other passphrase-carrying one."""
+        self._refuse_agent_tree(conn.peer)
+        secret = _passphrase(request.params)
+        try:
+            keys = await self._in_thread(lambda: self._core.create_vault(secret))
+        finally:
+            secret.wipe()
+        return {
+            "audit_x25519": base64.b64encode(keys.audit_x25519).decode("ascii"),
+            "checkpoint_ed25519": base64.b64encode(keys.checkpoint_ed25519).decode("ascii"),
+        }
+
     async def _vault_unlock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         await self._prove(conn, request)
         return {"vault": "unlocked", "policy": self._core.policies.status(), **self._public_file()}
@@ -271,11 +294,16 @@ class ControlHandler(Handler):
         shown = request.params.get("digest")
         if not isinstance(shown, str):
             raise Error("policy.accept needs the digest of the text that was shown")
+        # In dedicated mode the text comes from the human's own gateway.toml (the gateway's
+        # account cannot read their home); it is accepted only if it is the text shown.
+        text = request.params.get("text")
+        if text is not None and (not isinstance(text, str) or len(text) > MAX_POLICY_CHARS):
+            raise Error("policy.accept's text must be the policy's TOML (at most 1 MiB)")
         await self._prove(conn, request)
 
         def accept() -> dict[str, Any]:
             vault, _ = self._core.vault.current()
-            served = self._core.policies.accept(vault, shown)
+            served = self._core.policies.accept(vault, shown, text=text)
             self._core.record_session("policy.accepted", {"policy": served.digest})
             return {"policy": served.digest}
 

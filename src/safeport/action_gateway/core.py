@@ -32,8 +32,11 @@ from safeport.errors import Error
 from safeport.shared.audit import BodySealer, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
+from safeport.vault.backend import FileVaultBackend
 from safeport.vault.checkpoints import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
+from safeport.vault.secrets import SecretBytes
+from safeport.vault.store import VaultFile
 
 log = logging.getLogger("safeport.gateway")
 
@@ -182,6 +185,22 @@ class GatewayCore:
         if inner != self._sealed_to:
             self.journals.set_sealer(self.parts.sealer_for(inner))
             self._sealed_to = inner
+
+    def create_vault(self, passphrase: SecretBytes) -> VaultPublicKeys:
+        """`sp vault init` through the gateway (its account alone may write the vault file)."""
+        keys = self.vault.create(passphrase)
+        if self.parts.sealer_for is not None:
+            self.journals.set_sealer(self.parts.sealer_for(keys))
+            self._sealed_to = keys
+        self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
+        return keys
+
+    def describe_vault(self) -> dict[str, object]:
+        """What `sp vault status` shows, read by the gateway from the file only it can read."""
+        store = self.parts.vault_store
+        if not isinstance(store, VaultFile):
+            return {"exists": True, "path": str(store.path)}
+        return FileVaultBackend(store).status().as_json()
 
     def reload(self) -> dict[str, object]:
         """SIGHUP / `sp gateway reload`: re-read the accepted policy and the file's state."""

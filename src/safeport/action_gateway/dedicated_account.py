@@ -6,9 +6,11 @@ account's folders (vault, journals, sockets), and the code the gateway imports. 
 can write to would hand the human (and so an agent with the human's shell) code execution as
 the gateway account at its next start, so that is refused here rather than merely documented.
 
-To tell who is asking, the gateway reads other users' ``/proc/PID/exe`` and ``environ``; the
-kernel allows that only with CAP_SYS_PTRACE, which the service unit grants as its one ambient
-capability. Without it every peer would be refused, so the gateway says so at start instead.
+To tell who is asking, the gateway reads other users' ``/proc/PID/exe`` (which needs
+CAP_SYS_PTRACE), their ``/proc/PID/environ`` (mode 0400) and the scripts their interpreters run
+(often in 0700 home folders), which need CAP_DAC_READ_SEARCH. The service unit grants exactly
+these two, both read-only in effect. Without them every peer would be refused, so the gateway
+says so at start instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from safeport.errors import EnvironmentProblem
 from safeport.shared.install_file import DedicatedInstall
 from safeport.shared.paths import SafeportPaths, ensure_owned_dir
 
+CAP_DAC_READ_SEARCH = 2
 CAP_SYS_PTRACE = 19
 STATE_MODE = 0o750  # humans of the account's group may read the journals, never write
 AUDIT_MODE = 0o750
@@ -33,17 +36,7 @@ MAX_CODE_ENTRIES = 200_000
 
 def prepare_account_folders(paths: SafeportPaths) -> DedicatedInstall:
     """Every dedicated-mode start check that touches the disk; returns the install."""
-    install = paths.install
-    if install is None:
-        raise EnvironmentProblem("this gateway has no dedicated-account install")
-    uid = os.geteuid()
-    if uid != install.uid:
-        raise EnvironmentProblem(
-            f"{install.source} says the gateway runs as {install.account} (uid {install.uid}), "
-            f"but this process runs as uid {uid}",
-            hint="start it as that account: `systemctl start safeport-gateway`, or unset "
-            "SAFEPORT_GATEWAY to run a same-user gateway",
-        )
+    install = require_account(paths)
     ensure_owned_dir(install.state_dir, mode=STATE_MODE)
     ensure_owned_dir(install.audit_dir, mode=AUDIT_MODE)
     ensure_owned_dir(install.cache_dir, mode=CACHE_MODE)
@@ -56,12 +49,36 @@ def prepare_account_folders(paths: SafeportPaths) -> DedicatedInstall:
             "`python3 -m venv /opt/safeport && /opt/safeport/bin/pip install …` as root), "
             "then run `sp gateway install` from there",
         )
-    if sys.platform.startswith("linux") and not has_capability(CAP_SYS_PTRACE):
+    missing = [
+        name
+        for bit, name in (
+            (CAP_SYS_PTRACE, "CAP_SYS_PTRACE"),
+            (CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH"),
+        )
+        if not has_capability(bit)
+    ]
+    if sys.platform.startswith("linux") and missing:
         raise EnvironmentProblem(
-            "the gateway cannot inspect other users' processes (it lacks CAP_SYS_PTRACE), so it "
-            "could not tell who is asking",
-            hint="start it from the unit `sp gateway install` wrote (AmbientCapabilities="
-            "CAP_SYS_PTRACE), or with `setpriv --ambient-caps +sys_ptrace --inh-caps +sys_ptrace`",
+            f"the gateway cannot inspect other users' processes (it lacks {', '.join(missing)}), "
+            "so it could not tell who is asking",
+            hint="start it from the unit `sp gateway install` wrote, or with `setpriv "
+            "--inh-caps +sys_ptrace,+dac_read_search --ambient-caps +sys_ptrace,+dac_read_search`",
+        )
+    return install
+
+
+def require_account(paths: SafeportPaths) -> DedicatedInstall:
+    """The install, if this process runs as its account; a clear refusal otherwise."""
+    install = paths.install
+    if install is None:
+        raise EnvironmentProblem("this gateway has no dedicated-account install")
+    uid = os.geteuid()
+    if uid != install.uid:
+        raise EnvironmentProblem(
+            f"{install.source} says the gateway runs as {install.account} (uid {install.uid}), "
+            f"but this process runs as uid {uid}",
+            hint="start it as that account: `sudo systemctl start safeport-gateway`, or unset "
+            "SAFEPORT_GATEWAY to run a same-user gateway",
         )
     return install
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
+from safeport.vault.files import replace_atomically
 from safeport.vault.interface import UnlockedVault
 
 MAX_POLICY_BYTES = 1024 * 1024
@@ -85,19 +86,29 @@ class PolicyStore:
             self._served = ServedPolicy(policy, digest, accepted.text)
         return self._served
 
-    def accept(self, vault: UnlockedVault, shown_digest: str) -> ServedPolicy:
-        """Accept the file on disk if it is exactly the text whose digest the human saw."""
-        current = self.read_file()
-        if current.text is None:
-            raise Error(current.error or "gateway.toml cannot be read")
-        if current.digest != shown_digest:
+    def accept(
+        self, vault: UnlockedVault, shown_digest: str, *, text: str | None = None
+    ) -> ServedPolicy:
+        """Accept the file on disk (or ``text``, sent by `sp` from the human's own file) if it
+        is exactly the text whose digest the human saw."""
+        if text is None:
+            current = self.read_file()
+            if current.text is None:
+                raise Error(current.error or "gateway.toml cannot be read")
+            text, shown_now = current.text, current.digest
+        else:
+            shown_now = policy_digest(text)
+        if shown_now != shown_digest:
             raise PolicyChanged(
                 "gateway.toml changed after it was shown", hint="run `sp policy accept` again"
             )
-        policy, digest = parse_gateway_policy(current.text)
-        vault.accept_policy(current.text)
+        policy, digest = parse_gateway_policy(text)
+        vault.accept_policy(text)
+        if text != self.read_file().text:
+            # The gateway's own copy follows, so its status says nothing is pending.
+            replace_atomically(self.path, text.encode("utf-8"), mode=0o600)
         with self._lock:
-            self._served = ServedPolicy(policy, digest, current.text)
+            self._served = ServedPolicy(policy, digest, text)
         return self._served
 
     def status(self) -> dict[str, object]:

@@ -1,9 +1,11 @@
-"""Service definitions that start the gateway at login: a systemd user unit, a launchd plist."""
+"""Service definitions that start the gateway: at login as the user (a systemd user unit, a
+LaunchAgent), or at boot as its own account (a systemd system unit, a LaunchDaemon)."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 
@@ -49,6 +51,96 @@ def launchd_plist(argv: Sequence[str], env: Mapping[str, str], log_path: str) ->
         "  <key>RunAtLoad</key><true/>\n"
         "  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n"
         f"  <key>StandardErrorPath</key><string>{escape(log_path)}</string>\n"
+        "  <key>SoftResourceLimits</key><dict><key>Core</key><integer>0</integer></dict>\n"
+        "</dict>\n</plist>\n"
+    )
+
+
+def systemd_system_unit(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    account: str,
+    state_dir: Path,
+    run_dir: Path,
+    standard: bool,
+) -> str:
+    """A system unit (/etc/systemd/system/safeport-gateway.service) for dedicated-account mode.
+
+    The gateway gets two capabilities, both to read and neither to change anything: telling who
+    is asking means opening other users' /proc/PID/exe (CAP_SYS_PTRACE) and their environ and
+    scripts, which are 0400 or sit in 0700 home folders (CAP_DAC_READ_SEARCH). ProtectHome is
+    read-only rather than off-limits for the same reason; ProtectSystem=strict leaves it no
+    place to write but its own folders.
+    """
+    environment = "".join(
+        f"Environment={shlex.quote(f'{name}={value}')}\n" for name, value in sorted(env.items())
+    )
+    if standard:
+        folders = (
+            "StateDirectory=safeport\n"
+            "StateDirectoryMode=0750\n"
+            "RuntimeDirectory=safeport\n"
+            "RuntimeDirectoryMode=0755\n"
+        )
+    else:
+        folders = f"ReadWritePaths={shlex.quote(str(state_dir))} {shlex.quote(str(run_dir))}\n"
+    return (
+        "[Unit]\n"
+        "Description=safeport action gateway (dedicated account)\n"
+        "After=network-online.target\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        f"User={account}\n"
+        f"Group={account}\n"
+        f"ExecStart={shlex.join(argv)}\n"
+        f"{environment}"
+        "UnsetEnvironment=LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH PYTHONPATH PYTHONHOME PYTHONSTARTUP\n"
+        "ExecReload=/bin/kill -HUP $MAINPID\n"
+        "KillSignal=SIGTERM\n"
+        "Restart=on-failure\n"
+        f"{folders}"
+        "UMask=0027\n"
+        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
+        "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
+        "NoNewPrivileges=yes\n"
+        "ProtectSystem=strict\n"
+        "ProtectHome=read-only\n"
+        "PrivateTmp=yes\n"
+        "PrivateDevices=yes\n"
+        "ProtectKernelTunables=yes\n"
+        "ProtectKernelModules=yes\n"
+        "ProtectControlGroups=yes\n"
+        "RestrictSUIDSGID=yes\n"
+        "LockPersonality=yes\n"
+        "LimitCORE=0\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def launchd_daemon_plist(argv: Sequence[str], env: Mapping[str, str], *, account: str) -> str:
+    """A LaunchDaemon (/Library/LaunchDaemons/dev.safeport.gateway.plist) run as ``account``."""
+    args = "".join(f"    <string>{escape(arg)}</string>\n" for arg in argv)
+    envs = "".join(
+        f"    <key>{escape(name)}</key><string>{escape(value)}</string>\n"
+        for name, value in sorted(env.items())
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" '
+        '"http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+        '<plist version="1.0">\n<dict>\n'
+        "  <key>Label</key><string>dev.safeport.gateway</string>\n"
+        f"  <key>UserName</key><string>{escape(account)}</string>\n"
+        f"  <key>GroupName</key><string>{escape(account)}</string>\n"
+        f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
+        f"  <key>EnvironmentVariables</key>\n  <dict>\n{envs}  </dict>\n"
+        "  <key>RunAtLoad</key><true/>\n"
+        "  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n"
+        "  <key>Umask</key><integer>23</integer>\n"
         "  <key>SoftResourceLimits</key><dict><key>Core</key><integer>0</integer></dict>\n"
         "</dict>\n</plist>\n"
     )

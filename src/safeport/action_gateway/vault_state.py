@@ -104,6 +104,15 @@ class VaultState:
             callback(opened)
         return True
 
+    def create(self, passphrase: SecretBytes) -> VaultPublicKeys:
+        """Create the vault file (it stays locked); one KDF at a time, like an unlock."""
+        with self._kdf:
+            opened = self._store.create(passphrase)
+            try:
+                return opened.public_keys()
+            finally:
+                opened.lock()
+
     def prove(self, passphrase: SecretBytes) -> None:
         """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
         self.unlock(passphrase)

@@ -13,6 +13,7 @@ from safeport.cli.client import client
 from safeport.cli.context import context
 from safeport.cli.demo import demo
 from safeport.cli.gateway import checkpoint, gateway
+from safeport.cli.gateway_install import install_command, uninstall_command
 from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
 from safeport.cli.setup import init
@@ -30,6 +31,8 @@ def sp() -> None:
 sp.add_command(init)
 sp.add_command(audit)
 sp.add_command(gateway)
+gateway.add_command(install_command)
+gateway.add_command(uninstall_command)
 sp.add_command(approvals)
 sp.add_command(sessions)
 sp.add_command(policy)

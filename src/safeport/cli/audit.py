@@ -80,8 +80,9 @@ def verify(
         files = [journal_file]
         headed = False
     else:
-        audit_dir = locate().audit_dir
-        files = discover_journals(audit_dir)
+        paths = locate()
+        audit_dir = paths.gateway_audit_dir
+        files = [path for folder in paths.journal_dirs for path in discover_journals(folder)]
         if not files:
             raise Error(f"no journals in {audit_dir}", hint="nothing has been recorded yet")
         headed = True
@@ -189,15 +190,15 @@ def show(
     Sealed bodies (actions, sessions) show as <sealed> unless the vault's passphrase is given.
     """
     paths = locate()
-    audit_dir = paths.audit_dir
+    found = [path for folder in paths.journal_dirs for path in discover_journals(folder)]
     if journal is not None:
         if not journal.isidentifier():
             raise UsageError(f"{journal!r} is not a journal name")
-        files = [audit_dir / f"{journal}.jsonl"]
-        if not files[0].exists():
-            raise Error(f"no journal named {journal!r} in {audit_dir}")
+        files = [path for path in found if path.name == f"{journal}.jsonl"][:1]
+        if not files:
+            raise Error(f"no journal named {journal!r} in {paths.gateway_audit_dir}")
     else:
-        files = discover_journals(audit_dir)
+        files = found
     authority = None
     if unseal or passphrase_file is not None:
         authority = Authority(

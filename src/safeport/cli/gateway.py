@@ -45,8 +45,12 @@ def run(print_service: str | None) -> None:
         return
     from safeport.action_gateway.assembly import default_parts
     from safeport.action_gateway.daemon import run_gateway
+    from safeport.action_gateway.dedicated_account import require_account
 
-    ensure_private_dir(paths.data_dir)
+    if paths.dedicated:  # the install made the account's folders; the daemon checks them
+        require_account(paths)
+    else:
+        ensure_private_dir(paths.data_dir)
     _configure_logging(log_path)
     run_gateway(paths, default_parts(paths))
 
@@ -106,7 +110,7 @@ def checkpoint(out: Path | None) -> None:
         text = json.dumps(result, indent=2, sort_keys=True)
     except Error as exc:
         # No gateway to ask (or it refused): the last checkpoint it saved is still evidence.
-        saved = paths.audit_dir / "checkpoint.json"
+        saved = paths.gateway_audit_dir / "checkpoint.json"
         if not saved.exists():
             raise
         click.echo(f"{inert(exc.diagnostic())}; showing the last saved checkpoint", err=True)

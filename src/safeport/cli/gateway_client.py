@@ -11,6 +11,7 @@ gateway's own refusal to start with those variables, and says so in SECURITY not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
@@ -211,9 +212,13 @@ class GatewayClient:
         """Send one request without secrets; return its result or raise the gateway's error."""
         self._counter += 1
         request_id = f"sp-{self._counter}"
-        send_message(
-            self._sock, {"v": 1, "id": request_id, "type": "control", "op": op, "params": params}
-        )
+        # A refused connection is answered at once and closed, so the send can fail; the
+        # gateway's reason is then already waiting to be read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            send_message(
+                self._sock,
+                {"v": 1, "id": request_id, "type": "control", "op": op, "params": params},
+            )
         return self._reply(request_id)
 
     def call_with_passphrase(
@@ -246,7 +251,7 @@ class GatewayClient:
         while True:
             try:
                 message = recv_message(self._sock)
-            except PeerClosed as exc:
+            except (PeerClosed, ConnectionResetError) as exc:
                 raise Error("the gateway closed the connection") from exc
             except TimeoutError as exc:
                 raise Error("the gateway did not answer in time") from exc

@@ -21,6 +21,7 @@ from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.backend import Authority, FileVaultBackend, UnlockReport, VaultStatus
 from safeport.vault.interface import EntryInfo, VaultPublicKeys
+from safeport.vault.kdf import KdfParams
 from safeport.vault.secrets import SecretBytes, SecretKind
 from safeport.vault.store import VaultFile
 
@@ -30,14 +31,31 @@ class GatewayVaultBackend:
         self.paths = paths
 
     def status(self) -> VaultStatus:
-        on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
         with GatewayClient(self.paths) as client:
             state = client.call("status")
+            described = client.call("vault.describe") if self.paths.dedicated else None
         holder = f"the gateway (pid {state.get('pid')}), {state.get('vault')}"
-        return replace(on_disk, holder=holder)
+        if described is None:
+            on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
+            return replace(on_disk, holder=holder)
+        install = self.paths.install
+        assert install is not None
+        return _described(described, f"{holder}, as {install.account}")
 
     def init(self, passphrase: SecretBytes) -> VaultPublicKeys:
-        self._refuse("create a vault")
+        if not self.paths.dedicated:
+            self._refuse("create a vault")
+        with GatewayClient(self.paths) as client:
+            created = client.call_with_passphrase("vault.init", passphrase)
+        try:
+            return VaultPublicKeys(
+                audit_x25519=base64.b64decode(str(created["audit_x25519"]), validate=True),
+                checkpoint_ed25519=base64.b64decode(
+                    str(created["checkpoint_ed25519"]), validate=True
+                ),
+            )
+        except (KeyError, ValueError) as exc:
+            raise EnvironmentProblem("the gateway's answer to vault.init was malformed") from exc
 
     def unlock(self, authority: Authority, *, rewrite_public_file: bool = False) -> UnlockReport:
         with GatewayClient(self.paths) as client:
@@ -100,6 +118,8 @@ class GatewayVaultBackend:
         self._refuse("change the passphrase")
 
     def backup(self, destination: Path) -> None:
+        if self.paths.dedicated:
+            self._refuse_dedicated("copy the vault file", "sudo cp --preserve=mode")
         FileVaultBackend(VaultFile.at(self.paths)).backup(destination)
 
     def keyring_enable(self, authority: Authority) -> None:
@@ -109,13 +129,50 @@ class GatewayVaultBackend:
         self._refuse("change keyring unlock")
 
     def unseal(self, authority: Authority, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.paths.dedicated:
+            self._refuse_dedicated("open sealed journal bodies", "sudo -u ACCOUNT sp audit show")
         return FileVaultBackend(VaultFile.at(self.paths)).unseal(authority, records)
 
+    def _refuse_dedicated(self, what: str, how: str) -> NoReturn:
+        install = self.paths.install
+        assert install is not None
+        raise EnvironmentProblem(
+            f"the vault file belongs to the gateway account {install.account}, so `sp` cannot "
+            f"{what} as you",
+            hint=f"an administrator can: `{how.replace('ACCOUNT', install.account)}` "
+            f"(the file is {install.state_dir / 'vault.sp'})",
+        )
+
     def _refuse(self, what: str) -> NoReturn:
+        if self.paths.dedicated:
+            self._refuse_dedicated(what, "sudo -u ACCOUNT sp vault …")
         raise EnvironmentProblem(
             f"a gateway is running; stop it to {what}",
             hint="run `sp gateway stop`, the vault command, then `sp gateway run` again",
         )
+
+
+def _described(data: dict[str, Any], holder: str) -> VaultStatus:
+    """`sp vault status` from the gateway's reading of its own file (dedicated mode)."""
+    kdf = data.get("kdf")
+    return VaultStatus(
+        path=Path(str(data.get("path", "?"))),
+        exists=bool(data.get("exists")),
+        holder=holder,
+        format_version=data.get("format_version"),
+        kdf=KdfParams(
+            memory_kib=int(kdf["memory_kib"]),
+            iterations=int(kdf["iterations"]),
+            lanes=int(kdf["lanes"]),
+        )
+        if isinstance(kdf, dict)
+        else None,
+        entries=data.get("entries"),
+        keyring_enabled=data.get("keyring_enabled"),
+        audit_key_fingerprint=data.get("audit_key_fingerprint"),
+        checkpoint_key_fingerprint=data.get("checkpoint_key_fingerprint"),
+        public_file=data.get("public_file"),
+    )
 
 
 def _wire(value: Mapping[str, SecretBytes | str]) -> dict[str, dict[str, str]]:

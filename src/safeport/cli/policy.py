@@ -38,6 +38,19 @@ def check(as_json: bool) -> None:
     click.echo(_served_state(digest))
 
 
+def _local_proposal(path: Path, status: dict[str, object]) -> dict[str, object]:
+    """policy.status as if the gateway read the human's own gateway.toml."""
+    current = PolicyStore(path).read_file()
+    served = status.get("served")
+    return {
+        **status,
+        "file": current.digest,
+        "file_text": current.text,
+        "file_error": current.error,
+        "pending": bool(current.digest and current.digest != served),
+    }
+
+
 def _served_state(digest: str) -> str:
     """Whether a running gateway serves this text (asking costs no secret)."""
     try:
@@ -62,8 +75,13 @@ def _served_state(digest: str) -> str:
 @click.option("--yes", is_flag=True, help="Accept without asking after showing the diff.")
 def accept(passphrase_file: Path | None, yes: bool) -> None:
     """Show the diff against the accepted policy, prove the passphrase, serve the new one."""
-    with GatewayClient(locate()) as client:
+    paths = locate()
+    with GatewayClient(paths) as client:
         status = client.call("policy.status")
+        if paths.dedicated:
+            # The gateway's account cannot read your home: the text is yours, sent with the
+            # passphrase, and accepted only if it is exactly what was shown here.
+            status = _local_proposal(paths.gateway_config, status)
         if status.get("file_error"):
             raise ConfigError(str(status["file_error"]))
         text = status.get("file_text")
@@ -79,7 +97,10 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             raise Error("not accepted", hint="nothing changed")
         secret = read_passphrase(passphrase_file)
         try:
-            result = client.call_with_passphrase("policy.accept", secret, digest=status["file"])
+            extra = {"text": text} if paths.dedicated else {}
+            result = client.call_with_passphrase(
+                "policy.accept", secret, digest=status["file"], **extra
+            )
         finally:
             secret.wipe()
     click.echo(f"accepted policy {str(result.get('policy'))[:16]}; the gateway serves it now")

@@ -38,7 +38,8 @@ def backend_for(paths: SafeportPaths) -> VaultBackend:
     (its next save would then refuse with "changed since it was unlocked"), so that case is
     refused here until the control-socket backend exists.
     """
-    if _gateway_listening(paths.control_socket):
+    if paths.dedicated or _gateway_listening(paths.control_socket):
+        # In dedicated-account mode the file belongs to the gateway's account: always ask it.
         from safeport.cli.gateway_vault import GatewayVaultBackend
 
         return GatewayVaultBackend(paths)
@@ -87,8 +88,9 @@ def init(passphrase_file: Path | None) -> None:
     )
     keys = backend.init(passphrase)
     passphrase.wipe()
-    click.echo(f"vault created: {paths.vault_file}")
-    click.echo(f"public keys: {paths.vault_public_file}")
+    where = backend.status().path
+    click.echo(f"vault created: {where}")
+    click.echo(f"public keys: {where.with_name('vault.pub.json')}")
     click.echo(f"checkpoint key: {keys.checkpoint_fingerprint}")
     click.echo("keep a backup (`sp vault backup FILE`): a lost passphrase cannot be recovered")
 

@@ -45,6 +45,19 @@ class SafeportPaths:
         return self.install is not None
 
     @property
+    def gateway_audit_dir(self) -> Path:
+        """Where the gateway's journals (sessions, actions) and its checkpoint are."""
+        return self.install.audit_dir if self.install is not None else self.audit_dir
+
+    @property
+    def journal_dirs(self) -> tuple[Path, ...]:
+        """Every folder holding journals this user may verify: the gateway's, then their own
+        (the context server's reads journal stays in the user's own folder in either mode)."""
+        if self.gateway_audit_dir == self.audit_dir:
+            return (self.audit_dir,)
+        return (self.gateway_audit_dir, self.audit_dir)
+
+    @property
     def gateway_config(self) -> Path:
         return self.config_dir / "gateway.toml"
 
@@ -85,7 +98,7 @@ def locate(
     ``SAFEPORT_GATEWAY``, or ``/etc/safeport/install.toml`` when the real environment is used and
     ``SAFEPORT_HOME`` is not set), the gateway's account sees the install's folders as its own,
     and everyone else keeps their own config, cache and reads journal but finds the gateway's
-    sockets and journals where the install put them.
+    sockets and journals where the install put them (``gateway_audit_dir``).
     """
     use_default = env is None
     env = os.environ if env is None else env
@@ -106,7 +119,7 @@ def locate(
     return SafeportPaths(
         config_dir=paths.config_dir,
         data_dir=paths.data_dir,
-        audit_dir=install.audit_dir,
+        audit_dir=paths.audit_dir,
         cache_dir=paths.cache_dir,
         run_dir=install.run_dir,
         install=install,

@@ -117,4 +117,9 @@ class VaultStore(Protocol):
 
     def unlock_with_keyring(self) -> UnlockedVault: ...
 
+    def create(self, passphrase: SecretBytes) -> UnlockedVault:
+        """Write a new, empty vault; refuses to replace one (`sp vault init` through the
+        gateway, in dedicated-account mode where only the gateway's account may write it)."""
+        ...
+
     def public_keys(self) -> VaultPublicKeys: ...

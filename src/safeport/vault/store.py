@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from safeport.errors import EnvironmentProblem, UsageError
-from safeport.shared.paths import SafeportPaths, ensure_private_dir
+from safeport.shared.paths import SafeportPaths, ensure_owned_dir, ensure_private_dir
 from safeport.vault import envelope
 from safeport.vault.errors import KeyringProblem, VaultChanged
 from safeport.vault.files import (
@@ -99,7 +99,13 @@ class VaultFile:
     def create(self, passphrase: SecretBytes, *, kdf: KdfParams = PRODUCTION_KDF) -> OpenVault:
         """Write a new, empty vault and its public key file; refuses to replace an existing one."""
         require_passphrase(passphrase)
-        ensure_private_dir(self.path.parent)
+        folder = self.path.parent
+        if folder.is_dir() and not folder.is_symlink():
+            # An existing folder may be a dedicated account's 0750 state folder; what matters
+            # is that nobody else can create or replace entries in it.
+            ensure_owned_dir(folder, mode=0o750)
+        else:
+            ensure_private_dir(folder)
         with self.locked():
             if self.exists():
                 raise EnvironmentProblem(

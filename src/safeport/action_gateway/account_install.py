@@ -1,0 +1,358 @@
+"""`sp gateway install` / `uninstall`: the gateway as its own OS account (dedicated-account mode).
+
+Planning is pure: :func:`plan_install` turns the options and the facts read from the system
+(:class:`SystemFacts`) into a list of :class:`Step` values, which `--print` shows and
+:func:`carry_out` performs in order. Each step is one command with a fixed argv, one folder, or
+one file; nothing is run through a shell.
+
+What it sets up (Linux; macOS gets a LaunchDaemon and the same folders):
+- a system account (default ``safeport``) with its own group, no shell, no home of its own;
+- its folders: state (vault, accepted policy, journals; 0750, so the named humans, added to the
+  account's group, can read the journals and nothing else), cache (0700) and the run folder
+  for the sockets (0755: only the account can create entries there);
+- ``/etc/safeport/install.toml`` (root, 0644): the anchor `sp` and the context server trust;
+- a systemd system unit that runs the gateway as that account, with CAP_SYS_PTRACE as its only
+  capability (to read who is asking from other users' ``/proc`` entries).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from safeport.action_gateway.dedicated_account import (
+    AUDIT_MODE,
+    CACHE_MODE,
+    RUN_MODE,
+    STATE_MODE,
+    code_roots,
+    code_write_problem,
+)
+from safeport.action_gateway.service_files import launchd_daemon_plist, systemd_system_unit
+from safeport.errors import EnvironmentProblem, UsageError
+from safeport.shared.install_file import ENV_VARIABLE, DedicatedInstall, render_install
+from safeport.shared.launch import sp_command
+
+UNIT_NAME = "safeport-gateway.service"
+PLIST_NAME = "dev.safeport.gateway.plist"
+UNKNOWN_ID = -1  # an account useradd has not created yet (shown in --print)
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    account: str
+    humans: tuple[str, ...]
+    prefix: Path = Path("/")
+    platform: str = sys.platform
+    python: str = sys.executable
+
+    @property
+    def state_dir(self) -> Path:
+        return self._under("var/lib/safeport")
+
+    @property
+    def run_dir(self) -> Path:
+        return self._under("run/safeport")
+
+    @property
+    def install_file(self) -> Path:
+        return self._under("etc/safeport/install.toml")
+
+    @property
+    def service_file(self) -> Path:
+        if self.platform == "darwin":
+            return self._under(f"Library/LaunchDaemons/{PLIST_NAME}")
+        return self._under(f"etc/systemd/system/{UNIT_NAME}")
+
+    @property
+    def standard(self) -> bool:
+        """Installed at the system's own locations (so systemd may manage the folders)."""
+        return self.prefix == Path("/")
+
+    def _under(self, relative: str) -> Path:
+        return self.prefix / relative
+
+
+@dataclass(frozen=True)
+class SystemFacts:
+    """What the plan depends on, read once from the system (see :func:`read_facts`)."""
+
+    account_uid: int | None
+    account_gid: int | None
+    humans: dict[str, int]  # name -> uid, for the names given
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to do. Exactly one of ``run``, ``folder`` or ``file`` is set."""
+
+    what: str
+    run: tuple[str, ...] | None = None
+    folder: Path | None = None
+    file: Path | None = None
+    content: str = ""
+    mode: int = 0o644
+    owner: tuple[int, int] = (0, 0)
+    remove: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        if self.run is not None:
+            return f"{self.what}\n    $ {' '.join(self.run)}"
+        target = self.folder or self.file
+        if self.remove:
+            return f"{self.what}\n    remove {target}"
+        kind = "folder" if self.folder is not None else "file"
+        head = f"{self.what}\n    {kind} {target} mode {self.mode:04o} owner {self.owner[0]}"
+        if self.file is not None:
+            body = "".join(f"    | {line}\n" for line in self.content.splitlines())
+            return f"{head}\n{body}".rstrip("\n")
+        return head
+
+
+def read_facts(options: InstallOptions) -> SystemFacts:
+    uid = gid = None
+    try:
+        entry = pwd.getpwnam(options.account)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    except KeyError:
+        pass
+    humans: dict[str, int] = {}
+    for name in options.humans:
+        try:
+            humans[name] = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            raise UsageError(f"there is no user named {name!r} to admit") from None
+    return SystemFacts(account_uid=uid, account_gid=gid, humans=humans)
+
+
+def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
+    """Every step of an install, in order (pure)."""
+    if not options.humans:
+        raise UsageError(
+            "name at least one human allowed to propose and approve: --human USER",
+            hint="run it with sudo from your own account and it defaults to you",
+        )
+    if options.account in options.humans:
+        raise UsageError("the gateway's account cannot be one of its humans")
+    steps: list[Step] = []
+    linux = options.platform != "darwin"
+    if facts.account_uid is None:
+        if not linux:
+            raise EnvironmentProblem(
+                f"there is no account {options.account!r}",
+                hint="create a hidden system account for the gateway (for example with "
+                "`sysadminctl -addUser`), then run this again",
+            )
+        steps.append(
+            Step(
+                f"create the system account {options.account} (own group, no shell, no login)",
+                run=(
+                    "useradd",
+                    "--system",
+                    "--user-group",
+                    "--home-dir",
+                    str(options.state_dir),
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    options.account,
+                ),
+            )
+        )
+    for name in options.humans:
+        steps.append(
+            Step(
+                f"let {name} read the journals (member of the group {options.account})",
+                run=("usermod", "--append", "--groups", options.account, name)
+                if linux
+                else ("dseditgroup", "-o", "edit", "-a", name, "-t", "user", options.account),
+            )
+        )
+    uid = facts.account_uid if facts.account_uid is not None else UNKNOWN_ID
+    gid = facts.account_gid if facts.account_gid is not None else UNKNOWN_ID
+    owner = (uid, gid)
+    for folder, mode, why in (
+        (options.state_dir, STATE_MODE, "vault, accepted policy and journals"),
+        (options.state_dir / "audit", AUDIT_MODE, "journals, readable by the group"),
+        (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
+        (options.run_dir, RUN_MODE, "the sockets; only the account can create entries"),
+    ):
+        steps.append(Step(f"folder for {why}", folder=folder, mode=mode, owner=owner))
+    install = DedicatedInstall(
+        source=options.install_file,
+        account=options.account,
+        uid=uid,
+        gid=gid,
+        state_dir=options.state_dir,
+        run_dir=options.run_dir,
+        humans=tuple(sorted(facts.humans.values())),
+    )
+    names = {uid_: name for name, uid_ in facts.humans.items()}
+    steps.append(
+        Step(
+            "the install file `sp` and the context server trust (only root can change it)",
+            file=options.install_file,
+            content=render_install(install, names) if uid != UNKNOWN_ID else "(after useradd)",
+            mode=0o644,
+        )
+    )
+    argv = sp_command(["gateway", "run"], python=options.python)
+    env = {ENV_VARIABLE: str(options.install_file)}
+    if linux:
+        text = systemd_system_unit(
+            argv,
+            env,
+            account=options.account,
+            state_dir=options.state_dir,
+            run_dir=options.run_dir,
+            standard=options.standard,
+        )
+    else:
+        text = launchd_daemon_plist(argv, env, account=options.account)
+    steps.append(
+        Step(
+            "the service that runs the gateway as that account",
+            file=options.service_file,
+            content=text,
+            mode=0o644,
+        )
+    )
+    return steps
+
+
+def plan_uninstall(options: InstallOptions, facts: SystemFacts, *, purge: bool) -> list[Step]:
+    """Undo an install (pure). The vault and journals stay unless ``purge``: evidence is never
+    destroyed by default."""
+    steps = [
+        Step("remove the service", file=options.service_file, remove=True),
+        Step("remove the install file", file=options.install_file, remove=True),
+        Step("remove the socket folder", folder=options.run_dir, remove=True),
+    ]
+    if purge:
+        steps.append(
+            Step(
+                "remove the vault, the accepted policy and the journals",
+                folder=options.state_dir,
+                remove=True,
+            )
+        )
+        if facts.account_uid is not None:
+            steps.append(
+                Step(
+                    f"remove the account {options.account} and its group",
+                    run=("userdel", options.account)
+                    if options.platform != "darwin"
+                    else ("dscl", ".", "-delete", f"/Users/{options.account}"),
+                )
+            )
+    return steps
+
+
+def check_code_is_root_owned(roots: Sequence[Path] | None = None) -> None:
+    """The gateway will run this installation's code as its account: refuse code a user could
+    change (a venv in a home folder), which would hand that user the account."""
+    problem = code_write_problem(code_roots() if roots is None else roots, trusted={0})
+    if problem:
+        raise EnvironmentProblem(
+            f"the gateway would run code another user can change: {problem}",
+            hint="install safeport where only root can write (for example "
+            "`sudo python3 -m venv /opt/safeport && sudo /opt/safeport/bin/pip install …`) "
+            "and run `sudo /opt/safeport/bin/sp gateway install` from there",
+        )
+
+
+def carry_out(steps: Sequence[Step]) -> None:
+    """Perform the steps in order; stop at the first failure with what failed."""
+    for step in steps:
+        if step.run is not None:
+            done = subprocess.run(step.run, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise EnvironmentProblem(
+                    f"`{' '.join(step.run)}` failed: {done.stderr.strip()[:300]}"
+                )
+        elif step.remove:
+            _remove(step)
+        elif step.folder is not None:
+            _make_folder(step.folder, step.mode, step.owner)
+        elif step.file is not None:
+            _write_file(step.file, step.content, step.mode, step.owner)
+
+
+def _make_folder(path: Path, mode: int, owner: tuple[int, int]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or not path.is_dir():
+        raise EnvironmentProblem(f"{path} exists and is not a folder")
+    os.chown(path, *owner, follow_symlinks=False)
+    path.chmod(mode)
+
+
+def _write_file(path: Path, content: str, mode: int, owner: tuple[int, int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    temp = path.with_name(f".{path.name}.new")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, content.encode("utf-8"))
+        os.fchown(fd, *owner)
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    temp.replace(path)
+
+
+def _remove(step: Step) -> None:
+    if step.folder is not None:
+        shutil.rmtree(step.folder, ignore_errors=True)
+    elif step.file is not None:
+        step.file.unlink(missing_ok=True)
+
+
+def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:
+    """Plan (and unless ``dry_run``, perform) an install; returns the steps as planned.
+
+    The account is created first, then the rest is planned again with its real uid and gid, so
+    the install file and the folders name the account useradd actually made.
+    """
+    facts = read_facts(options)
+    steps = plan_install(options, facts)
+    if dry_run:
+        return steps
+    _require_root()
+    check_code_is_root_owned()
+    if facts.account_uid is None:
+        carry_out(steps[:1])
+        facts = read_facts(options)
+        steps = plan_install(options, facts)
+    carry_out(steps)
+    return steps
+
+
+def uninstall(options: InstallOptions, *, purge: bool, dry_run: bool) -> list[Step]:
+    facts = SystemFacts(account_uid=_uid_of(options.account), account_gid=None, humans={})
+    steps = plan_uninstall(options, facts, purge=purge)
+    if not dry_run:
+        _require_root()
+        carry_out(steps)
+    return steps
+
+
+def _uid_of(account: str) -> int | None:
+    try:
+        return pwd.getpwnam(account).pw_uid
+    except KeyError:
+        return None
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "creating the gateway's account and folders needs root",
+            hint="run it with sudo, or add --print to see every step without doing it",
+        )
