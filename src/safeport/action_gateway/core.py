@@ -255,6 +255,7 @@ class GatewayCore:
     def status(self) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
+            "account": self.paths.install.account if self.paths.install else None,
             "uptime_s": round(time.time() - self.started_at),
             "vault": "unlocked" if self.vault.unlocked else "locked",
             "policy": self.policies.status(),

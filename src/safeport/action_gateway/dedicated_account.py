@@ -16,6 +16,7 @@ says so at start instead.
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -79,6 +80,17 @@ def require_account(paths: SafeportPaths) -> DedicatedInstall:
             f"but this process runs as uid {uid}",
             hint="start it as that account: `sudo systemctl start safeport-gateway`, or unset "
             "SAFEPORT_GATEWAY to run a same-user gateway",
+        )
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        entry = None
+    if entry is None or entry.pw_name != install.account:
+        # A deleted and re-created account, or a uid reused by another: the folders and the
+        # humans' trust were set up for the one the install made.
+        raise EnvironmentProblem(
+            f"uid {uid} is not the account {install.account} that {install.source} names",
+            hint="run `sp gateway install` again as root",
         )
     return install
 

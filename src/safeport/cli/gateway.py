@@ -67,7 +67,8 @@ def status(as_json: bool) -> None:
     policy: dict[str, Any] = result.get("policy", {})
     served = policy.get("served")
     lines = [
-        f"gateway: running (pid {result.get('pid')}, up {result.get('uptime_s')} s)",
+        f"gateway: running (pid {result.get('pid')}, up {result.get('uptime_s')} s"
+        + (f", as its own account {result['account']})" if result.get("account") else ")"),
         f"vault: {result.get('vault')}",
         f"policy: {served[:16] if served else 'none accepted'}",
     ]

@@ -1,0 +1,138 @@
+"""`sp gateway install` plans its steps purely; the plan, the unit and the code check are tested
+here without touching the system (the real install runs in test_dedicated_account_e2e.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from safeport.action_gateway.account_install import (
+    InstallOptions,
+    SystemFacts,
+    plan_install,
+    plan_uninstall,
+)
+from safeport.action_gateway.dedicated_account import code_write_problem, has_capability
+from safeport.errors import EnvironmentProblem, UsageError
+
+OPTIONS = InstallOptions(account="safeport", humans=("alice",), python="/opt/safeport/bin/python")
+NEW = SystemFacts(account_uid=None, account_gid=None, humans={"alice": 1000})
+EXISTING = SystemFacts(account_uid=990, account_gid=990, humans={"alice": 1000})
+
+
+def test_a_new_install_creates_the_account_first_then_folders_anchor_and_unit() -> None:
+    steps = plan_install(OPTIONS, NEW)
+    assert steps[0].run is not None and steps[0].run[:2] == ("useradd", "--system")
+    assert "/usr/sbin/nologin" in steps[0].run
+    assert steps[1].run == ("usermod", "--append", "--groups", "safeport", "alice")
+    folders = {step.folder: step.mode for step in steps if step.folder is not None}
+    assert folders == {
+        Path("/var/lib/safeport"): 0o750,
+        Path("/var/lib/safeport/audit"): 0o750,
+        Path("/var/lib/safeport/cache"): 0o700,
+        Path("/run/safeport"): 0o755,
+    }
+    files = [step for step in steps if step.file is not None]
+    assert [f.file for f in files] == [
+        Path("/etc/safeport/install.toml"),
+        Path("/etc/systemd/system/safeport-gateway.service"),
+    ]
+    assert all(f.owner == (0, 0) and f.mode == 0o644 for f in files)
+
+
+def test_an_existing_account_is_reused_and_named_in_the_anchor() -> None:
+    steps = plan_install(OPTIONS, EXISTING)
+    assert all(step.run is None or step.run[0] != "useradd" for step in steps)
+    anchor = next(s for s in steps if s.file == Path("/etc/safeport/install.toml"))
+    assert "uid = 990" in anchor.content and "humans = [1000]" in anchor.content
+    assert all(s.owner == (990, 990) for s in steps if s.folder is not None)
+
+
+def _unit(options: InstallOptions) -> str:
+    steps = plan_install(options, EXISTING)
+    return next(s.content for s in steps if s.file and s.file.suffix == ".service")
+
+
+def test_the_unit_runs_the_installed_interpreter_as_its_account_with_two_capabilities() -> None:
+    text = _unit(OPTIONS)
+    assert "ExecStart=/opt/safeport/bin/python -I -m safeport gateway run" in text
+    assert "User=safeport" in text and "Group=safeport" in text
+    assert "Environment=SAFEPORT_GATEWAY=/etc/safeport/install.toml" in text
+    assert "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH" in text
+    assert "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH" in text
+    for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=read-only",
+                 "PrivateTmp=yes", "StateDirectory=safeport", "RuntimeDirectory=safeport",
+                 "LimitCORE=0", "UMask=0027"):  # fmt: skip
+        assert line in text.splitlines(), line
+
+
+def test_a_prefix_install_names_its_folders_instead_of_systemd_managed_ones() -> None:
+    unit = _unit(InstallOptions(account="safeport", humans=("alice",), prefix=Path("/tmp/try")))
+    assert "ReadWritePaths=/tmp/try/var/lib/safeport /tmp/try/run/safeport" in unit
+    assert "StateDirectory" not in unit
+
+
+def test_macos_gets_a_launch_daemon_and_never_an_invented_account() -> None:
+    mac = InstallOptions(account="_safeport", humans=("alice",), platform="darwin")
+    with pytest.raises(EnvironmentProblem, match="no account"):
+        plan_install(mac, NEW)
+    steps = plan_install(mac, EXISTING)
+    plist = steps[-1]
+    assert plist.file == Path("/Library/LaunchDaemons/dev.safeport.gateway.plist")
+    assert "<key>UserName</key><string>_safeport</string>" in plist.content
+
+
+def test_an_install_needs_a_human_who_is_not_the_account() -> None:
+    with pytest.raises(UsageError, match="--human"):
+        plan_install(InstallOptions(account="safeport", humans=()), NEW)
+    with pytest.raises(UsageError, match="cannot be one of its humans"):
+        plan_install(InstallOptions(account="safeport", humans=("safeport",)), NEW)
+
+
+def test_uninstall_keeps_the_evidence_unless_purged() -> None:
+    kept = plan_uninstall(OPTIONS, EXISTING, purge=False)
+    assert all(step.remove for step in kept)
+    assert Path("/var/lib/safeport") not in {step.folder for step in kept}
+    purged = plan_uninstall(OPTIONS, EXISTING, purge=True)
+    assert Path("/var/lib/safeport") in {step.folder for step in purged}
+    assert purged[-1].run == ("userdel", "safeport")
+
+
+def test_code_a_user_could_change_is_found(tmp_path: Path) -> None:
+    tree = tmp_path / "venv" / "lib"
+    tree.mkdir(parents=True)
+    (tree / "mod.py").write_text("")
+    trusted = {os.geteuid()}
+    tmp_path.chmod(0o755)
+    assert code_write_problem([tmp_path / "venv"], trusted=trusted | {0}) is None
+    (tree / "mod.py").chmod(0o666)
+    problem = code_write_problem([tmp_path / "venv"], trusted=trusted | {0})
+    assert problem is not None and "mod.py" in problem and "writable" in problem
+    (tree / "mod.py").chmod(0o644)
+    if os.geteuid() == 0:  # a file another user owns (they could chmod it and write)
+        os.chown(tree / "mod.py", 65534, 65534)
+        problem = code_write_problem([tmp_path / "venv"], trusted={0})
+        assert problem is not None and "owned by uid 65534" in problem
+
+
+def test_a_sticky_world_writable_parent_is_allowed_a_plain_one_is_not(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "venv").mkdir()
+    tmp_path.chmod(0o755)
+    trusted = {0, os.geteuid()}
+    shared.chmod(0o1777)  # like /tmp: others cannot replace what they do not own
+    assert code_write_problem([shared / "venv"], trusted=trusted) is None
+    shared.chmod(0o777)
+    problem = code_write_problem([shared / "venv"], trusted=trusted)
+    assert problem is not None and str(shared) in problem
+
+
+def test_the_capability_reader_reads_the_effective_set(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t0000000000080004\n")
+    assert has_capability(19, status) and has_capability(2, status)
+    assert not has_capability(1, status)
+    assert not has_capability(19, tmp_path / "missing")
