@@ -83,7 +83,10 @@ class SafeportPaths:
 
     def private_dirs(self) -> tuple[Path, ...]:
         """The folders the context server must treat as private if a served root contains them."""
-        return (self.config_dir, self.data_dir, self.audit_dir, self.cache_dir, self.run_dir)
+        own = (self.config_dir, self.data_dir, self.audit_dir, self.cache_dir, self.run_dir)
+        if self.install is None:
+            return own
+        return (*own, self.install.state_dir)
 
 
 def locate(
