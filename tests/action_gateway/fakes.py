@@ -7,6 +7,7 @@ line to a record file, so a test in another process can prove what was (not) tou
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import threading
@@ -28,6 +29,7 @@ from safeport.vault.interface import (
     AcceptedPolicy,
     Checkpoint,
     EntryInfo,
+    VaultEvidence,
     VaultPublicKeys,
 )
 from safeport.vault.secrets import (
@@ -90,8 +92,12 @@ class FakeVaultStore:
         self._passphrase = passphrase
         self._record = record
         self._accepted: AcceptedPolicy | None = None
-        self._checkpoint_key = Ed25519PrivateKey.generate()
-        self._audit_key = X25519PrivateKey.generate()
+        # Derived from the passphrase, so a restarted harness gateway checks the checkpoints
+        # the previous one signed, as a real vault's keys would.
+        seed = hashlib.sha256(b"fake vault keys\0" + passphrase).digest()
+        self._checkpoint_key = Ed25519PrivateKey.from_private_bytes(seed)
+        self._audit_key = X25519PrivateKey.from_private_bytes(hashlib.sha256(seed).digest())
+        self.evidence: VaultEvidence | None = None
         self._secrets: dict[str, CredentialSecret] = {}
         self.generation = 1
 
@@ -173,13 +179,22 @@ class FakeUnlockedVault:
             self._store._checkpoint_key, self._store.public_keys().checkpoint_fingerprint
         )
 
+    def evidence(self) -> VaultEvidence | None:
+        self._check()
+        return self._store.evidence
+
+    def record_evidence(self, evidence: VaultEvidence) -> None:
+        self._check()
+        self._store.evidence = evidence
+
     def lock(self) -> None:
         self._store._record("vault.lock")
         self._open = False
 
 
 class RecordingExecutor:
-    """Returns at once; records each call. A command named ``fail_*`` fails upstream."""
+    """Returns at once; records each call. A command named ``fail_*`` fails upstream, one named
+    ``hang*`` never returns."""
 
     def __init__(self, record: Recorder) -> None:
         self._record = record
@@ -193,6 +208,8 @@ class RecordingExecutor:
         )
         if action.command_id.startswith("slow"):
             time.sleep(1.0)
+        if action.command_id.startswith("hang"):
+            threading.Event().wait()  # until the gateway is killed: an intent with no outcome
         if action.command_id.startswith("fail"):
             raise ActionError("unreachable", "the host did not answer")
         return SshExecResult(

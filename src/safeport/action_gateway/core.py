@@ -11,15 +11,24 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.approvals import Approvals
+from safeport.action_gateway.checkpoint_syslog import (
+    LOCAL_SOCKET,
+    SyslogSender,
+    SyslogTarget,
+    format_heads,
+)
+from safeport.action_gateway.evidence import HeadFinding, check_head, scan_refs
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
@@ -32,8 +41,19 @@ from safeport.errors import Error
 from safeport.shared.audit import BodySealer, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
-from safeport.vault.checkpoints import dump_checkpoints
-from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
+from safeport.vault.checkpoints import (
+    CheckpointInvalid,
+    dump_checkpoints,
+    load_checkpoints,
+    verify_checkpoint,
+)
+from safeport.vault.interface import (
+    Checkpoint,
+    UnlockedVault,
+    VaultEvidence,
+    VaultPublicKeys,
+    VaultStore,
+)
 
 log = logging.getLogger("safeport.gateway")
 
@@ -46,6 +66,7 @@ class GatewayParts:
     executor: Executor
     probe: IdentityProbe
     sealer_for: Callable[[VaultPublicKeys], BodySealer] | None = None
+    syslog_local_path: str = LOCAL_SOCKET
 
 
 @dataclass(frozen=True)
@@ -75,7 +96,15 @@ class GatewayCore:
         self.started_at = time.time()
         self.gateway_uid = os.geteuid()
         self._sealed_to: VaultPublicKeys | None = None
+        # The highest vault generation seen: journaled after each unlock and each of our own
+        # saves (ref.generation), learned back from sessions.jsonl at start.
         self._highest_generation = -1
+        # Signed heads a journal on disk contradicts: kept in checkpoint.json for good, so
+        # `sp audit verify --checkpoint` fails even after new heads are signed past the cut.
+        self._contradicted: list[Checkpoint] = []
+        self._reported: set[tuple[str, int, str]] = set()
+        self.alarms: list[dict[str, object]] = []
+        self._syslog: SyslogSender | None = None
         self.journals = GatewayJournals(paths.audit_dir, self._sealer())
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
@@ -132,18 +161,23 @@ class GatewayCore:
 
     def _unlocked(self, vault: UnlockedVault) -> None:
         generation = vault.generation
-        self.record_session(
-            "vault.unlocked", {"epoch": self.vault.epoch, "vault_generation": generation}
+        evidence = vault.evidence()
+        seen = self._highest_generation
+        if evidence is not None:
+            seen = max(seen, evidence.highest_generation)
+        self.journals.sessions.record(
+            "vault.unlocked",
+            {"epoch": self.vault.epoch, "vault_generation": generation},
+            ref={"generation": generation},
         )
-        if generation < self._highest_generation:
+        if generation < seen:
             # An older vault.sp was put back: rotated-out secrets and an older accepted policy
             # come back with it. Say so loudly; the human decides.
             log.error("the vault file is older than the one unlocked before (rollback?)")
-            self.record_session(
-                "vault.rollback",
-                {"alarm": True, "generation": generation, "seen": self._highest_generation},
-            )
-        self._highest_generation = max(self._highest_generation, generation)
+            self._alarm("vault.rollback", {"alarm": True, "generation": generation, "seen": seen})
+        self._highest_generation = max(seen, generation)
+        if evidence is not None:
+            self._compare_heads(evidence.heads, source="vault")
         self._check_public_keys(vault)
         try:
             served = self.policies.load_accepted(vault)
@@ -162,6 +196,104 @@ class GatewayCore:
             log.warning("closing pooled connections failed on lock: %s", type(exc).__name__)
         self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
         self.checkpoint(vault)
+
+    def record_vault_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
+        """Journal one of the gateway's own saves with the generation it reached, so putting
+        back the file as it was before the save is a rollback, across restarts too."""
+        generation = vault.generation
+        self._highest_generation = max(self._highest_generation, generation)
+        self.journals.sessions.record(kind, body, ref={"generation": generation})
+
+    # -- evidence from earlier runs -----------------------------------------------------------
+
+    def inspect_at_start(self) -> None:
+        """Before anything is served: compare the journals with the heads signed before, learn
+        the highest vault generation journaled, and close intents that never got an outcome."""
+        latest: dict[str, Checkpoint] = {}
+        for checkpoint in sorted(self._recorded_checkpoints(), key=_signing_order):
+            earlier = latest.get(checkpoint.journal)
+            if earlier is not None:
+                # Only an earlier alarm leaves two heads of one journal: carry its evidence on.
+                self._contradicted.append(earlier)
+            latest[checkpoint.journal] = checkpoint
+        for journal in (self.journals.sessions, self.journals.actions):
+            signed = latest.get(journal.name)
+            if signed is None:
+                continue
+            if self._compare_heads({journal.name: signed.head}, source="checkpoint.json"):
+                self.checkpoints[journal.name] = signed
+            else:
+                self._contradicted.append(signed)
+        refs = scan_refs(self.journals.sessions.path)
+        self._highest_generation = max(self._highest_generation, refs.highest_generation)
+        for intent in scan_refs(self.journals.actions.path).open_intents:
+            log.warning("intent %d has no outcome: the gateway stopped in between", intent.seq)
+            self.journals.actions.record(
+                "action.interrupted",
+                {
+                    "intent_seq": intent.seq,
+                    "intent_hash": intent.hash,
+                    "outcome": "unknown",
+                    "reason": "the gateway stopped between the intent and its outcome",
+                },
+                ref={"intent": intent.seq},
+            )
+
+    def _recorded_checkpoints(self) -> list[Checkpoint]:
+        """The genuine signed heads in checkpoint.json (none if it is absent)."""
+        path = self.paths.audit_dir / "checkpoint.json"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self._alarm("checkpoint.invalid", {"alarm": True, "detail": exc.strerror or "unread"})
+            return []
+        try:
+            keys = self.parts.vault_store.public_keys()
+        except Error:
+            return []  # no vault (yet): nothing to check the signatures with
+        try:
+            checkpoints = load_checkpoints(data, source=path.name)
+            for checkpoint in checkpoints:
+                verify_checkpoint(checkpoint, keys)
+        except CheckpointInvalid as exc:
+            # Forged, from another vault, or damaged: none of its heads can be relied on.
+            self._alarm("checkpoint.invalid", {"alarm": True, "detail": exc.message[:300]})
+            return []
+        return checkpoints
+
+    def _compare_heads(self, heads: Mapping[str, JournalHead], *, source: str) -> bool:
+        """Alarm for every journal that no longer holds its recorded head; True if all do."""
+        journals = {j.name: j for j in (self.journals.sessions, self.journals.actions)}
+        clean = True
+        for name, head in sorted(heads.items()):
+            journal = journals.get(name)
+            if journal is None:
+                continue
+            finding = check_head(journal.path, name, head)
+            if finding is None:
+                continue
+            clean = False
+            self._alarm_head(finding, source)
+        return clean
+
+    def _alarm_head(self, finding: HeadFinding, source: str) -> None:
+        key = (finding.journal, finding.signed.seq, finding.signed.hash)
+        if key in self._reported:
+            return  # the same cut, seen again through the vault's copy of the head
+        self._reported.add(key)
+        log.error(
+            "journal %s no longer holds the head signed at sequence %d: %s",
+            finding.journal,
+            finding.signed.seq,
+            finding.detail,
+        )
+        self._alarm(finding.alarm, finding.as_record(source))
+
+    def _alarm(self, kind: str, body: dict[str, object]) -> None:
+        self.record_session(kind, body)
+        self.alarms.append({"kind": kind, "at": time.time(), **body})
 
     def _check_public_keys(self, vault: UnlockedVault) -> None:
         """vault.pub.json is outside the vault and could be swapped to seal records to someone
@@ -200,7 +332,8 @@ class GatewayCore:
     # -- checkpoints --------------------------------------------------------------------------
 
     def checkpoint(self, vault: UnlockedVault | None = None) -> None:
-        """Sign the heads this process wrote (from memory, never re-read from the file)."""
+        """Sign the heads this process wrote (from memory, never re-read from the file), keep
+        them inside the vault too, and send them off the machine."""
         if vault is None:
             try:
                 vault, _ = self.vault.current()
@@ -217,11 +350,42 @@ class GatewayCore:
             except Error as exc:
                 log.error("could not sign a checkpoint: %s", exc.diagnostic())
                 return
-            _write_checkpoints(self.paths.audit_dir / "checkpoint.json", self.checkpoints)
+            signed = [*self._contradicted, *self.checkpoints.values()]
+            _write_checkpoints(self.paths.audit_dir / "checkpoint.json", signed)
+            self._keep_in_vault(vault)
+            self._send_to_syslog(list(self.checkpoints.values()))
+
+    def _send_to_syslog(self, checkpoints: list[Checkpoint]) -> None:
+        if not checkpoints:
+            return
+        target = SyslogTarget.parse(self.settings().syslog, local_path=self.parts.syslog_local_path)
+        if self._syslog is not None and self._syslog.target != target:
+            self._syslog.close()
+            self._syslog = None
+        if target.transport == "off":
+            return
+        if self._syslog is None:
+            self._syslog = SyslogSender(target)
+        message = format_heads(
+            checkpoints, hostname=socket.gethostname(), pid=os.getpid(), now=datetime.now(UTC)
+        )
+        self._syslog.send(message)
+
+    def _keep_in_vault(self, vault: UnlockedVault) -> None:
+        """The heads just signed, and the highest generation, saved inside the vault: at the
+        next unlock they are compared again, even if checkpoint.json was removed meanwhile."""
+        heads = {name: checkpoint.head for name, checkpoint in self.checkpoints.items()}
+        try:
+            vault.record_evidence(VaultEvidence(heads, self._highest_generation))
+        except Error as exc:  # the signed file stands; the vault's copy is one save behind
+            log.warning("the journal heads could not be saved in the vault: %s", exc.diagnostic())
+            return
+        self._highest_generation = max(self._highest_generation, vault.generation)
 
     def checkpoint_view(self) -> dict[str, Any]:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
-        document: dict[str, Any] = json.loads(dump_checkpoints(list(self.checkpoints.values())))
+        signed = [*self._contradicted, *self.checkpoints.values()]
+        document: dict[str, Any] = json.loads(dump_checkpoints(signed))
         return document
 
     # -- status -------------------------------------------------------------------------------
@@ -238,12 +402,15 @@ class GatewayCore:
                 journal.name: _head_json(journal.head)
                 for journal in (self.journals.sessions, self.journals.actions)
             },
+            "alarms": list(self.alarms),
         }
 
     def close(self) -> None:
         pools = (self.pool, self.control_pool, self.identity_pool, self.control_identity_pool)
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
+        if self._syslog is not None:
+            self._syslog.close()  # the heads signed at stop still leave (bounded wait)
         self.journals.close()
 
     def _sealer(self) -> BodySealer | None:
@@ -257,12 +424,16 @@ class GatewayCore:
         return self.parts.sealer_for(keys)
 
 
+def _signing_order(checkpoint: Checkpoint) -> tuple[datetime, int]:
+    return checkpoint.signed_at, checkpoint.head.seq
+
+
 def _head_json(head: JournalHead) -> dict[str, object]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint]) -> None:
-    data = dump_checkpoints(list(checkpoints.values()))
+def _write_checkpoints(path: Path, checkpoints: list[Checkpoint]) -> None:
+    data = dump_checkpoints(checkpoints)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

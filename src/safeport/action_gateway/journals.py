@@ -25,10 +25,13 @@ class DurableJournal:
 
     def __init__(self, path: Path, sealer: BodySealer | None = None) -> None:
         self.name = path.stem
+        self.path = path
         self._writer = JournalWriter(path, durability="batched", sealer=sealer)
 
-    def record(self, kind: str, body: dict[str, object]) -> JournalHead:
-        head = self._writer.append(kind, body)
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead:
+        head = self._writer.append(kind, body, ref=ref)
         self._writer.flush()
         return head
 

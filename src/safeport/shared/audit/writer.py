@@ -43,6 +43,7 @@ BATCH_WINDOW_S = 0.1
 RECOVERY_KEEP_BYTES = 64 * 1024
 _KIND_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 _TAIL_BLOCK = 64 * 1024
+_REF_NAME_RE = re.compile(r"[a-z][a-z_]{0,31}")
 
 
 class BodySealer(Protocol):
@@ -91,11 +92,18 @@ class JournalWriter:
         """The last record this process knows the journal to end with (seq, hash)."""
         return self._head
 
-    def append(self, kind: str, body: Mapping[str, object]) -> JournalHead:
-        """Append one record; in ``fsync`` mode it is on disk when this returns."""
+    def append(
+        self, kind: str, body: Mapping[str, object], *, ref: Mapping[str, int] | None = None
+    ) -> JournalHead:
+        """Append one record; in ``fsync`` mode it is on disk when this returns.
+
+        ``ref`` is stored in the clear beside a sealed body: small counters (an intent's
+        sequence, a vault generation) that a scan must read while the vault is locked. Never a
+        secret, never an argument's value: only names of the gateway's own numbering.
+        """
         if not _KIND_RE.fullmatch(kind):
             raise AuditError(f"invalid record kind {kind!r}")
-        members = self._members(body)
+        members = self._members(body, ref)
         kind_json = b'"%s"' % kind.encode("ascii")  # the pattern admits nothing JSON would escape
         with self._mutex:
             if self._closed:
@@ -140,7 +148,7 @@ class JournalWriter:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _members(self, body: Mapping[str, object]) -> bytes:
+    def _members(self, body: Mapping[str, object], ref: Mapping[str, int] | None) -> bytes:
         """The record's members after ``kind``, as canonical JSON (serialised once)."""
         try:
             plain = canonical_json(dict(body))
@@ -148,9 +156,15 @@ class JournalWriter:
             raise AuditError(f"record body is not JSON-serialisable: {type(exc).__name__}") from exc
         if len(plain) > MAX_RECORD_BYTES:
             raise AuditError(f"record body of {len(plain)} bytes is over the 1 MiB limit")
+        clear = _check_ref(ref)
         if self.sealer is None:
-            return b'{"body":' + plain + b"}"
-        return canonical_json({"sealed": dict(self.sealer.seal(plain))})
+            if clear is None:
+                return b'{"body":' + plain + b"}"
+            return b'{"body":' + plain + b',"ref":' + canonical_json(clear) + b"}"
+        sealed: dict[str, object] = {"sealed": dict(self.sealer.seal(plain))}
+        if clear is not None:
+            sealed["ref"] = clear
+        return canonical_json(sealed)
 
     def _append_locked(self, kind_json: bytes, members: bytes) -> JournalHead:
         size = self._sync_with_file()
@@ -280,6 +294,20 @@ class JournalWriter:
             time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)).encode(),
             micros,
         )
+
+
+def _check_ref(ref: Mapping[str, int] | None) -> dict[str, int] | None:
+    """Only short lowercase names and non-negative integers: nothing else can go in the clear."""
+    if not ref:
+        return None
+    clear: dict[str, int] = {}
+    for name, value in ref.items():
+        if not _REF_NAME_RE.fullmatch(name):
+            raise AuditError(f"invalid reference name {name!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise AuditError(f"reference {name!r} must be a non-negative integer")
+        clear[name] = value
+    return clear
 
 
 def _head_of(line: bytes, path: Path) -> JournalHead:
