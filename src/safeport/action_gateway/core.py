@@ -174,7 +174,11 @@ class GatewayCore:
             # An older vault.sp was put back: rotated-out secrets and an older accepted policy
             # come back with it. Say so loudly; the human decides.
             log.error("the vault file is older than the one unlocked before (rollback?)")
-            self._alarm("vault.rollback", {"alarm": True, "generation": generation, "seen": seen})
+            self._alarm(
+                "vault.rollback",
+                {"alarm": True, "generation": generation, "seen": seen},
+                ref={"generation": seen},
+            )
         self._highest_generation = max(seen, generation)
         if evidence is not None:
             self._compare_heads(evidence.heads, source="vault")
@@ -224,6 +228,11 @@ class GatewayCore:
                 self.checkpoints[journal.name] = signed
             else:
                 self._contradicted.append(signed)
+        for journal in (self.journals.sessions, self.journals.actions):
+            # The next checkpoint signs what each journal holds now, even one this run never
+            # writes: a cut journal gets a later head beside the contradicted one (the next
+            # start knows that cut is on record), and verify sees the two disagree.
+            journal.read_head()
         refs = scan_refs(self.journals.sessions.path)
         self._highest_generation = max(self._highest_generation, refs.highest_generation)
         for intent in scan_refs(self.journals.actions.path).open_intents:
@@ -291,8 +300,10 @@ class GatewayCore:
         )
         self._alarm(finding.alarm, finding.as_record(source))
 
-    def _alarm(self, kind: str, body: dict[str, object]) -> None:
-        self.record_session(kind, body)
+    def _alarm(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> None:
+        self.journals.sessions.record(kind, body, ref=ref)
         self.alarms.append({"kind": kind, "at": time.time(), **body})
 
     def _check_public_keys(self, vault: UnlockedVault) -> None:
@@ -343,10 +354,9 @@ class GatewayCore:
             try:
                 signer = vault.checkpoint_signer()
                 for journal in (self.journals.sessions, self.journals.actions):
-                    head = journal.head
-                    if head.seq == 0:
-                        continue
-                    self.checkpoints[journal.name] = signer.sign(journal.name, head)
+                    # Read from the file once at start (after the comparison), then kept in
+                    # memory: an empty journal is signed empty, so a vanished one shows too.
+                    self.checkpoints[journal.name] = signer.sign(journal.name, journal.head)
             except Error as exc:
                 log.error("could not sign a checkpoint: %s", exc.diagnostic())
                 return
@@ -374,6 +384,10 @@ class GatewayCore:
     def _keep_in_vault(self, vault: UnlockedVault) -> None:
         """The heads just signed, and the highest generation, saved inside the vault: at the
         next unlock they are compared again, even if checkpoint.json was removed meanwhile."""
+        if vault.generation < self._highest_generation:
+            # A file older than one seen before is not saved over on the gateway's own
+            # initiative: its low generation is the evidence, kept for the next unlock.
+            return
         heads = {name: checkpoint.head for name, checkpoint in self.checkpoints.items()}
         try:
             vault.record_evidence(VaultEvidence(heads, self._highest_generation))

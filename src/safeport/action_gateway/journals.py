@@ -42,6 +42,9 @@ class DurableJournal:
     def set_sealer(self, sealer: BodySealer | None) -> None:
         self._writer.sealer = sealer
 
+    def read_head(self) -> JournalHead:
+        return self._writer.read_head()
+
     def close(self) -> None:
         self._writer.close()
 

@@ -116,6 +116,22 @@ class JournalWriter:
                     f"cannot write journal {self.path.name}: {exc.strerror or exc}"
                 ) from exc
 
+    def read_head(self) -> JournalHead:
+        """Take the head from the file as it is now (a torn tail is recovered first, as an
+        append would). For a restarted gateway, after it compared the file with the heads it
+        signed before: from then on it signs what it found, with any alarm on record."""
+        with self._mutex:
+            if self._closed:
+                raise JournalUnavailable(f"journal {self.path.name} is closed")
+            try:
+                with _flocked(self._lock_fd):
+                    self._sync_with_file()
+            except OSError as exc:
+                raise JournalUnavailable(
+                    f"cannot read journal {self.path.name}: {exc.strerror or exc}"
+                ) from exc
+            return self._head
+
     def flush(self) -> None:
         """fsync now (batched mode flushes by itself within the batch window)."""
         with self._mutex:
