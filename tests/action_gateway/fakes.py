@@ -22,12 +22,11 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.errors import Denied
-from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import policy_digest
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.interface import (
     AcceptedPolicy,
-    Checkpoint,
     EntryInfo,
     VaultEvidence,
     VaultPublicKeys,
@@ -66,22 +65,6 @@ def read_record(path: Path) -> list[dict[str, object]]:
 class WrongPassphrase(Denied):
     def __init__(self) -> None:
         super().__init__("the passphrase is not the vault's")
-
-
-class _Signer:
-    def __init__(self, key: Ed25519PrivateKey, fingerprint: str) -> None:
-        self._key = key
-        self._fingerprint = fingerprint
-
-    def sign(self, journal: str, head: JournalHead) -> Checkpoint:
-        payload = f"{journal}\n{head.seq}\n{head.hash}".encode()
-        return Checkpoint(
-            journal=journal,
-            head=head,
-            signed_at=datetime.now(UTC),
-            signature=self._key.sign(payload),
-            signer_fingerprint=self._fingerprint,
-        )
 
 
 class FakeVaultStore:
@@ -173,11 +156,11 @@ class FakeUnlockedVault:
         self._store._accepted = AcceptedPolicy(text, policy_digest(text), datetime.now(UTC))
         return self._store._accepted
 
-    def checkpoint_signer(self) -> _Signer:
+    def checkpoint_signer(self) -> VaultCheckpointSigner:
+        # The real signer: a restarted gateway checks these signatures like a real vault's.
         self._check()
-        return _Signer(
-            self._store._checkpoint_key, self._store.public_keys().checkpoint_fingerprint
-        )
+        raw = self._store._checkpoint_key.private_bytes_raw()
+        return VaultCheckpointSigner(SecretBytes(raw), self._store.public_keys())
 
     def evidence(self) -> VaultEvidence | None:
         self._check()
