@@ -275,6 +275,35 @@ def test_a_journal_cut_while_checkpoint_json_was_removed_is_found_at_unlock_from
     assert (found["source"], found["signed_seq"], found["last_seq"]) == ("vault", 3, 2)
 
 
+def test_a_journal_cut_under_a_running_gateway_is_an_alarm_before_the_next_signature(
+    real: RealVaultGateway,
+) -> None:
+    """The writer continues from whatever the file ends with; the next checkpoint must not
+    sign that continuation as if nothing happened."""
+    gw = real
+    gw.unlock()
+    gw.accept_policy()
+    _three_denied_actions(gw)
+    assert gw.control("audit.checkpoint")["ok"]
+    _cut_last_record(gw.home / "audit" / "actions.jsonl")
+    agent = gw.spawn_agent()
+    assert agent.call(ssh("after", command="no_such_command"))["error"]["code"] == "denied"
+    agent.exit()
+    assert gw.control("audit.checkpoint")["ok"]
+    # Cut to 2 records, then written on: sequence 3 is now a different record.
+    assert alarms(gw) == ["journal.rewritten"]
+    found = gw.control("status")["result"]["alarms"][0]
+    assert (found["journal"], found["source"], found["signed_seq"]) == (
+        "actions",
+        "running gateway",
+        3,
+    )
+    assert gw.control("audit.checkpoint")["ok"]
+    assert alarms(gw) == ["journal.rewritten"]  # once
+    assert gw.stop() == 0
+    assert verify_checkpoint(gw.home).returncode == 1
+
+
 # -- an intent with no outcome -------------------------------------------------------------------
 
 HANG_POLICY = (

@@ -105,6 +105,7 @@ class GatewayCore:
         self._reported: set[tuple[str, int, str]] = set()
         self.alarms: list[dict[str, object]] = []
         self._syslog: SyslogSender | None = None
+        self._external_seen: dict[str, int] = {}
         self.journals = GatewayJournals(paths.audit_dir, self._sealer())
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
@@ -351,6 +352,7 @@ class GatewayCore:
             except Error:
                 return
         with self._checkpoint_lock:
+            self._check_changes_under_us()
             try:
                 signer = vault.checkpoint_signer()
                 for journal in (self.journals.sessions, self.journals.actions):
@@ -380,6 +382,23 @@ class GatewayCore:
             checkpoints, hostname=socket.gethostname(), pid=os.getpid(), now=datetime.now(UTC)
         )
         self._syslog.send(message)
+
+    def _check_changes_under_us(self) -> None:
+        """Before signing again: a journal someone else touched since the last signature
+        (the writer then continued from whatever the file ended with) must still hold the
+        head signed last, or the new signature would bless a cut."""
+        for journal in (self.journals.sessions, self.journals.actions):
+            changes = journal.external_changes
+            if changes == self._external_seen.get(journal.name, 0):
+                continue
+            self._external_seen[journal.name] = changes
+            previous = self.checkpoints.get(journal.name)
+            if previous is None:
+                continue
+            finding = check_head(journal.path, journal.name, previous.head)
+            if finding is not None:
+                self._contradicted.append(previous)
+                self._alarm_head(finding, "running gateway")
 
     def _keep_in_vault(self, vault: UnlockedVault) -> None:
         """The heads just signed, and the highest generation, saved inside the vault: at the

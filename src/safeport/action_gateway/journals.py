@@ -45,6 +45,10 @@ class DurableJournal:
     def read_head(self) -> JournalHead:
         return self._writer.read_head()
 
+    @property
+    def external_changes(self) -> int:
+        return self._writer.external_changes
+
     def close(self) -> None:
         self._writer.close()
 

@@ -80,6 +80,8 @@ class JournalWriter:
         self._fd = -1
         self._ino: tuple[int, int] | None = None
         self._known_size = -1  # the size we left the file at; -1 = unknown, re-read the tail
+        self._synced_once = False
+        self._external_changes = 0
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._closed = False
@@ -91,6 +93,12 @@ class JournalWriter:
     def head(self) -> JournalHead:
         """The last record this process knows the journal to end with (seq, hash)."""
         return self._head
+
+    @property
+    def external_changes(self) -> int:
+        """How often the file was found changed by someone else (appended to, cut, replaced)
+        since this writer first read it. A journal with one writer should keep this at 0."""
+        return self._external_changes
 
     def append(
         self, kind: str, body: Mapping[str, object], *, ref: Mapping[str, int] | None = None
@@ -202,6 +210,9 @@ class JournalWriter:
         size = os.fstat(self._fd).st_size
         if size == self._known_size:
             return size
+        if self._synced_once:
+            self._external_changes += 1
+        self._synced_once = True
         if size == 0:
             self._head = self._head_of_previous_segment()
             return 0
