@@ -91,3 +91,23 @@ def test_only_small_names_and_counts_go_in_the_clear(
         writer.append("action.outcome", {}, ref=ref)  # type: ignore[arg-type]
     path = tmp_path / "j.jsonl"
     assert not path.exists() or path.read_bytes() == b""
+
+
+class _Sealer:
+    """Stands in for the audit sealer: the body becomes opaque members."""
+
+    def seal(self, plaintext: bytes) -> dict[str, str]:
+        return {"alg": "test", "key": "k", "ct": plaintext.hex()}
+
+
+def test_sealed_records_are_scanned_from_their_cleartext_members(tmp_path: Path) -> None:
+    path = tmp_path / "actions.jsonl"
+    with JournalWriter(path, sealer=_Sealer()) as writer:
+        first = writer.append("action.intent", {"request": {"args": "x"}})
+        writer.append("action.outcome", {"status": "ok"}, ref={"intent": first.seq})
+        second = writer.append("action.intent", {})
+        writer.append("vault.unlocked", {"vault_generation": 50}, ref={"generation": 9})
+    refs = scan_refs(path)
+    assert refs.open_intents == (OpenIntent(second.seq, second.hash),)
+    assert refs.highest_generation == 9
+    assert b'"ref":{"intent":1},"sealed":' in path.read_bytes()

@@ -158,6 +158,32 @@ def test_a_vault_put_back_while_the_gateway_was_stopped_raises_vault_rollback(
     assert alarms(gw) == ["vault.rollback"]
 
 
+def test_a_rollback_hidden_by_killing_the_gateway_and_cutting_the_save_record_is_still_caught(
+    real: RealVaultGateway, tmp_path: Path
+) -> None:
+    """Each of the gateway's saves is signed at once, so the record of the newer generation
+    cannot be cut without the cut showing, even when no lock or stop signs anything after it."""
+    gw = real
+    vault_file = gw.home / "vault.sp"
+    gw.unlock()
+    gw.accept_policy()
+    save(gw, "vault.add", name="deploy-token", kind="token", value=token_value("first"))
+    older = tmp_path / "vault-older.sp"
+    shutil.copy2(vault_file, older)
+    save(gw, "vault.rotate", name="deploy-token", value=token_value("second"))
+    assert gw.proc is not None
+    os.kill(gw.proc.pid, signal.SIGKILL)  # no lock, no stop: nothing signed after the rotate
+    gw.proc.wait(10)
+    sessions = gw.home / "audit" / "sessions.jsonl"
+    lines = sessions.read_bytes().splitlines(keepends=True)
+    rotated = next(i for i, line in enumerate(lines) if b'"kind":"vault.entry_rotated"' in line)
+    sessions.write_bytes(b"".join(lines[:rotated]))
+    shutil.copy2(older, vault_file)
+    gw.start()
+    assert alarms(gw) == ["journal.truncated"]
+    assert gw.control("status")["result"]["alarms"][0]["journal"] == "sessions"
+
+
 def test_saves_locks_unlocks_and_restarts_raise_no_alarm(real: RealVaultGateway) -> None:
     gw = real
     gw.unlock()

@@ -208,6 +208,9 @@ class GatewayCore:
         generation = vault.generation
         self._highest_generation = max(self._highest_generation, generation)
         self.journals.sessions.record(kind, body, ref={"generation": generation})
+        # Signed at once: until a head covers this record, a kill and a cut could remove it
+        # along with the newer file's only trace.
+        self.checkpoint(vault)
 
     # -- evidence from earlier runs -----------------------------------------------------------
 

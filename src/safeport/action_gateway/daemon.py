@@ -171,10 +171,10 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, core))
-    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
-    # Before the first proposal: a cut or rewritten journal, or an intent left open by a kill,
-    # is on record before anything new is.
+    # Before anything new is written (gateway.started included): a cut or rewritten journal,
+    # or an intent left open by a kill, is judged on the files as they were found.
     core.inspect_at_start()
+    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
     housekeeping = [
         (limits.reap_interval_s, core.reap),

@@ -29,6 +29,8 @@ from safeport.vault.checkpoints import CheckpointVerdict, compare_head
 INTENT = "action.intent"
 INTERRUPTED = "action.interrupted"
 _KIND_TAG = b',"kind":"'
+_REF_TAG = b',"ref":{'
+_SEQ_START = 81  # after '{"hash":"<64 hex>","seq":'
 _CHUNK = 1024 * 1024
 
 
@@ -94,20 +96,17 @@ def scan_refs(path: Path) -> JournalRefs:
     highest = -1
     intents: dict[int, str] = {}
     for line in _lines(path):
-        kind = _kind_of(line)
-        if kind is None:
+        found = _kind_of(line)
+        if found is None:
             continue
+        kind, after = found
         if kind == INTENT:
-            record = _parse(line)
-            seq = record.get("seq") if record is not None else None
-            if record is not None and isinstance(seq, int):
-                intents[seq] = str(record.get("hash", ""))
+            head = _fixed_head(line)
+            if head is not None:
+                intents[head.seq] = head.hash
             continue
-        if b'"ref":{' not in line:
-            continue
-        record = _parse(line)
-        ref = record.get("ref") if record is not None else None
-        if not isinstance(ref, dict):
+        ref = _ref_of(line, after)
+        if ref is None:
             continue
         closes = ref.get("intent")
         if isinstance(closes, int):
@@ -119,9 +118,9 @@ def scan_refs(path: Path) -> JournalRefs:
     return JournalRefs(highest_generation=highest, open_intents=open_intents)
 
 
-def _kind_of(line: bytes) -> str | None:
-    """The record's own kind: the first ``"kind":`` member, which the fixed layout puts before
-    anything a body could hold (hash, seq, prev and ts come first and cannot contain it)."""
+def _kind_of(line: bytes) -> tuple[str, int] | None:
+    """The record's own kind and where it ends: the first ``"kind":`` member, which the fixed
+    layout puts before anything a body could hold (hash, seq, prev and ts cannot contain it)."""
     start = line.find(_KIND_TAG)
     if start < 0:
         return None
@@ -129,7 +128,35 @@ def _kind_of(line: bytes) -> str | None:
     end = line.find(b'"', start)
     if end < 0:
         return None
-    return line[start:end].decode("ascii", "replace")
+    return line[start:end].decode("ascii", "replace"), end + 1
+
+
+def _fixed_head(line: bytes) -> JournalHead | None:
+    """(seq, hash) from the fixed layout, without parsing the line."""
+    seq_end = line.find(b",", _SEQ_START)
+    digits = line[_SEQ_START:seq_end]
+    if line[:9] != b'{"hash":"' or not digits.isdigit():
+        return None
+    return JournalHead(seq=int(digits), hash=line[9:73].decode("ascii", "replace"))
+
+
+def _ref_of(line: bytes, after_kind: int) -> dict[str, object] | None:
+    """The top-level ``ref`` member. Members are sorted, so beside a sealed body it comes right
+    after ``kind`` (``"ref"`` < ``"sealed"``) and is read without parsing the line; beside a
+    cleartext body (no sealer) the whole line is parsed, as a nested "ref" could look alike."""
+    rest = line[after_kind:]
+    if rest.startswith(_REF_TAG):
+        end = rest.find(b"}")
+        try:
+            ref = json.loads(rest[len(_REF_TAG) - 1 : end + 1])
+        except ValueError:
+            return None
+        return ref if isinstance(ref, dict) else None
+    if not rest.startswith(b',"body":') or b'"ref":{' not in rest:
+        return None
+    record = _parse(line)
+    ref = record.get("ref") if record is not None else None
+    return ref if isinstance(ref, dict) else None
 
 
 def _parse(line: bytes) -> dict[str, object] | None:

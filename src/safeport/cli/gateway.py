@@ -97,7 +97,9 @@ def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
             what = str(alarm.get("detail") or "see `sp audit show --journal sessions`")
         lines.append(f"ALARM {kind}: {what}")
     if alarms:
-        lines.append("alarms: investigate before trusting the journals; `sp audit verify` lists")
+        lines.append(
+            "alarms: investigate before trusting the journals (`sp audit verify --checkpoint`)"
+        )
     return lines
 
 
