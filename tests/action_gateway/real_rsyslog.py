@@ -56,16 +56,6 @@ class Rsyslog:
         path = self.workdir / "raw.log"
         return path.read_text().splitlines() if path.exists() else []
 
-    def wait_for(self, count: int, timeout: float = 10) -> list[str]:
-        """The parsed lines once there are at least ``count`` (rsyslog writes asynchronously)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            lines = self.parsed()
-            if len(lines) >= count:
-                return lines
-            time.sleep(0.05)
-        raise AssertionError(f"rsyslogd wrote {self.parsed()} ({count} expected)")
-
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     with socket.socket(socket.AF_INET, kind) as sock:

@@ -18,7 +18,7 @@ from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.vault.checkpoints import load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint
 from tests.action_gateway.fakes import FakeVaultStore, Recorder
-from tests.action_gateway.real_rsyslog import RSYSLOGD, free_port, running_rsyslog
+from tests.action_gateway.real_rsyslog import RSYSLOGD, Rsyslog, free_port, running_rsyslog
 from tests.action_gateway.support import PASSPHRASE, POLICY, Gateway, ssh
 from tests.conftest import need
 
@@ -54,43 +54,57 @@ def test_checkpoint_heads_arrive_at_a_real_rsyslogd_as_rfc5424_over_udp_tcp_and_
     gateway_home: Path, tmp_path: Path
 ) -> None:
     need(RSYSLOGD is not None, "rsyslogd (Debian package rsyslog) is not installed")
+    received: list[tuple[str, dict[str, dict[str, str]]]] = []
     with running_rsyslog(tmp_path / "rsyslog") as rsyslog:
         gw = Gateway(gateway_home)
-        gw.write_policy(with_syslog(f"udp://127.0.0.1:{rsyslog.udp_port}"))
+        gw.write_policy(with_syslog("off"))
         gw.start("--syslog-socket", str(rsyslog.unix_socket))
         try:
             gw.unlock()
             gw.accept_policy()
-            sent = [signed_heads(gw.control("audit.checkpoint"))]
-            rsyslog.wait_for(1)
-            gw.write_policy(with_syslog(f"tcp://127.0.0.1:{rsyslog.tcp_port}"))
-            gw.accept_policy()
-            sent.append(signed_heads(gw.control("audit.checkpoint")))
-            rsyslog.wait_for(2)
-            gw.write_policy(with_syslog("local"))
-            gw.accept_policy()
-            sent.append(signed_heads(gw.control("audit.checkpoint")))
-            parsed = rsyslog.wait_for(3)
+            for target in (
+                f"udp://127.0.0.1:{rsyslog.udp_port}",
+                f"tcp://127.0.0.1:{rsyslog.tcp_port}",
+                "local",
+            ):
+                gw.write_policy(with_syslog(target))
+                gw.accept_policy()  # a save: signed (and sent) at once
+                before = len(rsyslog.parsed())
+                heads = signed_heads(gw.control("audit.checkpoint"))
+                line = _wait_for_heads(rsyslog, heads, after=before)
+                received.append((line, heads_in(line.split("|", 4)[4])))
             gateway_pid = gw.proc.pid if gw.proc else 0
         finally:
             assert gw.stop() == 0
         raw = rsyslog.raw()
 
     keys = FakeVaultStore(PASSPHRASE.encode(), Recorder(None)).public_keys()
-    assert len(parsed) >= 3 and len(raw) >= 3
-    for line, heads, received in zip(parsed[:3], sent, raw[:3], strict=True):
-        version, app, procid, msgid, structured_data = line.split("|", 4)
+    for line, found in received:
+        version, app, procid, msgid, _ = line.split("|", 4)
         # rsyslog's own RFC 5424 parser split the message into these fields.
         assert (version, app, procid, msgid) == ("1", "safeport", str(gateway_pid), "checkpoint")
-        found = heads_in(structured_data)
-        assert {name: (int(h["seq"]), h["hash"]) for name, h in found.items()} == heads
-        assert heads["actions"][0] >= 0 and heads["sessions"][0] > 0
-        match = RFC5424.fullmatch(received.encode())
-        assert match is not None, received
-        assert match["pri"] == b"37" and match["msg"].startswith(b"journal heads signed")
+        assert set(found) == {"sessions", "actions"}
         # The collector's copy is evidence on its own: the signature checks with the vault key.
         for head in found.values():
             verify_checkpoint(_checkpoint_from(head), keys)
+    assert len(raw) >= 6  # an accept and a checkpoint for each of the three targets
+    for message in raw:
+        match = RFC5424.fullmatch(message.encode())
+        assert match is not None, message
+        assert match["pri"] == b"37" and match["msg"].startswith(b"journal heads signed")
+
+
+def _wait_for_heads(rsyslog: Rsyslog, heads: dict[str, tuple[int, str]], after: int) -> str:
+    """The line rsyslogd wrote for exactly these signed heads (it writes asynchronously)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in rsyslog.parsed()[after:]:
+            fields = line.split("|", 4)
+            found = heads_in(fields[4]) if len(fields) == 5 else {}
+            if {name: (int(h["seq"]), h["hash"]) for name, h in found.items()} == heads:
+                return line
+        time.sleep(0.05)
+    raise AssertionError(f"rsyslogd never wrote {heads}: {rsyslog.parsed()}")
 
 
 def _checkpoint_from(params: dict[str, str]) -> Checkpoint:

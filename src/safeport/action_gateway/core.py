@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,9 +28,9 @@ from safeport.action_gateway.checkpoint_syslog import (
     SyslogTarget,
     format_heads,
 )
-from safeport.action_gateway.evidence import HeadFinding, check_head, scan_refs
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
+from safeport.action_gateway.journal_evidence import JournalEvidence
 from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
 from safeport.action_gateway.ladder import Ladder, RateLimiter
 from safeport.action_gateway.notifications import notify_card_waiting
@@ -41,12 +41,7 @@ from safeport.errors import Error
 from safeport.shared.audit import BodySealer, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
-from safeport.vault.checkpoints import (
-    CheckpointInvalid,
-    dump_checkpoints,
-    load_checkpoints,
-    verify_checkpoint,
-)
+from safeport.vault.checkpoints import dump_checkpoints
 from safeport.vault.interface import (
     Checkpoint,
     UnlockedVault,
@@ -99,14 +94,9 @@ class GatewayCore:
         # The highest vault generation seen: journaled after each unlock and each of our own
         # saves (ref.generation), learned back from sessions.jsonl at start.
         self._highest_generation = -1
-        # Signed heads a journal on disk contradicts: kept in checkpoint.json for good, so
-        # `sp audit verify --checkpoint` fails even after new heads are signed past the cut.
-        self._contradicted: list[Checkpoint] = []
-        self._reported: set[tuple[str, int, str]] = set()
-        self.alarms: list[dict[str, object]] = []
         self._syslog: SyslogSender | None = None
-        self._external_seen: dict[str, int] = {}
         self.journals = GatewayJournals(paths.audit_dir, self._sealer())
+        self.evidence = JournalEvidence(self.journals, paths.audit_dir / "checkpoint.json")
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
         self.approvals = Approvals(_SessionsJournal(self.journals), parts.probe)
@@ -175,14 +165,14 @@ class GatewayCore:
             # An older vault.sp was put back: rotated-out secrets and an older accepted policy
             # come back with it. Say so loudly; the human decides.
             log.error("the vault file is older than the one unlocked before (rollback?)")
-            self._alarm(
+            self.evidence.alarm(
                 "vault.rollback",
                 {"alarm": True, "generation": generation, "seen": seen},
                 ref={"generation": seen},
             )
         self._highest_generation = max(seen, generation)
         if evidence is not None:
-            self._compare_heads(evidence.heads, source="vault")
+            self.evidence.compare(evidence.heads, source="vault")
         self._check_public_keys(vault)
         try:
             served = self.policies.load_accepted(vault)
@@ -215,100 +205,11 @@ class GatewayCore:
     # -- evidence from earlier runs -----------------------------------------------------------
 
     def inspect_at_start(self) -> None:
-        """Before anything is served: compare the journals with the heads signed before, learn
-        the highest vault generation journaled, and close intents that never got an outcome."""
-        latest: dict[str, Checkpoint] = {}
-        for checkpoint in sorted(self._recorded_checkpoints(), key=_signing_order):
-            earlier = latest.get(checkpoint.journal)
-            if earlier is not None:
-                # Only an earlier alarm leaves two heads of one journal: carry its evidence on.
-                self._contradicted.append(earlier)
-            latest[checkpoint.journal] = checkpoint
-        for journal in (self.journals.sessions, self.journals.actions):
-            signed = latest.get(journal.name)
-            if signed is None:
-                continue
-            if self._compare_heads({journal.name: signed.head}, source="checkpoint.json"):
-                self.checkpoints[journal.name] = signed
-            else:
-                self._contradicted.append(signed)
-        for journal in (self.journals.sessions, self.journals.actions):
-            # The next checkpoint signs what each journal holds now, even one this run never
-            # writes: a cut journal gets a later head beside the contradicted one (the next
-            # start knows that cut is on record), and verify sees the two disagree.
-            journal.read_head()
-        refs = scan_refs(self.journals.sessions.path)
-        self._highest_generation = max(self._highest_generation, refs.highest_generation)
-        for intent in scan_refs(self.journals.actions.path).open_intents:
-            log.warning("intent %d has no outcome: the gateway stopped in between", intent.seq)
-            self.journals.actions.record(
-                "action.interrupted",
-                {
-                    "intent_seq": intent.seq,
-                    "intent_hash": intent.hash,
-                    "outcome": "unknown",
-                    "reason": "the gateway stopped between the intent and its outcome",
-                },
-                ref={"intent": intent.seq},
-            )
-
-    def _recorded_checkpoints(self) -> list[Checkpoint]:
-        """The genuine signed heads in checkpoint.json (none if it is absent)."""
-        path = self.paths.audit_dir / "checkpoint.json"
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            self._alarm("checkpoint.invalid", {"alarm": True, "detail": exc.strerror or "unread"})
-            return []
-        try:
-            keys = self.parts.vault_store.public_keys()
-        except Error:
-            return []  # no vault (yet): nothing to check the signatures with
-        try:
-            checkpoints = load_checkpoints(data, source=path.name)
-            for checkpoint in checkpoints:
-                verify_checkpoint(checkpoint, keys)
-        except CheckpointInvalid as exc:
-            # Forged, from another vault, or damaged: none of its heads can be relied on.
-            self._alarm("checkpoint.invalid", {"alarm": True, "detail": exc.message[:300]})
-            return []
-        return checkpoints
-
-    def _compare_heads(self, heads: Mapping[str, JournalHead], *, source: str) -> bool:
-        """Alarm for every journal that no longer holds its recorded head; True if all do."""
-        journals = {j.name: j for j in (self.journals.sessions, self.journals.actions)}
-        clean = True
-        for name, head in sorted(heads.items()):
-            journal = journals.get(name)
-            if journal is None:
-                continue
-            finding = check_head(journal.path, name, head)
-            if finding is None:
-                continue
-            clean = False
-            self._alarm_head(finding, source)
-        return clean
-
-    def _alarm_head(self, finding: HeadFinding, source: str) -> None:
-        key = (finding.journal, finding.signed.seq, finding.signed.hash)
-        if key in self._reported:
-            return  # the same cut, seen again through the vault's copy of the head
-        self._reported.add(key)
-        log.error(
-            "journal %s no longer holds the head signed at sequence %d: %s",
-            finding.journal,
-            finding.signed.seq,
-            finding.detail,
-        )
-        self._alarm(finding.alarm, finding.as_record(source))
-
-    def _alarm(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
-    ) -> None:
-        self.journals.sessions.record(kind, body, ref=ref)
-        self.alarms.append({"kind": kind, "at": time.time(), **body})
+        """Before anything is served or written: judge the journals against the heads signed
+        before, learn the highest generation journaled, close interrupted intents."""
+        holding, highest = self.evidence.inspect_at_start(self.parts.vault_store.public_keys)
+        self.checkpoints.update(holding)
+        self._highest_generation = max(self._highest_generation, highest)
 
     def _check_public_keys(self, vault: UnlockedVault) -> None:
         """vault.pub.json is outside the vault and could be swapped to seal records to someone
@@ -355,7 +256,7 @@ class GatewayCore:
             except Error:
                 return
         with self._checkpoint_lock:
-            self._check_changes_under_us()
+            self.evidence.check_before_signing(self.checkpoints)
             try:
                 signer = vault.checkpoint_signer()
                 for journal in (self.journals.sessions, self.journals.actions):
@@ -365,7 +266,7 @@ class GatewayCore:
             except Error as exc:
                 log.error("could not sign a checkpoint: %s", exc.diagnostic())
                 return
-            signed = [*self._contradicted, *self.checkpoints.values()]
+            signed = [*self.evidence.contradicted, *self.checkpoints.values()]
             _write_checkpoints(self.paths.audit_dir / "checkpoint.json", signed)
             self._keep_in_vault(vault)
             self._send_to_syslog(list(self.checkpoints.values()))
@@ -386,23 +287,6 @@ class GatewayCore:
         )
         self._syslog.send(message)
 
-    def _check_changes_under_us(self) -> None:
-        """Before signing again: a journal someone else touched since the last signature
-        (the writer then continued from whatever the file ended with) must still hold the
-        head signed last, or the new signature would bless a cut."""
-        for journal in (self.journals.sessions, self.journals.actions):
-            changes = journal.external_changes
-            if changes == self._external_seen.get(journal.name, 0):
-                continue
-            self._external_seen[journal.name] = changes
-            previous = self.checkpoints.get(journal.name)
-            if previous is None:
-                continue
-            finding = check_head(journal.path, journal.name, previous.head)
-            if finding is not None:
-                self._contradicted.append(previous)
-                self._alarm_head(finding, "running gateway")
-
     def _keep_in_vault(self, vault: UnlockedVault) -> None:
         """The heads just signed, and the highest generation, saved inside the vault: at the
         next unlock they are compared again, even if checkpoint.json was removed meanwhile."""
@@ -420,7 +304,7 @@ class GatewayCore:
 
     def checkpoint_view(self) -> dict[str, Any]:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
-        signed = [*self._contradicted, *self.checkpoints.values()]
+        signed = [*self.evidence.contradicted, *self.checkpoints.values()]
         document: dict[str, Any] = json.loads(dump_checkpoints(signed))
         return document
 
@@ -438,7 +322,7 @@ class GatewayCore:
                 journal.name: _head_json(journal.head)
                 for journal in (self.journals.sessions, self.journals.actions)
             },
-            "alarms": list(self.alarms),
+            "alarms": list(self.evidence.alarms),
         }
 
     def close(self) -> None:
@@ -458,10 +342,6 @@ class GatewayCore:
             return None
         self._sealed_to = keys
         return self.parts.sealer_for(keys)
-
-
-def _signing_order(checkpoint: Checkpoint) -> tuple[datetime, int]:
-    return checkpoint.signed_at, checkpoint.head.seq
 
 
 def _head_json(head: JournalHead) -> dict[str, object]:
