@@ -23,6 +23,7 @@ import contextlib
 import logging
 import queue
 import socket
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ from safeport.vault.interface import Checkpoint
 
 log = logging.getLogger("safeport.gateway")
 
-LOCAL_SOCKET = "/dev/log"
+# The local syslog daemon's socket: journald/rsyslog on Linux, syslogd on macOS.
+LOCAL_SOCKET = "/var/run/syslog" if sys.platform == "darwin" else "/dev/log"
 # LOG_AUTH (4) * 8 + LOG_NOTICE (5): security evidence, where auth.log-style rules look.
 PRIORITY = 37
 # 32473 is the enterprise number RFC 5612 reserves for documentation and examples; a site that
