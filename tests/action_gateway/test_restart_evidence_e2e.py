@@ -21,9 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from safeport.shared.audit import ZERO_HASH, JournalHead, format_record
 from safeport.shared.paths import locate
+from safeport.vault.checkpoints import VaultCheckpointSigner, dump_checkpoints
+from safeport.vault.interface import VaultPublicKeys
 from safeport.vault.kdf import KdfParams
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.store import VaultFile
@@ -328,6 +332,33 @@ def test_a_journal_cut_under_a_running_gateway_is_an_alarm_before_the_next_signa
     assert alarms(gw) == ["journal.rewritten"]  # once
     assert gw.stop() == 0
     assert verify_checkpoint(gw.home).returncode == 1
+
+
+def test_a_checkpoint_file_signed_by_another_key_is_an_alarm_and_the_vault_still_names_the_cut(
+    real: RealVaultGateway,
+) -> None:
+    """An attacker cuts the journal and signs a matching checkpoint.json with a key of their
+    own: the start check refuses it, and the heads kept inside the vault show the cut."""
+    gw = real
+    gw.unlock()
+    gw.accept_policy()
+    _three_denied_actions(gw)
+    assert gw.stop() == 0
+    actions = gw.home / "audit" / "actions.jsonl"
+    _cut_last_record(actions)
+    last = json.loads(actions.read_bytes().splitlines()[-1])
+    key = Ed25519PrivateKey.generate()
+    forged_keys = VaultPublicKeys(
+        audit_x25519=b"\x00" * 32,
+        checkpoint_ed25519=key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw),
+    )
+    signer = VaultCheckpointSigner(SecretBytes(key.private_bytes_raw()), forged_keys)
+    forged = signer.sign("actions", JournalHead(seq=last["seq"], hash=last["hash"]))
+    (gw.home / "audit" / "checkpoint.json").write_bytes(dump_checkpoints([forged]))
+    gw.start()
+    assert alarms(gw) == ["checkpoint.invalid"]
+    gw.unlock()
+    assert alarms(gw) == ["checkpoint.invalid", "journal.truncated"]
 
 
 # -- an intent with no outcome -------------------------------------------------------------------
