@@ -7,6 +7,7 @@ line to a record file, so a test in another process can prove what was (not) tou
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import threading
@@ -21,13 +22,13 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.errors import Denied
-from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import policy_digest
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.interface import (
     AcceptedPolicy,
-    Checkpoint,
     EntryInfo,
+    VaultEvidence,
     VaultPublicKeys,
 )
 from safeport.vault.secrets import (
@@ -66,22 +67,6 @@ class WrongPassphrase(Denied):
         super().__init__("the passphrase is not the vault's")
 
 
-class _Signer:
-    def __init__(self, key: Ed25519PrivateKey, fingerprint: str) -> None:
-        self._key = key
-        self._fingerprint = fingerprint
-
-    def sign(self, journal: str, head: JournalHead) -> Checkpoint:
-        payload = f"{journal}\n{head.seq}\n{head.hash}".encode()
-        return Checkpoint(
-            journal=journal,
-            head=head,
-            signed_at=datetime.now(UTC),
-            signature=self._key.sign(payload),
-            signer_fingerprint=self._fingerprint,
-        )
-
-
 class FakeVaultStore:
     """A vault in memory: one passphrase, token/ssh-key entries holding the canary."""
 
@@ -90,8 +75,12 @@ class FakeVaultStore:
         self._passphrase = passphrase
         self._record = record
         self._accepted: AcceptedPolicy | None = None
-        self._checkpoint_key = Ed25519PrivateKey.generate()
-        self._audit_key = X25519PrivateKey.generate()
+        # Derived from the passphrase, so a restarted harness gateway checks the checkpoints
+        # the previous one signed, as a real vault's keys would.
+        seed = hashlib.sha256(b"fake vault keys\0" + passphrase).digest()
+        self._checkpoint_key = Ed25519PrivateKey.from_private_bytes(seed)
+        self._audit_key = X25519PrivateKey.from_private_bytes(hashlib.sha256(seed).digest())
+        self.evidence: VaultEvidence | None = None
         self._secrets: dict[str, CredentialSecret] = {}
         self.generation = 1
 
@@ -167,11 +156,19 @@ class FakeUnlockedVault:
         self._store._accepted = AcceptedPolicy(text, policy_digest(text), datetime.now(UTC))
         return self._store._accepted
 
-    def checkpoint_signer(self) -> _Signer:
+    def checkpoint_signer(self) -> VaultCheckpointSigner:
+        # The real signer: a restarted gateway checks these signatures like a real vault's.
         self._check()
-        return _Signer(
-            self._store._checkpoint_key, self._store.public_keys().checkpoint_fingerprint
-        )
+        raw = self._store._checkpoint_key.private_bytes_raw()
+        return VaultCheckpointSigner(SecretBytes(raw), self._store.public_keys())
+
+    def evidence(self) -> VaultEvidence | None:
+        self._check()
+        return self._store.evidence
+
+    def record_evidence(self, evidence: VaultEvidence) -> None:
+        self._check()
+        self._store.evidence = evidence
 
     def lock(self) -> None:
         self._store._record("vault.lock")
@@ -179,7 +176,8 @@ class FakeUnlockedVault:
 
 
 class RecordingExecutor:
-    """Returns at once; records each call. A command named ``fail_*`` fails upstream."""
+    """Returns at once; records each call. A command named ``fail_*`` fails upstream, one named
+    ``hang*`` never returns."""
 
     def __init__(self, record: Recorder) -> None:
         self._record = record
@@ -193,6 +191,8 @@ class RecordingExecutor:
         )
         if action.command_id.startswith("slow"):
             time.sleep(1.0)
+        if action.command_id.startswith("hang"):
+            threading.Event().wait()  # until the gateway is killed: an intent with no outcome
         if action.command_id.startswith("fail"):
             raise ActionError("unreachable", "the host did not answer")
         return SshExecResult(

@@ -13,13 +13,16 @@ import logging
 import sys
 from pathlib import Path
 
+from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
 from safeport.action_gateway.core import GatewayParts, RuntimeLimits
 from safeport.action_gateway.daemon import run_gateway
 from safeport.action_gateway.identity_linux import LinuxProbe
 from safeport.action_gateway.server import ServerLimits
 from safeport.errors import Error
 from safeport.shared.paths import locate
+from safeport.vault.interface import VaultStore
 from safeport.vault.sealing import AuditSealer
+from safeport.vault.store import VaultFile
 from tests.action_gateway.fakes import FakeVaultStore, Recorder, RecordingExecutor
 
 
@@ -32,14 +35,27 @@ def main() -> int:
     parser.add_argument("--reap-interval", type=float, default=0.2)
     parser.add_argument("--seal", action="store_true", help="seal journal bodies (as in real use)")
     parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument(
+        "--real-vault",
+        action="store_true",
+        help="the vault file under SAFEPORT_HOME (sealed journals) instead of the in-memory one",
+    )
+    parser.add_argument("--syslog-socket", default=LOCAL_SOCKET, help='where "local" syslog goes')
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
+    paths = locate()
+    store: VaultStore = (
+        VaultFile.at(paths)
+        if args.real_vault
+        else FakeVaultStore(args.passphrase_file.read_bytes().strip(), record)
+    )
     parts = GatewayParts(
-        vault_store=FakeVaultStore(args.passphrase_file.read_bytes().strip(), record),
+        vault_store=store,
         executor=RecordingExecutor(record),
         probe=LinuxProbe(),
-        sealer_for=AuditSealer if args.seal else None,
+        sealer_for=AuditSealer if args.seal or args.real_vault else None,
+        syslog_local_path=args.syslog_socket,
     )
     limits = RuntimeLimits(
         server=ServerLimits(frame_timeout_s=args.frame_timeout, idle_timeout_s=args.idle_timeout),
@@ -48,7 +64,7 @@ def main() -> int:
         worker_threads=args.workers,
     )
     try:
-        run_gateway(locate(), parts, limits)
+        run_gateway(paths, parts, limits)
     except Error as exc:
         print(f"gateway: {exc.diagnostic()}", file=sys.stderr)
         return exc.exit_code

@@ -232,7 +232,7 @@ class ControlHandler(Handler):
         def add() -> None:
             vault, _ = self._core.vault.current()
             vault.add(name, kind, value)
-            self._core.record_session("vault.entry_added", {"name": name, "kind": kind})
+            self._core.record_vault_save("vault.entry_added", {"name": name, "kind": kind}, vault)
 
         await self._in_thread(add)
         return {"added": name}
@@ -249,7 +249,7 @@ class ControlHandler(Handler):
             vault.rotate(name, value)
             # Pooled connections authenticated with the old value must not outlive it.
             self._core.parts.executor.close_all()
-            self._core.record_session("vault.entry_rotated", {"name": name})
+            self._core.record_vault_save("vault.entry_rotated", {"name": name}, vault)
 
         await self._in_thread(rotate)
         return {"rotated": name}
@@ -264,7 +264,7 @@ class ControlHandler(Handler):
             vault, _ = self._core.vault.current()
             vault.remove(name)
             self._core.parts.executor.close_all()
-            self._core.record_session("vault.entry_removed", {"name": name})
+            self._core.record_vault_save("vault.entry_removed", {"name": name}, vault)
 
         await self._in_thread(remove)
         return {"removed": name}
@@ -304,7 +304,7 @@ class ControlHandler(Handler):
         def accept() -> dict[str, Any]:
             vault, _ = self._core.vault.current()
             served = self._core.policies.accept(vault, shown, text=text)
-            self._core.record_session("policy.accepted", {"policy": served.digest})
+            self._core.record_vault_save("policy.accepted", {"policy": served.digest}, vault)
             return {"policy": served.digest}
 
         return dict(await self._in_thread(accept))

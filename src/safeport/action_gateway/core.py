@@ -11,17 +11,26 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.approvals import Approvals
+from safeport.action_gateway.checkpoint_syslog import (
+    LOCAL_SOCKET,
+    SyslogSender,
+    SyslogTarget,
+    format_heads,
+)
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
+from safeport.action_gateway.journal_evidence import JournalEvidence
 from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
 from safeport.action_gateway.ladder import Ladder, RateLimiter
 from safeport.action_gateway.notifications import notify_card_waiting
@@ -34,7 +43,13 @@ from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.backend import FileVaultBackend
 from safeport.vault.checkpoints import dump_checkpoints
-from safeport.vault.interface import Checkpoint, UnlockedVault, VaultPublicKeys, VaultStore
+from safeport.vault.interface import (
+    Checkpoint,
+    UnlockedVault,
+    VaultEvidence,
+    VaultPublicKeys,
+    VaultStore,
+)
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.store import VaultFile
 
@@ -49,6 +64,7 @@ class GatewayParts:
     executor: Executor
     probe: IdentityProbe
     sealer_for: Callable[[VaultPublicKeys], BodySealer] | None = None
+    syslog_local_path: str = LOCAL_SOCKET
 
 
 @dataclass(frozen=True)
@@ -79,12 +95,16 @@ class GatewayCore:
         # Who may use either socket: this user, or the install's named humans.
         self.admitted_uids = admitted_uids(paths)
         self._sealed_to: VaultPublicKeys | None = None
+        # The highest vault generation seen: journaled after each unlock and each of our own
+        # saves (ref.generation), learned back from sessions.jsonl at start.
         self._highest_generation = -1
+        self._syslog: SyslogSender | None = None
         # A dedicated account's humans read (verify) the journals through its group.
         self.journal_mode = 0o640 if paths.install is not None else 0o600
         self.journals = GatewayJournals(
             paths.audit_dir, self._sealer(), file_mode=self.journal_mode
         )
+        self.evidence = JournalEvidence(self.journals, paths.audit_dir / "checkpoint.json")
         self.vault = VaultState(parts.vault_store)
         self.policies = PolicyStore(paths.gateway_config)
         self.approvals = Approvals(_SessionsJournal(self.journals), parts.probe)
@@ -140,18 +160,27 @@ class GatewayCore:
 
     def _unlocked(self, vault: UnlockedVault) -> None:
         generation = vault.generation
-        self.record_session(
-            "vault.unlocked", {"epoch": self.vault.epoch, "vault_generation": generation}
+        evidence = vault.evidence()
+        seen = self._highest_generation
+        if evidence is not None:
+            seen = max(seen, evidence.highest_generation)
+        self.journals.sessions.record(
+            "vault.unlocked",
+            {"epoch": self.vault.epoch, "vault_generation": generation},
+            ref={"generation": generation},
         )
-        if generation < self._highest_generation:
+        if generation < seen:
             # An older vault.sp was put back: rotated-out secrets and an older accepted policy
             # come back with it. Say so loudly; the human decides.
             log.error("the vault file is older than the one unlocked before (rollback?)")
-            self.record_session(
+            self.evidence.alarm(
                 "vault.rollback",
-                {"alarm": True, "generation": generation, "seen": self._highest_generation},
+                {"alarm": True, "generation": generation, "seen": seen},
+                ref={"generation": seen},
             )
-        self._highest_generation = max(self._highest_generation, generation)
+        self._highest_generation = max(seen, generation)
+        if evidence is not None:
+            self.evidence.compare(evidence.heads, source="vault")
         self._check_public_keys(vault)
         try:
             served = self.policies.load_accepted(vault)
@@ -170,6 +199,25 @@ class GatewayCore:
             log.warning("closing pooled connections failed on lock: %s", type(exc).__name__)
         self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
         self.checkpoint(vault)
+
+    def record_vault_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
+        """Journal one of the gateway's own saves with the generation it reached, so putting
+        back the file as it was before the save is a rollback, across restarts too."""
+        generation = vault.generation
+        self._highest_generation = max(self._highest_generation, generation)
+        self.journals.sessions.record(kind, body, ref={"generation": generation})
+        # Signed at once: until a head covers this record, a kill and a cut could remove it
+        # along with the newer file's only trace.
+        self.checkpoint(vault)
+
+    # -- evidence from earlier runs -----------------------------------------------------------
+
+    def inspect_at_start(self) -> None:
+        """Before anything is served or written: judge the journals against the heads signed
+        before, learn the highest generation journaled, close interrupted intents."""
+        holding, highest = self.evidence.inspect_at_start(self.parts.vault_store.public_keys)
+        self.checkpoints.update(holding)
+        self._highest_generation = max(self._highest_generation, highest)
 
     def _check_public_keys(self, vault: UnlockedVault) -> None:
         """vault.pub.json is outside the vault and could be swapped to seal records to someone
@@ -224,30 +272,64 @@ class GatewayCore:
     # -- checkpoints --------------------------------------------------------------------------
 
     def checkpoint(self, vault: UnlockedVault | None = None) -> None:
-        """Sign the heads this process wrote (from memory, never re-read from the file)."""
+        """Sign the heads this process wrote (from memory, never re-read from the file), keep
+        them inside the vault too, and send them off the machine."""
         if vault is None:
             try:
                 vault, _ = self.vault.current()
             except Error:
                 return
         with self._checkpoint_lock:
+            self.evidence.check_before_signing(self.checkpoints)
             try:
                 signer = vault.checkpoint_signer()
                 for journal in (self.journals.sessions, self.journals.actions):
-                    head = journal.head
-                    if head.seq == 0:
-                        continue
-                    self.checkpoints[journal.name] = signer.sign(journal.name, head)
+                    # Read from the file once at start (after the comparison), then kept in
+                    # memory: an empty journal is signed empty, so a vanished one shows too.
+                    self.checkpoints[journal.name] = signer.sign(journal.name, journal.head)
             except Error as exc:
                 log.error("could not sign a checkpoint: %s", exc.diagnostic())
                 return
-            _write_checkpoints(
-                self.paths.audit_dir / "checkpoint.json", self.checkpoints, self.journal_mode
-            )
+            signed = [*self.evidence.contradicted, *self.checkpoints.values()]
+            _write_checkpoints(self.paths.audit_dir / "checkpoint.json", signed, self.journal_mode)
+            self._keep_in_vault(vault)
+            self._send_to_syslog(list(self.checkpoints.values()))
+
+    def _send_to_syslog(self, checkpoints: list[Checkpoint]) -> None:
+        if not checkpoints:
+            return
+        target = SyslogTarget.parse(self.settings().syslog, local_path=self.parts.syslog_local_path)
+        if self._syslog is not None and self._syslog.target != target:
+            self._syslog.close()
+            self._syslog = None
+        if target.transport == "off":
+            return
+        if self._syslog is None:
+            self._syslog = SyslogSender(target)
+        message = format_heads(
+            checkpoints, hostname=socket.gethostname(), pid=os.getpid(), now=datetime.now(UTC)
+        )
+        self._syslog.send(message)
+
+    def _keep_in_vault(self, vault: UnlockedVault) -> None:
+        """The heads just signed, and the highest generation, saved inside the vault: at the
+        next unlock they are compared again, even if checkpoint.json was removed meanwhile."""
+        if vault.generation < self._highest_generation:
+            # A file older than one seen before is not saved over on the gateway's own
+            # initiative: its low generation is the evidence, kept for the next unlock.
+            return
+        heads = {name: checkpoint.head for name, checkpoint in self.checkpoints.items()}
+        try:
+            vault.record_evidence(VaultEvidence(heads, self._highest_generation))
+        except Error as exc:  # the signed file stands; the vault's copy is one save behind
+            log.warning("the journal heads could not be saved in the vault: %s", exc.diagnostic())
+            return
+        self._highest_generation = max(self._highest_generation, vault.generation)
 
     def checkpoint_view(self) -> dict[str, Any]:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
-        document: dict[str, Any] = json.loads(dump_checkpoints(list(self.checkpoints.values())))
+        signed = [*self.evidence.contradicted, *self.checkpoints.values()]
+        document: dict[str, Any] = json.loads(dump_checkpoints(signed))
         return document
 
     # -- status -------------------------------------------------------------------------------
@@ -265,12 +347,15 @@ class GatewayCore:
                 journal.name: _head_json(journal.head)
                 for journal in (self.journals.sessions, self.journals.actions)
             },
+            "alarms": list(self.evidence.alarms),
         }
 
     def close(self) -> None:
         pools = (self.pool, self.control_pool, self.identity_pool, self.control_identity_pool)
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
+        if self._syslog is not None:
+            self._syslog.close()  # the heads signed at stop still leave (bounded wait)
         self.journals.close()
 
     def _sealer(self) -> BodySealer | None:
@@ -295,8 +380,8 @@ def _head_json(head: JournalHead) -> dict[str, object]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-def _write_checkpoints(path: Path, checkpoints: dict[str, Checkpoint], mode: int) -> None:
-    data = dump_checkpoints(list(checkpoints.values()))
+def _write_checkpoints(path: Path, checkpoints: list[Checkpoint], mode: int) -> None:
+    data = dump_checkpoints(checkpoints)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

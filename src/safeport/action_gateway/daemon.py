@@ -182,6 +182,9 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, core))
+    # Before anything new is written (gateway.started included): a cut or rewritten journal,
+    # or an intent left open by a kill, is judged on the files as they were found.
+    core.inspect_at_start()
     core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
     housekeeping = [

@@ -27,10 +27,13 @@ class DurableJournal:
         self, path: Path, sealer: BodySealer | None = None, *, file_mode: int = 0o600
     ) -> None:
         self.name = path.stem
+        self.path = path
         self._writer = JournalWriter(path, durability="batched", sealer=sealer, file_mode=file_mode)
 
-    def record(self, kind: str, body: dict[str, object]) -> JournalHead:
-        head = self._writer.append(kind, body)
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead:
+        head = self._writer.append(kind, body, ref=ref)
         self._writer.flush()
         return head
 
@@ -40,6 +43,13 @@ class DurableJournal:
 
     def set_sealer(self, sealer: BodySealer | None) -> None:
         self._writer.sealer = sealer
+
+    def read_head(self) -> JournalHead:
+        return self._writer.read_head()
+
+    @property
+    def external_changes(self) -> int:
+        return self._writer.external_changes
 
     def close(self) -> None:
         self._writer.close()

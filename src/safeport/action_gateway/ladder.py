@@ -74,7 +74,9 @@ class Refusal(Error):
 
 
 class ActionJournal(Protocol):
-    def record(self, kind: str, body: dict[str, object]) -> JournalHead: ...
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead: ...
 
 
 class PolicySource(Protocol):
@@ -144,6 +146,7 @@ class Ladder:
     ) -> dict[str, object]:
         """Run rungs 2 to 9; return the filtered result or raise a journaled :class:`Refusal`."""
         request: ActionRequest | None = None
+        intent: int | None = None
         try:
             served = self._rung_identity_and_callers(peer)
             resolved = self._rung_action(proposal, served)
@@ -154,10 +157,10 @@ class Ladder:
             if cancel is not None and cancel.is_set():
                 # The agent withdrew the request; nothing runs after a cancel.
                 raise Refusal("denied", 6, "approval_cancelled", "the request was cancelled")
-            self._rung_intent(peer, request, grant.id)
-            return self._rung_execute_and_record(peer, resolved, grant, vault_epoch)
+            intent = self._rung_intent(peer, request, grant.id)
+            return self._rung_execute_and_record(peer, resolved, grant, intent)
         except Refusal as refusal:
-            self._journal_refusal(peer, proposal, request, refusal)
+            self._journal_refusal(peer, proposal, request, refusal, intent)
             raise
 
     # -- rungs --------------------------------------------------------------------------------
@@ -228,17 +231,20 @@ class Ladder:
                 "denied", 6, "identity_after_approval", "the requester changed while it waited"
             ) from exc
 
-    def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> None:
+    def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> int:
+        """Journal the intent; its sequence is what the record closing it names (in the clear,
+        so a restart finds an intent the gateway died before closing, vault locked or not)."""
         try:
-            self._journal.record(
+            head = self._journal.record(
                 "action.intent",
                 {"request": request.shape(), "grant": grant_id, "requester": peer.as_record()},
             )
+            return head.seq
         except Error as exc:
             raise Refusal("unavailable", 7, "journal", "the intent could not be recorded") from exc
 
     def _rung_execute_and_record(
-        self, peer: PeerIdentity, resolved: Resolved, grant: Grant, epoch: int
+        self, peer: PeerIdentity, resolved: Resolved, grant: Grant, intent: int
     ) -> dict[str, object]:
         request = resolved.request
         try:
@@ -275,6 +281,7 @@ class Ladder:
                     "duration_ms": duration_ms,
                     **_result_summary(result),
                 },
+                ref={"intent": intent},
             )
         except Error as exc:
             raise Refusal(
@@ -307,6 +314,7 @@ class Ladder:
         proposal: Proposal,
         request: ActionRequest | None,
         refusal: Refusal,
+        intent: int | None,
     ) -> None:
         if refusal.rung >= 7 and refusal.category == "journal":
             return  # the journal is what failed; the reply says so
@@ -322,7 +330,8 @@ class Ladder:
         served = self._policies.served
         body["policy"] = served.digest if served is not None else None
         try:
-            self._journal.record("action.denied", body)
+            ref = None if intent is None else {"intent": intent}
+            self._journal.record("action.denied", body, ref=ref)
         except Error:
             # The refusal stands either way; a reply that nothing ran is still true.
             refusal.code = "unavailable" if refusal.rung < 7 else refusal.code

@@ -72,8 +72,9 @@ def verify(
     not reach or match its signed checkpoint. Exit 2: unreadable.
     """
     checkpoints = None
+    earlier: dict[str, list[Checkpoint]] = {}
     if checkpoint_file is not None:
-        checkpoints = _load_checkpoints(checkpoint_file, public_keys_file)
+        checkpoints, earlier = _load_checkpoints(checkpoint_file, public_keys_file)
     elif public_keys_file is not None:
         raise UsageError("--public-keys only applies with --checkpoint")
     if journal_file is not None:
@@ -101,14 +102,28 @@ def verify(
         else:
             report = verify_journal(path, capture_seq=signed.head.seq if signed else None)
         reports.append(report)
-        verdicts.append(None if checkpoints is None else compare(report, signed, name))
+        verdict = None if checkpoints is None else compare(report, signed, name)
+        # Heads signed before the latest one stay in the file only after the gateway found the
+        # journal cut or rewritten: the journal must hold each of them too.
+        for old in earlier.get(name, []):
+            if verdict is None or not verdict.ok:
+                break
+            if path.exists():
+                old_report = verify_journal(path, capture_seq=old.head.seq)
+            else:
+                old_report = ChainReport(name, 0, None, None, None, "empty")
+            verdict = compare(old_report, old, name)
+        verdicts.append(verdict)
     _print_reports(reports, verdicts, checkpoints, headed=headed, as_json=as_json)
     if not all(report.ok for report in reports) or not all(v.ok for v in verdicts if v):
         sys.exit(1)
 
 
-def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Checkpoint]:
-    """The checkpoints in ``path``, each signature checked against the vault's public key."""
+def _load_checkpoints(
+    path: Path, public_keys_file: Path | None
+) -> tuple[dict[str, Checkpoint], dict[str, list[Checkpoint]]]:
+    """The latest checkpoint of each journal in ``path`` and the earlier ones, every signature
+    checked against the vault's public key."""
     if public_keys_file is None:
         keys = _this_vaults_public_keys()
     else:
@@ -136,7 +151,11 @@ def _load_checkpoints(path: Path, public_keys_file: Path | None) -> dict[str, Ch
         latest = by_journal.get(checkpoint.journal)
         if latest is None or checkpoint.head.seq >= latest.head.seq:
             by_journal[checkpoint.journal] = checkpoint
-    return by_journal
+    earlier: dict[str, list[Checkpoint]] = {}
+    for checkpoint in loaded:
+        if checkpoint is not by_journal[checkpoint.journal]:
+            earlier.setdefault(checkpoint.journal, []).append(checkpoint)
+    return by_journal, earlier
 
 
 def _this_vaults_public_keys() -> VaultPublicKeys:

@@ -78,7 +78,34 @@ def status(as_json: bool) -> None:
         f"sessions: {result.get('sessions')}",
         f"pending approvals: {result.get('pending_cards')}",
     ]
+    lines += alarm_lines(result.get("alarms") or [])
     click.echo("\n".join(inert(line) for line in lines))
+
+
+def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
+    """One line per alarm this run raised (journaled in sessions.jsonl as well)."""
+    lines = []
+    for alarm in alarms:
+        kind = alarm.get("kind")
+        if kind in ("journal.truncated", "journal.rewritten"):
+            what = (
+                f"{alarm.get('journal')}.jsonl no longer holds the head signed at sequence "
+                f"{alarm.get('signed_seq')} ({alarm.get('detail')}; recorded in "
+                f"{alarm.get('source')})"
+            )
+        elif kind == "vault.rollback":
+            what = (
+                f"the vault file is generation {alarm.get('generation')}, older than the "
+                f"{alarm.get('seen')} seen before: an older copy was put back"
+            )
+        else:
+            what = str(alarm.get("detail") or "see `sp audit show --journal sessions`")
+        lines.append(f"ALARM {kind}: {what}")
+    if alarms:
+        lines.append(
+            "alarms: investigate before trusting the journals (`sp audit verify --checkpoint`)"
+        )
+    return lines
 
 
 @gateway.command()

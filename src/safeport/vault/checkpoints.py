@@ -207,7 +207,16 @@ def compare(report: ChainReport, checkpoint: Checkpoint | None, journal: str) ->
         )
     if checkpoint is None:
         return CheckpointVerdict(False, "missing", f"the checkpoint file has no head for {journal}")
-    signed = checkpoint.head
+    verdict = compare_head(report, checkpoint.head)
+    if verdict.ok and checkpoint.head.seq:
+        signed_at = checkpoint.signed_at.isoformat()
+        return CheckpointVerdict(True, "matches", f"{verdict.detail} signed at {signed_at}")
+    return verdict
+
+
+def compare_head(report: ChainReport, signed: JournalHead) -> CheckpointVerdict:
+    """Judge a verified chain against a head recorded for it (pure): the gateway runs this at
+    start and at unlock against the heads it signed before, `sp audit verify` against the file."""
     if signed.seq == 0:
         return CheckpointVerdict(True, "matches", "signed while the journal was empty")
     last = report.last_sequence or 0
@@ -227,8 +236,4 @@ def compare(report: ChainReport, checkpoint: Checkpoint | None, journal: str) ->
             "rewritten",
             f"sequence {signed.seq} differs from the signed record (rollback or rewrite)",
         )
-    return CheckpointVerdict(
-        True,
-        "matches",
-        f"sequence {signed.seq} matches the head signed at {checkpoint.signed_at.isoformat()}",
-    )
+    return CheckpointVerdict(True, "matches", f"sequence {signed.seq} matches the head")

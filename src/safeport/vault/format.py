@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from safeport.shared.audit import JournalHead
 from safeport.vault.errors import CannotUnlock, NotAVault
-from safeport.vault.interface import AcceptedPolicy, VaultPublicKeys
+from safeport.vault.interface import AcceptedPolicy, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import KEY_BYTES, SALT_BYTES, KdfParams, zero
 from safeport.vault.secrets import SecretBytes, SecretKind
 
@@ -82,6 +83,7 @@ class Payload:
     checkpoint_private: SecretBytes
     public: VaultPublicKeys
     policy: AcceptedPolicy | None
+    evidence: VaultEvidence | None = None
 
     def wipe(self) -> None:
         for entry in self.entries.values():
@@ -206,7 +208,7 @@ def encode_payload(payload: Payload) -> bytearray:
         blobs.append(value)
         return len(blobs) - 1
 
-    meta = {
+    meta: dict[str, object] = {
         "created": payload.created.isoformat(),
         "entries": [
             {
@@ -235,6 +237,16 @@ def encode_payload(payload: Payload) -> bytearray:
             "accepted_at": payload.policy.accepted_at.isoformat(),
         },
     }
+    if payload.evidence is not None:
+        # Absent (not null) when there is none, so a vault written before it existed and one
+        # written now without it encode alike.
+        meta["evidence"] = {
+            "heads": {
+                name: {"seq": head.seq, "hash": head.hash}
+                for name, head in sorted(payload.evidence.heads.items())
+            },
+            "highest_generation": payload.evidence.highest_generation,
+        }
     meta_bytes = _canonical(meta)
     # One allocation of the final size: growing a bytearray reallocates and frees the old
     # buffer without zeroing it, which would leave copies of values behind.
@@ -295,6 +307,7 @@ def _payload_from(meta: Any, blobs: list[SecretBytes]) -> Payload:
             plain={key: _str(value) for key, value in raw["plain"].items()},
         )
     policy = meta["policy"]
+    evidence = meta.get("evidence")
     return Payload(
         created=datetime.fromisoformat(meta["created"]),
         entries=entries,
@@ -311,7 +324,16 @@ def _payload_from(meta: Any, blobs: list[SecretBytes]) -> Payload:
             digest=_str(policy["digest"]),
             accepted_at=datetime.fromisoformat(policy["accepted_at"]),
         ),
+        evidence=None if evidence is None else _evidence_from(evidence),
     )
+
+
+def _evidence_from(raw: Any) -> VaultEvidence:
+    heads = {
+        _str(name): JournalHead(seq=_int(head["seq"]), hash=_str(head["hash"]))
+        for name, head in raw["heads"].items()
+    }
+    return VaultEvidence(heads=heads, highest_generation=_int(raw["highest_generation"]))
 
 
 # -- small pieces --------------------------------------------------------------------------------

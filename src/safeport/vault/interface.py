@@ -63,6 +63,20 @@ class Checkpoint:
     signer_fingerprint: str
 
 
+@dataclass(frozen=True)
+class VaultEvidence:
+    """What the gateway keeps inside the vault about its journals (authenticated, encrypted).
+
+    ``heads`` are the last heads it signed, by journal name; ``highest_generation`` the highest
+    vault generation it had seen when it saved this. Compared at unlock with the journals on
+    disk and with the file's generation; an old copy of the vault brings back old evidence, which
+    is why the generation is also journaled (see action_gateway/evidence.py).
+    """
+
+    heads: Mapping[str, JournalHead]
+    highest_generation: int
+
+
 class CheckpointSigner(Protocol):
     def sign(self, journal: str, head: JournalHead) -> Checkpoint: ...
 
@@ -100,6 +114,14 @@ class UnlockedVault(Protocol):
     def accept_policy(self, text: str) -> AcceptedPolicy: ...
 
     def checkpoint_signer(self) -> CheckpointSigner: ...
+
+    def evidence(self) -> VaultEvidence | None:
+        """The evidence last saved by :meth:`record_evidence` (None for a vault that has none)."""
+        ...
+
+    def record_evidence(self, evidence: VaultEvidence) -> None:
+        """Save ``evidence`` into the vault (a save like any other: the generation goes up)."""
+        ...
 
     def lock(self) -> None:
         """Zero every unlocked buffer; the object is unusable afterwards."""

@@ -22,7 +22,7 @@ from safeport.vault.credentials import check_name, check_value, to_secret
 from safeport.vault.errors import CannotUnlock, EntryError, KeyringProblem, VaultLocked
 from safeport.vault.files import MAX_VAULT_BYTES, VaultMissing
 from safeport.vault.format import Entry, Header, Payload, encode_payload, encode_prefix_and_header
-from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultPublicKeys
+from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import KdfParams, derive_key, new_salt, zero
 from safeport.vault.keyring_wrap import encode_keyring_key, new_keyring_key
 from safeport.vault.public_file import read_public_keys, write_public_keys
@@ -114,6 +114,19 @@ class OpenVault:
         with self._mutex:
             self._require_open()
             return VaultCheckpointSigner(self._payload.checkpoint_private, self._payload.public)
+
+    def evidence(self) -> VaultEvidence | None:
+        with self._mutex:
+            self._require_open()
+            return self._payload.evidence
+
+    def record_evidence(self, evidence: VaultEvidence) -> None:
+        """Save the gateway's journal heads and highest generation seen (no-op if unchanged)."""
+        with self._mutex:
+            self._require_open()
+            if self._payload.evidence == evidence:
+                return
+            self._commit(dataclasses.replace(self._payload, evidence=evidence))
 
     def audit_opener(self) -> AuditOpener:
         """Opens sealed journal bodies (for `sp audit show`); unusable after lock."""

@@ -43,6 +43,7 @@ BATCH_WINDOW_S = 0.1
 RECOVERY_KEEP_BYTES = 64 * 1024
 _KIND_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 _TAIL_BLOCK = 64 * 1024
+_REF_NAME_RE = re.compile(r"[a-z][a-z_]{0,31}")
 
 
 class BodySealer(Protocol):
@@ -85,6 +86,8 @@ class JournalWriter:
         self._fd = -1
         self._ino: tuple[int, int] | None = None
         self._known_size = -1  # the size we left the file at; -1 = unknown, re-read the tail
+        self._synced_once = False
+        self._external_changes = 0
         self._dirty = False
         self._timer: threading.Timer | None = None
         self._closed = False
@@ -97,11 +100,24 @@ class JournalWriter:
         """The last record this process knows the journal to end with (seq, hash)."""
         return self._head
 
-    def append(self, kind: str, body: Mapping[str, object]) -> JournalHead:
-        """Append one record; in ``fsync`` mode it is on disk when this returns."""
+    @property
+    def external_changes(self) -> int:
+        """How often the file was found changed by someone else (appended to, cut, replaced)
+        since this writer first read it. A journal with one writer should keep this at 0."""
+        return self._external_changes
+
+    def append(
+        self, kind: str, body: Mapping[str, object], *, ref: Mapping[str, int] | None = None
+    ) -> JournalHead:
+        """Append one record; in ``fsync`` mode it is on disk when this returns.
+
+        ``ref`` is stored in the clear beside a sealed body: small counters (an intent's
+        sequence, a vault generation) that a scan must read while the vault is locked. Never a
+        secret, never an argument's value: only names of the gateway's own numbering.
+        """
         if not _KIND_RE.fullmatch(kind):
             raise AuditError(f"invalid record kind {kind!r}")
-        members = self._members(body)
+        members = self._members(body, ref)
         kind_json = b'"%s"' % kind.encode("ascii")  # the pattern admits nothing JSON would escape
         with self._mutex:
             if self._closed:
@@ -113,6 +129,22 @@ class JournalWriter:
                 raise JournalUnavailable(
                     f"cannot write journal {self.path.name}: {exc.strerror or exc}"
                 ) from exc
+
+    def read_head(self) -> JournalHead:
+        """Take the head from the file as it is now (a torn tail is recovered first, as an
+        append would). For a restarted gateway, after it compared the file with the heads it
+        signed before: from then on it signs what it found, with any alarm on record."""
+        with self._mutex:
+            if self._closed:
+                raise JournalUnavailable(f"journal {self.path.name} is closed")
+            try:
+                with _flocked(self._lock_fd):
+                    self._sync_with_file()
+            except OSError as exc:
+                raise JournalUnavailable(
+                    f"cannot read journal {self.path.name}: {exc.strerror or exc}"
+                ) from exc
+            return self._head
 
     def flush(self) -> None:
         """fsync now (batched mode flushes by itself within the batch window)."""
@@ -146,7 +178,7 @@ class JournalWriter:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _members(self, body: Mapping[str, object]) -> bytes:
+    def _members(self, body: Mapping[str, object], ref: Mapping[str, int] | None) -> bytes:
         """The record's members after ``kind``, as canonical JSON (serialised once)."""
         try:
             plain = canonical_json(dict(body))
@@ -154,9 +186,15 @@ class JournalWriter:
             raise AuditError(f"record body is not JSON-serialisable: {type(exc).__name__}") from exc
         if len(plain) > MAX_RECORD_BYTES:
             raise AuditError(f"record body of {len(plain)} bytes is over the 1 MiB limit")
+        clear = _check_ref(ref)
         if self.sealer is None:
-            return b'{"body":' + plain + b"}"
-        return canonical_json({"sealed": dict(self.sealer.seal(plain))})
+            if clear is None:
+                return b'{"body":' + plain + b"}"
+            return b'{"body":' + plain + b',"ref":' + canonical_json(clear) + b"}"
+        sealed: dict[str, object] = {"sealed": dict(self.sealer.seal(plain))}
+        if clear is not None:
+            sealed["ref"] = clear
+        return canonical_json(sealed)
 
     def _append_locked(self, kind_json: bytes, members: bytes) -> JournalHead:
         size = self._sync_with_file()
@@ -178,6 +216,9 @@ class JournalWriter:
         size = os.fstat(self._fd).st_size
         if size == self._known_size:
             return size
+        if self._synced_once:
+            self._external_changes += 1
+        self._synced_once = True
         if size == 0:
             self._head = self._head_of_previous_segment()
             return 0
@@ -286,6 +327,20 @@ class JournalWriter:
             time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)).encode(),
             micros,
         )
+
+
+def _check_ref(ref: Mapping[str, int] | None) -> dict[str, int] | None:
+    """Only short lowercase names and non-negative integers: nothing else can go in the clear."""
+    if not ref:
+        return None
+    clear: dict[str, int] = {}
+    for name, value in ref.items():
+        if not _REF_NAME_RE.fullmatch(name):
+            raise AuditError(f"invalid reference name {name!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise AuditError(f"reference {name!r} must be a non-negative integer")
+        clear[name] = value
+    return clear
 
 
 def _head_of(line: bytes, path: Path) -> JournalHead:

@@ -31,3 +31,6 @@ class AuditRecord(BaseModel):
     kind: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]{0,63}$")]
     body: dict[str, Any] | None = None
     sealed: SealedBody | None = None
+    # Cleartext counters beside a sealed body (an intent's sequence, a vault generation), so a
+    # scan reads them while the vault is locked; never a secret or an argument's value.
+    ref: dict[str, Annotated[int, Field(ge=0)]] | None = None

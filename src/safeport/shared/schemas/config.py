@@ -69,12 +69,31 @@ class ParamSpec(_Strict):
         return self
 
 
+# Where signed checkpoint heads go besides checkpoint.json: the local syslog socket, a
+# collector over UDP or TCP (host name, IPv4, or [IPv6], and a port), or nowhere.
+SYSLOG_TARGET = re.compile(
+    r"(?:local|off|(?P<proto>udp|tcp)://"
+    r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5}))"
+)
+
+
 class GatewaySettings(_Strict):
     approval_timeout_s: Annotated[int, Field(ge=1, le=3600)] = 120
     auto_lock_minutes: Annotated[int, Field(ge=0, le=10080)] = 480
     session_max_minutes: Annotated[int, Field(ge=1, le=10080)] = 720
     max_connections: Annotated[int, Field(ge=1, le=1024)] = 32
     allow_approver_in_client: bool = False
+    # "local" (/dev/log), "udp://HOST:PORT", "tcp://HOST:PORT" or "off".
+    syslog: str = "local"
+
+    @model_validator(mode="after")
+    def _syslog_target(self) -> GatewaySettings:
+        match = SYSLOG_TARGET.fullmatch(self.syslog)
+        if match is None or (match["port"] is not None and not 0 < int(match["port"]) < 65536):
+            raise ValueError(
+                '`syslog` must be "local", "off", "udp://HOST:PORT" or "tcp://HOST:PORT"'
+            )
+        return self
 
 
 class CallerRule(_Strict):
