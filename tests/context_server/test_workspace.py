@@ -73,7 +73,7 @@ def test_a_hard_link_is_refused_and_its_size_hidden(workspace: Workspace, tmp_pa
         workspace.readable_file("copy.txt")
     assert caught.value.reason == "unreadable-type"
     root = workspace.locate(".")
-    entry = next(e for e in workspace.list_folder(root) if e.name == "copy.txt")
+    entry = next(e for e in workspace.list_folder(root).entries if e.name == "copy.txt")
     assert (entry.blocked, entry.size) == ("unreadable-type", None)
 
 
@@ -85,6 +85,8 @@ def test_a_private_name_is_refused_before_any_lookup(
 
     monkeypatch.setattr(os.path, "realpath", no_disk)
     monkeypatch.setattr(os, "lstat", no_disk)
+    monkeypatch.setattr(os, "open", no_disk)
+    monkeypatch.setattr(os, "readlink", no_disk)
     for path in (".env", ".env.missing", "data/anything", "keys/id_ed25519"):
         with pytest.raises(Refused) as caught:
             workspace.locate(path)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.context_server.policy import Refused, looks_binary
+from safeport.context_server.policy import looks_binary
 from safeport.context_server.workspace import WalkedFile, Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MAX_INDEXED_BYTES = 1024 * 1024
 REFRESH_AFTER_S = 30.0
+RETRY_AFTER_S = 5.0
 _SCHEMA_VERSION = 1
 
 Progress = Callable[[int, int], None]
@@ -68,6 +69,7 @@ class SearchIndex:
         self.last_refresh: float | None = None
         self.last_stats: IndexStats | None = None
         self.last_error: str | None = None
+        self._failed_at = 0.0
         ensure_private_dir(path.parent)
         with contextlib.closing(self._connect()) as db:
             self._create(db)
@@ -94,7 +96,10 @@ class SearchIndex:
     # -- building -----------------------------------------------------------------------------
 
     def refresh(self, progress: Progress | None = None) -> IndexStats:
-        """Bring the index in line with the workspace; only changed files are re-read."""
+        """Bring the index in line with the workspace; only changed files are re-read.
+
+        Two walks, each O(files): the first compares sizes and times with what is stored, the
+        second reads the changed files through the walk's own folder descriptors."""
         with self._refresh_lock:
             started = time.monotonic()
             walked: dict[tuple[str, str], WalkedFile] = {}
@@ -110,42 +115,17 @@ class SearchIndex:
                     )
                 }
                 stale = [known[k][0] for k in known.keys() - walked.keys()]
-                todo = [
-                    (key, found)
+                todo = {
+                    key
                     for key, found in walked.items()
                     if known.get(key, (0, -1, -1))[1:] != (found.size, found.mtime_ns)
-                ]
-                added = updated = 0
+                }
                 for start in range(0, len(stale), 500):
                     chunk = stale[start : start + 500]
                     marks = ",".join("?" * len(chunk))
                     db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
                     db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
-                for done, (key, found) in enumerate(todo, 1):
-                    text = self._text_of(found)
-                    # By (root, rel), not the id read earlier: another server sharing this
-                    # index may have refreshed the same file in the meantime.
-                    for (stale_id,) in db.execute(
-                        "SELECT id FROM files WHERE root = ? AND rel = ?", key
-                    ).fetchall():
-                        db.execute("DELETE FROM fts WHERE rowid = ?", (stale_id,))
-                        db.execute("DELETE FROM files WHERE id = ?", (stale_id,))
-                    if key in known:
-                        updated += 1
-                    else:
-                        added += 1
-                    if text is not None:
-                        cur = db.execute(
-                            "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
-                            (key[0], key[1], found.size, found.mtime_ns),
-                        )
-                        db.execute(
-                            "INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text)
-                        )
-                    if progress is not None and (done % 200 == 0 or done == len(todo)):
-                        progress(done, len(todo))
-                    if done % 2000 == 0:
-                        db.commit()
+                added, updated = self._store_changed(db, todo, set(known), progress)
                 db.commit()
                 count, size = db.execute(
                     "SELECT count(*), coalesce(sum(size), 0) FROM files"
@@ -159,16 +139,63 @@ class SearchIndex:
             )
             return self.last_stats
 
+    def _store_changed(
+        self,
+        db: sqlite3.Connection,
+        todo: set[tuple[str, str]],
+        known: set[tuple[str, str]],
+        progress: Progress | None,
+    ) -> tuple[int, int]:
+        added = updated = done = 0
+
+        def wanted(found: WalkedFile) -> int | None:
+            return MAX_INDEXED_BYTES + 1 if (found.root.name, found.relative) in todo else None
+
+        for root in self.workspace.roots:
+            walk = self.workspace.walk(
+                root, max_bytes=MAX_INDEXED_BYTES, scoped=False, head_for=wanted
+            )
+            for found in walk:
+                if not isinstance(found, WalkedFile) or found.head is None:
+                    continue
+                key = (root.name, found.relative)
+                text = _text_of(found.head)
+                # By (root, rel), not an id read earlier: another server sharing this index
+                # may have refreshed the same file in the meantime.
+                for (stale_id,) in db.execute(
+                    "SELECT id FROM files WHERE root = ? AND rel = ?", key
+                ).fetchall():
+                    db.execute("DELETE FROM fts WHERE rowid = ?", (stale_id,))
+                    db.execute("DELETE FROM files WHERE id = ?", (stale_id,))
+                if key in known:
+                    updated += 1
+                else:
+                    added += 1
+                if text is not None:
+                    cur = db.execute(
+                        "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
+                        (key[0], key[1], found.size, found.mtime_ns),
+                    )
+                    db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text))
+                done += 1
+                if progress is not None and (done % 200 == 0 or done == len(todo)):
+                    progress(done, len(todo))
+                if done % 2000 == 0:
+                    db.commit()
+        return added, updated
+
     def refresh_in_background(self, *, force: bool = False) -> None:
-        """Start a refresh on a worker thread if none runs and the index is old enough."""
+        """Start a refresh on a worker thread if none runs and the index is old enough; after
+        a failed refresh, the next call tries again (at most every few seconds)."""
         if self._worker is not None and self._worker.is_alive():
             return
-        if (
-            not force
-            and self.last_refresh is not None
-            and time.time() - self.last_refresh < REFRESH_AFTER_S
-        ):
-            return
+        now = time.time()
+        if not force:
+            if self.last_error is not None:
+                if now - self._failed_at < RETRY_AFTER_S:
+                    return
+            elif self.last_refresh is not None and now - self.last_refresh < REFRESH_AFTER_S:
+                return
         self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
         self._worker.start()
 
@@ -180,27 +207,16 @@ class SearchIndex:
     def _refresh_quietly(self) -> None:
         try:
             self.refresh()
-        except (sqlite3.Error, OSError) as exc:
-            # Logged by category only: an OS message could carry a path.
-            self.last_error = type(exc).__name__
+        except Exception as exc:  # the worker must report, never die silently
+            # Reported by category only: an OS message could carry a path.
+            self.last_error = f"the last index refresh failed ({type(exc).__name__}); retrying"
+            self._failed_at = time.time()
             log.warning("index refresh failed: %s", type(exc).__name__)
-
-    def _text_of(self, found: WalkedFile) -> str | None:
-        """The file's text read through the full read gate, or None if it is not servable."""
-        try:
-            shown = self.workspace.display(found.root, found.parts)
-            located = self.workspace.readable_file(shown, scoped=False)
-            data = self.workspace.read_head(located, MAX_INDEXED_BYTES + 1)
-        except Refused:
-            return None
-        if len(data.data) > MAX_INDEXED_BYTES or looks_binary(data.data):
-            return None
-        return data.data.decode("utf-8", "replace")
 
     # -- querying -----------------------------------------------------------------------------
 
-    def candidates(self, query: str, root: str, prefix: str, offset: int) -> Iterator[Candidate]:
-        """Files whose text contains ``query`` (case-insensitive), in path order from ``offset``."""
+    def candidates(self, query: str, root: str, prefix: str, after: str) -> Iterator[Candidate]:
+        """Files whose text may contain ``query``, in path order, after the path ``after``."""
         phrase = trigram_query(query)
         # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
         sql = (
@@ -211,8 +227,10 @@ class SearchIndex:
         if prefix:
             sql += " AND substr(f.rel, 1, ?) = ?"
             params += [len(prefix) + 1, prefix + "/"]
-        sql += " ORDER BY f.rel LIMIT -1 OFFSET ?"
-        params.append(offset)
+        if after:
+            sql += " AND f.rel > ?"
+            params.append(after)
+        sql += " ORDER BY f.rel"
         try:
             for r, rel in self._db().execute(sql, params):
                 yield Candidate(r, rel)
@@ -259,6 +277,13 @@ class SearchIndex:
 
     def _file_count(self, db: sqlite3.Connection) -> int:
         return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def _text_of(head: bytes) -> str | None:
+    """The text to index, or None for a file too large or binary to be worth it."""
+    if len(head) > MAX_INDEXED_BYTES or looks_binary(head):
+        return None
+    return head.decode("utf-8", "replace")
 
 
 def trigram_query(query: str, most: int = 24) -> str:
