@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.context_server.policy import looks_binary
-from safeport.context_server.workspace import WalkedFile, Workspace
+from safeport.context_server.workspace import ServedRoot, WalkedFile, Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
 
@@ -98,91 +98,86 @@ class SearchIndex:
     def refresh(self, progress: Progress | None = None) -> IndexStats:
         """Bring the index in line with the workspace; only changed files are re-read.
 
-        Two walks, each O(files): the first compares sizes and times with what is stored, the
-        second reads the changed files through the walk's own folder descriptors."""
-        with self._refresh_lock:
+        Two walks, each O(files) in time and holding no per-file state but the ids of the rows
+        still current: the first counts the changed files (for progress), the second reads them
+        through the walk's own folder descriptors and stores them; rows no walk saw go."""
+        with self._refresh_lock, contextlib.closing(self._connect()) as db:
             started = time.monotonic()
-            walked: dict[tuple[str, str], WalkedFile] = {}
+            total = sum(
+                1
+                for root in self.workspace.roots
+                for found in self._walk(root)
+                if _changed(found, _stored(db, found)) is not None
+            )
+            seen: set[int] = set()
+            added = updated = done = 0
+            stored: tuple[int, int, int] | None = None
+
+            def wanted(found: WalkedFile) -> int | None:
+                nonlocal stored
+                stored = _stored(db, found)
+                return MAX_INDEXED_BYTES + 1 if _changed(found, stored) is not None else None
+
             for root in self.workspace.roots:
-                walk = self.workspace.walk_files(root, max_bytes=MAX_INDEXED_BYTES, scoped=False)
-                for found in walk:
-                    walked[(root.name, found.relative)] = found
-            with contextlib.closing(self._connect()) as db:
-                known = {
-                    (r, rel): (fid, size, mtime)
-                    for fid, r, rel, size, mtime in db.execute(
-                        "SELECT id, root, rel, size, mtime_ns FROM files"
-                    )
-                }
-                stale = [known[k][0] for k in known.keys() - walked.keys()]
-                todo = {
-                    key
-                    for key, found in walked.items()
-                    if known.get(key, (0, -1, -1))[1:] != (found.size, found.mtime_ns)
-                }
-                for start in range(0, len(stale), 500):
-                    chunk = stale[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
-                    db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
-                added, updated = self._store_changed(db, todo, set(known), progress)
-                db.commit()
-                count, size = db.execute(
-                    "SELECT count(*), coalesce(sum(size), 0) FROM files"
-                ).fetchone()
-            if progress is not None and not todo:
+                for found in self._walk(root, wanted):
+                    if found.head is None:
+                        if stored is not None and _changed(found, stored) is None:
+                            seen.add(stored[0])
+                        continue
+                    if stored is not None:
+                        db.execute("DELETE FROM fts WHERE rowid = ?", (stored[0],))
+                        db.execute("DELETE FROM files WHERE id = ?", (stored[0],))
+                        updated += 1
+                    else:
+                        added += 1
+                    text = _text_of(found.head)
+                    if text is not None:
+                        cur = db.execute(
+                            "INSERT OR REPLACE INTO files(root, rel, size, mtime_ns) "
+                            "VALUES (?, ?, ?, ?)",
+                            (root.name, found.relative, found.size, found.mtime_ns),
+                        )
+                        assert cur.lastrowid is not None
+                        seen.add(cur.lastrowid)
+                        db.execute(
+                            "INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text)
+                        )
+                    done += 1
+                    if progress is not None and (done % 200 == 0 or done == total):
+                        progress(done, max(total, done))
+                    if done % 2000 == 0:
+                        db.commit()
+            removed = self._remove_unseen(db, seen)
+            db.commit()
+            count, size = db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM files"
+            ).fetchone()
+            if progress is not None and not done:
                 progress(0, 0)
             self.last_refresh = time.time()
             self.last_error = None
             self.last_stats = IndexStats(
-                int(count), int(size), added, updated, len(stale), time.monotonic() - started
+                int(count), int(size), added, updated, removed, time.monotonic() - started
             )
             return self.last_stats
 
-    def _store_changed(
-        self,
-        db: sqlite3.Connection,
-        todo: set[tuple[str, str]],
-        known: set[tuple[str, str]],
-        progress: Progress | None,
-    ) -> tuple[int, int]:
-        added = updated = done = 0
+    def _walk(
+        self, root: ServedRoot, head_for: Callable[[WalkedFile], int | None] | None = None
+    ) -> Iterator[WalkedFile]:
+        for item in self.workspace.walk(
+            root, max_bytes=MAX_INDEXED_BYTES, scoped=False, head_for=head_for
+        ):
+            if isinstance(item, WalkedFile):
+                yield item
 
-        def wanted(found: WalkedFile) -> int | None:
-            return MAX_INDEXED_BYTES + 1 if (found.root.name, found.relative) in todo else None
-
-        for root in self.workspace.roots:
-            walk = self.workspace.walk(
-                root, max_bytes=MAX_INDEXED_BYTES, scoped=False, head_for=wanted
-            )
-            for found in walk:
-                if not isinstance(found, WalkedFile) or found.head is None:
-                    continue
-                key = (root.name, found.relative)
-                text = _text_of(found.head)
-                # By (root, rel), not an id read earlier: another server sharing this index
-                # may have refreshed the same file in the meantime.
-                for (stale_id,) in db.execute(
-                    "SELECT id FROM files WHERE root = ? AND rel = ?", key
-                ).fetchall():
-                    db.execute("DELETE FROM fts WHERE rowid = ?", (stale_id,))
-                    db.execute("DELETE FROM files WHERE id = ?", (stale_id,))
-                if key in known:
-                    updated += 1
-                else:
-                    added += 1
-                if text is not None:
-                    cur = db.execute(
-                        "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
-                        (key[0], key[1], found.size, found.mtime_ns),
-                    )
-                    db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text))
-                done += 1
-                if progress is not None and (done % 200 == 0 or done == len(todo)):
-                    progress(done, len(todo))
-                if done % 2000 == 0:
-                    db.commit()
-        return added, updated
+    def _remove_unseen(self, db: sqlite3.Connection, seen: set[int]) -> int:
+        stale = [fid for (fid,) in db.execute("SELECT id FROM files") if fid not in seen]
+        for start in range(0, len(stale), 500):
+            chunk = stale[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
+            db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+        return len(stale)
 
     def refresh_in_background(self, *, force: bool = False) -> None:
         """Start a refresh on a worker thread if none runs and the index is old enough; after
@@ -277,6 +272,21 @@ class SearchIndex:
 
     def _file_count(self, db: sqlite3.Connection) -> int:
         return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def _stored(db: sqlite3.Connection, found: WalkedFile) -> tuple[int, int, int] | None:
+    row = db.execute(
+        "SELECT id, size, mtime_ns FROM files WHERE root = ? AND rel = ?",
+        (found.root.name, found.relative),
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+
+def _changed(found: WalkedFile, stored: tuple[int, int, int] | None) -> WalkedFile | None:
+    """The file if the index does not hold it as it is now."""
+    if stored is not None and stored[1:] == (found.size, found.mtime_ns):
+        return None
+    return found
 
 
 def _text_of(head: bytes) -> str | None:

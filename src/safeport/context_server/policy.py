@@ -187,11 +187,15 @@ _KEY_SEGMENTS = frozenset(
 # Editor, backup and copy decorations around a name (stripped one at a time, every form checked):
 # `.env~`, `id_rsa.bak`, `id_rsa-old`, `.id_rsa.swp` (vim), `#id_rsa#` and `.#id_rsa` (emacs),
 # `id_rsa copy`, `id_rsa (2)`, `id_rsa.~1~`, compressed copies, and `.txt` appended.
-_DECORATION_SUFFIX = re.compile(
-    r"(?:~|\.~\d+~|[._ -](?:bak|bk|bkp|backup|old|orig|rej|save|saved|sav|copy|tmp|temp|swp|swo|"
-    r"swn|swx|txt|prev|previous|new|last|\d+)|\.(?:gz|bz2|xz|zip|7z|tar|tgz|zst)|"
-    r" copy(?: \d+)?| \(\d+\))\Z"
+_DECORATION_WORDS = frozenset(
+    [
+        *("bak", "bk", "bkp", "backup", "old", "orig", "rej", "save", "saved", "sav", "copy"),
+        *("tmp", "temp", "swp", "swo", "swn", "swx", "txt", "prev", "previous", "new", "last"),
+    ]
 )
+_COMPRESSED = frozenset(["gz", "bz2", "xz", "zip", "7z", "tar", "tgz", "zst"])
+_NUMBERED_BACKUP = re.compile(r"\.~\d+~\Z")
+_COPY_NUMBER = re.compile(r" \(\d+\)\Z")
 _DECORATION_AROUND = (
     re.compile(r"\A\.(.+)\.sw[a-p]\Z"),  # vim swap file of `name`
     re.compile(r"\A#(.+)#\Z"),  # emacs auto-save
@@ -498,6 +502,45 @@ TEXT_NAMES: frozenset[str] = frozenset(
 )
 
 
+class NameGlobs:
+    """fnmatch globs split by shape, so the common ones cost a set lookup or a str method:
+    exact names, ``*<suffix>``, ``<prefix>*``; only the rest go through one regex."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        exact: set[str] = set()
+        suffixes: list[str] = []
+        prefixes: list[str] = []
+        other: list[str] = []
+        for pattern in patterns:
+            body = pattern[1:] if pattern.startswith("*") else pattern
+            head = pattern[:-1] if pattern.endswith("*") else pattern
+            if not _has_wildcard(pattern):
+                exact.add(pattern)
+            elif pattern.startswith("*") and not _has_wildcard(body):
+                suffixes.append(body)
+            elif pattern.endswith("*") and not _has_wildcard(head):
+                prefixes.append(head)
+            else:
+                other.append(pattern)
+        self.exact = frozenset(exact)
+        self.suffixes = tuple(suffixes)
+        self.prefixes = tuple(prefixes)
+        joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in other)
+        self.other = re.compile(joined or r"(?!)", re.DOTALL)
+
+    def match(self, name: str) -> bool:
+        return (
+            name in self.exact
+            or name.endswith(self.suffixes)
+            or name.startswith(self.prefixes)
+            or self.other.match(name) is not None
+        )
+
+
+def _has_wildcard(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
 class Refused(Denied):
     """A tool request the read policy turned down; the message is a stable, path-free sentence."""
 
@@ -546,7 +589,7 @@ def undecorated_forms(name: str) -> list[str]:
     `.env\u200b` are the same file to a person reading a listing.
     """
     folded = normalise(name)
-    if any(unicodedata.category(ch) == "Cf" for ch in folded):
+    if not folded.isascii() and any(unicodedata.category(ch) == "Cf" for ch in folded):
         folded = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
     forms = [folded]
     form = folded
@@ -563,11 +606,24 @@ def _strip_decoration(form: str) -> str | None:
     trimmed = form.lstrip(" \t").rstrip(" \t.")  # never a leading dot: `.env ` is `.env`
     if trimmed and trimmed != form:
         return trimmed
-    for around in _DECORATION_AROUND:
-        if m := around.match(form):
-            return m.group(1)
-    if m := _DECORATION_SUFFIX.search(form):
-        return form[: m.start()] or None
+    first, last = form[:1], form[-1:]
+    if first in (".", "#", "c", "b"):
+        for around in _DECORATION_AROUND:
+            if m := around.match(form):
+                return m.group(1)
+    if last == "~":
+        m = _NUMBERED_BACKUP.search(form)
+        return form[: m.start()] if m else form[:-1]
+    if last == ")" and (m := _COPY_NUMBER.search(form)):
+        return form[: m.start()]
+    cut = max(form.rfind(sep) for sep in "._- ")
+    if cut <= 0:
+        return None
+    tail = form[cut + 1 :]
+    if tail in _DECORATION_WORDS or tail.isdigit():
+        return form[:cut]
+    if form[cut] == "." and tail in _COMPRESSED:
+        return form[:cut]
     return None
 
 
@@ -652,15 +708,14 @@ class ReadPolicy:
     projects: frozenset[str] | None = None
     max_read_bytes: int = 128 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
-    _pattern_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _globs: NameGlobs = field(init=False, repr=False, compare=False)
     _locations: frozenset[str] = field(init=False, repr=False, compare=False)
     _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # One compiled alternation: the check runs for every listed entry and every search hit.
-        joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in self.private_patterns)
-        object.__setattr__(self, "_pattern_re", re.compile(joined or r"(?!)", re.DOTALL))
+        # The check runs for every listed entry and every walked file: globs by shape.
+        object.__setattr__(self, "_globs", NameGlobs(self.private_patterns))
         locations = frozenset(str(loc) for loc in self.private_locations)
         prefixes = tuple(loc.rstrip("/") + "/" for loc in locations)
         object.__setattr__(self, "_locations", locations)
@@ -703,7 +758,7 @@ class ReadPolicy:
         return verdict
 
     def _is_private_form(self, form: str) -> bool:
-        if form in self.private_folders or self._pattern_re.fullmatch(form):
+        if form in self.private_folders or self._globs.match(form):
             return True
         if _SSH_KEY_NAME.fullmatch(form) or _SECRET_DATA_FILE.fullmatch(form):
             return True
@@ -778,7 +833,8 @@ class ReadPolicy:
         folded = normalise(name)
         if folded in TEXT_NAMES or folded.startswith(("readme", "license", "changelog")):
             return None
-        suffix = PurePosixPath(folded).suffix
+        dot = folded.rfind(".")
+        suffix = folded[dot:] if 0 < dot < len(folded) - 1 else ""
         if suffix == "" or suffix in TEXT_EXTENSIONS:
             return None
         if suffix in BINARY_EXTENSIONS:

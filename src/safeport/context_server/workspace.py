@@ -553,19 +553,25 @@ class Workspace:
             return
         frames: list[tuple[tuple[str, ...], tuple[int, int], Iterator[str]]] = []
         parts = base
+        root_text = str(root.path)
+        # Only a location check or a scope needs the absolute path of an entry; names were
+        # judged by _scan, and the folders above by the time the walk entered them.
+        paths_needed = scope is not None or bool(self.policy.private_locations)
         try:
             while True:
                 st = os.fstat(fd)
+                folder_text = "/".join((root_text, *parts)) if paths_needed else ""
+                rel_chars = sum(len(p) + 1 for p in parts)
                 subdirs: list[str] = []
                 for name, cst in self._scan(fd):
                     child = (*parts, name)
-                    path = "/".join((str(root.path), *child))
+                    path = f"{folder_text}/{name}" if paths_needed else ""
                     if stat.S_ISDIR(cst.st_mode):
                         if after is not None and child < after and after[: len(child)] != child:
                             continue
-                        if len(path) - len(str(root.path)) > MAX_PATH_CHARS:
+                        if rel_chars + len(name) > MAX_PATH_CHARS:
                             continue  # deeper than any path a client can send
-                        if self.policy.is_private(child, path):
+                        if paths_needed and self.policy.is_private((), path):
                             continue
                         if scope is not None and not (
                             within(path, scope) or _is_above(path, scope)
@@ -639,24 +645,21 @@ class Workspace:
         os.close(again)
         return -1
 
-    def _scan(self, dir_fd: int) -> list[tuple[str, os.stat_result]]:
-        """(display name, lstat) of a folder's entries, sorted; private and ignored names are
-        skipped before anything about them is read."""
-        out: list[tuple[str, os.stat_result]] = []
+    def _scan(self, dir_fd: int) -> Iterator[tuple[str, os.stat_result]]:
+        """(display name, lstat) of a folder's entries in name order; private and ignored names
+        are skipped before anything about them is read. Only the names are held: a folder of
+        200,000 entries costs its name list, not 200,000 stat results."""
         try:
-            names = os.listdir(dir_fd)
+            names = sorted(display_name(raw) for raw in os.listdir(dir_fd))
         except OSError:
-            return out
-        for raw in names:
-            name = display_name(raw)
+            return
+        for name in names:
             if self.policy.is_private_name(name) or self.policy.is_ignored_name(name):
                 continue
             try:
-                out.append((name, os.stat(raw, dir_fd=dir_fd, follow_symlinks=False)))
-            except OSError:
+                yield name, os.stat(raw_name(name), dir_fd=dir_fd, follow_symlinks=False)
+            except (OSError, UndisplayableName):
                 continue
-        out.sort(key=lambda item: item[0])
-        return out
 
 
 class FolderNames:
