@@ -469,7 +469,10 @@ class Workspace:
             return Entry(name, _entry_type(mode), None, None, "out-of-scope")
         if stat.S_ISLNK(mode):
             link = verdict or self._link_verdict(folder, name)
-            return Entry(name, "symlink", None, None, link)
+            # The kind "symlink" is shown only where the policy allows the target: a blocked
+            # link is just a blocked entry, saying nothing of what it points to.
+            kind: EntryType = "symlink" if link in (None, "binary") else "other"
+            return Entry(name, kind, None, None, link)
         if is_dir:
             return Entry(name, "directory", None, st.st_mtime_ns, verdict)
         if not stat.S_ISREG(mode):
