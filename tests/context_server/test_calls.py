@@ -257,3 +257,17 @@ def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
             break
         out += block
     return out
+
+
+def test_a_root_whose_own_name_is_not_utf8_is_named_in_display_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    root = os.path.join(os.fsencode(tmp_path), b"proj\xe9")
+    os.mkdir(root)
+    _, service = build_server(ServeOptions(roots=[os.fsdecode(root)]))
+    assert [r.name for r in service.list_roots().roots] == ["proj%E9"]
+    service.list_roots().model_dump_json()  # serialisable
+    service.journal.close()
