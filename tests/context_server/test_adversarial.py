@@ -434,6 +434,18 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     assert feed["cursor"] and feed["reset"] is False
     follow = await tool("get_recent_changes", {"cursor": feed["cursor"]})
     assert follow["changes"] == [] and follow["reset"] is False
+    # Shapes meant to exhaust the server get bounded answers, not a stall or a crash.
+    far = await tool("read_file_excerpt", {"path": "big.txt", "start_column": 10**9})
+    assert far["lines"][0] == "" and far["next_cursor"]  # past the end of line 1: empty
+    deep = await tool("read_file_excerpt", {"path": "big.txt", "start_line": 10**9})
+    assert deep["lines"] == [] and (deep["end_of_file"] or deep["next_cursor"])
+    cursors: list[str] = []
+    args: dict[str, Any] = {"query": "e", "limit": 1}
+    for _ in range(5):  # a short query scans; every page moves the cursor on
+        page = await tool("search_project", args)
+        assert page["next_cursor"] not in cursors
+        cursors.append(page["next_cursor"])
+        args = {**args, "cursor": page["next_cursor"]}
     trail = await tool("get_audit_trail", {"limit": 5, "tool": "read_file"})
     assert trail["entries"] and all(e["tool"] == "read_file" for e in trail["entries"])
     health = await tool("get_health", {})
