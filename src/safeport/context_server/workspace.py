@@ -554,8 +554,9 @@ class Workspace:
             fd = self._open_beneath(root, base, final_dir=True)
         except Refused:
             return
-        frames: list[tuple[tuple[str, ...], tuple[int, int], Iterator[str]]] = []
+        frames: list[tuple[tuple[str, ...], tuple[int, int], Iterator[str], int]] = []
         parts = base
+        rel_chars = sum(len(p) + 1 for p in parts)  # kept per level: O(1) per folder
         root_text = str(root.path)
         # Only a location check or a scope needs the absolute path of an entry; names were
         # judged by _scan, and the folders above by the time the walk entered them.
@@ -564,7 +565,6 @@ class Workspace:
             while True:
                 st = os.fstat(fd)
                 folder_text = "/".join((root_text, *parts)) if paths_needed else ""
-                rel_chars = sum(len(p) + 1 for p in parts)
                 subdirs: list[str] = []
                 for name, cst in self._scan(fd):
                     child = (*parts, name)
@@ -597,9 +597,9 @@ class Workspace:
                         if want is not None:
                             found = replace(found, head=_read_entry(fd, name, cst, want))
                         yield found
-                frames.append((parts, (st.st_dev, st.st_ino), iter(subdirs)))
+                frames.append((parts, (st.st_dev, st.st_ino), iter(subdirs), rel_chars))
                 while frames:
-                    here, _ident, pending = frames[-1]
+                    here, _ident, pending, here_chars = frames[-1]
                     entering = next(pending, None)
                     if entering is None:
                         frames.pop()
@@ -617,6 +617,7 @@ class Workspace:
                     os.close(fd)
                     fd = child_fd
                     parts = (*here, entering)
+                    rel_chars = here_chars + len(entering) + 1
                     if folders and (after is None or parts > after):
                         yield WalkedFolder(root, parts)
                     break
