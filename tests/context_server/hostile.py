@@ -34,9 +34,12 @@ class Hostile:
     root: Path
     home: Path  # SAFEPORT_HOME
     canaries: dict[str, str] = field(default_factory=dict)
+    # Private files of the second round's families, by display path: never in a search, a
+    # name search or the change feed.
+    private_paths: list[str] = field(default_factory=list)
 
     def canary(self, label: str) -> str:
-        value = f"CANARY{secrets.token_hex(6)}{label.upper().replace('-', '')}"
+        value = f"CANARY{secrets.token_hex(6)}{label.upper().replace('-', '').replace(' ', '')}"
         self.canaries[label] = value
         return value
 
@@ -106,6 +109,46 @@ def build_hostile_workspace(base: Path) -> Hostile:
         "Data/customers.csv",
     ):
         write(rel, f"secret material {h.canary(rel)}\n")
+    # What real repositories hold by accident: every .env spelling, editor and backup copies,
+    # keys under other suffixes, infrastructure and cloud tools' secret files. Names chosen
+    # here, not the ones the defaults list.
+    for rel in (
+        ".env-qa",
+        ".env_ci",
+        ".envtest",
+        ".env~",
+        ".env ",
+        ".envs/.staging/.postgres",
+        "keys/id_ed25519~",
+        "keys/id_ecdsa.bak",
+        "keys/id_rsa_deploy",
+        "keys/.id_rsa.swp",
+        "keys/tls.key.old",
+        "keys/signing.pem.2019",
+        "deploy/eu.auto.tfvars.json",
+        "deploy/prod.tfvars",
+        "deploy/kubeconfig-prod",
+        "deploy/db-secret.yaml",
+        "deploy/.s3cfg",
+        "deploy/rclone.conf",
+        "deploy/.dockercfg",
+        "deploy/auth.json",
+        "deploy/office.ovpn",
+        "deploy/wg0.conf",
+        "deploy/.vault-token",
+        "deploy/ci-service-account.json",
+    ):
+        write(rel, f"secret material {h.canary(rel)}\n")
+        h.private_paths.append(rel)
+    write("deploy/README.md", "how to deploy (readable next to its secrets)\n")
+    # Names that are not UTF-8: a private one, a key, and readable code.
+    raw_root = os.fsencode(root)
+    for raw, label in ((b".env\xe9", "latin-env"), (b"keys/id_rsa\xff", "latin-key")):
+        with open(os.path.join(raw_root, raw), "wb") as f:
+            f.write(f"secret material {h.canary(label)}\n".encode())
+    h.private_paths += [".env%E9", "keys/id_rsa%FF"]
+    with open(os.path.join(raw_root, b"src", b"caf\xe9.py"), "wb") as f:
+        f.write(b"def latin():\n    return 'quokka'\n")
     # Names inside private folders are canaries themselves: never listed, indexed or logged.
     name = h.canary("private-name")
     write(f"data/{name}.txt", "innocent words in a private folder\n")
@@ -146,10 +189,20 @@ def build_hostile_workspace(base: Path) -> Hostile:
         "loop_a": "loop_b",
         "loop_b": "loop_a",
         "good_link.py": "src/app.py",
+        # A loop before `..` (realpath gives up there and keeps the rest unresolved).
+        "via_loop.txt": "loop_a/../link_etc/passwd",
+        "via_loop_key.txt": "loop_a/../keys/id_rsa",
+        "via_data.py": "data/../src/app.py",
+        "via_abs_root.py": str(root / "src" / "app.py"),
     }
     for name_, target in links.items():
         (root / name_).symlink_to(target)
 
+    # A chain of a thousand links: a clean refusal, never a crash.
+    (root / "chain").mkdir()
+    (root / "chain" / "l0000").symlink_to("../src/app.py")
+    for i in range(1, 1000):
+        (root / "chain" / f"l{i:04d}").symlink_to(f"l{i - 1:04d}")
     # A hard link to an outside file (same filesystem as the tmp folder).
     os.link(outside / "outside-secret.txt", root / "hardlink.txt")
     # A FIFO: opening it must never block the server.

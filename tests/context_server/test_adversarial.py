@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from safeport.context_server.names import UndisplayableName, raw_name
 from tests.context_server.hostile import (
     NFC_FOLDER,
     NFD_FOLDER,
@@ -129,6 +130,18 @@ def attack_paths(h: Hostile) -> list[str]:
         "file:///etc/passwd",
         "src/app.py\x00.env",
         ".env\n",
+        # The second round: families, non-UTF-8 names, loops before `..`, long chains.
+        *h.private_paths,
+        ".envs",
+        ".envs/.staging",
+        "keys/id_rsa%ff",
+        "src/.%65nv",
+        ".env%20",
+        "via_loop.txt",
+        "via_loop_key.txt",
+        "via_data.py",
+        "chain/l0999",
+        "chain/l0040",
     ]
 
 
@@ -180,6 +193,17 @@ def global_calls(h: Hostile) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+def exists_on_disk(root: Path, path: str) -> bool:
+    """Whether the display path names an entry (escaped names are turned back into bytes)."""
+    if "\x00" in path:
+        return False
+    try:
+        raw = [raw_name(part) for part in path.split("/") if part not in ("", ".")]
+    except UndisplayableName:
+        return os.path.lexists(os.path.join(root, path))
+    return os.path.lexists(os.path.join(os.fsencode(root), *raw))
+
+
 def reason_of(text: str) -> str:
     for key in (
         "private",
@@ -189,6 +213,7 @@ def reason_of(text: str) -> str:
         "not a readable",
         "not found",
         "changed",
+        "more than 40 symbolic links",
         "invalid",
         "folder, not a file",
         "file, not a folder",
@@ -206,22 +231,27 @@ async def test_two_hundred_attacks_leak_nothing_and_legitimate_uses_work(
     errlog = (tmp_path / "server.stderr").open("w+")
     attempts: list[dict[str, Any]] = []
     leaks: list[str] = []
-    with anyio.fail_after(180):
+    foreign = await another_workspace_reads(h, tmp_path)
+    with anyio.fail_after(240):
         async with connected(server_params([h.root], h.home), errlog) as client:
 
             async def call(tool: str, args: dict[str, Any]) -> Any:
                 with anyio.fail_after(20):
                     result = await client.call_tool(tool, args)
                 text = result_text(result)
-                found = h.found_canaries(text)
+                found = h.found_canaries(text) + [f for f in foreign if f in text]
                 if found:
                     leaks.append(f"{tool} {args!r}: {found}")
+                if tool in ("search_files", "search_project", "search", "get_recent_changes"):
+                    named = [p for p in h.private_paths if json.dumps(p) in text]
+                    if named:
+                        leaks.append(f"{tool} {args!r} names private files: {named}")
                 assert text.strip() != f"{CRASH_PREFIX} {tool}", f"crash in {tool} {args!r}"
                 return result
 
             # The attacks, through every tool, against every path.
             for path in attack_paths(h):
-                exists = "\x00" not in path and os.path.lexists(os.path.join(h.root, path))
+                exists = exists_on_disk(h.root, path)
                 for tool, args in per_path_calls(path):
                     result = await call(tool, args)
                     text = result_text(result)
@@ -286,6 +316,21 @@ async def test_two_hundred_attacks_leak_nothing_and_legitimate_uses_work(
     assert not [a for a in reads if a["reason"] == "not found"], reads
 
 
+async def another_workspace_reads(h: Hostile, tmp_path: Path) -> list[str]:
+    """Another server, serving another root with the same home, reads and searches there.
+    Its paths and queries are canaries for this workspace's audit trail."""
+    other = h.base / "other-ws"
+    name, query = f"CANARY{os.urandom(4).hex()}OTHERNAME", f"CANARY{os.urandom(4).hex()}QUERY"
+    (other / "src").mkdir(parents=True)
+    (other / "src" / f"{name}.py").write_text("x = 1\n")
+    with (tmp_path / "other.stderr").open("w+") as errlog, anyio.fail_after(60):
+        async with connected(server_params([other], h.home), errlog) as client:
+            await client.call_tool("read_file", {"path": f"src/{name}.py"})
+            await client.call_tool("search_project", {"query": query})
+            await client.call_tool("read_file", {"path": f"src/{name}-missing.py"})
+    return [name, query]
+
+
 async def legitimate_uses(client: Any, h: Hostile) -> int:
     """The uses a model needs, each checked for its content. Returns how many succeeded."""
     ok = 0
@@ -314,12 +359,36 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     assert by_name["hardlink.txt"]["size"] == 0  # another file's size is never shown
     assert by_name["pipe.txt"]["blocked"] == "unreadable-type"
     assert by_name["good_link.py"]["blocked"] == ""
+    # A link's kind shows only where its target is allowed.
+    assert by_name["good_link.py"]["type"] == "symlink"
+    assert {by_name[n]["type"] for n in ("link_abs_outside.txt", "innocent.txt", "loop_a")} == {
+        "other"
+    }
     assert h.canaries["private-name"] not in json.dumps(listing)
     page = await tool("list_directory", {"path": ".", "limit": 5})
     assert len(page["entries"]) == 5 and page["next_cursor"]
     page2 = await tool("list_directory", {"path": ".", "limit": 5, "cursor": page["next_cursor"]})
     assert page2["entries"][0]["name"] == listing["entries"][5]["name"]
-    tree = await tool("directory_tree", {"path": ".", "max_depth": 2})
+    assert by_name[".env~"]["blocked"] == "private" and by_name[".envs"]["blocked"] == "private"
+    assert by_name[".env%E9"]["blocked"] == "private"
+    assert by_name["via_loop.txt"]["blocked"] == "unreadable-type"
+    assert by_name["via_data.py"]["blocked"] == "private"  # walks through a private folder
+    assert by_name["via_abs_root.py"]["blocked"] == ""
+    deploy = await tool("list_directory", {"path": "deploy"})
+    assert {e["name"]: e["blocked"] for e in deploy["entries"]}["README.md"] == ""
+    assert {e["blocked"] for e in deploy["entries"] if e["name"] != "README.md"} == {"private"}
+    assert all(e["size"] == 0 for e in deploy["entries"] if e["blocked"] == "private")
+    latin = await tool("read_file", {"path": "src/caf%E9.py"})
+    assert "quokka" in latin["text"]
+    src = await tool("list_directory", {"path": "src"})
+    assert "caf%E9.py" in {e["name"] for e in src["entries"]}
+    quokka = await tool("search_project", {"query": "quokka"})
+    assert [x["path"] for x in quokka["hits"]] == ["src/caf%E9.py"]
+    absolute = await tool("read_file", {"path": "via_abs_root.py"})
+    assert 'return "world"' in absolute["text"]
+    chain = await tool("read_file", {"path": "chain/l0039"})  # 40 links: still followed
+    assert 'return "world"' in chain["text"]
+    tree = await tool("directory_tree", {"path": ".", "max_depth": 2, "max_entries": 5000})
     assert any(e["path"] == "src/app.py" for e in tree["entries"])
     for path in ("src/app.py", "src/tokenizer.py", "src/keyboard.py", "src/id_utils.py"):
         content = await tool("read_file", {"path": path})
@@ -365,6 +434,18 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     assert feed["cursor"] and feed["reset"] is False
     follow = await tool("get_recent_changes", {"cursor": feed["cursor"]})
     assert follow["changes"] == [] and follow["reset"] is False
+    # Shapes meant to exhaust the server get bounded answers, not a stall or a crash.
+    far = await tool("read_file_excerpt", {"path": "big.txt", "start_column": 10**9})
+    assert far["lines"][0] == "" and far["next_cursor"]  # past the end of line 1: empty
+    deep = await tool("read_file_excerpt", {"path": "big.txt", "start_line": 10**9})
+    assert deep["lines"] == [] and (deep["end_of_file"] or deep["next_cursor"])
+    cursors: list[str] = []
+    args: dict[str, Any] = {"query": "e", "limit": 1}
+    for _ in range(5):  # a short query scans; every page moves the cursor on
+        page = await tool("search_project", args)
+        assert page["next_cursor"] not in cursors
+        cursors.append(page["next_cursor"])
+        args = {**args, "cursor": page["next_cursor"]}
     trail = await tool("get_audit_trail", {"limit": 5, "tool": "read_file"})
     assert trail["entries"] and all(e["tool"] == "read_file" for e in trail["entries"])
     health = await tool("get_health", {})
@@ -386,6 +467,10 @@ async def test_a_link_swapped_during_reads_never_serves_the_private_target(
 ) -> None:
     h = hostile
     served = refused = 0
+    benign_sizes = {
+        "swap.txt": (h.root / "src" / "app.py").stat().st_size,
+        "swapdir/f.txt": (h.root / "swapdir" / "f.txt").stat().st_size,
+    }
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
         async with connected(server_params([h.root], h.home), errlog) as client:
             with swapping(h.root):
@@ -396,10 +481,17 @@ async def test_a_link_swapped_during_reads_never_serves_the_private_target(
                         ("list_directory", {"path": "swapdir"}),
                         ("search_files", {"pattern": "*", "path": "."}),
                         ("directory_tree", {"path": ".", "max_depth": 3}),
+                        ("get_file_info", {"path": "swap.txt"}),
+                        ("get_file_info", {"path": "swapdir/f.txt"}),
                     ):
                         with anyio.fail_after(20):
                             result = await client.call_tool(tool, args)
                         text = result_text(result)
+                        if tool == "get_file_info" and not result.is_error:
+                            # Metadata only ever of the benign side, never of what the
+                            # link pointed to a moment later.
+                            size = result.structured_content["size"]
+                            assert size == benign_sizes[args["path"]], (args, size)
                         assert h.found_canaries(text) == [], (tool, text)
                         assert h.canaries["private-name"] not in text
                         if result.is_error:

@@ -73,7 +73,7 @@ def test_a_hard_link_is_refused_and_its_size_hidden(workspace: Workspace, tmp_pa
         workspace.readable_file("copy.txt")
     assert caught.value.reason == "unreadable-type"
     root = workspace.locate(".")
-    entry = next(e for e in workspace.list_folder(root) if e.name == "copy.txt")
+    entry = next(e for e in workspace.list_folder(root).entries if e.name == "copy.txt")
     assert (entry.blocked, entry.size) == ("unreadable-type", None)
 
 
@@ -85,6 +85,8 @@ def test_a_private_name_is_refused_before_any_lookup(
 
     monkeypatch.setattr(os.path, "realpath", no_disk)
     monkeypatch.setattr(os, "lstat", no_disk)
+    monkeypatch.setattr(os, "open", no_disk)
+    monkeypatch.setattr(os, "readlink", no_disk)
     for path in (".env", ".env.missing", "data/anything", "keys/id_ed25519"):
         with pytest.raises(Refused) as caught:
             workspace.locate(path)
@@ -107,3 +109,139 @@ def test_walks_never_enter_private_or_ignored_folders(workspace: Workspace) -> N
     (root.path / "node_modules" / "x" / "i.js").write_text("x\n")
     found = [f.relative for f in workspace.walk_files(root)]
     assert found == ["src/app.py"]
+
+
+# -- resolution of its own ------------------------------------------------------------------
+
+
+@pytest.fixture
+def linked(workspace: Workspace, tmp_path: Path) -> Workspace:
+    """Links that a cloned repository can hold: a loop, one out of the root, chains."""
+    root = workspace.roots[0].path
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "shadowed.txt").write_text("CANARYoutside" * 1000)
+    (root / "loop").symlink_to("loop")
+    (root / "Out").symlink_to(outside)
+    (root / "via_loop.txt").symlink_to("loop/../Out/shadowed.txt")
+    (root / "via_loop_missing.txt").symlink_to("loop/../Out/absent.txt")
+    (root / "via_out.txt").symlink_to("Out/shadowed.txt")
+    (root / "via_out_missing.txt").symlink_to("Out/absent.txt")
+    (root / "data" / "kept").mkdir()
+    (root / "through_data.py").symlink_to("data/kept/../../src/app.py")
+    (root / "through_data_missing.py").symlink_to("data/gone/../../src/app.py")
+    (root / "up_and_back.py").symlink_to("src/../src/app.py")
+    (root / "absolute.py").symlink_to(root / "src" / "app.py")
+    (root / "absolute_out.txt").symlink_to(outside / "shadowed.txt")
+    return workspace
+
+
+def reason(workspace: Workspace, path: str) -> str:
+    with pytest.raises(Refused) as caught:
+        workspace.locate(path)
+    return caught.value.reason
+
+
+def test_a_loop_before_dotdot_is_refused_and_never_resolves_outside(linked: Workspace) -> None:
+    # realpath stops at the loop and keeps the rest unresolved; resolution here counts links.
+    assert reason(linked, "via_loop.txt") == "too-many-links"
+    assert reason(linked, "via_loop_missing.txt") == "too-many-links"  # same answer: no oracle
+    assert reason(linked, "loop") == "too-many-links"
+
+
+def test_links_out_of_the_root_are_refused_whether_or_not_the_target_exists(
+    linked: Workspace,
+) -> None:
+    for path in ("via_out.txt", "via_out_missing.txt", "Out", "absolute_out.txt"):
+        assert reason(linked, path) == "out-of-scope", path
+
+
+def test_a_link_through_a_private_folder_is_refused_before_anything_inside_is_looked_up(
+    linked: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[object] = []
+    real_open = os.open
+
+    def recording_open(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", recording_open)
+    assert reason(linked, "through_data.py") == "private"
+    assert reason(linked, "through_data_missing.py") == "private"
+    assert b"kept" not in opened and b"gone" not in opened and b"data" not in opened
+
+
+def test_links_inside_the_root_are_followed_by_the_resolver(linked: Workspace) -> None:
+    for path in ("up_and_back.py", "absolute.py"):
+        located = linked.readable_file(path)
+        assert located.parts == ("src", "app.py")
+        assert linked.read_head(located, 100).data == b"print('hello')\n"
+
+
+def test_a_chain_of_a_thousand_links_is_a_clean_refusal_and_its_folder_still_lists(
+    workspace: Workspace,
+) -> None:
+    folder = workspace.roots[0].path / "chain"
+    folder.mkdir()
+    (folder / "l0000").symlink_to("../src/app.py")
+    for i in range(1, 1000):
+        (folder / f"l{i:04d}").symlink_to(f"l{i - 1:04d}")
+    assert reason(workspace, "chain/l0999") == "too-many-links"
+    assert workspace.readable_file("chain/l0039").parts == ("src", "app.py")  # 40 links: fine
+    page = workspace.list_folder(workspace.locate("chain"))
+    blocked = {e.name: e.blocked for e in page.entries}
+    assert page.total == 1000
+    assert blocked["l0000"] is None and blocked["l0039"] is None
+    assert blocked["l0040"] == "unreadable-type" and blocked["l0999"] == "unreadable-type"
+
+
+def test_metadata_comes_from_descriptors_never_from_a_path_string(
+    linked: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_stat = os.stat
+
+    def only_relative(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if kwargs.get("dir_fd") is None and not isinstance(path, int):
+            raise AssertionError(f"stat of a path string: {path!r}")
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("a path string was resolved or stat'ed")
+
+    monkeypatch.setattr(os, "stat", only_relative)
+    monkeypatch.setattr(os, "lstat", never)
+    monkeypatch.setattr(os.path, "realpath", never)
+    located = linked.locate("up_and_back.py")
+    assert located.st.st_size == len("print('hello')\n")
+    assert linked.list_folder(linked.locate(".")).total > 5
+    assert [f.relative for f in linked.walk_files(linked.roots[0])] == ["src/app.py"]
+
+
+def test_a_file_is_read_only_up_to_the_size_it_had_when_opened(workspace: Workspace) -> None:
+    path = workspace.roots[0].path / "growing.txt"
+    path.write_bytes(b"a" * (1 << 20))
+    located = workspace.readable_file("growing.txt")
+    chunks = workspace.iter_chunks(located)
+    read = len(next(chunks))
+    with path.open("ab") as f:  # grows by 10 MiB while it is being read
+        f.write(b"b" * (10 << 20))
+    read += sum(len(c) for c in chunks)
+    assert read == 1 << 20
+
+
+def test_a_name_that_is_not_utf8_is_listed_walked_and_read_under_its_escaped_name(
+    workspace: Workspace,
+) -> None:
+    src = os.fsencode(workspace.roots[0].path / "src")
+    with open(os.path.join(src, b"caf\xe9.py"), "wb") as f:
+        f.write(b"latin = 1\n")
+    with open(os.path.join(src, b".env\xe9"), "wb") as f:
+        f.write(b"CANARYlatin\n")
+    names = {e.name: e.blocked for e in workspace.list_folder(workspace.locate("src")).entries}
+    assert names == {"app.py": None, "caf%E9.py": None, ".env%E9": "private"}
+    walked = [f.relative for f in workspace.walk_files(workspace.roots[0])]
+    assert walked == ["src/app.py", "src/caf%E9.py"]
+    located = workspace.readable_file("src/caf%E9.py")
+    assert workspace.read_head(located, 100).data == b"latin = 1\n"
+    assert reason(workspace, "src/.env%E9") == "private"

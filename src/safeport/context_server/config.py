@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from safeport.context_server.names import display_name
 from safeport.context_server.policy import ReadPolicy
 from safeport.context_server.workspace import ServedRoot
 from safeport.errors import ConfigError, UsageError
@@ -77,10 +78,12 @@ def served_roots(cli_roots: Sequence[str], settings: ContextSettings) -> list[Se
             raise UsageError("the filesystem root cannot be served", hint="pass a project folder")
         if any(r.path == path for r in roots):
             continue
-        name = path.name
+        # Root names are shown and sent back like any other name: display form.
+        base = display_name(os.fsencode(path.name))
+        name = base
         n = 2
         while name in names:
-            name = f"{path.name}-{n}"
+            name = f"{base}-{n}"
             n += 1
         names.add(name)
         roots.append(ServedRoot(name, path))

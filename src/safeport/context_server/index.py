@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.context_server.policy import Refused, looks_binary
-from safeport.context_server.workspace import WalkedFile, Workspace
+from safeport.context_server.policy import looks_binary
+from safeport.context_server.workspace import ServedRoot, WalkedFile, Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
 
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MAX_INDEXED_BYTES = 1024 * 1024
 REFRESH_AFTER_S = 30.0
+RETRY_AFTER_S = 5.0
 _SCHEMA_VERSION = 1
 
 Progress = Callable[[int, int], None]
@@ -68,6 +69,7 @@ class SearchIndex:
         self.last_refresh: float | None = None
         self.last_stats: IndexStats | None = None
         self.last_error: str | None = None
+        self._failed_at = 0.0
         ensure_private_dir(path.parent)
         with contextlib.closing(self._connect()) as db:
             self._create(db)
@@ -94,81 +96,101 @@ class SearchIndex:
     # -- building -----------------------------------------------------------------------------
 
     def refresh(self, progress: Progress | None = None) -> IndexStats:
-        """Bring the index in line with the workspace; only changed files are re-read."""
-        with self._refresh_lock:
+        """Bring the index in line with the workspace; only changed files are re-read.
+
+        Two walks, each O(files) in time and holding no per-file state but the ids of the rows
+        still current: the first counts the changed files (for progress), the second reads them
+        through the walk's own folder descriptors and stores them; rows no walk saw go."""
+        with self._refresh_lock, contextlib.closing(self._connect()) as db:
             started = time.monotonic()
-            walked: dict[tuple[str, str], WalkedFile] = {}
+            total = sum(
+                1
+                for root in self.workspace.roots
+                for found in self._walk(root)
+                if _changed(found, _stored(db, found)) is not None
+            )
+            seen: set[int] = set()
+            added = updated = done = 0
+            stored: tuple[int, int, int] | None = None
+
+            def wanted(found: WalkedFile) -> int | None:
+                nonlocal stored
+                stored = _stored(db, found)
+                return MAX_INDEXED_BYTES + 1 if _changed(found, stored) is not None else None
+
             for root in self.workspace.roots:
-                walk = self.workspace.walk_files(root, max_bytes=MAX_INDEXED_BYTES, scoped=False)
-                for found in walk:
-                    walked[(root.name, found.relative)] = found
-            with contextlib.closing(self._connect()) as db:
-                known = {
-                    (r, rel): (fid, size, mtime)
-                    for fid, r, rel, size, mtime in db.execute(
-                        "SELECT id, root, rel, size, mtime_ns FROM files"
-                    )
-                }
-                stale = [known[k][0] for k in known.keys() - walked.keys()]
-                todo = [
-                    (key, found)
-                    for key, found in walked.items()
-                    if known.get(key, (0, -1, -1))[1:] != (found.size, found.mtime_ns)
-                ]
-                added = updated = 0
-                for start in range(0, len(stale), 500):
-                    chunk = stale[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
-                    db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
-                for done, (key, found) in enumerate(todo, 1):
-                    text = self._text_of(found)
-                    # By (root, rel), not the id read earlier: another server sharing this
-                    # index may have refreshed the same file in the meantime.
-                    for (stale_id,) in db.execute(
-                        "SELECT id FROM files WHERE root = ? AND rel = ?", key
-                    ).fetchall():
-                        db.execute("DELETE FROM fts WHERE rowid = ?", (stale_id,))
-                        db.execute("DELETE FROM files WHERE id = ?", (stale_id,))
-                    if key in known:
+                for found in self._walk(root, wanted):
+                    if found.head is None:
+                        if stored is not None and _changed(found, stored) is None:
+                            seen.add(stored[0])
+                        continue
+                    if stored is not None:
+                        db.execute("DELETE FROM fts WHERE rowid = ?", (stored[0],))
+                        db.execute("DELETE FROM files WHERE id = ?", (stored[0],))
                         updated += 1
                     else:
                         added += 1
+                    text = _text_of(found.head)
                     if text is not None:
                         cur = db.execute(
-                            "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
-                            (key[0], key[1], found.size, found.mtime_ns),
+                            "INSERT OR REPLACE INTO files(root, rel, size, mtime_ns) "
+                            "VALUES (?, ?, ?, ?)",
+                            (root.name, found.relative, found.size, found.mtime_ns),
                         )
+                        assert cur.lastrowid is not None
+                        seen.add(cur.lastrowid)
                         db.execute(
                             "INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text)
                         )
-                    if progress is not None and (done % 200 == 0 or done == len(todo)):
-                        progress(done, len(todo))
+                    done += 1
+                    if progress is not None and (done % 200 == 0 or done == total):
+                        progress(done, max(total, done))
                     if done % 2000 == 0:
                         db.commit()
-                db.commit()
-                count, size = db.execute(
-                    "SELECT count(*), coalesce(sum(size), 0) FROM files"
-                ).fetchone()
-            if progress is not None and not todo:
+            removed = self._remove_unseen(db, seen)
+            db.commit()
+            count, size = db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM files"
+            ).fetchone()
+            if progress is not None and not done:
                 progress(0, 0)
             self.last_refresh = time.time()
             self.last_error = None
             self.last_stats = IndexStats(
-                int(count), int(size), added, updated, len(stale), time.monotonic() - started
+                int(count), int(size), added, updated, removed, time.monotonic() - started
             )
             return self.last_stats
 
+    def _walk(
+        self, root: ServedRoot, head_for: Callable[[WalkedFile], int | None] | None = None
+    ) -> Iterator[WalkedFile]:
+        for item in self.workspace.walk(
+            root, max_bytes=MAX_INDEXED_BYTES, scoped=False, head_for=head_for
+        ):
+            if isinstance(item, WalkedFile):
+                yield item
+
+    def _remove_unseen(self, db: sqlite3.Connection, seen: set[int]) -> int:
+        stale = [fid for (fid,) in db.execute("SELECT id FROM files") if fid not in seen]
+        for start in range(0, len(stale), 500):
+            chunk = stale[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
+            db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+        return len(stale)
+
     def refresh_in_background(self, *, force: bool = False) -> None:
-        """Start a refresh on a worker thread if none runs and the index is old enough."""
+        """Start a refresh on a worker thread if none runs and the index is old enough; after
+        a failed refresh, the next call tries again (at most every few seconds)."""
         if self._worker is not None and self._worker.is_alive():
             return
-        if (
-            not force
-            and self.last_refresh is not None
-            and time.time() - self.last_refresh < REFRESH_AFTER_S
-        ):
-            return
+        now = time.time()
+        if not force:
+            if self.last_error is not None:
+                if now - self._failed_at < RETRY_AFTER_S:
+                    return
+            elif self.last_refresh is not None and now - self.last_refresh < REFRESH_AFTER_S:
+                return
         self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
         self._worker.start()
 
@@ -180,27 +202,16 @@ class SearchIndex:
     def _refresh_quietly(self) -> None:
         try:
             self.refresh()
-        except (sqlite3.Error, OSError) as exc:
-            # Logged by category only: an OS message could carry a path.
-            self.last_error = type(exc).__name__
+        except Exception as exc:  # the worker must report, never die silently
+            # Reported by category only: an OS message could carry a path.
+            self.last_error = f"the last index refresh failed ({type(exc).__name__}); retrying"
+            self._failed_at = time.time()
             log.warning("index refresh failed: %s", type(exc).__name__)
-
-    def _text_of(self, found: WalkedFile) -> str | None:
-        """The file's text read through the full read gate, or None if it is not servable."""
-        try:
-            shown = self.workspace.display(found.root, found.parts)
-            located = self.workspace.readable_file(shown, scoped=False)
-            data = self.workspace.read_head(located, MAX_INDEXED_BYTES + 1)
-        except Refused:
-            return None
-        if len(data.data) > MAX_INDEXED_BYTES or looks_binary(data.data):
-            return None
-        return data.data.decode("utf-8", "replace")
 
     # -- querying -----------------------------------------------------------------------------
 
-    def candidates(self, query: str, root: str, prefix: str, offset: int) -> Iterator[Candidate]:
-        """Files whose text contains ``query`` (case-insensitive), in path order from ``offset``."""
+    def candidates(self, query: str, root: str, prefix: str, after: str) -> Iterator[Candidate]:
+        """Files whose text may contain ``query``, in path order, after the path ``after``."""
         phrase = trigram_query(query)
         # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
         sql = (
@@ -211,8 +222,10 @@ class SearchIndex:
         if prefix:
             sql += " AND substr(f.rel, 1, ?) = ?"
             params += [len(prefix) + 1, prefix + "/"]
-        sql += " ORDER BY f.rel LIMIT -1 OFFSET ?"
-        params.append(offset)
+        if after:
+            sql += " AND f.rel > ?"
+            params.append(after)
+        sql += " ORDER BY f.rel"
         try:
             for r, rel in self._db().execute(sql, params):
                 yield Candidate(r, rel)
@@ -259,6 +272,28 @@ class SearchIndex:
 
     def _file_count(self, db: sqlite3.Connection) -> int:
         return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def _stored(db: sqlite3.Connection, found: WalkedFile) -> tuple[int, int, int] | None:
+    row = db.execute(
+        "SELECT id, size, mtime_ns FROM files WHERE root = ? AND rel = ?",
+        (found.root.name, found.relative),
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+
+def _changed(found: WalkedFile, stored: tuple[int, int, int] | None) -> WalkedFile | None:
+    """The file if the index does not hold it as it is now."""
+    if stored is not None and stored[1:] == (found.size, found.mtime_ns):
+        return None
+    return found
+
+
+def _text_of(head: bytes) -> str | None:
+    """The text to index, or None for a file too large or binary to be worth it."""
+    if len(head) > MAX_INDEXED_BYTES or looks_binary(head):
+        return None
+    return head.decode("utf-8", "replace")
 
 
 def trigram_query(query: str, most: int = 24) -> str:

@@ -8,7 +8,8 @@ under flock); records are written at once and fsynced in small batches (DESIGN.m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextvars
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,23 @@ PATH_KEYS = frozenset({"path", "paths", "id"})
 
 IsPrivate = Callable[[str], bool]
 
+# Set per tool call by the server: whether some record was written for it, so a call that
+# failed before any tool code ran (unknown tool, arguments of the wrong type) is still journaled.
+CALL_RECORDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "call_recorded", default=None
+)
+
 
 class ReadsJournal:
     """Append-only record of what was asked and what was served."""
 
-    def __init__(self, audit_dir: Path, origin: str) -> None:
+    def __init__(self, audit_dir: Path, origin: str, roots: Sequence[str] = ()) -> None:
         ensure_private_dir(audit_dir)
         self.path = audit_dir / "reads.jsonl"
         self.origin = bounded_text(origin) or "unknown"
+        # The served roots' real paths: every record names them, and the trail shows a record
+        # only to a server that serves every root it names (several workspaces share a home).
+        self.roots = tuple(sorted(roots))
         self._writer = JournalWriter(self.path, durability="batched")
 
     def record(
@@ -45,6 +55,7 @@ class ReadsJournal:
         """One record; a path refused as private is replaced even if its name looks innocent."""
         body: dict[str, object] = {
             "origin": self.origin,
+            "roots": list(self.roots),
             "tool": tool,
             "args": bounded_args(args, is_private, hide_paths=refused == "private"),
             "bytes": served_bytes,
@@ -54,6 +65,16 @@ class ReadsJournal:
         if extra:
             body.update(extra)
         self._writer.append("read", body)
+        marker = CALL_RECORDED.get()
+        if marker is not None:
+            marker.append(True)
+
+    def is_ours(self, body: Mapping[str, Any]) -> bool:
+        """Whether a record belongs to the roots this server serves (all of them)."""
+        roots = body.get("roots")
+        if not isinstance(roots, list) or not roots:
+            return False  # older records name no root: they cannot be attributed
+        return set(roots) <= set(self.roots)
 
     @property
     def head_seq(self) -> int:
@@ -62,6 +83,9 @@ class ReadsJournal:
     def trail(self, limit: int) -> list[dict[str, Any]]:
         self._writer.flush()
         return read_records(self.path, limit)
+
+    def flush(self) -> None:
+        self._writer.flush()
 
     def close(self) -> None:
         self._writer.close()

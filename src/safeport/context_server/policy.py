@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
+from safeport.context_server.names import UndisplayableName, raw_name
 from safeport.errors import Denied
 
 BlockReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
@@ -28,8 +29,8 @@ MAX_PATH_CHARS = 4096
 _NAME_CACHE_SIZE = 50_000
 MAX_COMPONENT_BYTES = 255
 
-# Folders whose contents are user data rather than code (issue: data/backup/export/log/media),
-# and credential folders of common tools. Matched against every component of a path.
+# Folders whose contents are user data rather than code (data/backup/export/log/media), and the
+# credential folders of common tools. Matched against every component of a path.
 DEFAULT_PRIVATE_FOLDERS: tuple[str, ...] = (
     "data",
     "backup",
@@ -39,22 +40,35 @@ DEFAULT_PRIVATE_FOLDERS: tuple[str, ...] = (
     "log",
     "logs",
     "media",
+    "secret",
+    "secrets",
+    ".secrets",
     ".ssh",
     ".gnupg",
-    ".aws",
-    ".kube",
-    ".docker",
-    ".azure",
     ".password-store",
+    # cloud and object-store command-line tools
+    ".aws",
+    ".azure",
+    "gcloud",
+    ".gcloud",
+    ".oci",
+    ".mc",
+    ".pulumi",
+    # containers and clusters
+    ".docker",
+    ".kube",
+    ".minikube",
+    ".helm",
 )
 
 # Name globs for secret-bearing files. Each is matched against the whole (normalised) name of
 # every component, never as a substring: `tokenizer.py` and `keyboard.py` stay readable.
 DEFAULT_PRIVATE_PATTERNS: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    ".envrc",
+    # environment files in every spelling (.env, .env.prod, .env-prod, .env_prod, .envrc,
+    # .envprod) and folders named like them (.envs/.production/.django)
+    ".env*",
     "*.env",
+    # databases, event streams, logs
     "*.db",
     "*.db3",
     "*.sqlite",
@@ -63,40 +77,132 @@ DEFAULT_PRIVATE_PATTERNS: tuple[str, ...] = (
     "*.jsonl",
     "*.ndjson",
     "*.log",
+    # keys, certificates, keystores, password stores
     "*.pem",
     "*.key",
     "*.crt",
     "*.cer",
     "*.der",
     "*.csr",
+    "*.p8",
+    "*.pk8",
     "*.p12",
     "*.pfx",
+    "*.pkcs12",
     "*.jks",
     "*.keystore",
+    "*.keychain",
+    "*.keychain-db",
     "*.gpg",
+    "*.pgp",
     "*.asc",
     "*.ppk",
     "*.kdbx",
+    "*.keytab",
+    "*.mobileprovision",
+    "secring.*",
+    "*_key",
+    # Terraform state, variables and CLI credentials
     "*.tfstate",
     "*.tfstate.*",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".terraformrc",
+    "terraform.rc",
+    "*.tfrc.json",
+    # Kubernetes: kubeconfigs and secret manifests
+    "kubeconfig",
+    "kubeconfig[._-]*",
+    "*.kubeconfig",
+    "k3s.yaml",
+    ".dockerconfigjson",
+    # cloud and object-store CLI configuration
+    "credentials",
+    ".credentials",
+    "*.credentials",
+    "application_default_credentials.json",
+    "*service[-_]account*.json",
+    "serviceaccountkey*.json",
+    "client_secret*.json",
+    "accesstokens.json",
+    "azureprofile.json",
+    "msal_token_cache.*",
+    ".boto",
+    ".s3cfg",
+    ".passwd-s3fs",
+    "passwd-s3fs",
+    "rclone.conf",
+    ".rclone.conf",
+    ".b2_account_info",
+    ".databrickscfg",
+    ".vault-token",
+    # container registry auth
+    ".dockercfg",
+    "auth.json",
+    # VPN profiles
+    "*.ovpn",
+    "*.nmconnection",
+    "*.pcf",
+    "wg[0-9]*.conf",
+    # package registries, databases, web servers, git, shells
     ".netrc",
     "_netrc",
     ".npmrc",
     ".pypirc",
     ".pgpass",
+    ".my.cnf",
+    ".mylogin.cnf",
     ".htpasswd",
+    "htpasswd",
+    ".htdigest",
     ".git-credentials",
-    "credentials",
-    "credentials.json",
+    ".gitcookies",
+    "settings-security.xml",
+    ".*_history",
     "known_hosts",
     "authorized_keys",
+    # secret stores named as such
+    "*.secret",
+    "*.secrets",
 )
 
-# OpenSSH's key file names for every key type, with certificates and public halves. Spelled out
-# rather than `id_*`, which would also hide code such as id_utils.py or a package id_generator/.
-_SSH_KEY_NAME = re.compile(
-    r"id_(rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)(-cert)?(\.pub)?", re.IGNORECASE
+# Data files named as secrets (`db-secret.yaml`, `secrets.prod.json`, `app_secrets.toml`):
+# Kubernetes and Helm manifests, CI variables. Code (`secrets_scanner.py`) keeps its name.
+_SECRET_DATA_FILE = re.compile(
+    r"(?:(?:.*[-_.])?secrets?|secrets?\..*)\.(?:ya?ml|json|toml|ini|conf|cfg|properties|xml|env|txt)"
 )
+_SECRET_DATA_HINT = "*secret(s).<yaml|json|toml|ini|conf|cfg|properties|xml|env|txt>"  # noqa: S105 - a description, not a value
+_CREDENTIALS_FILE = re.compile(r"credentials\.(?:json|toml|ya?ml|xml|ini|db|csv|txt|conf|cfg)")
+
+# OpenSSH's key file names for every key type, under any suffix (`id_rsa.pub`, `id_rsa-cert.pub`,
+# `id_rsa_work`, `id_rsa-old`, `id_rsa2`), and keys named `<anything>_<type>` as ssh-keygen -f
+# users name them (`deploy_ed25519`). Not `id_*`, which would also hide `id_utils.py`.
+_KEY_TYPES = r"(?:rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)"
+_SSH_KEY_NAME = re.compile(rf"id_{_KEY_TYPES}(?:[^a-z].*)?|.+[_.-]{_KEY_TYPES}(?:-cert)?(?:\.pub)?")
+# A key extension anywhere after the first dot (`tls.key.2019`, `server.pem.orig`).
+_KEY_SEGMENTS = frozenset(
+    ["pem", "key", "ppk", "p8", "pk8", "p12", "pfx", "jks", "keystore", "kdbx"]
+)
+
+# Editor, backup and copy decorations around a name (stripped one at a time, every form checked):
+# `.env~`, `id_rsa.bak`, `id_rsa-old`, `.id_rsa.swp` (vim), `#id_rsa#` and `.#id_rsa` (emacs),
+# `id_rsa copy`, `id_rsa (2)`, `id_rsa.~1~`, compressed copies, and `.txt` appended.
+_DECORATION_WORDS = frozenset(
+    [
+        *("bak", "bk", "bkp", "backup", "old", "orig", "rej", "save", "saved", "sav", "copy"),
+        *("tmp", "temp", "swp", "swo", "swn", "swx", "txt", "prev", "previous", "new", "last"),
+    ]
+)
+_COMPRESSED = frozenset(["gz", "bz2", "xz", "zip", "7z", "tar", "tgz", "zst"])
+_NUMBERED_BACKUP = re.compile(r"\.~\d+~\Z")
+_COPY_NUMBER = re.compile(r" \(\d+\)\Z")
+_DECORATION_AROUND = (
+    re.compile(r"\A\.(.+)\.sw[a-p]\Z"),  # vim swap file of `name`
+    re.compile(r"\A#(.+)#\Z"),  # emacs auto-save
+    re.compile(r"\A\.#(.+)\Z"),  # emacs lock
+    re.compile(r"\A(?:copy of |backup of )(.+)\Z"),
+)
+_MAX_DECORATIONS = 16
 
 # Generated or vendored folders: never code the user wrote, often huge.
 DEFAULT_IGNORED_FOLDERS: tuple[str, ...] = (
@@ -396,6 +502,45 @@ TEXT_NAMES: frozenset[str] = frozenset(
 )
 
 
+class NameGlobs:
+    """fnmatch globs split by shape, so the common ones cost a set lookup or a str method:
+    exact names, ``*<suffix>``, ``<prefix>*``; only the rest go through one regex."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        exact: set[str] = set()
+        suffixes: list[str] = []
+        prefixes: list[str] = []
+        other: list[str] = []
+        for pattern in patterns:
+            body = pattern[1:] if pattern.startswith("*") else pattern
+            head = pattern[:-1] if pattern.endswith("*") else pattern
+            if not _has_wildcard(pattern):
+                exact.add(pattern)
+            elif pattern.startswith("*") and not _has_wildcard(body):
+                suffixes.append(body)
+            elif pattern.endswith("*") and not _has_wildcard(head):
+                prefixes.append(head)
+            else:
+                other.append(pattern)
+        self.exact = frozenset(exact)
+        self.suffixes = tuple(suffixes)
+        self.prefixes = tuple(prefixes)
+        joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in other)
+        self.other = re.compile(joined or r"(?!)", re.DOTALL)
+
+    def match(self, name: str) -> bool:
+        return (
+            name in self.exact
+            or name.endswith(self.suffixes)
+            or name.startswith(self.prefixes)
+            or self.other.match(name) is not None
+        )
+
+
+def _has_wildcard(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
 class Refused(Denied):
     """A tool request the read policy turned down; the message is a stable, path-free sentence."""
 
@@ -416,6 +561,8 @@ SENTENCES: dict[str, str] = {
     "too-large": "refused: the file is over the size this tool reads",
     "not-a-file": "refused: the path is a folder, not a file",
     "not-a-folder": "refused: the path is a file, not a folder",
+    "too-many-links": "refused: the path follows more than 40 symbolic links (a loop or an "
+    "over-long chain)",
 }
 
 
@@ -433,6 +580,51 @@ class InvalidInput(Refused):
 def normalise(name: str) -> str:
     """The form names are compared in: NFC, then casefolded."""
     return unicodedata.normalize("NFC", name).casefold()
+
+
+def undecorated_forms(name: str) -> list[str]:
+    """The normalised name and each form left by stripping one more editor/backup decoration.
+
+    Invisible format characters and surrounding blanks or dots are dropped first: `.env ` and
+    `.env\u200b` are the same file to a person reading a listing.
+    """
+    folded = normalise(name)
+    if not folded.isascii() and any(unicodedata.category(ch) == "Cf" for ch in folded):
+        folded = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    forms = [folded]
+    form = folded
+    for _ in range(_MAX_DECORATIONS):
+        stripped = _strip_decoration(form)
+        if not stripped or stripped == form:
+            break
+        forms.append(stripped)
+        form = stripped
+    return forms
+
+
+def _strip_decoration(form: str) -> str | None:
+    trimmed = form.lstrip(" \t").rstrip(" \t.")  # never a leading dot: `.env ` is `.env`
+    if trimmed and trimmed != form:
+        return trimmed
+    first, last = form[:1], form[-1:]
+    if first in (".", "#", "c", "b"):
+        for around in _DECORATION_AROUND:
+            if m := around.match(form):
+                return m.group(1)
+    if last == "~":
+        m = _NUMBERED_BACKUP.search(form)
+        return form[: m.start()] if m else form[:-1]
+    if last == ")" and (m := _COPY_NUMBER.search(form)):
+        return form[: m.start()]
+    cut = max(form.rfind(sep) for sep in "._- ")
+    if cut <= 0:
+        return None
+    tail = form[cut + 1 :]
+    if tail in _DECORATION_WORDS or tail.isdigit():
+        return form[:cut]
+    if form[cut] == "." and tail in _COMPRESSED:
+        return form[:cut]
+    return None
 
 
 @dataclass(frozen=True)
@@ -481,8 +673,17 @@ def parse_request_path(text: object, root_names: Sequence[str]) -> RequestPath:
     parts = tuple(p for p in text.split("/") if p not in ("", "."))
     if ".." in parts:
         raise InvalidInput("invalid path: '..' is not accepted; use a path inside the workspace")
-    if any(len(p.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES for p in parts):
-        raise InvalidInput(f"invalid path: a component is longer than {MAX_COMPONENT_BYTES} bytes")
+    for part in parts:
+        try:
+            raw = raw_name(part)
+        except UndisplayableName:
+            raise InvalidInput(
+                "invalid path: a %XX escape this server never writes; use names exactly as listed"
+            ) from None
+        if len(raw) > MAX_COMPONENT_BYTES:
+            raise InvalidInput(
+                f"invalid path: a component is longer than {MAX_COMPONENT_BYTES} bytes"
+            )
     if len(root_names) <= 1:
         return RequestPath(root_names[0] if root_names else "", parts)
     if not parts:
@@ -507,15 +708,14 @@ class ReadPolicy:
     projects: frozenset[str] | None = None
     max_read_bytes: int = 128 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
-    _pattern_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _globs: NameGlobs = field(init=False, repr=False, compare=False)
     _locations: frozenset[str] = field(init=False, repr=False, compare=False)
     _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # One compiled alternation: the check runs for every listed entry and every search hit.
-        joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in self.private_patterns)
-        object.__setattr__(self, "_pattern_re", re.compile(joined or r"(?!)", re.DOTALL))
+        # The check runs for every listed entry and every walked file: globs by shape.
+        object.__setattr__(self, "_globs", NameGlobs(self.private_patterns))
         locations = frozenset(str(loc) for loc in self.private_locations)
         prefixes = tuple(loc.rstrip("/") + "/" for loc in locations)
         object.__setattr__(self, "_locations", locations)
@@ -551,16 +751,21 @@ class ReadPolicy:
         known = self._private_cache.get(name)
         if known is not None:
             return known
-        folded = normalise(name)
-        verdict = (
-            folded in self.private_folders
-            or bool(self._pattern_re.fullmatch(folded))
-            or bool(_SSH_KEY_NAME.fullmatch(folded))
-        )
+        verdict = any(self._is_private_form(form) for form in undecorated_forms(name))
         if len(self._private_cache) > _NAME_CACHE_SIZE:
             self._private_cache.clear()  # names repeat across calls; a crude bound is enough
         self._private_cache[name] = verdict
         return verdict
+
+    def _is_private_form(self, form: str) -> bool:
+        if form in self.private_folders or self._globs.match(form):
+            return True
+        if _SSH_KEY_NAME.fullmatch(form) or _SECRET_DATA_FILE.fullmatch(form):
+            return True
+        if _CREDENTIALS_FILE.fullmatch(form):
+            return True
+        segments = form.split(".")
+        return any(seg in _KEY_SEGMENTS for seg in segments[1:])
 
     def is_ignored_name(self, name: str) -> bool:
         folded = normalise(name)
@@ -603,14 +808,16 @@ class ReadPolicy:
             return False
         return normalise(parts[0]) not in self.projects
 
-    def literal_verdict(self, parts: Sequence[str], absolute: PurePosixPath) -> BlockReason | None:
+    def literal_verdict(
+        self, parts: Sequence[str], absolute: PurePosixPath | str
+    ) -> BlockReason | None:
         """The first check, on the path exactly as requested, before anything is looked up."""
         if self.is_private(parts, absolute):
             return "private"
         return None
 
     def resolved_verdict(
-        self, parts: Sequence[str], absolute: PurePosixPath, *, is_dir: bool
+        self, parts: Sequence[str], absolute: PurePosixPath | str, *, is_dir: bool
     ) -> BlockReason | None:
         """The checks on the resolved path inside a root: ignored, private, project scope."""
         if self.is_ignored(parts):
@@ -626,7 +833,8 @@ class ReadPolicy:
         folded = normalise(name)
         if folded in TEXT_NAMES or folded.startswith(("readme", "license", "changelog")):
             return None
-        suffix = PurePosixPath(folded).suffix
+        dot = folded.rfind(".")
+        suffix = folded[dot:] if 0 < dot < len(folded) - 1 else ""
         if suffix == "" or suffix in TEXT_EXTENSIONS:
             return None
         if suffix in BINARY_EXTENSIONS:
@@ -639,7 +847,16 @@ class ReadPolicy:
         """What a client may show a person about the rules in force."""
         return {
             "private_folders": sorted(self.private_folders),
-            "private_patterns": [*self.private_patterns, "id_<ssh key type>[-cert][.pub]"],
+            "private_patterns": [
+                *self.private_patterns,
+                "id_<ssh key type><any suffix>",
+                "<name>_<ssh key type>[.pub]",
+                _SECRET_DATA_HINT,
+                "credentials.<data extension>",
+                "<anything>.<key extension>.<anything>",
+            ],
+            "private_copies": "editor, backup and copy forms of every private name "
+            "(~, .bak, .old, -old, .orig, .swp, .save, .copy, .txt, (1), compressed …)",
             "private_locations": len(self.private_locations),
             "ignored_folders": [*sorted(self.ignored_folders), "*.egg-info"],
             "projects": sorted(self.projects) if self.projects is not None else None,

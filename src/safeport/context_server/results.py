@@ -98,6 +98,12 @@ class FileExcerpt(BaseModel):
     next_column: int | None = Field(
         default=None, description="When a long line was split: continue at this column."
     )
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass back as `cursor` with start_line=next_line and "
+        "start_column=next_column to continue without rescanning the file.",
+    )
+    hint: str | None = None
 
 
 class MultiFileItem(BaseModel):

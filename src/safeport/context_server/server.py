@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,11 +24,15 @@ from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.config import load_settings, read_policy, served_roots
 from safeport.context_server.index import Progress, SearchIndex, index_path
 from safeport.context_server.journal import ReadsJournal
+from safeport.context_server.names import display_name
 from safeport.context_server.service import WorkspaceService
-from safeport.context_server.tools import register_reader_tools
+from safeport.context_server.tools import JournaledServer, register_reader_tools
 from safeport.context_server.workspace import Workspace
+from safeport.errors import EnvironmentProblem, Error
 from safeport.shared.paths import SafeportPaths, locate
 from safeport.shared.provenance import verify_installed_package, verify_outside_served_roots
+
+log = logging.getLogger(__name__)
 
 Profile = Literal["reader", "agent"]
 
@@ -72,7 +79,19 @@ def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple
     """Build or refresh the search index ahead of serving; returns (files, seconds)."""
     paths = locate()
     workspace = open_workspace(roots, paths)
-    stats = SearchIndex(index_path(paths.cache_dir, workspace), workspace).refresh(progress)
+    try:
+        stats = SearchIndex(index_path(paths.cache_dir, workspace), workspace).refresh(progress)
+    except Error:
+        raise
+    except Exception as exc:
+        # One sentence, no traceback and no OS text (it could carry a path).
+        raise EnvironmentProblem(
+            f"the index could not be built ({type(exc).__name__})",
+            hint="run `sp context index` again; if it keeps failing, remove the index file "
+            "under the cache folder",
+        ) from None
+    finally:
+        workspace.close()
     return stats.files, stats.seconds
 
 
@@ -80,10 +99,11 @@ def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceServic
     paths = locate()
     workspace = open_workspace(options.roots, paths)
     index = SearchIndex(index_path(paths.cache_dir, workspace), workspace)
-    service = WorkspaceService(
-        workspace, index, ChangeFeed(workspace), ReadsJournal(paths.audit_dir, options.origin)
-    )
-    server: MCPServer[Any] = MCPServer(
+    roots = [display_name(os.fsencode(r.path)) for r in workspace.roots]
+    journal = ReadsJournal(paths.audit_dir, options.origin, roots)
+    service = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
+    server: MCPServer[Any] = JournaledServer(
+        service,
         name="safeport-context",
         title="safeport workspace (read-only)",
         version=__version__,
@@ -97,18 +117,58 @@ def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceServic
     return server, service
 
 
+TERMINAL_NOTICE = (
+    "safeport context server: speaks MCP (JSON-RPC) on stdin/stdout for an MCP client; "
+    "connect one with `sp client install CLIENT`. Ctrl-C stops it."
+)
+
+
 def serve(options: ServeOptions) -> None:
-    """Run over stdio until the client closes the connection."""
+    """Run over stdio until the client closes the connection (or Ctrl-C on a terminal)."""
     verify_installed_package()
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )
     server, service = build_server(options)
+    if _on_terminal():
+        # Someone ran it by hand: say what it is, on stderr (stdout is the protocol's).
+        sys.stderr.write(TERMINAL_NOTICE + "\n")
+        sys.stderr.flush()
+    _stop_on_interrupt(service)
     service.index.refresh_in_background(force=True)
     try:
         server.run("stdio")
     finally:
         service.journal.close()
+
+
+def _on_terminal() -> bool:
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (OSError, ValueError):
+        return False
+
+
+def _stop_on_interrupt(service: WorkspaceService) -> None:
+    """Ctrl-C ends the server at once and cleanly: the stdio transport reads stdin on a worker
+    thread that no exception reaches, so the default KeyboardInterrupt would wait for a line.
+    Records are already written (only their fsync is batched); the flush makes them durable."""
+
+    def finish() -> None:
+        try:
+            service.journal.flush()
+        except Exception:  # exiting anyway; the records are already written
+            log.warning("reads journal flush at exit failed")
+        finally:
+            os._exit(0)
+
+    def stop(_signum: int, _frame: object) -> None:
+        # Not in the handler itself: the interrupted thread may hold the journal's lock.
+        threading.Thread(target=finish, daemon=True, name="stop").start()
+        threading.Timer(2.0, os._exit, (0,)).start()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, stop)
 
 
 def _add_resources(server: MCPServer[Any], service: WorkspaceService) -> None:

@@ -7,6 +7,8 @@ sentence; the tool layer turns them into ``ToolError`` and journals them.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -19,11 +21,13 @@ from pathlib import PurePosixPath
 from urllib.parse import quote, unquote
 
 from safeport.context_server.changes import ChangeFeed
+from safeport.context_server.excerpt import Position, read_excerpt
 from safeport.context_server.index import MAX_INDEXED_BYTES, SearchIndex
 from safeport.context_server.journal import ReadsJournal
 from safeport.context_server.policy import (
     InvalidInput,
     Refused,
+    looks_binary,
     normalise,
     parse_request_path,
     refusal,
@@ -52,17 +56,26 @@ from safeport.context_server.results import (
     SearchResults,
     TreeEntry,
 )
-from safeport.context_server.workspace import Located, ServedRoot, Workspace
+from safeport.context_server.workspace import (
+    Entry,
+    Located,
+    ServedRoot,
+    WalkedFile,
+    Workspace,
+)
 
 URL_PREFIX = "safeport://workspace/file/"
-MAX_LINE_CHARS = 2000
 MAX_QUERY_CHARS = 500
 HITS_PER_FILE = 5
 SNIPPET_CHARS = 200
 SCAN_BUDGET_S = 5.0
 _OFFSET_CURSOR = re.compile(r"o1\.([0-9]{1,3})\.([0-9]{1,9})")
 # Search cursors also name the method: index and scan walk files in different orders.
-_SEARCH_CURSOR = re.compile(r"q1\.([is])\.([0-9]{1,3})\.([0-9]{1,9})")
+_SEARCH_CURSOR = re.compile(r"q2\.([is])\.([0-9]{1,3})\.([A-Za-z0-9_-]{0,8000})")
+_EXCERPT_CURSOR = re.compile(
+    r"e1\.([0-9a-f]{1,16})\.([0-9a-f]{1,16})\.([0-9a-f]{1,20})\.([0-9]{1,12})\.([0-9]{1,10})"
+    r"\.([0-9]{1,10})"
+)
 
 
 def clamp(value: object, low: int, high: int, default: int) -> int:
@@ -120,20 +133,19 @@ class WorkspaceService:
         limit = clamp(limit, 1, 1000, 200)
         offset = _parse_offset(cursor)[1] if cursor else 0
         if self._is_virtual_top(path):
-            entries = [DirectoryEntry(name=r.name, type="directory") for r in self.workspace.roots]
+            every = [DirectoryEntry(name=r.name, type="directory") for r in self.workspace.roots]
+            page, total = every[offset : offset + limit], len(every)
         else:
             located = self.workspace.locate(path)
-            entries = [
-                DirectoryEntry(name=e.name, type=e.type, size=e.size or 0, blocked=e.blocked or "")
-                for e in self.workspace.list_folder(located)
-            ]
-        page = entries[offset : offset + limit]
-        more = offset + limit < len(entries)
+            folder = self.workspace.list_folder(located, offset, limit)
+            page = [_listed(e) for e in folder.entries]
+            total = folder.total
+        more = offset + limit < total
         return DirectoryListing(
             path=path,
             entries=page,
             next_cursor=f"o1.0.{offset + limit}" if more else None,
-            total_entries=len(entries),
+            total_entries=total,
         )
 
     def directory_tree(self, path: str, max_depth: int, max_entries: int) -> DirectoryTree:
@@ -145,7 +157,9 @@ class WorkspaceService:
         while stack:
             folder, depth = stack.pop()
             children: list[tuple[Located, int]] = []
-            for e in self.workspace.list_folder(folder):
+            # Only as many entries as the tree still has room for (plus one, to know).
+            room = max_entries - len(out) + 1
+            for e in self.workspace.list_folder(folder, 0, room).entries:
                 if len(out) >= max_entries:
                     truncated = True
                     break
@@ -207,89 +221,52 @@ class WorkspaceService:
         )
 
     def read_file_excerpt(
-        self, path: str, start_line: int, max_lines: int, start_column: int
+        self,
+        path: str,
+        start_line: int,
+        max_lines: int,
+        start_column: int,
+        cursor: str | None = None,
     ) -> FileExcerpt:
         start_line = clamp(start_line, 1, 10**9, 1)
         max_lines = clamp(max_lines, 1, 2000, 200)
         start_column = clamp(start_column, 1, 10**9, 1)
         located = self.workspace.readable_file(path)
-        budget = self.workspace.policy.max_read_bytes
-        lines: list[str] = []
-        next_line: int | None = None
-        next_column: int | None = None
-        keep = (start_column + MAX_LINE_CHARS) * 4 + 4  # bytes enough for the chars we serve
-        line_no = 1
-        buf = bytearray()
-        served = 0
-        done = False
-
-        def finish(raw: bytes | bytearray) -> None:
-            nonlocal next_line, next_column, served, done
-            first = not lines and next_line is None
-            offset = start_column - 1 if first else 0
-            text = bytes(raw).decode("utf-8", "replace")
-            piece = text[offset : offset + MAX_LINE_CHARS]
-            lines.append(piece)
-            served += len(piece)
-            if len(text) - offset > MAX_LINE_CHARS:
-                next_line, next_column, done = line_no, offset + MAX_LINE_CHARS + 1, True
-            elif len(lines) >= max_lines or served >= budget:
-                next_line, done = line_no + 1, True
-
-        ended_with_newline = True
-        more_after = False  # whether bytes remain once the excerpt is complete
-        chunks = self.workspace.iter_chunks(located)
-        for block in chunks:
-            pos = 0
-            while pos < len(block) and not done:
-                nl = block.find(b"\n", pos)
-                if line_no < start_line:
-                    if nl < 0:
-                        break
-                    line_no += 1
-                    pos = nl + 1
-                    continue
-                end = nl if nl >= 0 else len(block)
-                if len(buf) < keep:
-                    buf += block[pos : min(end, pos + keep - len(buf))]
-                if nl < 0:
-                    break
-                finish(buf)
-                buf.clear()
-                line_no += 1
-                pos = nl + 1
-            ended_with_newline = block.endswith(b"\n")
-            if done:
-                more_after = pos < len(block) or next(chunks, None) is not None
-                break
-        chunks.close()
-        if done and next_column is None and not more_after:
-            next_line, done = None, False  # the excerpt reached the last line exactly
-            lines_done_at_end = True
-        else:
-            lines_done_at_end = False
-        end_of_file = not done
-        if (
-            not done
-            and not lines_done_at_end
-            and line_no >= start_line
-            and (buf or not ended_with_newline)
-        ):
-            finish(buf)
-            end_of_file = not done
-            if next_line == line_no + 1:
-                next_line = None  # the "next line" after the last one does not exist
-                end_of_file = True
-        if start_line > line_no and not lines:
-            end_of_file = True
+        origin = Position(0, 1, 1)
+        if cursor:
+            origin = _parse_excerpt_cursor(cursor, located, start_line, start_column)
+        with contextlib.closing(self.workspace.iter_chunks(located, start=origin.offset)) as chunks:
+            found = read_excerpt(
+                chunks,
+                size=located.st.st_size,
+                origin=origin,
+                line=start_line,
+                column=start_column,
+                max_lines=max_lines,
+                max_chars=self.workspace.policy.max_read_bytes,
+            )
+        nxt = found.next
+        hint = None
+        if not found.reached:
+            hint = (
+                f"scanned up to line {nxt.line if nxt else start_line} without reaching line "
+                f"{start_line}, column {start_column}; call again with the same arguments and "
+                "cursor=next_cursor to continue from there"
+            )
         return FileExcerpt(
             path=path,
             start_line=start_line,
             start_column=start_column,
-            lines=lines,
-            end_of_file=end_of_file,
-            next_line=next_line,
-            next_column=next_column,
+            lines=found.lines,
+            end_of_file=found.end_of_file,
+            next_line=(nxt.line if found.reached else start_line) if nxt else None,
+            next_column=(
+                (nxt.column if found.reached else start_column)
+                if nxt and (nxt.column > 1 or not found.reached)
+                else None
+            ),
+            next_cursor=_excerpt_cursor(located, nxt) if nxt else None,
+            hint=hint,
         )
 
     def read_multiple_files(self, paths: Sequence[str]) -> MultipleFiles:
@@ -336,11 +313,13 @@ class WorkspaceService:
 
     def _sha256(self, located: Located) -> str:
         h = hashlib.sha256()
-        with self.workspace.open_checked(located) as fd:
-            if os.fstat(fd).st_size > self.workspace.policy.max_file_bytes:
+        with self.workspace.open_checked(located) as (fd, size):
+            if size > self.workspace.policy.max_file_bytes:
                 raise refusal("too-large")
-            while block := os.read(fd, 1 << 20):
-                h.update(block)
+            offset = 0
+            while offset < size and (block := os.pread(fd, min(1 << 20, size - offset), offset)):
+                h.update(block)  # never past the size at open: a growing file is not chased
+                offset += len(block)
         return h.hexdigest()
 
     # -- search -------------------------------------------------------------------------------
@@ -378,25 +357,35 @@ class WorkspaceService:
             raise InvalidInput(f"invalid query: one line of at most {MAX_QUERY_CHARS} characters")
         scopes = self._scopes(path)
         use_index = len(query) >= 3 and self.index.ready
-        start_scope, offset = 0, 0
+        start_scope, after = 0, ""
         if cursor:
-            use_index, start_scope, offset = _parse_search_cursor(cursor)
+            use_index, start_scope, after = _parse_search_cursor(cursor)
             if use_index and (len(query) < 3 or not self.index.ready):
                 raise InvalidInput("invalid cursor: it belongs to another query; start over")
+            if start_scope >= len(scopes):
+                raise InvalidInput("invalid cursor: it belongs to another search; start over")
         self.index.refresh_in_background()
         hits: list[SearchHit] = []
         next_cursor = None
+        method = "i" if use_index else "s"
         deadline = time.monotonic() + SCAN_BUDGET_S
-        for scope in scopes[start_scope:]:
-            for consumed, rel in enumerate(self._candidates(scope, query, offset, use_index)):
-                if len(hits) >= limit or time.monotonic() > deadline:
-                    method = "i" if use_index else "s"
-                    next_cursor = f"q1.{method}.{scope.index}.{offset + consumed}"
+        progressed = False
+        for number in range(start_scope, len(scopes)):
+            scope = scopes[number]
+            resume = after if number == start_scope else ""
+            last = resume
+            for rel, found in self._candidates(scope, query, resume, use_index):
+                # Checked before each candidate, and only once one was handled: every call
+                # moves the cursor forward, however slow the disk or short the budget.
+                if progressed and (len(hits) >= limit or time.monotonic() > deadline):
+                    next_cursor = _search_cursor(method, number, last)
                     break
-                hits.extend(self._hits_in(scope.root, rel, query))
+                progressed = True
+                last = rel
+                if found is not None:
+                    hits.extend(found)
             if next_cursor:
                 break
-            offset = 0
         return SearchResults(
             query=query,
             hits=hits,
@@ -406,17 +395,30 @@ class WorkspaceService:
         )
 
     def _candidates(
-        self, scope: _Scope, query: str, offset: int, use_index: bool
-    ) -> Iterator[tuple[str, ...]]:
+        self, scope: _Scope, query: str, after: str, use_index: bool
+    ) -> Iterator[tuple[str, list[SearchHit] | None]]:
+        """(position, hits) per candidate in path order after ``after``; folders count as
+        positions too (no hits), so a walk through empty folders still advances the cursor."""
         if use_index:
             prefix = "/".join(scope.parts)
-            for c in self.index.candidates(query, scope.root.name, prefix, offset):
-                yield tuple(c.rel.split("/"))
+            for c in self.index.candidates(query, scope.root.name, prefix, after):
+                yield c.rel, self._hits_in(scope.root, tuple(c.rel.split("/")), query)
             return
-        walked = self.workspace.walk_files(scope.root, scope.parts, max_bytes=MAX_INDEXED_BYTES)
-        for i, found in enumerate(walked):
-            if i >= offset:
-                yield found.parts
+        walked = self.workspace.walk(
+            scope.root,
+            scope.parts,
+            max_bytes=MAX_INDEXED_BYTES,
+            after=tuple(after.split("/")) if after else None,
+            folders=True,
+            head_for=lambda _found: MAX_INDEXED_BYTES,
+        )
+        for item in walked:
+            rel = "/".join(item.parts)
+            if isinstance(item, WalkedFile):
+                shown = self.workspace.display(scope.root, item.parts)
+                yield rel, _hits_in_text(shown, item.head, query)
+            else:
+                yield rel, None
 
     def _hits_in(self, root: ServedRoot, parts: tuple[str, ...], query: str) -> list[SearchHit]:
         """Re-check a candidate through the full gate, then find the query in its current text."""
@@ -426,17 +428,7 @@ class WorkspaceService:
             data = self.workspace.read_head(located, MAX_INDEXED_BYTES)
         except Refused:
             return []
-        needle = query.casefold()
-        hits = []
-        for number, line in enumerate(data.data.decode("utf-8", "replace").splitlines(), 1):
-            folded = line.casefold()
-            at = folded.find(needle)
-            if at < 0:
-                continue
-            hits.append(SearchHit(path=shown, line=number, snippet=_snippet(line, at, len(query))))
-            if len(hits) >= HITS_PER_FILE:
-                break
-        return hits
+        return _hits_in_text(shown, data.data, query)
 
     def search(self, query: str) -> DeepResearchResults:
         found = self.search_project(query, ".", 50, None)
@@ -488,6 +480,8 @@ class WorkspaceService:
             body = rec.get("body")
             if not isinstance(body, dict):
                 continue
+            if not self.journal.is_ours(body):
+                continue  # another workspace's reads: its paths and queries are not ours to show
             if origin is not None and body.get("origin") != origin:
                 continue
             if tool is not None and body.get("tool") != tool:
@@ -545,14 +539,16 @@ class WorkspaceService:
         roots = [r for r in self.workspace.roots if r.name == request.root]
         if not roots:
             return False
-        literal = PurePosixPath(roots[0].path, *request.parts)
+        literal = "/".join((str(roots[0].path), *request.parts))
         if policy.is_private(request.parts, literal):
             return True
-        resolved = PurePosixPath(os.path.realpath(literal))
-        for root in self.workspace.roots:
-            if resolved.is_relative_to(root.path):
-                return policy.is_private(resolved.relative_to(root.path).parts, resolved)
-        return False
+        try:
+            home, parts, _ = self.workspace.resolve(roots[0], request.parts)
+        except Refused as exc:
+            return exc.reason == "private"
+        except OSError:
+            return True  # unknown: say less rather than more
+        return policy.is_private(parts, "/".join((str(home.path), *parts)))
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -576,12 +572,67 @@ class WorkspaceService:
         return [_Scope(f.root, f.parts, by_root[f.root.name]) for f in folders]
 
 
-def _parse_search_cursor(cursor: object) -> tuple[bool, int, int]:
+def _listed(e: Entry) -> DirectoryEntry:
+    return DirectoryEntry(name=e.name, type=e.type, size=e.size or 0, blocked=e.blocked or "")
+
+
+def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]:
+    if data is None or looks_binary(data):
+        return []
+    needle = query.casefold()
+    hits = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        at = line.casefold().find(needle)
+        if at < 0:
+            continue
+        hits.append(SearchHit(path=shown, line=number, snippet=_snippet(line, at, len(query))))
+        if len(hits) >= HITS_PER_FILE:
+            break
+    return hits
+
+
+def _search_cursor(method: str, scope: int, after: str) -> str:
+    position = base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii").rstrip("=")
+    return f"q2.{method}.{scope}.{position}"
+
+
+def _parse_search_cursor(cursor: object) -> tuple[bool, int, str]:
+    bad = InvalidInput(
+        "invalid cursor: pass back a next_cursor value exactly, or omit it to start over"
+    )
     if not isinstance(cursor, str) or not (m := _SEARCH_CURSOR.fullmatch(cursor)):
+        raise bad
+    encoded = m.group(3)
+    try:
+        after = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise bad from None
+    return m.group(1) == "i", int(m.group(2)), after
+
+
+def _excerpt_cursor(located: Located, at: Position) -> str:
+    st = located.st
+    return f"e1.{st.st_dev:x}.{st.st_ino:x}.{st.st_mtime_ns:x}.{at.offset}.{at.line}.{at.column}"
+
+
+def _parse_excerpt_cursor(
+    cursor: object, located: Located, start_line: int, start_column: int
+) -> Position:
+    if not isinstance(cursor, str) or not (m := _EXCERPT_CURSOR.fullmatch(cursor)):
         raise InvalidInput(
             "invalid cursor: pass back a next_cursor value exactly, or omit it to start over"
         )
-    return m.group(1) == "i", int(m.group(2)), int(m.group(3))
+    st = located.st
+    if (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)) != (
+        st.st_dev,
+        st.st_ino,
+        st.st_mtime_ns,
+    ):
+        raise InvalidInput("invalid cursor: the file changed since; start over without a cursor")
+    at = Position(int(m.group(4)), int(m.group(5)), int(m.group(6)))
+    if at.offset > st.st_size or (at.line, at.column) > (start_line, start_column):
+        raise InvalidInput("invalid cursor: it points past the requested line and column")
+    return at
 
 
 def _parse_offset(cursor: object) -> tuple[int, int]:

@@ -17,10 +17,11 @@ from urllib.parse import unquote, urlparse
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ListRootsResult, ToolAnnotations
 from pydantic import BaseModel
 
+from safeport.context_server.journal import CALL_RECORDED, bounded_text
 from safeport.context_server.policy import Refused
 from safeport.context_server.results import (
     AuditTrail,
@@ -39,7 +40,7 @@ from safeport.context_server.results import (
     SearchResults,
 )
 from safeport.context_server.service import WorkspaceService
-from safeport.errors import Error, JournalUnavailable
+from safeport.errors import EnvironmentProblem, Error, JournalUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,53 @@ def root_paths(result: ListRootsResult) -> list[str]:
     return paths
 
 
+class JournaledServer(MCPServer[Any]):
+    """The MCP server whose every tool call leaves a journal record.
+
+    Tool bodies journal their own calls (with their arguments' privacy checks). A call the SDK
+    turns down before a body runs (an unknown tool, arguments of the wrong type) is journaled
+    here, and a crash anywhere becomes the fixed ``internal`` sentence, never SDK text."""
+
+    def __init__(self, service: WorkspaceService, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.service = service
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        marker: list[bool] = []
+        token = CALL_RECORDED.set(marker)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            log.warning("tool %s crashed", bounded_text(name))
+            self._record_unrecorded(marker, name, arguments, "internal")
+            raise ToolError(INTERNAL) from None
+        except ToolError:
+            reason = "unknown-tool" if self._tool_manager.get_tool(name) is None else "invalid"
+            self._record_unrecorded(marker, name, arguments, reason)
+            raise
+        finally:
+            CALL_RECORDED.reset(token)
+
+    def _record_unrecorded(
+        self, marker: list[bool], name: str, arguments: Mapping[str, Any], reason: str
+    ) -> None:
+        if marker:
+            return
+        args = arguments if isinstance(arguments, Mapping) else {}
+        try:
+            self.service.journal.record(
+                bounded_text(str(name)),
+                {str(k): v for k, v in args.items() if k != "roots"},
+                is_private=self.service.path_is_private,
+                served_bytes=0,
+                refused=reason,
+            )
+        except JournalUnavailable:
+            raise ToolError(UNAVAILABLE) from None
+
+
 class JournaledCalls:
     """Runs an operation, journals it (served or refused), and shapes failures as ToolError."""
 
@@ -119,19 +167,33 @@ class JournaledCalls:
         except Refused as exc:
             self._record(tool, args, 0, exc.reason)
             raise ToolError(str(exc)) from None
+        except JournalUnavailable:
+            log.error("reads journal unavailable; refusing to serve")
+            self._record(tool, args, 0, "unavailable")
+            raise ToolError(UNAVAILABLE) from None
         except Error as exc:
             log.warning("tool %s failed: %s", tool, type(exc).__name__)
             self._record(tool, args, 0, "error")
-            raise ToolError(exc.message) from None
-        except (OSError, ValueError) as exc:
-            # No OS text reaches the model: it may name a path outside the root.
+            # Our own sentences name categories, but an audit or config error may name one of
+            # safeport's folders: only environment problems (the index) are passed on.
+            text = exc.message if isinstance(exc, EnvironmentProblem) else INTERNAL
+            raise ToolError(text) from None
+        except Exception as exc:  # every failure is journaled and scrubbed
+            # No exception text reaches the model or the log: it may name a path outside the
+            # root, or a private name inside it.
             log.warning("tool %s failed: %s", tool, type(exc).__name__)
-            self._record(tool, args, 0, "error")
+            self._record(tool, args, 0, "internal")
+            raise ToolError(INTERNAL) from None
+        try:
+            size = len(result.model_dump_json())  # what the SDK will send must serialise
+        except Exception as exc:
+            log.warning("tool %s result failed to serialise: %s", tool, type(exc).__name__)
+            self._record(tool, args, 0, "internal")
             raise ToolError(INTERNAL) from None
         extra = None
         if isinstance(result, MultipleFiles):
             extra = {"refused_items": sum(1 for f in result.files if not f.ok)}
-        self._record(tool, args, len(result.model_dump_json()), None, extra)
+        self._record(tool, args, size, None, extra)
         return result
 
     def _record(
@@ -219,21 +281,24 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
         start_line: int = 1,
         max_lines: int = 200,
         start_column: int = 1,
+        cursor: str | None = None,
     ) -> FileExcerpt:
         """Read lines from a text file, starting at `start_line` (1-based).
 
-        A very long line is split: continue with `next_line` and `next_column`."""
+        A very long line is split: continue with `next_line` and `next_column`. Pass
+        `next_cursor` back as `cursor` (with those) to continue without rescanning."""
         args = {
             "path": path,
             "start_line": start_line,
             "max_lines": max_lines,
             "start_column": start_column,
+            "cursor": cursor,
         }
         return await calls.run(
             roots,
             "read_file_excerpt",
             args,
-            lambda: service.read_file_excerpt(path, start_line, max_lines, start_column),
+            lambda: service.read_file_excerpt(path, start_line, max_lines, start_column, cursor),
         )
 
     @read_only(server)

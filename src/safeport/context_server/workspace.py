@@ -1,11 +1,20 @@
 """The only code that touches the served workspace: resolve, check, open, list and walk.
 
 Every request goes through :meth:`Workspace.locate`, which applies the read policy in the order
-DESIGN.md §11 fixes. Files are then opened component by component from a directory descriptor
-held since start-up, each step with ``O_NOFOLLOW``, so a symlink swapped in after the checks is
-met as an error rather than followed; the final ``fstat`` must match the object that was checked,
-be a regular file with a single link, and ``O_NONBLOCK`` keeps a FIFO from ever blocking us.
-Nothing here writes to the workspace.
+DESIGN.md §11 fixes. Paths are resolved by this module itself, never by ``realpath``: from a
+descriptor on the root held since start-up, one component at a time with ``openat`` and
+``O_NOFOLLOW``, reading each symlink with ``readlinkat`` and following at most 40 of them (as
+the kernel does). Each component is checked against the policy before it is looked up, so a
+link cannot walk through a private folder, and ``..`` never climbs above the root. A loop or an
+over-long chain is refused, never resolved lexically. Every size, time and type comes from
+``fstat`` on a descriptor opened beneath the root (or ``fstatat`` relative to one), never from
+a ``stat`` of a path string.
+
+Files are read through a descriptor opened again from the root with ``O_NOFOLLOW`` on every
+component, whose ``fstat`` must match the object that was checked, be a regular file with a
+single link, and only up to the size it had when opened. ``O_NONBLOCK`` keeps a FIFO from ever
+blocking. Walks move from folder to folder by descriptors (``..`` checked against the folder it
+must be), so depth costs O(depth), not O(depth²). Nothing here writes to the workspace.
 """
 
 from __future__ import annotations
@@ -14,12 +23,16 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from safeport.context_server.names import UndisplayableName, display_name, raw_name
 from safeport.context_server.policy import (
+    MAX_PATH_CHARS,
     BlockReason,
     ReadPolicy,
     Refused,
@@ -32,8 +45,23 @@ from safeport.context_server.policy import (
 
 EntryType = Literal["file", "directory", "symlink", "other"]
 
+MAX_LINKS = 40  # Linux's MAXSYMLINKS
+# Lookups one resolution may make: each `..` re-opens its folder from the root, so a link
+# target of thousands of `..` cannot make one call cost millions of openat calls.
+MAX_LOOKUPS = 65_536
+# Sorted name lists of recently listed folders, so later pages of a wide folder cost O(page).
+LISTING_CACHE_FOLDERS = 8
+LISTING_CACHE_NAMES = 600_000
+
+_O_PATH = getattr(os, "O_PATH", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+# An O_PATH descriptor opens nothing (no device side effects, no FIFO), yet fstat works on it.
+_PROBE_FLAGS = (
+    (_O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if _O_PATH
+    else (os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+)
 
 
 @dataclass(frozen=True)
@@ -49,13 +77,13 @@ class Located:
     """A request that passed every path check: where it is and what it was when checked."""
 
     root: ServedRoot
-    parts: tuple[str, ...]  # resolved, relative to the root
+    parts: tuple[str, ...]  # resolved, relative to the root, display names
     kind: Literal["file", "directory", "other"]
     st: os.stat_result
 
     @property
-    def absolute(self) -> Path:
-        return self.root.path.joinpath(*self.parts)
+    def absolute(self) -> str:
+        return "/".join((str(self.root.path), *self.parts))
 
     @property
     def relative(self) -> str:
@@ -74,6 +102,12 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class FolderPage:
+    entries: list[Entry]
+    total: int
+
+
+@dataclass(frozen=True)
 class FileRead:
     data: bytes
     total_bytes: int
@@ -86,10 +120,24 @@ class WalkedFile:
     parts: tuple[str, ...]
     size: int
     mtime_ns: int
+    # The file's first bytes, read through the walk's own folder descriptor when asked for
+    # (None if not asked, or if the file was no longer the one the walk saw).
+    head: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def relative(self) -> str:
         return "/".join(self.parts)
+
+
+@dataclass(frozen=True)
+class WalkedFolder:
+    """A folder the walk is about to enter (reported only when asked, as a progress mark)."""
+
+    root: ServedRoot
+    parts: tuple[str, ...]
+
+
+Walked = WalkedFile | WalkedFolder
 
 
 class Workspace:
@@ -101,11 +149,33 @@ class Workspace:
         self.roots = tuple(roots)
         self.policy = policy
         self._by_name = {r.name: r for r in self.roots}
+        self._root_fds: dict[str, int] = {}
+        for root in self.roots:
+            try:
+                self._root_fds[root.name] = os.open(root.path, _DIR_FLAGS)
+            except OSError as exc:
+                self.close()
+                raise refusal("not-found") from exc
+        # Roots by their path components, longest first: an absolute link target is followed
+        # only into a root whose path it names literally.
+        self._root_prefixes = sorted(
+            ((tuple(os.fsencode(r.path).split(b"/")[1:]), r) for r in self.roots),
+            key=lambda item: -len(item[0]),
+        )
+        self._names = FolderNames()
         # Set from the client's MCP roots: only ever a subset of the configured roots.
         self.scope: tuple[str, ...] | None = None
 
+    def close(self) -> None:
+        for fd in self._root_fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._root_fds.clear()
+
     def narrow(self, client_paths: Sequence[str]) -> tuple[str, ...]:
         """Serve only what is inside both the configured roots and the client's roots."""
+        # The client's own paths are resolved where they are (outside the roots as well): they
+        # can only narrow, and nothing from them is ever served or shown.
         real = [os.path.realpath(p) for p in client_paths]
         self.scope = narrow_scope([str(r.path) for r in self.roots], real)
         return self.scope
@@ -131,32 +201,22 @@ class Workspace:
                 "invalid", "invalid path: several roots are served; start with a root name"
             )
         root = self._by_name[request.root]
-        literal = PurePosixPath(root.path, *request.parts)
+        literal = "/".join((str(root.path), *request.parts))
         # 1. The literal request, before any lookup: no existence oracle for private names.
-        if self.policy.literal_verdict(request.parts, literal):
+        if self.policy.literal_verdict(request.parts, PurePosixPath(literal)):
             raise refusal("private")
-        # 2. Resolve symlinks (non-strict: a missing target answers like any other target).
-        resolved = PurePosixPath(os.path.realpath(literal))
-        home = self._root_of(resolved)
-        if home is None:
-            raise refusal("out-of-scope")
+        # 2. Resolve, component by component beneath the root (each one checked first).
+        home, parts, st = self.resolve(root, request.parts)
+        resolved = "/".join((str(home.path), *parts))
         # Inside the client's roots, or a folder above one (so "." can still be listed).
         above_scope = False
-        if scoped and self.scope is not None and not within(str(resolved), self.scope):
-            above_scope = _is_above(str(resolved), self.scope)
+        if scoped and self.scope is not None and not within(resolved, self.scope):
+            above_scope = _is_above(resolved, self.scope)
             if not above_scope:
                 raise refusal("out-of-scope")
-        parts = resolved.relative_to(home.path).parts
         # 3. Private again, on where the path really leads.
         if self.policy.is_private(parts, resolved):
             raise refusal("private")
-        try:
-            st = os.lstat(resolved)
-        except OSError as exc:
-            # A link loop ends here as ELOOP, or (below) as a link realpath gave up on.
-            raise refusal("unreadable-type" if exc.errno == errno.ELOOP else "not-found") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise refusal("unreadable-type")
         is_dir = stat.S_ISDIR(st.st_mode)
         if above_scope and not is_dir:
             raise refusal("out-of-scope")
@@ -170,12 +230,110 @@ class Workspace:
         )
         return Located(home, parts, kind, st)
 
-    def _root_of(self, resolved: PurePosixPath) -> ServedRoot | None:
-        # Component-wise containment: /srv/app-secrets is not inside /srv/app.
-        for root in self.roots:
-            if resolved.is_relative_to(root.path):
-                return root
-        return None
+    def resolve(
+        self, root: ServedRoot, parts: Sequence[str]
+    ) -> tuple[ServedRoot, tuple[str, ...], os.stat_result]:
+        """Follow ``parts`` from the root's descriptor; the real parts and their ``fstat``.
+
+        Refuses (never guesses) on a private component, a climb above the root, a link out of
+        every root, more than :data:`MAX_LINKS` links, or a missing component.
+        """
+        pending = list(reversed(parts))
+        current: list[str] = []
+        links = lookups = 0
+        fd = self._open_root(root)
+        try:
+            while pending:
+                lookups += 1
+                if lookups > MAX_LOOKUPS:
+                    raise refusal("too-many-links")
+                name = pending.pop()
+                if name in ("", "."):
+                    continue
+                if name == "..":
+                    if not current:
+                        raise refusal("out-of-scope")  # above the root: nothing is looked up
+                    current.pop()
+                    os.close(fd)
+                    fd = -1
+                    fd = self._open_chain(root, current)
+                    lookups += len(current)
+                    continue
+                self._check_component(root, current, name)
+                try:
+                    raw = raw_name(name)
+                except UndisplayableName:
+                    raise refusal("not-found") from None
+                child, st = _probe(fd, raw)
+                if stat.S_ISLNK(st.st_mode):
+                    if child >= 0:
+                        os.close(child)
+                    links += 1
+                    if links > MAX_LINKS:
+                        raise refusal("too-many-links")
+                    target = _read_link(fd, raw)
+                    if target.startswith(b"/"):
+                        root, rest = self._root_for(target)
+                        os.close(fd)
+                        fd = -1
+                        fd = self._open_root(root)
+                        current = []
+                    else:
+                        rest = target.split(b"/")
+                    pending.extend(reversed([_component(c) for c in rest]))
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    os.close(fd)
+                    fd = child
+                    current.append(name)
+                    continue
+                if any(p not in ("", ".") for p in pending):
+                    os.close(child)
+                    raise refusal("not-found")  # a file is not a folder (ENOTDIR)
+                os.close(fd)
+                fd = child
+                current.append(name)
+                pending.clear()
+            return root, tuple(current), os.fstat(fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _check_component(self, root: ServedRoot, current: Sequence[str], name: str) -> None:
+        """A component is judged before it is looked up: nothing inside a private folder is."""
+        if self.policy.is_private_name(name):
+            raise refusal("private")
+        if self.policy.private_locations and self.policy.is_private(
+            (), "/".join((str(root.path), *current, name))
+        ):
+            raise refusal("private")
+
+    def _root_for(self, target: bytes) -> tuple[ServedRoot, list[bytes]]:
+        """The root an absolute link target names literally, and the rest of the target."""
+        parts = [p for p in target.split(b"/") if p]
+        for prefix, root in self._root_prefixes:
+            if tuple(parts[: len(prefix)]) == prefix:
+                return root, parts[len(prefix) :]
+        raise refusal("out-of-scope")
+
+    def _open_root(self, root: ServedRoot) -> int:
+        try:
+            return os.open(".", _PROBE_FLAGS | os.O_DIRECTORY, dir_fd=self._root_fds[root.name])
+        except (OSError, KeyError) as exc:
+            raise refusal("not-found") from exc
+
+    def _open_chain(self, root: ServedRoot, parts: Sequence[str]) -> int:
+        """A descriptor on ``root/parts``, every component a real folder (no link followed)."""
+        fd = self._open_root(root)
+        try:
+            for name in parts:
+                nfd = os.open(raw_name(name), _PROBE_FLAGS | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+        except (OSError, UndisplayableName):
+            os.close(fd)
+            raise refusal("changed") from None
+        return fd
 
     # -- files --------------------------------------------------------------------------------
 
@@ -200,70 +358,108 @@ class Workspace:
         return located
 
     @contextlib.contextmanager
-    def open_checked(self, located: Located) -> Iterator[int]:
-        """An fd on exactly the checked file, or :class:`Refused` if anything moved."""
-        fd = _open_beneath(located.root.path, located.parts)
+    def open_checked(self, located: Located) -> Iterator[tuple[int, int]]:
+        """An fd on exactly the checked file and its size at open, or :class:`Refused`."""
+        fd = self._open_beneath(located.root, located.parts)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                 raise refusal("unreadable-type")
             if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
                 raise refusal("changed")
-            yield fd
+            yield fd, st.st_size
         finally:
             os.close(fd)
 
     def read_head(self, located: Located, limit: int) -> FileRead:
         """Up to ``limit`` bytes from the start of a checked text file (binary refused)."""
-        with self.open_checked(located) as fd:
-            st = os.fstat(fd)
-            data = _read_up_to(fd, limit)
+        with self.open_checked(located) as (fd, size):
+            data = _read_up_to(fd, 0, min(limit, size))
         if looks_binary(data):
             raise refusal("binary")
-        return FileRead(data, st.st_size, st)
+        return FileRead(data, size, located.st)
 
-    def iter_chunks(self, located: Located, chunk: int = 1 << 16) -> Generator[bytes, None, None]:
-        """The whole checked file in chunks, up to the policy's file size limit."""
-        with self.open_checked(located) as fd:
-            if os.fstat(fd).st_size > self.policy.max_file_bytes:
+    def iter_chunks(
+        self, located: Located, chunk: int = 1 << 16, *, start: int = 0
+    ) -> Generator[bytes, None, None]:
+        """The checked file from byte ``start`` in chunks, never past its size at open."""
+        with self.open_checked(located) as (fd, size):
+            if size > self.policy.max_file_bytes:
                 raise refusal("too-large")
-            first = True
-            while True:
-                block = os.read(fd, chunk)
+            head = os.pread(fd, min(8192, size), 0)
+            if looks_binary(head):
+                raise refusal("binary")
+            offset = start
+            while offset < size:
+                block = os.pread(fd, min(chunk, size - offset), offset)
                 if not block:
-                    return
-                if first and looks_binary(block):
-                    raise refusal("binary")
-                first = False
+                    return  # the file shrank
+                offset += len(block)
                 yield block
+
+    def _open_beneath(
+        self, root: ServedRoot, parts: Sequence[str], *, final_dir: bool = False
+    ) -> int:
+        """Open ``root/parts`` one component at a time, refusing any symlink on the way."""
+        fd = self._reopen_root(root)
+        try:
+            for i, name in enumerate(parts):
+                last = i == len(parts) - 1
+                flags = _DIR_FLAGS if (not last or final_dir) else _FILE_FLAGS
+                try:
+                    nfd = os.open(raw_name(name), flags, dir_fd=fd)
+                except UndisplayableName:
+                    raise refusal("not-found") from None
+                except OSError as exc:
+                    raise _lookup_failure(exc) from None
+                os.close(fd)
+                fd = nfd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _reopen_root(self, root: ServedRoot) -> int:
+        try:
+            return os.open(".", _DIR_FLAGS, dir_fd=self._root_fds[root.name])
+        except (OSError, KeyError) as exc:
+            raise refusal("not-found") from exc
 
     # -- folders ------------------------------------------------------------------------------
 
-    def list_folder(self, located: Located) -> list[Entry]:
-        """Every entry of a checked folder, sorted by name, blocked ones marked."""
+    def list_folder(
+        self, located: Located, offset: int = 0, limit: int | None = None
+    ) -> FolderPage:
+        """One page of a checked folder's entries, sorted by name, blocked ones marked.
+
+        The sorted name list is kept against the folder's identity and mtime, so after the
+        first page a wide folder's pages cost O(page): only the entries served are examined."""
         if located.kind != "directory":
             raise refusal("not-a-folder")
-        fd = _open_beneath(located.root.path, located.parts, final_dir=True)
+        fd = self._open_beneath(located.root, located.parts, final_dir=True)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
                 raise refusal("changed")
-            names = sorted(os.listdir(fd))
-            base = str(located.absolute)
-            entries = [self._entry(located, base, fd, name) for name in names]
+            names = self._names.get(fd, st)
+            end = len(names) if limit is None else min(len(names), offset + limit)
+            entries = [self._entry(located, fd, names[i]) for i in range(offset, end)]
         finally:
             os.close(fd)
-        return entries
+        return FolderPage(entries, len(names))
 
-    def _entry(self, folder: Located, base: str, dir_fd: int, name: str) -> Entry:
-        absolute = f"{base}/{name}"
+    def _entry(self, folder: Located, dir_fd: int, name: str) -> Entry:
+        absolute = "/".join((folder.absolute, name))
+        top = not folder.parts
+        if self.policy.is_private_name(name):
+            # Not even looked at: a private entry shows its name and nothing about it.
+            return Entry(name, "other", None, None, "private")
         try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except OSError:
+            st = _fstat_beneath(dir_fd, raw_name(name))
+        except (OSError, UndisplayableName):
             return Entry(name, "other", None, None, "unreadable-type")
         mode = st.st_mode
         is_dir = stat.S_ISDIR(mode)
-        top = not folder.parts
         verdict = self.policy.entry_verdict(name, absolute, is_dir=is_dir, top_level=top)
         if verdict == "private":
             return Entry(name, _entry_type(mode), None, None, "private")
@@ -272,9 +468,11 @@ class Workspace:
         ):
             return Entry(name, _entry_type(mode), None, None, "out-of-scope")
         if stat.S_ISLNK(mode):
-            parts = (*folder.parts, name)
-            link = self._link_verdict(PurePosixPath(absolute), parts)
-            return Entry(name, "symlink", None, None, verdict or link)
+            link = verdict or self._link_verdict(folder, name)
+            # The kind "symlink" is shown only where the policy allows the target: a blocked
+            # link is just a blocked entry, saying nothing of what it points to.
+            kind: EntryType = "symlink" if link in (None, "binary") else "other"
+            return Entry(name, kind, None, None, link)
         if is_dir:
             return Entry(name, "directory", None, st.st_mtime_ns, verdict)
         if not stat.S_ISREG(mode):
@@ -288,47 +486,31 @@ class Workspace:
             size = None  # a hard link's size is another file's
         return Entry(name, "file", size, st.st_mtime_ns, verdict)
 
-    def _link_verdict(self, absolute: PurePosixPath, parts: Sequence[str]) -> BlockReason | None:
-        """A symlink in a listing: judged by its own path and by where it leads."""
-        resolved = PurePosixPath(os.path.realpath(absolute))
-        home = self._root_of(resolved)
-        if home is None:
-            return "out-of-scope"
-        if self.scope is not None and not within(str(resolved), self.scope):
-            return "out-of-scope"
-        target_parts = resolved.relative_to(home.path).parts
-        if self.policy.is_private(target_parts, resolved):
-            return "private"
+    def _link_verdict(self, folder: Located, name: str) -> BlockReason | None:
+        """A symlink in a listing: judged by its own path and by where it leads, through the
+        same resolution as a request; nothing about a target the policy refuses is shown."""
+        parts = (*folder.parts, name)
         try:
-            st = os.lstat(resolved)
-        except OSError:
-            return "unreadable-type"
+            home, target, st = self.resolve(folder.root, parts)
+        except Refused as exc:
+            return _as_block(exc.reason)
+        resolved = "/".join((str(home.path), *target))
+        if self.scope is not None and not within(resolved, self.scope):
+            return "out-of-scope"
+        if self.policy.is_private(target, resolved):
+            return "private"
         is_dir = stat.S_ISDIR(st.st_mode)
-        for judged in (parts, target_parts):
+        for judged in (parts, target):
             verdict = self.policy.resolved_verdict(judged, resolved, is_dir=is_dir)
             if verdict:
                 return verdict
         if is_dir:
             return None
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or not target:
             return "unreadable-type"
-        return self.policy.type_verdict(parts[-1]) or self.policy.type_verdict(target_parts[-1])
+        return self.policy.type_verdict(parts[-1]) or self.policy.type_verdict(target[-1])
 
     # -- walking ------------------------------------------------------------------------------
-
-    def _stat_entries(self, dir_fd: int) -> Iterator[tuple[str, os.stat_result]]:
-        """(name, lstat) of a folder's entries, skipping private and ignored names unread."""
-        try:
-            names = os.listdir(dir_fd)
-        except OSError:
-            return
-        for name in names:
-            if self.policy.is_private_name(name) or self.policy.is_ignored_name(name):
-                continue
-            try:
-                yield name, os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except OSError:
-                continue
 
     def walk_files(
         self,
@@ -338,48 +520,258 @@ class Workspace:
         max_bytes: int | None = None,
         scoped: bool = True,
     ) -> Iterator[WalkedFile]:
-        """Readable-looking regular files under ``start``, never following a link.
+        """Readable-looking regular files under ``start``, in path order, never following a link."""
+        for item in self.walk(root, start, max_bytes=max_bytes, scoped=scoped):
+            if isinstance(item, WalkedFile):
+                yield item
+
+    def walk(
+        self,
+        root: ServedRoot,
+        start: Sequence[str] = (),
+        *,
+        max_bytes: int | None = None,
+        scoped: bool = True,
+        after: tuple[str, ...] | None = None,
+        folders: bool = False,
+        head_for: Callable[[WalkedFile], int | None] | None = None,
+    ) -> Iterator[Walked]:
+        """Files (and, with ``folders``, each folder before it is entered) in path order.
 
         Private and ignored folders are not entered, so their names never reach an index, a
-        search result or a journal. Symlinked files are skipped here: their targets are reached
-        at their real paths, and anything served is re-checked through ``locate``. Each folder
-        is opened from the root with ``O_NOFOLLOW`` on every component, so a folder swapped for
-        a link during the walk is skipped instead of listing names from wherever it points.
+        search result or a journal. Symlinks are skipped: their targets are reached at their
+        real paths, and anything served is re-checked through ``locate``. The walk holds one
+        folder descriptor, descends with ``openat(O_NOFOLLOW)`` and climbs with ``..``, checked
+        against the folder it must lead back to (re-opened from the root if it was moved).
+        ``after`` resumes the walk: only items whose parts sort after it are produced, and
+        folders wholly before it are not entered. ``head_for`` says how many leading bytes of
+        a file to read (or None); they are read through the walk's folder descriptor, so
+        reading costs O(1) per file however deep it is.
         """
         scope = self.scope if scoped else None
-        stack: list[tuple[str, ...]] = [tuple(start)]
-        while stack:
-            parts = stack.pop()
-            base = "/".join((str(root.path), *parts))
-            try:
-                fd = _open_beneath(root.path, parts, final_dir=True)
-            except Refused:
+        base = tuple(start)
+        try:
+            fd = self._open_beneath(root, base, final_dir=True)
+        except Refused:
+            return
+        frames: list[tuple[tuple[str, ...], tuple[int, int], Iterator[str], int]] = []
+        parts = base
+        rel_chars = sum(len(p) + 1 for p in parts)  # kept per level: O(1) per folder
+        root_text = str(root.path)
+        # Only a location check or a scope needs the absolute path of an entry; names were
+        # judged by _scan, and the folders above by the time the walk entered them.
+        paths_needed = scope is not None or bool(self.policy.private_locations)
+        try:
+            while True:
+                st = os.fstat(fd)
+                folder_text = "/".join((root_text, *parts)) if paths_needed else ""
+                subdirs: list[str] = []
+                for name, cst in self._scan(fd):
+                    child = (*parts, name)
+                    path = f"{folder_text}/{name}" if paths_needed else ""
+                    if stat.S_ISDIR(cst.st_mode):
+                        if after is not None and child < after and after[: len(child)] != child:
+                            continue
+                        if rel_chars + len(name) > MAX_PATH_CHARS:
+                            continue  # deeper than any path a client can send
+                        if paths_needed and self.policy.is_private((), path):
+                            continue
+                        if scope is not None and not (
+                            within(path, scope) or _is_above(path, scope)
+                        ):
+                            continue
+                        if not parts and self.policy.out_of_projects(child, is_dir=True):
+                            continue
+                        subdirs.append(name)
+                    elif stat.S_ISREG(cst.st_mode) and cst.st_nlink == 1:
+                        if after is not None and child <= after:
+                            continue
+                        if self.policy.type_verdict(name) is not None:
+                            continue
+                        if max_bytes is not None and cst.st_size > max_bytes:
+                            continue
+                        if scope is not None and not within(path, scope):
+                            continue
+                        found = WalkedFile(root, child, cst.st_size, cst.st_mtime_ns)
+                        want = head_for(found) if head_for is not None else None
+                        if want is not None:
+                            found = replace(found, head=_read_entry(fd, name, cst, want))
+                        yield found
+                frames.append((parts, (st.st_dev, st.st_ino), iter(subdirs), rel_chars))
+                while frames:
+                    here, _ident, pending, here_chars = frames[-1]
+                    entering = next(pending, None)
+                    if entering is None:
+                        frames.pop()
+                        if not frames:
+                            return
+                        climbed, fd = fd, -1
+                        fd = self._climb(climbed, root, frames[-1][0], frames[-1][1])
+                        if fd < 0:
+                            return  # the tree moved under the walk: stop, never guess
+                        continue
+                    try:
+                        child_fd = os.open(raw_name(entering), _DIR_FLAGS, dir_fd=fd)
+                    except (OSError, UndisplayableName):
+                        continue  # gone, or swapped for a link: skipped, never followed
+                    os.close(fd)
+                    fd = child_fd
+                    parts = (*here, entering)
+                    rel_chars = here_chars + len(entering) + 1
+                    if folders and (after is None or parts > after):
+                        yield WalkedFolder(root, parts)
+                    break
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _climb(
+        self, fd: int, root: ServedRoot, parts: tuple[str, ...], ident: tuple[int, int]
+    ) -> int:
+        """Back to the parent folder (``fd`` is consumed): ``..`` if it is still the folder we
+        came from, else that folder re-opened from the root; -1 if it is gone or another."""
+        try:
+            up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            up = -1
+        finally:
+            os.close(fd)
+        if up >= 0:
+            if _ident(up) == ident:
+                return up
+            os.close(up)
+        try:
+            again = self._open_beneath(root, parts, final_dir=True)
+        except Refused:
+            return -1
+        if _ident(again) == ident:
+            return again
+        os.close(again)
+        return -1
+
+    def _scan(self, dir_fd: int) -> Iterator[tuple[str, os.stat_result]]:
+        """(display name, lstat) of a folder's entries in name order; private and ignored names
+        are skipped before anything about them is read. Only the names are held: a folder of
+        200,000 entries costs its name list, not 200,000 stat results."""
+        try:
+            names = sorted(display_name(raw) for raw in os.listdir(dir_fd))
+        except OSError:
+            return
+        for name in names:
+            if self.policy.is_private_name(name) or self.policy.is_ignored_name(name):
                 continue
             try:
-                entries = sorted(self._stat_entries(fd))
-            finally:
-                os.close(fd)
-            subdirs = []
-            for name, st in entries:
-                child = (*parts, name)
-                path = f"{base}/{name}"
-                if stat.S_ISDIR(st.st_mode):
-                    if self.policy.is_private(child, path):
-                        continue
-                    if scope is not None and not (within(path, scope) or _is_above(path, scope)):
-                        continue
-                    if not parts and self.policy.out_of_projects(child, is_dir=True):
-                        continue
-                    subdirs.append(child)
-                elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                    if self.policy.type_verdict(name) is not None:
-                        continue
-                    if max_bytes is not None and st.st_size > max_bytes:
-                        continue
-                    if scope is not None and not within(path, scope):
-                        continue
-                    yield WalkedFile(root, child, st.st_size, st.st_mtime_ns)
-            stack.extend(reversed(subdirs))
+                yield name, os.stat(raw_name(name), dir_fd=dir_fd, follow_symlinks=False)
+            except (OSError, UndisplayableName):
+                continue
+
+
+class FolderNames:
+    """Sorted display names of recently listed folders, keyed by identity and change times."""
+
+    def __init__(
+        self, folders: int = LISTING_CACHE_FOLDERS, names: int = LISTING_CACHE_NAMES
+    ) -> None:
+        self._max_folders = folders
+        self._max_names = names
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[int, int], tuple[tuple[int, int], list[str]]] = OrderedDict()
+
+    def get(self, dir_fd: int, st: os.stat_result) -> list[str]:
+        key = (st.st_dev, st.st_ino)
+        stamp = (st.st_mtime_ns, st.st_ctime_ns)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == stamp:
+                self._cache.move_to_end(key)
+                return hit[1]
+        names = sorted(display_name(n) for n in os.listdir(dir_fd))
+        with self._lock:
+            self._cache[key] = (stamp, names)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._max_folders or (
+                len(self._cache) > 1
+                and sum(len(v[1]) for v in self._cache.values()) > self._max_names
+            ):
+                self._cache.popitem(last=False)
+        return names
+
+
+def _probe(dir_fd: int, raw: bytes) -> tuple[int, os.stat_result]:
+    """A descriptor on the entry itself and its fstat; -1 for a symlink, which is not opened.
+
+    With O_PATH (Linux) the link itself is opened and fstat says it is one. Elsewhere the entry
+    is first examined with fstatat relative to the folder's descriptor, then opened."""
+    try:
+        if not _O_PATH:
+            st = os.stat(raw, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                return -1, st
+        fd = os.open(raw, _PROBE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _lookup_failure(exc) from None
+    try:
+        return fd, os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise refusal("changed") from None
+
+
+def _read_entry(dir_fd: int, name: str, seen: os.stat_result, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of the regular file ``name`` in a folder, if it is still the file
+    ``seen`` describes (same inode, one link), and never past its size at open."""
+    try:
+        fd = os.open(raw_name(name), _FILE_FLAGS, dir_fd=dir_fd)
+    except (OSError, UndisplayableName):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return None
+        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
+            return None
+        return _read_up_to(fd, 0, min(limit, st.st_size))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_link(dir_fd: int, raw: bytes) -> bytes:
+    try:
+        target = os.readlink(raw, dir_fd=dir_fd)
+    except OSError:
+        raise refusal("changed") from None
+    if not target or len(target) > MAX_PATH_CHARS:
+        raise refusal("not-found")
+    return target
+
+
+def _component(raw: bytes) -> str:
+    if raw in (b"", b".", b".."):
+        return raw.decode()
+    return display_name(raw)
+
+
+def _fstat_beneath(dir_fd: int, raw: bytes) -> os.stat_result:
+    fd = os.open(raw, _PROBE_FLAGS, dir_fd=dir_fd) if _O_PATH else -1
+    if fd < 0:
+        return os.stat(raw, dir_fd=dir_fd, follow_symlinks=False)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def _ident(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _as_block(reason: str) -> BlockReason:
+    if reason in ("private", "ignored", "out-of-scope", "binary"):
+        return reason  # type: ignore[return-value]
+    return "unreadable-type"
 
 
 def _is_above(path: str, scope: Sequence[str]) -> bool:
@@ -397,28 +789,6 @@ def _entry_type(mode: int) -> EntryType:
     return "other"
 
 
-def _open_beneath(root: Path, parts: Sequence[str], *, final_dir: bool = False) -> int:
-    """Open ``root/parts`` one component at a time, refusing any symlink on the way."""
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _lookup_failure(exc) from None
-    try:
-        for i, name in enumerate(parts):
-            last = i == len(parts) - 1
-            flags = _DIR_FLAGS if (not last or final_dir) else _FILE_FLAGS
-            try:
-                nfd = os.open(name, flags, dir_fd=fd)
-            except OSError as exc:
-                raise _lookup_failure(exc) from None
-            os.close(fd)
-            fd = nfd
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def _lookup_failure(exc: OSError) -> Refused:
     # ELOOP / ENOTDIR on an O_NOFOLLOW walk: a component became a link or a file after the
     # checks. Everything else is reported as absent, with no detail from the OS.
@@ -429,13 +799,14 @@ def _lookup_failure(exc: OSError) -> Refused:
     return refusal("not-found")
 
 
-def _read_up_to(fd: int, limit: int) -> bytes:
+def _read_up_to(fd: int, offset: int, limit: int) -> bytes:
     chunks = []
     remaining = limit
     while remaining > 0:
-        block = os.read(fd, min(remaining, 1 << 20))
+        block = os.pread(fd, min(remaining, 1 << 20), offset)
         if not block:
             break
         chunks.append(block)
         remaining -= len(block)
+        offset += len(block)
     return b"".join(chunks)

@@ -1,0 +1,50 @@
+"""Display names: reversible, JSON-safe, and with exactly one spelling per file name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from safeport.context_server.names import UndisplayableName, display_name, raw_name
+from safeport.context_server.policy import InvalidInput, parse_request_path
+
+
+@given(st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\x00" not in b))
+def test_every_name_has_a_display_form_that_leads_back_to_it(raw: bytes) -> None:
+    shown = display_name(raw)
+    assert raw_name(shown) == raw
+    json.dumps(shown, ensure_ascii=False).encode("utf-8")  # carried by JSON as UTF-8
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (b"app.py", "app.py"),
+        ("résumé.md".encode(), "résumé.md"),
+        (b"100%.md", "100%.md"),
+        (b"caf\xe9.py", "caf%E9.py"),
+        (b"\xff\xfe", "%FF%FE"),
+        (b"a%41", "a%2541"),
+        (b"tab\there", "tab%09here"),
+        (b"back\\slash", "back%5Cslash"),
+        ("\u202egnp.exe".encode(), "%E2%80%AEgnp.exe"),
+    ],
+)
+def test_ordinary_names_show_as_themselves_and_others_escaped(raw: bytes, shown: str) -> None:
+    assert display_name(raw) == shown
+    assert raw_name(shown) == raw
+
+
+@pytest.mark.parametrize("spelling", [".%65nv", "%41pp.py", "caf%e9.py", "%2F", "a%00"])
+def test_a_second_spelling_of_a_name_is_refused_not_resolved(spelling: str) -> None:
+    with pytest.raises(UndisplayableName):
+        raw_name(spelling)
+    with pytest.raises(InvalidInput):
+        parse_request_path(f"src/{spelling}", ["ws"])
+
+
+def test_an_escaped_name_is_a_valid_request_path() -> None:
+    assert parse_request_path("src/caf%E9.py", ["ws"]).parts == ("src", "caf%E9.py")
