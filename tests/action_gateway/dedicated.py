@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -85,10 +86,15 @@ class Human:
         return self.home / "pw"
 
     def run(
-        self, *argv: str, stdin: str | None = None, timeout: float = 60
+        self, *argv: str, stdin: str | None = None, timeout: float = 60, groups: str = ""
     ) -> subprocess.CompletedProcess[str]:
+        """As this user with their groups, or with exactly ``groups`` (comma-separated gids)."""
+        prefix = setpriv(self.name)
+        if groups:
+            prefix = ["setpriv", f"--reuid={self.name}", f"--regid={self.name}",
+                      f"--groups={groups}", "--"]  # fmt: skip
         return subprocess.run(
-            [*setpriv(self.name), *argv],
+            [*prefix, *argv],
             cwd="/",
             env=self.env,
             capture_output=True,
@@ -100,8 +106,8 @@ class Human:
     def sp(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return self.run(*sp_command(args), stdin=stdin)
 
-    def python(self, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.run("/usr/bin/python3", "-c", code, *args)
+    def python(self, code: str, *args: str, groups: str = "") -> subprocess.CompletedProcess[str]:
+        return self.run("/usr/bin/python3", "-c", code, *args, groups=groups)
 
     def write(self, relative: str, text: str, mode: int = 0o600) -> Path:
         path = self.home / relative
@@ -153,7 +159,19 @@ class DedicatedSetup:
             "SAFEPORT_GATEWAY": str(self.install_file),
         }
 
+    def precheck_argv(self) -> list[str]:
+        """The unit's ExecStartPre (the code check), as systemd would run it."""
+        unit = (self.prefix / "etc/systemd/system/safeport-gateway.service").read_text()
+        line = next(x for x in unit.splitlines() if x.startswith("ExecStartPre="))
+        return shlex.split(line.removeprefix("ExecStartPre="))
+
     def start_gateway(self) -> None:
+        # As the service would: the code check first, then the gateway, both as the account.
+        checked = subprocess.run(
+            [*setpriv(self.account, caps=True), *self.precheck_argv()],
+            capture_output=True, text=True, timeout=120, cwd="/", env=self.gateway_env(),
+        )  # fmt: skip
+        assert checked.returncode == 0, checked.stderr
         log = (self.base / "gateway.stderr").open("a")
         self.gateway = subprocess.Popen(
             self.gateway_argv(), cwd="/", env=self.gateway_env(), stderr=log, text=True

@@ -4,20 +4,34 @@ here without touching the system (the real install runs in test_dedicated_accoun
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from safeport.action_gateway import code_check
 from safeport.action_gateway.account_install import (
     InstallOptions,
     SystemFacts,
+    _make_folder,
+    check_prefix,
     plan_install,
     plan_uninstall,
 )
-from safeport.action_gateway.dedicated_account import code_write_problem, has_capability
+from safeport.action_gateway.code_check import code_write_problem
+from safeport.action_gateway.dedicated_account import has_capability
 from safeport.errors import EnvironmentProblem, UsageError
+from tests.conftest import need
 
-OPTIONS = InstallOptions(account="safeport", humans=("alice",), python="/opt/safeport/bin/python")
+OPTIONS = InstallOptions(
+    account="safeport",
+    humans=("alice",),
+    python="/opt/safeport/bin/python",
+    base_python="/usr/bin/python3.11",
+    code=(Path("/opt/safeport"), Path("/usr/lib/python3.11")),
+)
 NEW = SystemFacts(account_uid=None, account_gid=None, humans={"alice": 1000})
 EXISTING = SystemFacts(account_uid=990, account_gid=990, humans={"alice": 1000})
 
@@ -32,14 +46,16 @@ def test_a_new_install_creates_the_account_first_then_folders_anchor_and_unit() 
         Path("/var/lib/safeport"): 0o750,
         Path("/var/lib/safeport/audit"): 0o750,
         Path("/var/lib/safeport/cache"): 0o700,
-        Path("/run/safeport"): 0o755,
+        Path("/run/safeport"): 0o750,
     }
     files = [step for step in steps if step.file is not None]
     assert [f.file for f in files] == [
+        Path("/etc/safeport/check_code.py"),
         Path("/etc/safeport/install.toml"),
         Path("/etc/systemd/system/safeport-gateway.service"),
     ]
     assert all(f.owner == (0, 0) and f.mode == 0o644 for f in files)
+    assert files[0].content == Path(code_check.__file__).read_text()
 
 
 def test_an_existing_account_is_reused_and_named_in_the_anchor() -> None:
@@ -62,9 +78,13 @@ def test_the_unit_runs_the_installed_interpreter_as_its_account_with_two_capabil
     assert "Environment=SAFEPORT_GATEWAY=/etc/safeport/install.toml" in text
     assert "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH" in text
     assert "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH" in text
-    for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=read-only",
-                 "PrivateTmp=yes", "StateDirectory=safeport", "RuntimeDirectory=safeport",
-                 "LimitCORE=0", "UMask=0027"):  # fmt: skip
+    assert (
+        "ExecStartPre=/usr/bin/python3.11 -I -S /etc/safeport/check_code.py /opt/safeport "
+        "/usr/lib/python3.11" in text.splitlines()
+    )
+    for line in ("NoNewPrivileges=yes", "Restart=always", "ProtectSystem=strict",
+                 "ProtectHome=read-only", "PrivateTmp=yes", "StateDirectory=safeport",
+                 "RuntimeDirectory=safeport", "LimitCORE=0", "UMask=0027"):  # fmt: skip
         assert line in text.splitlines(), line
 
 
@@ -136,3 +156,61 @@ def test_the_capability_reader_reads_the_effective_set(tmp_path: Path) -> None:
     assert has_capability(19, status) and has_capability(2, status)
     assert not has_capability(1, status)
     assert not has_capability(19, tmp_path / "missing")
+
+
+def test_the_pre_start_check_runs_with_no_site_packages_and_refuses_writable_code(
+    tmp_path: Path,
+) -> None:
+    """What the unit's ExecStartPre runs: the checker file by path under `-I -S`."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    tmp_path.chmod(0o755)
+    marker = tmp_path / "ran"
+    (site / "evil.pth").write_text(f"import os; open({str(marker)!r}, 'w')\n")
+    checker = [sys.executable, "-I", "-S", code_check.__file__]
+    ok = subprocess.run([*checker, str(venv)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    (site / "evil.pth").chmod(0o666)
+    refused = subprocess.run([*checker, str(venv)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert "evil.pth" in refused.stderr and "refusing to start the gateway" in refused.stderr
+    assert not marker.exists()
+    usage = subprocess.run([*checker, "relative"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user owns needs root")
+def test_an_install_prefix_under_a_folder_a_user_can_change_is_refused(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(EnvironmentProblem, match="only root can change"):
+        check_prefix(theirs / "p")
+    check_prefix(tmp_path / "mine" / "p")
+
+
+def test_a_folder_swapped_for_a_link_is_never_chowned(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    link = tmp_path / "run"
+    link.symlink_to(target)
+    with pytest.raises(EnvironmentProblem, match="not a folder"):
+        _make_folder(link, 0o755, (os.geteuid(), os.getegid()))
+    assert target.stat().st_mode & 0o777 == 0o700
+
+
+def test_systemd_accepts_the_unit_as_written(tmp_path: Path) -> None:
+    need(shutil.which("systemd-analyze") is not None, "systemd-analyze (systemd) is not installed")
+    facts = SystemFacts(account_uid=990, account_gid=990, humans={"root": 0})
+    options = InstallOptions(account="daemon", humans=("root",))
+    unit = tmp_path / "safeport-gateway.service"
+    unit.write_text(
+        next(s.content for s in plan_install(options, facts) if s.file == options.service_file)
+    )
+    done = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Unknown key" not in done.stderr and "Invalid" not in done.stderr, done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import threading
@@ -92,13 +93,15 @@ def test_install_lays_out_the_account_folders_and_the_anchor(setup: DedicatedSet
     for folder, mode in (
         (setup.state_dir, 0o750),
         (setup.audit_dir, 0o750),
-        (setup.run_dir, 0o755),
+        (setup.run_dir, 0o750),
     ):
         st = folder.stat()
         assert (st.st_uid, st.st_mode & 0o777) == (setup.uid, mode), folder
     unit = (setup.prefix / "etc/systemd/system/safeport-gateway.service").read_text()
     assert f"User={setup.account}" in unit and "AmbientCapabilities=CAP_SYS_PTRACE" in unit
     assert "NoNewPrivileges=yes" in unit and "ProtectSystem=strict" in unit
+    check = setup.prefix / "etc/safeport/check_code.py"
+    assert check.stat().st_uid == 0 and check.stat().st_mode & 0o777 == 0o644
 
 
 def test_install_print_shows_every_step_and_changes_nothing(setup: DedicatedSetup) -> None:
@@ -166,13 +169,18 @@ def test_a_user_not_named_in_the_install_is_refused_on_both_sockets(
     setup: DedicatedSetup,
 ) -> None:
     _, bob = humans(setup)
+    # Outside the account's group the socket folder is closed to them...
+    status = bob.sp("gateway", "status")
+    assert status.returncode == 2 and "reachable only by the group" in status.stderr
+    # ...and a member the install did not name is refused by uid on both sockets.
+    gid = str(pwd.getpwnam(setup.account).pw_gid)
     for name in ("agent.sock", "control.sock"):
-        done = bob.python(_raw_exchange(setup.run_dir / name))
+        done = bob.python(_raw_exchange(setup.run_dir / name), groups=gid)
         assert done.returncode == 0, done.stderr
         reply = json.loads(done.stdout)
         assert reply["ok"] is False and reply["error"]["code"] == "denied", done.stderr
         assert "does not serve your user" in reply["error"]["reason"]
-    status = bob.sp("gateway", "status")
+    status = bob.run(*sp_command(["gateway", "status"]), groups=gid)
     assert status.returncode != 0 and "does not serve your user" in status.stderr
 
     def refused_journaled() -> bool:
@@ -298,7 +306,7 @@ def test_a_loosened_socket_folder_is_refused_before_connecting(setup: DedicatedS
         done = alice.sp("gateway", "status")
         assert done.returncode != 0 and "others can put a socket there" in done.stderr
     finally:
-        setup.run_dir.chmod(0o755)
+        setup.run_dir.chmod(0o750)
 
 
 def test_the_gateway_refuses_to_start_as_another_uid_or_with_loose_folders(
@@ -309,11 +317,22 @@ def test_the_gateway_refuses_to_start_as_another_uid_or_with_loose_folders(
         timeout=30, cwd="/",
     )  # fmt: skip
     assert as_root.returncode == 2 and f"runs as {setup.account}" in as_root.stderr
-    without_caps = subprocess.run(
-        [*setpriv(setup.account), *sp_command(["gateway", "run"])], env=setup.gateway_env(),
-        capture_output=True, text=True, timeout=30, cwd="/",
-    )  # fmt: skip
-    assert without_caps.returncode == 2
-    assert "another gateway is already running" in without_caps.stderr or (
-        "CAP_SYS_PTRACE" in without_caps.stderr
-    )
+    assert setup.stop_gateway() == 0
+    try:
+        as_account = [*setpriv(setup.account), *sp_command(["gateway", "run"])]
+        without_caps = subprocess.run(
+            as_account, env=setup.gateway_env(), capture_output=True, text=True, timeout=30,
+            cwd="/",
+        )  # fmt: skip
+        assert without_caps.returncode == 2 and "lacks CAP_SYS_PTRACE" in without_caps.stderr
+        setup.audit_dir.chmod(0o770)  # a folder the group could write: named, with the fix
+        loose = subprocess.run(
+            setup.gateway_argv(), env=setup.gateway_env(), capture_output=True, text=True,
+            timeout=30, cwd="/",
+        )  # fmt: skip
+        assert loose.returncode == 2
+        assert f"{setup.audit_dir} has mode 0770, not 0750" in loose.stderr
+        assert "chmod 750" in loose.stderr
+    finally:
+        setup.audit_dir.chmod(0o750)
+        setup.start_gateway()

@@ -20,19 +20,21 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from safeport.action_gateway import code_check
+from safeport.action_gateway.code_check import code_write_problem
 from safeport.action_gateway.dedicated_account import (
     AUDIT_MODE,
     CACHE_MODE,
     RUN_MODE,
     STATE_MODE,
     code_roots,
-    code_write_problem,
 )
 from safeport.action_gateway.service_files import launchd_daemon_plist, systemd_system_unit
 from safeport.errors import EnvironmentProblem, UsageError
@@ -51,6 +53,10 @@ class InstallOptions:
     prefix: Path = Path("/")
     platform: str = sys.platform
     python: str = sys.executable
+    # The interpreter the venv was made from (root-owned, unlike the venv's own links) and the
+    # folders the gateway imports from: what the service checks before it starts the gateway.
+    base_python: str = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    code: tuple[Path, ...] = field(default_factory=lambda: tuple(code_roots()))
 
     @property
     def state_dir(self) -> Path:
@@ -63,6 +69,10 @@ class InstallOptions:
     @property
     def install_file(self) -> Path:
         return self._under("etc/safeport/install.toml")
+
+    @property
+    def check_file(self) -> Path:
+        return self._under("etc/safeport/check_code.py")
 
     @property
     def service_file(self) -> Path:
@@ -182,7 +192,7 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         (options.state_dir, STATE_MODE, "vault, accepted policy and journals"),
         (options.state_dir / "audit", AUDIT_MODE, "journals, readable by the group"),
         (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
-        (options.run_dir, RUN_MODE, "the sockets; only the account can create entries"),
+        (options.run_dir, RUN_MODE, "the sockets: reached by the account's group only"),
     ):
         steps.append(Step(f"folder for {why}", folder=folder, mode=mode, owner=owner))
     install = DedicatedInstall(
@@ -197,6 +207,14 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
     names = {uid_: name for name, uid_ in facts.humans.items()}
     steps.append(
         Step(
+            "the code check the service runs before the gateway, with no site-packages loaded",
+            file=options.check_file,
+            content=Path(code_check.__file__).read_text(encoding="utf-8"),
+            mode=0o644,
+        )
+    )
+    steps.append(
+        Step(
             "the install file `sp` and the context server trust (only root can change it)",
             file=options.install_file,
             content=render_install(install, names) if uid != UNKNOWN_ID else "(after useradd)",
@@ -205,17 +223,19 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
     )
     argv = sp_command(["gateway", "run"], python=options.python)
     env = {ENV_VARIABLE: str(options.install_file)}
+    precheck = [options.base_python, "-I", "-S", str(options.check_file), *map(str, options.code)]
     if linux:
         text = systemd_system_unit(
             argv,
             env,
+            precheck=precheck,
             account=options.account,
             state_dir=options.state_dir,
             run_dir=options.run_dir,
             standard=options.standard,
         )
     else:
-        text = launchd_daemon_plist(argv, env, account=options.account)
+        text = launchd_daemon_plist(argv, env, account=options.account, precheck=precheck)
     steps.append(
         Step(
             "the service that runs the gateway as that account",
@@ -286,11 +306,18 @@ def carry_out(steps: Sequence[Step]) -> None:
 
 
 def _make_folder(path: Path, mode: int, owner: tuple[int, int]) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or not path.is_dir():
-        raise EnvironmentProblem(f"{path} exists and is not a folder")
-    os.chown(path, *owner, follow_symlinks=False)
-    path.chmod(mode)
+    """Create, then change owner and mode through a descriptor opened without following links,
+    so a folder swapped for a link after the mkdir is refused rather than chowned."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise EnvironmentProblem(f"{path} is not a folder ({exc.strerror})") from None
+    try:
+        os.fchown(fd, *owner)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _write_file(path: Path, content: str, mode: int, owner: tuple[int, int]) -> None:
@@ -326,6 +353,7 @@ def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:
         return steps
     _require_root()
     check_code_is_root_owned()
+    check_prefix(options.prefix)
     if facts.account_uid is None:
         carry_out(steps[:1])
         facts = read_facts(options)
@@ -341,6 +369,24 @@ def uninstall(options: InstallOptions, *, purge: bool, dry_run: bool) -> list[St
         _require_root()
         carry_out(steps)
     return steps
+
+
+def check_prefix(prefix: Path) -> None:
+    """Every folder from / down to the prefix must be root's and closed to others: root will
+    create, chown and chmod beneath it, and a user who can rename entries there could point
+    those steps at files of their choosing."""
+    for folder in [prefix, *prefix.parents]:
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        sticky = bool(st.st_mode & 0o1000)
+        linked = stat.S_ISLNK(st.st_mode)
+        if st.st_uid != 0 or (st.st_mode & 0o022 and not sticky) or linked:
+            raise EnvironmentProblem(
+                f"{folder} is not a folder only root can change; refusing to install under it",
+                hint="choose a --prefix whose every folder is root's (the default is /)",
+            )
 
 
 def _uid_of(account: str) -> int | None:

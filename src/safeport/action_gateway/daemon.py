@@ -142,9 +142,10 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         core.ladder, core.approvals, core.policies, core.vault, core.pool, core.agent_peers
     )
     control_handler = ControlHandler(core, stop.set)
-    # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: the humans are other
-    # users, so the sockets are open to all and the gateway admits by the kernel-attested uid.
-    socket_mode = 0o666 if paths.install is not None else 0o600
+    # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: 0660 in a 0750 folder of
+    # the account's group, whose members are the named humans; the gateway still admits by the
+    # kernel-attested uid, so a member the install did not name is refused too.
+    socket_mode = 0o660 if paths.install is not None else 0o600
     servers = [
         SocketServer(
             "agent",

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import os
 import pwd
-import stat
 import sys
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from safeport.action_gateway.code_check import code_write_problem
 from safeport.errors import EnvironmentProblem
 from safeport.shared.install_file import DedicatedInstall
 from safeport.shared.paths import SafeportPaths, ensure_owned_dir
@@ -31,8 +30,7 @@ CAP_SYS_PTRACE = 19
 STATE_MODE = 0o750  # humans of the account's group may read the journals, never write
 AUDIT_MODE = 0o750
 CACHE_MODE = 0o700
-RUN_MODE = 0o755  # anyone may reach the sockets; the gateway admits only the named uids
-MAX_CODE_ENTRIES = 200_000
+RUN_MODE = 0o750  # the account and its group (the named humans) reach the sockets; no one else
 
 
 def prepare_account_folders(paths: SafeportPaths) -> DedicatedInstall:
@@ -107,34 +105,6 @@ def code_roots() -> list[Path]:
     return sorted(roots)
 
 
-def code_write_problem(roots: Iterable[Path], *, trusted: set[int]) -> str | None:
-    """The first file or folder under (or above) ``roots`` that an untrusted uid could change.
-
-    A path is safe when its owner is trusted and neither group nor others may write it; a
-    folder above it that others may write is safe only with the sticky bit (``/tmp``), which
-    stops them replacing entries they do not own.
-    """
-    seen: set[Path] = set()
-    for root in roots:
-        for folder in [root, *root.parents]:
-            if folder in seen:
-                continue
-            seen.add(folder)
-            problem = _path_problem(folder, trusted, allow_sticky=folder != root)
-            if problem:
-                return problem
-    count = 0
-    for root in roots:
-        for path in _walk(root):
-            count += 1
-            if count > MAX_CODE_ENTRIES:
-                return f"over {MAX_CODE_ENTRIES} files to check under {root}"
-            problem = _path_problem(path, trusted, allow_sticky=False)
-            if problem:
-                return problem
-    return None
-
-
 def has_capability(bit: int, status: Path = Path("/proc/self/status")) -> bool:
     """Whether this process holds capability ``bit`` in its effective set (Linux)."""
     try:
@@ -145,31 +115,3 @@ def has_capability(bit: int, status: Path = Path("/proc/self/status")) -> bool:
         if line.startswith("CapEff:"):
             return bool(int(line.split()[1], 16) >> bit & 1)
     return False
-
-
-def _path_problem(path: Path, trusted: set[int], *, allow_sticky: bool) -> str | None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"{path} cannot be inspected ({exc.strerror})"
-    if stat.S_ISLNK(st.st_mode):
-        # A link's own bits mean nothing; who may replace it is its folder's business, and its
-        # target is checked where it is a root or walked (sys.path holds resolved folders).
-        return None if st.st_uid in trusted else f"{path} is a link owned by uid {st.st_uid}"
-    if st.st_uid not in trusted:
-        return f"{path} is owned by uid {st.st_uid}"
-    writable = stat.S_IMODE(st.st_mode) & 0o022
-    if writable and not (allow_sticky and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
-        return f"{path} has mode {stat.S_IMODE(st.st_mode):04o} (writable by group or others)"
-    return None
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        base = Path(folder)
-        for name in dirs:
-            yield base / name
-        for name in files:
-            yield base / name

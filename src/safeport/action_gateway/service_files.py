@@ -64,6 +64,7 @@ def systemd_system_unit(
     state_dir: Path,
     run_dir: Path,
     standard: bool,
+    precheck: Sequence[str] = (),
 ) -> str:
     """A system unit (/etc/systemd/system/safeport-gateway.service) for dedicated-account mode.
 
@@ -76,12 +77,13 @@ def systemd_system_unit(
     environment = "".join(
         f"Environment={shlex.quote(f'{name}={value}')}\n" for name, value in sorted(env.items())
     )
+    pre = f"ExecStartPre={shlex.join(precheck)}\n" if precheck else ""
     if standard:
         folders = (
             "StateDirectory=safeport\n"
             "StateDirectoryMode=0750\n"
             "RuntimeDirectory=safeport\n"
-            "RuntimeDirectoryMode=0755\n"
+            "RuntimeDirectoryMode=0750\n"
         )
     else:
         folders = f"ReadWritePaths={shlex.quote(str(state_dir))} {shlex.quote(str(run_dir))}\n"
@@ -94,12 +96,16 @@ def systemd_system_unit(
         "Type=simple\n"
         f"User={account}\n"
         f"Group={account}\n"
+        f"{pre}"
         f"ExecStart={shlex.join(argv)}\n"
         f"{environment}"
         "UnsetEnvironment=LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH PYTHONPATH PYTHONHOME PYTHONSTARTUP\n"
         "ExecReload=/bin/kill -HUP $MAINPID\n"
         "KillSignal=SIGTERM\n"
-        "Restart=on-failure\n"
+        # `sp gateway stop` needs no passphrase, so an agent could otherwise keep it down; it
+        # comes back locked. Stop it for good with `systemctl stop`.
+        "Restart=always\n"
+        "RestartSec=2\n"
         f"{folders}"
         "UMask=0027\n"
         "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
@@ -121,8 +127,15 @@ def systemd_system_unit(
     )
 
 
-def launchd_daemon_plist(argv: Sequence[str], env: Mapping[str, str], *, account: str) -> str:
-    """A LaunchDaemon (/Library/LaunchDaemons/dev.safeport.gateway.plist) run as ``account``."""
+def launchd_daemon_plist(
+    argv: Sequence[str], env: Mapping[str, str], *, account: str, precheck: Sequence[str] = ()
+) -> str:
+    """A LaunchDaemon (/Library/LaunchDaemons/dev.safeport.gateway.plist) run as ``account``.
+
+    launchd has no pre-start step, so the code check runs first in the same argv through the
+    system shell's ``&&`` (no shell features beyond that, every word quoted)."""
+    if precheck:
+        argv = ["/bin/sh", "-c", f"{shlex.join(precheck)} && exec {shlex.join(argv)}"]
     args = "".join(f"    <string>{escape(arg)}</string>\n" for arg in argv)
     envs = "".join(
         f"    <key>{escape(name)}</key><string>{escape(value)}</string>\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -20,6 +21,7 @@ from safeport.cli.setup import init
 from safeport.cli.ssh import ssh
 from safeport.cli.vault import vault
 from safeport.errors import Error
+from safeport.shared.install_file import downgrade_notice
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,6 +48,9 @@ sp.add_command(vault)
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one `except Error` turns any known failure into its sentence and exit code."""
+    notice = downgrade_notice(os.environ, os.geteuid())
+    if notice:
+        click.echo(f"sp: warning: {notice}", err=True)
     try:
         sp.main(args=argv, prog_name="sp", standalone_mode=False)
     except click.exceptions.Exit as done:

@@ -16,6 +16,7 @@ import os
 import socket
 import struct
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,16 +189,7 @@ class GatewayClient:
     def _sock(self) -> socket.socket:
         if self._connection is None:
             check_socket_folder(self.paths)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self._timeout)
-            try:
-                sock.connect(os.fspath(self.path))
-            except (FileNotFoundError, ConnectionRefusedError) as exc:
-                sock.close()
-                raise GatewayNotRunning(self.path, dedicated=self.paths.dedicated) from exc
-            except PermissionError as exc:
-                sock.close()
-                raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            sock = self._connect()
             try:
                 # Before any request: in dedicated mode even a status query would tell an
                 # impostor that a human is at the keyboard, and its answer could mislead.
@@ -207,6 +199,38 @@ class GatewayClient:
                 raise
             self._connection = sock
         return self._connection
+
+    def _connect(self) -> socket.socket:
+        # A full listen backlog (a flood by some other local process) answers EAGAIN at once:
+        # wait and retry for a while rather than fail the human's command.
+        for attempt in range(50):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self._timeout)
+            try:
+                sock.connect(os.fspath(self.path))
+            except BlockingIOError:
+                sock.close()
+                time.sleep(min(0.02 * (attempt + 1), 0.2))
+                continue
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                sock.close()
+                raise GatewayNotRunning(self.path, dedicated=self.paths.dedicated) from exc
+            except PermissionError as exc:
+                sock.close()
+                install = self.paths.install
+                if install is not None:
+                    raise EnvironmentProblem(
+                        f"{self.path} is reachable only by the group {install.account}, and this "
+                        "session is not in it yet",
+                        hint="log out and in again after `sp gateway install` (or run `newgrp "
+                        f"{install.account}`); ask an administrator if you are not a named human",
+                    ) from exc
+                raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            return sock
+        raise EnvironmentProblem(
+            f"{self.path} is not accepting connections (its queue stays full)",
+            hint="another process may be flooding it; see `sp gateway status` later",
+        )
 
     def call(self, op: str, **params: Any) -> dict[str, Any]:
         """Send one request without secrets; return its result or raise the gateway's error."""

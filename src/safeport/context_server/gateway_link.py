@@ -142,7 +142,7 @@ class GatewayLink:
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
             async with asyncio.timeout(_CONNECT_TIMEOUT_S):
-                reader, writer = await asyncio.open_unix_connection(str(self.socket_path))
+                reader, writer = await self._open()
         except (OSError, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "the action gateway is not running",
@@ -155,6 +155,17 @@ class GatewayLink:
                 writer.close()
                 raise GatewayUnavailable(exc.message, hint=exc.hint) from None
         return reader, writer
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        # EAGAIN means the listen queue is full (a flood by another local process): retry
+        # within the connect timeout instead of telling the model the gateway is gone.
+        delay = 0.02
+        while True:
+            try:
+                return await asyncio.open_unix_connection(str(self.socket_path))
+            except BlockingIOError:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.2)
 
     async def _exchange(
         self,

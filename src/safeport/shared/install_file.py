@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.errors import ConfigError, EnvironmentProblem
+from safeport.errors import ConfigError, EnvironmentProblem, Error
 
 DEFAULT_INSTALL_FILE = Path("/etc/safeport/install.toml")
 ENV_VARIABLE = "SAFEPORT_GATEWAY"
@@ -118,6 +118,28 @@ def install_file_in(env: Mapping[str, str], *, use_default: bool) -> Path | None
     if env.get("SAFEPORT_HOME") or not use_default:
         return None
     return DEFAULT_INSTALL_FILE if DEFAULT_INSTALL_FILE.exists() else None
+
+
+def downgrade_notice(env: Mapping[str, str], uid: int) -> str | None:
+    """A warning when ``SAFEPORT_HOME`` turns a named human's `sp` away from the dedicated
+    gateway this machine has: one variable (set by an agent in a shell's rc file, say) would
+    otherwise switch to a same-user gateway without a word, right before a passphrase is typed.
+    """
+    if not env.get("SAFEPORT_HOME") or env.get(ENV_VARIABLE):
+        return None
+    if not DEFAULT_INSTALL_FILE.exists():
+        return None
+    try:
+        install = load_install(DEFAULT_INSTALL_FILE)
+    except Error:
+        return None
+    if uid not in install.humans:
+        return None
+    return (
+        f"SAFEPORT_HOME is set, so this uses the same-user gateway in {env['SAFEPORT_HOME']}, "
+        f"not the {install.account} account's gateway this machine runs; unset SAFEPORT_HOME "
+        "unless you meant that"
+    )
 
 
 def load_install(path: Path) -> DedicatedInstall:
