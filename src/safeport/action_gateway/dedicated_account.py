@@ -9,8 +9,8 @@ the gateway account at its next start, so that is refused here rather than merel
 To tell who is asking, the gateway reads other users' ``/proc/PID/exe`` (which needs
 CAP_SYS_PTRACE), their ``/proc/PID/environ`` (mode 0400) and the scripts their interpreters run
 (often in 0700 home folders), which need CAP_DAC_READ_SEARCH. The service unit grants exactly
-these two, both read-only in effect. Without them every peer would be refused, so the gateway
-says so at start instead.
+these two; the gateway hands them to a forked inspector process at start and drops them itself
+(:mod:`inspector`), because CAP_SYS_PTRACE would also let it write into any process.
 """
 
 from __future__ import annotations
@@ -47,21 +47,6 @@ def prepare_account_folders(paths: SafeportPaths) -> DedicatedInstall:
             hint="install safeport where only root can write (for example "
             "`python3 -m venv /opt/safeport && /opt/safeport/bin/pip install …` as root), "
             "then run `sp gateway install` from there",
-        )
-    missing = [
-        name
-        for bit, name in (
-            (CAP_SYS_PTRACE, "CAP_SYS_PTRACE"),
-            (CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH"),
-        )
-        if not has_capability(bit)
-    ]
-    if sys.platform.startswith("linux") and missing:
-        raise EnvironmentProblem(
-            f"the gateway cannot inspect other users' processes (it lacks {', '.join(missing)}), "
-            "so it could not tell who is asking",
-            hint="start it from the unit `sp gateway install` wrote, or with `setpriv "
-            "--inh-caps +sys_ptrace,+dac_read_search --ambient-caps +sys_ptrace,+dac_read_search`",
         )
     return install
 
