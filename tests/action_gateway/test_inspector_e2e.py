@@ -124,7 +124,7 @@ def test_only_the_inspector_keeps_the_capabilities_and_identities_fail_closed_wi
                         "s.connect(sys.argv[1]);time.sleep(30)",
                         str(sock_path),
                     ]
-                )  # fmt: skip
+                )
             )
             time.sleep(0.3)
         out, err = gateway.communicate(timeout=60)
