@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import secrets
 import shutil
 import subprocess
 import threading
@@ -336,3 +337,63 @@ def test_the_gateway_refuses_to_start_as_another_uid_or_with_loose_folders(
     finally:
         setup.audit_dir.chmod(0o750)
         setup.start_gateway()
+
+
+def _kinds(setup: DedicatedSetup, journal: str) -> list[str]:
+    return [str(r["kind"]) for r in read_records(setup.audit_dir / f"{journal}.jsonl")]
+
+
+def _copy_vault(setup: DedicatedSetup, to: Path) -> None:
+    """As root, keeping the account's ownership and mode (what a restored backup looks like)."""
+    shutil.copy2(setup.state_dir / "vault.sp", to)
+    st = (setup.state_dir / "vault.sp").stat()
+    os.chown(to, st.st_uid, st.st_gid)
+
+
+@pytest.mark.parametrize("change", ["rotate", "policy accept"])
+def test_a_vault_put_back_by_root_after_a_save_raises_vault_rollback(
+    setup: DedicatedSetup, change: str
+) -> None:
+    alice, _ = humans(setup)
+    pw = str(alice.passphrase_file)
+    assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
+    saved = setup.base / "vault.saved"
+    _copy_vault(setup, saved)
+    before = _kinds(setup, "sessions").count("vault.rollback")
+    if change == "rotate":
+        key = setup.base / f"rotated-{secrets.token_hex(3)}"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        alice.write("rotated", key.read_text())
+        done = alice.sp("vault", "rotate", "build-key", "--kind", "ssh-key", "--value-file",
+                        str(alice.home / "rotated"), "--passphrase-file", pw)  # fmt: skip
+    else:
+        policy = alice.home / ".config/safeport/gateway.toml"
+        edited = policy.read_text() + f"\n# accepted again {secrets.token_hex(3)}\n"
+        alice.write(".config/safeport/gateway.toml", edited)
+        done = alice.sp("policy", "accept", "--yes", "--passphrase-file", pw)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert alice.sp("vault", "lock").returncode == 0
+    saved.replace(setup.state_dir / "vault.sp")  # an older file, put back while locked
+    assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
+    assert _kinds(setup, "sessions").count("vault.rollback") == before + 1
+
+
+def test_a_journal_cut_by_root_between_runs_is_reported_at_start_and_by_verify(
+    setup: DedicatedSetup,
+) -> None:
+    alice, _ = humans(setup)
+    assert (
+        alice.sp("vault", "unlock", "--passphrase-file", str(alice.passphrase_file)).returncode == 0
+    )
+    assert setup.stop_gateway() == 0  # signs the heads it wrote
+    sessions = setup.audit_dir / "sessions.jsonl"
+    st = sessions.stat()
+    lines = sessions.read_bytes().splitlines(keepends=True)
+    sessions.write_bytes(b"".join(lines[:-2]))  # root removes the last two records
+    assert (sessions.stat().st_uid, sessions.stat().st_mode) == (st.st_uid, st.st_mode)
+    setup.start_gateway()
+    status = alice.sp("gateway", "status")
+    assert "ALARM journal.truncated" in status.stdout, status.stdout + status.stderr
+    verified = alice.sp("audit", "verify", "--checkpoint", str(setup.audit_dir / "checkpoint.json"))
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    assert "sessions" in verified.stdout

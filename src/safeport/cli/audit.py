@@ -167,6 +167,11 @@ def _this_vaults_public_keys() -> VaultPublicKeys:
     machine), the public file is all there is; --public-keys names a copy you trust.
     """
     paths = locate()
+    if paths.install is not None:
+        # The gateway account's own file, in a folder only it can write: your uid (and so an
+        # agent) cannot replace it, and the vault beside it is not yours to read.
+        public = paths.install.state_dir / "vault.pub.json"
+        return read_public_keys(public, owner=paths.install.uid)
     keys = read_public_keys(paths.vault_public_file)
     try:
         header = VaultFile.at(paths).header()

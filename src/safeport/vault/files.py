@@ -29,7 +29,9 @@ class VaultMissing(EnvironmentProblem):
     """There is no vault file yet."""
 
 
-def read_private_file(path: Path, *, what: str, allow_readable: bool = False) -> bytes:
+def read_private_file(
+    path: Path, *, what: str, allow_readable: bool = False, owner: int | None = None
+) -> bytes:
     """Read a file that must be a regular, single-link file we own, never through a symlink.
 
     ``allow_readable`` admits 0644 (the public key file); nothing may be writable by others,
@@ -37,7 +39,8 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
     is opened relative to the folder checked, and non-blocking so that a FIFO or device planted
     under the name is refused by the fstat check instead of hanging the open.
     """
-    folder = _open_folder(path, what=what)
+    uid = os.geteuid() if owner is None else owner
+    folder = _open_folder(path, what=what, owner=uid)
     try:
         fd = os.open(
             path.name,
@@ -56,7 +59,7 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
     finally:
         os.close(folder)
     try:
-        problem = file_problem(os.fstat(fd), os.geteuid(), allow_readable=allow_readable)
+        problem = file_problem(os.fstat(fd), uid, allow_readable=allow_readable)
         if problem:
             mode_only = problem.startswith("has mode")
             raise UnsafeVaultFile(
@@ -79,7 +82,7 @@ def read_private_file(path: Path, *, what: str, allow_readable: bool = False) ->
         os.close(fd)
 
 
-def _open_folder(path: Path, *, what: str) -> int:
+def _open_folder(path: Path, *, what: str, owner: int | None = None) -> int:
     """A descriptor of ``path``'s folder, refused if anyone but its owner can write to it."""
     try:
         folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -88,7 +91,7 @@ def _open_folder(path: Path, *, what: str) -> int:
     except OSError as exc:
         why = exc.strerror
         raise EnvironmentProblem(f"cannot open the folder of {what} {path}: {why}") from exc
-    problem = folder_problem(os.fstat(folder), os.geteuid())
+    problem = folder_problem(os.fstat(folder), os.geteuid() if owner is None else owner)
     if problem:
         os.close(folder)
         raise UnsafeVaultFile(

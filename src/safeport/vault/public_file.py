@@ -46,8 +46,9 @@ def decode_public_keys(data: bytes, *, source: str) -> VaultPublicKeys:
     return keys
 
 
-def read_public_keys(path: Path) -> VaultPublicKeys:
-    data = read_private_file(path, what="vault public key file", allow_readable=True)
+def read_public_keys(path: Path, *, owner: int | None = None) -> VaultPublicKeys:
+    """``owner``: the uid that must own the file (a dedicated gateway's account; default you)."""
+    data = read_private_file(path, what="vault public key file", allow_readable=True, owner=owner)
     return decode_public_keys(data, source=str(path))
 
 
