@@ -13,20 +13,23 @@ from safeport.vault.store import VaultFile
 
 
 def default_parts(paths: SafeportPaths) -> GatewayParts:
-    """Call before any thread starts: in dedicated-account mode on Linux the identity probe is
-    a forked inspector process, and this process gives up its capabilities."""
+    """Call before any thread starts: in dedicated-account mode on Linux the identity probes
+    are forked inspector processes, and this process gives up its capabilities."""
+    agents, control = _probes(paths)
     return GatewayParts(
         vault_store=VaultFile.at(paths),
         executor=GatewayExecutor(),
-        probe=_probe(paths),
+        probe=agents,
         sealer_for=AuditSealer,
+        control_probe=control,
     )
 
 
-def _probe(paths: SafeportPaths) -> IdentityProbe:
+def _probes(paths: SafeportPaths) -> tuple[IdentityProbe, IdentityProbe | None]:
     if paths.install is None or not sys.platform.startswith("linux"):
-        return default_probe()
+        return default_probe(), None
     from safeport.action_gateway.identity_linux import LinuxProbe
-    from safeport.action_gateway.inspector import spawn_inspector
+    from safeport.action_gateway.inspector import spawn_inspectors
 
-    return spawn_inspector(LinuxProbe)
+    agents, control = spawn_inspectors(LinuxProbe, 2)
+    return agents, control

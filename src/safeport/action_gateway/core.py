@@ -64,6 +64,9 @@ class GatewayParts:
     executor: Executor
     probe: IdentityProbe
     sealer_for: Callable[[VaultPublicKeys], BodySealer] | None = None
+    # Identifies control.sock's peers when it must not share ``probe`` with agents (the
+    # dedicated mode's inspector processes answer one question at a time); None: ``probe``.
+    control_probe: IdentityProbe | None = None
     syslog_local_path: str = LOCAL_SOCKET
 
 

@@ -166,7 +166,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             "control",
             paths.control_socket,
             control_handler,
-            probe=parts.probe,
+            probe=parts.control_probe or parts.probe,
             pool=core.control_identity_pool,
             limits=limits.server,
             max_connections=core.control_max_connections,

@@ -54,9 +54,16 @@ _PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 
 def spawn_inspector(make_probe: Callable[[], IdentityProbe]) -> InspectorProbe:
-    """Fork the inspector (which keeps the capabilities), then drop them from this process.
+    """One inspector (see :func:`spawn_inspectors`)."""
+    return spawn_inspectors(make_probe, 1)[0]
 
-    Call it before any thread exists: a fork copies only the calling thread.
+
+def spawn_inspectors(make_probe: Callable[[], IdentityProbe], count: int) -> list[InspectorProbe]:
+    """Fork ``count`` inspectors (which keep the capabilities), then drop them from this process.
+
+    The gateway takes two: one for agent.sock and one for control.sock, so agents whose
+    identities are slow to read never queue the human's `sp` behind them. Call it before any
+    thread exists: a fork copies only the calling thread.
     """
     if not has_capability(CAP_SYS_PTRACE):
         raise EnvironmentProblem(
@@ -65,20 +72,25 @@ def spawn_inspector(make_probe: Callable[[], IdentityProbe]) -> InspectorProbe:
             hint="start it from the unit `sp gateway install` wrote, or with `setpriv "
             "--inh-caps +sys_ptrace,+dac_read_search --ambient-caps +sys_ptrace,+dac_read_search`",
         )
-    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:  # the inspector
-        parent_end.close()
-        code = 0
-        try:
-            _harden_child()
-            _serve(child_end, make_probe())
-        except BaseException:
-            code = 1
-        os._exit(code)
-    child_end.close()
+    children: list[tuple[socket.socket, int]] = []
+    for _ in range(count):
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # an inspector: it must never return into the gateway's code
+            parent_end.close()
+            for earlier, _pid in children:
+                earlier.close()
+            code = 0
+            try:
+                _harden_child()
+                _serve(child_end, make_probe())
+            except BaseException:
+                code = 1
+            os._exit(code)
+        child_end.close()
+        children.append((parent_end, pid))
     kept = drop_capabilities(keep_read_search=interpreter_needs_read_search())
-    return InspectorProbe(parent_end, pid, kept)
+    return [InspectorProbe(channel, pid, kept) for channel, pid in children]
 
 
 def _harden_child() -> None:
