@@ -35,17 +35,9 @@ def systemd_unit(argv: Sequence[str], env: Mapping[str, str]) -> str:
 
 def launchd_plist(argv: Sequence[str], env: Mapping[str, str], log_path: str) -> str:
     """A LaunchAgent (~/Library/LaunchAgents/dev.safeport.gateway.plist)."""
-    args = "".join(f"    <string>{escape(arg)}</string>\n" for arg in argv)
-    envs = "".join(
-        f"    <key>{escape(name)}</key><string>{escape(value)}</string>\n"
-        for name, value in sorted(env.items())
-    )
+    args, envs = _plist_lists(argv, env)
     return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" '
-        '"http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
-        '<plist version="1.0">\n<dict>\n'
-        "  <key>Label</key><string>dev.safeport.gateway</string>\n"
+        f"{_PLIST_HEAD}"
         f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
         f"  <key>EnvironmentVariables</key>\n  <dict>\n{envs}  </dict>\n"
         "  <key>RunAtLoad</key><true/>\n"
@@ -136,17 +128,9 @@ def launchd_daemon_plist(
     system shell's ``&&`` (no shell features beyond that, every word quoted)."""
     if precheck:
         argv = ["/bin/sh", "-c", f"{shlex.join(precheck)} && exec {shlex.join(argv)}"]
-    args = "".join(f"    <string>{escape(arg)}</string>\n" for arg in argv)
-    envs = "".join(
-        f"    <key>{escape(name)}</key><string>{escape(value)}</string>\n"
-        for name, value in sorted(env.items())
-    )
+    args, envs = _plist_lists(argv, env)
     return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" '
-        '"http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
-        '<plist version="1.0">\n<dict>\n'
-        "  <key>Label</key><string>dev.safeport.gateway</string>\n"
+        f"{_PLIST_HEAD}"
         f"  <key>UserName</key><string>{escape(account)}</string>\n"
         f"  <key>GroupName</key><string>{escape(account)}</string>\n"
         f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
@@ -157,3 +141,21 @@ def launchd_daemon_plist(
         "  <key>SoftResourceLimits</key><dict><key>Core</key><integer>0</integer></dict>\n"
         "</dict>\n</plist>\n"
     )
+
+
+_PLIST_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" '
+    '"http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
+    '<plist version="1.0">\n<dict>\n'
+    "  <key>Label</key><string>dev.safeport.gateway</string>\n"
+)
+
+
+def _plist_lists(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, str]:
+    args = "".join(f"    <string>{escape(arg)}</string>\n" for arg in argv)
+    envs = "".join(
+        f"    <key>{escape(name)}</key><string>{escape(value)}</string>\n"
+        for name, value in sorted(env.items())
+    )
+    return args, envs
