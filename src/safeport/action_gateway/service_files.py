@@ -136,7 +136,7 @@ def launchd_daemon_plist(
         f"  <key>ProgramArguments</key>\n  <array>\n{args}  </array>\n"
         f"  <key>EnvironmentVariables</key>\n  <dict>\n{envs}  </dict>\n"
         "  <key>RunAtLoad</key><true/>\n"
-        "  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n"
+        "  <key>KeepAlive</key><true/>\n"  # back after `sp gateway stop`, as Restart=always
         "  <key>Umask</key><integer>23</integer>\n"
         "  <key>SoftResourceLimits</key><dict><key>Core</key><integer>0</integer></dict>\n"
         "</dict>\n</plist>\n"
