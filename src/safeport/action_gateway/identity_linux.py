@@ -26,6 +26,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from safeport.action_gateway.environment import injected_entries, parse_environ
 from safeport.action_gateway.identity import (
@@ -38,6 +39,7 @@ from safeport.action_gateway.identity import (
     SignatureStatus,
     is_interpreter,
     is_launcher,
+    is_shell,
 )
 from safeport.action_gateway.installed_files import FileDigests, InstalledFiles, Origin
 
@@ -45,7 +47,6 @@ SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 _UCRED = struct.Struct("3i")
 _MAX_HASHED_BYTES = 512 * 1024 * 1024
 _PROC = Path("/proc")
-# Options of common interpreters that take the next argv element as their value.
 _MAX_ENVIRON_BYTES = 1024 * 1024
 _MAX_SHOWN_VALUE = 200
 _ORIGIN_TTL_S = 10.0
@@ -70,7 +71,6 @@ _LOADER_OPTIONS_WITH_VALUE = _LOADER_INJECTING | {
     "--inhibit-rpath",
     "--glibc-hwcaps-mask",
 }
-_OPTION_WITH_VALUE = {"-W", "-X", "-Q", "-r", "--require", "--import", "--loader", "-o", "-O"}
 
 
 class DigestCache:
@@ -536,25 +536,100 @@ def _started_at(start_ticks: int) -> float:
 
 
 def script_argument(argv: list[str]) -> str | None:
-    """The script an interpreter runs: its first operand, or ``-c``/``-m module``/``-e``."""
+    """What an interpreter runs: its script file, ``-`` for a program read from standard input,
+    ``-c`` for code on the command line (``-c``/``-e``/``-r`` …) or ``-m module``; None when no
+    operand names one (an interactive interpreter reads its program from standard input too).
+
+    Only a file operand can be vouched for, so the parse follows each family's own grammar:
+    options that take a value (``-W ignore``, ``-I dir``), letters combined in one word (``-Ic``,
+    ``-we``), ``--``, and ``-`` (standard input, never the next operand)."""
+    family = _family(Path(argv[0]).name if argv else "")
+    code, stdin, valued = _CODE_OPTIONS[family], _STDIN_OPTIONS[family], _VALUE_OPTIONS[family]
+    attached_only = _ATTACHED_ONLY.get(family, set())
     index = 1
     while index < len(argv):
         arg = argv[index]
-        if arg in ("-c", "-e", "--eval", "-p", "--print"):
-            return "-c"
-        if arg == "-m" and index + 1 < len(argv):
-            return f"-m {argv[index + 1]}"
-        if arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
-            return f"-m {arg[2:]}"
+        if arg == "-":
+            return "-"
         if arg == "--":
             return argv[index + 1] if index + 1 < len(argv) else None
-        if arg in _OPTION_WITH_VALUE:
-            index += 2
+        if arg.startswith("--"):
+            name, equals, _ = arg[1:].partition("=")
+            if name in code:
+                return "-c"
+            index += 2 if name in valued and not equals else 1
             continue
-        if not arg.startswith("-"):
+        if not arg.startswith("-") and not (family == "shell" and arg.startswith("+")):
             return arg
+        letters = arg[1:]
+        for position, letter in enumerate(letters):
+            rest = letters[position + 1 :]
+            if letter in code:
+                return "-c"
+            if letter in stdin:
+                return "-"
+            if family == "python" and letter == "m":
+                module = rest or (argv[index + 1] if index + 1 < len(argv) else "")
+                return f"-m {module}" if module else None
+            if letter in valued or arg[0] + letter in valued:
+                if not rest and letter not in attached_only:
+                    index += 1  # the value is the next element
+                break
         index += 1
     return None
+
+
+_Family = Literal["python", "node", "shell", "perl", "ruby", "php"]
+# Per family: options that run code given on the command line, options that read the program
+# from standard input, and options that take a value (the rest of their word, or else the next
+# element). Names of long options keep one dash (``-require`` for ``--require``).
+_CODE_OPTIONS: dict[_Family, set[str]] = {
+    "python": {"c"},
+    "node": {"e", "p", "-eval", "-print"},
+    "shell": {"c"},
+    "perl": {"e", "E"},
+    "ruby": {"e"},
+    "php": {"r", "B", "R", "F", "E"},
+}
+_STDIN_OPTIONS: dict[_Family, set[str]] = {
+    "python": set(),
+    "node": set(),
+    "shell": {"s"},
+    "perl": set(),
+    "ruby": set(),
+    "php": set(),
+}
+_VALUE_OPTIONS: dict[_Family, set[str]] = {
+    "python": {"W", "X", "Q", "-check-hash-based-pycs"},
+    "node": {
+        "r", "-require", "-import", "-loader", "-experimental-loader", "C", "-conditions",
+        "-input-type", "-title", "-env-file", "o", "O",
+    },
+    "shell": {"o", "O", "+o", "+O"},
+    "perl": {"I", "M", "m", "x", "i", "0", "l", "C", "d", "D"},
+    "ruby": {"I", "r", "C", "E", "F", "x", "0", "K", "W", "T"},
+    "php": {"c", "d", "z", "t"},
+}  # fmt: skip
+# Values these take only in the same word (`-Mstrict`, `-i.bak`, `-0777`): an element after a
+# bare one is the script, not its value.
+_ATTACHED_ONLY: dict[_Family, set[str]] = {
+    "perl": {"m", "x", "i", "0", "l", "C", "d", "D"},
+    "ruby": {"x", "0", "K", "W", "T"},
+}
+
+
+def _family(name: str) -> _Family:
+    if name.startswith(("node", "deno", "bun")):
+        return "node"
+    if is_shell(name):
+        return "shell"
+    if name.startswith("perl"):
+        return "perl"
+    if name.startswith("ruby"):
+        return "ruby"
+    if name.startswith("php"):
+        return "php"
+    return "python"
 
 
 def _loader_program(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:
