@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from safeport.action_gateway.core import GatewayParts
+from safeport.action_gateway.core import GatewayParts, admitted_uids
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.identity import default_probe
 from safeport.shared.paths import SafeportPaths
@@ -13,7 +13,7 @@ from safeport.vault.store import VaultFile
 def default_parts(paths: SafeportPaths) -> GatewayParts:
     return GatewayParts(
         vault_store=VaultFile.at(paths),
-        executor=GatewayExecutor(),
+        executor=GatewayExecutor(served_uids=admitted_uids(paths)),
         probe=default_probe(),
         sealer_for=AuditSealer,
     )
