@@ -146,6 +146,10 @@ def test_verify_refuses_a_peer_that_exec_d_another_program(tmp_path: Path) -> No
         (["perl", "-i", "x.pl"], "x.pl"),
         (["bash", "-o", "pipefail", "deploy.sh"], "deploy.sh"),
         (["bash", "+o", "pipefail", "deploy.sh"], "deploy.sh"),
+        # A long option's value is not the script (a packaged file there vouches for nothing).
+        (["bash", "--rcfile", "/etc/bash.bashrc", "evil.sh"], "evil.sh"),
+        (["node", "--redirect-warnings", "/usr/lib/npm-cli.js", "evil.js"], "evil.js"),
+        (["node", "--import=/usr/lib/hook.js", "evil.js"], "evil.js"),
     ],
 )
 def test_script_argument(argv: list[str], script: str | None) -> None:
