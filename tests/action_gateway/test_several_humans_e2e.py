@@ -129,21 +129,28 @@ def test_locking_and_stopping_need_the_passphrase_when_several_humans_are_served
     assert unlocked.returncode == 0, unlocked.stdout + unlocked.stderr
     # No passphrase (stdin is not a terminal, and the empty file is no passphrase).
     empty = bob.write("empty", "")
-    for command in (("vault", "lock"), ("gateway", "stop")):
+    for command in (("vault", "lock"), ("gateway", "stop"), ("sessions", "revoke", "s-0")):
         refused = bob.sp(*command, "--passphrase-file", str(empty))
         assert refused.returncode != 0, command
+    # The gateway itself refuses, whatever the client does (a session of no one's is not bob's).
+    for op, params in (
+        ("vault.lock", {}),
+        ("gateway.stop", {}),
+        ("sessions.revoke", {"id": "s-0"}),
+    ):
         raw = bob.python(
             "import json,socket,struct,sys\n"
             "s=socket.socket(socket.AF_UNIX);s.settimeout(10);s.connect(sys.argv[1])\n"
-            "m=json.dumps({'v':1,'id':'c1','type':'control','op':sys.argv[2],'params':{}})\n"
-            "m=m.encode()\n"
+            "m={'v':1,'id':'c1','type':'control','op':sys.argv[2],'params':json.loads(sys.argv[3])}\n"
+            "m=json.dumps(m).encode()\n"
             "s.sendall(struct.pack('>I',len(m))+m)\n"
             "n=struct.unpack('>I',s.recv(4))[0];print(s.recv(n).decode())\n",
             str(setup.run_dir / "control.sock"),
-            "vault.lock" if command[0] == "vault" else "gateway.stop",
+            op,
+            json.dumps(params),
         )
-        assert '"ok": false' in raw.stdout.replace('"ok":false', '"ok": false'), raw.stdout
-        assert "passphrase" in raw.stdout
+        reply = json.loads(raw.stdout)
+        assert reply["ok"] is False and "passphrase" in json.dumps(reply), (op, raw.stdout)
     status = json.loads(alice.sp("vault", "status", "--json").stdout)
     assert "unlocked" in status["holder"]
     assert setup.gateway is not None and setup.gateway.poll() is None
