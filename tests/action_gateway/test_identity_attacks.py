@@ -158,6 +158,37 @@ def test_a_script_fed_through_a_pipe_is_never_read_by_the_gateway(tmp_path: Path
     assert head.script_sha256 is None and head.script_signature == "unsupported"
 
 
+_PACKAGED_SCRIPT = "/usr/lib/python3.11/timeit.py"
+
+
+@pytest.mark.skipif(not Path(_PACKAGED_SCRIPT).exists(), reason="needs a packaged python")
+def test_a_program_from_stdin_is_not_vouched_for_by_the_packaged_file_after_it() -> None:
+    # `python3 - FILE` runs standard input; FILE is only sys.argv[1].
+    proc = subprocess.Popen(["/usr/bin/python3.11", "-", _PACKAGED_SCRIPT], stdin=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(SLEEP.encode() + b"\n")
+        proc.stdin.close()
+        time.sleep(0.4)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert head.script == "-" and head.script_sha256 is None
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    for combined in (["-Ic", SLEEP, _PACKAGED_SCRIPT], ["-u", "-", _PACKAGED_SCRIPT]):
+        head = _head(["/usr/bin/python3.11", *combined])
+        assert head.script_sha256 is None
+        assert not rule_matches(CallerRule(signature="package"), _peer(head))
+
+
+@pytest.mark.skipif(not Path(_PACKAGED_SCRIPT).exists(), reason="needs a packaged python")
+def test_a_packaged_script_run_by_a_packaged_interpreter_is_vouched_for() -> None:
+    head = _head(["/usr/bin/python3.11", "-X", "utf8", _PACKAGED_SCRIPT, "-n", "1", SLEEP])
+    assert head.script == _PACKAGED_SCRIPT and head.script_signature == "package"
+    assert rule_matches(CallerRule(signature="package"), _peer(head))
+
+
 @pytest.mark.skipif(not Path("/usr/bin/python3.11").exists(), reason="needs a packaged python")
 def test_a_packaged_binary_replaced_while_running_is_not_vouched_for(tmp_path: Path) -> None:
     # A copy run then deleted: the mapped file is no longer any installed file.

@@ -119,6 +119,37 @@ def test_verify_refuses_a_peer_that_exec_d_another_program(tmp_path: Path) -> No
         (["sh", "-c", "echo"], "-c"),
         (["bash", "deploy.sh"], "deploy.sh"),
         (["python3"], None),
+        # The program from standard input, even with a packaged file as its first argument.
+        (["/usr/bin/python3", "-", "/usr/lib/python3/dist-packages/x.py"], "-"),
+        (["python3", "-u", "-", "x.py"], "-"),
+        (["python3", "-", "--", "x.py"], "-"),
+        (["node", "-", "index.js"], "-"),
+        (["bash", "-s", "deploy.sh"], "-"),
+        (["bash", "-es", "deploy.sh"], "-"),
+        # Code on the command line, with its letter combined with others.
+        (["python3", "-Ic", "print(1)", "x.py"], "-c"),
+        (["python3", "-BEsc", "print(1)"], "-c"),
+        (["python3", "-Wignore", "-c", "print(1)", "x.py"], "-c"),
+        (["python3", "-Im", "pdb", "x.py"], "-m pdb"),
+        (["perl", "-we", "print 1", "x.pl"], "-c"),
+        (["perl", "-I", "/usr/share/perl5", "-e", "print 1"], "-c"),
+        (["php", "-r", "echo 1;", "x.php"], "-c"),
+        (["bash", "-ec", "echo", "deploy.sh"], "-c"),
+        (["node", "--eval=1", "index.js"], "-c"),
+        # Options with values, attached or not; `--` before the script.
+        (["python3", "-X", "dev", "-W", "ignore", "x.py"], "x.py"),
+        (["python3", "-Xdev", "x.py"], "x.py"),
+        (["python3", "--check-hash-based-pycs", "always", "x.py"], "x.py"),
+        (["python3", "--", "x.py"], "x.py"),
+        (["python3", "--", "-"], "-"),
+        (["perl", "-Mstrict", "x.pl"], "x.pl"),
+        (["perl", "-i", "x.pl"], "x.pl"),
+        (["bash", "-o", "pipefail", "deploy.sh"], "deploy.sh"),
+        (["bash", "+o", "pipefail", "deploy.sh"], "deploy.sh"),
+        # A long option's value is not the script (a packaged file there vouches for nothing).
+        (["bash", "--rcfile", "/etc/bash.bashrc", "evil.sh"], "evil.sh"),
+        (["node", "--redirect-warnings", "/usr/lib/npm-cli.js", "evil.js"], "evil.js"),
+        (["node", "--import=/usr/lib/hook.js", "evil.js"], "evil.js"),
     ],
 )
 def test_script_argument(argv: list[str], script: str | None) -> None:

@@ -48,3 +48,12 @@ def test_the_whole_card_keeps_the_flags_at_80_columns() -> None:
     text = "\n".join(card_lines(card, width=80))
     assert all(len(row) <= 80 for row in text.splitlines())
     assert "PYTHONPATH=/home/u/shadow" in text.replace("\n", "").replace(" ", "")
+
+
+def test_every_card_says_which_human_asked_first() -> None:
+    card = {"id": "c1", "user": {"uid": 1001, "name": "alice"}, "requester": []}
+    lines = card_lines(card, width=80)
+    assert lines[1] == "asked by    alice (uid 1001)"
+    gone = card_lines({"id": "c2", "user": {"uid": 4242, "name": None}}, width=80)
+    assert gone[1] == "asked by    no such user (uid 4242)"
+    assert card_lines({"id": "c3"}, width=80)[1] == "asked by    unknown user"

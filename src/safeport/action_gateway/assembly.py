@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from safeport.action_gateway.core import GatewayParts
+from safeport.action_gateway.core import GatewayParts, admitted_uids
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.identity import IdentityProbe, default_probe
 from safeport.shared.paths import SafeportPaths
@@ -18,7 +18,7 @@ def default_parts(paths: SafeportPaths) -> GatewayParts:
     agents, control = _probes(paths)
     return GatewayParts(
         vault_store=VaultFile.at(paths),
-        executor=GatewayExecutor(),
+        executor=GatewayExecutor(served_uids=admitted_uids(paths)),
         probe=agents,
         sealer_for=AuditSealer,
         control_probe=control,

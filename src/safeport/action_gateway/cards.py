@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -81,6 +82,7 @@ class ApprovalCard:
         request = self.request
         return {
             "id": self.id,
+            "user": requester_user(self.requester.uid),
             "scope": request.scope,
             "scope_text": scope_text(request, self.session_max_s),
             "credential": request.credential,
@@ -96,6 +98,16 @@ class ApprovalCard:
             "expires_in_s": max(0, round(self.expires_at - now)),
             "timeout_s": round(self.expires_at - self.created_at),
         }
+
+
+def requester_user(uid: int) -> dict[str, object]:
+    """Which human asks: with several humans served, one must never approve another's proposal
+    unknowingly. The name is the system's, for this uid, at the time the card is shown."""
+    try:
+        name: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    return {"uid": uid, "name": inert(name) if name is not None else None}
 
 
 def scope_text(request: ActionRequest, session_max_s: float) -> str:

@@ -116,6 +116,17 @@ class ControlHandler(Handler):
                 peer, requester, allow_in_client=self._core.settings().allow_approver_in_client
             )
 
+    def _sees_only_its_own(self, conn: Connection) -> bool:
+        """With several humans served, a connection that has not proved the passphrase sees
+        only its own uid's cards and sessions. One human: nothing changes."""
+        return len(self._core.admitted_uids) > 1 and id(conn) not in self._approvers
+
+    async def _for_everyone(self, conn: Connection, request: ControlRequest) -> None:
+        """Operations that end every human's work (stop, lock, another's session) need the
+        passphrase when the gateway serves several humans: being admitted is not enough."""
+        if self._sees_only_its_own(conn):
+            await self._prove(conn, request)
+
     async def _prove(self, conn: Connection, request: ControlRequest) -> None:
         """Prove the passphrase in ``params`` (unlocking a locked vault with it)."""
         self._refuse_agent_tree(conn.peer)
@@ -169,6 +180,7 @@ class ControlHandler(Handler):
         return self._core.status()
 
     async def _stop(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        await self._for_everyone(conn, request)
         self._request_stop()
         return {"stopping": True}
 
@@ -278,6 +290,7 @@ class ControlHandler(Handler):
         return {"public_file": state()} if callable(state) else {}
 
     async def _vault_lock(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
+        await self._for_everyone(conn, request)
         locked = await self._in_thread(lambda: self._core.vault.lock("sp vault lock"))
         return {"vault": "locked", "changed": bool(locked)}
 
@@ -320,7 +333,12 @@ class ControlHandler(Handler):
         return {"approver": True}
 
     async def _approvals_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
-        return {"cards": self._core.approvals.card_views()}
+        cards = self._core.approvals.card_views()
+        if self._sees_only_its_own(conn):
+            # A card holds the requester's process chain, scripts and injected variables: facts
+            # about another human's processes that only a proven approver is shown.
+            cards = [card for card in cards if _card_uid(card) == conn.peer.uid]
+        return {"cards": cards}
 
     async def _approvals_decide(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         card_id = request.params.get("id")
@@ -364,12 +382,20 @@ class ControlHandler(Handler):
 
     async def _sessions_list(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         now = time.monotonic()
-        return {"sessions": [grant.view(now) for grant in self._core.approvals.sessions()]}
+        grants = self._core.approvals.sessions()
+        if self._sees_only_its_own(conn):
+            grants = [grant for grant in grants if grant.requester.uid == conn.peer.uid]
+        return {"sessions": [grant.view(now) for grant in grants]}
 
     async def _sessions_revoke(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         session_id = request.params.get("id")
         if not isinstance(session_id, str):
             raise Error("sessions.revoke needs `id`")
+        owner = next(
+            (g.requester.uid for g in self._core.approvals.sessions() if g.id == session_id), None
+        )
+        if owner != conn.peer.uid:
+            await self._for_everyone(conn, request)  # another human's session, or none
         grant = await self._in_thread(
             lambda: self._core.approvals.revoke(session_id, by=f"pid {conn.peer.pid}")
         )
@@ -378,6 +404,11 @@ class ControlHandler(Handler):
     async def _audit_checkpoint(self, conn: Connection, request: ControlRequest) -> dict[str, Any]:
         await self._in_thread(self._core.checkpoint)
         return self._core.checkpoint_view()
+
+
+def _card_uid(card: dict[str, Any]) -> object:
+    user = card.get("user")
+    return user.get("uid") if isinstance(user, dict) else None
 
 
 def _passphrase(params: dict[str, Any]) -> SecretBytes:

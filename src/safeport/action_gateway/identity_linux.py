@@ -26,6 +26,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from safeport.action_gateway.environment import injected_entries, parse_environ
 from safeport.action_gateway.identity import (
@@ -38,14 +39,15 @@ from safeport.action_gateway.identity import (
     SignatureStatus,
     is_interpreter,
     is_launcher,
+    is_shell,
 )
 from safeport.action_gateway.installed_files import FileDigests, InstalledFiles, Origin
+from safeport.action_gateway.peer_files import PeerFiles
 
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 _UCRED = struct.Struct("3i")
 _MAX_HASHED_BYTES = 512 * 1024 * 1024
 _PROC = Path("/proc")
-# Options of common interpreters that take the next argv element as their value.
 _MAX_ENVIRON_BYTES = 1024 * 1024
 _MAX_SHOWN_VALUE = 200
 _ORIGIN_TTL_S = 10.0
@@ -70,7 +72,6 @@ _LOADER_OPTIONS_WITH_VALUE = _LOADER_INJECTING | {
     "--inhibit-rpath",
     "--glibc-hwcaps-mask",
 }
-_OPTION_WITH_VALUE = {"-W", "-X", "-Q", "-r", "--require", "--import", "--loader", "-o", "-O"}
 
 
 class DigestCache:
@@ -239,6 +240,7 @@ class LinuxProbe:
         name = Path(exe).name if exe.startswith("/") else fields[0]
         name = name.removesuffix(" (deleted)")
         argv = _cmdline(base)
+        files = PeerFiles(base)
         loader = bool(_LOADER.match(name))
         interpreter = is_interpreter(name) or loader
         launcher = is_launcher(name) or (interpreter and not loader and _runs_launcher(argv))
@@ -251,13 +253,13 @@ class LinuxProbe:
             else:
                 script = script_argument(argv)
             if script is not None and not script.startswith("-"):
-                script_checked = self._script(base, script, same_root)
+                script_checked = self._script(files, script, same_root)
         environ_status: EnvironStatus = "unsupported"
         injected: tuple[tuple[str, str], ...] = ()
         if environ:
             environ_status, injected, variables = _injected_environment(base)
             if interpreter and not loader and _PYTHON_NAME.match(name):
-                injected += _python_user_site(base, name, argv, variables)
+                injected += _python_user_site(files, name, argv, variables)
         injected += tuple((f"ld.so {option}", _bounded(value)) for option, value in loader_options)
         # Starting a process then reading its status can race with its exit: the start time
         # read again must match, or this is a new process that took the pid.
@@ -305,28 +307,21 @@ class LinuxProbe:
         finally:
             os.close(fd)
 
-    def _script(self, base: Path, script: str, same_root: bool) -> _Checked:
+    def _script(self, files: PeerFiles, script: str, same_root: bool) -> _Checked:
         """The script as the *requester* opens it: a relative path from its working folder,
         ``/dev/fd/N`` and ``/proc/self/…`` through its own descriptors, an absolute path
         through its root. Resolving any of these in the gateway's context would digest some
-        other file (the gateway's fd 3, the gateway's working folder)."""
+        other file (the gateway's fd 3, the gateway's working folder); opening it with the
+        gateway's privileges would digest files the requester may not read (``peer_files``)."""
+        base = files.base
         opened, shown = _in_process_view(base, script)
         unchecked = _Checked(shown, None, "unsupported", None)
-        # O_PATH opens nothing (no FIFO reader appears, no device wakes up); only a regular file
-        # is then reopened for reading, through that same descriptor, so a link swapped between
-        # the check and the read cannot point the read elsewhere.
-        try:
-            handle = os.open(opened, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
+        # Only a regular file the requester could read is opened, by a walk that never follows
+        # a link the kernel's way, so a link swapped between the check and the read cannot
+        # point the read elsewhere. Missing and forbidden look the same.
+        fd = files.open_file(script)
+        if fd is None:
             return unchecked
-        try:
-            if not stat.S_ISREG(os.fstat(handle).st_mode):
-                return unchecked  # a pipe or device: reading it would steal or disturb its data
-            fd = os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
-        except OSError:
-            return unchecked
-        finally:
-            os.close(handle)
         try:
             lookup = None
             if same_root:
@@ -422,7 +417,7 @@ def _injected_environment(
 
 
 def _python_user_site(
-    base: Path, name: str, argv: list[str], env: dict[str, str]
+    files: PeerFiles, name: str, argv: list[str], env: dict[str, str]
 ) -> tuple[tuple[str, str], ...]:
     """A Python that reads its user site runs every ``*.pth`` line and ``usercustomize`` /
     ``sitecustomize`` found there, before its script: code the agent can write with no variable
@@ -431,8 +426,7 @@ def _python_user_site(
     flags = _python_flags(argv)
     if "I" in flags or "s" in flags or (env.get("PYTHONNOUSERSITE") and "E" not in flags):
         return ()
-    root = str(base / "root")
-    if _in_isolated_venv(base, argv, env, root):
+    if _in_isolated_venv(files, argv, env):
         return ()  # a virtual environment leaves the user site out
     version = _PYTHON_NAME.match(name)
     home = env.get("HOME", "")
@@ -441,39 +435,40 @@ def _python_user_site(
     if not version or not version.group(1) or not userbase:
         return ()
     site = f"{userbase}/lib/python{version.group(1)}/site-packages"
-    try:
-        names = sorted(
-            entry
-            for entry in os.listdir(root + site)
-            if entry.endswith(".pth") or entry in ("usercustomize.py", "sitecustomize.py")
-        )
-    except OSError:
+    # Listed as the requester would list it: a folder it cannot read is not its user site's
+    # problem, and must not become a way to list someone else's.
+    entries = files.list_folder(site)
+    if entries is None:
         return ()
+    names = sorted(
+        entry
+        for entry in entries
+        if entry.endswith(".pth") or entry in ("usercustomize.py", "sitecustomize.py")
+    )
     if not names:
         return ()
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return (("python user site", _bounded(f"{site}: {shown}")),)
 
 
-def _in_isolated_venv(base: Path, argv: list[str], env: dict[str, str], root: str) -> bool:
+def _in_isolated_venv(files: PeerFiles, argv: list[str], env: dict[str, str]) -> bool:
     """Whether the interpreter started as a virtual environment's (``pyvenv.cfg`` beside the
     program named by argv[0], as Python itself looks) without the system site packages."""
     program = argv[0] if argv else ""
     if "/" not in program:
         found = [f"{d}/{program}" for d in env.get("PATH", "").split(":") if d.startswith("/")]
-        program = next((c for c in found if Path(root + c).exists()), "")
+        program = next((c for c in found if files.exists(c)), "")
     elif not program.startswith("/"):
         try:
-            program = f"{(base / 'cwd').readlink()}/{program}"
+            program = f"{(files.base / 'cwd').readlink()}/{program}"
         except OSError:
             return False
     if not program:
         return False
     folder = Path(program).parent
     for cfg in (folder / "pyvenv.cfg", folder.parent / "pyvenv.cfg"):
-        try:
-            text = Path(root + str(cfg)).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = files.read_text(str(cfg))
+        if text is None:
             continue
         settings = {
             key.strip().lower(): value.strip().lower()
@@ -536,25 +531,108 @@ def _started_at(start_ticks: int) -> float:
 
 
 def script_argument(argv: list[str]) -> str | None:
-    """The script an interpreter runs: its first operand, or ``-c``/``-m module``/``-e``."""
+    """What an interpreter runs: its script file, ``-`` for a program read from standard input,
+    ``-c`` for code on the command line (``-c``/``-e``/``-r`` …) or ``-m module``; None when no
+    operand names one (an interactive interpreter reads its program from standard input too).
+
+    Only a file operand can be vouched for, so the parse follows each family's own grammar:
+    options that take a value (``-W ignore``, ``-I dir``), letters combined in one word (``-Ic``,
+    ``-we``), ``--``, and ``-`` (standard input, never the next operand)."""
+    family = _family(Path(argv[0]).name if argv else "")
+    code, stdin, valued = _CODE_OPTIONS[family], _STDIN_OPTIONS[family], _VALUE_OPTIONS[family]
+    attached_only = _ATTACHED_ONLY.get(family, set())
     index = 1
     while index < len(argv):
         arg = argv[index]
-        if arg in ("-c", "-e", "--eval", "-p", "--print"):
-            return "-c"
-        if arg == "-m" and index + 1 < len(argv):
-            return f"-m {argv[index + 1]}"
-        if arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
-            return f"-m {arg[2:]}"
+        if arg == "-":
+            return "-"
         if arg == "--":
             return argv[index + 1] if index + 1 < len(argv) else None
-        if arg in _OPTION_WITH_VALUE:
-            index += 2
+        if arg.startswith("--"):
+            name, equals, _ = arg[1:].partition("=")
+            if name in code:
+                return "-c"
+            index += 2 if name in valued and not equals else 1
             continue
-        if not arg.startswith("-"):
+        if not arg.startswith("-") and not (family == "shell" and arg.startswith("+")):
             return arg
+        letters = arg[1:]
+        for position, letter in enumerate(letters):
+            rest = letters[position + 1 :]
+            if letter in code:
+                return "-c"
+            if letter in stdin:
+                return "-"
+            if family == "python" and letter == "m":
+                module = rest or (argv[index + 1] if index + 1 < len(argv) else "")
+                return f"-m {module}" if module else None
+            if letter in valued or arg[0] + letter in valued:
+                if not rest and letter not in attached_only:
+                    index += 1  # the value is the next element
+                break
         index += 1
     return None
+
+
+_Family = Literal["python", "node", "shell", "perl", "ruby", "php"]
+# Per family: options that run code given on the command line, options that read the program
+# from standard input, and options that take a value (the rest of their word, or else the next
+# element). Names of long options keep one dash (``-require`` for ``--require``).
+_CODE_OPTIONS: dict[_Family, set[str]] = {
+    "python": {"c"},
+    "node": {"e", "p", "-eval", "-print"},
+    "shell": {"c"},
+    "perl": {"e", "E"},
+    "ruby": {"e"},
+    "php": {"r", "B", "R", "F", "E"},
+}
+_STDIN_OPTIONS: dict[_Family, set[str]] = {
+    "python": set(),
+    "node": set(),
+    "shell": {"s"},
+    "perl": set(),
+    "ruby": set(),
+    "php": set(),
+}
+_VALUE_OPTIONS: dict[_Family, set[str]] = {
+    "python": {"W", "X", "Q", "-check-hash-based-pycs"},
+    "node": {
+        "r", "-require", "-import", "-loader", "-experimental-loader", "C", "-conditions",
+        "-input-type", "-title", "-env-file", "-cpu-prof-dir", "-cpu-prof-name",
+        "-diagnostic-dir", "-disable-warning", "-heap-prof-dir", "-heap-prof-name",
+        "-heapsnapshot-signal", "-icu-data-dir", "-inspect-port", "-debug-port",
+        "-openssl-config", "-redirect-warnings", "-report-dir", "-report-directory",
+        "-report-filename", "-report-signal", "-secure-heap", "-secure-heap-min",
+        "-tls-cipher-list", "-tls-keylog", "-unhandled-rejections", "-use-largepages",
+        "-watch-path", "-dns-result-order", "-trace-event-categories",
+        "-trace-event-file-pattern", "-experimental-policy", "-policy-integrity",
+        "-es-module-specifier-resolution", "-max-http-header-size", "-stack-trace-limit",
+    },
+    "shell": {"o", "O", "+o", "+O", "-rcfile", "-init-file"},
+    "perl": {"I", "M", "m", "x", "i", "0", "l", "C", "d", "D"},
+    "ruby": {"I", "r", "C", "E", "F", "x", "0", "K", "W", "T"},
+    "php": {"c", "d", "z", "t"},
+}  # fmt: skip
+# Values these take only in the same word (`-Mstrict`, `-i.bak`, `-0777`): an element after a
+# bare one is the script, not its value.
+_ATTACHED_ONLY: dict[_Family, set[str]] = {
+    "perl": {"m", "x", "i", "0", "l", "C", "d", "D"},
+    "ruby": {"x", "0", "K", "W", "T"},
+}
+
+
+def _family(name: str) -> _Family:
+    if name.startswith(("node", "deno", "bun")):
+        return "node"
+    if is_shell(name):
+        return "shell"
+    if name.startswith("perl"):
+        return "perl"
+    if name.startswith("ruby"):
+        return "ruby"
+    if name.startswith("php"):
+        return "php"
+    return "python"
 
 
 def _loader_program(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:

@@ -29,9 +29,17 @@ def approvals() -> None:
 
 @approvals.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def list_cards(as_json: bool) -> None:
-    """Show the cards waiting for an answer."""
+@_PASSPHRASE_FILE
+def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
+    """Show the cards waiting for an answer (with several humans installed, only your own
+    unless the passphrase is given)."""
     with GatewayClient(locate()) as client:
+        if passphrase_file is not None:
+            secret = read_passphrase(passphrase_file)
+            try:
+                client.call_with_passphrase("approver.register", secret)
+            finally:
+                secret.wipe()
         cards = client.call("approvals.list").get("cards", [])
     if as_json:
         click.echo(json.dumps(cards, indent=2, sort_keys=True))

@@ -24,6 +24,7 @@ def card_lines(
     effect = card.get("effect") or ("read-only" if card.get("read_only") else "may change things")
     out: list[str] = [f"── approval requested · card {inert(str(card.get('id')))} "[:width]]
     rows: list[tuple[str, str]] = [
+        ("asked by", user_text(card.get("user"))),
         ("action", f"{card.get('action')} {card.get('target')} / {card.get('operation')}"),
         ("effect", str(effect)),
         ("credential", str(card.get("credential"))),
@@ -41,6 +42,15 @@ def card_lines(
     if not card.get("showable", True):
         out.append("this card cannot be shown whole, so it cannot be approved")
     return out
+
+
+def user_text(user: object) -> str:
+    """The human whose process asks: name and uid (with several humans served, approving
+    another's proposal unknowingly is the mistake this line prevents)."""
+    if not isinstance(user, dict):
+        return "unknown user"
+    name = user.get("name")
+    return f"{name if name else 'no such user'} (uid {user.get('uid')})"
 
 
 def process_text(proc: dict[str, Any]) -> str:

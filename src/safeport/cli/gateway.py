@@ -12,11 +12,18 @@ from typing import Any
 import click
 
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.gateway_client import GatewayClient
+from safeport.cli.gateway_client import GatewayClient, call_for_everyone
 from safeport.cli.render import inert
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate
+
+_PASSPHRASE_FILE = click.option(
+    "--passphrase-file",
+    type=click.Path(path_type=Path, allow_dash=True),
+    default=None,
+    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
+)
 
 
 @click.group()
@@ -109,10 +116,11 @@ def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
 
 
 @gateway.command()
-def stop() -> None:
+@_PASSPHRASE_FILE
+def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     with GatewayClient(locate()) as client:
-        client.call("gateway.stop")
+        call_for_everyone(client, "gateway.stop", passphrase_file)
     click.echo("gateway: stopping")
 
 

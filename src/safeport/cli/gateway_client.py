@@ -290,6 +290,21 @@ class GatewayClient:
             raise GatewayRefused(str(error.get("code", "internal")), str(error.get("reason", "")))
 
 
+def call_for_everyone(
+    client: GatewayClient, op: str, passphrase_file: Path | None, **params: Any
+) -> dict[str, Any]:
+    """``op`` as an operation on every human's work: with several humans installed the gateway
+    asks for the passphrase (being one of them is not enough), so it is read and sent."""
+    install = client.paths.install
+    if install is None or len(install.humans) < 2:
+        return client.call(op, **params)
+    secret = read_passphrase(passphrase_file)
+    try:
+        return client.call_with_passphrase(op, secret, **params)
+    finally:
+        secret.wipe()
+
+
 def read_passphrase(
     passphrase_file: Path | None, *, prompt: str = "Vault passphrase"
 ) -> SecretBytes:

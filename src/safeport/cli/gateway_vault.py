@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from safeport.cli.gateway_client import GatewayClient
+from safeport.cli.gateway_client import GatewayClient, call_for_everyone
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.backend import Authority, FileVaultBackend, UnlockReport, VaultStatus
@@ -77,9 +77,9 @@ class GatewayVaultBackend:
             public_file_rewritten=False,
         )
 
-    def lock(self) -> bool:
+    def lock(self, passphrase_file: Path | None = None) -> bool:
         with GatewayClient(self.paths) as client:
-            return bool(client.call("vault.lock").get("changed"))
+            return bool(call_for_everyone(client, "vault.lock", passphrase_file).get("changed"))
 
     def entries(self, authority: Authority) -> list[EntryInfo]:
         with GatewayClient(self.paths) as client:

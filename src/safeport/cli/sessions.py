@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.cli.gateway_client import GatewayClient
+from safeport.cli.gateway_client import GatewayClient, call_for_everyone
 from safeport.cli.render import inert
 from safeport.shared.paths import locate
+
+_PASSPHRASE_FILE = click.option(
+    "--passphrase-file",
+    type=click.Path(path_type=Path, allow_dash=True),
+    default=None,
+    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
+)
 
 
 @click.group()
@@ -47,8 +55,9 @@ def list_sessions(as_json: bool) -> None:
 
 @sessions.command()
 @click.argument("session_id")
-def revoke(session_id: str) -> None:
+@_PASSPHRASE_FILE
+def revoke(session_id: str, passphrase_file: Path | None) -> None:
     """End a session grant now; its requester needs a new approval."""
     with GatewayClient(locate()) as client:
-        client.call("sessions.revoke", id=session_id)
+        call_for_everyone(client, "sessions.revoke", passphrase_file, id=session_id)
     click.echo(f"revoked {inert(session_id)}")

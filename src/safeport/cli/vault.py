@@ -127,9 +127,23 @@ def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys:
 
 
 @vault.command()
-def lock() -> None:
+@click.option(
+    "--passphrase-file",
+    type=click.Path(path_type=Path, allow_dash=True),
+    default=None,
+    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
+)
+def lock(passphrase_file: Path | None) -> None:
     """Lock the vault in the gateway (zero its keys in memory)."""
-    if backend_for(locate()).lock():
+    from safeport.cli.gateway_vault import GatewayVaultBackend
+
+    backend = backend_for(locate())
+    locked = (
+        backend.lock(passphrase_file)
+        if isinstance(backend, GatewayVaultBackend)
+        else backend.lock()
+    )
+    if locked:
         click.echo("vault locked")
     else:
         click.echo("no gateway is running; the vault is locked at rest")

@@ -29,6 +29,9 @@ def build_workspace(root: Path, canary: str) -> None:
 
 
 def policy_text(base_url: str, ca_file: Path) -> str:
+    # The CA goes into the policy itself: a file in the demo's folder is the user's, and the
+    # gateway does not let a file its user can change decide whom it trusts.
+    ca_pem = ca_file.read_text(encoding="ascii").strip()
     return f"""\
 # The demo's gateway policy: one HTTPS operation, nothing else.
 [gateway]
@@ -44,7 +47,9 @@ approval = "per-call"
 base_url = "{base_url}"
 credential = "deploy-token"
 auth = "bearer"
-ca_file = "{ca_file}"
+ca_pem = '''
+{ca_pem}
+'''
 # The demo service listens on 127.0.0.1; real services leave this false.
 allow_private_addresses = true
 

@@ -8,6 +8,7 @@ from safeport.action_gateway.executors.https import HttpsExecutor, Resolver, sys
 from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
 from safeport.action_gateway.executors.ssh import run_command
 from safeport.action_gateway.executors.ssh_pool import SshPool
+from safeport.action_gateway.executors.trust_files import trusted_owners
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
@@ -15,10 +16,13 @@ from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 class GatewayExecutor:
     """Runs fixed-vector actions; blocking, safe to call from several worker threads."""
 
-    def __init__(self, *, resolver: Resolver = system_resolver) -> None:
-        """``resolver``: the one DNS lookup per HTTPS connection (tests map names to loopback)."""
+    def __init__(
+        self, *, resolver: Resolver = system_resolver, served_uids: frozenset[int] = frozenset()
+    ) -> None:
+        """``resolver``: the one DNS lookup per HTTPS connection (tests map names to loopback).
+        ``served_uids``: the humans the gateway serves, whose files never decide trust."""
         self._ssh = SshPool()
-        self._https = HttpsExecutor(resolver)
+        self._https = HttpsExecutor(resolver, trust_owners=trusted_owners(served_uids))
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         command = action.command_line  # prepared before approval; sent exactly as shown

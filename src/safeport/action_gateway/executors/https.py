@@ -42,6 +42,7 @@ from safeport.action_gateway.executors.response_contract import (
     extract_fields,
     refuse_credential_echo,
 )
+from safeport.action_gateway.executors.trust_files import UntrustedFile, check_trust_file
 from safeport.shared.schemas.config import HttpService
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, TokenSecret
@@ -248,8 +249,12 @@ class _PinnedTransport(httpx.HTTPTransport):
 
 
 class HttpsExecutor:
-    def __init__(self, resolver: Resolver = system_resolver) -> None:
+    def __init__(
+        self, resolver: Resolver = system_resolver, *, trust_owners: frozenset[int]
+    ) -> None:
+        """``trust_owners``: the uids that may own a ``ca_file`` and the folders above it."""
         self._resolver = resolver
+        self._trust_owners = trust_owners
         self._clients: dict[tuple[object, ...], tuple[httpx.Client, _PinnedTransport]] = {}
         self._lock = threading.Lock()
 
@@ -293,13 +298,16 @@ class HttpsExecutor:
             service_id,
             target.origin,
             service.ca_file,
+            service.ca_pem,
             service.allow_private_addresses,
             service.timeout_s,
         )
         with self._lock:
             pair = self._clients.get(key)
             if pair is None:
-                context = tls_context(service_id, service.ca_file)
+                if service.ca_file is not None:
+                    _check_ca_file(service_id, service.ca_file, self._trust_owners)
+                context = tls_context(service_id, service.ca_file, service.ca_pem)
                 backend = PinnedNetworkBackend(
                     target.origin.host,
                     self._resolver,
@@ -337,13 +345,27 @@ def credential_header(
     return credential_header_name(service), token, forms
 
 
-def tls_context(service_id: str, ca_file: str | None) -> ssl.SSLContext:
-    """Verification always on; a ``ca_file`` replaces the system roots for that service."""
+def _check_ca_file(service_id: str, ca_file: str, owners: frozenset[int]) -> None:
     try:
-        context = ssl.create_default_context(cafile=ca_file)
-    except (OSError, ssl.SSLError) as exc:
+        check_trust_file(ca_file, owners)
+    except UntrustedFile as exc:
         raise ActionError(
-            "tls_failed", f"the ca_file of service {service_id!r} cannot be read"
+            "tls_failed",
+            f"the ca_file of service {service_id!r} is refused: {exc.message}",
+            hint="keep a service's CA where only root (or the gateway's account) can change it, "
+            "e.g. /usr/local/share/ca-certificates",
+        ) from None
+
+
+def tls_context(service_id: str, ca_file: str | None, ca_pem: str | None = None) -> ssl.SSLContext:
+    """Verification always on; a ``ca_file`` or ``ca_pem`` replaces the system roots for that
+    service."""
+    try:
+        context = ssl.create_default_context(cafile=ca_file, cadata=ca_pem)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        what = "ca_file" if ca_file is not None else "ca_pem"
+        raise ActionError(
+            "tls_failed", f"the {what} of service {service_id!r} cannot be read"
         ) from exc
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = True

@@ -205,6 +205,9 @@ class HttpService(_Strict):
     credential: Name
     auth: Annotated[str, Field(pattern=r"^(bearer|basic|header:[A-Za-z0-9-]{1,64})$")] = "bearer"
     ca_file: str | None = None
+    # The CA itself, in the policy text: bound by the digest the human accepts, shown in the
+    # diff, and no file anyone could swap afterwards.
+    ca_pem: Annotated[str, Field(max_length=256 * 1024)] | None = None
     allow_private_addresses: bool = False
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 30
     max_response_bytes: Annotated[int, Field(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024
@@ -219,6 +222,10 @@ class HttpService(_Strict):
             raise ValueError("`base_url` must be an https:// URL with a host")
         if parts.username or parts.password or parts.query or parts.fragment:
             raise ValueError("`base_url` may not carry userinfo, a query or a fragment")
+        if self.ca_file is not None and self.ca_pem is not None:
+            raise ValueError("give `ca_file` or `ca_pem`, not both")
+        if self.ca_pem is not None and "-----BEGIN CERTIFICATE-----" not in self.ca_pem:
+            raise ValueError("`ca_pem` must hold PEM certificates (-----BEGIN CERTIFICATE-----)")
         return self
 
 
