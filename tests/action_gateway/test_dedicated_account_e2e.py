@@ -14,6 +14,8 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
+import socket
 import subprocess
 import threading
 import time
@@ -40,6 +42,7 @@ from tests.action_gateway.dedicated import (
     tools_present,
     unique,
 )
+from tests.action_gateway.support import HOST_KEY
 from tests.conftest import need
 
 pytestmark = pytest.mark.integration
@@ -376,6 +379,71 @@ def test_a_vault_put_back_by_root_after_a_save_raises_vault_rollback(
     saved.replace(setup.state_dir / "vault.sp")  # an older file, put back while locked
     assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
     assert _kinds(setup, "sessions").count("vault.rollback") == before + 1
+
+
+def test_an_intent_left_open_by_a_kill_is_closed_by_action_interrupted_at_restart(
+    setup: DedicatedSetup,
+) -> None:
+    """The real SSH executor, stuck on an upstream that accepts and never speaks, is killed
+    (-9) between the intent and its outcome; the restarted gateway names the open intent."""
+    alice, _ = humans(setup)
+    pw = str(alice.passphrase_file)
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(4)
+    port = hang.getsockname()[1]
+    policy = alice.home / ".config/safeport/gateway.toml"
+    alice.write(
+        ".config/safeport/gateway.toml",
+        policy.read_text()
+        + f'\n[ssh.hosts.hang]\naddress = "127.0.0.1"\nport = {port}\nuser = "deploy"\n'
+        f'host_keys = ["{HOST_KEY}"]\ncredential = "build-key"\nconnect_timeout_s = 30\n'
+        '\n[ssh.hosts.hang.commands.uptime]\nargv = ["uptime"]\n',
+    )
+    assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
+    assert alice.sp("policy", "accept", "--yes", "--passphrase-file", pw).returncode == 0
+    lock = setup.base / "client.lock"
+    lock.touch()
+    requester = subprocess.Popen(
+        ["flock", "-s", str(lock), *setpriv(alice.name), "/usr/bin/python3", "-c",
+         "import json,socket,struct,sys,time\n"
+         "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+         "n=struct.unpack('>I',s.recv(4))[0];s.recv(n)\n"
+         "m=json.dumps({'v':1,'id':'k1','type':'propose','action':'ssh_exec','host_id':'hang',"
+         "'command_id':'uptime','args':{}}).encode()\n"
+         "s.sendall(struct.pack('>I',len(m))+m);time.sleep(60)\n",
+         str(setup.run_dir / "agent.sock")],
+        env=alice.env, cwd="/",
+    )  # fmt: skip
+    intents = _kinds(setup, "actions").count("action.intent")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            listed = alice.sp("approvals", "list", "--json")
+            cards = json.loads(listed.stdout or "[]") if listed.returncode == 0 else []
+            if cards:
+                break
+            assert time.monotonic() < deadline, "no card appeared"
+            time.sleep(0.2)
+        approved = alice.sp("approvals", "approve", cards[0]["id"], "--passphrase-file", pw)
+        assert approved.returncode == 0, approved.stderr
+        while _kinds(setup, "actions").count("action.intent") == intents:
+            assert time.monotonic() < deadline + 30, "the intent was never written"
+            time.sleep(0.1)
+        assert setup.gateway is not None
+        setup.gateway.send_signal(signal.SIGKILL)  # between the intent and its outcome
+        setup.gateway.wait(10)
+        setup.gateway = None
+        (setup.run_dir / "agent.sock").unlink(missing_ok=True)
+        (setup.run_dir / "control.sock").unlink(missing_ok=True)
+        setup.start_gateway()
+        kinds = _kinds(setup, "actions")
+        assert kinds.count("action.interrupted") == 1, kinds[-6:]
+        assert kinds.index("action.interrupted") > len(kinds) - 4  # written at this start
+    finally:
+        requester.kill()
+        requester.wait()
+        hang.close()
 
 
 def test_a_journal_cut_by_root_between_runs_is_reported_at_start_and_by_verify(
