@@ -21,7 +21,7 @@ from safeport.action_gateway.account_install import (
     plan_uninstall,
 )
 from safeport.action_gateway.code_check import code_write_problem
-from safeport.action_gateway.dedicated_account import has_capability
+from safeport.action_gateway.dedicated_account import code_roots, has_capability
 from safeport.errors import EnvironmentProblem, UsageError
 from tests.conftest import need
 
@@ -214,3 +214,23 @@ def test_systemd_accepts_the_unit_as_written(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "Unknown key" not in done.stderr and "Invalid" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user owns needs root")
+def test_a_trusted_link_to_a_file_a_user_owns_is_refused(tmp_path: Path) -> None:
+    """Debian's sitecustomize.py is a link into /etc: what a link leads to runs too."""
+    tmp_path.chmod(0o755)
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    theirs = tmp_path / "theirs.py"
+    theirs.write_text("")
+    (venv / "zz.pth").symlink_to(theirs)
+    assert code_write_problem([venv], trusted={0}) is None
+    os.chown(theirs, 65534, 65534)
+    problem = code_write_problem([venv], trusted={0})
+    assert problem is not None and "leads to" in problem and "65534" in problem
+
+
+def test_the_interpreter_and_its_libpython_are_among_the_checked_roots() -> None:
+    roots = code_roots()
+    assert Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable))) in roots

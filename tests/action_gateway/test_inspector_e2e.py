@@ -27,7 +27,8 @@ from tests.conftest import need
 pytestmark = pytest.mark.integration
 
 SCRIPT = r"""
-import ctypes, os, socket, sys
+import ctypes, os, signal, socket, sys
+signal.signal(signal.SIGTERM, lambda *_: print("asked to stop", flush=True))
 from safeport.action_gateway.identity_linux import LinuxProbe
 from safeport.action_gateway.inspector import spawn_inspector
 from safeport.action_gateway.identity import IdentityUnavailable
@@ -57,6 +58,11 @@ remote = IoVec(0x400000, 8)
 done = libc.process_vm_writev(target, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
 print("vm_writev", "refused" if done < 0 and ctypes.get_errno() == 1 else f"allowed {done}")
 print("ready", flush=True)
+huge, _ = listener.accept()
+try:
+    probe.resolve(huge); print("huge vouched for")
+except IdentityUnavailable as exc:
+    print("huge refused:", exc.message, flush=True)
 conn, _ = listener.accept()
 identity = probe.resolve(conn)
 print("peer", identity.uid, identity.process.exe, flush=True)
@@ -114,7 +120,10 @@ def test_only_the_inspector_keeps_the_capabilities_and_identities_fail_closed_wi
         capeff = int(lines[0].split()[1], 16)
         assert not capeff >> 19 & 1  # CAP_SYS_PTRACE is gone from the gateway itself
         assert lines[1:4] == ["readlink refused", "mem refused", "vm_writev refused"]
-        for _ in range(2):  # a root client: another uid than the gateway account's
+        # First a client whose own description is huge (a 100 KB variable name, three times):
+        # it is refused, and the inspector goes on; then plain clients of root, another uid.
+        huge_env = {f"BASH_FUNC_{'A' * 100_000}{n}%%": "() { :; }" for n in range(3)}
+        for env in (huge_env, None, None):
             clients.append(
                 subprocess.Popen(
                     [
@@ -123,14 +132,17 @@ def test_only_the_inspector_keeps_the_capabilities_and_identities_fail_closed_wi
                         "import socket,sys,time;s=socket.socket(socket.AF_UNIX);"
                         "s.connect(sys.argv[1]);time.sleep(30)",
                         str(sock_path),
-                    ]
+                    ],
+                    env=env,
                 )
             )
             time.sleep(0.3)
         out, err = gateway.communicate(timeout=60)
         rest = out.split()
         assert "peer" in out and f"peer 0 {os.path.realpath(sys.executable)}" in out, err
+        assert "huge refused: the peer's process is too large to read" in out, out + err
         assert "verified" in rest and out.strip().endswith("fails closed"), out + err
+        assert "asked to stop" in out  # a gateway without its inspector stops to be restarted
     finally:
         for proc in [target, gateway, *clients]:
             proc.kill()

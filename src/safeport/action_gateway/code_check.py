@@ -59,14 +59,26 @@ def _path_problem(path: Path, trusted: set[int], *, allow_sticky: bool) -> str |
     except OSError as exc:
         return f"{path} cannot be inspected ({exc.strerror})"
     if stat.S_ISLNK(st.st_mode):
-        # A link's own bits mean nothing; who may replace it is its folder's business, and its
-        # target is checked where it is a root or walked (sys.path holds resolved folders).
-        return None if st.st_uid in trusted else f"{path} is a link owned by uid {st.st_uid}"
+        # A link's own bits mean nothing (who may replace it is its folder's business), but
+        # whatever it points at is run as if it were here: Debian's sitecustomize.py is a link
+        # into /etc, and a root-owned link to a user's file would hand that user the gateway.
+        if st.st_uid not in trusted:
+            return f"{path} is a link owned by uid {st.st_uid}"
+        return _target_problem(path, trusted)
     if st.st_uid not in trusted:
         return f"{path} is owned by uid {st.st_uid}"
     writable = stat.S_IMODE(st.st_mode) & 0o022
     if writable and not (allow_sticky and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
         return f"{path} has mode {stat.S_IMODE(st.st_mode):04o} (writable by group or others)"
+    return None
+
+
+def _target_problem(link: Path, trusted: set[int]) -> str | None:
+    target = Path(os.path.realpath(link))
+    for place in [target, *target.parents]:
+        problem = _path_problem(place, trusted, allow_sticky=place != target)
+        if problem:
+            return f"{link} leads to {target}, and {problem}"
     return None
 
 

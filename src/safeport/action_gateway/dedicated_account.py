@@ -87,6 +87,11 @@ def code_roots() -> list[Path]:
     for entry in sys.path:
         if entry and Path(entry).is_dir():
             roots.add(Path(entry))
+    # The interpreter itself and the libpython it loads (a venv only links to them).
+    base = getattr(sys, "_base_executable", sys.executable)
+    roots.add(Path(os.path.realpath(base)))
+    for lib in (Path(sys.base_prefix) / "lib").glob("libpython*"):
+        roots.add(Path(os.path.realpath(lib)))
     return sorted(roots)
 
 

@@ -17,6 +17,7 @@ identity fails closed.
 from __future__ import annotations
 
 import array
+import contextlib
 import ctypes
 import json
 import logging
@@ -46,6 +47,7 @@ from safeport.errors import EnvironmentProblem
 log = logging.getLogger("safeport.gateway")
 
 MAX_MESSAGE = 256 * 1024  # a chain of 16 processes is a few KiB
+MAX_ANSWER = 128 * 1024  # below the pair's send buffer, which is raised to hold MAX_MESSAGE
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -75,6 +77,9 @@ def spawn_inspectors(make_probe: Callable[[], IdentityProbe], count: int) -> lis
     children: list[tuple[socket.socket, int]] = []
     for _ in range(count):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        for end in (parent_end, child_end):
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_MESSAGE * 2)
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, MAX_MESSAGE * 2)
         pid = os.fork()
         if pid == 0:  # an inspector: it must never return into the gateway's code
             parent_end.close()
@@ -190,7 +195,12 @@ class InspectorProbe:
                 _send(self._channel, request, fds)
                 answer, received = _receive(self._channel)
             except (OSError, ValueError) as exc:
-                log.error("the identity inspector is gone: %s", type(exc).__name__)
+                log.error(
+                    "the identity inspector is gone (%s); stopping so the service restarts the "
+                    "gateway whole",
+                    type(exc).__name__,
+                )
+                os.kill(os.getpid(), signal.SIGTERM)
                 raise IdentityUnavailable("the gateway cannot identify peers right now") from None
         if answer.get("ok"):
             return answer, received
@@ -203,45 +213,71 @@ class InspectorProbe:
 
 
 def _serve(channel: socket.socket, probe: IdentityProbe) -> None:
-    from safeport.action_gateway.identity_linux import _fingerprint as read_fingerprint
-
     while True:
         try:
             request, fds = _receive(channel)
         except (OSError, ValueError):
             return  # the gateway closed its end (or is gone): nothing left to serve
-        answer: dict[str, Any]
         back: list[int] = []
         try:
-            if request.get("op") == "resolve" and len(fds) == 1:
-                with socket.socket(fileno=fds.pop()) as peer_sock:
-                    identity = probe.resolve(peer_sock)
-                answer = {"ok": True, "identity": _identity_json(identity)}
-                if identity.pidfd is not None:
-                    back = [identity.pidfd]
-            elif request.get("op") == "fingerprint" and isinstance(request.get("pid"), int):
-                answer = {"ok": True, "fingerprint": list(read_fingerprint(request["pid"]))}
-            else:
-                answer = {"ok": False, "kind": "unavailable", "message": "unknown request"}
-        except IdentityChanged as exc:
-            answer = {"ok": False, "kind": "changed", "message": exc.message}
-        except IdentityUnavailable as exc:
-            answer = {"ok": False, "kind": "unavailable", "message": exc.message}
-        except OSError:
-            answer = {
-                "ok": False,
-                "kind": "changed",
-                "message": "the requesting process has exited",
-            }
+            answer, back = _answer(probe, request, fds)
+            data = _encode(answer)
+            if len(data) > MAX_ANSWER:
+                # A requester can make its own description huge (long names, a rewritten
+                # argv, variables): refuse to vouch for it rather than fail to say anything.
+                data = _encode(_refusal("unavailable", "the peer's process is too large to read"))
+                for fd in back:
+                    os.close(fd)
+                back = []
+        except Exception:
+            data = _encode(_refusal("unavailable", "the peer process could not be inspected"))
         for fd in fds:
             os.close(fd)
-        _send(channel, answer, back)
-        for fd in back:
-            os.close(fd)
+        try:
+            _send_bytes(channel, data, back)
+        except OSError:
+            with contextlib.suppress(OSError):
+                _send_bytes(channel, _encode(_refusal("unavailable", "no answer fits")), [])
+        finally:
+            for fd in back:
+                os.close(fd)
+
+
+def _answer(
+    probe: IdentityProbe, request: dict[str, Any], fds: list[int]
+) -> tuple[dict[str, Any], list[int]]:
+    from safeport.action_gateway.identity_linux import _fingerprint as read_fingerprint
+
+    try:
+        if request.get("op") == "resolve" and len(fds) == 1:
+            with socket.socket(fileno=fds.pop()) as peer_sock:
+                identity = probe.resolve(peer_sock)
+            back = [identity.pidfd] if identity.pidfd is not None else []
+            return {"ok": True, "identity": _identity_json(identity)}, back
+        if request.get("op") == "fingerprint" and isinstance(request.get("pid"), int):
+            return {"ok": True, "fingerprint": list(read_fingerprint(request["pid"]))}, []
+        return _refusal("unavailable", "unknown request"), []
+    except IdentityChanged as exc:
+        return _refusal("changed", exc.message), []
+    except IdentityUnavailable as exc:
+        return _refusal("unavailable", exc.message), []
+    except OSError:
+        return _refusal("changed", "the requesting process has exited"), []
+
+
+def _refusal(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "kind": kind, "message": message}
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode("utf-8")
 
 
 def _send(channel: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
-    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    _send_bytes(channel, _encode(message), fds)
+
+
+def _send_bytes(channel: socket.socket, data: bytes, fds: list[int]) -> None:
     ancillary = (
         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
     )
