@@ -16,7 +16,7 @@ from safeport.cli.gateway_client import GatewayClient
 from safeport.cli.render import inert
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
-from safeport.shared.paths import ensure_private_dir, locate
+from safeport.shared.paths import ensure_private_dir, locate, location_settings
 
 
 @click.group()
@@ -35,7 +35,7 @@ def run(print_service: str | None) -> None:
     """Run the gateway in the foreground (logs to stderr and gateway.log)."""
     paths = locate()
     argv = sp_command(["gateway", "run"])
-    env = {"SAFEPORT_HOME": os.environ["SAFEPORT_HOME"]} if "SAFEPORT_HOME" in os.environ else {}
+    env = location_settings()
     log_path = paths.data_dir / "gateway.log"
     if print_service == "systemd":
         click.echo(systemd_unit(argv, env), nl=False)

@@ -22,7 +22,7 @@ from typing import Any
 
 from safeport.action_gateway.daemon import tainted_environment
 from safeport.errors import Denied, EnvironmentProblem, Error, UsageError
-from safeport.shared.paths import SafeportPaths
+from safeport.shared.paths import SafeportPaths, check_socket_path
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
 
@@ -195,6 +195,10 @@ class GatewayClient:
             except PermissionError as exc:
                 sock.close()
                 raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            except OSError as exc:
+                sock.close()
+                check_socket_path(self.path)  # the usual cause: a path over sun_path's size
+                raise EnvironmentProblem(f"cannot connect to {self.path}: {exc.strerror}") from exc
             self._connection = sock
         return self._connection
 

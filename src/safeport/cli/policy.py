@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
 
 from safeport.action_gateway.inventory import inventory, inventory_lines
-from safeport.action_gateway.policy_store import PolicyStore, policy_diff
+from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
 from safeport.cli.gateway_client import GatewayClient, read_passphrase
-from safeport.cli.render import inert
+from safeport.cli.render import diff_text, inert
 from safeport.errors import ConfigError, Error
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy
@@ -70,11 +71,13 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         if not isinstance(text, str):
             raise Error("gateway.toml cannot be read by the gateway")
         if not status.get("pending"):
-            click.echo("gateway.toml is already the accepted policy")
+            click.echo("no changes: gateway.toml is already the accepted policy")
             return
         served = status.get("served_text")
-        diff = policy_diff(served if isinstance(served, str) else None, text)
-        click.echo(inert(diff) if diff else "(no accepted policy yet)")
+        if not isinstance(served, str):
+            click.echo("no policy is accepted yet: every line below is new")
+        diff = policy_diff_lines(served if isinstance(served, str) else None, text)
+        click.echo(diff_text(diff, colour=sys.stdout.isatty()))
         if not yes and not click.confirm("serve this policy?", default=False):
             raise Error("not accepted", hint="nothing changed")
         secret = read_passphrase(passphrase_file)
