@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
 from safeport import __version__
+from safeport.cli import help_text
 from safeport.cli.approvals import approvals
 from safeport.cli.audit import audit
 from safeport.cli.client import client
+from safeport.cli.completion import completion
 from safeport.cli.context import context
 from safeport.cli.demo import demo
 from safeport.cli.gateway import checkpoint, gateway
@@ -39,21 +42,40 @@ sp.add_command(context)
 sp.add_command(demo)
 sp.add_command(ssh)
 sp.add_command(vault)
+sp.add_command(completion)
+help_text.apply(sp)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one `except Error` turns any known failure into its sentence and exit code."""
+    """Entry point: one `except Error` turns any known failure into its sentence and exit code.
+
+    A command asked for ``--json`` answers in JSON also when it fails (``{"error": …}`` on
+    stdout, the same exit code), so a script never has to parse a sentence.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
     try:
-        sp.main(args=argv, prog_name="sp", standalone_mode=False)
+        sp.main(args=args, prog_name="sp", standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as exc:
+        if as_json:
+            _json_error(exc.format_message(), exc.exit_code)
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("sp: aborted", err=True)
         sys.exit(2)
     except Error as exc:
+        if as_json:
+            _json_error(exc.diagnostic(), exc.exit_code)
         click.echo(f"sp: {exc.diagnostic()}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(0)
+
+
+def _json_error(message: str, exit_code: int) -> NoReturn:
+    import json
+
+    click.echo(json.dumps({"error": message, "exit_code": exit_code}))
+    sys.exit(exit_code)

@@ -169,7 +169,13 @@ def _this_vaults_public_keys() -> VaultPublicKeys:
 
 @audit.command()
 @click.option("--journal", "journal", default=None, help="Journal name (actions, sessions, reads).")
-@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=50,
+    show_default=True,
+    help="Show at most N records (the latest).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON Lines.")
 @click.option("--unseal", is_flag=True, help="Ask for the vault passphrase and show sealed bodies.")
 @click.option(

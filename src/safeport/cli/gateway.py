@@ -12,11 +12,12 @@ from typing import Any
 import click
 
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.gateway_client import GatewayClient
+from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning
 from safeport.cli.render import inert
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
+from safeport.shared.setup_state import missing_setup
 
 
 @click.group()
@@ -47,6 +48,8 @@ def run(print_service: str | None) -> None:
     from safeport.action_gateway.daemon import run_gateway
 
     ensure_private_dir(paths.data_dir)
+    for advice in missing_setup(paths):
+        click.echo(f"sp: {advice}", err=True)
     _configure_logging(log_path)
     run_gateway(paths, default_parts(paths))
 
@@ -79,8 +82,12 @@ def status(as_json: bool) -> None:
 @gateway.command()
 def stop() -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
-    with GatewayClient(locate()) as client:
-        client.call("gateway.stop")
+    try:
+        with GatewayClient(locate()) as client:
+            client.call("gateway.stop")
+    except GatewayNotRunning:
+        click.echo("gateway: not running")  # the state asked for already holds
+        return
     click.echo("gateway: stopping")
 
 
