@@ -102,6 +102,21 @@ class PolicyStore:
             self._served = ServedPolicy(policy, digest, current.text)
         return self._served
 
+    def pending_declares(self, kind: str, target: str, action: str) -> bool:
+        """Whether gateway.toml on disk, edited but not accepted, declares this action: read
+        only on the refusal path, so a request for an action the file also lacks costs one
+        read and a parse, and the served policy is never touched."""
+        current = self.read_file()
+        served = self._served
+        if current.text is None or current.error or (served and served.digest == current.digest):
+            return False
+        policy, _ = parse_gateway_policy(current.text)
+        if kind == "ssh":
+            host = policy.ssh.hosts.get(target)
+            return host is not None and action in host.commands
+        service = policy.http.services.get(target)
+        return service is not None and action in service.operations
+
     def status(self) -> dict[str, object]:
         current = self.read_file()
         served = self._served

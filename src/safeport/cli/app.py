@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
     try:
-        sp.main(args=args, prog_name="sp", standalone_mode=False)
+        code = sp.main(args=args, prog_name="sp", standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as exc:
@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
             _json_error(exc.diagnostic(), exc.exit_code)
         click.echo(f"sp: {exc.diagnostic()}", err=True)
         sys.exit(exc.exit_code)
-    sys.exit(0)
+    # Without standalone mode, click returns the code of a `click.exceptions.Exit` raised by a
+    # command (a verdict such as "problems found") instead of exiting with it.
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _json_error(message: str, exit_code: int) -> NoReturn:

@@ -275,3 +275,49 @@ def read_passphrase(
     if not sys.stdin.isatty():
         raise UsageError("no TTY to ask for the passphrase", hint="use --passphrase-file FILE")
     return SecretBytes(click.prompt(prompt, hide_input=True).encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class GatewayView:
+    """What a running gateway says about its vault and policy, asked without a secret."""
+
+    running: bool
+    vault_kinds: dict[str, str] | None  # entry name → kind; None when it could not be asked
+    vault_note: str  # why the vault's entries are unknown, when they are
+    served_digest: str | None
+    served_text: str | None
+
+
+def gateway_view(paths: SafeportPaths, *, timeout: float = 5.0) -> GatewayView:
+    try:
+        with GatewayClient(paths, timeout=timeout) as client:
+            status = client.call("policy.status")
+            served = status.get("served")
+            served_text = status.get("served_text")
+            try:
+                entries = client.call("vault.entries").get("entries", [])
+            except GatewayRefused as exc:
+                return GatewayView(
+                    True,
+                    None,
+                    f"the vault is locked ({exc.diagnostic()}); run `sp vault unlock` to check "
+                    "the credentials too",
+                    served if isinstance(served, str) else None,
+                    served_text if isinstance(served_text, str) else None,
+                )
+    except Error:
+        return GatewayView(
+            False,
+            None,
+            "no gateway is running, so the credentials were not checked against the vault",
+            None,
+            None,
+        )
+    kinds = {str(e.get("name")): str(e.get("kind")) for e in entries if isinstance(e, dict)}
+    return GatewayView(
+        True,
+        kinds,
+        "",
+        served if isinstance(served, str) else None,
+        served_text if isinstance(served_text, str) else None,
+    )
