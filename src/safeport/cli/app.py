@@ -20,6 +20,7 @@ from safeport.cli.policy import policy
 from safeport.cli.sessions import sessions
 from safeport.cli.setup import init
 from safeport.cli.ssh import ssh
+from safeport.cli.status import doctor, status
 from safeport.cli.vault import vault
 from safeport.errors import Error
 
@@ -43,6 +44,8 @@ sp.add_command(demo)
 sp.add_command(ssh)
 sp.add_command(vault)
 sp.add_command(completion)
+sp.add_command(status)
+sp.add_command(doctor)
 help_text.apply(sp)
 
 

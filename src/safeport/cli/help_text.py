@@ -63,7 +63,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp vault keyring enable": ("sp vault keyring enable",),
     "sp vault keyring disable": ("sp vault keyring disable",),
     "sp status": ("sp status", "sp status --json"),
-    "sp doctor": ("sp doctor",),
+    "sp doctor": ("sp doctor", "sp doctor --offline"),
     "sp completion": (
         "sp completion bash >> ~/.bashrc",
         "sp completion zsh > ~/.zfunc/_sp",
