@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from safeport.cli.app import COMMANDS
 from safeport.cli.app import sp as sp_group
 from safeport.shared.launch import sp_command
 from tests.action_gateway.support import REPO, clean_env, wait_until
@@ -21,7 +23,10 @@ GENERIC_METAVARS = ("PATH", "DIRECTORY", "TEXT", "FLOAT", "INTEGER", "FILENAME")
 def commands(group: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = [path]
     if isinstance(group, click.Group):
-        for name, command in group.commands.items():
+        context = click.Context(group)
+        for name in group.list_commands(context):
+            command = group.get_command(context, name)
+            assert command is not None
             found += commands(command, (*path, name))
     return found
 
@@ -42,10 +47,11 @@ def test_every_help_has_examples_plain_metavars_and_described_options(
     assert "Examples:\n    sp" in done.output, done.output
     for word in GENERIC_METAVARS:
         assert f" {word}" not in done.output.split("Options:")[-1], (word, done.output)
-    command: click.Command = sp_group
+    command: click.Command | None = sp_group
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = command.get_command(click.Context(command), name)
+    assert command is not None
     for param in command.params:
         if isinstance(param, click.Option) and param.name != "help":
             assert param.help, f"{param.opts} has no description"
@@ -97,3 +103,23 @@ def test_bash_completion_completes_subcommands(tmp_path: Path) -> None:
            "COMP_CWORD": "1"}  # fmt: skip
     done = subprocess.run(sp_command([]), env=env, capture_output=True, text=True, timeout=60)
     assert "vault" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_root_help_lines_are_the_commands_own() -> None:
+    context = click.Context(sp_group)
+    for name, (_, _, short) in COMMANDS.items():
+        command = sp_group.get_command(context, name)
+        assert command is not None and command.get_short_help_str(limit=500) == short, name
+
+
+def test_version_and_help_import_no_server_code() -> None:
+    """`sp --version`, `--help` and completion load click and the table, nothing heavier."""
+    probe = (
+        "import sys; from safeport.cli import app; "
+        "heavy = [m for m in ('mcp', 'paramiko', 'httpx', 'pydantic', 'cryptography', "
+        "'safeport.context_server', 'safeport.action_gateway', 'rich') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -281,3 +281,13 @@ def _render_table(name: str, records: list[dict[str, Any]]) -> None:
             Text(inert(text if len(text) <= 400 else text[:400] + "…")),
         )
     Console(highlight=False).print(table)
+
+
+def _add_checkpoint() -> None:
+    # `sp audit checkpoint` asks the gateway, so it lives with the gateway commands.
+    from safeport.cli.gateway import checkpoint
+
+    audit.add_command(checkpoint)
+
+
+_add_checkpoint()
