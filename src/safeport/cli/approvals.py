@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from safeport.cli.approver_prompt import ApproverPrompt, stdout_writer
+from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
 from safeport.cli.gateway_client import GatewayClient, read_passphrase
 from safeport.cli.render import inert
@@ -66,18 +66,13 @@ def watch(passphrase_file: Path | None) -> None:
     """Prove the passphrase once, then answer each card as it arrives (y/n)."""
     from safeport.action_gateway.daemon import harden_process
 
-    harden_process()  # this process will hold a proven approver session
-    with GatewayClient(locate()) as client:
-        secret = read_passphrase(passphrase_file)
-        try:
-            client.call_with_passphrase("approver.register", secret)
-        finally:
-            secret.wipe()
-        first = client.call("approvals.watch")
-        client.settimeout(None)
-        click.echo("watching for approval cards (Ctrl-C to stop)")
+    harden_process()  # this process holds the passphrase to register again after a restart
+    secret = read_passphrase(passphrase_file)
+    try:
         width = min(shutil.get_terminal_size((80, 24)).columns, 120)
-        ApproverPrompt(client, stdout_writer, width=width).run(list(first.get("cards", [])))
+        watch_until_stopped(locate(), secret, stdout_writer, width=width)
+    finally:
+        secret.wipe()
 
 
 def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
