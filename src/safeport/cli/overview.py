@@ -136,12 +136,16 @@ def overview_lines(view: Overview) -> list[str]:
             else "not running — start it with `sp gateway run`"
         )
     ]
+    home = view.home
+    lines.append(f"home      {home['config']} (policy, vault); journals in {home['audit']}")
     vault = view.vault
     if vault.get("problem"):
         lines.append(f"vault     {vault['problem']}")
     elif vault["exists"]:
         keyring = ", keyring unlock on" if vault.get("keyring") else ""
-        lines.append(f"vault     {vault['entries']} entr(ies) in {vault['path']}{keyring}")
+        count = vault["entries"]
+        entries = f"{count} entry" if count == 1 else f"{count} entries"
+        lines.append(f"vault     {entries} in {vault['path']}{keyring}")
     else:
         lines.append("vault     none yet — create it with `sp vault init`")
     policy = view.policy
