@@ -98,3 +98,16 @@ def test_an_action_only_in_an_unaccepted_edit_tells_the_agent_it_waits(home: Pat
 @pytest.mark.parametrize("placeholder", ["ssh-ed25519 AAAA...", "ssh-ed25519 AAAAC3Nza"])
 def test_placeholders_from_examples_are_caught(placeholder: str) -> None:
     assert host_key_problem(placeholder) is not None
+
+
+def test_gateway_status_and_sp_status_flag_a_policy_the_vault_cannot_serve(home: Path) -> None:
+    with running_gateway(home):
+        (home / "gateway.toml").write_text(MISSING_CREDENTIAL)
+        shown = sp(home, "gateway", "status")
+        assert shown.returncode == 0, shown.stderr
+        assert "gateway.toml has 1 problem(s); see `sp policy check`" in shown.stdout
+        assert "credential 'deploy-token' is not in the vault" in shown.stdout
+        overview = sp(home, "status")
+        assert "PROBLEM" in overview.stdout and "deploy-token" in overview.stdout
+        answer = json.loads(sp(home, "status", "--json").stdout)
+        assert any("deploy-token" in p for p in answer["policy"]["problems"])

@@ -77,3 +77,25 @@ def test_doctor_flags_a_client_entry_that_lost_its_home(home: Path, tmp_path: Pa
     assert done.returncode == 1, done.stdout
     assert "FAIL  client cursor: SAFEPORT_HOME: not set in the entry" in done.stdout
     assert "fix: sp client install cursor --replace" in done.stdout
+
+
+def test_doctor_checks_an_https_service_with_the_identity_the_gateway_would_require(
+    tmp_path: Path,
+) -> None:
+    from safeport.demo.tls_service import serve_demo_api
+
+    home = tmp_path / "d"
+    home.mkdir(mode=0o700)
+    with serve_demo_api(tmp_path, b"token") as service:
+        policy = (
+            '[credentials.api-token]\nkind = "token"\n\n[http.services.api]\n'
+            f'base_url = "{service.base_url}"\ncredential = "api-token"\n'
+        )
+        (home / "gateway.toml").write_text(policy + f'ca_file = "{service.ca_file}"\n')
+        trusted = sp(home, "doctor")
+        assert "ok    https service api: localhost" in trusted.stdout, trusted.stdout
+        (home / "gateway.toml").write_text(policy)  # the system roots do not know the test CA
+        refused = sp(home, "doctor")
+        assert refused.returncode == 1
+        assert "FAIL  https service api:" in refused.stdout
+        assert "certificate refused" in refused.stdout and "fix: set ca_file" in refused.stdout

@@ -84,3 +84,25 @@ def test_weakness_judges_length_repetition_and_common_words() -> None:
     assert weakness(SecretBytes(b"Password1")) == "it is a common password"
     assert weakness(SecretBytes(b"aaaaaaaaaaaaaaaa")) is not None
     assert weakness(SecretBytes(PASSPHRASE.encode())) is None
+
+
+def test_rotate_takes_the_kind_the_entry_already_has(tmp_path: Path) -> None:
+    home = vault_home(tmp_path)
+    (home / "v1").write_text("first\n")
+    (home / "v2").write_text("second\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            sp_command([*args, "--passphrase-file", str(home / "pw")]),
+            env=clean_env(home), cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    assert (
+        run("vault", "add", "api", "--kind", "token", "--value-file", str(home / "v1")).returncode
+        == 0
+    )
+    rotated = run("vault", "rotate", "api", "--value-file", str(home / "v2"))
+    assert rotated.returncode == 0, rotated.stderr
+    assert "rotated api" in rotated.stdout
+    missing = run("vault", "rotate", "nope", "--value-file", str(home / "v2"))
+    assert missing.returncode == 2 and "no entry named 'nope'" in missing.stderr

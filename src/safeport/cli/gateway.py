@@ -76,6 +76,12 @@ def status(as_json: bool) -> None:
         f"sessions: {result.get('sessions')}",
         f"pending approvals: {result.get('pending_cards')}",
     ]
+    from safeport.cli.overview import policy_problems
+
+    problems = policy_problems(locate())
+    if problems:
+        lines.append(f"policy: gateway.toml has {len(problems)} problem(s); see `sp policy check`")
+        lines += [f"  {problem}" for problem in problems]
     click.echo("\n".join(inert(line) for line in lines))
 
 

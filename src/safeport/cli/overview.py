@@ -91,6 +91,7 @@ def _policy(paths: SafeportPaths) -> dict[str, Any]:
         "file_error": current.error,
         "served": view.served_digest,
         "pending": bool(view.running and current.digest and view.served_digest != current.digest),
+        "problems": [] if current.error else policy_problems(paths),
     }
 
 
@@ -151,6 +152,8 @@ def overview_lines(view: Overview) -> list[str]:
     policy = view.policy
     if policy["file_error"]:
         lines.append(f"policy    {policy['file_error']}")
+    for problem in policy.get("problems", []):
+        lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
     served = policy["served"]
     lines.append(
         "policy    served "
@@ -176,3 +179,21 @@ def overview_lines(view: Overview) -> list[str]:
     if not view.clients:
         lines.append("client    none for this folder — `sp client install CLIENT`")
     return lines
+
+
+def policy_problems(paths: SafeportPaths) -> list[str]:
+    """What `sp policy check` would report about gateway.toml now, as lines (empty: none)."""
+    from safeport.action_gateway.policy_review import review
+    from safeport.action_gateway.policy_store import PolicyStore
+    from safeport.shared.schemas.config import parse_gateway_policy
+
+    current = PolicyStore(paths.gateway_config).read_file()
+    if current.text is None:
+        return [current.error or "gateway.toml cannot be read"]
+    try:
+        policy, _ = parse_gateway_policy(current.text)
+    except Error as exc:
+        return [exc.diagnostic()]
+    return [
+        problem.text() for problem in review(policy, current.text, gateway_view(paths).vault_kinds)
+    ]
