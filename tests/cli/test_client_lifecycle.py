@@ -102,6 +102,7 @@ def test_each_client_round_trips_install_list_check_uninstall(
     line = next(line for line in listed.stdout.splitlines() if str(path) in line and "OK" in line)
     assert line.startswith(f"{client} ({scope})" if scope else client)
     assert f"home {sp_home}" in listed.stdout and "profile agent" in listed.stdout
+    assert "\\u000a" not in listed.stdout  # one line per line, not escaped newlines
 
     check = [*args, "--check"]
     assert sp(home, *check, cwd=workspace, **where).returncode == 0

@@ -119,8 +119,8 @@ def _report_check(client_name: str, setup: Setup) -> None:
     if problems:
         raise Denied(
             f"{client_name} ({setup.target.path}) differs from this install:\n"
-            + "\n".join(f"  - {inert(problem)}" for problem in problems),
-            hint=f"run `sp client install {client_name}` (with --replace if asked) to fix it",
+            + "".join(f"  - {inert(problem)}\n" for problem in problems)
+            + f"fix: run `sp client install {client_name}` (with --replace if asked)"
         )
     click.echo(f"{client_name}: set up in {setup.target.path}")
 
@@ -152,12 +152,12 @@ def _listed_line(item: Listed) -> str:
         return inert(f"{name:<22} {state:<14} {item.path}")
     summary = item.summary
     home = summary.env.get("SAFEPORT_HOME", "default")
-    head = (
-        f"{name:<22} {'OK' if not item.problems else 'DIFFERS':<14} {item.path}\n"
+    lines = [
+        f"{name:<22} {'OK' if not item.problems else 'DIFFERS':<14} {item.path}",
         f"{'':<22} profile {summary.profile}, roots {', '.join(summary.roots) or 'none'}, "
-        f"home {home}"
-    )
-    lines = [head, *(f"{'':<22} - {problem}" for problem in item.problems)]
+        f"home {home}",
+        *(f"{'':<22} - {problem}" for problem in item.problems),
+    ]
     return "\n".join(inert(line) for line in lines)
 
 
