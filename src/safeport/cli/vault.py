@@ -88,14 +88,14 @@ def init(passphrase_file: Path | None) -> None:
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
     weak = weakness(passphrase)
+    keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
+    passphrase.wipe()
     if weak:
         click.echo(
             f"warning: a weak passphrase ({weak}): anyone who copies vault.sp can guess it "
             "offline; `sp vault passphrase` changes it later",
             err=True,
         )
-    keys = backend.init(passphrase)
-    passphrase.wipe()
     click.echo(f"vault created: {paths.vault_file}")
     click.echo(f"public keys: {paths.vault_public_file}")
     click.echo(f"checkpoint key: {keys.checkpoint_fingerprint}")
