@@ -102,6 +102,14 @@ class FakeVaultStore:
         )
 
 
+HELD_CREDENTIALS: tuple[tuple[str, SecretKind], ...] = (
+    ("build-key", "ssh-key"),
+    ("session-key", "ssh-key"),
+    ("limited-key", "ssh-key"),
+    ("deploy-token", "token"),
+)
+
+
 class FakeUnlockedVault:
     def __init__(self, store: FakeVaultStore) -> None:
         self._store = store
@@ -116,7 +124,13 @@ class FakeUnlockedVault:
             raise RuntimeError("this vault object was locked")
 
     def entries(self) -> list[EntryInfo]:
-        return []
+        # The credentials support.POLICY names, with the kinds secret() answers for them, so
+        # `sp policy check` against the harness sees a vault that holds what it serves.
+        created = datetime(2026, 1, 1, tzinfo=UTC)
+        return [
+            EntryInfo(name=name, kind=kind, created=created, rotated=None)
+            for name, kind in HELD_CREDENTIALS
+        ]
 
     def public_keys(self) -> VaultPublicKeys:
         return self._store.public_keys()

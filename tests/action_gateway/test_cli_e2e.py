@@ -126,7 +126,7 @@ def test_policy_check_names_an_unknown_key_and_its_line(gateway: Gateway) -> Non
     assert code == 0 and "NOT served" in out
     gateway.write_policy(POLICY.replace("auto_lock_minutes = 0", "auto_lock_minutes = 0\nlol = 1"))
     code, out = _sp(gateway, "policy", "check")
-    assert code == 2 and "unknown key `gateway.lol` (line 5)" in out
+    assert code == 2 and "line 5: unknown key `gateway.lol`" in out
 
 
 def test_print_service_renders_a_systemd_unit_and_a_launchd_plist(gateway: Gateway) -> None:

@@ -127,7 +127,7 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
     try:
         watcher.until("watching for approval cards")
         agent.send({**PROPOSAL, "id": "late"})
-        shown = watcher.until("approve? [y/N] (")
+        shown = watcher.until("approve? [y/n] (")
         assert "time left" in shown and "this one request only" in shown
         assert " s left) " in shown
         # Nobody answers: the gateway's timeout denies, and the prompt says so at once.
@@ -139,18 +139,18 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
         # The next card is not approved by it: withdrawn by its requester, it is cleared too.
         earlier, watcher.seen = watcher.seen, ""
         agent.send({**PROPOSAL, "id": "withdrawn"})
-        watcher.until("approve? [y/N]", timeout=15)
+        watcher.until("approve? [y/n]", timeout=15)
         agent.send({"v": 1, "id": "c1", "type": "cancel", "target": "withdrawn"})
         watcher.until("was withdrawn by its requester; nothing runs")
         replies = [agent.next(10), agent.next(10)]
         assert {r.get("id") for r in replies} == {"withdrawn", "c1"}
         assert next(r for r in replies if r["id"] == "withdrawn")["error"]["code"] == "denied"
-        assert watcher.seen.count("approve? [y/N]") == 1
+        assert watcher.seen.count("approve? [y/n]") == 1
         assert "approved" not in (earlier + watcher.seen).replace("approve?", "")
         # A key pressed just as a new card appears was meant for the screen before it.
         earlier, watcher.seen = earlier + watcher.seen, ""
         agent.send({**PROPOSAL, "id": "fresh"})
-        watcher.until("approve? [y/N]", timeout=15)
+        watcher.until("approve? [y/n]", timeout=15)
         watcher.type("y\n")
         watcher.until("input ignored: this card was just shown")
         time.sleep(1.6)
@@ -163,3 +163,52 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
         watcher.close()
     assert watcher.proc.stderr is not None
     assert b"Traceback" not in watcher.proc.stderr.read()
+
+
+def start_gateway(home: Path) -> subprocess.Popen[bytes]:
+    gateway = subprocess.Popen(
+        sp_command(["gateway", "run"]), cwd=REPO, env=clean_env(home), stderr=subprocess.DEVNULL
+    )
+    wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+    return gateway
+
+
+def test_watch_has_no_default_answer_and_survives_a_gateway_restart(running: Path) -> None:
+    watcher = Watcher(running)
+    agent = AgentProcess(running, ["flock", "-s", str(running / "client.lock")])
+    try:
+        watcher.until("watching for approval cards")
+        agent.send({**PROPOSAL, "id": "empty"})
+        watcher.until("approve? [y/n] (", timeout=15)
+        time.sleep(1.6)
+        watcher.type("\n")  # Enter alone is no answer
+        watcher.until("answer y or n")
+        assert "denied" not in watcher.seen.split("answer y or n")[-1]
+        watcher.type("n\n")
+        watcher.until("denied")
+        assert agent.next(10)["error"]["code"] == "denied"
+        agent.exit()
+
+        # The gateway restarts: the watcher says so, waits, and registers again by itself.
+        assert sp(running, "gateway", "stop").returncode == 0
+        watcher.until("the gateway stopped; waiting for it to start again", timeout=20)
+        assert watcher.proc.poll() is None
+        gateway = start_gateway(running)
+        try:
+            watcher.until("reconnected to the gateway; watching again", timeout=20)
+            unlocked = sp(running, "vault", "unlock", "--passphrase-file", str(running / "pw"))
+            assert unlocked.returncode == 0, unlocked.stderr
+            agent = AgentProcess(running, ["flock", "-s", str(running / "client.lock")])
+            agent.send({**PROPOSAL, "id": "after-restart"})
+            watcher.seen = ""
+            watcher.until("approve? [y/n] (", timeout=15)
+            time.sleep(1.6)
+            watcher.type("n\n")
+            watcher.until("denied")
+            assert agent.next(10)["error"]["code"] == "denied"
+            agent.exit()
+        finally:
+            sp(running, "gateway", "stop")
+            gateway.wait(20)
+    finally:
+        watcher.close()

@@ -13,17 +13,18 @@ import pytest
 
 from safeport.cli.client_setup import ENTRY_NAME
 from safeport.shared.launch import sp_command
+from safeport.shared.paths import LOCATION_VARIABLES
 
 
 def sp(
-    home: Path, *args: str, cwd: Path | None = None, **extra: str
+    home: Path, *args: str, cwd: Path | None = None, command: str = "install", **extra: str
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), **extra}
-    for moved in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for moved in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", *LOCATION_VARIABLES):
         if moved not in extra:
             env.pop(moved, None)
     return subprocess.run(
-        sp_command(["client", "install", *args]),
+        sp_command(["client", command, *args]),
         capture_output=True,
         text=True,
         env=env,
@@ -127,10 +128,19 @@ def test_codex_toml_is_appended_and_replaced_in_place(home: Path, workspace: Pat
     assert parsed["mcp_servers"]["other"]["command"] == "x"
 
 
-def test_print_changes_nothing(home: Path, workspace: Path) -> None:
+def test_print_prints_the_entry_alone_and_changes_nothing(home: Path, workspace: Path) -> None:
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}')
     done = sp(home, "cursor", "--root", str(workspace), "--print")
-    assert done.returncode == 0 and ENTRY_NAME in done.stdout
-    assert not (home / ".cursor").exists()
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert list(printed) == [ENTRY_NAME] and printed[ENTRY_NAME]["command"] == sys.executable
+    assert str(path) in done.stderr
+    assert path.read_text() == '{"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}'
+    codex = sp(home, "codex", "--root", str(workspace), "--print")
+    assert tomllib.loads(codex.stdout)["mcp_servers"][ENTRY_NAME]["command"] == sys.executable
+    assert not (home / ".codex").exists()
 
 
 def older_entry(workspace: Path) -> dict[str, object]:

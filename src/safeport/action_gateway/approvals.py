@@ -14,6 +14,9 @@ decides cards. Nothing is persisted; a gateway restart forgets every grant.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 import secrets
 import threading
 import time
@@ -156,7 +159,7 @@ class Approvals:
         if request.scope == "session":
             grant = SessionGrant(
                 id=_new_id("s"),
-                requester=requester,
+                requester=_held(requester),
                 credential=request.credential,
                 policy_digest=request.policy_digest,
                 opened_at=now,
@@ -283,6 +286,7 @@ class Approvals:
             grant = self._sessions.pop(session_id, None)
         if grant is None:
             raise NoSuchCard(f"no session {session_id}", hint="`sp sessions list` shows them")
+        _let_go(grant)
         self._journal.record("session.revoked", {"session": grant.id, "by": by})
         return grant
 
@@ -301,6 +305,7 @@ class Approvals:
             with self._lock:
                 if self._sessions.pop(grant.id, None) is None:
                     continue
+            _let_go(grant)
             self._journal.record("session.ended", {"session": grant.id, "reason": why})
         return [grant for grant, _ in ended]
 
@@ -313,6 +318,7 @@ class Approvals:
             self._sessions.clear()
             self._per_call.clear()
         for grant in sessions:
+            _let_go(grant)
             self._journal.record("session.ended", {"session": grant.id, "reason": reason})
         return len(sessions)
 
@@ -426,6 +432,25 @@ def check_approver(
             "the approver runs inside the requester's client",
             hint="approve from another terminal, or set allow_approver_in_client = true",
         )
+
+
+def _held(requester: PeerIdentity) -> PeerIdentity:
+    """The requester with a pidfd of the session's own. The connection's pidfd is closed when
+    that connection ends, and an agent's client connects anew for each call: a session holding
+    the connection's descriptor would find it closed (poll says "gone") or, worse, reused by
+    another descriptor, and end after its first call."""
+    if requester.pidfd is None:
+        return requester
+    try:
+        return dataclasses.replace(requester, pidfd=os.dup(requester.pidfd))
+    except OSError:
+        return dataclasses.replace(requester, pidfd=None)  # start time still tells it apart
+
+
+def _let_go(grant: SessionGrant) -> None:
+    if grant.requester.pidfd is not None:
+        with contextlib.suppress(OSError):
+            os.close(grant.requester.pidfd)
 
 
 def _binding(request: ActionRequest, requester: PeerIdentity) -> tuple[object, ...]:

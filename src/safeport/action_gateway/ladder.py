@@ -83,6 +83,10 @@ class PolicySource(Protocol):
     @property
     def served(self) -> ServedPolicy | None: ...
 
+    def pending_declares(self, kind: str, target: str, action: str) -> bool:
+        """Whether an edited, not yet accepted gateway.toml declares this action."""
+        ...
+
 
 class RateLimiter:
     """A sliding one-minute window per credential (``rate_per_minute``)."""
@@ -184,7 +188,22 @@ class Ladder:
 
     def _rung_action(self, proposal: Proposal, served: ServedPolicy) -> Resolved:
         policy = served.policy
-        resolved = _resolve(proposal, served)
+        try:
+            resolved = _resolve(proposal, served)
+        except Refusal as refusal:
+            if refusal.category != "unknown_action" or not self._policies.pending_declares(
+                *_proposal_target(proposal)
+            ):
+                raise
+            # The human's edit is there but not accepted: say so, or the agent (and the person
+            # reading its answer) would think the policy lacks the action.
+            raise Refusal(
+                refusal.code,
+                refusal.rung,
+                refusal.category,
+                f"{refusal.message}; gateway.toml declares it, but that policy change waits "
+                "for a human to run `sp policy accept`",
+            ) from None
         credential = policy.credentials[resolved.request.credential]
         try:
             self._rates.take(resolved.request.credential, credential.rate_per_minute)
@@ -335,6 +354,12 @@ class Ladder:
         except Error:
             # The refusal stands either way; a reply that nothing ran is still true.
             refusal.code = "unavailable" if refusal.rung < 7 else refusal.code
+
+
+def _proposal_target(proposal: Proposal) -> tuple[str, str, str]:
+    if isinstance(proposal, ProposeSsh):
+        return "ssh", proposal.host_id, proposal.command_id
+    return "http", proposal.service_id, proposal.operation_id
 
 
 def _resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:

@@ -13,9 +13,11 @@ import difflib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
+from safeport.shared.visible_text import visible
 from safeport.vault.files import replace_atomically
 from safeport.vault.interface import UnlockedVault
 
@@ -111,6 +113,21 @@ class PolicyStore:
             self._served = ServedPolicy(policy, digest, text)
         return self._served
 
+    def pending_declares(self, kind: str, target: str, action: str) -> bool:
+        """Whether gateway.toml on disk, edited but not accepted, declares this action: read
+        only on the refusal path, so a request for an action the file also lacks costs one
+        read and a parse, and the served policy is never touched."""
+        current = self.read_file()
+        served = self._served
+        if current.text is None or current.error or (served and served.digest == current.digest):
+            return False
+        policy, _ = parse_gateway_policy(current.text)
+        if kind == "ssh":
+            host = policy.ssh.hosts.get(target)
+            return host is not None and action in host.commands
+        service = policy.http.services.get(target)
+        return service is not None and action in service.operations
+
     def status(self) -> dict[str, object]:
         current = self.read_file()
         served = self._served
@@ -131,3 +148,44 @@ def policy_diff(accepted: str | None, proposed: str) -> str:
         tofile="gateway.toml",
     )
     return "".join(lines)
+
+
+DiffKind = Literal["file", "hunk", "added", "removed", "same"]
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of the diff a human reviews; ``text`` is already safe to print."""
+
+    kind: DiffKind
+    text: str
+
+
+def policy_diff_lines(accepted: str | None, proposed: str) -> tuple[DiffLine, ...]:
+    """The diff line by line, each line's own characters escaped (``shared/visible_text.py``).
+
+    Escaping the joined diff would turn every newline into ``\\u000a`` and show one unreadable
+    line; escaping per line keeps the layout and still shows a hidden character in a value as
+    an escape, so the edit a person accepts is the edit they saw. Empty: no changes.
+    """
+    lines = difflib.unified_diff(
+        (accepted or "").splitlines(),
+        proposed.splitlines(),
+        fromfile="accepted",
+        tofile="gateway.toml",
+        lineterm="",
+    )
+    return tuple(_diff_line(line) for line in lines)
+
+
+def _diff_line(line: str) -> DiffLine:
+    text = visible(line)
+    if line.startswith(("--- ", "+++ ")):
+        return DiffLine("file", text)
+    if line.startswith("@@"):
+        return DiffLine("hunk", text)
+    if line.startswith("+"):
+        return DiffLine("added", text)
+    if line.startswith("-"):
+        return DiffLine("removed", text)
+    return DiffLine("same", text)

@@ -1,67 +1,134 @@
-"""The root `sp` group and the one place errors become exit codes."""
+"""The root `sp` group and the one place errors become exit codes.
+
+Subcommands are imported only when one is run: the context server, the gateway and the MCP SDK
+cost most of a second to import, which `sp --version`, `sp --help` and shell completion should
+never pay. The root's help lists each command from the table below (a test keeps the table's
+lines equal to the commands' own).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import NoReturn
 
 import click
 
 from safeport import __version__
-from safeport.cli.approvals import approvals
-from safeport.cli.audit import audit
-from safeport.cli.client import client
-from safeport.cli.context import context
-from safeport.cli.demo import demo
-from safeport.cli.gateway import checkpoint, gateway
-from safeport.cli.gateway_install import install_command, uninstall_command
-from safeport.cli.policy import policy
-from safeport.cli.sessions import sessions
-from safeport.cli.setup import init
-from safeport.cli.ssh import ssh
-from safeport.cli.vault import vault
+from safeport.cli import help_text
 from safeport.errors import Error
 from safeport.shared.install_file import downgrade_notice
 
+# name: (module, attribute, the first line of its help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": (
+        "safeport.cli.setup", "init",
+        "Write gateway.toml and context.toml templates and create the vault (first setup).",
+    ),
+    "status": (
+        "safeport.cli.status", "status",
+        "Gateway, vault, served and pending policy, sessions, cards, journals and clients.",
+    ),
+    "doctor": (
+        "safeport.cli.status", "doctor",
+        "Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a "
+        "problem, with the fix for each.",
+    ),
+    "vault": ("safeport.cli.vault", "vault", "The encrypted credential store the gateway unlocks."),
+    "policy": (
+        "safeport.cli.policy", "policy", "Check and accept the gateway policy (gateway.toml)."
+    ),
+    "gateway": (
+        "safeport.cli.gateway", "gateway",
+        "Run and manage the action gateway (the only process that holds credentials).",
+    ),
+    "client": (
+        "safeport.cli.client", "client",
+        "Connect MCP clients (Claude Code, Claude Desktop, Codex, Cursor, VS Code).",
+    ),
+    "approvals": ("safeport.cli.approvals", "approvals", "Answer the gateway's approval cards."),
+    "sessions": ("safeport.cli.sessions", "sessions", "List and revoke session grants."),
+    "audit": ("safeport.cli.audit", "audit", "Verify and read the hash-chained audit journals."),
+    "context": (
+        "safeport.cli.context", "context", "The read-only workspace server for MCP clients."
+    ),
+    "ssh": ("safeport.cli.ssh", "ssh", "SSH helpers for writing the gateway policy."),
+    "demo": (
+        "safeport.cli.demo", "demo",
+        "Run workspace, vault, gateway, approval and audit end to end in a throwaway folder.",
+    ),
+    "completion": (
+        "safeport.cli.completion", "completion",
+        "Print the completion script for SHELL; load it from your shell's start-up file.",
+    ),
+}  # fmt: skip
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when they are looked up, not before."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        help_text.apply(command, f"sp {cmd_name}")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, _, short) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sp")
 def sp() -> None:
     """safeport: a read-only workspace for agents, and a gateway that holds the credentials."""
 
 
-sp.add_command(init)
-sp.add_command(audit)
-sp.add_command(gateway)
-gateway.add_command(install_command)
-gateway.add_command(uninstall_command)
-sp.add_command(approvals)
-sp.add_command(sessions)
-sp.add_command(policy)
-audit.add_command(checkpoint)
-sp.add_command(client)
-sp.add_command(context)
-sp.add_command(demo)
-sp.add_command(ssh)
-sp.add_command(vault)
+help_text.apply(sp)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one `except Error` turns any known failure into its sentence and exit code."""
+    """Entry point: one `except Error` turns any known failure into its sentence and exit code.
+
+    A command asked for ``--json`` answers in JSON also when it fails (``{"error": …}`` on
+    stdout, the same exit code), so a script never has to parse a sentence.
+    """
     notice = downgrade_notice(os.environ, os.geteuid())
     if notice:
         click.echo(f"sp: warning: {notice}", err=True)
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
     try:
-        sp.main(args=argv, prog_name="sp", standalone_mode=False)
+        code = sp.main(args=args, prog_name="sp", standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as exc:
+        if as_json:
+            _json_error(exc.format_message(), exc.exit_code)
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("sp: aborted", err=True)
         sys.exit(2)
     except Error as exc:
+        if as_json:
+            _json_error(exc.diagnostic(), exc.exit_code)
         click.echo(f"sp: {exc.diagnostic()}", err=True)
         sys.exit(exc.exit_code)
-    sys.exit(0)
+    # Without standalone mode, click returns the code of a `click.exceptions.Exit` raised by a
+    # command (a verdict such as "problems found") instead of exiting with it.
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _json_error(message: str, exit_code: int) -> NoReturn:
+    import json
+
+    click.echo(json.dumps({"error": message, "exit_code": exit_code}))
+    sys.exit(exit_code)

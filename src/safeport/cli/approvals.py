@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import click
 
-from safeport.cli.approver_prompt import ApproverPrompt, stdout_writer
+from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
 from safeport.cli.gateway_client import GatewayClient, read_passphrase
 from safeport.cli.render import inert
+from safeport.errors import Error
 from safeport.shared.paths import locate
+from safeport.vault.secrets import SecretBytes
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",
@@ -70,22 +73,37 @@ def deny(card_id: str, passphrase_file: Path | None) -> None:
 
 @approvals.command()
 @_PASSPHRASE_FILE
-def watch(passphrase_file: Path | None) -> None:
-    """Prove the passphrase once, then answer each card as it arrives (y/n)."""
+@click.option("--plain", is_flag=True, help="Line by line, as on a pipe, even on a terminal.")
+def watch(passphrase_file: Path | None, plain: bool) -> None:
+    """Prove the passphrase once, then answer each card as it arrives (y/n).
+
+    On a terminal: a live full-screen view with the card and its time left, the open sessions
+    (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time.
+    Either way it waits for the gateway through a restart and registers again.
+    """
     from safeport.action_gateway.daemon import harden_process
 
-    harden_process()  # this process will hold a proven approver session
-    with GatewayClient(locate()) as client:
-        secret = read_passphrase(passphrase_file)
-        try:
-            client.call_with_passphrase("approver.register", secret)
-        finally:
-            secret.wipe()
-        first = client.call("approvals.watch")
-        client.settimeout(None)
-        click.echo("watching for approval cards (Ctrl-C to stop)")
+    harden_process()  # this process holds the passphrase to register again after a restart
+    secret = read_passphrase(passphrase_file)
+    try:
+        if not plain and sys.stdin.isatty() and sys.stdout.isatty():
+            _watch_screen(secret)
+            return
         width = min(shutil.get_terminal_size((80, 24)).columns, 120)
-        ApproverPrompt(client, stdout_writer, width=width).run(list(first.get("cards", [])))
+        watch_until_stopped(locate(), secret, stdout_writer, width=width)
+    finally:
+        secret.wipe()
+
+
+def _watch_screen(secret: SecretBytes) -> None:
+    from safeport.cli.approval_link import ApprovalLink
+    from safeport.cli.approvals_screen import ApprovalsApp
+
+    paths = locate()
+    app = ApprovalsApp(lambda tell: ApprovalLink(paths, secret, tell))
+    app.run()
+    if app.failure:
+        raise Error(app.failure)
 
 
 def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:

@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from safeport.cli.card_text import card_lines
-from safeport.cli.gateway_client import GatewayClient, GatewayRefused
+from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, GatewayRefused
 from safeport.cli.render import inert
+from safeport.errors import Error
+from safeport.shared.paths import SafeportPaths
+from safeport.vault.secrets import SecretBytes
 
 # Reminders of the time left, in seconds, while a card waits for its answer.
 REMINDERS = (60, 30, 10)
@@ -135,7 +138,7 @@ class ApproverPrompt:
 
     def _prompt(self) -> None:
         if self._current is not None:
-            self._write(f"approve? [y/N] ({self._left()} s left) ")
+            self._write(f"approve? [y/n] ({self._left()} s left) ")
 
     def _remind(self) -> None:
         current = self._current
@@ -173,9 +176,10 @@ class ApproverPrompt:
             answer = line.decode("utf-8", "replace").strip().lower()
             if answer in ("y", "yes"):
                 self._decide(True)
-            elif answer in ("", "n", "no"):
+            elif answer in ("n", "no"):
                 self._decide(False)
-            else:
+            else:  # no default: an action runs, or not, only on a word a person typed
+                self._say("answer y or n")
                 self._prompt()
 
     def _decide(self, approve: bool) -> None:
@@ -209,3 +213,44 @@ class ApproverPrompt:
 def stdout_writer(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def watch_until_stopped(
+    paths: SafeportPaths,
+    passphrase: SecretBytes,
+    write: Callable[[str], None],
+    *,
+    width: int = 80,
+    retry_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> None:
+    """Register as the approver and answer cards; when the gateway stops (a restart, an
+    upgrade), say so, wait for it to listen again, register again and go on."""
+    reconnecting = False
+    while keep_going():
+        try:
+            with GatewayClient(paths) as client:
+                client.call_with_passphrase("approver.register", passphrase.copy())
+                first = client.call("approvals.watch")
+                client.settimeout(None)
+                if reconnecting:
+                    write("reconnected to the gateway; watching again\n")
+                else:
+                    write("watching for approval cards (Ctrl-C to stop)\n")
+                reconnecting = False
+                ApproverPrompt(client, write, width=width).run(list(first.get("cards", [])))
+        except GatewayNotRunning:
+            if not reconnecting:
+                raise  # not running at the start: the person should know at once
+            sleep(retry_s)
+            continue
+        except GatewayRefused:
+            raise  # a wrong passphrase or a refusal is not a restart
+        except Error as exc:
+            if "closed the connection" not in exc.message:
+                raise
+        if not reconnecting:
+            write("the gateway stopped; waiting for it to start again (Ctrl-C to stop)\n")
+        reconnecting = True
+        sleep(retry_s)

@@ -194,7 +194,13 @@ def _this_vaults_public_keys() -> VaultPublicKeys:
 
 @audit.command()
 @click.option("--journal", "journal", default=None, help="Journal name (actions, sessions, reads).")
-@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=50,
+    show_default=True,
+    help="Show at most N records (the latest).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON Lines.")
 @click.option("--unseal", is_flag=True, help="Ask for the vault passphrase and show sealed bodies.")
 @click.option(
@@ -300,3 +306,13 @@ def _render_table(name: str, records: list[dict[str, Any]]) -> None:
             Text(inert(text if len(text) <= 400 else text[:400] + "…")),
         )
     Console(highlight=False).print(table)
+
+
+def _add_checkpoint() -> None:
+    # `sp audit checkpoint` asks the gateway, so it lives with the gateway commands.
+    from safeport.cli.gateway import checkpoint
+
+    audit.add_command(checkpoint)
+
+
+_add_checkpoint()

@@ -1,114 +1,193 @@
-"""`sp client install`: register the context server with an MCP client."""
+"""`sp client install|list|uninstall`: register the context server with an MCP client."""
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from safeport.cli.client_setup import (
+    CLAUDE_SCOPES,
     CLIENTS,
-    entry_for,
-    imports_project_code,
-    installed_entry,
-    merged_text,
-    server_command,
-    target_for,
-    unsafe_project_entries,
+    Listed,
+    Setup,
+    check,
+    install,
+    listing,
+    printed_entry,
+    uninstall,
 )
-from safeport.errors import Denied, EnvironmentProblem
+from safeport.cli.render import inert
+from safeport.errors import Denied
 from safeport.shared.provenance import verify_outside_served_roots
+
+_SCOPE_HELP = (
+    "Claude Code only: local (your ~/.claude.json, for this project; the default, as "
+    "`claude mcp add`), project (.mcp.json in the project, shared with everyone who clones "
+    "it), or user (~/.claude.json, every project)."
+)
 
 
 @click.group()
 def client() -> None:
-    """Connect MCP clients (Claude Code, Claude Desktop, Codex, Cursor, VS Code)."""
+    """Connect MCP clients (Claude Code, Claude Desktop, Codex, Cursor, VS Code).
+
+    \b
+    Examples:
+      sp client install claude-code --profile agent --root ~/src/app
+      sp client list
+      sp client uninstall vscode --root ~/src/app
+    """
 
 
 @client.command("install")
 @click.argument("client_name", metavar="CLIENT", type=click.Choice(CLIENTS))
 @click.option(
-    "--profile", type=click.Choice(["reader", "agent"]), default="reader", show_default=True
+    "--profile",
+    type=click.Choice(["reader", "agent"]),
+    default="reader",
+    show_default=True,
+    help="reader: the workspace only; agent: also the gateway's actions.",
 )
 @click.option(
     "--root",
     "roots",
     multiple=True,
+    metavar="DIR",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Folder to serve (repeatable; default: the current folder).",
 )
 @click.option(
-    "--check", is_flag=True, help="Only report whether the client is set up (exit 1 if not)."
+    "--scope", type=click.Choice(CLAUDE_SCOPES), default="local", show_default=True,
+    help=_SCOPE_HELP,
+)  # fmt: skip
+@click.option(
+    "--check", is_flag=True, help="Only report what differs from this install (exit 1 if any)."
 )
-@click.option("--print", "print_only", is_flag=True, help="Print the entry; change nothing.")
+@click.option("--print", "print_only", is_flag=True, help="Print the entry alone; change nothing.")
 @click.option("--replace", is_flag=True, help="Overwrite a different existing `safeport` entry.")
-def install(
+def install_command(
     client_name: str,
     profile: str,
     roots: tuple[Path, ...],
+    scope: str,
     check: bool,
     print_only: bool,
     replace: bool,
 ) -> None:
-    """Add safeport's context server to CLIENT's MCP configuration."""
-    served = [root.resolve() for root in roots] or [Path.cwd().resolve()]
-    verify_outside_served_roots(served)
-    target = target_for(
-        client_name, home=Path.home(), platform=sys.platform, root=served[0], env=os.environ
-    )
-    command, args = server_command(sys.executable, served, profile, client_name)
-    entry = entry_for(target, command, args)
-    existing = target.path.read_text(encoding="utf-8") if target.path.exists() else None
-    legacy = unsafe_project_entries(client_name, root=served[0])
-    if check:
-        current = installed_entry(target, existing)
-        unsafe = [target.path] if current is not None and imports_project_code(current) else []
-        unsafe += [old.path for old, _ in legacy]
-        if unsafe:
-            raise Denied(
-                f"the `safeport` entry in {unsafe[0]} imports code from the project folder "
-                "(written by an older version)",
-                hint=f"run `sp client install {client_name}` to rewrite it",
-            )
-        if current != entry:
-            raise Denied(f"{client_name} is not set up with this safeport in {target.path}")
-        click.echo(f"{client_name}: set up in {target.path}")
-        return
-    text = merged_text(target, existing, entry, replace=replace)
+    """Add safeport's context server to CLIENT's MCP configuration.
+
+    The entry runs this installation's interpreter in isolated mode and carries SAFEPORT_HOME
+    and SAFEPORT_GATEWAY when they are set, so the server finds the same home and gateway.
+
+    \b
+    Examples:
+      sp client install claude-code --profile agent --root ~/src/app
+      sp client install claude-code --scope user --root ~/src/app
+      sp client install vscode --check
+      sp client install codex --print
+    """
+    served = tuple(root.resolve() for root in roots) or (Path.cwd().resolve(),)
+    verify_outside_served_roots(list(served))
+    setup = Setup(client_name, served, profile=profile, scope=scope)  # type: ignore[arg-type]
     if print_only:
-        click.echo(f"# {target.path}")
-        click.echo(text, nl=False)
+        click.echo(f"# {setup.target.path}, under {'.'.join(setup.target.key)}", err=True)
+        click.echo(printed_entry(setup), nl=False)
         return
-    for old, cleaned in legacy:
-        _write_atomically(old.path, cleaned)
-        click.echo(f"{client_name}: removed an older, unsafe `safeport` entry from {old.path}")
-    if text == existing:
-        click.echo(f"{client_name}: already set up in {target.path}")
+    if check:
+        _report_check(client_name, setup)
         return
-    _write_atomically(target.path, text)
-    click.echo(f"{client_name}: added `safeport` to {target.path}; restart the client to load it")
+    if client_name == "claude-code" and scope == "project":
+        click.echo(
+            f"warning: {setup.target.path} is meant to be committed and is read by everyone "
+            "who clones the project; this entry holds this machine's paths (interpreter, "
+            "roots). `--scope local` keeps it to you.",
+            err=True,
+        )
+    result = install(setup, replace=replace)
+    for path in result.cleaned:
+        click.echo(f"{client_name}: removed an older, unsafe `safeport` entry from {path}")
+    if not result.changed:
+        click.echo(f"{client_name}: already set up in {result.path}")
+        return
+    click.echo(f"{client_name}: added `safeport` to {result.path}; restart the client to load it")
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    # Through a symlink (dotfiles managers link these files): update the file it points at,
-    # rather than replace the link with a copy that the dotfiles no longer track.
-    path = Path(os.path.realpath(path))
-    temp: Path | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        temp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.chmod(mode)
-        temp.replace(path)
-    except OSError as exc:
-        if temp is not None:
-            temp.unlink(missing_ok=True)
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}") from exc
+def _report_check(client_name: str, setup: Setup) -> None:
+    problems = check(setup)
+    if problems:
+        raise Denied(
+            f"{client_name} ({setup.target.path}) differs from this install:\n"
+            + "".join(f"  - {inert(problem)}\n" for problem in problems)
+            + f"fix: run `sp client install {client_name}` (with --replace if asked)"
+        )
+    click.echo(f"{client_name}: set up in {setup.target.path}")
+
+
+@client.command("list")
+@click.option(
+    "--root",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The project whose entries to show (default: the current folder).",
+)
+def list_command(root: Path | None) -> None:
+    """Show each client's `safeport` entry: profile, roots, home, and OK or what differs.
+
+    \b
+    Examples:
+      sp client list
+      sp client list --root ~/src/app
+    """
+    for item in listing((root or Path.cwd()).resolve()):
+        click.echo(_listed_line(item))
+
+
+def _listed_line(item: Listed) -> str:
+    name = f"{item.client} ({item.scope})" if item.scope else item.client
+    if item.summary is None:
+        state = "; ".join(item.problems) or "not installed"
+        return inert(f"{name:<22} {state:<14} {item.path}")
+    summary = item.summary
+    home = summary.env.get("SAFEPORT_HOME", "default")
+    lines = [
+        f"{name:<22} {'OK' if not item.problems else 'DIFFERS':<14} {item.path}",
+        f"{'':<22} profile {summary.profile}, roots {', '.join(summary.roots) or 'none'}, "
+        f"home {home}",
+        *(f"{'':<22} - {problem}" for problem in item.problems),
+    ]
+    return "\n".join(inert(line) for line in lines)
+
+
+@client.command("uninstall")
+@click.argument("client_name", metavar="CLIENT", type=click.Choice(CLIENTS))
+@click.option(
+    "--root",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The project the entry serves (default: the current folder).",
+)
+@click.option(
+    "--scope", type=click.Choice(CLAUDE_SCOPES), default="local", show_default=True,
+    help=_SCOPE_HELP,
+)  # fmt: skip
+def uninstall_command(client_name: str, root: Path | None, scope: str) -> None:
+    """Remove only safeport's entry from CLIENT's configuration, keeping a backup of the file.
+
+    \b
+    Examples:
+      sp client uninstall cursor
+      sp client uninstall claude-code --scope project --root ~/src/app
+    """
+    served = ((root or Path.cwd()).resolve(),)
+    setup = Setup(client_name, served, scope=scope)  # type: ignore[arg-type]
+    result = uninstall(setup, now=datetime.now(UTC))
+    if result.backup is None:
+        click.echo(f"{client_name}: no `safeport` entry in {result.path}; nothing changed")
+        return
+    click.echo(
+        f"{client_name}: removed `safeport` from {result.path} (the file before: {result.backup})"
+    )

@@ -12,15 +12,21 @@ caller says so, and a file that does not parse is never overwritten.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from safeport.errors import ConfigError, UsageError
+from safeport.errors import ConfigError, EnvironmentProblem, UsageError
+from safeport.shared import jsonc
 from safeport.shared.launch import imports_from_working_folder, sp_command
+from safeport.shared.paths import LOCATION_VARIABLES, location_settings
 
 ClientName = Literal["claude-code", "claude-desktop", "codex", "cursor", "vscode"]
 CLIENTS: tuple[ClientName, ...] = ("claude-code", "claude-desktop", "codex", "cursor", "vscode")
@@ -35,6 +41,10 @@ class ClientTarget:
     key: tuple[str, ...]  # the nested table that lists servers, e.g. ("mcpServers",)
 
 
+ClaudeScope = Literal["local", "project", "user"]
+CLAUDE_SCOPES: tuple[ClaudeScope, ...] = ("local", "project", "user")
+
+
 def target_for(
     client: str,
     *,
@@ -42,15 +52,22 @@ def target_for(
     platform: str,
     root: Path,
     env: Mapping[str, str] | None = None,
+    scope: ClaudeScope = "local",
 ) -> ClientTarget:
     """The config file a client reads (project-scoped clients use the served root), where the
-    client's own variables (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``) move it."""
+    client's own variables (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``) move it. ``scope`` is
+    Claude Code's, as ``claude mcp add --scope`` names them."""
     env = env or {}
     if client == "claude-code":
-        # Local scope: Claude Code's own per-project list in ~/.claude.json. A project-scoped
-        # .mcp.json would wait for approval in the client and, committed, would hand teammates
-        # a command line that names this machine's interpreter.
+        # Local scope (the default, as `claude mcp add`): Claude Code's own per-project list
+        # in ~/.claude.json. A project-scoped .mcp.json is meant to be committed and would hand
+        # teammates a command line that names this machine's interpreter; user scope serves
+        # these roots in every project.
         base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home
+        if scope == "project":
+            return ClientTarget("claude-code", root / ".mcp.json", "json", ("mcpServers",))
+        if scope == "user":
+            return ClientTarget("claude-code", base / ".claude.json", "json", ("mcpServers",))
         return ClientTarget(
             "claude-code", base / ".claude.json", "json", ("projects", str(root), "mcpServers")
         )
@@ -96,12 +113,18 @@ def server_command(
     return argv[0], argv[1:]
 
 
-def entry_for(target: ClientTarget, command: str, args: list[str]) -> dict[str, Any]:
+def entry_for(
+    target: ClientTarget, command: str, args: list[str], env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The entry as the client's own tools write it; ``env`` carries the location settings
+    (``LOCATION_VARIABLES``) so the server finds the same home and gateway as `sp`."""
     entry: dict[str, Any] = {"command": command, "args": args}
+    if env:
+        entry["env"] = dict(env)
     if target.client == "vscode":
         entry = {"type": "stdio", **entry}
     if target.client == "claude-code":
-        entry = {"type": "stdio", **entry, "env": {}}  # the shape `claude mcp add` writes
+        entry = {"type": "stdio", **entry, "env": dict(env or {})}  # `claude mcp add`'s shape
     return entry
 
 
@@ -131,11 +154,8 @@ def without_entry(target: ClientTarget, existing: str) -> str:
         text = _drop_toml_tables(target, existing)
         _check_toml_result(target, existing, text, expected=None)
         return text
-    data = json.loads(existing)
-    servers = _servers(data, target, create=False)
-    if servers is not None:
-        servers.pop(ENTRY_NAME, None)
-    return json.dumps(data, indent=2) + "\n"
+    _read_json(target, existing)  # refuses, with line and column, what it cannot parse
+    return jsonc.without_member(existing, (*target.key, ENTRY_NAME))
 
 
 def _read_text(path: Path) -> str | None:
@@ -151,15 +171,7 @@ def merged_text(
     """The file's new text with our entry in place; raises rather than clobber anything."""
     if target.format == "toml":
         return _merge_toml(target, existing, entry, replace=replace)
-    data: dict[str, Any] = {}
-    if existing is not None and existing.strip():
-        try:
-            loaded = json.loads(existing)
-        except ValueError as exc:
-            raise ConfigError(f"{target.path} is not valid JSON; fix it by hand first") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{target.path} does not hold a JSON object")
-        data = loaded
+    data = _read_json(target, existing)
     servers = _servers(data, target, create=True)
     assert servers is not None  # created on the way
     current = servers.get(ENTRY_NAME)
@@ -168,8 +180,26 @@ def merged_text(
             f"{target.path} already has a different `{ENTRY_NAME}` server",
             hint="run again with --replace to overwrite it, or --print to see ours",
         )
-    servers[ENTRY_NAME] = entry
-    return json.dumps(data, indent=2) + "\n"
+    if current == entry and existing is not None:
+        return existing
+    _servers(_read_json(target, existing), target, create=False)  # every step is an object
+    return jsonc.with_member(existing or "", (*target.key, ENTRY_NAME), entry)
+
+
+def _read_json(target: ClientTarget, existing: str | None) -> dict[str, Any]:
+    """The file's data; JSON with comments and trailing commas (JSONC, as VS Code reads it)
+    is accepted, anything else refused with the line and column of the problem."""
+    if existing is None or not existing.strip():
+        return {}
+    try:
+        loaded = jsonc.loads(existing)
+    except jsonc.JsoncError as exc:
+        raise ConfigError(
+            f"{target.path} is not valid JSON ({exc.diagnostic()}); fix it by hand first"
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{target.path} does not hold a JSON object")
+    return loaded
 
 
 def installed_entry(target: ClientTarget, existing: str | None) -> dict[str, Any] | None:
@@ -177,8 +207,8 @@ def installed_entry(target: ClientTarget, existing: str | None) -> dict[str, Any
     if existing is None:
         return None
     try:
-        data = tomllib.loads(existing) if target.format == "toml" else json.loads(existing)
-    except (ValueError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(existing) if target.format == "toml" else jsonc.loads(existing)
+    except (ValueError, tomllib.TOMLDecodeError, ConfigError):
         return None
     try:
         servers = _servers(data, target, create=False)
@@ -283,5 +313,249 @@ def _without_empty(data: Any) -> Any:
 def _toml_block(key: str, entry: dict[str, Any]) -> str:
     lines = [f"[{key}.{ENTRY_NAME}]"]
     for name, value in entry.items():
-        lines.append(f"{name} = {json.dumps(value)}")  # JSON strings/arrays are valid TOML here
+        lines.append(f"{name} = {_toml_value(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    """JSON strings and arrays of strings are valid TOML; a table is written inline."""
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + pairs + " }" if pairs else "{}"
+    return json.dumps(value)
+
+
+# What an entry says, and how it differs from the one this installation would write.
+
+
+@dataclass(frozen=True)
+class EntrySummary:
+    """The settings a human cares about in one entry, read from its command line and env."""
+
+    profile: str | None
+    roots: tuple[str, ...]
+    origin: str | None
+    env: dict[str, str]
+
+
+def summarize(entry: Mapping[str, Any]) -> EntrySummary:
+    args = entry.get("args")
+    words = [str(arg) for arg in args] if isinstance(args, list) else []
+    env = entry.get("env")
+    return EntrySummary(
+        profile=_option(words, "--profile") or ("reader" if "serve" in words else None),
+        roots=tuple(_options(words, "--root")),
+        origin=_option(words, "--origin"),
+        env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
+    )
+
+
+def entry_differences(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """Each way ``found`` differs from ``wanted``, as sentences; empty when they are equal."""
+    if dict(found) == dict(wanted):
+        return []
+    problems: list[str] = []
+    if imports_project_code(dict(found)):
+        problems.append(
+            "it runs `python -m safeport` without -I, so it imports code from the project "
+            "folder (written by an older version)"
+        )
+    if found.get("command") != wanted.get("command"):
+        problems.append(
+            f"interpreter: {found.get('command')}, not this safeport's {wanted.get('command')}"
+        )
+    have, want = summarize(found), summarize(wanted)
+    if have.profile != want.profile:
+        problems.append(f"profile: {have.profile}, not {want.profile}")
+    if have.roots != want.roots:
+        problems.append(f"roots: {_listed(have.roots)}, not {_listed(want.roots)}")
+    if have.origin != want.origin:
+        problems.append(f"origin label: {have.origin}, not {want.origin}")
+    for name in LOCATION_VARIABLES:
+        here, there = have.env.get(name), want.env.get(name)
+        if here != there:
+            problems.append(
+                f"{name}: {here or 'not set'} in the entry, "
+                f"{there or 'not set'} for this `sp`"
+                + (" (the server would look in another place)" if there else "")
+            )
+    if not problems:
+        keys = sorted(key for key in set(found) | set(wanted) if found.get(key) != wanted.get(key))
+        problems.append(f"other settings differ: {', '.join(keys)}")
+    return problems
+
+
+def _option(words: list[str], name: str) -> str | None:
+    values = _options(words, name)
+    return values[-1] if values else None
+
+
+def _options(words: list[str], name: str) -> list[str]:
+    return [words[i + 1] for i, word in enumerate(words[:-1]) if word == name]
+
+
+def _listed(values: Sequence[str]) -> str:
+    return ", ".join(values) if values else "none"
+
+
+# The operations behind `sp client install|list|uninstall`; the command only renders.
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Which client entry, for which folders and profile, in this user's environment."""
+
+    client: ClientName
+    roots: tuple[Path, ...]
+    profile: str = "reader"
+    scope: ClaudeScope = "local"
+    home: Path = field(default_factory=Path.home)
+    platform: str = field(default_factory=lambda: sys.platform)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    python: str = field(default_factory=lambda: sys.executable)
+
+    @property
+    def target(self) -> ClientTarget:
+        return target_for(
+            self.client,
+            home=self.home,
+            platform=self.platform,
+            root=self.roots[0],
+            env=self.env,
+            scope=self.scope,
+        )
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        command, args = server_command(self.python, self.roots, self.profile, self.client)
+        return entry_for(self.target, command, args, location_settings(self.env))
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    path: Path
+    changed: bool
+    cleaned: tuple[Path, ...]  # project files an older, unsafe entry was removed from
+
+
+def install(setup: Setup, *, replace: bool) -> InstallResult:
+    target, entry = setup.target, setup.entry
+    existing = _read_text(target.path)
+    text = merged_text(target, existing, entry, replace=replace)
+    legacy = [
+        (old, cleaned)
+        for old, cleaned in unsafe_project_entries(setup.client, root=setup.roots[0])
+        if old.path != target.path
+    ]
+    for old, cleaned in legacy:
+        write_atomically(old.path, cleaned)
+    if text != existing:
+        write_atomically(target.path, text)
+    return InstallResult(target.path, text != existing, tuple(old.path for old, _ in legacy))
+
+
+def check(setup: Setup) -> list[str]:
+    """What is wrong with the installed entry (and the project's own files); empty = set up."""
+    target, entry = setup.target, setup.entry
+    current = installed_entry(target, _read_text(target.path))
+    problems = [
+        f"{old.path}: an older `{ENTRY_NAME}` entry imports code from the project folder"
+        for old, _ in unsafe_project_entries(setup.client, root=setup.roots[0])
+        if old.path != target.path
+    ]
+    if current is None:
+        problems.append(f"no `{ENTRY_NAME}` entry in {target.path}")
+    else:
+        problems += entry_differences(current, entry)
+    return problems
+
+
+def printed_entry(setup: Setup) -> str:
+    """The entry alone, in the file's own format, for a person to read or paste."""
+    target, entry = setup.target, setup.entry
+    if target.format == "toml":
+        return _toml_block(".".join(target.key), entry)
+    return json.dumps({ENTRY_NAME: entry}, indent=2) + "\n"
+
+
+@dataclass(frozen=True)
+class UninstallResult:
+    path: Path
+    backup: Path | None  # None: there was no entry, nothing was written
+
+
+def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
+    target = setup.target
+    existing = _read_text(target.path)
+    if existing is None or installed_entry(target, existing) is None:
+        if existing is not None and target.format == "json":
+            _read_json(target, existing)  # a file that does not parse says so
+        return UninstallResult(target.path, None)
+    text = without_entry(target, existing)
+    real = Path(os.path.realpath(target.path))
+    backup = real.with_name(f"{real.name}.{now.strftime('%Y%m%dT%H%M%S')}.bak")
+    write_atomically(backup, existing)
+    write_atomically(target.path, text)
+    return UninstallResult(target.path, backup)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One place a client reads, and what safeport's entry there says."""
+
+    client: ClientName
+    scope: str | None
+    path: Path
+    summary: EntrySummary | None
+    problems: tuple[str, ...]
+
+
+def listing(root: Path, **where: Any) -> list[Listed]:
+    """Every place the five clients read for ``root``: the entry's settings, and what differs
+    from the entry this installation would write with the same profile and roots."""
+    places: list[tuple[ClientName, ClaudeScope | None]] = [
+        *(("claude-code", scope) for scope in CLAUDE_SCOPES),
+        *((name, None) for name in CLIENTS if name != "claude-code"),
+    ]
+    found: list[Listed] = []
+    for client, scope in places:
+        base = Setup(client, (root,), scope=scope or "local", **where)
+        target = base.target
+        try:
+            current = installed_entry(target, _read_text(target.path))
+        except OSError as exc:
+            found.append(Listed(client, scope, target.path, None, (f"unreadable: {exc.strerror}",)))
+            continue
+        if current is None:
+            found.append(Listed(client, scope, target.path, None, ()))
+            continue
+        summary = summarize(current)
+        roots = tuple(Path(r) for r in summary.roots) or (root,)
+        same = Setup(
+            client, roots, profile=summary.profile or "reader", scope=scope or "local", **where
+        )
+        problems = entry_differences(current, same.entry)
+        found.append(Listed(client, scope, target.path, summary, tuple(problems)))
+    return found
+
+
+def write_atomically(path: Path, text: str) -> None:
+    # Through a symlink (dotfiles managers link these files): update the file it points at,
+    # rather than replace the link with a copy that the dotfiles no longer track.
+    path = Path(os.path.realpath(path))
+    temp: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        temp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.chmod(mode)
+        temp.replace(path)
+    except OSError as exc:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}") from exc

@@ -15,9 +15,15 @@ def context() -> None:
 
 
 @context.command("serve")
-@click.option("--root", "roots", multiple=True, help="A folder to serve (repeatable).")
 @click.option(
-    "--profile", type=click.Choice(["reader", "agent"]), default="reader", show_default=True
+    "--root", "roots", multiple=True, metavar="DIR", help="A folder to serve (repeatable)."
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["reader", "agent"]),
+    default="reader",
+    show_default=True,
+    help="reader: the workspace only; agent: also the gateway's actions.",
 )
 @click.option("--origin", default="unknown", show_default=True, help="A label for the journal.")
 def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
@@ -32,7 +38,9 @@ def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
 
 
 @context.command("index")
-@click.option("--root", "roots", multiple=True, help="A folder to index (repeatable).")
+@click.option(
+    "--root", "roots", multiple=True, metavar="DIR", help="A folder to index (repeatable)."
+)
 def index_command(roots: tuple[str, ...]) -> None:
     """Build or refresh the search index ahead of time (progress on stderr)."""
     console = Console(stderr=True)

@@ -20,6 +20,7 @@ def demo(yes: bool, keep: bool) -> None:
     interactive = not yes and sys.stdin.isatty()
 
     def ask(card: dict[str, Any]) -> bool:
-        return click.confirm("approve this card?", default=True)
+        # No default: an action runs only on an answer a person typed.
+        return click.confirm("approve this card?", default=None)
 
     run_demo(ask=ask if interactive else None, keep=keep, console=console)

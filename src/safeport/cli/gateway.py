@@ -12,11 +12,12 @@ from typing import Any
 import click
 
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.gateway_client import GatewayClient, call_for_everyone
+from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, call_for_everyone
 from safeport.cli.render import inert
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
-from safeport.shared.paths import ensure_private_dir, locate
+from safeport.shared.paths import ensure_private_dir, locate, location_settings
+from safeport.shared.setup_state import missing_setup
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",
@@ -42,7 +43,7 @@ def run(print_service: str | None) -> None:
     """Run the gateway in the foreground (logs to stderr and gateway.log)."""
     paths = locate()
     argv = sp_command(["gateway", "run"])
-    env = {"SAFEPORT_HOME": os.environ["SAFEPORT_HOME"]} if "SAFEPORT_HOME" in os.environ else {}
+    env = location_settings()
     log_path = paths.data_dir / "gateway.log"
     if print_service == "systemd":
         click.echo(systemd_unit(argv, env), nl=False)
@@ -58,6 +59,8 @@ def run(print_service: str | None) -> None:
         require_account(paths)
     else:
         ensure_private_dir(paths.data_dir)
+    for advice in missing_setup(paths):
+        click.echo(f"sp: {advice}", err=True)
     _configure_logging(log_path)
     run_gateway(paths, default_parts(paths))
 
@@ -86,6 +89,12 @@ def status(as_json: bool) -> None:
         f"pending approvals: {result.get('pending_cards')}",
     ]
     lines += alarm_lines(result.get("alarms") or [])
+    from safeport.cli.overview import policy_problems
+
+    problems = policy_problems(locate())
+    if problems:
+        lines.append(f"policy: gateway.toml has {len(problems)} problem(s); see `sp policy check`")
+        lines += [f"  {problem}" for problem in problems]
     click.echo("\n".join(inert(line) for line in lines))
 
 
@@ -119,8 +128,12 @@ def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
 @_PASSPHRASE_FILE
 def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
-    with GatewayClient(locate()) as client:
-        call_for_everyone(client, "gateway.stop", passphrase_file)
+    try:
+        with GatewayClient(locate()) as client:
+            call_for_everyone(client, "gateway.stop", passphrase_file)
+    except GatewayNotRunning:
+        click.echo("gateway: not running")  # the state asked for already holds
+        return
     click.echo("gateway: stopping")
 
 
@@ -167,3 +180,14 @@ def _configure_logging(log_path: Path) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers
     )
+
+
+def _add_install() -> None:
+    # Installing the dedicated account is a gateway command, written apart from the rest.
+    from safeport.cli.gateway_install import install_command, uninstall_command
+
+    gateway.add_command(install_command)
+    gateway.add_command(uninstall_command)
+
+
+_add_install()

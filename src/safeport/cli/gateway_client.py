@@ -25,7 +25,7 @@ from typing import Any
 from safeport.action_gateway.daemon import tainted_environment
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.gateway_socket import ImpostorGateway, check_listener, check_socket_folder
-from safeport.shared.paths import SafeportPaths
+from safeport.shared.paths import SafeportPaths, check_socket_path
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
 
@@ -226,6 +226,10 @@ class GatewayClient:
                         f"{install.account}`); ask an administrator if you are not a named human",
                     ) from exc
                 raise EnvironmentProblem(f"{self.path} is not accessible to you") from exc
+            except OSError as exc:
+                sock.close()
+                check_socket_path(self.path)  # the usual cause: a path over sun_path's size
+                raise EnvironmentProblem(f"cannot connect to {self.path}: {exc.strerror}") from exc
             return sock
         raise EnvironmentProblem(
             f"{self.path} is not accepting connections (its queue stays full)",
@@ -327,3 +331,49 @@ def read_passphrase(
     if not sys.stdin.isatty():
         raise UsageError("no TTY to ask for the passphrase", hint="use --passphrase-file FILE")
     return SecretBytes(click.prompt(prompt, hide_input=True).encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class GatewayView:
+    """What a running gateway says about its vault and policy, asked without a secret."""
+
+    running: bool
+    vault_kinds: dict[str, str] | None  # entry name → kind; None when it could not be asked
+    vault_note: str  # why the vault's entries are unknown, when they are
+    served_digest: str | None
+    served_text: str | None
+
+
+def gateway_view(paths: SafeportPaths, *, timeout: float = 5.0) -> GatewayView:
+    try:
+        with GatewayClient(paths, timeout=timeout) as client:
+            status = client.call("policy.status")
+            served = status.get("served")
+            served_text = status.get("served_text")
+            try:
+                entries = client.call("vault.entries").get("entries", [])
+            except GatewayRefused as exc:
+                return GatewayView(
+                    True,
+                    None,
+                    f"the vault is locked ({exc.diagnostic()}); run `sp vault unlock` to check "
+                    "the credentials too",
+                    served if isinstance(served, str) else None,
+                    served_text if isinstance(served_text, str) else None,
+                )
+    except Error:
+        return GatewayView(
+            False,
+            None,
+            "no gateway is running, so the credentials were not checked against the vault",
+            None,
+            None,
+        )
+    kinds = {str(e.get("name")): str(e.get("kind")) for e in entries if isinstance(e, dict)}
+    return GatewayView(
+        True,
+        kinds,
+        "",
+        served if isinstance(served, str) else None,
+        served_text if isinstance(served_text, str) else None,
+    )

@@ -22,8 +22,8 @@ _prefix = click.option(
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("/"),
     show_default=True,
-    metavar="DIRECTORY",
-    help="Install under DIRECTORY instead of / (for trying it out; systemd will not find it).",
+    metavar="DIR",
+    help="Install under DIR instead of / (for trying it out; systemd will not find it).",
 )
 _print = click.option(
     "--print", "dry_run", is_flag=True, help="Show every step without doing anything."
@@ -42,10 +42,7 @@ _print = click.option(
 @_prefix
 @_print
 def install_command(account: str, humans: tuple[str, ...], prefix: Path, dry_run: bool) -> None:
-    """Create the gateway's account, folders, install file and service (needs root).
-
-    Example: sudo /opt/safeport/bin/sp gateway install --human alice
-    """
+    """Create the gateway's account, folders, install file and service (needs root)."""
     if not humans and os.environ.get("SUDO_USER"):
         humans = (os.environ["SUDO_USER"],)
     options = InstallOptions(account=account, humans=humans, prefix=prefix.resolve())
@@ -65,10 +62,7 @@ def install_command(account: str, humans: tuple[str, ...], prefix: Path, dry_run
 @click.option("--purge", is_flag=True, help="Also delete the vault, the journals and the account.")
 @_print
 def uninstall_command(account: str, prefix: Path, purge: bool, dry_run: bool) -> None:
-    """Remove what `sp gateway install` made; the vault and journals stay unless --purge.
-
-    Example: sudo systemctl disable --now safeport-gateway && sudo sp gateway uninstall
-    """
+    """Remove what `sp gateway install` made; the vault and journals stay unless --purge."""
     options = InstallOptions(account=account, humans=(), prefix=prefix.resolve())
     steps = uninstall(options, purge=purge, dry_run=dry_run)
     _show(steps, dry_run)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
 
 from safeport.action_gateway.inventory import inventory, inventory_lines
-from safeport.action_gateway.policy_store import PolicyStore, policy_diff
-from safeport.cli.gateway_client import GatewayClient, read_passphrase
-from safeport.cli.render import inert
-from safeport.errors import ConfigError, Error
+from safeport.action_gateway.policy_review import PolicyProblem, review
+from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
+from safeport.cli.gateway_client import GatewayClient, GatewayView, gateway_view, read_passphrase
+from safeport.cli.render import diff_text, inert
+from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy
 
@@ -24,18 +26,40 @@ def policy() -> None:
 @policy.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
 def check(as_json: bool) -> None:
-    """Validate gateway.toml and print everything an agent could ask the gateway to do."""
-    path = locate().gateway_config
-    current = PolicyStore(path).read_file()
+    """Validate gateway.toml and print everything an agent could ask the gateway to do.
+
+    With a running, unlocked gateway it also checks that every credential is in the vault
+    with the declared kind. Exit 1 when a problem is found.
+    """
+    paths = locate()
+    current = PolicyStore(paths.gateway_config).read_file()
     if current.text is None:
-        raise Error(current.error or f"cannot read {path}", hint="run `sp init` to create one")
+        raise Error(
+            current.error or f"cannot read {paths.gateway_config}",
+            hint="run `sp init` to create one",
+        )
     parsed, digest = parse_gateway_policy(current.text)
     data = inventory(parsed, digest)
+    view = gateway_view(paths)
+    problems = review(parsed, current.text, view.vault_kinds)
+    changes = _unaccepted(view, current.text, digest)
     if as_json:
+        data["problems"] = [{"line": p.line, "message": p.message, "fix": p.fix} for p in problems]
+        data["vault_checked"] = view.vault_kinds is not None
+        data["served"] = view.served_digest == digest
+        data["unaccepted_changes"] = changes
         click.echo(json.dumps(data, indent=2, sort_keys=True))
+        if problems:
+            raise click.exceptions.Exit(1)
         return
     click.echo("\n".join(inert(line) for line in inventory_lines(data)))
-    click.echo(_served_state(digest))
+    if view.vault_note:
+        click.echo(f"note: {view.vault_note}")
+    _print_problems(problems)
+    state = _served_state(view, digest, changes)
+    click.echo(state.replace("is valid", "parses but has problems") if problems else state)
+    if problems:
+        raise click.exceptions.Exit(1)
 
 
 def _local_proposal(path: Path, status: dict[str, object]) -> dict[str, object]:
@@ -51,17 +75,33 @@ def _local_proposal(path: Path, status: dict[str, object]) -> dict[str, object]:
     }
 
 
-def _served_state(digest: str) -> str:
-    """Whether a running gateway serves this text (asking costs no secret)."""
-    try:
-        with GatewayClient(locate(), timeout=5) as client:
-            served = client.call("policy.status").get("served")
-    except Error:
+def _print_problems(problems: list[PolicyProblem]) -> None:
+    if not problems:
+        return
+    click.echo(f"\n{len(problems)} problem(s):")
+    for problem in problems:
+        click.echo(inert(f"  {problem.text()}"))
+        click.echo(inert(f"    fix: {problem.fix}"))
+
+
+def _unaccepted(view: GatewayView, text: str, digest: str) -> int | None:
+    """Changed lines not yet accepted (None: no gateway to ask)."""
+    if not view.running:
+        return None
+    if view.served_digest == digest:
+        return 0
+    lines = policy_diff_lines(view.served_text, text)
+    return sum(1 for line in lines if line.kind in ("added", "removed"))
+
+
+def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
+    if not view.running:
         return "gateway.toml is valid; it is served only after `sp policy accept`"
-    if served == digest:
+    if view.served_digest == digest:
         return "gateway.toml is valid and is the policy the running gateway serves"
     return (
-        "gateway.toml is valid but NOT served: the running gateway serves the last accepted policy"
+        f"gateway.toml is valid but NOT served: {changes} changed line(s) wait for "
+        "`sp policy accept` (the running gateway serves the last accepted policy)"
     )
 
 
@@ -88,11 +128,20 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         if not isinstance(text, str):
             raise Error("gateway.toml cannot be read by the gateway")
         if not status.get("pending"):
-            click.echo("gateway.toml is already the accepted policy")
+            click.echo("no changes: gateway.toml is already the accepted policy")
             return
         served = status.get("served_text")
-        diff = policy_diff(served if isinstance(served, str) else None, text)
-        click.echo(inert(diff) if diff else "(no accepted policy yet)")
+        parsed, _ = parse_gateway_policy(text)
+        problems = review(parsed, text, gateway_view(locate()).vault_kinds)
+        if problems:
+            _print_problems(problems)
+            raise Denied(
+                "not accepted: fix the problem(s) above first", hint="then run `sp policy accept`"
+            )
+        if not isinstance(served, str):
+            click.echo("no policy is accepted yet: every line below is new")
+        diff = policy_diff_lines(served if isinstance(served, str) else None, text)
+        click.echo(diff_text(diff, colour=sys.stdout.isatty()))
         if not yes and not click.confirm("serve this policy?", default=False):
             raise Error("not accepted", hint="nothing changed")
         secret = read_passphrase(passphrase_file)

@@ -71,7 +71,11 @@ def ask_secret(file: Path | None, *, what: str, option: str, confirm: bool = Fal
             hint=f"pass {option} FILE (- reads stdin)",
         )
     text = click.prompt(
-        what[0].upper() + what[1:], hide_input=True, confirmation_prompt=confirm, default=""
+        what[0].upper() + what[1:],
+        hide_input=True,
+        confirmation_prompt=confirm,
+        default="",
+        show_default=False,  # an empty default would show as `[]`
     )
     return SecretBytes(text.encode("utf-8"))
 

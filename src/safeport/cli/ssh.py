@@ -23,7 +23,13 @@ def ssh() -> None:
 
 @ssh.command()
 @click.argument("target", metavar="HOST[:PORT]")
-@click.option("--timeout", type=click.FloatRange(0.1, 120), default=10, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 120),
+    default=10,
+    show_default=True,
+    help="Give up after SECONDS (connect and key exchange).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the keys as JSON.")
 def scan(target: str, timeout: float, as_json: bool) -> None:
     """Fetch HOST's host keys and print each with its SHA256 fingerprint.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import get_args
@@ -14,10 +14,12 @@ import click
 
 from safeport.cli.render import inert
 from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file
-from safeport.errors import EnvironmentProblem, UsageError
+from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import SafeportPaths, locate
 from safeport.vault.backend import Authority, FileVaultBackend, VaultBackend
+from safeport.vault.errors import CannotUnlock
 from safeport.vault.keyring_wrap import trade_off
+from safeport.vault.passphrase_strength import weakness
 from safeport.vault.secrets import SecretBytes, SecretKind
 from safeport.vault.store import VaultFile
 
@@ -86,8 +88,15 @@ def init(passphrase_file: Path | None) -> None:
     passphrase = ask_secret(
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
-    keys = backend.init(passphrase)
+    weak = weakness(passphrase)
+    keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
     passphrase.wipe()
+    if weak:
+        click.echo(
+            f"warning: a weak passphrase ({weak}): anyone who copies vault.sp can guess it "
+            "offline; `sp vault passphrase` changes it later",
+            err=True,
+        )
     where = backend.status().path
     click.echo(f"vault created: {where}")
     click.echo(f"public keys: {where.with_name('vault.pub.json')}")
@@ -276,8 +285,8 @@ def add(
 ) -> None:
     """Add a credential NAME (its value from a prompt or --value-file)."""
     with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
-                    passphrase_file) as (backend, authority, value):  # fmt: skip
-        backend.add(authority, name, kind, value)
+                    passphrase_file) as (backend, passphrase, value):  # fmt: skip
+        passphrase.run(lambda authority: backend.add(authority, name, kind, value))
     click.echo(f"added {inert(name)} ({kind})")
 
 
@@ -292,22 +301,33 @@ def remove(name: str, passphrase_file: Path | None) -> None:
 
 @vault.command()
 @click.argument("name")
-@click.option("--kind", type=click.Choice(_KINDS), required=True, help="The credential's kind.")
+@click.option(
+    "--kind",
+    type=click.Choice(_KINDS),
+    default=None,
+    help="The credential's kind (default: the kind it has; a different one is refused).",
+)
 @_value_options
 @passphrase_file_option
 def rotate(
     name: str,
-    kind: SecretKind,
+    kind: SecretKind | None,
     value_file: Path | None,
     username: str | None,
     key_passphrase_file: Path | None,
     ask_key_passphrase: bool,
     passphrase_file: Path | None,
 ) -> None:
-    """Replace the value of the credential NAME (same kind)."""
+    """Replace the value of the credential NAME (same kind).
+
+    \b
+    Examples:
+      sp vault rotate deploy-token
+      sp vault rotate build-key --value-file ~/.ssh/new_ed25519
+    """
     with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
-                    passphrase_file) as (backend, authority, value):  # fmt: skip
-        backend.rotate(authority, name, value)
+                    passphrase_file, name=name) as (backend, passphrase, value):  # fmt: skip
+        passphrase.run(lambda authority: backend.rotate(authority, name, value))
     click.echo(f"rotated {inert(name)}")
 
 
@@ -376,22 +396,87 @@ def _day(moment: datetime) -> str:
 
 @contextlib.contextmanager
 def _new_value(
-    kind: SecretKind,
+    kind: SecretKind | None,
     value_file: Path | None,
     username: str | None,
     key_passphrase_file: Path | None,
     ask_key_passphrase: bool,
     passphrase_file: Path | None,
-) -> Iterator[tuple[VaultBackend, Authority, dict[str, SecretBytes | str]]]:
+    *,
+    name: str | None = None,
+) -> Iterator[tuple[VaultBackend, _RetriedPassphrase, dict[str, SecretBytes | str]]]:
     """The backend, the proof of authority and the new value for add/rotate; wiped after."""
     one_stdin(value_file, key_passphrase_file, passphrase_file)
     backend = backend_for(locate())
-    authority = _authority(passphrase_file)
-    value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+    # The passphrase first: a value typed before a wrong passphrase would be lost with it.
+    passphrase = _RetriedPassphrase(passphrase_file)
     try:
-        yield backend, authority, value
+        if kind is None:  # rotate: the entry already says what it is
+            kind = _kind_of(backend, passphrase, str(name))
+        value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+        try:
+            yield backend, passphrase, value
+        finally:
+            _wipe(value)
     finally:
-        _wipe(value)
+        passphrase.wipe()
+
+
+def _kind_of(backend: VaultBackend, passphrase: _RetriedPassphrase, name: str) -> SecretKind:
+    found: list[SecretKind] = []
+    passphrase.run(
+        lambda authority: found.extend(
+            entry.kind for entry in backend.entries(authority) if entry.name == name
+        )
+    )
+    if not found:
+        raise UsageError(
+            f"the vault has no entry named {inert(name)!r}", hint="see `sp vault list`"
+        )
+    return found[0]
+
+
+class _RetriedPassphrase:
+    """The vault passphrase asked once, up front; at a prompt, a wrong one is asked again
+    (up to three times) and the operation retried, so the value already typed is kept."""
+
+    def __init__(self, passphrase_file: Path | None) -> None:
+        self.file = passphrase_file
+        self.attempts_left = 2
+        self.secret = self._ask()
+
+    def _ask(self) -> SecretBytes:
+        return ask_secret(self.file, what="vault passphrase", option="--passphrase-file")
+
+    def run(self, operation: Callable[[Authority], None]) -> None:
+        while True:
+            try:
+                operation(Authority(passphrase=self.secret.copy))
+                return
+            except Error as exc:
+                if not self.retry(exc):
+                    raise
+
+    def retry(self, error: Exception) -> bool:
+        """After a refusal: ask again when it was the passphrase and a person is typing."""
+        if self.file is not None or not _is_wrong_passphrase(error) or self.attempts_left == 0:
+            return False
+        self.attempts_left -= 1
+        click.echo("sp: wrong passphrase; try again", err=True)
+        self.secret.wipe()
+        self.secret = self._ask()
+        return True
+
+    def wipe(self) -> None:
+        self.secret.wipe()
+
+
+def _is_wrong_passphrase(error: Exception) -> bool:
+    from safeport.cli.gateway_client import GatewayRefused
+
+    if isinstance(error, CannotUnlock):
+        return True
+    return isinstance(error, GatewayRefused) and "passphrase" in error.diagnostic()
 
 
 def _wipe(value: dict[str, SecretBytes | str]) -> None:

@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import secrets
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -66,14 +67,17 @@ class Story:
 def run_demo(*, ask: Ask | None, keep: bool, console: Console) -> int:
     """Run the scenario; ``ask`` answers approval cards (None = approve automatically)."""
     story = Story(console)
-    with contextlib.ExitStack() as stack:
-        home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="safeport-demo-")))
-        if keep:
-            stack.pop_all()
+    # mkdtemp, not TemporaryDirectory: the latter removes its folder when the object is
+    # collected, so "keeping" it by dropping the context manager deleted it at once.
+    home = Path(tempfile.mkdtemp(prefix="safeport-demo-"))
+    try:
         _Scenario(home, story, ask).run()
-    console.print(f"\n[bold green]demo complete:[/bold green] {story.checks} checks passed")
-    if keep:
-        console.print(f"files kept in {home} (SAFEPORT_HOME={home / 'home'})", highlight=False)
+        console.print(f"\n[bold green]demo complete:[/bold green] {story.checks} checks passed")
+    finally:
+        if keep:  # also after a failure: that is when the files are most wanted
+            console.print(f"files kept in {home} (SAFEPORT_HOME={home / 'home'})", highlight=False)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

@@ -89,6 +89,18 @@ class SafeportPaths:
         return (*own, self.install.state_dir)
 
 
+# The variables that choose where safeport keeps its files and finds its gateway. Whatever
+# starts safeport on a user's behalf (an MCP client's entry, a service file) must pass each one
+# that is set, or that process looks in the default places and finds another home or nothing.
+LOCATION_VARIABLES: tuple[str, ...] = ("SAFEPORT_HOME", "SAFEPORT_GATEWAY")
+
+
+def location_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The location variables set in ``env``, relative paths made absolute."""
+    env = os.environ if env is None else env
+    return {name: str(Path(env[name]).absolute()) for name in LOCATION_VARIABLES if env.get(name)}
+
+
 def locate(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,

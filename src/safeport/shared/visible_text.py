@@ -36,3 +36,10 @@ def needs_escape(char: str) -> bool:
 def escape_code(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character a human cannot be trusted to see written as an escape."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case, at no cost
+    return "".join(escape_code(char) if needs_escape(char) else char for char in text)

@@ -55,12 +55,12 @@ def advise(host_id: str, host: SshHost) -> AuthorizedKeysAdvice:
     else:
         names = ", ".join(sorted(host.commands))
         reason = (
-            "declares several commands"
+            "the host declares several commands"
             if len(host.commands) > 1
-            else "its command takes parameters"
+            else "the host's only command takes parameters"
         )
         notes.append(
-            f"no single command can be forced because the host {reason} ({names}); "
+            f"no single command can be forced: {reason} ({names}); "
             "use one key per command, each with its own forced command= (a parameterised "
             "command can be forced to a wrapper that checks $SSH_ORIGINAL_COMMAND)"
         )

@@ -290,28 +290,64 @@ def policy_digest(text: str) -> str:
 
 
 def _describe(exc: ValidationError, text: str) -> str:
+    """The first problem in the words of gateway.toml: the key, its line, what is wrong."""
     first = exc.errors()[0]
     loc = [str(part) for part in first["loc"]]
-    where = ".".join(loc) or "(top level)"
-    line = _line_of(text, loc)
-    at = f" (line {line})" if line else ""
+    message = _plain_message(first["type"], str(first["msg"]), first.get("ctx") or {})
+    line = _line_of(text, loc) if loc else _line_of_names(text, message)
+    at = f" line {line}" if line else ""
     if first["type"] == "extra_forbidden":
-        return f"gateway.toml: unknown key `{where}`{at}"
-    return f"gateway.toml: `{where}`{at}: {first['msg']}"
+        return f"gateway.toml{at}: unknown key `{'.'.join(loc)}`"
+    if not loc:
+        return f"gateway.toml{at}: {message}"
+    joiner = ": " if first["type"] == "value_error" else " "
+    return f"gateway.toml{at}: `{'.'.join(loc)}`{joiner}{message}"
+
+
+def _plain_message(kind: str, message: str, ctx: dict[str, object]) -> str:
+    """Pydantic's sentence without pydantic's wording ("Value error, ", "Input should be")."""
+    if kind == "missing":
+        return "is required"
+    if kind == "string_pattern_mismatch":
+        return f"does not have the allowed form (it must match {ctx.get('pattern')})"
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if message.startswith("Input should be"):
+        return "should be" + message.removeprefix("Input should be")
+    return message
 
 
 def _line_of(text: str, loc: list[str]) -> int | None:
-    """Best-effort line of the deepest key named in ``loc`` (TOML parsers keep no positions)."""
-    for key in reversed(loc):
-        if key.isdigit():
-            continue
-        pattern = re.compile(
-            rf'^\s*(?:\[[^\]]*\b{re.escape(key)}\b[^\]]*\]|"?{re.escape(key)}"?\s*[=.])'
-        )
+    """Best-effort line of the key named by ``loc`` (TOML parsers keep no positions): the
+    longest table header on its path, then the first line below it naming its last key."""
+    keys = [key for key in loc if not key.isdigit()]
+    if not keys:
+        return None
+    lines = text.splitlines()
+    start: int | None = None
+    for size in range(len(keys), 0, -1):
+        dotted = r"\s*\.\s*".join(rf'"?{re.escape(key)}"?' for key in keys[:size])
+        header = re.compile(rf"^\s*\[\s*{dotted}\s*\]")
+        hit = next((n for n, line in enumerate(lines) if header.match(line)), None)
+        if hit is not None:
+            if size == len(keys):
+                return hit + 1
+            start = hit
+            break
+    key = re.compile(rf'(?:^|[\s.{{,])"?{re.escape(keys[-1])}"?\s*(?:=|\.)')
+    for number in range(start or 0, len(lines)):
+        if key.search(lines[number]):
+            return number + 1
+    return None if start is None else start + 1  # a missing key: the table that lacks it
+
+
+def _line_of_names(text: str, message: str) -> int | None:
+    """For a problem across tables (an undeclared credential): the line holding the last
+    quoted name the message mentions, as a value or a table name."""
+    for name in reversed(re.findall(r"'([^']+)'", message)):
+        pattern = re.compile(rf'=\s*"{re.escape(name)}"|\.{re.escape(name)}\s*\]')
         for number, line in enumerate(text.splitlines(), start=1):
             if pattern.search(line):
                 return number
-        return None
     return None
 
 

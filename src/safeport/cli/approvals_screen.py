@@ -1,0 +1,222 @@
+"""`sp approvals watch` on a terminal: a live full-screen view (Textual).
+
+The card waiting for an answer, with the time left, on top; the open sessions (revoke the
+highlighted one with ``r``); the latest outcomes below. ``y`` approves and ``n`` denies: there
+is no default, and a key pressed within a moment of a new card appearing is ignored, as in the
+line mode, because it was meant for what was on screen before. Everything from the gateway
+arrives through :class:`~safeport.cli.approval_link.ApprovalLink`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Log, Static
+
+from safeport.cli.approval_link import (
+    Answered,
+    ApprovalLink,
+    CardArrived,
+    CardClosed,
+    Connected,
+    Disconnected,
+    Failed,
+    News,
+    Revoked,
+    Sessions,
+)
+from safeport.cli.approver_prompt import GRACE_S
+from safeport.cli.card_text import card_lines
+from safeport.cli.render import inert
+
+_OUTCOMES = {
+    "approved": "approved",
+    "denied": "denied",
+    "timeout": "expired: nobody answered in time; nothing ran",
+    "cancelled": "withdrawn by its requester; nothing ran",
+    "voided": "voided (the vault was locked); nothing ran",
+}
+
+LinkFactory = Callable[[Callable[[News], None]], ApprovalLink]
+
+
+class ApprovalsApp(App[None]):
+    TITLE = "safeport approvals"
+    CSS = """
+    #state { height: 1; background: $boost; }
+    #card { height: auto; min-height: 8; border: round $accent; padding: 0 1; }
+    #sessions { height: 8; border: round $panel; }
+    #outcomes { height: 1fr; border: round $panel; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "approve"),
+        Binding("n", "answer(False)", "deny"),
+        Binding("r", "revoke", "revoke session"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, link_factory: LinkFactory, *, clock: Callable[[], float] = time.monotonic):
+        super().__init__()
+        self._link_factory = link_factory
+        self._link: ApprovalLink | None = None
+        self._clock = clock
+        self._queue: deque[CardArrived] = deque()
+        self._current: CardArrived | None = None
+        self._shown_at = 0.0
+        self._sent = False
+        self.outcomes: list[str] = []  # what the outcomes pane shows, newest last
+        self.failure: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("gateway: connecting…", id="state")
+            yield Static("no card is waiting", id="card")
+            yield DataTable(id="sessions", cursor_type="row")
+            yield Log(id="outcomes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.border_title = "open sessions (r revokes the highlighted one)"
+        table.add_columns("session", "credential", "requester", "expires in")
+        self.query_one("#outcomes", Log).border_title = "latest outcomes"
+        self.query_one("#card", Static).border_title = "waiting for your answer"
+        self._link = self._link_factory(self._from_link)
+        self._link.start()
+        self.set_interval(1.0, self._tick)
+
+    def on_unmount(self) -> None:
+        if self._link is not None:
+            self._link.stop()
+
+    # -- news from the gateway ------------------------------------------------------------------
+
+    def _from_link(self, news: News) -> None:
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.call_from_thread(self._apply, news)
+
+    def _apply(self, news: News) -> None:
+        state = self.query_one("#state", Static)
+        if isinstance(news, Connected):
+            state.update(
+                "gateway: reconnected; watching again" if news.again else "gateway: connected"
+            )
+            if news.again:
+                self._record("the gateway is back; watching again")
+        elif isinstance(news, Disconnected):
+            state.update("gateway: stopped — waiting for it to start again (q quits)")
+            if self._current is not None or self._queue:
+                self._record("the gateway stopped; its waiting cards are void")
+            self._queue.clear()
+            self._current = None
+            self._show()
+        elif isinstance(news, CardArrived):
+            self._queue.append(news)
+            if self._current is None:
+                self._next()
+        elif isinstance(news, CardClosed):
+            self._queue = deque(c for c in self._queue if str(c.card.get("id")) != news.card_id)
+            why = _OUTCOMES.get(news.outcome, news.outcome)
+            self._record(f"card {inert(news.card_id)}: {why}")
+            if self._current is not None and str(self._current.card.get("id")) == news.card_id:
+                self._current = None
+                self._next()
+        elif isinstance(news, Answered):
+            if news.error:
+                self._record(f"card {inert(news.card_id)}: not recorded: {inert(news.error)}")
+        elif isinstance(news, Sessions):
+            self._show_sessions(news.sessions)
+        elif isinstance(news, Revoked):
+            done = f"not revoked: {inert(news.error)}" if news.error else "revoked"
+            self._record(f"session {inert(news.session_id)}: {done}")
+        elif isinstance(news, Failed):
+            self.failure = news.message
+            self.exit()
+
+    # -- the person -----------------------------------------------------------------------------
+
+    def action_answer(self, approve: bool) -> None:
+        current = self._current
+        if current is None:
+            self._record("no card is waiting; that key was ignored")
+            return
+        if self._sent:
+            return
+        if self._clock() - self._shown_at < GRACE_S:
+            self._record("key ignored: this card was just shown; read it, then answer")
+            return
+        assert self._link is not None
+        self._sent = True
+        self._link.answer(str(current.card.get("id")), approve)
+        self.query_one("#card", Static).border_subtitle = "approving…" if approve else "denying…"
+
+    def action_revoke(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        if table.row_count == 0 or self._link is None:
+            self._record("no session to revoke")
+            return
+        row = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        if row.value is not None:
+            self._link.revoke(row.value)
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def _next(self) -> None:
+        self._current = None
+        while self._queue:
+            arrived = self._queue.popleft()
+            if self._left(arrived) > 0:
+                self._current = arrived
+                self._shown_at = self._clock()
+                self._sent = False
+                break
+        self._show()
+
+    def _show(self) -> None:
+        card = self.query_one("#card", Static)
+        card.border_subtitle = ""
+        if self._current is None:
+            card.update("no card is waiting")
+            return
+        width = max(40, min(self.size.width - 4, 120))
+        lines = card_lines(self._current.card, width=width, expires_in_s=self._left(self._current))
+        waiting = f"\n{len(self._queue)} more waiting" if self._queue else ""
+        prompt = "\napprove?  y = yes   n = no   (no default)"
+        card.update(Text("\n".join(lines) + waiting + prompt))
+
+    def _tick(self) -> None:
+        if self._current is not None and self._left(self._current) <= 0:
+            self._current = None  # the gateway's card.closed follows and is recorded
+            self._next()
+        elif self._current is not None:
+            self._show()
+
+    def _left(self, arrived: CardArrived) -> int:
+        deadline = arrived.received_at + int(arrived.card.get("expires_in_s") or 0)
+        return max(0, round(deadline - self._clock()))
+
+    def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.clear()
+        for grant in sessions:
+            session_id = str(grant.get("id"))
+            table.add_row(
+                inert(session_id),
+                inert(str(grant.get("credential"))),
+                inert(f"pid {grant.get('requester_pid')} {grant.get('requester_exe')}"),
+                f"{grant.get('expires_in_s')} s",
+                key=session_id,
+            )
+
+    def _record(self, line: str) -> None:
+        stamped = f"{time.strftime('%H:%M:%S')}  {line}"
+        self.outcomes.append(stamped)
+        self.query_one("#outcomes", Log).write_line(stamped)

@@ -1,0 +1,121 @@
+"""Every command's examples, and one metavar per kind of value, applied to the whole tree.
+
+Kept in one table so `sp COMMAND --help` always ends with commands a person can run as written,
+and so a file is FILE, a folder DIR, a count N and a duration SECONDS everywhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import click
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "sp": ("sp init", "sp status", "sp doctor", "sp demo --yes"),
+    "sp init": ("sp init", "sp init --passphrase-file pw.txt"),
+    "sp audit": ("sp audit verify ~/.local/state/safeport/audit/actions.jsonl",),
+    "sp audit verify": (
+        "sp audit verify ~/.local/state/safeport/audit/actions.jsonl",
+        "sp audit verify actions.jsonl --checkpoint checkpoint.json",
+    ),
+    "sp audit show": ("sp audit show --journal actions --limit 20", "sp audit show --unseal"),
+    "sp audit checkpoint": ("sp audit checkpoint --out checkpoint.json",),
+    "sp gateway": ("sp gateway run", "sp gateway status"),
+    "sp gateway run": ("sp gateway run", "sp gateway run --print-service systemd"),
+    "sp gateway status": ("sp gateway status", "sp gateway status --json"),
+    "sp gateway stop": ("sp gateway stop",),
+    "sp gateway reload": ("sp gateway reload",),
+    "sp gateway install": (
+        "sudo /opt/safeport/bin/sp gateway install --human alice --print",
+        "sudo /opt/safeport/bin/sp gateway install --human alice",
+    ),
+    "sp gateway uninstall": (
+        "sudo systemctl disable --now safeport-gateway && sudo sp gateway uninstall",
+        "sudo sp gateway uninstall --purge --print",
+    ),
+    "sp approvals": ("sp approvals watch",),
+    "sp approvals list": ("sp approvals list --json",),
+    "sp approvals approve": ("sp approvals approve c-7f3a",),
+    "sp approvals deny": ("sp approvals deny c-7f3a",),
+    "sp approvals watch": ("sp approvals watch", "sp approvals watch --passphrase-file pw.txt"),
+    "sp sessions": ("sp sessions list",),
+    "sp sessions list": ("sp sessions list --json",),
+    "sp sessions revoke": ("sp sessions revoke s-1a2b",),
+    "sp policy": ("sp policy check", "sp policy accept"),
+    "sp policy check": ("sp policy check", "sp policy check --json"),
+    "sp policy accept": ("sp policy accept",),
+    "sp context": ("sp context serve --root ~/src/app",),
+    "sp context serve": (
+        "sp context serve --root ~/src/app",
+        "sp context serve --root ~/src/app --profile agent --origin claude-code",
+    ),
+    "sp context index": ("sp context index --root ~/src/app",),
+    "sp demo": ("sp demo", "sp demo --yes --keep"),
+    "sp ssh": ("sp ssh scan build.example.com",),
+    "sp ssh scan": ("sp ssh scan build.example.com", "sp ssh scan '[::1]:2222' --json"),
+    "sp vault": ("sp vault init", "sp vault add deploy-token --kind token"),
+    "sp vault init": ("sp vault init",),
+    "sp vault unlock": ("sp vault unlock", "sp vault unlock --keyring"),
+    "sp vault lock": ("sp vault lock",),
+    "sp vault status": ("sp vault status --json",),
+    "sp vault list": ("sp vault list",),
+    "sp vault add": (
+        "sp vault add deploy-token --kind token",
+        "sp vault add build-key --kind ssh-key --value-file ~/.ssh/gateway_ed25519",
+        "sp vault add registry --kind basic --username ci --value-file pw.txt",
+    ),
+    "sp vault remove": ("sp vault remove registry",),
+    "sp vault passphrase": ("sp vault passphrase",),
+    "sp vault backup": ("sp vault backup ~/vault-backup.sp",),
+    "sp vault keyring": ("sp vault keyring enable",),
+    "sp vault keyring enable": ("sp vault keyring enable",),
+    "sp vault keyring disable": ("sp vault keyring disable",),
+    "sp status": ("sp status", "sp status --json"),
+    "sp doctor": ("sp doctor", "sp doctor --offline"),
+    "sp completion": (
+        "sp completion bash >> ~/.bashrc",
+        "sp completion zsh > ~/.zfunc/_sp",
+        "sp completion fish > ~/.config/fish/completions/sp.fish",
+    ),
+}
+
+# Parameter names (and the kinds of value they take) mapped to the one metavar for that kind.
+_METAVARS = {
+    "username": "USER",
+    "roots": "DIR",
+    "limit": "N",
+    "timeout": "SECONDS",
+    "journal": "NAME",
+    "origin": "LABEL",
+}
+
+
+def apply(root: click.Command, path: str = "sp") -> None:
+    """Append each command's examples to its help and set the metavar of each value."""
+    examples = EXAMPLES.get(path)
+    if examples and "Example" not in (root.help or ""):
+        block = "\n".join(f"  {line}" for line in examples)
+        root.help = f"{inspect.cleandoc(root.help or '')}\n\n\b\nExamples:\n{block}"
+    for param in root.params:
+        param.metavar = param.metavar or _metavar(param)
+    if isinstance(root, click.Group):
+        for name, command in root.commands.items():
+            apply(command, f"{path} {name}")
+
+
+def _metavar(param: click.Parameter) -> str | None:
+    if isinstance(param, click.Option) and (param.is_flag or param.count):
+        return None
+    kind = param.type
+    if isinstance(kind, click.Choice):
+        return None  # click lists the choices
+    if isinstance(kind, click.Path):
+        return "DIR" if not kind.file_okay else "FILE"
+    name = param.name or ""
+    if name in _METAVARS:
+        return _METAVARS[name]
+    if name.endswith("_id"):
+        return "ID"
+    if name in ("name",):
+        return "NAME"
+    return None

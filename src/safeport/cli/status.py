@@ -1,0 +1,46 @@
+"""`sp status` and `sp doctor`: the whole installation at a glance, and what to fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from safeport.cli.render import inert
+from safeport.shared.paths import locate
+
+_MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
+def status(as_json: bool) -> None:
+    """Gateway, vault, served and pending policy, sessions, cards, journals and clients."""
+    from safeport.cli.overview import overview, overview_lines
+
+    view = overview(locate(), project=Path.cwd().resolve())
+    if as_json:
+        click.echo(json.dumps(view.as_json(), indent=2, sort_keys=True))
+        return
+    click.echo("\n".join(inert(line) for line in overview_lines(view)))
+
+
+@click.command()
+@click.option(
+    "--offline", is_flag=True, help="Skip the checks that connect to declared hosts and services."
+)
+def doctor(offline: bool) -> None:
+    """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
+    problem, with the fix for each."""
+    from safeport.cli.doctor_checks import diagnose
+
+    findings = diagnose(locate(), project=Path.cwd().resolve(), network=not offline)
+    for finding in findings:
+        click.echo(inert(f"{_MARKS[finding.state]}  {finding.check}: {finding.detail}"))
+        if finding.fix and finding.state != "ok":
+            click.echo(inert(f"      fix: {finding.fix}"))
+    failed = sum(1 for finding in findings if finding.state == "fail")
+    click.echo(f"\n{failed} problem(s)" if failed else "\nno problems found")
+    if failed:
+        raise click.exceptions.Exit(1)
