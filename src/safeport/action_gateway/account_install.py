@@ -9,7 +9,7 @@ What it sets up (Linux; macOS gets a LaunchDaemon and the same folders):
 - a system account (default ``safeport``) with its own group, no shell, no home of its own;
 - its folders: state (vault, accepted policy, journals; 0750, so the named humans, added to the
   account's group, can read the journals and nothing else), cache (0700) and the run folder
-  for the sockets (0755: only the account can create entries there);
+  for the sockets (0750: the account's group reaches them, only the account creates entries);
 - ``/etc/safeport/install.toml`` (root, 0644): the anchor `sp` and the context server trust;
 - a systemd system unit that runs the gateway as that account, with CAP_SYS_PTRACE as its only
   capability (to read who is asking from other users' ``/proc`` entries).

@@ -591,7 +591,7 @@ def _queued_bytes(sock: socket.socket) -> int:
 
 def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
     """Bind a Unix socket created 0600 (umask while binding: no window where it is open), then
-    give it ``mode`` (0666 in dedicated mode, where admission is by the peer's uid).
+    give it ``mode`` (0660 in dedicated mode: the account's group, then admission by uid).
 
     With ``passcred`` the accepted connections inherit ``SO_PASSCRED`` (Linux), so credentials
     are attached to every write, even one made before the connection was accepted.

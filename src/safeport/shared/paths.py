@@ -201,7 +201,7 @@ def ensure_private_dir(path: Path, *, uid: int | None = None) -> Path:
 
 def ensure_owned_dir(path: Path, *, mode: int, uid: int | None = None) -> Path:
     """Create ``path`` with ``mode`` if missing; refuse a symlink, another owner, or any
-    permission bit beyond ``mode`` (a dedicated account's folders are 0750 or 0755: its humans
+    permission bit beyond ``mode`` (a dedicated account's folders are 0750: its humans
     may read or enter them, never create entries in them)."""
     uid = os.geteuid() if uid is None else uid
     try:
