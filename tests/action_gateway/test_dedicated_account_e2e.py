@@ -141,7 +141,7 @@ def test_the_human_side_works_through_control_sock(setup: DedicatedSetup) -> Non
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert "+[ssh.hosts.nowhere]" in accepted.stdout
     again = alice.sp("policy", "accept", "--yes", "--passphrase-file", pw)
-    assert again.stdout.startswith("gateway.toml is already")
+    assert "gateway.toml is already the accepted policy" in again.stdout
 
 
 def test_the_humans_uid_cannot_read_the_vault_or_write_the_journals(

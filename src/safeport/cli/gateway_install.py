@@ -42,7 +42,10 @@ _print = click.option(
 @_prefix
 @_print
 def install_command(account: str, humans: tuple[str, ...], prefix: Path, dry_run: bool) -> None:
-    """Create the gateway's account, folders, install file and service (needs root)."""
+    """Create the gateway's account, folders, install file and service.
+
+    Run it as root (sudo) from a root-owned installation, such as /opt/safeport/bin/sp.
+    """
     if not humans and os.environ.get("SUDO_USER"):
         humans = (os.environ["SUDO_USER"],)
     options = InstallOptions(account=account, humans=humans, prefix=prefix.resolve())
@@ -62,7 +65,10 @@ def install_command(account: str, humans: tuple[str, ...], prefix: Path, dry_run
 @click.option("--purge", is_flag=True, help="Also delete the vault, the journals and the account.")
 @_print
 def uninstall_command(account: str, prefix: Path, purge: bool, dry_run: bool) -> None:
-    """Remove what `sp gateway install` made; the vault and journals stay unless --purge."""
+    """Remove what `sp gateway install` made; the vault and journals stay unless --purge.
+
+    Run it as root, after `systemctl disable --now safeport-gateway`.
+    """
     options = InstallOptions(account=account, humans=(), prefix=prefix.resolve())
     steps = uninstall(options, purge=purge, dry_run=dry_run)
     _show(steps, dry_run)

@@ -26,13 +26,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp gateway stop": ("sp gateway stop",),
     "sp gateway reload": ("sp gateway reload",),
     "sp gateway install": (
-        "sudo /opt/safeport/bin/sp gateway install --human alice --print",
-        "sudo /opt/safeport/bin/sp gateway install --human alice",
+        "sp gateway install --human alice --print",
+        "sp gateway install --human alice",
     ),
-    "sp gateway uninstall": (
-        "sudo systemctl disable --now safeport-gateway && sudo sp gateway uninstall",
-        "sudo sp gateway uninstall --purge --print",
-    ),
+    "sp gateway uninstall": ("sp gateway uninstall --print", "sp gateway uninstall --purge"),
     "sp approvals": ("sp approvals watch",),
     "sp approvals list": ("sp approvals list --json",),
     "sp approvals approve": ("sp approvals approve c-7f3a",),
