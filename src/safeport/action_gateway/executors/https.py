@@ -87,6 +87,7 @@ class _WithoutServerText(logging.Filter):
 
 
 _SERVER_TEXT_FILTER = _WithoutServerText()
+log = logging.getLogger("safeport.gateway")
 logging.getLogger("httpx").addFilter(_SERVER_TEXT_FILTER)
 logging.getLogger("httpcore.http11").addFilter(_SERVER_TEXT_FILTER)
 
@@ -349,9 +350,14 @@ def _check_ca_file(service_id: str, ca_file: str, owners: frozenset[int]) -> Non
     try:
         check_trust_file(ca_file, owners)
     except UntrustedFile as exc:
+        # The details (which step, its owner and mode) go to the gateway's own log only: read
+        # with the gateway's rights, they would tell whoever wrote the policy facts about files
+        # they cannot see.
+        log.warning("the ca_file of service %r is refused: %s", service_id, exc.message)
         raise ActionError(
             "tls_failed",
-            f"the ca_file of service {service_id!r} is refused: {exc.message}",
+            f"the ca_file of service {service_id!r} is not a file only root or the gateway's "
+            "account controls; the gateway's log says which part",
             hint="keep a service's CA where only root (or the gateway's account) can change it, "
             "e.g. /usr/local/share/ca-certificates",
         ) from None
