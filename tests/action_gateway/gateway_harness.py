@@ -16,14 +16,17 @@ from pathlib import Path
 from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
 from safeport.action_gateway.core import GatewayParts, RuntimeLimits
 from safeport.action_gateway.daemon import run_gateway
+from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity_linux import LinuxProbe
 from safeport.action_gateway.server import ServerLimits
 from safeport.errors import Error
+from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
 from safeport.shared.paths import locate
 from safeport.vault.interface import VaultStore
 from safeport.vault.sealing import AuditSealer
 from safeport.vault.store import VaultFile
 from tests.action_gateway.fakes import FakeVaultStore, Recorder, RecordingExecutor
+from tests.drills.call_files import CallFileExecutor
 
 
 def main() -> int:
@@ -41,6 +44,18 @@ def main() -> int:
         help="the vault file under SAFEPORT_HOME (sealed journals) instead of the in-memory one",
     )
     parser.add_argument("--syslog-socket", default=LOCAL_SOCKET, help='where "local" syslog goes')
+    parser.add_argument(
+        "--calls-dir",
+        type=Path,
+        default=None,
+        help="the crash drill's executor: one file per call, written before it returns",
+    )
+    parser.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=DEFAULT_SEGMENT_BYTES,
+        help="rotate each journal at this size (small: rotations happen under the drill's kills)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -50,9 +65,12 @@ def main() -> int:
         if args.real_vault
         else FakeVaultStore(args.passphrase_file.read_bytes().strip(), record)
     )
+    executor: Executor = RecordingExecutor(record)
+    if args.calls_dir is not None:
+        executor = CallFileExecutor(args.calls_dir, paths.audit_dir / "actions.jsonl")
     parts = GatewayParts(
         vault_store=store,
-        executor=RecordingExecutor(record),
+        executor=executor,
         probe=LinuxProbe(),
         sealer_for=AuditSealer if args.seal or args.real_vault else None,
         syslog_local_path=args.syslog_socket,
@@ -62,6 +80,7 @@ def main() -> int:
         reap_interval_s=args.reap_interval,
         noise_interval_s=0.2,
         worker_threads=args.workers,
+        journal_segment_bytes=args.segment_bytes,
     )
     try:
         run_gateway(paths, parts, limits)

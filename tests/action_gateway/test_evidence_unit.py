@@ -111,3 +111,30 @@ def test_sealed_records_are_scanned_from_their_cleartext_members(tmp_path: Path)
     assert refs.open_intents == (OpenIntent(second.seq, second.hash),)
     assert refs.highest_generation == 9
     assert b'"ref":{"intent":1},"sealed":' in path.read_bytes()
+
+
+def test_a_journal_rotating_under_the_check_is_not_taken_for_a_cut(tmp_path: Path) -> None:
+    """The running gateway compares heads (at unlock, before signing) while its own writer
+    appends and rotates: a segment renamed between listing the files and reading them is the
+    same chain, never ``journal.truncated`` or ``journal.rewritten``. (Found by the crash
+    drill: unlock raised "actions.jsonl is missing" while actions rotated at 4 KiB.)"""
+    import threading
+
+    path = tmp_path / "actions.jsonl"
+    stop = threading.Event()
+    with JournalWriter(path, segment_bytes=4096) as writer:
+        signed = writer.append("action.denied", {"n": 0})
+
+        def append_forever() -> None:
+            while not stop.is_set():
+                writer.append("action.denied", {"pad": "x" * 300})
+
+        appender = threading.Thread(target=append_forever)
+        appender.start()
+        try:
+            findings = [check_head(path, "actions", signed) for _ in range(300)]
+        finally:
+            stop.set()
+            appender.join()
+    assert [f for f in findings if f is not None] == []
+    assert len(list(tmp_path.glob("actions.0*.jsonl"))) > 10  # it did rotate, often

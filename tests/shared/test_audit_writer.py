@@ -109,6 +109,27 @@ def test_a_journal_that_is_only_a_torn_line_recovers_from_genesis(tmp_path: Path
     assert (report.chain, report.records) == ("valid", 2)
 
 
+def test_a_torn_first_record_of_a_fresh_segment_goes_on_from_the_segment_before(
+    tmp_path: Path,
+) -> None:
+    """A crash while writing the first record after a rotation leaves an active file that is
+    only a torn line; the recovery record continues the chain of the newest segment. (Found by
+    the crash drill: it restarted at seq 1, and the journal no longer verified.)"""
+    path = tmp_path / "actions.jsonl"
+    with JournalWriter(path, segment_bytes=4096) as writer:
+        while not list(tmp_path.glob("actions.0*.jsonl")):
+            torn = writer.append("test.event", {"pad": "p" * 400})
+    # The first record of the fresh active file is the one the crash tore.
+    path.write_bytes(path.read_bytes()[:13])
+    os.chmod(path, 0o600)
+    with JournalWriter(path, segment_bytes=4096) as writer:
+        head = writer.append("test.event", {"after": "crash"})
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert records[0]["kind"] == "recovery" and records[0]["seq"] == torn.seq
+    assert head.seq == torn.seq + 1
+    assert verify_journal(path).chain == "valid"
+
+
 def test_a_damaged_last_record_stops_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     lines = write_journal(path, 2)

@@ -39,6 +39,7 @@ from safeport.action_gateway.server import ServerLimits
 from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Error
 from safeport.shared.audit import BodySealer, JournalHead
+from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.backend import FileVaultBackend
@@ -77,6 +78,8 @@ class RuntimeLimits:
     noise_interval_s: float = 1.0
     checkpoint_interval_s: float = 300.0
     worker_threads: int = 64
+    # Rotation size of each journal's active file; drills use a small one to crash mid-rotation.
+    journal_segment_bytes: int = DEFAULT_SEGMENT_BYTES
 
 
 class _SessionsJournal:
@@ -105,7 +108,10 @@ class GatewayCore:
         # A dedicated account's humans read (verify) the journals through its group.
         self.journal_mode = 0o640 if paths.install is not None else 0o600
         self.journals = GatewayJournals(
-            paths.audit_dir, self._sealer(), file_mode=self.journal_mode
+            paths.audit_dir,
+            self._sealer(),
+            file_mode=self.journal_mode,
+            segment_bytes=limits.journal_segment_bytes,
         )
         self.evidence = JournalEvidence(self.journals, paths.audit_dir / "checkpoint.json")
         self.vault = VaultState(parts.vault_store)

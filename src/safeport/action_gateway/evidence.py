@@ -32,6 +32,7 @@ _KIND_TAG = b',"kind":"'
 _REF_TAG = b',"ref":{'
 _SEQ_START = 81  # after '{"hash":"<64 hex>","seq":'
 _CHUNK = 1024 * 1024
+_STABLE_TRIES = 5
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,34 @@ class JournalRefs:
 
 
 def check_head(path: Path, journal: str, signed: JournalHead) -> HeadFinding | None:
-    """None if ``path`` (all its segments) still holds ``signed``; the finding otherwise."""
+    """None if ``path`` (all its segments) still holds ``signed``; the finding otherwise.
+
+    The running gateway checks while its own writer appends and rotates: a segment renamed
+    between listing the files and reading them would look like a missing or rewritten file.
+    A finding counts only if the set of files was the same before and after the check."""
     if signed.seq == 0:
         return None
+    finding: HeadFinding | None = None
+    for _ in range(_STABLE_TRIES):
+        before = _files_of(path)
+        finding = _check_once(path, journal, signed)
+        if finding is None or _files_of(path) == before:
+            return finding
+    return finding  # rotating on every try: report what the last one found
+
+
+def _files_of(path: Path) -> list[tuple[str, int]]:
+    """Names and inodes of the journal's files: a rotation changes them, an append does not."""
+    files = []
+    for file in journal_segments(path):
+        try:
+            files.append((file.name, os.lstat(file).st_ino))
+        except FileNotFoundError:
+            continue
+    return files
+
+
+def _check_once(path: Path, journal: str, signed: JournalHead) -> HeadFinding | None:
     try:
         report = verify_journal(path, capture_seq=signed.seq)
     except AuditError:

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from safeport.shared.audit import BodySealer, JournalHead, JournalWriter
+from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
 
 SESSIONS = "sessions"
 ACTIONS = "actions"
@@ -24,11 +25,22 @@ class DurableJournal:
     """One journal; :meth:`record` returns once the record is durable."""
 
     def __init__(
-        self, path: Path, sealer: BodySealer | None = None, *, file_mode: int = 0o600
+        self,
+        path: Path,
+        sealer: BodySealer | None = None,
+        *,
+        file_mode: int = 0o600,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
         self.name = path.stem
         self.path = path
-        self._writer = JournalWriter(path, durability="batched", sealer=sealer, file_mode=file_mode)
+        self._writer = JournalWriter(
+            path,
+            durability="batched",
+            sealer=sealer,
+            file_mode=file_mode,
+            segment_bytes=segment_bytes,
+        )
 
     def record(
         self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
@@ -57,10 +69,22 @@ class DurableJournal:
 
 class GatewayJournals:
     def __init__(
-        self, audit_dir: Path, sealer: BodySealer | None = None, *, file_mode: int = 0o600
+        self,
+        audit_dir: Path,
+        sealer: BodySealer | None = None,
+        *,
+        file_mode: int = 0o600,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
-        self.sessions = DurableJournal(audit_dir / f"{SESSIONS}.jsonl", sealer, file_mode=file_mode)
-        self.actions = DurableJournal(audit_dir / f"{ACTIONS}.jsonl", sealer, file_mode=file_mode)
+        self.sessions = DurableJournal(
+            audit_dir / f"{SESSIONS}.jsonl",
+            sealer,
+            file_mode=file_mode,
+            segment_bytes=segment_bytes,
+        )
+        self.actions = DurableJournal(
+            audit_dir / f"{ACTIONS}.jsonl", sealer, file_mode=file_mode, segment_bytes=segment_bytes
+        )
 
     def set_sealer(self, sealer: BodySealer | None) -> None:
         self.sessions.set_sealer(sealer)

@@ -202,7 +202,7 @@ _DECORATION_AROUND = (
     re.compile(r"\A\.#(.+)\Z"),  # emacs lock
     re.compile(r"\A(?:copy of |backup of )(.+)\Z"),
 )
-_MAX_DECORATIONS = 16
+_MAX_FORMS = 64
 
 # Generated or vendored folders: never code the user wrote, often huge.
 DEFAULT_IGNORED_FOLDERS: tuple[str, ...] = (
@@ -583,48 +583,53 @@ def normalise(name: str) -> str:
 
 
 def undecorated_forms(name: str) -> list[str]:
-    """The normalised name and each form left by stripping one more editor/backup decoration.
+    """The normalised name and every form left by stripping editor/backup decorations.
 
     Invisible format characters and surrounding blanks or dots are dropped first: `.env ` and
-    `.env\u200b` are the same file to a person reading a listing.
+    `.env\u200b` are the same file to a person reading a listing. Decorations nest in any
+    order (`.#.aws#.swp~`), and stripping one can hide another, so every way of stripping is
+    followed, not only the first that applies (bounded: a hostile name costs a few dozen forms).
     """
     folded = normalise(name)
     if not folded.isascii() and any(unicodedata.category(ch) == "Cf" for ch in folded):
         folded = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
     forms = [folded]
-    form = folded
-    for _ in range(_MAX_DECORATIONS):
-        stripped = _strip_decoration(form)
-        if not stripped or stripped == form:
-            break
-        forms.append(stripped)
-        form = stripped
+    seen = {folded}
+    frontier = [folded]
+    while frontier and len(forms) < _MAX_FORMS:
+        form = frontier.pop(0)
+        for stripped in _strip_options(form):
+            if stripped and stripped not in seen and len(forms) < _MAX_FORMS:
+                seen.add(stripped)
+                forms.append(stripped)
+                frontier.append(stripped)
     return forms
 
 
-def _strip_decoration(form: str) -> str | None:
+def _strip_options(form: str) -> list[str]:
+    """Each form one decoration shorter than ``form``."""
+    options = []
     trimmed = form.lstrip(" \t").rstrip(" \t.")  # never a leading dot: `.env ` is `.env`
     if trimmed and trimmed != form:
-        return trimmed
+        options.append(trimmed)
     first, last = form[:1], form[-1:]
     if first in (".", "#", "c", "b"):
-        for around in _DECORATION_AROUND:
-            if m := around.match(form):
-                return m.group(1)
+        options += [m.group(1) for around in _DECORATION_AROUND if (m := around.match(form))]
     if last == "~":
         m = _NUMBERED_BACKUP.search(form)
-        return form[: m.start()] if m else form[:-1]
+        options.append(form[: m.start()] if m else form[:-1])
     if last == ")" and (m := _COPY_NUMBER.search(form)):
-        return form[: m.start()]
+        options.append(form[: m.start()])
     cut = max(form.rfind(sep) for sep in "._- ")
-    if cut <= 0:
-        return None
-    tail = form[cut + 1 :]
-    if tail in _DECORATION_WORDS or tail.isdigit():
-        return form[:cut]
-    if form[cut] == "." and tail in _COMPRESSED:
-        return form[:cut]
-    return None
+    if cut > 0:
+        tail = form[cut + 1 :]
+        if (
+            tail in _DECORATION_WORDS
+            or tail.isdigit()
+            or (form[cut] == "." and tail in _COMPRESSED)
+        ):
+            options.append(form[:cut])
+    return options
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,12 @@ class JournalWriter:
             return 0
         last_line, torn = _read_tail(self._fd, size)
         if torn:
-            self._head = _head_of(last_line, self.path) if last_line is not None else GENESIS
+            if last_line is not None:
+                self._head = _head_of(last_line, self.path)
+            else:
+                # Only a torn line: a crash while writing the first record of a fresh segment
+                # goes on from the segment before it, not from genesis (a new chain at seq 1).
+                self._head = self._head_of_previous_segment()
             size = self._recover(size, torn)
         else:
             assert last_line is not None
