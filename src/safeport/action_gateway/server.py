@@ -33,6 +33,7 @@ import fcntl
 import logging
 import os
 import re
+import select
 import socket
 import struct
 import sys
@@ -386,7 +387,8 @@ class SocketServer:
 
     def _evict_one(self) -> bool:
         """control.sock: close the connection idle longest (not a subscribed approver, not one
-        with an operation in progress, not one that just arrived) to serve a new `sp` command."""
+        with an operation in progress, not one that just arrived, and silent ones before any with
+        unread bytes) to serve a new `sp` command."""
         if not self._make_room:
             return False
         now = time.monotonic()
@@ -394,13 +396,27 @@ class SocketServer:
         idle = [ch for ch in self._channels if ch.evictable(now, grace)]
         if not idle:
             return False
-        oldest = min(idle, key=lambda ch: ch.last_active)
+        # A connection whose peer wrote bytes not read yet is not idle: under a flood, the
+        # human's request can sit queued while its connection waits for an identity worker.
+        # Truly silent connections go first; only when none is left is a queued one closed.
+        oldest = min(
+            idle,
+            key=lambda ch: (not _peer_closed(ch.sock), _queued_bytes(ch.sock) > 0, ch.last_active),
+        )
         self._on_refused("evicted_idle")
         oldest.close()
         if oldest.busy and oldest.task is not None:
             oldest.task.cancel()  # it was waiting its turn; the read loop is not listening
         self._channels.discard(oldest)
         return True
+
+    def _resolve_live(self, sock: socket.socket) -> PeerIdentity:
+        """Identify the peer, unless it has already hung up: a flood of connect-write-close
+        would otherwise keep the identity workers busy on connections no one will read, while
+        the human's request waits behind them."""
+        if _peer_closed(sock):
+            raise ConnectionAbortedError("the peer hung up before it was identified")
+        return self._probe.resolve(sock)
 
     async def _serve(self, channel: PeerSocket) -> None:
         loop = asyncio.get_running_loop()
@@ -422,10 +438,13 @@ class SocketServer:
             )
             return
         try:
-            peer = await loop.run_in_executor(self._pool, self._probe.resolve, channel.sock)
+            peer = await loop.run_in_executor(self._pool, self._resolve_live, channel.sock)
         except Denied as exc:
             self._on_refused("identity_unavailable")
             channel.send_nowait(encode_frame(error_reply(None, "denied", exc.message)))
+            return
+        except ConnectionAbortedError:  # hung up before it was identified: counted, not read
+            self._on_refused("hung_up_unidentified")
             return
         except OSError:  # closed (evicted) while it was being identified
             return
@@ -587,6 +606,16 @@ def _queued_bytes(sock: socket.socket) -> int:
     except OSError:
         return 0  # a closed socket: the read loop ends it
     return int.from_bytes(raw, sys.byteorder, signed=True)
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the peer has shut its end (poll reports a hang-up; no bytes are consumed)."""
+    poller = select.poll()
+    try:
+        poller.register(sock.fileno(), select.POLLRDHUP | select.POLLHUP)
+        return any(mask & (select.POLLRDHUP | select.POLLHUP) for _, mask in poller.poll(0))
+    except (OSError, ValueError):
+        return True
 
 
 def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
