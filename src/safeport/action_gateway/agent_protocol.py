@@ -138,7 +138,9 @@ class AgentHandler(Handler):
                     refusal.category,
                 )
                 await conn.send_error(request.id, refusal.code, refusal.message)
-            except Exception:  # the ladder journals what it can; never kill the connection
+            except Exception as exc:  # the ladder journals what it can; never kill the connection
+                log.error("pid %d %s: internal error %s", conn.peer.pid, _names(request),
+                          type(exc).__name__)  # fmt: skip
                 await conn.send_error(request.id, "internal", "the gateway failed on this request")
             else:
                 log.info("pid %d %s: done", conn.peer.pid, _names(request))

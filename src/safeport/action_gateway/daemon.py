@@ -226,8 +226,12 @@ async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> 
         await asyncio.sleep(interval)
         try:
             await loop.run_in_executor(pool, job)
-        except Exception:
-            log.exception("periodic gateway task failed")
+        except Exception as exc:  # the next period runs again; the type says what broke
+            log.error("periodic gateway task %s failed: %s", _job_name(job), type(exc).__name__)
+
+
+def _job_name(job: Callable[[], object]) -> str:
+    return str(getattr(job, "__name__", type(job).__name__))
 
 
 def _in_background(loop: asyncio.AbstractEventLoop, core: GatewayCore) -> None:

@@ -229,7 +229,8 @@ def _serve(channel: socket.socket, probe: IdentityProbe) -> None:
                 for fd in back:
                     os.close(fd)
                 back = []
-        except Exception:
+        except Exception as exc:  # one request must never end the inspector
+            log.warning("the inspector could not answer a request: %s", type(exc).__name__)
             data = _encode(_refusal("unavailable", "the peer process could not be inspected"))
         for fd in fds:
             os.close(fd)

@@ -467,8 +467,10 @@ class SocketServer:
             conn.close()
             for task in list(conn.tasks):
                 task.cancel()
-            with contextlib.suppress(Exception):
-                await self._handler.closed(conn)
+            try:
+                await self._handler.closed(conn)  # withdraws the connection's cards
+            except Exception as exc:  # the connection is gone either way; say what failed
+                log.error("%s.sock: closing a connection failed: %s", self.name, type(exc).__name__)
             if conn.junk:
                 await self._on_junk(conn)
             self._probe.release(peer)
@@ -552,8 +554,12 @@ class SocketServer:
             ",".join(str(pid) for pid in others),
             conn.peer.pid,
         )
-        with contextlib.suppress(Exception):
+        try:
             await self._on_foreign_sender(conn, request_id, others)
+        except Exception as exc:  # the refusal below stands even if it was not journaled
+            log.error(
+                "%s.sock: the foreign sender was not journaled: %s", self.name, type(exc).__name__
+            )
         await conn.send_error(
             request_id, "denied", "this message was not sent by the process that connected"
         )

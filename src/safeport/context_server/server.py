@@ -157,8 +157,8 @@ def _stop_on_interrupt(service: WorkspaceService) -> None:
     def finish() -> None:
         try:
             service.journal.flush()
-        except Exception:  # exiting anyway; the records are already written
-            log.warning("reads journal flush at exit failed")
+        except Exception as exc:  # exiting anyway; the records are already written
+            log.warning("reads journal flush at exit failed: %s", type(exc).__name__)
         finally:
             os._exit(0)
 
