@@ -234,6 +234,37 @@ class DedicatedSetup:
         return path.read_text() if path.exists() else ""
 
 
+_PROPOSE = (
+    "import json,socket,struct,sys,time\n"
+    "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+    "n=struct.unpack('>I',s.recv(4))[0];s.recv(n)\n"  # the welcome comes first
+    "m=json.dumps({'v':1,'id':'r1','type':'propose','action':'ssh_exec','host_id':sys.argv[2],"
+    "'command_id':'uptime','args':{}}).encode()\n"
+    "s.sendall(struct.pack('>I',len(m))+m);time.sleep(60)\n"
+)
+
+
+def propose(setup: DedicatedSetup, human: Human, host_id: str = "nowhere") -> subprocess.Popen[str]:
+    """A requester of ``human``'s uid proposing ``uptime`` on ``host_id`` and waiting.
+
+    flock (root) stands for the agent's client, so approvers (also children of the test) are
+    not inside the requester's client; setpriv, a wrapper, drops to the human's uid.
+    """
+    lock = setup.base / "client.lock"
+    lock.touch()
+    argv = ["flock", "-s", str(lock), *setpriv(human.name), "/usr/bin/python3", "-c", _PROPOSE,
+            str(setup.run_dir / "agent.sock"), host_id]  # fmt: skip
+    return subprocess.Popen(argv, cwd="/", env=human.env, text=True)
+
+
+def missing_parts() -> list[str]:
+    """What the real-account tests need and this machine lacks."""
+    missing = [] if os.geteuid() == 0 else ["root (to create OS accounts)"]
+    missing += [tool for tool in ("setpriv", "useradd", "userdel", "usermod", "ssh-keygen")
+                if not shutil.which(tool)]  # fmt: skip
+    return missing
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(3)}"
 
@@ -277,10 +308,6 @@ def tear_down(setup: DedicatedSetup) -> None:
         subprocess.run(["userdel", "--remove", name], capture_output=True, check=False)
     subprocess.run(["userdel", setup.account], capture_output=True, check=False)
     shutil.rmtree(setup.base, ignore_errors=True)
-
-
-def tools_present() -> list[str]:
-    return [tool for tool in ("setpriv", "useradd", "userdel", "usermod") if not shutil.which(tool)]
 
 
 PYTHON = sys.executable

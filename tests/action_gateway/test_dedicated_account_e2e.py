@@ -37,9 +37,10 @@ from tests.action_gateway.dedicated import (
     Human,
     install,
     make_setup,
+    missing_parts,
+    propose,
     setpriv,
     tear_down,
-    tools_present,
     unique,
 )
 from tests.action_gateway.support import HOST_KEY
@@ -50,10 +51,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def setup() -> Iterator[DedicatedSetup]:
-    need(os.geteuid() == 0, "creating OS accounts needs root")
-    missing = tools_present()
-    need(not missing, f"{', '.join(missing)} (util-linux, passwd) not installed")
-    need(shutil.which("ssh-keygen") is not None, "ssh-keygen (openssh-client) is not installed")
+    missing = missing_parts()
+    need(not missing, f"{', '.join(missing)}: needed for real OS accounts")
     made = make_setup([unique("spal"), unique("spbo")])
     try:
         alice, _bob = made.humans.values()
@@ -402,19 +401,7 @@ def test_an_intent_left_open_by_a_kill_is_closed_by_action_interrupted_at_restar
     )
     assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
     assert alice.sp("policy", "accept", "--yes", "--passphrase-file", pw).returncode == 0
-    lock = setup.base / "client.lock"
-    lock.touch()
-    requester = subprocess.Popen(
-        ["flock", "-s", str(lock), *setpriv(alice.name), "/usr/bin/python3", "-c",
-         "import json,socket,struct,sys,time\n"
-         "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
-         "n=struct.unpack('>I',s.recv(4))[0];s.recv(n)\n"
-         "m=json.dumps({'v':1,'id':'k1','type':'propose','action':'ssh_exec','host_id':'hang',"
-         "'command_id':'uptime','args':{}}).encode()\n"
-         "s.sendall(struct.pack('>I',len(m))+m);time.sleep(60)\n",
-         str(setup.run_dir / "agent.sock")],
-        env=alice.env, cwd="/",
-    )  # fmt: skip
+    requester = propose(setup, alice, host_id="hang")
     intents = _kinds(setup, "actions").count("action.intent")
     try:
         deadline = time.monotonic() + 30

@@ -8,8 +8,6 @@ through `sp` under the human's uid; a proposal comes from a raw agent.sock clien
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,30 +21,20 @@ from tests.action_gateway.dedicated import (
     Human,
     install,
     make_setup,
-    setpriv,
+    missing_parts,
+    propose,
     tear_down,
-    tools_present,
     unique,
 )
 from tests.conftest import need
 
 pytestmark = pytest.mark.integration
 
-_PROPOSE = (
-    "import json,socket,struct,sys,time\n"
-    "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
-    "n=struct.unpack('>I',s.recv(4))[0];s.recv(n)\n"
-    "m=json.dumps({'v':1,'id':'r1','type':'propose','action':'ssh_exec','host_id':'nowhere',"
-    "'command_id':'uptime','args':{}}).encode()\n"
-    "s.sendall(struct.pack('>I',len(m))+m);time.sleep(60)\n"
-)
-
 
 @pytest.fixture(scope="module")
 def setup() -> Iterator[DedicatedSetup]:
-    need(os.geteuid() == 0, "creating OS accounts needs root")
-    missing = tools_present()
-    need(not missing, f"{', '.join(missing)} (util-linux, passwd) not installed")
+    missing = missing_parts()
+    need(not missing, f"{', '.join(missing)}: needed for real OS accounts")
     made = make_setup([unique("spal"), unique("spbo")])
     try:
         alice, bob = made.humans.values()
@@ -71,17 +59,6 @@ def _humans(setup: DedicatedSetup) -> tuple[Human, Human]:
     return alice, bob
 
 
-def _propose(setup: DedicatedSetup, human: Human) -> subprocess.Popen[str]:
-    sock = str(setup.run_dir / "agent.sock")
-    # flock stands for the agent's client, so the approvers (also children of this test) are
-    # not inside the requester's client.
-    lock = setup.base / "client.lock"
-    lock.touch()
-    argv = ["flock", "-s", str(lock), *setpriv(human.name), "/usr/bin/python3", "-c", _PROPOSE,
-            sock]  # fmt: skip
-    return subprocess.Popen(argv, cwd="/", env=human.env, text=True)
-
-
 def _cards(human: Human, *extra: str) -> list[dict[str, Any]]:
     listed = human.sp("approvals", "list", "--json", *extra)
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -102,7 +79,7 @@ def test_a_card_names_the_human_who_asked_and_only_a_proven_approver_sees_anothe
     setup: DedicatedSetup,
 ) -> None:
     alice, bob = _humans(setup)
-    proposer = _propose(setup, alice)
+    proposer = propose(setup, alice)
     try:
         own = _wait_card(alice)  # alice sees her own card without the passphrase
         assert own["user"] == {"uid": alice.uid, "name": alice.name}
