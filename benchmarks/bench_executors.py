@@ -37,6 +37,7 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
+    ParamSpec,
     SshCommand,
     SshHost,
 )
@@ -117,7 +118,10 @@ def bench_https(http_runs: int) -> None:
             method="GET",
             path="/v1/{environment}/services/{service}/status",
             response_fields=["environment", "service", "state", "revision"],
-            params={"environment": {"enum": ["staging"]}, "service": {"pattern": "^[a-z-]{1,48}$"}},
+            params={
+                "environment": ParamSpec(enum=["staging"]),
+                "service": ParamSpec(pattern="^[a-z-]{1,48}$"),
+            },
         )
         service = HttpService(
             base_url=tls.base_url(),

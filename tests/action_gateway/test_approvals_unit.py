@@ -15,7 +15,7 @@ from safeport.action_gateway.approvals import (
     ApproverRefused,
     check_approver,
 )
-from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest
+from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest, ApprovalScope
 from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import SshCommand, SshHost
@@ -75,7 +75,9 @@ class Liveness:
         return identity.pid not in self.dead
 
 
-def request(scope: str = "session", args: dict[str, str | int] | None = None) -> ActionRequest:
+def request(
+    scope: ApprovalScope = "session", args: dict[str, str | int] | None = None
+) -> ActionRequest:
     return ActionRequest(
         request_id="r1",
         kind="ssh_exec",
@@ -85,7 +87,7 @@ def request(scope: str = "session", args: dict[str, str | int] | None = None) ->
         scope=scope,
         args=args or {"s": "x"},
         policy_digest="p1",
-        read_only=True,  # type: ignore[arg-type]
+        read_only=True,
         prepared=SshAction("h", HOST, "c", SshCommand(argv=["uptime"]), "uptime"),
     )
 

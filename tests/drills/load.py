@@ -113,10 +113,10 @@ def junk_main(home: Path, idle: int) -> None:
         held[:] = alive
         while len(held) < idle:
             # Four in five on agent.sock (its budget), the rest where the human's `sp` connects.
-            sock = connect(paths[0] if len(held) % 5 else paths[1])
-            if sock is None:
+            opened = connect(paths[0] if len(held) % 5 else paths[1])
+            if opened is None:
                 break
-            held.append(sock)
+            held.append(opened)
             sent["idle_opened"] += 1
 
     def burst(path: Path, data: bytes, kind: str) -> None:

@@ -221,7 +221,12 @@ def test_fsync_mode_syncs_before_append_returns(
     path = tmp_path / "actions.jsonl"
     calls: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     with JournalWriter(path, durability="fsync") as writer:
         writer.append("test.event", {})
         assert len(calls) == 1

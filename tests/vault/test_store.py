@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,9 @@ def test_nothing_that_holds_a_secret_shows_it_in_repr_or_str(tmp_path: Path) -> 
         repr(x) + str(x)
         for x in (vault, store, vault.secret("deploy-token"), vault.secret("registry"))
     )
-    shown += repr(vault.entries()) + repr(vault.secret("deploy-token").token)
+    token = vault.secret("deploy-token")
+    assert isinstance(token, TokenSecret)
+    shown += repr(vault.entries()) + repr(token.token)
     assert CANARY_TOKEN.decode() not in shown and CANARY_PASSWORD.decode() not in shown
 
 
@@ -401,7 +404,7 @@ def test_no_error_text_cause_or_log_record_carries_a_value(
     caplog.set_level("DEBUG")
     store, vault = make_vault(tmp_path)
     canary_key = b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + CANARY_TOKEN + b"\n"
-    attempts = [
+    attempts: list[Callable[[], object]] = [
         lambda: store.unlock(SecretBytes(CANARY_PASSWORD)),
         lambda: vault.add("deploy-token", "token", {"token": SecretBytes(CANARY_TOKEN)}),
         lambda: vault.add("k", "ssh-key", {"private_key": SecretBytes(canary_key)}),
@@ -416,7 +419,7 @@ def test_no_error_text_cause_or_log_record_carries_a_value(
         error: BaseException | None = caught.value
         while error is not None:
             texts.append(repr(error) + str(error))
-            if hasattr(error, "diagnostic"):
+            if isinstance(error, Error):
                 texts.append(error.diagnostic())
             error = error.__cause__ or error.__context__
     texts += [record.getMessage() for record in caplog.records]

@@ -11,6 +11,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import paramiko
 import pytest
@@ -142,7 +143,7 @@ def test_a_leading_dash_in_any_position_is_refused_before_connecting(
 ) -> None:
     for argv in (["printf", "%s", "{v}"], ["printf", "%s", "{v}suffix"]):
         action = _action(_real(sshd), argv, {"v": value})
-        error = _fails(lambda a=action: executor.ssh_exec(a, sshd.secret()), "invalid_target")
+        error = _fails(partial(executor.ssh_exec, action, sshd.secret()), "invalid_target")
         assert len(value) < 3 or value not in error.diagnostic()
     assert executor.pooled_ssh_connections == 0
 
