@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 
 
 def _module_name(path: Path) -> str:
@@ -99,3 +100,41 @@ def test_the_edge_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
     # Guard the guard: a module that imports the vault is reported as reaching it.
     graph = {"safeport.context_server.x": {"safeport.vault.store"}, "safeport.vault.store": set()}
     assert "safeport.vault.store" in _reachable(graph, "safeport.context_server")
+
+
+def _suite_references(folder: Path) -> list[str]:
+    """Each import of the test suite or the benchmarks under ``folder``, and each module path
+    string naming them (``python -m tests.x`` in a subprocess is an import too)."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value] if node.value.startswith(("tests.", "benchmarks.")) else []
+            else:
+                continue
+            found += [
+                f"{path.relative_to(folder)}: {name}"
+                for name in names
+                if name.split(".")[0] in {"tests", "benchmarks"}
+            ]
+    return found
+
+
+def test_the_harness_and_the_benchmarks_never_reach_into_the_test_suite() -> None:
+    # Benchmarks and tests share the harness; neither depends on the other's files.
+    assert _suite_references(REPO / "harness") == []
+    assert [r for r in _suite_references(REPO / "benchmarks") if ": tests" in r] == []
+
+
+def test_the_suite_reference_check_sees_an_import_and_a_module_string(tmp_path: Path) -> None:
+    (tmp_path / "bench_x.py").write_text(
+        "from tests.action_gateway.support import Gateway\nARGV = ['-m', 'tests.drills.load']\n"
+    )
+    assert [r.split(": ")[1] for r in _suite_references(tmp_path)] == [
+        "tests.action_gateway.support",
+        "tests.drills.load",
+    ]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_gateway.support import Gateway
+from harness.gateway import Gateway
 
 
 @pytest.fixture

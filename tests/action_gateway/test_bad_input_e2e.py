@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from safeport.errors import WireError
-from safeport.shared.wire import recv_message
-from tests.action_gateway.support import (
+from harness.gateway import (
     POLICY,
     Gateway,
     ssh,
     wait_until,
 )
+from safeport.errors import WireError
+from safeport.shared.wire import recv_message
 from tests.conftest import need
 
 HELLO = {"v": 1, "id": "h", "type": "hello", "versions": [1]}

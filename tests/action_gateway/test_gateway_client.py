@@ -73,7 +73,7 @@ def test_another_name_of_the_same_interpreter_in_the_same_environment_is_accepte
         ["/home/u/.venv/bin/python", "-I", "-I", "-m", "safeport", "gateway", "run"],
         ["/home/u/.venv/bin/python", "-c", "-I", "-m", "safeport", "gateway", "run"],
         ["/home/u/.venv/bin/python", "fake_gateway.py", "gateway", "run"],
-        ["/home/u/.venv/bin/python", "-m", "tests.action_gateway.gateway_harness"],
+        ["/home/u/.venv/bin/python", "-m", "harness.gateway_process"],
         ["nc", "-lU", "control.sock"],
     ],
 )

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.fakes import FakeVaultStore, Recorder
+from harness.gateway import POLICY
 from safeport.action_gateway.policy_store import PolicyChanged, PolicyStore, policy_diff
 from safeport.shared.schemas.config import policy_digest
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.fakes import FakeVaultStore, Recorder
-from tests.action_gateway.support import POLICY
 
 
 def _vault() -> object:

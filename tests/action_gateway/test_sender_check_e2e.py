@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.action_gateway.support import (
+from harness.gateway import (
     REPO,
     Gateway,
     clean_env,

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.action_gateway.support import POLICY, Gateway, clean_env, decide
+from harness.gateway import POLICY, Gateway, clean_env, decide
 
 # Long enough for a loaded machine; the approver answers within a fraction of a second.
 SESSION_POLICY = POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30")

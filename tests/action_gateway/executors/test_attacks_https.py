@@ -25,6 +25,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from harness.real_tls import API_HOST, TlsServer
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
@@ -36,7 +37,6 @@ from tests.action_gateway.executors.hostile_tls import (
     running_hostile_server,
 )
 from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
-from tests.action_gateway.executors.real_tls import API_HOST, TlsServer
 from tests.action_gateway.executors.test_https_executor import StaticResolver
 
 pytestmark = pytest.mark.integration

@@ -17,6 +17,7 @@ import paramiko
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from harness.real_sshd import Sshd
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
@@ -28,7 +29,6 @@ from tests.action_gateway.executors.hostile_ssh import (
     trickle_banner,
 )
 from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
-from tests.action_gateway.executors.real_sshd import Sshd
 
 pytestmark = pytest.mark.integration
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from harness.real_sshd import Sshd, free_port
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
 from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
-from tests.action_gateway.executors.real_sshd import Sshd, free_port
 from tests.action_gateway.executors.tcp_relay import relay_to
 
 pytestmark = pytest.mark.integration
