@@ -17,7 +17,7 @@ import pytest
 
 from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import JournalWriter, verify_journal
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 
 
 def test_the_journal_file_is_created_0600(tmp_path: Path) -> None:
