@@ -37,9 +37,10 @@ def test_review_names_the_line_of_each_problem() -> None:
     lines = text.splitlines()
     assert len(problems) == 2
     key, credential = sorted(problems, key=lambda p: p.message)[::-1]
-    assert "AAAA..." in lines[key.line - 1]  # type: ignore[operator]
+    assert key.line is not None and credential.line is not None
+    assert "AAAA..." in lines[key.line - 1]
     assert "credential 'api' is declared basic but the vault holds a token" in credential.message
-    assert lines[credential.line - 1] == "[credentials.api]"  # type: ignore[operator]
+    assert lines[credential.line - 1] == "[credentials.api]"
     assert review(policy, text, None) == [key]  # the vault not asked: keys only
 
 

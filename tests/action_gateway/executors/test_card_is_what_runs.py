@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from harness.real_sshd import Sshd, _openssh_private, _public_line
 from harness.real_tls import API_HOST, TlsServer
-from safeport.action_gateway.cards import ActionRequest, build_card, inert
+from safeport.action_gateway.cards import ActionKind, ActionRequest, build_card, inert
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
@@ -54,10 +54,10 @@ def refusable(value: str) -> bool:
     return len(value) > 256 or any(unicodedata.category(ch) == "Cc" for ch in value)
 
 
-def card_for(prepared: SshAction | HttpAction, kind: str) -> dict[str, str]:
+def card_for(prepared: SshAction | HttpAction, kind: ActionKind) -> dict[str, str]:
     request = ActionRequest(
         request_id="r",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         target_id="t",
         operation_id="o",
         credential="c",

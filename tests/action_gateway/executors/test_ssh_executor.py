@@ -224,10 +224,13 @@ def test_a_changed_host_key_is_refused_before_authentication(
     real_auth = paramiko.Transport.auth_publickey
 
     def spy(
-        self: paramiko.Transport, username: str, key: paramiko.PKey, event: object = None
+        self: paramiko.Transport,
+        username: str,
+        key: paramiko.PKey,
+        event: threading.Event | None = None,
     ) -> list[str]:
         auth_calls.append(username)
-        return real_auth(self, username, key, event)  # type: ignore[arg-type]
+        return real_auth(self, username, key, event)
 
     monkeypatch.setattr(paramiko.Transport, "auth_publickey", spy)
     marker = _marker(sshd, "changed-key")
