@@ -38,12 +38,10 @@ from safeport.action_gateway.policy_store import PolicyStore
 from safeport.action_gateway.server import ServerLimits
 from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Error
-from safeport.shared.audit import BodySealer, JournalHead
-from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
+from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
-from safeport.vault.backend import FileVaultBackend
-from safeport.vault.checkpoints import dump_checkpoints
+from safeport.vault import FileVaultBackend, VaultFile, dump_checkpoints
 from safeport.vault.interface import (
     Checkpoint,
     UnlockedVault,
@@ -52,7 +50,6 @@ from safeport.vault.interface import (
     VaultStore,
 )
 from safeport.vault.secrets import SecretBytes
-from safeport.vault.store import VaultFile
 
 log = logging.getLogger("safeport.gateway")
 

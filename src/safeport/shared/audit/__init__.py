@@ -19,9 +19,15 @@ from safeport.shared.audit.verify import (
     journal_segments,
     verify_journal,
 )
-from safeport.shared.audit.writer import BodySealer, Durability, JournalWriter
+from safeport.shared.audit.writer import (
+    DEFAULT_SEGMENT_BYTES,
+    BodySealer,
+    Durability,
+    JournalWriter,
+)
 
 __all__ = [
+    "DEFAULT_SEGMENT_BYTES",
     "ZERO_HASH",
     "BodySealer",
     "ChainReport",

@@ -1,7 +1,8 @@
 """Contracts shared by both processes: wire messages, audit records, gateway policy.
 
 The JSON Schema files beside this module are generated from these models by
-``python -m safeport.shared.schemas`` and kept in sync by a test.
+``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
+names below or the contract modules themselves (``audit``, ``config``, ``wire``).
 """
 
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
@@ -59,6 +60,9 @@ __all__ = [
     "SshCommand",
     "SshExecResult",
     "SshHost",
+    "audit",
+    "config",
     "parse_gateway_policy",
     "policy_digest",
+    "wire",
 ]
