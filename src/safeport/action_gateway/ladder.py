@@ -54,6 +54,7 @@ from safeport.action_gateway.vault_state import GatewayLocked, VaultState
 from safeport.errors import Denied, Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.wire import ErrorCode
+from safeport.vault import VaultLocked
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
@@ -225,6 +226,11 @@ class Ladder:
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+        except VaultLocked:
+            # A lock from control.sock between the check above and this read: nothing ran,
+            # and the agent hears `locked` (retry after an unlock), not an internal error.
+            status = "locked"
+            refusal = Refusal("locked", 8, "locked", "the vault was locked before execution")
         except Error as exc:
             status = "error"
             refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
