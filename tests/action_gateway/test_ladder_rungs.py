@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.approvals import Approvals, Grant
+from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.cards import ActionRequest, ApprovalCard
 from safeport.action_gateway.executors.interface import (
     ActionError,
     HttpAction,
     SshAction,
 )
+from safeport.action_gateway.grants import Grant
 from safeport.action_gateway.identity import IdentityChanged, PeerIdentity, ProcessInfo
 from safeport.action_gateway.ladder import Ladder
 from safeport.action_gateway.policy_store import ServedPolicy

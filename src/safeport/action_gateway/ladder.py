@@ -25,12 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from safeport.action_gateway.approvals import (
-    ApprovalRefused,
-    Approvals,
-    ApprovalTimedOut,
-    Grant,
-)
+from safeport.action_gateway.approvals import ApprovalRefused, Approvals, ApprovalTimedOut
 from safeport.action_gateway.callers import CallerRefused, check_caller
 from safeport.action_gateway.cards import ActionRequest
 from safeport.action_gateway.executors.interface import (
@@ -38,6 +33,7 @@ from safeport.action_gateway.executors.interface import (
     Executor,
     SshAction,
 )
+from safeport.action_gateway.grants import Grant
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
 from safeport.action_gateway.rate_limits import RateLimiter
