@@ -76,6 +76,7 @@ class Probe:
     def __init__(self, events: list[str]) -> None:
         self.events = events
         self.fail_on: set[int] = set()
+        self.after: dict[int, Callable[[], object]] = {}  # what happens right after a check
         self.checks = 0
 
     def verify(self, identity: PeerIdentity) -> None:
@@ -83,6 +84,8 @@ class Probe:
         self.events.append("identity")
         if self.checks in self.fail_on:
             raise IdentityChanged("the requesting process is not the one that connected")
+        if self.checks in self.after:
+            self.after[self.checks]()
 
     def alive(self, identity: PeerIdentity) -> bool:
         return True
@@ -157,24 +160,6 @@ class Spied(Approvals):
 
     events: list[str]
     after_consume: list[Callable[[], object]]
-
-    def obtain(
-        self,
-        requester: PeerIdentity,
-        request: ActionRequest,
-        *,
-        vault_epoch: int,
-        timeout_s: float,
-        session_max_s: float,
-    ) -> Grant:
-        self.events.append("approval")
-        return super().obtain(
-            requester,
-            request,
-            vault_epoch=vault_epoch,
-            timeout_s=timeout_s,
-            session_max_s=session_max_s,
-        )
 
     def consume(
         self, grant: Grant, requester: PeerIdentity, request: ActionRequest, vault_epoch: int
@@ -266,8 +251,7 @@ PASSING = [
     "identity",  # 2: the peer is the process that connected
     "rates",  # 4: after resolution (names, arguments) against the accepted policy
     "vault",  # 5: unlocked
-    "approval",  # 6: a grant for this request
-    "card",
+    "card",  # 6: a card for this request (the rig's approver answers it at once)
     "identity",  # 6: still the requester after the wait
     "journal.action.intent",  # 7
     "vault",  # 8: the vault and its epoch at execution
@@ -315,11 +299,11 @@ BREAKS = [
     Break("argument", "denied", 4, "argument", reached=1),
     Break("rate", "denied", 4, "rate", reached=2),
     Break("locked", "locked", 5, "locked", reached=3),
-    Break("denied", "denied", 6, "approval_denied", reached=5),
-    Break("changed_while_waiting", "denied", 6, "identity_after_approval", reached=6),
-    Break("intent", "unavailable", 7, "journal", reached=7, journaled=False),
-    Break("upstream", "upstream", 8, "upstream_unreachable", reached=11),
-    Break("outcome", "unavailable", 9, "journal", reached=11, journaled=False),
+    Break("denied", "denied", 6, "approval_denied", reached=4),
+    Break("changed_while_waiting", "denied", 6, "identity_after_approval", reached=5),
+    Break("intent", "unavailable", 7, "journal", reached=6, journaled=False),
+    Break("upstream", "upstream", 8, "upstream_unreachable", reached=10),
+    Break("outcome", "unavailable", 9, "journal", reached=10, journaled=False),
 ]
 
 
@@ -405,7 +389,7 @@ def test_a_cancel_while_the_card_waits_withdraws_it_and_the_action_never_runs(
     refusal = rig.refused()
     assert (refusal.code, refusal.rung, refusal.category) == ("denied", 6, "approval_cancelled")
     assert rig.approvals.cards() == []  # the card is gone from every approver's list
-    assert rig.events == [*PASSING[:5], "journal.action.denied"]
+    assert rig.events == [*PASSING[:4], "journal.action.denied"]
     assert rig.executor.tokens == []
     # The grant it would have had does not exist: the next proposal needs a card of its own.
     rig.decision = "approve"
@@ -418,33 +402,22 @@ def test_a_cancel_while_the_card_waits_withdraws_it_and_the_action_never_runs(
 
 def test_a_cancel_that_arrives_after_the_approval_still_stops_the_action(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
-    original = rig.probe.verify
-
-    def cancel_on_recheck(identity: PeerIdentity) -> None:
-        original(identity)
-        if rig.probe.checks == 2:
-            rig.cancel.set()  # approved, but the agent withdrew before the intent
-
-    rig.probe.verify = cancel_on_recheck  # type: ignore[method-assign]
+    rig.probe.after[2] = rig.cancel.set  # approved, but the agent withdrew before the intent
     refusal = rig.refused()
     assert (refusal.code, refusal.category) == ("denied", "approval_cancelled")
-    assert rig.events == [*PASSING[:6], "journal.action.denied"]
+    assert rig.events == [*PASSING[:5], "journal.action.denied"]
     assert rig.executor.tokens == []
 
 
 def test_a_lock_between_the_approval_and_execution_answers_locked(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
-    original = rig.probe.verify
-
-    def lock_on_recheck(identity: PeerIdentity) -> None:
-        original(identity)
-        if rig.probe.checks == 2:
-            rig.vault.lock("human")
-
-    rig.probe.verify = lock_on_recheck  # type: ignore[method-assign]
+    rig.probe.after[2] = lambda: rig.vault.lock("human")  # approved, then `sp vault lock`
     refusal = rig.refused()
-    assert refusal.code == "locked"
+    assert (refusal.code, refusal.rung) == ("locked", 8)
     assert rig.executor.tokens == []
+    # The intent written before the lock is closed by the refusal's record.
+    [denial] = [ref for kind, _, ref in rig.journal.records if kind == "action.denied"]
+    assert denial == {"intent": 1}
 
 
 def test_a_lock_between_the_grant_being_spent_and_the_secret_read_answers_locked_not_internal(
