@@ -32,6 +32,7 @@ SURFACES: dict[str, set[str]] = {
         "daemon",
         "dedicated_account",
         "executors",
+        "install_steps",
         "inventory",
         "policy_review",
         "policy_store",

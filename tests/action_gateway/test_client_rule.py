@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
-from safeport.action_gateway.approvals import ApproverRefused, check_approver
+from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 
 

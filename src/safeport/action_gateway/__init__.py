@@ -11,6 +11,7 @@ __all__ = [
     "daemon",
     "dedicated_account",
     "executors",
+    "install_steps",
     "inventory",
     "policy_review",
     "policy_store",
