@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,3 +219,41 @@ def test_batched_appends_return_before_any_fsync_and_flush_syncs_them(
         assert [s.size_at_start for s in disk.syncs] == [path.stat().st_size]
         writer.flush()  # nothing new: no second fsync
         assert len(disk.syncs) == 1
+
+
+class _PreparingSealer:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def prepare(self) -> None:
+        self.events.append("prepare")
+
+    def seal(self, plaintext: bytes) -> Mapping[str, str]:
+        self.events.append("seal")
+        return {"alg": "test-clear", "ct": plaintext.decode()}
+
+
+def test_a_sealers_prepare_runs_right_before_the_fsync_the_append_waits_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The moment the thread waits on the disk is when work for the next seals is free."""
+    path = tmp_path / "actions.jsonl"
+    events: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real(fd))[1])
+    with JournalWriter(path, durability="fsync", sealer=_PreparingSealer(events)) as writer:
+        writer.append("action.intent", {"n": 1})
+        writer.append("action.outcome", {"n": 2})
+    assert events == ["seal", "prepare", "fsync"] * 2
+    assert verify_journal(path).records == 2
+
+
+def test_a_sealer_without_prepare_is_used_as_before(tmp_path: Path) -> None:
+    class Plain:
+        def seal(self, plaintext: bytes) -> Mapping[str, str]:
+            return {"alg": "test-clear", "ct": plaintext.decode()}
+
+    path = tmp_path / "actions.jsonl"
+    with JournalWriter(path, durability="fsync", sealer=Plain()) as writer:
+        assert writer.append("action.intent", {"n": 1}).seq == 1
+    assert verify_journal(path).records == 1

@@ -33,12 +33,17 @@ class GroupCommit:
         self._written += 1
         return self._written
 
-    def sync(self, ticket: int, fd: Callable[[], int]) -> None:
+    def sync(
+        self, ticket: int, fd: Callable[[], int], while_waiting: Callable[[], None] | None = None
+    ) -> None:
         """Return once write ``ticket`` is on disk; ``fd`` is read under the sync lock, where the
-        writer cannot close it (it calls :meth:`sync_all` first)."""
+        writer cannot close it (it calls :meth:`sync_all` first). ``while_waiting`` runs just
+        before this thread's fsync, for work that another thread can do while it waits."""
         with self._lock:
             if self._synced >= ticket:
                 return
+            if while_waiting is not None:
+                while_waiting()
             self._sync_locked(fd())
 
     def sync_all(self, fd: int, *, force: bool = False) -> None:

@@ -24,10 +24,18 @@ class BodySealer(Protocol):
     """Encrypts a record body so that only the audit key's holder can read it.
 
     The returned members replace ``body`` in the record (as ``sealed``); the chain covers the
-    sealed bytes, so verification never needs the key.
+    sealed bytes, so verification never needs the key. A sealer may also have a ``prepare()``
+    method: the writer calls it just before it waits for an fsync, a moment when work for the
+    next seals costs the waiting thread nothing (see :func:`waiting_hook`).
     """
 
     def seal(self, plaintext: bytes) -> Mapping[str, str]: ...
+
+
+def waiting_hook(sealer: BodySealer | None) -> Callable[[], None] | None:
+    """The sealer's optional ``prepare`` (what to run while the writer waits on the disk)."""
+    hook = getattr(sealer, "prepare", None)
+    return hook if callable(hook) else None
 
 
 class KindNames:

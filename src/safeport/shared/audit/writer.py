@@ -25,7 +25,13 @@ from typing import Literal
 from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import journal_file, tail
 from safeport.shared.audit.group_commit import GroupCommit
-from safeport.shared.audit.members import BodySealer, KindNames, Timestamps, record_members
+from safeport.shared.audit.members import (
+    BodySealer,
+    KindNames,
+    Timestamps,
+    record_members,
+    waiting_hook,
+)
 from safeport.shared.audit.record import GENESIS, JournalHead, format_record_json
 from safeport.shared.audit.tail import MAX_RECORD_BYTES
 
@@ -112,7 +118,7 @@ class JournalWriter:
                 self._schedule_flush()
                 return head
         try:
-            self._commit.sync(ticket, self._current_fd)
+            self._commit.sync(ticket, self._current_fd, waiting_hook(self.sealer))
         except OSError as exc:
             raise self._unavailable("sync", exc) from exc
         return head
