@@ -5,7 +5,8 @@
 
 Reports (1) verification speed of a journal vs a bare SHA-256 chain loop over the same bytes,
 with the verifier's peak memory, (2) durable (fsync) appends vs a bare write+fsync loop in the
-same folder, one thread each, in alternating rounds, and (3) the same with ``--threads``
+same folder, one thread each, taking turns every 10 appends with a twin bare loop (whose
+ratio to the first is the run's noise), and (3) the same with ``--threads``
 threads appending at once (group commit) beside the bare loop. Ratios are ours/bare for rates
 (higher is better). The load average is printed before and after.
 """
@@ -95,30 +96,45 @@ BODY = {
 }
 
 
-def durable_appends(folder: Path, count: int, rounds: int = 10) -> tuple[float, float, int]:
-    """Alternate rounds of ours and bare so disk noise hits both alike; sum the times."""
+def durable_appends(folder: Path, count: int, per_round: int = 10) -> dict[str, Any]:
+    """Seconds per append: ours, and two identical bare loops, taking turns every ``per_round``
+    appends, so the disk's changing pace hits all three alike. The two bare loops' ratio is
+    the run's noise: how far apart two identical contenders land."""
     os.sync()  # let earlier writeback settle so it does not land on one contender
     path = folder / "actions.jsonl"
     writer = JournalWriter(path, durability="fsync")
     writer.append("warmup", BODY)
     line_size = len(path.read_bytes().splitlines()[-1]) + 1
-    fd = os.open(folder / "bare.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    bare_fds = [
+        os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for name in ("bare.bin", "bare-twin.bin")
+    ]
     data = b"x" * (line_size - 1) + b"\n"
-    per_round = max(1, count // rounds)
-    ours = bare = 0.0
+    rounds = max(1, count // per_round)
+    ours = 0.0
+    bare = [0.0, 0.0]
     for _ in range(rounds):
         start = time.perf_counter()
         for _ in range(per_round):
             writer.append("action.intent", BODY)
         ours += time.perf_counter() - start
-        start = time.perf_counter()
-        for _ in range(per_round):
-            os.write(fd, data)
-            os.fsync(fd)
-        bare += time.perf_counter() - start
+        for index, fd in enumerate(bare_fds):
+            start = time.perf_counter()
+            for _ in range(per_round):
+                os.write(fd, data)
+                os.fsync(fd)
+            bare[index] += time.perf_counter() - start
     writer.close()
-    os.close(fd)
-    return ours / (per_round * rounds), bare / (per_round * rounds), line_size
+    for fd in bare_fds:
+        os.close(fd)
+    appends = rounds * per_round
+    return {
+        "appends": appends,
+        "line_bytes": line_size,
+        "ours_s": ours / appends,
+        "bare_s": bare[0] / appends,
+        "twin_s": bare[1] / appends,
+    }
 
 
 def concurrent_appends(folder: Path, threads: int, each: int) -> float:
@@ -156,14 +172,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--appends", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="a short profile (for CI)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
     args = parser.parse_args()
     if args.quick:
-        args.records, args.appends, args.rounds = 20_000, 300, 6
+        args.records, args.appends = 20_000, 300
     figures = measure(args)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
@@ -181,7 +196,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         seconds, records, peak_kib = verify_in_child(journal)
         bare = min(bare_chain_loop(journal) for _ in range(3))
         seconds = min(seconds, *(verify_in_child(journal)[0] for _ in range(2)))
-        ours_s, bare_s, line_size = durable_appends(folder, args.appends, args.rounds)
+        appends = durable_appends(folder, args.appends)
+        ours_s, bare_s = appends["ours_s"], appends["bare_s"]
         each = max(1, args.appends // args.threads)
         grouped = concurrent_appends(folder, args.threads, each)
         filesystem = filesystem_of(folder)
@@ -199,14 +215,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "peak_rss_mib": peak_kib / 1024,
         },
         "append": {
-            "appends": args.appends,
-            "line_bytes": line_size,
+            "appends": appends["appends"],
+            "line_bytes": appends["line_bytes"],
             "filesystem": filesystem,
             "ours_per_s": 1 / ours_s,
             "bare_per_s": 1 / bare_s,
             "ratio": bare_s / ours_s,
             "ours_us": ours_s * 1e6,
             "bare_us": bare_s * 1e6,
+            "noise_ratio": bare_s / appends["twin_s"],
         },
         "group_commit": {
             "threads": args.threads,
@@ -229,7 +246,7 @@ def render(figures: dict[str, Any]) -> None:
     print(f"  verifier peak RSS: {verify['peak_rss_mib']:.1f} MiB")
     print(
         f"durable appends: {append['appends']} x {append['line_bytes']} bytes on "
-        f"{append['filesystem']}, alternating rounds"
+        f"{append['filesystem']}, taking turns every 10"
     )
     print(
         f"  safeport fsync mode  {append['ours_per_s']:>12,.0f} appends/s "
@@ -240,6 +257,7 @@ def render(figures: dict[str, Any]) -> None:
         f"({append['bare_us']:.0f} µs each)"
     )
     print(f"  ratio (ours/bare)    {append['ratio']:>12.2f}")
+    print(f"  noise (bare/twin)    {append['noise_ratio']:>12.2f}  (two identical bare loops)")
     print(
         f"  {grouped['threads']} threads at once    {grouped['ours_per_s']:>12,.0f} appends/s "
         f"(group commit; {grouped['ratio_to_bare_loop']:.2f}x the bare loop)"
