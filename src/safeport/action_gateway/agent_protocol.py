@@ -19,8 +19,9 @@ from pydantic import TypeAdapter
 from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.cards import ApprovalCard
 from safeport.action_gateway.identity import PeerIdentity
-from safeport.action_gateway.ladder import Ladder, Refusal
+from safeport.action_gateway.ladder import Ladder
 from safeport.action_gateway.policy_store import PolicyStore
+from safeport.action_gateway.refusal import Refusal
 from safeport.action_gateway.server import (
     MAX_REPLY_BYTES,
     Connection,

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from safeport.action_gateway.approvals import ApproverRefused, check_approver
+from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.core import GatewayCore
 from safeport.action_gateway.identity import PeerIdentity
 from safeport.action_gateway.passphrase_attempts import PassphraseAttempts

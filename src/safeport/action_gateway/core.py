@@ -32,9 +32,10 @@ from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.journal_evidence import JournalEvidence
 from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
-from safeport.action_gateway.ladder import Ladder, RateLimiter
+from safeport.action_gateway.ladder import Ladder
 from safeport.action_gateway.notifications import notify_card_waiting
 from safeport.action_gateway.policy_store import PolicyStore
+from safeport.action_gateway.rate_limits import RateLimiter
 from safeport.action_gateway.server import ServerLimits
 from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Error
