@@ -13,7 +13,8 @@ card per client, then measures:
    changing pace hits both alike;
 2. proposals per second with ``--clients`` concurrent client processes (group commit), beside
    a bare write+fsync loop's rate in the same folder right before and after;
-3. the gateway's RSS idle and right after the load, and the load average before and after.
+3. the gateway's RSS idle and right after the load, its CPU time per proposal (which follows
+   the code more than the disk does), and the load average before and after.
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def bare_fsyncs(folder: Path, rounds: int, per_round: int = 2) -> list[float]:
     finally:
         os.close(fd)
     return samples
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (from /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -181,8 +188,11 @@ def measure(args: argparse.Namespace, gw: Gateway) -> dict[str, Any]:
     latency: list[float] = []
     bare: list[float] = []
     chunk = max(1, min(50, args.requests // 4))
+    cpu = 0.0
     while len(latency) < args.requests:
+        before = cpu_seconds(gw.proc.pid)
         [result] = run_clients([client], chunk)
+        cpu += cpu_seconds(gw.proc.pid) - before
         latency += result["samples"]
         bare += bare_fsyncs(audit, chunk)
     stop_clients([client])
@@ -209,6 +219,8 @@ def measure(args: argparse.Namespace, gw: Gateway) -> dict[str, Any]:
             "bare_two_fsyncs_p99_ms": pct(bare, 0.99),
             "ratio_p50": pct(latency, 0.5) / pct(bare, 0.5),
             "ratio_p99": pct(latency, 0.99) / pct(bare, 0.99),
+            # Follows the code more than the disk does: what the gateway process spent.
+            "gateway_cpu_ms_per_proposal": cpu / len(latency) * 1000,
         },
         "throughput": {
             "clients": args.clients,
@@ -237,6 +249,7 @@ def render(figures: dict[str, Any]) -> None:
         f"{rt['bare_two_fsyncs_p50_ms']:.2f} ms, p99 {rt['bare_two_fsyncs_p99_ms']:.2f} ms"
     )
     print(f"ratio round trip/bare: p50 {rt['ratio_p50']:.2f}x, p99 {rt['ratio_p99']:.2f}x")
+    print(f"gateway CPU (user + system) per proposal: {rt['gateway_cpu_ms_per_proposal']:.2f} ms")
     print(
         f"throughput, {tp['clients']} concurrent clients: {tp['proposals_per_s']:.0f} "
         f"proposals/s ({tp['proposals']} proposals; per-request p50 {tp['p50_ms']:.2f} ms, "
