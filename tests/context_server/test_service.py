@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from safeport.context_server import Refused, ServeOptions, build_server
 from safeport.context_server.journal import bounded_args
-from safeport.context_server.tools import JournaledCalls
+from safeport.context_server.calls import JournaledCalls
 from safeport.shared.audit import verify_journal
 
 
