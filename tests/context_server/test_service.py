@@ -11,8 +11,8 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from safeport.context_server import Refused, ServeOptions, build_server
-from safeport.context_server.journal import bounded_args
 from safeport.context_server.calls import JournaledCalls
+from safeport.context_server.journal import bounded_args
 from safeport.shared.audit import verify_journal
 
 
