@@ -99,19 +99,19 @@ class DirectCalls:
 
 def result_frame(request_id: int | str, result_json: str) -> bytes:
     """A successful ``tools/call`` response: the result's JSON is its text copy as well."""
-    text = json.dumps(result_json, ensure_ascii=False)
-    return (
-        f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":'
-        f'[{{"type":"text","text":{text}}}],"structuredContent":{result_json},"isError":false}}}}\n'
-    ).encode()
+    return _frame(request_id, result_json, f',"structuredContent":{result_json},"isError":false')
 
 
 def error_frame(request_id: int | str, text: str) -> bytes:
     """A failed call: a tool result with ``isError``, as the SDK answers a ``ToolError``."""
-    message = json.dumps(text, ensure_ascii=False)
+    return _frame(request_id, text, ',"isError":true')
+
+
+def _frame(request_id: int | str, text: str, rest: str) -> bytes:
+    content = json.dumps(text, ensure_ascii=False)
     return (
-        f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":'
-        f'[{{"type":"text","text":{message}}}],"isError":true}}}}\n'
+        f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":'
+        f'{{"content":[{{"type":"text","text":{content}}}]{rest}}}}}\n'
     ).encode()
 
 
