@@ -39,18 +39,11 @@ UNAVAILABLE = (
 INTERNAL = "internal error while reading the workspace; nothing was served"
 
 # Tools whose work is bounded by one file or one page of one folder: they run on the event
-# loop (a worker-thread hop costs more than the work). Walks and searches, which can take
-# seconds, run on a worker thread so the loop keeps reading (cancellations, other calls).
+# loop (a worker-thread hop costs more than the work). Walks, searches and anything that
+# queries the index (which a refresh may hold for a moment) run on a worker thread, so the
+# loop keeps reading (cancellations, other calls).
 BOUNDED_TOOLS = frozenset(
-    {
-        "list_roots",
-        "list_directory",
-        "read_file",
-        "read_file_excerpt",
-        "get_file_info",
-        "fetch",
-        "get_health",
-    }
+    {"list_roots", "list_directory", "read_file", "read_file_excerpt", "get_file_info", "fetch"}
 )
 
 # The SDK wraps every resolved value in `AcceptedElicitation[Any]`; pydantic keeps parametrised
