@@ -154,3 +154,33 @@ async def test_the_sdk_client_gets_roots_errors_and_cancellation_through_the_tra
             resources = await client.read_resource("safeport://policy")
             assert resources.contents
     assert asked == [True]  # asked once per server, reused by every later call
+
+
+def test_requests_from_a_file_and_answers_to_a_file_are_whole_frames(tmp_path: Path) -> None:
+    # Regular files cannot be polled: the transport reads them on a thread and writes them
+    # with plain writes.
+    root, home = small_workspace(tmp_path)
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "file", "version": "0"},
+    }
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}) + "\n"
+    )
+    answers = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-c", NOISY_SERVER, "--root", str(root)],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env={"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]},
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    frames = [json.loads(line) for line in answers.read_bytes().splitlines()]
+    assert [f["id"] for f in frames] == [0]
+    assert frames[0]["result"]["serverInfo"]["name"] == "safeport-context"

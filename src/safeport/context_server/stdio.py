@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 # A request line longer than this is dropped (it arrives as an unparsable remainder).
 MAX_LINE_BYTES = 64 * 1024 * 1024
+CLOSE_WAIT_S = 5.0
 
 
 async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None) -> None:
@@ -49,7 +50,7 @@ async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None)
             await _serve(server, lines, frames, direct)
         finally:
             lines.close()
-            frames.close()
+            await frames.aclose()
 
 
 @contextlib.contextmanager
@@ -181,9 +182,15 @@ class FrameSink:
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
 
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.transport.close()
+    async def aclose(self) -> None:
+        """Close once the last frames have left (a client that stopped reading gets 5 s)."""
+        if self._writer is None:
+            return
+        transport = self._writer.transport
+        with anyio.move_on_after(CLOSE_WAIT_S):
+            while transport.get_write_buffer_size() and not transport.is_closing():
+                await asyncio.sleep(0.005)
+        transport.close()
 
 
 async def _serve(
