@@ -45,7 +45,7 @@ from safeport.action_gateway.executors.interface import (
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
-from safeport.action_gateway.vault_state import GatewayLocked, VaultState
+from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Denied, Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import ParamSpec
@@ -56,6 +56,7 @@ from safeport.shared.schemas.wire import (
     ProposeSsh,
     SshExecResult,
 )
+from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 Proposal = ProposeSsh | ProposeHttp
@@ -214,7 +215,7 @@ class Ladder:
     def _rung_vault(self) -> int:
         try:
             _, epoch = self._vault.current()
-        except GatewayLocked as exc:
+        except VaultLocked as exc:
             raise Refusal("locked", 5, "locked", "the vault is locked") from exc
         return epoch
 
@@ -269,7 +270,7 @@ class Ladder:
         try:
             vault, now_epoch = self._vault.current()
             self._approvals.consume(grant, peer, request, now_epoch)
-        except GatewayLocked as exc:
+        except VaultLocked as exc:
             raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
         except ApprovalRefused as exc:
             raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc
@@ -282,6 +283,9 @@ class Ladder:
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+        except VaultLocked:  # locked after the approval was consumed: before secret() returned
+            status = "locked"
+            refusal = Refusal("locked", 8, "locked", "the vault was locked before execution")
         except Error as exc:
             status = "error"
             refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
