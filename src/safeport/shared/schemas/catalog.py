@@ -7,7 +7,7 @@ same models to describe its tools.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -87,6 +87,6 @@ class Catalog(_Entry):
     policy: str
     actions: list[CatalogEntry]
 
-    def wire_form(self) -> dict[str, object]:
+    def wire_form(self) -> dict[str, Any]:
         """As sent: absent constraints are left out, as in a hand-written JSON Schema."""
         return self.model_dump(mode="json", exclude_none=True)
