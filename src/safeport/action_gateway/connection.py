@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -20,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from safeport.action_gateway.identity import PeerIdentity
 from safeport.action_gateway.peer_socket import PeerSocket, Sender
 from safeport.errors import Error, FrameTooLarge, WireError
+from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ReplyError, ReplyOk, error_reply, wire_form
 from safeport.shared.schemas.wire import ErrorCode, PendingNotice, Welcome
 from safeport.shared.wire import (
@@ -30,6 +32,8 @@ from safeport.shared.wire import (
     frame_length,
 )
 from safeport.vault.errors import VaultLocked
+
+log = logging.getLogger("safeport.gateway")
 
 MAX_REPLY_BYTES = 32 * 1024 * 1024
 Outgoing = ReplyOk | ReplyError | Welcome | PendingNotice
@@ -131,7 +135,8 @@ class Connection:
             frame = encode_frame(
                 wire_form(error_reply(message.id, "internal", "the result is over the reply cap"))
             )
-        except (ValueError, TypeError):  # pydantic's serialization errors are ValueErrors
+        except (ValueError, TypeError) as exc:  # pydantic's serialization errors are ValueErrors
+            log.error("a reply could not be encoded: %s", summarize(exc))
             frame = encode_frame(
                 wire_form(error_reply(message.id, "internal", "the reply could not be encoded"))
             )
