@@ -81,5 +81,6 @@ def parse_reply(data: Mapping[str, Any]) -> ReplyOk | ReplyError:
 
 
 def wire_form(message: BaseModel) -> dict[str, Any]:
-    """What goes into a frame: the model's fields in their declared order."""
-    return message.model_dump(mode="json", exclude_none=False)
+    """What goes into a frame: the model's fields in their declared order (the framing encodes
+    them as JSON, refusing what JSON cannot carry)."""
+    return message.model_dump()
