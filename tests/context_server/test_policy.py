@@ -7,12 +7,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from safeport.context_server.policy import (
-    InvalidInput,
-    ReadPolicy,
-    looks_binary,
-    parse_request_path,
-)
+from safeport.context_server.policy import InvalidInput, ReadPolicy, looks_binary
+from safeport.context_server.request_path import parse_request_path
 
 POLICY = ReadPolicy()
 ROOT = PurePosixPath("/srv/ws")

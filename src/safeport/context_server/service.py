@@ -24,14 +24,9 @@ from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.excerpt import Position, read_excerpt
 from safeport.context_server.index import MAX_INDEXED_BYTES, SearchIndex
 from safeport.context_server.journal import ReadsJournal
-from safeport.context_server.policy import (
-    InvalidInput,
-    Refused,
-    looks_binary,
-    normalise,
-    parse_request_path,
-    refusal,
-)
+from safeport.context_server.policy import InvalidInput, Refused, looks_binary, refusal
+from safeport.context_server.private_names import normalise
+from safeport.context_server.request_path import parse_request_path
 from safeport.context_server.results import (
     AuditEntry,
     AuditTrail,

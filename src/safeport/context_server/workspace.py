@@ -32,16 +32,15 @@ from typing import Literal
 
 from safeport.context_server.names import UndisplayableName, display_name, raw_name
 from safeport.context_server.policy import (
-    MAX_PATH_CHARS,
     BlockReason,
     ReadPolicy,
     Refused,
     looks_binary,
     narrow_scope,
-    parse_request_path,
     refusal,
     within,
 )
+from safeport.context_server.request_path import MAX_PATH_CHARS, parse_request_path
 
 EntryType = Literal["file", "directory", "symlink", "other"]
 
