@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.context_server.policy import looks_binary
-from safeport.context_server.workspace import ServedRoot, WalkedFile, Workspace
+from safeport.context_server.walk import WalkedFile
+from safeport.context_server.workspace import ServedRoot, Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
 

@@ -178,19 +178,6 @@ class ReadPolicy:
         folded = normalise(name)
         return folded in self.ignored_folders or folded.endswith(IGNORED_SUFFIXES)
 
-    def entry_verdict(
-        self, name: str, absolute: str, *, is_dir: bool, top_level: bool
-    ) -> BlockReason | None:
-        """A listed entry inside a folder that already passed every check: only its own name
-        (and its own location) can add a reason, so the folder's components are not re-checked."""
-        if self.is_private_name(name) or self.is_private((), absolute):
-            return "private"
-        if self.is_ignored_name(name):
-            return "ignored"
-        if top_level and self.out_of_projects((name,), is_dir=is_dir):
-            return "out-of-scope"
-        return None
-
     # -- whole paths --------------------------------------------------------------------------
 
     def is_private(self, parts: Sequence[str], absolute: PurePosixPath | str | None = None) -> bool:
@@ -291,6 +278,11 @@ def narrow_scope(configured: Sequence[str], client: Sequence[str]) -> tuple[str,
 def within(path: str, prefixes: Sequence[str]) -> bool:
     """Component-wise containment on normalised absolute path strings."""
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def is_above(path: str, scope: Sequence[str]) -> bool:
+    """Whether ``path`` is a folder that contains one of the scope's folders."""
+    return any(s.startswith(path.rstrip("/") + "/") for s in scope)
 
 
 def looks_binary(head: bytes) -> bool:

@@ -24,6 +24,7 @@ from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.excerpt import Position, read_excerpt
 from safeport.context_server.index import MAX_INDEXED_BYTES, SearchIndex
 from safeport.context_server.journal import ReadsJournal
+from safeport.context_server.listing import Entry
 from safeport.context_server.policy import InvalidInput, Refused, looks_binary, refusal
 from safeport.context_server.private_names import normalise
 from safeport.context_server.request_path import parse_request_path
@@ -51,13 +52,8 @@ from safeport.context_server.results import (
     SearchResults,
     TreeEntry,
 )
-from safeport.context_server.workspace import (
-    Entry,
-    Located,
-    ServedRoot,
-    WalkedFile,
-    Workspace,
-)
+from safeport.context_server.walk import WalkedFile
+from safeport.context_server.workspace import Located, ServedRoot, Workspace
 
 URL_PREFIX = "safeport://workspace/file/"
 MAX_QUERY_CHARS = 500
