@@ -27,6 +27,8 @@ class UndisplayableName(ValueError):
 
 def display_name(raw: bytes | str) -> str:
     """The canonical display form of a file name (bytes, or a surrogate-escaped ``str``)."""
+    if isinstance(raw, str) and raw.isascii() and raw.isprintable() and _plain(raw):
+        return raw  # the common case as ``scandir`` gives it: no bytes to decode
     data = os.fsencode(raw) if isinstance(raw, str) else raw
     try:
         text = data.decode("utf-8")
@@ -35,6 +37,10 @@ def display_name(raw: bytes | str) -> str:
     if text.isprintable() and "\\" not in text and "%" not in text:
         return text  # the common case, with no scan below
     return _escape_mixed(data)
+
+
+def _plain(text: str) -> bool:
+    return "\\" not in text and "%" not in text
 
 
 def raw_name(display: str) -> bytes:

@@ -22,7 +22,8 @@ from urllib.parse import quote, unquote
 
 from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.excerpt import Position, read_excerpt
-from safeport.context_server.index import MAX_INDEXED_BYTES, SearchIndex
+from safeport.context_server.index import SearchIndex
+from safeport.context_server.index_store import MAX_INDEXED_BYTES
 from safeport.context_server.journal import ReadsJournal
 from safeport.context_server.listing import Entry
 from safeport.context_server.policy import InvalidInput, Refused, looks_binary, refusal

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from safeport.context_server.descriptors import DIR_FLAGS, ident, read_entry, stat_entry
-from safeport.context_server.names import display_name
+from safeport.context_server.names import UndisplayableName, display_name, raw_name
 from safeport.context_server.policy import NameKind, ReadPolicy, Refused, is_above, within
 from safeport.context_server.request_path import MAX_PATH_CHARS
 
@@ -66,6 +66,8 @@ def walk_tree(
     folders: bool = False,
     head_for: Callable[[WalkedFile], int | None] | None = None,
     opened: FolderHook | None = None,
+    only: str | None = None,
+    linked: Callable[[tuple[str, ...]], None] | None = None,
 ) -> Iterator[Walked]:
     """Files (and, with ``folders``, each folder before it is entered) in path order.
 
@@ -75,6 +77,9 @@ def walk_tree(
     walk: only items whose parts sort after it are produced, and folders wholly before it are
     not entered. ``head_for`` says how many leading bytes of a file to read (or None); they are
     read through the walk's folder descriptor, so reading costs O(1) per file however deep.
+    ``only`` limits the start folder to that one entry (and, if it is a folder, what is under
+    it), judged exactly as a walk of the whole folder would judge it. ``linked`` hears of each
+    regular file left out for having more than one link.
     """
     policy = workspace.policy
     scope = workspace.scope if scoped else None
@@ -97,7 +102,7 @@ def walk_tree(
             here_ident = ident(fd)
             folder_text = "/".join((root_text, *parts)) if paths_needed else ""
             subdirs: list[tuple[str, str]] = []
-            for name, disk, kind in _scan(policy, fd):
+            for name, disk, kind in _scan(policy, fd, only if parts == base else None):
                 child = (*parts, name)
                 path = f"{folder_text}/{name}" if paths_needed else ""
                 if kind == "directory":
@@ -119,8 +124,12 @@ def walk_tree(
                     cst = stat_entry(fd, disk)
                 except OSError:
                     continue
-                if not stat.S_ISREG(cst.st_mode) or cst.st_nlink != 1:
-                    continue  # replaced since the folder was read, or a hard link
+                if not stat.S_ISREG(cst.st_mode):
+                    continue  # replaced since the folder was read
+                if cst.st_nlink != 1:
+                    if linked is not None:
+                        linked(child)
+                    continue
                 if max_bytes is not None and cst.st_size > max_bytes:
                     continue
                 if scope is not None and not within(path, scope):
@@ -184,12 +193,17 @@ def _climb(
     return -1
 
 
-def _scan(policy: ReadPolicy, dir_fd: int) -> Iterator[tuple[str, str, NameKind]]:
+def _scan(
+    policy: ReadPolicy, dir_fd: int, only: str | None = None
+) -> Iterator[tuple[str, str, NameKind]]:
     """(display name, name on disk, kind) of the folders and files a walk may use, in display
     name order. The kind is the folder's own ``d_type`` (``lstat`` only where the file system
     gives none), and the policy judges each name by it before anything else is read: private
     and ignored names, links and special files are dropped here. Only these tuples are held:
     a folder of 200,000 entries costs its name list, not 200,000 stat results."""
+    if only is not None:
+        yield from _scan_one(policy, dir_fd, only)
+        return
     kept: list[tuple[str, str, NameKind]] = []
     try:
         with os.scandir(dir_fd) as entries:
@@ -211,3 +225,20 @@ def _scan(policy: ReadPolicy, dir_fd: int) -> Iterator[tuple[str, str, NameKind]
         return
     kept.sort()
     yield from kept
+
+
+def _scan_one(policy: ReadPolicy, dir_fd: int, name: str) -> list[tuple[str, str, NameKind]]:
+    """``_scan`` for one entry, by its display name: an ``lstat`` instead of reading a folder."""
+    try:
+        disk = os.fsdecode(raw_name(name))
+        mode = stat_entry(dir_fd, disk).st_mode
+    except (OSError, UndisplayableName):
+        return []
+    kind: NameKind
+    if stat.S_ISDIR(mode):
+        kind = "directory"
+    elif stat.S_ISREG(mode):
+        kind = "file"
+    else:
+        return []
+    return [(name, disk, kind)] if policy.name_verdict(name, kind) is None else []

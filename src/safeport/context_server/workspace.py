@@ -250,6 +250,8 @@ class Workspace:
         folders: bool = False,
         head_for: Callable[[WalkedFile], int | None] | None = None,
         opened: FolderHook | None = None,
+        only: str | None = None,
+        linked: Callable[[tuple[str, ...]], None] | None = None,
     ) -> Iterator[Walked]:
         """Files (and, with ``folders``, each folder before it is entered) in path order
         (see ``walk.py``)."""
@@ -263,4 +265,6 @@ class Workspace:
             folders=folders,
             head_for=head_for,
             opened=opened,
+            only=only,
+            linked=linked,
         )
