@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 
 EntryType = Literal["file", "directory", "symlink", "other"]
 
+# What a listing shows for each file type, and the kind its name is judged as.
+_KINDS: dict[int, tuple[EntryType, NameKind]] = {
+    stat.S_IFDIR: ("directory", "directory"),
+    stat.S_IFREG: ("file", "file"),
+    stat.S_IFLNK: ("symlink", "other"),
+}
+
 # Sorted name lists of recently listed folders, so later pages of a wide folder cost O(page).
 LISTING_CACHE_FOLDERS = 8
 LISTING_CACHE_NAMES = 600_000
@@ -78,20 +85,20 @@ def _entry(workspace: Workspace, folder: Located, base: str, dir_fd: int, name: 
         st = stat_entry(dir_fd, raw_name(name))
     except (OSError, UndisplayableName):
         return Entry(name, "other", None, None, "unreadable-type")
-    mode = st.st_mode
-    shown = _entry_type(mode)
+    shown, kind = _KINDS.get(stat.S_IFMT(st.st_mode), ("other", "other"))
     is_dir = shown == "directory"
     # The kind is the entry's own, from the lstat just made: the cached verdict is for it.
-    named = policy.name_verdict(name, _name_kind(shown))
-    absolute = f"{base}/{name}"
-    verdict: BlockReason | None = None
-    if named == "private" or policy.is_private((), absolute):
+    named = policy.name_verdict(name, kind)
+    scope = workspace.scope
+    # Only a location rule or a client's roots need the entry's absolute path.
+    absolute = f"{base}/{name}" if scope is not None or policy.private_locations else ""
+    if named == "private" or (policy.private_locations and policy.is_private((), absolute)):
         return Entry(name, shown, None, None, "private")
+    verdict: BlockReason | None = None
     if named == "ignored":
         verdict = "ignored"
     elif not folder.parts and policy.out_of_projects((name,), is_dir=is_dir):
         verdict = "out-of-scope"
-    scope = workspace.scope
     if scope is not None and not (
         within(absolute, scope) or (is_dir and is_above(absolute, scope))
     ):
@@ -100,8 +107,8 @@ def _entry(workspace: Workspace, folder: Located, base: str, dir_fd: int, name: 
         link = verdict or _link_verdict(workspace, folder, name)
         # The kind "symlink" is shown only where the policy allows the target: a blocked
         # link is just a blocked entry, saying nothing of what it points to.
-        kind: EntryType = "symlink" if link in (None, "binary") else "other"
-        return Entry(name, kind, None, None, link)
+        listed: EntryType = "symlink" if link in (None, "binary") else "other"
+        return Entry(name, listed, None, None, link)
     if is_dir:
         return Entry(name, "directory", None, st.st_mtime_ns, verdict)
     if shown != "file":
@@ -173,21 +180,7 @@ class FolderNames:
         return names
 
 
-def _name_kind(shown: EntryType) -> NameKind:
-    return "file" if shown == "file" else "directory" if shown == "directory" else "other"
-
-
 def _as_block(reason: str) -> BlockReason:
     if reason in ("private", "ignored", "out-of-scope", "binary"):
         return reason  # type: ignore[return-value]
     return "unreadable-type"
-
-
-def _entry_type(mode: int) -> EntryType:
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"

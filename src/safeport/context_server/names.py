@@ -43,8 +43,14 @@ def _plain(text: str) -> bool:
     return "\\" not in text and "%" not in text
 
 
+def _one_name(text: str) -> bool:
+    return bool(text) and "/" not in text
+
+
 def raw_name(display: str) -> bytes:
     """The file name a canonical display string stands for; raises :class:`UndisplayableName`."""
+    if display.isascii() and display.isprintable() and _plain(display) and _one_name(display):
+        return display.encode("ascii")  # its own display form: no round trip to check
     if "%" not in display and display.isprintable() and "\\" not in display:
         data = display.encode("utf-8", "surrogatepass")
     else:
