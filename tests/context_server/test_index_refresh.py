@@ -239,24 +239,25 @@ def test_a_file_that_becomes_private_leaves_the_index_and_its_text_the_database(
         assert CANARY.encode() not in path.read_bytes(), path.name
 
 
+def walks_everything_and_leaves_out(index: SearchIndex, tmp_path: Path, rel: str) -> None:
+    assert index.refresh().walked_everything
+    assert rel not in [indexed for _root, indexed, *_ in rows(index.path)]
+    assert rows(index.path) == cold_build(index, tmp_path)
+
+
 def test_a_new_policy_makes_the_next_refresh_walk_everything(
     indexed: SearchIndex, tree: Path, tmp_path: Path
 ) -> None:
     indexed.workspace.policy = ReadPolicy().tightened(patterns=["guide.*"])
-    stats = indexed.refresh()
-    assert stats.walked_everything
-    assert "docs/guide.md" not in [rel for _r, rel, *_ in rows(indexed.path)]
-    assert rows(indexed.path) == cold_build(indexed, tmp_path)
+    walks_everything_and_leaves_out(indexed, tmp_path, "docs/guide.md")
 
 
 def test_a_new_hard_link_makes_the_refresh_walk_everything(
     indexed: SearchIndex, tree: Path, tmp_path: Path
 ) -> None:
     os.link(tree / "src" / "app" / "main.py", tree / "docs" / "main-link.py")
-    stats = indexed.refresh()
-    assert stats.walked_everything  # main.py has two links now, and no event says so
-    assert "src/app/main.py" not in [rel for _r, rel, *_ in rows(indexed.path)]
-    assert rows(indexed.path) == cold_build(indexed, tmp_path)
+    # main.py has two links now, and no event in its folder says so.
+    walks_everything_and_leaves_out(indexed, tmp_path, "src/app/main.py")
 
 
 def test_a_hard_link_removed_brings_its_twin_back_by_events(
@@ -305,8 +306,10 @@ def test_without_a_watch_every_refresh_walks_everything(tree: Path, tmp_path: Pa
 _EVENT = struct.Struct("iIII")
 
 
-def fed_watch() -> tuple[FolderWatch, int]:
-    """A FolderWatch reading synthetic events from a pipe (the kernel's wire format)."""
+@pytest.fixture
+def fed() -> Iterator[tuple[FolderWatch, int]]:
+    """A FolderWatch of the root and src/, reading synthetic events from a pipe in the
+    kernel's wire format; the pipe's write end to feed it."""
     read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     added: list[int] = []
 
@@ -319,7 +322,9 @@ def fed_watch() -> tuple[FolderWatch, int]:
     watch.watch("ws", (), 3)
     watch.watch("ws", ("src",), 4)
     watch.end_walk()
-    return watch, write_end
+    yield watch, write_end
+    os.close(write_end)
+    watch.close()
 
 
 def event(wd: int, mask: int, name: bytes = b"") -> bytes:
@@ -327,26 +332,24 @@ def event(wd: int, mask: int, name: bytes = b"") -> bytes:
     return _EVENT.pack(wd, mask, 0, len(padded)) + padded
 
 
-def test_an_overflowed_event_queue_says_the_events_are_not_all() -> None:
-    watch, feed = fed_watch()
+def test_an_overflowed_event_queue_says_the_events_are_not_all(
+    fed: tuple[FolderWatch, int],
+) -> None:
+    watch, feed = fed
     os.write(feed, event(2, 0x100, b"new.py") + event(-1, 0x4000))
     drained = watch.drain()
     assert not drained.complete
     assert [t.parts for t in drained.touched] == [("src", "new.py")]
-    os.close(feed)
-    watch.close()
 
 
-def test_a_root_moved_away_says_the_events_are_not_all() -> None:
-    watch, feed = fed_watch()
+def test_a_root_moved_away_says_the_events_are_not_all(fed: tuple[FolderWatch, int]) -> None:
+    watch, feed = fed
     os.write(feed, event(1, 0x800))
     assert not watch.drain().complete
-    os.close(feed)
-    watch.close()
 
 
-def test_events_name_the_entry_and_whether_it_went() -> None:
-    watch, feed = fed_watch()
+def test_events_name_the_entry_and_whether_it_went(fed: tuple[FolderWatch, int]) -> None:
+    watch, feed = fed
     os.write(feed, event(2, 0x200, b"old.py") + event(1, 0x002, b"caf\xe9.md"))
     drained = watch.drain()
     assert drained.complete
@@ -354,8 +357,6 @@ def test_events_name_the_entry_and_whether_it_went() -> None:
         (("src", "old.py"), True),
         (("caf%E9.md",), False),  # the display name of bytes that are not UTF-8
     ]
-    os.close(feed)
-    watch.close()
 
 
 def test_a_real_watch_reports_a_write_in_a_watched_folder(tmp_path: Path) -> None:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from safeport.context_server import listing
+from safeport.context_server import walk as walking
 from safeport.context_server.descriptors import read_up_to
-from safeport.context_server.listing import FolderNames, FolderPage, list_folder
+from safeport.context_server.listing import FolderNames
 from safeport.context_server.policy import (
     ReadPolicy,
     Refused,
@@ -37,7 +39,7 @@ from safeport.context_server.policy import (
 )
 from safeport.context_server.request_path import parse_request_path
 from safeport.context_server.resolution import RootDescriptors, resolve_beneath
-from safeport.context_server.walk import FolderHook, Walked, WalkedFile, walk_tree
+from safeport.context_server.walk import WalkedFile
 
 
 @dataclass(frozen=True)
@@ -216,15 +218,12 @@ class Workspace:
                 offset += len(block)
                 yield block
 
-    # -- folders ------------------------------------------------------------------------------
+    # -- folders and walks --------------------------------------------------------------------
 
-    def list_folder(
-        self, located: Located, offset: int = 0, limit: int | None = None
-    ) -> FolderPage:
-        """One page of a checked folder's entries (see ``listing.py``)."""
-        return list_folder(self, located, offset, limit)
-
-    # -- walking ------------------------------------------------------------------------------
+    # One page of a checked folder's entries (listing.py), and the walk of a root (walk.py):
+    # functions of the workspace, bound here so every caller asks the workspace.
+    list_folder = listing.list_folder
+    walk = walking.walk_tree
 
     def walk_files(
         self,
@@ -238,33 +237,3 @@ class Workspace:
         for item in self.walk(root, start, max_bytes=max_bytes, scoped=scoped):
             if isinstance(item, WalkedFile):
                 yield item
-
-    def walk(
-        self,
-        root: ServedRoot,
-        start: Sequence[str] = (),
-        *,
-        max_bytes: int | None = None,
-        scoped: bool = True,
-        after: tuple[str, ...] | None = None,
-        folders: bool = False,
-        head_for: Callable[[WalkedFile], int | None] | None = None,
-        opened: FolderHook | None = None,
-        only: str | None = None,
-        linked: Callable[[tuple[str, ...]], None] | None = None,
-    ) -> Iterator[Walked]:
-        """Files (and, with ``folders``, each folder before it is entered) in path order
-        (see ``walk.py``)."""
-        return walk_tree(
-            self,
-            root,
-            start,
-            max_bytes=max_bytes,
-            scoped=scoped,
-            after=after,
-            folders=folders,
-            head_for=head_for,
-            opened=opened,
-            only=only,
-            linked=linked,
-        )
