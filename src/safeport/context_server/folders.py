@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from safeport.context_server.listing import Entry
 from safeport.context_server.operations import Operations, clamp
 from safeport.context_server.policy import InvalidInput, Refused
 from safeport.context_server.results import (
@@ -12,7 +13,7 @@ from safeport.context_server.results import (
     DirectoryTree,
     TreeEntry,
 )
-from safeport.context_server.workspace import Entry, Located
+from safeport.context_server.workspace import Located
 
 _OFFSET_CURSOR = re.compile(r"o1\.([0-9]{1,3})\.([0-9]{1,9})")
 

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.index import SearchIndex
 from safeport.context_server.journal import ReadsJournal
-from safeport.context_server.policy import Refused, parse_request_path, refusal
+from safeport.context_server.policy import Refused, refusal
+from safeport.context_server.request_path import parse_request_path
 from safeport.context_server.workspace import Located, Workspace
 
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from safeport.context_server.excerpt import Position, read_excerpt
 from safeport.context_server.operations import Operations, clamp, iso_time
-from safeport.context_server.policy import InvalidInput, Refused, parse_request_path, refusal
+from safeport.context_server.policy import InvalidInput, Refused, refusal
+from safeport.context_server.request_path import parse_request_path
 from safeport.context_server.results import (
     FileContent,
     FileExcerpt,

@@ -9,11 +9,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from safeport.context_server.index import MAX_INDEXED_BYTES
+from safeport.context_server.index_store import MAX_INDEXED_BYTES
 from safeport.context_server.operations import Operations, clamp
-from safeport.context_server.policy import InvalidInput, Refused, looks_binary, normalise
+from safeport.context_server.policy import InvalidInput, Refused, looks_binary
+from safeport.context_server.private_names import normalise
 from safeport.context_server.results import FileMatches, SearchHit, SearchResults
-from safeport.context_server.workspace import ServedRoot, WalkedFile
+from safeport.context_server.walk import WalkedFile
+from safeport.context_server.workspace import ServedRoot
 
 MAX_QUERY_CHARS = 500
 HITS_PER_FILE = 5
