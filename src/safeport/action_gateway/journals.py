@@ -1,4 +1,4 @@
-"""The gateway's two journals, ``sessions.jsonl`` and ``actions.jsonl`` (DESIGN.md §10).
+"""The gateway's two journals, ``sessions.jsonl`` and ``actions.jsonl``.
 
 Every record is on disk (fsynced) before the step it records proceeds. Concurrent proposals share
 fsyncs (group commit): each thread writes its record under the writer's lock and then waits,
