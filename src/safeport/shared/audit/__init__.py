@@ -1,7 +1,7 @@
 """Tamper-evident audit journals: a hash-chained JSON Lines writer and its offline verifier.
 
 Public surface: :class:`JournalWriter` appends, :func:`verify_journal` checks, and the record
-layout lives in :mod:`safeport.shared.audit.record` (DESIGN.md §10).
+layout lives in :mod:`safeport.shared.audit.record`.
 """
 
 from safeport.shared.audit.members import BodySealer
