@@ -1,4 +1,5 @@
-"""The dependency edges of DESIGN.md §1: the context server can never reach a credential."""
+"""The dependency edges between packages (docs/architecture.md): the context server can never
+reach a credential."""
 
 from __future__ import annotations
 

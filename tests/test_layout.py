@@ -1,13 +1,13 @@
 """Test folders mirror the packages of src/safeport, so a package's tests are found beside its
-name; the drills are the one folder of whole-system tests (the gateway killed, flooded and fed
-fuzzed files, context servers under load) and mirror no single package."""
+name. Two folders mirror no single package: the drills (the gateway killed, flooded and fed
+fuzzed files, context servers under load) and the benchmarks' short profiles."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WHOLE_SYSTEM = {("drills",)}
+WHOLE_SYSTEM = {("drills",), ("benchmarks",)}
 
 
 def unmirrored(tests: Path, src: Path) -> list[str]:

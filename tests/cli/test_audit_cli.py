@@ -1,4 +1,4 @@
-"""`sp audit verify` prints exactly the contract of DESIGN.md §3, with its exit codes."""
+"""`sp audit verify` prints exactly its contract, with its exit codes."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from safeport.context_server.names import UndisplayableName, display_name, raw_name
-from safeport.context_server.policy import InvalidInput, parse_request_path
+from safeport.context_server.policy import InvalidInput
+from safeport.context_server.request_path import parse_request_path
 
 
 @given(st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\x00" not in b))
@@ -48,3 +49,21 @@ def test_a_second_spelling_of_a_name_is_refused_not_resolved(spelling: str) -> N
 
 def test_an_escaped_name_is_a_valid_request_path() -> None:
     assert parse_request_path("src/caf%E9.py", ["ws"]).parts == ("src", "caf%E9.py")
+
+
+@pytest.mark.parametrize("text", ["", "a/b", "/"])
+def test_a_plain_ascii_string_that_is_not_one_name_is_refused(text: str) -> None:
+    with pytest.raises(UndisplayableName):
+        raw_name(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), min_size=1, max_size=30))
+def test_the_ascii_shortcuts_agree_with_the_full_round_trip(text: str) -> None:
+    # display_name on a str and raw_name take a shortcut for plain ASCII: it must give what
+    # the byte-level path gives.
+    assert display_name(text) == display_name(text.encode())
+    try:
+        raw = raw_name(text)
+    except UndisplayableName:
+        return
+    assert display_name(raw) == text

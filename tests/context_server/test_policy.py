@@ -7,12 +7,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from safeport.context_server.policy import (
-    InvalidInput,
-    ReadPolicy,
-    looks_binary,
-    parse_request_path,
-)
+from safeport.context_server.policy import InvalidInput, ReadPolicy, looks_binary
+from safeport.context_server.request_path import parse_request_path
 
 POLICY = ReadPolicy()
 ROOT = PurePosixPath("/srv/ws")
@@ -360,3 +356,43 @@ def test_the_literal_check_needs_no_disk() -> None:
     # The same verdict whether or not the file exists: it is decided from the name alone.
     assert POLICY.literal_verdict((".env.does-not-exist",), ROOT / ".env.does-not-exist")
     assert POLICY.literal_verdict(("src", "app.py"), ROOT / "src/app.py") is None
+
+
+# -- the (name, kind) verdict cache -----------------------------------------------------------
+
+
+def test_a_name_verdict_depends_on_the_kind_of_entry() -> None:
+    policy = ReadPolicy()
+    assert policy.name_verdict("photo.png", "file") == "binary"
+    assert policy.name_verdict("photo.png", "directory") is None  # a folder has no file type
+    assert policy.name_verdict(".env", "directory") == "private"
+    assert policy.name_verdict(".env", "other") == "private"
+    assert policy.name_verdict("node_modules", "directory") == "ignored"
+    assert policy.name_verdict("notes.md", "file") is None
+
+
+def test_a_name_verdict_is_worked_out_once_per_name_and_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    policy = ReadPolicy()
+    asked: list[str] = []
+    real = ReadPolicy.is_private_name
+
+    def counting(self: ReadPolicy, name: str) -> bool:
+        asked.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(ReadPolicy, "is_private_name", counting)
+    assert policy.name_verdict("app.py", "file") is None
+    assert policy.name_verdict("app.py", "file") is None
+    assert asked == ["app.py"]
+    assert policy.name_verdict("app.py", "directory") is None  # another kind: judged anew
+    assert asked == ["app.py", "app.py"]
+
+
+def test_a_tightened_policy_starts_without_the_verdicts_of_the_one_before() -> None:
+    policy = ReadPolicy()
+    assert policy.name_verdict("notes.md", "file") is None
+    tighter = policy.tightened(patterns=["notes.*"])
+    assert tighter.name_verdict("notes.md", "file") == "private"
+    assert policy.name_verdict("notes.md", "file") is None

@@ -246,3 +246,61 @@ def test_a_name_that_is_not_utf8_is_listed_walked_and_read_under_its_escaped_nam
     located = workspace.readable_file("src/caf%E9.py")
     assert workspace.read_head(located, 100).data == b"latin = 1\n"
     assert reason(workspace, "src/.env%E9") == "private"
+
+
+# -- cached verdicts never outlive what an entry is ------------------------------------------
+
+
+def listed(workspace: Workspace, folder: str, name: str) -> tuple[str, str | None]:
+    page = workspace.list_folder(workspace.locate(folder))
+    entry = next(e for e in page.entries if e.name == name)
+    return entry.type, entry.blocked
+
+
+def test_one_name_as_a_file_then_a_link_a_folder_and_a_fifo_is_listed_as_it_is_now(
+    workspace: Workspace,
+) -> None:
+    app = workspace.roots[0].path / "src" / "app.py"
+    assert listed(workspace, "src", "app.py") == ("file", None)
+    app.unlink()
+    app.symlink_to("../.env")
+    assert listed(workspace, "src", "app.py") == ("other", "private")
+    app.unlink()
+    app.mkdir()
+    assert listed(workspace, "src", "app.py") == ("directory", None)
+    app.rmdir()
+    os.mkfifo(app)
+    assert listed(workspace, "src", "app.py") == ("other", "unreadable-type")
+    app.unlink()
+    app.write_text("back\n")
+    os.link(app, app.with_name("twin.py"))
+    assert listed(workspace, "src", "app.py") == ("file", "unreadable-type")
+
+
+def test_one_name_as_a_file_then_a_link_or_a_folder_is_walked_as_it_is_now(
+    workspace: Workspace,
+) -> None:
+    app = workspace.roots[0].path / "src" / "app.py"
+
+    def walked() -> list[str]:
+        return [f.relative for f in workspace.walk_files(workspace.roots[0])]
+
+    assert walked() == ["src/app.py"]
+    app.unlink()
+    app.symlink_to("../.env")
+    assert walked() == []
+    app.unlink()
+    app.mkdir()
+    (app / "inner.py").write_text("x = 1\n")
+    assert walked() == ["src/app.py/inner.py"]
+    os.link(app / "inner.py", app.with_name("twin.py"))
+    assert walked() == []  # both names of a hard-linked file are left out
+
+
+def test_a_new_policy_on_the_workspace_applies_to_the_next_listing_and_walk(
+    workspace: Workspace,
+) -> None:
+    assert listed(workspace, "src", "app.py") == ("file", None)
+    workspace.policy = ReadPolicy().tightened(patterns=["app.*"])
+    assert listed(workspace, "src", "app.py") == ("other", "private")  # not even looked at
+    assert list(workspace.walk_files(workspace.roots[0])) == []

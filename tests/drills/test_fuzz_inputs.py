@@ -21,24 +21,21 @@ from typing import Any
 import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from harness.gateway import POLICY
-from safeport.action_gateway.agent_protocol import _AGENT
 from safeport.action_gateway.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.ssh_command import render_argv, render_command
 from safeport.context_server.config import load_settings
-from safeport.context_server.policy import (
-    DEFAULT_PRIVATE_FOLDERS,
-    InvalidInput,
-    ReadPolicy,
-    normalise,
-    parse_request_path,
-)
+from safeport.context_server.policy import InvalidInput, ReadPolicy
+from safeport.context_server.policy_tables import DEFAULT_PRIVATE_FOLDERS
+from safeport.context_server.private_names import normalise
+from safeport.context_server.request_path import parse_request_path
 from safeport.errors import ConfigError, Error, FrameTooLarge, WireError
 from safeport.shared.schemas.config import ParamSpec, SshCommand, parse_gateway_policy
-from safeport.shared.schemas.wire import ControlRequest
+from safeport.shared.schemas.control import CONTROL_REQUEST
+from safeport.shared.schemas.wire import AGENT_REQUEST
 from safeport.shared.wire import (
     HEADER,
     MAX_REQUEST_BYTES,
@@ -93,7 +90,6 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_payload(length: 
 
 # -- request schemas ------------------------------------------------------------------------------
 
-_CONTROL = TypeAdapter(ControlRequest)
 REQUEST_KEYS = ["v", "id", "type", "action", "host_id", "command_id", "service_id"]
 REQUEST_KEYS += ["operation_id", "args", "op", "params", "client", "request_id"]
 
@@ -109,7 +105,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
 @fuzz
 @given(requests())
 def test_any_request_object_validates_or_is_a_validation_error(message: dict[str, Any]) -> None:
-    for adapter in (_AGENT, _CONTROL):
+    for adapter in (AGENT_REQUEST, CONTROL_REQUEST):
         with contextlib.suppress(ValidationError):
             adapter.validate_python(message)
 

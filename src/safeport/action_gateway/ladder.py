@@ -1,4 +1,4 @@
-"""The decision ladder (DESIGN.md §6) for one proposal, with every collaborator injected.
+"""The decision ladder for one proposal, with every collaborator injected.
 
 Rungs, in order; the first that refuses ends the proposal and nothing past it is touched:
 
@@ -46,7 +46,7 @@ from safeport.action_gateway.resolution import (
     resolve,
 )
 from safeport.action_gateway.result_filters import filter_http, filter_ssh, result_summary
-from safeport.action_gateway.vault_state import GatewayLocked, VaultState
+from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Denied, Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.wire import ErrorCode
@@ -154,7 +154,7 @@ class Ladder:
     def _rung_vault(self) -> int:
         try:
             _, epoch = self.vault.current()
-        except GatewayLocked as exc:
+        except VaultLocked as exc:
             raise Refusal("locked", 5, "locked", "the vault is locked") from exc
         return epoch
 
@@ -209,7 +209,7 @@ class Ladder:
         try:
             vault, now_epoch = self.vault.current()
             self.approvals.consume(grant, peer, request, now_epoch)
-        except GatewayLocked as exc:
+        except VaultLocked as exc:
             raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
         except ApprovalRefused as exc:
             raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc

@@ -1,4 +1,4 @@
-"""Which policy the gateway serves: only the one a human accepted (DESIGN.md §4).
+"""Which policy the gateway serves: only the one a human accepted.
 
 The agent may be able to edit gateway.toml (it runs as the same user), so the file on disk is
 only a *proposal*. The served policy is the text stored in the vault by `sp policy accept`; an

@@ -5,6 +5,7 @@ readable when it ran; whatever it returns is re-checked against the current poli
 from disk before a line or snippet is served, so a file that became private, moved behind a
 link or changed since indexing never leaks through a stale entry. The database lives in
 safeport's cache folder, never in the workspace.
+What one refresh re-reads (everything, or what folder events name) is ``index_refresh.py``.
 """
 
 from __future__ import annotations
@@ -15,23 +16,24 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.context_server.policy import looks_binary
-from safeport.context_server.workspace import ServedRoot, WalkedFile, Workspace
+from safeport.context_server import index_store as store
+from safeport.context_server.index_refresh import Progress, Refresher
+from safeport.context_server.workspace import Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
-MAX_INDEXED_BYTES = 1024 * 1024
 REFRESH_AFTER_S = 30.0
+# With every folder watched a refresh costs what changed, so it may run far more often.
+WATCHED_REFRESH_AFTER_S = 1.0
 RETRY_AFTER_S = 5.0
-_SCHEMA_VERSION = 1
 
-Progress = Callable[[int, int], None]
+__all__ = ["Candidate", "IndexStats", "Progress", "SearchIndex", "index_path", "trigram_query"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class IndexStats:
     updated: int
     removed: int
     seconds: float
+    walked_everything: bool = True
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def index_path(cache_dir: Path, workspace: Workspace) -> Path:
 class SearchIndex:
     """Build, refresh and query the trigram index; safe to use from several threads."""
 
-    def __init__(self, path: Path, workspace: Workspace) -> None:
+    def __init__(self, path: Path, workspace: Workspace, *, watch: bool = True) -> None:
         self.path = path
         self.workspace = workspace
         self._local = threading.local()
@@ -70,11 +73,16 @@ class SearchIndex:
         self.last_stats: IndexStats | None = None
         self.last_error: str | None = None
         self._failed_at = 0.0
+        self._refresher = Refresher(workspace, watch=watch)
         ensure_private_dir(path.parent)
         with contextlib.closing(self._connect()) as db:
-            self._create(db)
-            if self._file_count(db) > 0:
+            store.create_schema(db)
+            if store.file_count(db) > 0:
                 self.last_refresh = path.stat().st_mtime
+
+    def close(self) -> None:
+        with self._refresh_lock:
+            self._refresher.close()
 
     # -- state --------------------------------------------------------------------------------
 
@@ -95,89 +103,32 @@ class SearchIndex:
 
     # -- building -----------------------------------------------------------------------------
 
-    def refresh(self, progress: Progress | None = None) -> IndexStats:
+    def refresh(self, progress: Progress | None = None, *, everything: bool = False) -> IndexStats:
         """Bring the index in line with the workspace; only changed files are re-read.
 
-        Two walks, each O(files) in time and holding no per-file state but the ids of the rows
-        still current: the first counts the changed files (for progress), the second reads them
-        through the walk's own folder descriptors and stores them; rows no walk saw go."""
+        Walks only what the folder watch reports as touched when it can vouch for the rest,
+        else everything (``everything`` forces that)."""
         with self._refresh_lock, contextlib.closing(self._connect()) as db:
             started = time.monotonic()
-            total = sum(
-                1
-                for root in self.workspace.roots
-                for found in self._walk(root)
-                if _changed(found, _stored(db, found)) is not None
-            )
-            seen: set[int] = set()
-            added = updated = done = 0
-            stored: tuple[int, int, int] | None = None
-
-            def wanted(found: WalkedFile) -> int | None:
-                nonlocal stored
-                stored = _stored(db, found)
-                return MAX_INDEXED_BYTES + 1 if _changed(found, stored) is not None else None
-
-            for root in self.workspace.roots:
-                for found in self._walk(root, wanted):
-                    if found.head is None:
-                        if stored is not None and _changed(found, stored) is None:
-                            seen.add(stored[0])
-                        continue
-                    if stored is not None:
-                        db.execute("DELETE FROM fts WHERE rowid = ?", (stored[0],))
-                        db.execute("DELETE FROM files WHERE id = ?", (stored[0],))
-                        updated += 1
-                    else:
-                        added += 1
-                    text = _text_of(found.head)
-                    if text is not None:
-                        cur = db.execute(
-                            "INSERT OR REPLACE INTO files(root, rel, size, mtime_ns) "
-                            "VALUES (?, ?, ?, ?)",
-                            (root.name, found.relative, found.size, found.mtime_ns),
-                        )
-                        assert cur.lastrowid is not None
-                        seen.add(cur.lastrowid)
-                        db.execute(
-                            "INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text)
-                        )
-                    done += 1
-                    if progress is not None and (done % 200 == 0 or done == total):
-                        progress(done, max(total, done))
-                    if done % 2000 == 0:
-                        db.commit()
-            removed = self._remove_unseen(db, seen)
+            tally, by_events = self._refresher.run(db, progress, everything)
             db.commit()
+            if tally.updated or tally.removed:
+                store.forget_removed(db)
             count, size = db.execute(
                 "SELECT count(*), coalesce(sum(size), 0) FROM files"
             ).fetchone()
-            if progress is not None and not done:
-                progress(0, 0)
             self.last_refresh = time.time()
             self.last_error = None
             self.last_stats = IndexStats(
-                int(count), int(size), added, updated, removed, time.monotonic() - started
+                int(count),
+                int(size),
+                tally.added,
+                tally.updated,
+                tally.removed,
+                time.monotonic() - started,
+                walked_everything=not by_events,
             )
             return self.last_stats
-
-    def _walk(
-        self, root: ServedRoot, head_for: Callable[[WalkedFile], int | None] | None = None
-    ) -> Iterator[WalkedFile]:
-        for item in self.workspace.walk(
-            root, max_bytes=MAX_INDEXED_BYTES, scoped=False, head_for=head_for
-        ):
-            if isinstance(item, WalkedFile):
-                yield item
-
-    def _remove_unseen(self, db: sqlite3.Connection, seen: set[int]) -> int:
-        stale = [fid for (fid,) in db.execute("SELECT id FROM files") if fid not in seen]
-        for start in range(0, len(stale), 500):
-            chunk = stale[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
-            db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
-        return len(stale)
 
     def refresh_in_background(self, *, force: bool = False) -> None:
         """Start a refresh on a worker thread if none runs and the index is old enough; after
@@ -189,10 +140,16 @@ class SearchIndex:
             if self.last_error is not None:
                 if now - self._failed_at < RETRY_AFTER_S:
                     return
-            elif self.last_refresh is not None and now - self.last_refresh < REFRESH_AFTER_S:
+            elif self.last_refresh is not None and now - self.last_refresh < self._refresh_after():
                 return
         self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
         self._worker.start()
+
+    def _refresh_after(self) -> float:
+        """How old the index may get before a search starts a refresh: short while a walk
+        of everything is recent and every folder is watched (a refresh then costs what
+        changed), else long."""
+        return WATCHED_REFRESH_AFTER_S if self._refresher.watching else REFRESH_AFTER_S
 
     def wait(self, timeout: float) -> None:
         worker = self._worker
@@ -242,58 +199,7 @@ class SearchIndex:
         return db
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.Error as exc:
-            raise EnvironmentProblem(
-                f"cannot open the search index ({type(exc).__name__})",
-                hint="remove the index file under the cache folder and run `sp context index`",
-            ) from None
-        return db
-
-    def _create(self, db: sqlite3.Connection) -> None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, _SCHEMA_VERSION):
-            db.execute("DROP TABLE IF EXISTS files")
-            db.execute("DROP TABLE IF EXISTS fts")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, root TEXT NOT NULL, "
-            "rel TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
-            "UNIQUE(root, rel))"
-        )
-        db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='trigram', "
-            "detail='none')"
-        )
-        db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-        db.commit()
-
-    def _file_count(self, db: sqlite3.Connection) -> int:
-        return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
-
-
-def _stored(db: sqlite3.Connection, found: WalkedFile) -> tuple[int, int, int] | None:
-    row = db.execute(
-        "SELECT id, size, mtime_ns FROM files WHERE root = ? AND rel = ?",
-        (found.root.name, found.relative),
-    ).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
-
-
-def _changed(found: WalkedFile, stored: tuple[int, int, int] | None) -> WalkedFile | None:
-    """The file if the index does not hold it as it is now."""
-    if stored is not None and stored[1:] == (found.size, found.mtime_ns):
-        return None
-    return found
-
-
-def _text_of(head: bytes) -> str | None:
-    """The text to index, or None for a file too large or binary to be worth it."""
-    if len(head) > MAX_INDEXED_BYTES or looks_binary(head):
-        return None
-    return head.decode("utf-8", "replace")
+        return store.connect(self.path)
 
 
 def trigram_query(query: str, most: int = 24) -> str:

@@ -27,6 +27,8 @@ class UndisplayableName(ValueError):
 
 def display_name(raw: bytes | str) -> str:
     """The canonical display form of a file name (bytes, or a surrogate-escaped ``str``)."""
+    if isinstance(raw, str) and raw.isascii() and raw.isprintable() and _plain(raw):
+        return raw  # the common case as ``scandir`` gives it: no bytes to decode
     data = os.fsencode(raw) if isinstance(raw, str) else raw
     try:
         text = data.decode("utf-8")
@@ -37,8 +39,18 @@ def display_name(raw: bytes | str) -> str:
     return _escape_mixed(data)
 
 
+def _plain(text: str) -> bool:
+    return "\\" not in text and "%" not in text
+
+
+def _one_name(text: str) -> bool:
+    return bool(text) and "/" not in text
+
+
 def raw_name(display: str) -> bytes:
     """The file name a canonical display string stands for; raises :class:`UndisplayableName`."""
+    if display.isascii() and display.isprintable() and _plain(display) and _one_name(display):
+        return display.encode("ascii")  # its own display form: no round trip to check
     if "%" not in display and display.isprintable() and "\\" not in display:
         data = display.encode("utf-8", "surrogatepass")
     else:

@@ -6,6 +6,7 @@ packages import ``safeport.shared.<module>`` for a module listed here, and nothi
 
 __all__ = [
     "audit",
+    "exception_summary",
     "gateway_socket",
     "install_file",
     "jsonc",

@@ -2,10 +2,20 @@
 
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
-names below or the contract modules themselves (``audit``, ``config``, ``wire``).
+names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
+``control``, ``replies``, ``wire``).
 """
 
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
+from safeport.shared.schemas.catalog import (
+    Catalog,
+    CatalogEntry,
+    HttpCatalogEntry,
+    IntegerParam,
+    ParamSchema,
+    SshCatalogEntry,
+    StringParam,
+)
 from safeport.shared.schemas.config import (
     Credential,
     GatewayPolicy,
@@ -17,29 +27,42 @@ from safeport.shared.schemas.config import (
     parse_gateway_policy,
     policy_digest,
 )
+from safeport.shared.schemas.control import CONTROL_REQUEST, ControlRequest, control_ops
+from safeport.shared.schemas.replies import (
+    REPLY,
+    ErrorBody,
+    Reply,
+    ReplyError,
+    ReplyOk,
+    error_reply,
+    ok_reply,
+    parse_reply,
+    readable_id,
+)
 from safeport.shared.schemas.wire import (
+    AGENT_REQUEST,
     PROTOCOL_VERSION,
     AgentRequest,
     Cancel,
     CatalogRequest,
-    ControlRequest,
-    ErrorBody,
     ErrorCode,
     Hello,
     HttpResult,
     ProposeHttp,
     ProposeSsh,
-    Reply,
-    ReplyError,
-    ReplyOk,
     SshExecResult,
 )
 
 __all__ = [
+    "AGENT_REQUEST",
+    "CONTROL_REQUEST",
     "PROTOCOL_VERSION",
+    "REPLY",
     "AgentRequest",
     "AuditRecord",
     "Cancel",
+    "Catalog",
+    "CatalogEntry",
     "CatalogRequest",
     "ControlRequest",
     "Credential",
@@ -47,9 +70,12 @@ __all__ = [
     "ErrorCode",
     "GatewayPolicy",
     "Hello",
+    "HttpCatalogEntry",
     "HttpOperation",
     "HttpResult",
     "HttpService",
+    "IntegerParam",
+    "ParamSchema",
     "ParamSpec",
     "ProposeHttp",
     "ProposeSsh",
@@ -57,12 +83,22 @@ __all__ = [
     "ReplyError",
     "ReplyOk",
     "SealedBody",
+    "SshCatalogEntry",
     "SshCommand",
     "SshExecResult",
     "SshHost",
+    "StringParam",
     "audit",
+    "catalog",
     "config",
+    "control",
+    "control_ops",
+    "error_reply",
+    "ok_reply",
     "parse_gateway_policy",
+    "parse_reply",
     "policy_digest",
+    "readable_id",
+    "replies",
     "wire",
 ]

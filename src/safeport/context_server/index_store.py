@@ -1,0 +1,119 @@
+"""The search index's SQLite file: schema, the rows a refresh compares with, and its writes.
+
+One ``files`` row per indexed file (root, relative path, size, mtime) and its text in an FTS5
+table with the trigram tokenizer. ``secure_delete`` zeroes what a removed or replaced row held,
+so the text of a file that became private does not linger in free pages of the database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+from safeport.context_server.policy import looks_binary
+from safeport.context_server.walk import WalkedFile
+from safeport.errors import EnvironmentProblem
+
+MAX_INDEXED_BYTES = 1024 * 1024
+SCHEMA_VERSION = 1
+
+Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
+Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(path, timeout=10, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA secure_delete=ON")
+    except sqlite3.Error as exc:
+        raise EnvironmentProblem(
+            f"cannot open the search index ({type(exc).__name__})",
+            hint="remove the index file under the cache folder and run `sp context index`",
+        ) from None
+    return db
+
+
+def create_schema(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version not in (0, SCHEMA_VERSION):
+        db.execute("DROP TABLE IF EXISTS files")
+        db.execute("DROP TABLE IF EXISTS fts")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, root TEXT NOT NULL, "
+        "rel TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+        "UNIQUE(root, rel))"
+    )
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='trigram', detail='none')"
+    )
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.commit()
+
+
+def file_count(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def all_rows(db: sqlite3.Connection) -> dict[tuple[str, str], Stored]:
+    """Every row, by (root, relative path): one query, compared in memory by a full walk."""
+    rows = db.execute("SELECT id, root, rel, size, mtime_ns FROM files")
+    return {(root, rel): (int(i), int(s), int(m)) for i, root, rel, s, m in rows}
+
+
+def rows_under(db: sqlite3.Connection, root: str, rel: str) -> dict[str, Stored]:
+    """The row for ``rel`` and every row below it (a range on the (root, rel) index)."""
+    # Every path below `rel` starts with `rel/`; '/' + 1 is '0', the end of that range.
+    rows = db.execute(
+        "SELECT id, rel, size, mtime_ns FROM files WHERE root = ? "
+        "AND (rel = ? OR (rel >= ? AND rel < ?))",
+        (root, rel, rel + "/", rel + "0"),
+    )
+    return {r: (int(i), int(s), int(m)) for i, r, s, m in rows}
+
+
+def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
+    """Whether the index holds the file as the walk found it (same size and mtime)."""
+    return stored is not None and stored[1:] == (found.size, found.mtime_ns)
+
+
+def store(db: sqlite3.Connection, found: WalkedFile, stored: Stored | None) -> Outcome:
+    """Bring one walked file's row in line: kept as is, (re)written from its head, or dropped
+    (read failed or binary). The walk read the head only if the row was not current."""
+    if unchanged(found, stored):
+        return "kept"
+    if stored is not None:
+        delete(db, [stored[0]])
+    text = _text_of(found.head)
+    if text is None:
+        return "dropped" if stored is not None else "skipped"
+    cur = db.execute(
+        "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
+        (found.root.name, found.relative, found.size, found.mtime_ns),
+    )
+    assert cur.lastrowid is not None
+    db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text))
+    return "updated" if stored is not None else "added"
+
+
+def delete(db: sqlite3.Connection, ids: list[int]) -> None:
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
+        db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+
+
+def forget_removed(db: sqlite3.Connection) -> None:
+    """Copy the log into the database and empty it: the log still holds the pages removed
+    rows were on (``secure_delete`` zeroes them in the database, not in the log)."""
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _text_of(head: bytes | None) -> str | None:
+    """The text to index, or None for a file unread, too large or binary to be worth it."""
+    if head is None or len(head) > MAX_INDEXED_BYTES or looks_binary(head):
+        return None
+    return head.decode("utf-8", "replace")

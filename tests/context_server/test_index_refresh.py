@@ -1,0 +1,375 @@
+"""Refreshing the index by folder events: afterwards it holds exactly what a cold build holds.
+
+Each test changes a real tree under a real inotify watch, refreshes, and compares every row
+(root, path, size, mtime and the indexed text) with a cold build of the same tree into a fresh
+database. Whatever the events cannot vouch for must make the refresh walk everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import struct
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from safeport.context_server import index_refresh as index_module
+from safeport.context_server import index_store
+from safeport.context_server.index import SearchIndex
+from safeport.context_server.policy import ReadPolicy
+from safeport.context_server.watch import FolderWatch, open_folder_watch
+from safeport.context_server.workspace import ServedRoot, Workspace
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="folder events are inotify (Linux)"
+)
+
+CANARY = "CANARY-index-9f3a71c2e5"
+Rows = list[tuple[str, str, int, int, str]]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for folder in ("src/app", "src/lib/deep", "docs", "secrets", "node_modules/pkg"):
+        (root / folder).mkdir(parents=True)
+    (root / "src" / "app" / "main.py").write_text("def main():\n    return 1\n")
+    (root / "src" / "app" / "util.py").write_text("def util():\n    return 2\n")
+    (root / "src" / "lib" / "deep" / "core.py").write_text("CORE = 3\n")
+    (root / "docs" / "guide.md").write_text("# guide\nzebra\n")
+    (root / "secrets" / "token.txt").write_text(f"{CANARY}-in-secrets\n")
+    (root / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1\n")
+    (root / "README.md").write_text("readme\n")
+    return root
+
+
+@pytest.fixture
+def indexed(tree: Path, tmp_path: Path) -> Iterator[SearchIndex]:
+    workspace = Workspace([ServedRoot("ws", tree)], ReadPolicy())
+    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace)
+    first = index.refresh()
+    assert first.walked_everything and first.files == 5
+    yield index
+    index.close()
+    workspace.close()
+
+
+def rows(path: Path) -> Rows:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        found = db.execute(
+            "SELECT f.root, f.rel, f.size, f.mtime_ns, t.body FROM files f "
+            "JOIN fts t ON t.rowid = f.id ORDER BY f.root, f.rel"
+        ).fetchall()
+        orphans = db.execute(
+            "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT id FROM files)"
+        ).fetchone()[0]
+    assert orphans == 0  # no indexed text outlives its row
+    return [(r, rel, int(s), int(m), body) for r, rel, s, m, body in found]
+
+
+def cold_build(index: SearchIndex, tmp_path: Path) -> Rows:
+    workspace = Workspace(index.workspace.roots, index.workspace.policy)
+    fresh = SearchIndex(tmp_path / "cold" / "index.sqlite", workspace, watch=False)
+    try:
+        fresh.refresh()
+    finally:
+        workspace.close()
+    return rows(fresh.path)
+
+
+def refreshed_by_events(index: SearchIndex) -> Rows:
+    stats = index.refresh()
+    assert not stats.walked_everything, "expected a refresh by folder events"
+    return rows(index.path)
+
+
+def _touch(root: Path, _out: Path) -> None:
+    os.utime(root / "docs" / "guide.md", ns=(1, 2))
+
+
+def _modify(root: Path, _out: Path) -> None:
+    (root / "src" / "app" / "main.py").write_text("def main():\n    pass\n")
+
+
+def _add_file(root: Path, _out: Path) -> None:
+    (root / "src" / "new.py").write_text("NEW = 1\n")
+
+
+def _add_folder_with_files(root: Path, _out: Path) -> None:
+    _add_folder(root / "src" / "fresh")
+
+
+def _delete_file(root: Path, _out: Path) -> None:
+    (root / "src" / "app" / "util.py").unlink()
+
+
+def _delete_folder(root: Path, _out: Path) -> None:
+    _remove_tree(root / "src" / "lib")
+
+
+def _rename_file(root: Path, _out: Path) -> None:
+    (root / "README.md").rename(root / "READ.md")
+
+
+def _rename_folder(root: Path, _out: Path) -> None:
+    (root / "src" / "lib").rename(root / "src" / "library")
+
+
+def _move_folder_up(root: Path, _out: Path) -> None:
+    (root / "src" / "lib" / "deep").rename(root / "deep")
+
+
+def _move_folder_out(root: Path, out: Path) -> None:
+    (root / "src" / "app").rename(out / "app")
+
+
+def _move_folder_in(root: Path, out: Path) -> None:
+    _add_folder(out / "incoming")
+    (out / "incoming").rename(root / "docs" / "incoming")
+
+
+def _replace_file_by_link(root: Path, _out: Path) -> None:
+    (root / "docs" / "guide.md").unlink()
+    (root / "docs" / "guide.md").symlink_to("../src/app/main.py")
+
+
+def _make_file_binary(root: Path, _out: Path) -> None:
+    (root / "src" / "app" / "main.py").write_bytes(b"\0\1")
+
+
+def _rename_over_file(root: Path, _out: Path) -> None:
+    os.replace(root / "src" / "app" / "util.py", root / "src" / "app" / "main.py")
+
+
+def _file_into_ignored_folder(root: Path, _out: Path) -> None:
+    (root / "README.md").rename(root / "node_modules" / "README.md")
+
+
+CHANGES: dict[str, Callable[[Path, Path], None]] = {
+    change.__name__.strip("_").replace("_", " "): change
+    for change in (
+        _touch,
+        _modify,
+        _add_file,
+        _add_folder_with_files,
+        _delete_file,
+        _delete_folder,
+        _rename_file,
+        _rename_folder,
+        _move_folder_up,
+        _move_folder_out,
+        _move_folder_in,
+        _replace_file_by_link,
+        _make_file_binary,
+        _rename_over_file,
+        _file_into_ignored_folder,
+    )
+}
+
+
+def _add_folder(folder: Path) -> None:
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.py").write_text("A = 1\n")
+    (folder / "sub" / "b.md").write_text("b\n")
+
+
+def _remove_tree(folder: Path) -> None:
+    for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
+        path.rmdir() if path.is_dir() else path.unlink()
+    folder.rmdir()
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_refresh_by_events_holds_what_a_cold_build_holds(
+    change: str, indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    before = rows(indexed.path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    CHANGES[change](tree, outside)
+    after = refreshed_by_events(indexed)
+    assert after == cold_build(indexed, tmp_path)
+    assert after != before  # the change was one the index had to see
+
+
+def test_many_changes_in_one_refresh_hold_what_a_cold_build_holds(
+    indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for change in sorted(CHANGES):
+        with contextlib.suppress(OSError):  # some undo what an earlier one needs
+            CHANGES[change](tree, outside)
+    assert refreshed_by_events(indexed) == cold_build(indexed, tmp_path)
+
+
+def test_a_refresh_with_nothing_changed_walks_nothing(indexed: SearchIndex) -> None:
+    before = rows(indexed.path)
+    stats = indexed.refresh()
+    assert not stats.walked_everything and stats.added == stats.updated == stats.removed == 0
+    assert rows(indexed.path) == before
+
+
+@pytest.mark.parametrize(
+    "make_private",
+    [
+        lambda root: (root / "docs" / "guide.md").rename(root / "docs" / ".env"),
+        lambda root: (root / "docs" / "guide.md").rename(root / "secrets" / "guide.md"),
+        lambda root: (root / "docs").rename(root / "secret"),
+        lambda root: (root / "docs").rename(root / ".ssh"),
+    ],
+    ids=["renamed to .env", "moved into secrets/", "folder renamed secret", "folder to .ssh"],
+)
+def test_a_file_that_becomes_private_leaves_the_index_and_its_text_the_database(
+    make_private: Callable[[Path], object], indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    guide = tree / "docs" / "guide.md"
+    guide.write_text(f"# guide\n{CANARY}\n")
+    refreshed_by_events(indexed)
+    assert [c.rel for c in indexed.candidates(CANARY, "ws", "", "")] == ["docs/guide.md"]
+    make_private(tree)
+    after = refreshed_by_events(indexed)
+    assert after == cold_build(indexed, tmp_path)
+    assert list(indexed.candidates(CANARY, "ws", "", "")) == []
+    assert all(CANARY not in body for *_, body in after)
+    for path in indexed.path.parent.iterdir():  # the database, its WAL and shared memory
+        assert CANARY.encode() not in path.read_bytes(), path.name
+
+
+def walks_everything_and_leaves_out(index: SearchIndex, tmp_path: Path, rel: str) -> None:
+    assert index.refresh().walked_everything
+    assert rel not in [indexed for _root, indexed, *_ in rows(index.path)]
+    assert rows(index.path) == cold_build(index, tmp_path)
+
+
+def test_a_new_policy_makes_the_next_refresh_walk_everything(
+    indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    indexed.workspace.policy = ReadPolicy().tightened(patterns=["guide.*"])
+    walks_everything_and_leaves_out(indexed, tmp_path, "docs/guide.md")
+
+
+def test_a_new_hard_link_makes_the_refresh_walk_everything(
+    indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    os.link(tree / "src" / "app" / "main.py", tree / "docs" / "main-link.py")
+    # main.py has two links now, and no event in its folder says so.
+    walks_everything_and_leaves_out(indexed, tmp_path, "src/app/main.py")
+
+
+def test_a_hard_link_removed_brings_its_twin_back_by_events(
+    indexed: SearchIndex, tree: Path, tmp_path: Path
+) -> None:
+    os.link(tree / "src" / "app" / "main.py", tree / "docs" / "twin.bin")
+    assert indexed.refresh().walked_everything
+    (tree / "docs" / "twin.bin").unlink()  # a name the walk never reads: main.py is alone
+    after = refreshed_by_events(indexed)
+    assert "src/app/main.py" in [rel for _r, rel, *_ in after]
+    assert after == cold_build(indexed, tmp_path)
+
+
+def test_the_periodic_walk_of_everything_still_runs_with_a_watch(
+    indexed: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "FULL_WALK_AFTER_S", 0.0)
+    assert indexed.refresh().walked_everything
+
+
+def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(
+    indexed: SearchIndex, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree / "src" / "app" / "main.py").write_text("changed = True\n")
+
+    def broken(*_args: object) -> str:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index_store, "store", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            indexed.refresh()
+    assert indexed.refresh().walked_everything
+    assert rows(indexed.path) == cold_build(indexed, tmp_path)
+
+
+def test_without_a_watch_every_refresh_walks_everything(tree: Path, tmp_path: Path) -> None:
+    workspace = Workspace([ServedRoot("ws", tree)], ReadPolicy())
+    index = SearchIndex(tmp_path / "plain" / "index.sqlite", workspace, watch=False)
+    assert index.refresh().walked_everything and index.refresh().walked_everything
+    workspace.close()
+
+
+# -- the watch itself -------------------------------------------------------------------------
+
+_EVENT = struct.Struct("iIII")
+
+
+@pytest.fixture
+def fed() -> Iterator[tuple[FolderWatch, int]]:
+    """A FolderWatch of the root and src/, reading synthetic events from a pipe in the
+    kernel's wire format; the pipe's write end to feed it."""
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    added: list[int] = []
+
+    def add(_fd: int, _path: bytes, _mask: int) -> int:
+        added.append(len(added) + 1)
+        return added[-1]
+
+    watch = FolderWatch(read_end, add, lambda _fd, _wd: None)  # type: ignore[arg-type]
+    watch.begin_walk()
+    watch.watch("ws", (), 3)
+    watch.watch("ws", ("src",), 4)
+    watch.end_walk()
+    yield watch, write_end
+    os.close(write_end)
+    watch.close()
+
+
+def event(wd: int, mask: int, name: bytes = b"") -> bytes:
+    padded = name + b"\0" * (-len(name) % 16) if name else b""
+    return _EVENT.pack(wd, mask, 0, len(padded)) + padded
+
+
+def test_an_overflowed_event_queue_says_the_events_are_not_all(
+    fed: tuple[FolderWatch, int],
+) -> None:
+    watch, feed = fed
+    os.write(feed, event(2, 0x100, b"new.py") + event(-1, 0x4000))
+    drained = watch.drain()
+    assert not drained.complete
+    assert [t.parts for t in drained.touched] == [("src", "new.py")]
+
+
+def test_a_root_moved_away_says_the_events_are_not_all(fed: tuple[FolderWatch, int]) -> None:
+    watch, feed = fed
+    os.write(feed, event(1, 0x800))
+    assert not watch.drain().complete
+
+
+def test_events_name_the_entry_and_whether_it_went(fed: tuple[FolderWatch, int]) -> None:
+    watch, feed = fed
+    os.write(feed, event(2, 0x200, b"old.py") + event(1, 0x002, b"caf\xe9.md"))
+    drained = watch.drain()
+    assert drained.complete
+    assert [(t.parts, t.gone) for t in drained.touched] == [
+        (("src", "old.py"), True),
+        (("caf%E9.md",), False),  # the display name of bytes that are not UTF-8
+    ]
+
+
+def test_a_real_watch_reports_a_write_in_a_watched_folder(tmp_path: Path) -> None:
+    watch = open_folder_watch()
+    assert watch is not None
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        watch.begin_walk()
+        watch.watch("ws", (), fd)
+        watch.end_walk()
+        (tmp_path / "a.py").write_text("x\n")
+        assert ("a.py",) in [t.parts for t in watch.drain().touched]
+    finally:
+        os.close(fd)
+        watch.close()
