@@ -35,8 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.action_gateway.support import POLICY, Gateway, clean_env  # noqa: E402
-
+from harness.gateway import POLICY, Gateway, clean_env  # noqa: E402
 from safeport.shared.wire import recv_message, send_message  # noqa: E402
 
 PROPOSAL = {

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 
 
 def sp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -14,8 +14,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from safeport.shared.audit import BodySealer, JournalHead, JournalWriter
-from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
+from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
 
 SESSIONS = "sessions"
 ACTIONS = "actions"

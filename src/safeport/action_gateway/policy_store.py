@@ -18,7 +18,7 @@ from typing import Literal
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
 from safeport.shared.visible_text import visible
-from safeport.vault.files import replace_atomically
+from safeport.vault import replace_atomically
 from safeport.vault.interface import UnlockedVault
 
 MAX_POLICY_BYTES = 1024 * 1024

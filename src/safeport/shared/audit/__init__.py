@@ -20,9 +20,10 @@ from safeport.shared.audit.verify import (
     journal_segments,
     verify_journal,
 )
-from safeport.shared.audit.writer import Durability, JournalWriter
+from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES, Durability, JournalWriter
 
 __all__ = [
+    "DEFAULT_SEGMENT_BYTES",
     "ZERO_HASH",
     "BodySealer",
     "ChainReport",

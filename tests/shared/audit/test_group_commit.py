@@ -231,7 +231,12 @@ def test_a_sealers_prepare_runs_right_before_the_fsync_the_append_waits_on(
     path = tmp_path / "actions.jsonl"
     events: list[str] = []
     real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real(fd))[1])
+
+    def noting_fsync(fd: int) -> None:
+        events.append("fsync")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
     with JournalWriter(path, durability="fsync", sealer=_PreparingSealer(events)) as writer:
         writer.append("action.intent", {"n": 1})
         writer.append("action.outcome", {"n": 2})
