@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from safeport.cli.gateway_client import GatewayClient
+from safeport.action_gateway.control_client import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.wire import recv_message, send_message
 from tests.action_gateway.support import PASSPHRASE, POLICY, REPO, Gateway, clean_env

@@ -12,9 +12,7 @@ import asyncio
 import fcntl
 import logging
 import os
-import resource
 import signal
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
@@ -23,32 +21,13 @@ from safeport.action_gateway.agent_protocol import AgentHandler
 from safeport.action_gateway.control import ControlHandler
 from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimits
 from safeport.action_gateway.dedicated_account import prepare_account_folders
-from safeport.action_gateway.environment import GATEWAY_RUNTIMES, injected_variables
+from safeport.action_gateway.process_hardening import harden_process, tainted_environment
 from safeport.action_gateway.server import Connection, SocketServer
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
 from safeport.shared.provenance import verify_installed_package
 
 log = logging.getLogger("safeport.gateway")
-
-PR_SET_DUMPABLE = 4
-
-
-def tainted_environment(env: Mapping[str, str]) -> list[str]:
-    """Names of variables that would inject code into the gateway (values are never shown)."""
-    return injected_variables(env, GATEWAY_RUNTIMES)
-
-
-def harden_process() -> None:
-    """No core files, and not dumpable: other processes of this user cannot ptrace or read
-    /proc/PID/mem of the process that holds unlocked keys."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            raise EnvironmentProblem("could not make the gateway non-dumpable (prctl failed)")
 
 
 def instance_lock(run_dir: Path) -> int:

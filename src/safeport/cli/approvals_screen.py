@@ -21,11 +21,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Log, Static
 
+from safeport.action_gateway.approver_session import CardArrived, CardClosed
 from safeport.cli.approval_link import (
     Answered,
     ApprovalLink,
-    CardArrived,
-    CardClosed,
     Connected,
     Disconnected,
     Failed,

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.render import inert
 from safeport.cli.secret_input import ask_secret
-from safeport.cli.vault import backend_for
 from safeport.errors import Error, UsageError
 from safeport.shared.audit import (
     ChainReport,
@@ -238,7 +238,7 @@ def show(
         )
     shown = [(path, read_records(path, limit)) for path in files]
     if authority is not None:
-        backend = backend_for(paths)
+        backend = vault_backend_for(paths)
         # One unlock (one KDF) for every journal shown.
         flat = [record for _, records in shown for record in records]
         opened = iter(backend.unseal(authority, flat))

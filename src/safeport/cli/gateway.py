@@ -11,9 +11,14 @@ from typing import Any
 
 import click
 
+from safeport.action_gateway.control_client import (
+    GatewayClient,
+    GatewayNotRunning,
+    call_for_everyone,
+)
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, call_for_everyone
 from safeport.cli.render import inert
+from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
@@ -130,7 +135,7 @@ def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     try:
         with GatewayClient(locate()) as client:
-            call_for_everyone(client, "gateway.stop", passphrase_file)
+            call_for_everyone(client, "gateway.stop", vault_passphrase(passphrase_file))
     except GatewayNotRunning:
         click.echo("gateway: not running")  # the state asked for already holds
         return

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -12,16 +11,18 @@ from typing import get_args
 
 import click
 
+from safeport.action_gateway.control_client import GatewayRefused
+from safeport.action_gateway.control_vault import GatewayVaultBackend
+from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.render import inert
-from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file
+from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
-from safeport.shared.paths import SafeportPaths, locate
-from safeport.vault.backend import Authority, FileVaultBackend, VaultBackend
+from safeport.shared.paths import locate
+from safeport.vault.backend import Authority, VaultBackend
 from safeport.vault.errors import CannotUnlock
 from safeport.vault.keyring_wrap import trade_off
 from safeport.vault.passphrase_strength import weakness
 from safeport.vault.secrets import SecretBytes, SecretKind
-from safeport.vault.store import VaultFile
 
 _KINDS = list(get_args(SecretKind))
 
@@ -31,35 +32,6 @@ passphrase_file_option = click.option(
     default=None,
     help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
 )
-
-
-def backend_for(paths: SafeportPaths) -> VaultBackend:
-    """The file backend, unless a gateway is listening on control.sock.
-
-    A running gateway holds the unlocked state; editing the file under it would fork the two
-    (its next save would then refuse with "changed since it was unlocked"), so that case is
-    refused here until the control-socket backend exists.
-    """
-    if paths.dedicated or _gateway_listening(paths.control_socket):
-        # In dedicated-account mode the file belongs to the gateway's account: always ask it.
-        from safeport.cli.gateway_vault import GatewayVaultBackend
-
-        return GatewayVaultBackend(paths)
-    return FileVaultBackend(VaultFile.at(paths))
-
-
-def _gateway_listening(path: Path) -> bool:
-    if not path.exists():
-        return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False  # a stale socket file from a gateway that is gone
-    finally:
-        probe.close()
-    return True
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -84,7 +56,7 @@ def vault() -> None:
 def init(passphrase_file: Path | None) -> None:
     """Create the vault, its audit sealing key and its checkpoint signing key."""
     paths = locate()
-    backend = backend_for(paths)
+    backend = vault_backend_for(paths)
     passphrase = ask_secret(
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
@@ -115,7 +87,7 @@ def init(passphrase_file: Path | None) -> None:
 def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool) -> None:
     """Unlock the vault for the gateway (checks the passphrase and vault.pub.json)."""
     paths = locate()
-    backend = backend_for(paths)
+    backend = vault_backend_for(paths)
     report = backend.unlock(
         _authority(passphrase_file, use_keyring), rewrite_public_file=rewrite_public_keys
     )
@@ -144,11 +116,9 @@ def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys:
 )
 def lock(passphrase_file: Path | None) -> None:
     """Lock the vault in the gateway (zero its keys in memory)."""
-    from safeport.cli.gateway_vault import GatewayVaultBackend
-
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     locked = (
-        backend.lock(passphrase_file)
+        backend.lock(vault_passphrase(passphrase_file))
         if isinstance(backend, GatewayVaultBackend)
         else backend.lock()
     )
@@ -162,7 +132,7 @@ def lock(passphrase_file: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(as_json: bool) -> None:
     """The vault's state, entry count, keyring state and key fingerprints (no passphrase)."""
-    report = backend_for(locate()).status()
+    report = vault_backend_for(locate()).status()
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
         return
@@ -190,7 +160,7 @@ def status(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per entry.")
 def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool) -> None:
     """The entries' names, kinds and dates (never a value)."""
-    entries = backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
+    entries = vault_backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
     if as_json:
         rows = [
             {
@@ -295,7 +265,7 @@ def add(
 @passphrase_file_option
 def remove(name: str, passphrase_file: Path | None) -> None:
     """Remove the credential NAME."""
-    backend_for(locate()).remove(_authority(passphrase_file), name)
+    vault_backend_for(locate()).remove(_authority(passphrase_file), name)
     click.echo(f"removed {inert(name)}")
 
 
@@ -341,7 +311,7 @@ def rotate(
 def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -> None:
     """Change the passphrase (the vault is re-encrypted under a new data key)."""
     one_stdin(passphrase_file, new_passphrase_file)
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     old = ask_secret(passphrase_file, what="current vault passphrase", option="--passphrase-file")
     new = ask_secret(
         new_passphrase_file,
@@ -363,7 +333,7 @@ def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 def backup(file: Path) -> None:
     """Copy the encrypted vault to FILE (still passphrase-protected; restore by copying back)."""
-    backend_for(locate()).backup(file)
+    vault_backend_for(locate()).backup(file)
     click.echo(f"backup written: {file} (encrypted; the same passphrase opens it)")
 
 
@@ -376,7 +346,7 @@ def keyring() -> None:
 @passphrase_file_option
 def enable(passphrase_file: Path | None) -> None:
     """Keep a second wrap of the vault key in the OS keyring, for `sp vault unlock --keyring`."""
-    backend_for(locate()).keyring_enable(_authority(passphrase_file))
+    vault_backend_for(locate()).keyring_enable(_authority(passphrase_file))
     click.echo("keyring unlock enabled")
     click.echo(trade_off())
 
@@ -386,7 +356,7 @@ def enable(passphrase_file: Path | None) -> None:
 @click.option("--keyring", "use_keyring", is_flag=True, help="Unlock with the OS keyring.")
 def disable(passphrase_file: Path | None, use_keyring: bool) -> None:
     """Remove the keyring wrap from the vault and its key from the OS keyring."""
-    backend_for(locate()).keyring_disable(_authority(passphrase_file, use_keyring))
+    vault_backend_for(locate()).keyring_disable(_authority(passphrase_file, use_keyring))
     click.echo("keyring unlock disabled")
 
 
@@ -407,7 +377,7 @@ def _new_value(
 ) -> Iterator[tuple[VaultBackend, _RetriedPassphrase, dict[str, SecretBytes | str]]]:
     """The backend, the proof of authority and the new value for add/rotate; wiped after."""
     one_stdin(value_file, key_passphrase_file, passphrase_file)
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     # The passphrase first: a value typed before a wrong passphrase would be lost with it.
     passphrase = _RetriedPassphrase(passphrase_file)
     try:
@@ -472,8 +442,6 @@ class _RetriedPassphrase:
 
 
 def _is_wrong_passphrase(error: Exception) -> bool:
-    from safeport.cli.gateway_client import GatewayRefused
-
     if isinstance(error, CannotUnlock):
         return True
     return isinstance(error, GatewayRefused) and "passphrase" in error.diagnostic()
