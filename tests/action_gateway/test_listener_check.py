@@ -44,7 +44,7 @@ def test_python_m_safeport_without_isolation_is_an_impostor() -> None:
         _judge(["/home/u/.venv/bin/python", "-m", "safeport", "gateway", "run"])
 
 
-def test_the_sp_script_of_this_installation_is_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_sp_script_of_this_installation_is_accepted(tmp_path: Path) -> None:
     script = tmp_path / "sp"
     script.write_text("#!python\n")
     install = Installation(python="/home/u/.venv/bin/python", sp_script=str(script))
@@ -53,7 +53,7 @@ def test_the_sp_script_of_this_installation_is_accepted(tmp_path) -> None:  # ty
 
 
 def test_another_name_of_the_same_interpreter_in_the_same_environment_is_accepted(
-    tmp_path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
