@@ -11,7 +11,7 @@ import pytest
 
 from safeport.errors import Error
 from safeport.shared.audit import ChainReport
-from safeport.shared.audit.folder import verify_files, verify_folder
+from safeport.shared.audit.folder import JournalResult, verify_files, verify_folder
 from tests.shared.journal_factory import write_journal
 
 
@@ -47,10 +47,11 @@ class SignedAt:
 
 def test_every_journal_of_every_folder_is_verified_in_order(tmp_path: Path) -> None:
     gateway, own = tmp_path / "gateway", tmp_path / "own"
-    gateway.mkdir(), own.mkdir()
+    gateway.mkdir()
+    own.mkdir()
     write_journal(gateway / "actions.jsonl", 3)
     write_journal(own / "reads.jsonl", 2)
-    results = verify_folder([gateway, own], gateway)
+    results: list[JournalResult[Judged]] = verify_folder([gateway, own], gateway)
     assert [(r.report.journal, r.report.records, r.checkpoint) for r in results] == [
         ("actions", 3, None),
         ("reads", 2, None),
@@ -75,7 +76,8 @@ def test_a_signed_journal_that_vanished_is_checked_as_empty_and_fails(tmp_path: 
 
 def test_without_a_checkpoint_a_missing_journal_is_not_invented(tmp_path: Path) -> None:
     write_journal(tmp_path / "actions.jsonl", 1)
-    assert [r.report.journal for r in verify_folder([tmp_path], tmp_path)] == ["actions"]
+    results: list[JournalResult[Judged]] = verify_folder([tmp_path], tmp_path)
+    assert [r.report.journal for r in results] == ["actions"]
 
 
 def test_the_latest_head_is_captured_and_earlier_heads_are_judged_while_all_hold(
