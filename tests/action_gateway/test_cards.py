@@ -11,12 +11,12 @@ from safeport.action_gateway.cards import (
     MAX_FIELD_CHARS,
     ActionRequest,
     build_card,
-    inert,
 )
 from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
+from safeport.shared.visible_text import inert
 
 HOST = SshHost(address="203.0.113.7", user="deploy", credential="k", host_keys=["ssh-ed25519 AAAA"])
 PEER = PeerIdentity(

@@ -13,10 +13,10 @@ from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.process_hardening import harden_process
 from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
-from safeport.cli.render import inert
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
 
 _PASSPHRASE_FILE = click.option(

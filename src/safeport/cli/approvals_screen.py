@@ -34,7 +34,7 @@ from safeport.cli.approval_link import (
 )
 from safeport.cli.approver_prompt import GRACE_S
 from safeport.cli.card_text import card_lines
-from safeport.cli.render import inert
+from safeport.shared.visible_text import inert
 
 _OUTCOMES = {
     "approved": "approved",

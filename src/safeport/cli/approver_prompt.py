@@ -28,8 +28,8 @@ from safeport.action_gateway.approver_session import (
 )
 from safeport.action_gateway.control_client import GatewayClosed, GatewayRefused
 from safeport.cli.card_text import card_lines
-from safeport.cli.render import inert
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
 
 # Reminders of the time left, in seconds, while a card waits for its answer.

@@ -13,12 +13,12 @@ from rich.table import Table
 from rich.text import Text
 
 from safeport.action_gateway.vault_access import vault_backend_for
-from safeport.cli.render import inert
 from safeport.cli.secret_input import ask_secret
 from safeport.errors import Error, UsageError
 from safeport.shared.audit import discover_journals, journal_name, read_records
 from safeport.shared.audit.folder import JournalResult, verify_files, verify_folder
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 from safeport.vault import CheckpointVerdict
 from safeport.vault.backend import Authority
 from safeport.vault.checkpoint_check import SignedCheckpoints, trusted_public_keys

@@ -17,12 +17,12 @@ from safeport.action_gateway.control_client import (
     call_for_everyone,
 )
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.render import inert
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.setup_state import missing_setup
+from safeport.shared.visible_text import inert
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",

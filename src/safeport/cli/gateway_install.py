@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from safeport.action_gateway.account_install import InstallOptions, Step, install, uninstall
-from safeport.cli.render import inert
+from safeport.shared.visible_text import inert
 
 _account = click.option(
     "--account",

@@ -13,11 +13,12 @@ from safeport.action_gateway.gateway_view import GatewayView, gateway_view
 from safeport.action_gateway.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy_review import PolicyProblem, review
 from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
-from safeport.cli.render import diff_text, inert
+from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy
+from safeport.shared.visible_text import inert
 
 
 @click.group()

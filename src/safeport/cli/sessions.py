@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from safeport.action_gateway.control_client import GatewayClient, call_for_everyone
-from safeport.cli.render import inert
 from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",

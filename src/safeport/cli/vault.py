@@ -14,10 +14,10 @@ import click
 from safeport.action_gateway.control_client import GatewayRefused
 from safeport.action_gateway.control_vault import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
-from safeport.cli.render import inert
 from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 from safeport.vault.backend import Authority, VaultBackend
 from safeport.vault.errors import CannotUnlock
 from safeport.vault.keyring_wrap import trade_off
