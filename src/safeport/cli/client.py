@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from safeport.cli.client_setup import (
-    CLAUDE_SCOPES,
-    CLIENTS,
+from safeport.context_server.client_config import CLAUDE_SCOPES, CLIENTS
+from safeport.context_server.client_install import (
     Listed,
     Setup,
     check,

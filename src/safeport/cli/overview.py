@@ -14,7 +14,7 @@ from typing import Any
 
 from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.gateway_view import gateway_view
-from safeport.cli.client_setup import Listed, listing
+from safeport.context_server.client_install import Listed, listing
 from safeport.errors import Error
 from safeport.shared.audit.verify import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths
