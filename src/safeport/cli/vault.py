@@ -14,7 +14,8 @@ import click
 from safeport.action_gateway.control_client import GatewayRefused
 from safeport.action_gateway.control_vault import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
-from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file, vault_passphrase
+from safeport.cli.credential_input import read_value, value_options, wipe_value
+from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
@@ -181,68 +182,10 @@ def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool)
         click.echo(f"{inert(e.name)}  {e.kind}  created {_day(e.created)}{rotated}")
 
 
-def _value_options(function: click.decorators.FC) -> click.decorators.FC:
-    for option in reversed(
-        [
-            click.option(
-                "--value-file",
-                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-                help="Read the token, password or SSH private key from FILE (- for stdin).",
-            ),
-            click.option("--username", help="The user name of a basic credential (not secret)."),
-            click.option(
-                "--key-passphrase-file",
-                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-                help="The SSH key's own passphrase, from FILE (- for stdin).",
-            ),
-            click.option(
-                "--key-passphrase",
-                "ask_key_passphrase",
-                is_flag=True,
-                help="Prompt for the SSH key's own passphrase.",
-            ),
-        ]
-    ):
-        function = option(function)
-    return function
-
-
-def _read_value(
-    kind: SecretKind,
-    value_file: Path | None,
-    username: str | None,
-    key_passphrase_file: Path | None,
-    ask_key_passphrase: bool,
-) -> dict[str, SecretBytes | str]:
-    if kind != "basic" and username is not None:
-        raise UsageError("--username applies only to a basic credential")
-    if kind != "ssh-key" and (key_passphrase_file is not None or ask_key_passphrase):
-        raise UsageError("a key passphrase applies only to an ssh-key credential")
-    if kind == "token":
-        return {"token": ask_secret(value_file, what="token", option="--value-file")}
-    if kind == "basic":
-        if username is None:
-            raise UsageError("a basic credential needs --username")
-        return {
-            "username": username,
-            "password": ask_secret(value_file, what="password", option="--value-file"),
-        }
-    if value_file is None:
-        raise UsageError("an ssh-key credential needs --value-file FILE (the private key)")
-    value: dict[str, SecretBytes | str] = {
-        "private_key": read_secret_file(value_file, what="private key", strip_newline=False)
-    }
-    if key_passphrase_file is not None or ask_key_passphrase:
-        value["passphrase"] = ask_secret(
-            key_passphrase_file, what="SSH key passphrase", option="--key-passphrase-file"
-        )
-    return value
-
-
 @vault.command()
 @click.argument("name")
 @click.option("--kind", type=click.Choice(_KINDS), required=True, help="The credential's kind.")
-@_value_options
+@value_options
 @passphrase_file_option
 def add(
     name: str,
@@ -277,7 +220,7 @@ def remove(name: str, passphrase_file: Path | None) -> None:
     default=None,
     help="The credential's kind (default: the kind it has; a different one is refused).",
 )
-@_value_options
+@value_options
 @passphrase_file_option
 def rotate(
     name: str,
@@ -383,11 +326,11 @@ def _new_value(
     try:
         if kind is None:  # rotate: the entry already says what it is
             kind = _kind_of(backend, passphrase, str(name))
-        value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+        value = read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
         try:
             yield backend, passphrase, value
         finally:
-            _wipe(value)
+            wipe_value(value)
     finally:
         passphrase.wipe()
 
@@ -445,9 +388,3 @@ def _is_wrong_passphrase(error: Exception) -> bool:
     if isinstance(error, CannotUnlock):
         return True
     return isinstance(error, GatewayRefused) and "passphrase" in error.diagnostic()
-
-
-def _wipe(value: dict[str, SecretBytes | str]) -> None:
-    for item in value.values():
-        if isinstance(item, SecretBytes):
-            item.wipe()
