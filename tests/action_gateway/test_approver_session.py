@@ -20,8 +20,8 @@ from safeport.action_gateway.control_client import GatewayClient, GatewayNotRunn
 from safeport.shared.paths import SafeportPaths, layout, locate
 from safeport.vault.secrets import SecretBytes
 from tests.action_gateway.support import AgentProcess, clean_env, wait_until
-from tests.action_gateway.test_real_vault_e2e import PASSPHRASE, home, sp
 from tests.cli.running_gateway import running_gateway
+from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 

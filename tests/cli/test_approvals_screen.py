@@ -22,7 +22,7 @@ from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate
 from safeport.vault.secrets import SecretBytes
 from tests.action_gateway.support import REPO, AgentProcess, clean_env, wait_until
-from tests.action_gateway.test_real_vault_e2e import PASSPHRASE, POLICY, home, sp
+from tests.cli.test_real_vault_e2e import PASSPHRASE, POLICY, home, sp
 from tests.conftest import need
 
 __all__ = ["home"]

@@ -15,7 +15,7 @@ import pytest
 from safeport.cli.card_text import card_lines
 from safeport.shared.launch import sp_command
 from tests.action_gateway.support import REPO, AgentProcess, clean_env, wait_until
-from tests.action_gateway.test_real_vault_e2e import POLICY, home, sp
+from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 

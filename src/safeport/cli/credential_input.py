@@ -1,8 +1,9 @@
 """A credential's value for `sp vault add|rotate`: from a prompt or files, never argv or env.
 
 A token or password is asked at a hidden prompt or read from ``--value-file``; an SSH private
-key only from a file, with its own passphrase from a prompt or ``--key-passphrase-file``. Every secret part is a :class:`SecretBytes`,
-wiped by :func:`wipe_value` once the gateway or the file has it.
+key only from a file, with its own passphrase from a prompt or ``--key-passphrase-file``. Every
+secret part is a :class:`SecretBytes`, wiped by :func:`wipe_value` once the gateway or the file
+has it.
 """
 
 from __future__ import annotations
