@@ -19,6 +19,7 @@ from safeport.action_gateway.listener_check import (
     ListenerFacts,
     check_gateway_listener,
     judge_gateway_process,
+    psutil_facts,
 )
 from safeport.shared.gateway_socket import ImpostorGateway
 
@@ -118,6 +119,7 @@ sys.stdin.readline()
 
 class _Listener:
     def __init__(self, tmp_path: Path, env: dict[str, str] | None = None) -> None:
+        tmp_path.mkdir(exist_ok=True)
         self.script = tmp_path / "sp"  # looks like this installation's `sp` script
         self.script.write_text(_LISTENER)
         self.path = tmp_path / "control.sock"
@@ -206,3 +208,24 @@ def test_a_listener_that_execs_another_program_while_it_is_checked_gets_nothing(
         check_gateway_listener(
             sock, read_facts=read_while_it_execs, installation=listener.installation
         )
+
+
+@linux_only
+def test_the_facts_read_through_psutil_as_on_macos_trust_the_gateway_and_refuse_injection(
+    tmp_path: Path,
+) -> None:
+    # macOS has no /proc: its command line and environment come through psutil, which reads
+    # them here from /proc, so the same reader is exercised against real processes.
+    genuine = _Listener(tmp_path / "genuine")
+    tainted = _Listener(tmp_path / "tainted", env={"LD_PRELOAD": "/tmp/x.so"})
+    try:
+        with genuine.connect() as sock:
+            check_gateway_listener(sock, read_facts=psutil_facts, installation=genuine.installation)
+        with (
+            tainted.connect() as sock,
+            pytest.raises(ImpostorGateway, match="LD_PRELOAD set"),
+        ):
+            check_gateway_listener(sock, read_facts=psutil_facts, installation=tainted.installation)
+    finally:
+        genuine.stop()
+        tainted.stop()

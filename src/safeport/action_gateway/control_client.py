@@ -13,7 +13,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,14 +176,6 @@ class GatewayClient:
         """The pushed events (approvals.watch) that arrived while a reply was awaited."""
         pushed, self._pushed = self._pushed, []
         return pushed
-
-    def events(self) -> Iterator[dict[str, Any]]:
-        """Messages pushed by the gateway (approvals.watch), until it closes."""
-        while True:
-            try:
-                yield recv_message(self._sock)
-            except PeerClosed:
-                return
 
     def _reply(self, request_id: str) -> dict[str, Any]:
         pending: list[dict[str, Any]] = []

@@ -161,7 +161,7 @@ def _same_file(a: str, b: str) -> bool:
 
 def _platform_reader() -> FactReader:
     if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
-        return _mac_facts
+        return psutil_facts
     return _linux_facts
 
 
@@ -184,10 +184,10 @@ def _linux_facts(identity: PeerIdentity) -> ListenerFacts:
     return ListenerFacts(argv, tracer, _gateway_injections(n for n, _ in process.injected_env))
 
 
-def _mac_facts(identity: PeerIdentity) -> ListenerFacts:  # pragma: no cover - macOS only
-    """The command line and environment through psutil (KERN_PROCARGS2). Whether the process
-    is traced shows only in its P_TRACED flag, which psutil does not expose, so the tracer is
-    reported as none here."""
+def psutil_facts(identity: PeerIdentity) -> ListenerFacts:
+    """The command line and environment through psutil (on macOS, KERN_PROCARGS2), where
+    there is no /proc. Whether the process is traced shows on macOS only in its P_TRACED flag,
+    which psutil does not expose, so the tracer is reported as none here."""
     import psutil
 
     try:
