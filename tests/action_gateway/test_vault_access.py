@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.control_vault import GatewayVaultBackend
+from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.shared.install_file import DedicatedInstall
 from safeport.shared.paths import SafeportPaths, layout

@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from safeport.action_gateway.control_vault import GatewayVaultBackend
+from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.backend import FileVaultBackend, VaultBackend
 from safeport.vault.store import VaultFile

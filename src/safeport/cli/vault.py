@@ -12,7 +12,7 @@ from typing import get_args
 import click
 
 from safeport.action_gateway.control_client import GatewayRefused
-from safeport.action_gateway.control_vault import GatewayVaultBackend
+from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.credential_input import read_value, value_options, wipe_value
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
