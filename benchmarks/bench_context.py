@@ -1,20 +1,24 @@
 """Context server speed and memory, side by side with ripgrep and the reference filesystem server.
 
-    python benchmarks/bench_context.py [--files 20000] [--mb 200] [--rounds 50] [--dir DIR]
+    python benchmarks/bench_context.py [--files 20000] [--mb 200] [--rounds 200] [--dir DIR]
+    python benchmarks/bench_context.py --quick     # 1,000 files, 40 rounds: what CI runs
 
 On one generated workspace, in one run:
   1. index build (`sp context index`, cold) vs one `rg` scan of the same tree;
   2. `search_project` round trip through the MCP SDK client (p50) vs `rg -F -i -n` for the same
      query (p50); target: p50 <= 20 ms and <= 0.2x rg;
-  3. `read_file` and `list_directory` round trips (p50) vs @modelcontextprotocol/server-filesystem
-     on the same tree, same client; goal <= 1.0x;
+  3. `read_file` and `list_directory` (100 entries) round trips (p50) vs
+     @modelcontextprotocol/server-filesystem on the same tree, through the MCP SDK client and
+     through a bare JSON-RPC client; both servers are open at once and the calls alternate, one
+     to each, so both see the same load; goals: bare <= 1.0x, SDK client <= 1.3x;
   4. the context server's resident memory after all of that (target <= 150 MB).
-Ratios are ours / peer (lower is better).
+Ratios are ours / peer (lower is better). The load average before and after is in the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -24,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,89 +128,106 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-async def round_trips(
-    client: Client, calls: list[tuple[str, dict[str, Any]]], rounds: int
-) -> list[float]:
-    out = []
-    for i in range(rounds):
-        name, args = calls[i % len(calls)]
-        start = time.perf_counter()
-        with anyio.fail_after(60):
-            result = await client.call_tool(name, args)
-        out.append(time.perf_counter() - start)
-        if result.is_error:
-            raise RuntimeError(f"{name} failed: {result.content}")
-    return out
+Call = tuple[str, dict[str, Any]]
 
 
-def raw_round_trips(
-    argv: list[str],
-    env: dict[str, str],
-    calls: list[tuple[str, dict[str, Any]]],
-    rounds: int,
-    *,
-    wait_for_index: bool = False,
-) -> list[float]:
-    """Round trips with a bare JSON-RPC client over stdio: what the *server* costs.
+class BareClient:
+    """A bare JSON-RPC client over stdio: what the *server* costs.
 
     The SDK client also validates structured output against the tool's output schema with
     jsonschema; the reference server returns plain text, so it never pays that. This client
     validates nothing, so both servers are measured alike.
     """
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    stdin, stdout = proc.stdin, proc.stdout
 
-    def send(message: dict[str, Any]) -> None:
-        stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
-        stdin.flush()
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in, self._out = self.proc.stdin, self.proc.stdout
+        self._id = 0
+        client = {"name": "bench", "version": "0"}
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        self.request("initialize", hello)
+        self._send({"method": "notifications/initialized"})
 
-    def reply(request_id: int) -> dict[str, Any]:
+    def _send(self, message: dict[str, Any]) -> None:
+        self._in.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        self._in.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._id += 1
+        self._send({"id": self._id, "method": method, "params": params})
         while True:
-            line = stdout.readline()
+            line = self._out.readline()
             if not line:
                 raise RuntimeError("the server closed its output")
             message = json.loads(line)
-            if message.get("id") == request_id:
-                return dict(message)
+            if message.get("id") == self._id:
+                if "error" in message or message.get("result", {}).get("isError"):
+                    raise RuntimeError(f"{method} failed: {message}")
+                return dict(message["result"])
 
+    def timed_call(self, call: Call) -> float:
+        start = time.perf_counter()
+        self.request("tools/call", {"name": call[0], "arguments": call[1]})
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self._in.close()
+        self.proc.wait(30)
+
+
+def side_by_side(
+    ours: Callable[[int], float], peer: Callable[[int], float], rounds: int
+) -> tuple[list[float], list[float]]:
+    """Alternate one call to each server, so both see the same moment of the machine's load."""
+    mine, theirs = [], []
+    for i in range(rounds):
+        mine.append(ours(i))
+        theirs.append(peer(i))
+    return mine, theirs
+
+
+def bare_side_by_side(
+    ours_argv: list[str],
+    env: dict[str, str],
+    peer_argv: list[str] | None,
+    calls: list[Call],
+    peer_calls: list[Call],
+    rounds: int,
+) -> tuple[list[float], list[float] | None]:
+    ours = BareClient(ours_argv, env)
+    peer = BareClient(peer_argv, {"PATH": os.environ["PATH"]}) if peer_argv else None
     try:
-        client = {"name": "bench", "version": "0"}
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
-        send({"id": 0, "method": "initialize", "params": hello})
-        reply(0)
-        send({"method": "notifications/initialized"})
-        next_id = 1
-        # Our server refreshes its index in the background at start: time nothing until it is
-        # idle, as the SDK-client measurement does.
-        while wait_for_index:
-            send({"id": next_id, "method": "tools/call", "params": {"name": "get_health"}})
-            state = reply(next_id)["result"]["structuredContent"]["index_state"]
-            next_id += 1
-            if state == "ready":
-                break
-            time.sleep(0.2)
-        out = []
-        for i in range(rounds):
-            name, arguments = calls[i % len(calls)]
-            start = time.perf_counter()
-            send(
-                {
-                    "id": next_id + i,
-                    "method": "tools/call",
-                    "params": {"name": name, "arguments": arguments},
-                }
-            )
-            answer = reply(next_id + i)
-            out.append(time.perf_counter() - start)
-            if "error" in answer or answer.get("result", {}).get("isError"):
-                raise RuntimeError(f"{name} failed: {answer}")
-        return out
+        wait_until_indexed(ours)
+        warm = min(rounds, 20)  # the first calls (imports, roots, caches) are not the steady state
+        for i in range(warm):
+            ours.timed_call(calls[i % len(calls)])
+            if peer:
+                peer.timed_call(peer_calls[i % len(peer_calls)])
+        if peer is None:
+            return [ours.timed_call(calls[i % len(calls)]) for i in range(rounds)], None
+        return side_by_side(
+            lambda i: ours.timed_call(calls[i % len(calls)]),
+            lambda i: peer.timed_call(peer_calls[i % len(peer_calls)]),
+            rounds,
+        )
     finally:
-        stdin.close()
-        proc.wait(30)
+        ours.close()
+        if peer:
+            peer.close()
+
+
+def wait_until_indexed(client: BareClient) -> None:
+    """Our server refreshes its index in the background at start: time nothing until idle."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        health = client.request("tools/call", {"name": "get_health", "arguments": {}})
+        if health["structuredContent"]["index_state"] == "ready":
+            return
+        time.sleep(0.2)
+    raise RuntimeError("the index never became ready")
 
 
 def server_rss_mb(marker: str) -> tuple[float, float]:
@@ -223,12 +244,30 @@ def server_rss_mb(marker: str) -> tuple[float, float]:
     return float("nan"), float("nan")
 
 
-async def with_client(
-    params: StdioServerParameters, body: Callable[[Client], Awaitable[Any]]
-) -> Any:
-    with open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
-            return await body(client)
+async def sdk_call(client: Client, call: Call) -> float:
+    start = time.perf_counter()
+    with anyio.fail_after(60):
+        result = await client.call_tool(call[0], call[1])
+    elapsed = time.perf_counter() - start
+    if result.is_error:
+        raise RuntimeError(f"{call[0]} failed: {result.content}")
+    return elapsed
+
+
+async def sdk_side_by_side(
+    ours: Client, peer: Client | None, calls: list[Call], peer_calls: list[Call], rounds: int
+) -> tuple[list[float], list[float] | None]:
+    for i in range(min(rounds, 20)):  # warm-up, as for the bare client
+        await sdk_call(ours, calls[i % len(calls)])
+        if peer is not None:
+            await sdk_call(peer, peer_calls[i % len(peer_calls)])
+    mine: list[float] = []
+    theirs: list[float] = []
+    for i in range(rounds):
+        mine.append(await sdk_call(ours, calls[i % len(calls)]))
+        if peer is not None:
+            theirs.append(await sdk_call(peer, peer_calls[i % len(peer_calls)]))
+    return mine, theirs if peer is not None else None
 
 
 async def measure(
@@ -245,105 +284,82 @@ async def measure(
     report["index_build_s"] = round(build, 2)
     report["rg_scan_p50_s"] = round(p50(rg_times), 3)
     report["index_build_vs_one_rg_scan"] = round(build / p50(rg_times), 1)
-    ours = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "safeport.context_server", "--root", str(root), "--origin", "bench"],
-        env=env,
-    )
-
-    async def ours_body(client: Client) -> dict[str, Any]:
-        with anyio.fail_after(300):
-            while True:  # the start-up refresh of a prebuilt index
-                health = await client.call_tool("get_health", {})
-                if health.structured_content["index_state"] == "ready":
-                    break
-                await anyio.sleep(0.2)
-        search = await round_trips(
-            client, [("search_project", {"query": q}) for q in queries], len(queries) * 2
-        )
-        first = await client.call_tool("search_project", {"query": queries[0]})
-        assert first.structured_content["hits"], "the benchmark query found nothing"
-        reads = await round_trips(client, read_calls, args.rounds)
-        lists = await round_trips(client, list_calls, args.rounds)
-        rss, hwm = server_rss_mb("safeport.context_server")
-        return {"search": search, "read": reads, "list": lists, "rss": rss, "hwm": hwm}
 
     rels = sorted(str(p.relative_to(root)) for p in (root / "pkg00" / "mod00").iterdir())[:20]
     dirs = sorted(str(p.relative_to(root)) for p in (root / "pkg00").iterdir())[:20]
-    read_calls = [("read_file", {"path": r}) for r in rels]
-    list_calls = [("list_directory", {"path": d}) for d in dirs]
-    mine = await with_client(ours, ours_body)
+    read_calls: list[Call] = [("read_file", {"path": r}) for r in rels]
+    list_calls: list[Call] = [("list_directory", {"path": d}) for d in dirs]
+    peer_reads: list[Call] = [("read_text_file", {"path": str(root / r)}) for r in rels]
+    peer_lists: list[Call] = [("list_directory", {"path": str(root / d)}) for d in dirs]
+    ours_argv = [sys.executable, "-m", "safeport.context_server", "--root", str(root)]
+    peer_argv = [str(FS_SERVER), str(root)] if FS_SERVER.exists() else None
 
-    fs = StdioServerParameters(
+    # 3. Through the MCP SDK client: both servers open at once, calls alternating.
+    ours_params = StdioServerParameters(
+        command=sys.executable, args=[*ours_argv[1:], "--origin", "bench"], env=env
+    )
+    peer_params = StdioServerParameters(
         command=str(FS_SERVER), args=[str(root)], env={"PATH": os.environ["PATH"]}
     )
+    with open(os.devnull, "w") as errlog:
+        async with contextlib.AsyncExitStack() as stack:
+            ours = await stack.enter_async_context(
+                Client(stdio_client(ours_params, errlog=errlog), read_timeout_seconds=60)
+            )
+            peer = None
+            if peer_argv:
+                peer = await stack.enter_async_context(
+                    Client(stdio_client(peer_params, errlog=errlog), read_timeout_seconds=60)
+                )
+            with anyio.fail_after(300):
+                while True:  # the start-up refresh of a prebuilt index
+                    health = await ours.call_tool("get_health", {})
+                    if health.structured_content["index_state"] == "ready":
+                        break
+                    await anyio.sleep(0.2)
+            search = [await sdk_call(ours, ("search_project", {"query": q})) for q in queries * 2]
+            first = await ours.call_tool("search_project", {"query": queries[0]})
+            assert first.structured_content["hits"], "the benchmark query found nothing"
+            sdk_read = await sdk_side_by_side(ours, peer, read_calls, peer_reads, args.rounds)
+            sdk_list = await sdk_side_by_side(ours, peer, list_calls, peer_lists, args.rounds)
+            rss, hwm = server_rss_mb("safeport.context_server")
 
-    async def fs_body(client: Client) -> dict[str, Any]:
-        reads = await round_trips(
-            client, [("read_text_file", {"path": str(root / r)}) for r in rels], args.rounds
-        )
-        lists = await round_trips(
-            client, [("list_directory", {"path": str(root / d)}) for d in dirs], args.rounds
-        )
-        return {"read": reads, "list": lists}
-
-    peer = await with_client(fs, fs_body) if FS_SERVER.exists() else None
-
-    # The same calls with a bare JSON-RPC client (no client-side output validation).
-    ours_argv = [sys.executable, "-m", "safeport.context_server", "--root", str(root)]
-    raw_ours = {
-        "read": raw_round_trips(ours_argv, env, read_calls, args.rounds, wait_for_index=True),
-        "list": raw_round_trips(ours_argv, env, list_calls, args.rounds, wait_for_index=True),
-    }
-    raw_peer = None
-    if FS_SERVER.exists():
-        fs_argv = [str(FS_SERVER), str(root)]
-        fs_env = {"PATH": os.environ["PATH"]}
-        raw_peer = {
-            "read": raw_round_trips(
-                fs_argv, fs_env, [("read_text_file", {"path": str(root / r)}) for r in rels],
-                args.rounds,
-            ),
-            "list": raw_round_trips(
-                fs_argv, fs_env, [("list_directory", {"path": str(root / d)}) for d in dirs],
-                args.rounds,
-            ),
-        }  # fmt: skip
+    # 4. The same calls with a bare JSON-RPC client (no client-side output validation).
+    bare_read = bare_side_by_side(ours_argv, env, peer_argv, read_calls, peer_reads, args.rounds)
+    bare_list = bare_side_by_side(ours_argv, env, peer_argv, list_calls, peer_lists, args.rounds)
 
     ms = 1000.0
-    report["search_project_p50_ms"] = round(p50(mine["search"]) * ms, 2)
+    report["search_project_p50_ms"] = round(p50(search) * ms, 2)
     report["rg_same_query_p50_ms"] = round(p50(rg_times) * ms, 1)
-    report["search_vs_rg"] = round(p50(mine["search"]) / p50(rg_times), 3)
-    report["read_file_p50_ms"] = round(p50(mine["read"]) * ms, 2)
-    report["list_directory_p50_ms"] = round(p50(mine["list"]) * ms, 2)
-    if peer is not None:
-        report["fs_server_read_p50_ms"] = round(p50(peer["read"]) * ms, 2)
-        report["fs_server_list_p50_ms"] = round(p50(peer["list"]) * ms, 2)
-        report["read_file_vs_fs_server"] = round(p50(mine["read"]) / p50(peer["read"]), 2)
-        report["list_directory_vs_fs_server"] = round(p50(mine["list"]) / p50(peer["list"]), 2)
-    report["raw_read_file_p50_ms"] = round(p50(raw_ours["read"]) * ms, 2)
-    report["raw_list_directory_p50_ms"] = round(p50(raw_ours["list"]) * ms, 2)
-    if raw_peer is not None:
-        report["raw_fs_server_read_p50_ms"] = round(p50(raw_peer["read"]) * ms, 2)
-        report["raw_fs_server_list_p50_ms"] = round(p50(raw_peer["list"]) * ms, 2)
-        report["raw_read_file_vs_fs_server"] = round(
-            p50(raw_ours["read"]) / p50(raw_peer["read"]), 2
-        )
-        report["raw_list_directory_vs_fs_server"] = round(
-            p50(raw_ours["list"]) / p50(raw_peer["list"]), 2
-        )
-    report["server_rss_mb"] = round(mine["rss"], 1)
-    report["server_peak_rss_mb"] = round(mine["hwm"], 1)
+    report["search_vs_rg"] = round(p50(search) / p50(rg_times), 3)
+    for label, (mine, theirs) in (
+        ("sdk_read_file", sdk_read),
+        ("sdk_list_directory", sdk_list),
+        ("bare_read_file", bare_read),
+        ("bare_list_directory", bare_list),
+    ):
+        report[f"{label}_p50_ms"] = round(p50(mine) * ms, 3)
+        if theirs is not None:
+            report[f"{label}_fs_server_p50_ms"] = round(p50(theirs) * ms, 3)
+            report[f"{label}_vs_fs_server"] = round(p50(mine) / p50(theirs), 2)
+    report["server_rss_mb"] = round(rss, 1)
+    report["server_peak_rss_mb"] = round(hwm, 1)
     return report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=20_000)
-    parser.add_argument("--mb", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--files", type=int, default=None, help="default 20,000 (quick: 1,000)")
+    parser.add_argument("--mb", type=int, default=None, help="default 200 (quick: 10)")
+    parser.add_argument("--rounds", type=int, default=None, help="default 200 (quick: 40)")
     parser.add_argument("--dir", type=Path, default=None, help="where to build the workspace")
+    parser.add_argument("--quick", action="store_true", help="the short profile CI runs")
     args = parser.parse_args()
+    full = {"files": 20_000, "mb": 200, "rounds": 200}
+    quick = {"files": 1_000, "mb": 10, "rounds": 40}
+    for name, value in (quick if args.quick else full).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     if shutil.which("rg") is None:
         sys.exit("ripgrep (rg) is required")
     base = Path(tempfile.mkdtemp(prefix="bench-context-", dir=args.dir))
@@ -358,9 +374,12 @@ def main() -> None:
             "files": args.files,
             "workspace_mb": round(size / 2**20, 1),
             "generate_s": round(time.perf_counter() - started, 1),
+            "rounds": args.rounds,
             "cpus": os.cpu_count(),
+            "loadavg_before": os.getloadavg(),
         }
         report.update(anyio.run(measure, args, root, home, needles))
+        report["loadavg_after"] = os.getloadavg()
         print(json.dumps(report, indent=2))
     finally:
         shutil.rmtree(base, ignore_errors=True)

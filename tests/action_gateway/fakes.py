@@ -25,6 +25,7 @@ from safeport.errors import Denied
 from safeport.shared.schemas.config import policy_digest
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.vault.checkpoints import VaultCheckpointSigner
+from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import (
     AcceptedPolicy,
     EntryInfo,
@@ -114,6 +115,7 @@ class FakeUnlockedVault:
     def __init__(self, store: FakeVaultStore) -> None:
         self._store = store
         self._open = True
+        self._locked = threading.Event()
 
     @property
     def generation(self) -> int:
@@ -121,7 +123,7 @@ class FakeUnlockedVault:
 
     def _check(self) -> None:
         if not self._open:
-            raise RuntimeError("this vault object was locked")
+            raise VaultLocked()  # as the real vault object does once locked
 
     def entries(self) -> list[EntryInfo]:
         # The credentials support.POLICY names, with the kinds secret() answers for them, so
@@ -136,6 +138,11 @@ class FakeUnlockedVault:
         return self._store.public_keys()
 
     def secret(self, name: str) -> CredentialSecret:
+        if name.startswith("race"):
+            # The lock race: this secret is read only after the vault was locked meanwhile
+            # (the test locks it once the record shows the wait), so the check below fails.
+            self._store._record("vault.secret_waiting", name=name)
+            self._locked.wait(10)
         self._check()
         self._store._record("vault.secret", name=name)
         if name.endswith("key"):
@@ -187,6 +194,7 @@ class FakeUnlockedVault:
     def lock(self) -> None:
         self._store._record("vault.lock")
         self._open = False
+        self._locked.set()
 
 
 class RecordingExecutor:

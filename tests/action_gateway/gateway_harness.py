@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
-from safeport.action_gateway.core import GatewayParts, RuntimeLimits
+from safeport.action_gateway.connection import ServerLimits
 from safeport.action_gateway.daemon import run_gateway
 from safeport.action_gateway.executors.interface import Executor
+from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits
 from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.server import ServerLimits
 from safeport.errors import Error
 from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
 from safeport.shared.paths import locate

@@ -15,13 +15,13 @@ from safeport.action_gateway import code_check
 from safeport.action_gateway.account_install import (
     InstallOptions,
     SystemFacts,
-    _make_folder,
     check_prefix,
     plan_install,
     plan_uninstall,
 )
 from safeport.action_gateway.code_check import code_write_problem
 from safeport.action_gateway.dedicated_account import code_roots, has_capability
+from safeport.action_gateway.install_steps import make_folder
 from safeport.errors import EnvironmentProblem, UsageError
 from tests.conftest import need
 
@@ -197,7 +197,7 @@ def test_a_folder_swapped_for_a_link_is_never_chowned(tmp_path: Path) -> None:
     link = tmp_path / "run"
     link.symlink_to(target)
     with pytest.raises(EnvironmentProblem, match="not a folder"):
-        _make_folder(link, 0o755, (os.geteuid(), os.getegid()))
+        make_folder(link, 0o755, (os.geteuid(), os.getegid()))
     assert target.stat().st_mode & 0o777 == 0o700
 
 

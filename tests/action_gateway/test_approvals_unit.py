@@ -12,9 +12,8 @@ from safeport.action_gateway.approvals import (
     ApprovalRefused,
     Approvals,
     ApprovalTimedOut,
-    ApproverRefused,
-    check_approver,
 )
+from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest
 from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo

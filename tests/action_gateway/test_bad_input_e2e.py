@@ -282,7 +282,31 @@ def test_an_edited_policy_changes_nothing_until_accepted(gateway: Gateway) -> No
 def test_unknown_control_operations_and_bad_control_messages_are_invalid(gateway: Gateway) -> None:
     conn = gateway.control_conn()
     reply = conn.call({"v": 1, "id": "u", "type": "control", "op": "vault.dump"})
-    assert reply["error"]["code"] == "invalid"
+    assert reply["error"] == {"code": "invalid", "reason": "unknown control operation"}
     reply = conn.call({"v": 1, "id": "u2", "type": "control", "op": "Bad Op!"})
     assert reply["error"]["code"] == "invalid"
     assert gateway.healthy()
+
+
+def test_control_params_outside_an_operations_model_are_invalid_and_change_nothing(
+    gateway: Gateway,
+) -> None:
+    canary = "CANARY-NOT-THE-PASSPHRASE"
+    refused = [
+        ("status", {"surprise": 1}),  # an operation that takes nothing
+        ("vault.lock", {"passphrase": 7}),
+        ("approvals.decide", {"id": "c1", "approve": "yes", "passphrase": canary}),
+        ("vault.remove", {"name": "build-key"}),  # no passphrase
+        ("vault.remove", {"name": "build-key", "passphrase": canary, "force": True}),
+    ]
+    for n, (op, params) in enumerate(refused):
+        reply = gateway.control(op, **params)
+        assert reply["ok"] is False and reply["error"]["code"] == "invalid", (op, reply)
+        assert "schema" in reply["error"]["reason"] and canary not in json.dumps(reply), n
+    # Nothing was acted on: the vault is still unlocked, and no proof was even tried.
+    assert gateway.control("vault.status")["result"] == {"vault": "unlocked"}
+    assert "passphrase.rejected" not in gateway.kinds("sessions")
+    assert canary not in gateway.stderr_path.read_text()
+    # The same operations with their own params are served.
+    assert gateway.control("status")["ok"] is True
+    assert gateway.control("vault.lock")["result"] == {"vault": "locked", "changed": True}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.approvals import ApproverRefused, check_approver
+from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from tests.action_gateway.support import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
 

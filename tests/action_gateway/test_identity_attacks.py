@@ -219,9 +219,9 @@ def test_a_packaged_binary_replaced_while_running_is_not_vouched_for(tmp_path: P
 def test_an_interpreter_running_a_launcher_is_a_wrapper_not_a_host(
     argv: list[str], launcher: bool
 ) -> None:
-    from safeport.action_gateway.identity_linux import _runs_launcher
+    from safeport.action_gateway.process_argv import runs_launcher
 
-    assert _runs_launcher(argv) is launcher
+    assert runs_launcher(argv) is launcher
 
 
 LOADER = Path("/lib64/ld-linux-x86-64.so.2")

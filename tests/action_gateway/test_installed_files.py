@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.identity_linux import DigestCache, LinuxProbe
+from safeport.action_gateway.digest_cache import DigestCache
+from safeport.action_gateway.identity_linux import LinuxProbe
 from safeport.action_gateway.installed_files import FileDigests, InstalledFiles, Origin
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from safeport.action_gateway.ladder import RateLimiter, _filter_http, _filter_ssh
+from safeport.action_gateway.rate_limits import RateLimiter
+from safeport.action_gateway.result_filters import filter_http, filter_ssh
 from safeport.errors import Denied
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 
 
 def test_http_results_carry_only_declared_response_fields() -> None:
     result = HttpResult(status=200, fields={"state": "ok", "token": "s3cr3t", "revision": 7})
-    assert _filter_http(result, ["state", "revision"]) == {
+    assert filter_http(result, ["state", "revision"]) == {
         "status": 200,
         "fields": {"state": "ok", "revision": 7},
     }
@@ -26,7 +27,7 @@ def test_ssh_output_over_the_cap_is_truncated_and_flagged() -> None:
         stderr_truncated=False,
         duration_ms=1,
     )
-    filtered = _filter_ssh(result, 11)
+    filtered = filter_ssh(result, 11)
     assert filtered["stdout"] == "é" * 5 and filtered["stdout_truncated"] is True
     assert filtered["stderr_truncated"] is False
 
@@ -52,7 +53,7 @@ def test_the_rate_cap_is_a_sliding_minute_per_credential() -> None:
 
 
 def test_the_reply_cap_follows_the_policys_output_limits() -> None:
-    from safeport.action_gateway.agent_protocol import reply_cap
+    from safeport.action_gateway.catalog import reply_cap
     from safeport.shared.schemas.config import parse_gateway_policy
     from tests.action_gateway.support import POLICY
 

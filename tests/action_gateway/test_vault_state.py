@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from safeport.action_gateway.daemon import should_auto_lock
 from safeport.action_gateway.notifications import BODY, notifier_argv
-from safeport.action_gateway.vault_state import GatewayLocked, PassphraseRejected, VaultState
+from safeport.action_gateway.vault_state import PassphraseRejected, VaultState, should_auto_lock
+from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import SecretBytes
 from tests.action_gateway.fakes import FakeVaultStore, Recorder
 
@@ -25,7 +25,7 @@ def _state() -> tuple[VaultState, Clock]:
 
 def test_every_lock_and_unlock_moves_the_epoch() -> None:
     state, _ = _state()
-    with pytest.raises(GatewayLocked):
+    with pytest.raises(VaultLocked):
         state.current()
     assert state.unlock(SecretBytes(b"pw"))
     _, first = state.current()

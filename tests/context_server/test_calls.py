@@ -19,8 +19,8 @@ import pytest
 from mcp import Client
 
 from safeport.context_server import ServeOptions, build_server
+from safeport.context_server.calls import INTERNAL
 from safeport.context_server.server import TERMINAL_NOTICE
-from safeport.context_server.tools import INTERNAL
 from safeport.shared.audit import verify_journal
 from tests.context_server.hostile import connected, result_text, server_params
 

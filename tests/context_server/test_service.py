@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import time
 from pathlib import Path
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from safeport.context_server import Refused, ServeOptions, build_server
-from safeport.context_server.journal import bounded_args
-from safeport.context_server.tools import JournaledCalls
+from safeport.context_server.calls import UNAVAILABLE, JournaledCalls
+from safeport.context_server.journal import DURABILITY_WINDOW_S, bounded_args
+from safeport.context_server.service import WorkspaceService
 from safeport.shared.audit import verify_journal
 
 
@@ -178,16 +180,48 @@ def test_unknown_keys_in_context_toml_are_errors(
     assert "private.allow" in caught.value.message
 
 
-def test_nothing_is_served_when_the_journal_cannot_be_written(
+def one_file_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[JournaledCalls, WorkspaceService]:
     monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.py").write_text("x = 1\n")
     server, service = build_server(ServeOptions(roots=[str(root)]))
+    return JournaledCalls(server, service), service
+
+
+def test_nothing_is_served_when_the_journal_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls, service = one_file_service(tmp_path, monkeypatch)
     service.journal.close()  # every append now fails as JournalUnavailable
-    calls = JournaledCalls(server, service)
     with pytest.raises(ToolError) as caught:
         calls._run("read_file", {"path": "a.py"}, functools.partial(service.read_file, "a.py"))
     assert "unavailable" in str(caught.value) and "x = 1" not in str(caught.value)
+
+
+def test_once_a_write_fails_every_later_call_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls, service = one_file_service(tmp_path, monkeypatch)
+    read = functools.partial(service.read_file, "a.py")
+    assert calls._run("read_file", {"path": "a.py"}, read).text == "x = 1\n"
+    service.journal.flush()
+    journal = service.journal.path
+    journal.rename(journal.with_name("moved.jsonl"))
+    journal.mkdir()  # the journal's name is now a folder: the next write fails
+    calls._run("read_file", {"path": "a.py"}, read)  # answered; its record is being written
+    deadline = time.monotonic() + (20 * DURABILITY_WINDOW_S)
+    while True:
+        try:
+            calls._run("read_file", {"path": "a.py"}, read)
+        except ToolError as refused:
+            assert str(refused) == UNAVAILABLE and "x = 1" not in str(refused)
+            break
+        assert time.monotonic() < deadline, "calls were still served after a failed write"
+        time.sleep(0.01)
+    journal.rmdir()
+    with pytest.raises(ToolError):  # and it stays refused: records were lost
+        calls._run("read_file", {"path": "a.py"}, read)
+    service.journal.close()

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from safeport.action_gateway.agent_protocol import _AGENT
 from safeport.action_gateway.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.ssh_command import render_argv, render_command
@@ -37,7 +36,8 @@ from safeport.context_server.policy import (
 )
 from safeport.errors import ConfigError, Error, FrameTooLarge, WireError
 from safeport.shared.schemas.config import ParamSpec, SshCommand, parse_gateway_policy
-from safeport.shared.schemas.wire import ControlRequest
+from safeport.shared.schemas.control import CONTROL_REQUEST
+from safeport.shared.schemas.wire import AGENT_REQUEST
 from safeport.shared.wire import (
     HEADER,
     MAX_REQUEST_BYTES,
@@ -93,7 +93,6 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_payload(length: 
 
 # -- request schemas ------------------------------------------------------------------------------
 
-_CONTROL = TypeAdapter(ControlRequest)
 REQUEST_KEYS = ["v", "id", "type", "action", "host_id", "command_id", "service_id"]
 REQUEST_KEYS += ["operation_id", "args", "op", "params", "client", "request_id"]
 
@@ -109,7 +108,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
 @fuzz
 @given(requests())
 def test_any_request_object_validates_or_is_a_validation_error(message: dict[str, Any]) -> None:
-    for adapter in (_AGENT, _CONTROL):
+    for adapter in (AGENT_REQUEST, CONTROL_REQUEST):
         with contextlib.suppress(ValidationError):
             adapter.validate_python(message)
 

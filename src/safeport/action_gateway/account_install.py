@@ -1,9 +1,9 @@
 """`sp gateway install` / `uninstall`: the gateway as its own OS account (dedicated-account mode).
 
 Planning is pure: :func:`plan_install` turns the options and the facts read from the system
-(:class:`SystemFacts`) into a list of :class:`Step` values, which `--print` shows and
-:func:`carry_out` performs in order. Each step is one command with a fixed argv, one folder, or
-one file; nothing is run through a shell.
+(:class:`SystemFacts`) into a list of ``install_steps.Step`` values, which `--print` shows and
+``install_steps.carry_out`` performs in order. Each step is one command with a fixed argv, one
+folder, or one file; nothing is run through a shell.
 
 What it sets up (Linux; macOS gets a LaunchDaemon and the same folders):
 - a system account (default ``safeport``) with its own group, no shell, no home of its own;
@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import stat
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from safeport.action_gateway.dedicated_account import (
     STATE_MODE,
     code_roots,
 )
+from safeport.action_gateway.install_steps import Step, carry_out
 from safeport.action_gateway.service_files import launchd_daemon_plist, systemd_system_unit
 from safeport.errors import EnvironmentProblem, UsageError
 from safeport.shared.install_file import ENV_VARIABLE, DedicatedInstall, render_install
@@ -96,34 +95,6 @@ class SystemFacts:
     account_uid: int | None
     account_gid: int | None
     humans: dict[str, int]  # name -> uid, for the names given
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing to do. Exactly one of ``run``, ``folder`` or ``file`` is set."""
-
-    what: str
-    run: tuple[str, ...] | None = None
-    folder: Path | None = None
-    file: Path | None = None
-    content: str = ""
-    mode: int = 0o644
-    owner: tuple[int, int] = (0, 0)
-    remove: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
-
-    def render(self) -> str:
-        if self.run is not None:
-            return f"{self.what}\n    $ {' '.join(self.run)}"
-        target = self.folder or self.file
-        if self.remove:
-            return f"{self.what}\n    remove {target}"
-        kind = "folder" if self.folder is not None else "file"
-        head = f"{self.what}\n    {kind} {target} mode {self.mode:04o} owner {self.owner[0]}"
-        if self.file is not None:
-            body = "".join(f"    | {line}\n" for line in self.content.splitlines())
-            return f"{head}\n{body}".rstrip("\n")
-        return head
 
 
 def read_facts(options: InstallOptions) -> SystemFacts:
@@ -286,59 +257,6 @@ def check_code_is_root_owned(roots: Sequence[Path] | None = None) -> None:
             "`sudo python3 -m venv /opt/safeport && sudo /opt/safeport/bin/pip install …`) "
             "and run `sudo /opt/safeport/bin/sp gateway install` from there",
         )
-
-
-def carry_out(steps: Sequence[Step]) -> None:
-    """Perform the steps in order; stop at the first failure with what failed."""
-    for step in steps:
-        if step.run is not None:
-            done = subprocess.run(step.run, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise EnvironmentProblem(
-                    f"`{' '.join(step.run)}` failed: {done.stderr.strip()[:300]}"
-                )
-        elif step.remove:
-            _remove(step)
-        elif step.folder is not None:
-            _make_folder(step.folder, step.mode, step.owner)
-        elif step.file is not None:
-            _write_file(step.file, step.content, step.mode, step.owner)
-
-
-def _make_folder(path: Path, mode: int, owner: tuple[int, int]) -> None:
-    """Create, then change owner and mode through a descriptor opened without following links,
-    so a folder swapped for a link after the mkdir is refused rather than chowned."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise EnvironmentProblem(f"{path} is not a folder ({exc.strerror})") from None
-    try:
-        os.fchown(fd, *owner)
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-
-
-def _write_file(path: Path, content: str, mode: int, owner: tuple[int, int]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-    temp = path.with_name(f".{path.name}.new")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, content.encode("utf-8"))
-        os.fchown(fd, *owner)
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    temp.replace(path)
-
-
-def _remove(step: Step) -> None:
-    if step.folder is not None:
-        shutil.rmtree(step.folder, ignore_errors=True)
-    elif step.file is not None:
-        step.file.unlink(missing_ok=True)
 
 
 def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:

@@ -14,9 +14,6 @@ decides cards. Nothing is persisted; a gateway restart forgets every grant.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import os
 import secrets
 import threading
 import time
@@ -24,8 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.cards import ActionRequest, ApprovalCard, build_card
-from safeport.action_gateway.identity import PeerIdentity, descends_from
+from safeport.action_gateway.grants import (
+    Grant,
+    SessionGrant,
+    grant_binding,
+    held_requester,
+    let_go,
+)
+from safeport.action_gateway.identity import PeerIdentity
 from safeport.errors import Denied, Error
 
 PER_CALL_GRANT_S = 60.0
@@ -47,10 +52,6 @@ class ApprovalTimedOut(Denied):
     """No approver answered before ``approval_timeout_s``."""
 
 
-class ApproverRefused(Denied):
-    """This approver may not decide this card (it runs inside the requester's tree)."""
-
-
 class NoSuchCard(Error):
     exit_code = 1
 
@@ -61,39 +62,6 @@ class Journal(Protocol):
 
 class LivenessProbe(Protocol):
     def alive(self, identity: PeerIdentity) -> bool: ...
-
-
-@dataclass(frozen=True)
-class SessionGrant:
-    id: str
-    requester: PeerIdentity
-    credential: str
-    policy_digest: str
-    opened_at: float
-    expires_at: float
-    vault_epoch: int
-
-    def view(self, now: float) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "credential": self.credential,
-            "requester_pid": self.requester.pid,
-            "requester_exe": self.requester.process.exe,
-            "policy": self.policy_digest,
-            "age_s": round(now - self.opened_at),
-            "expires_in_s": max(0, round(self.expires_at - now)),
-        }
-
-
-@dataclass(frozen=True)
-class Grant:
-    """What the ladder holds between approval and execution."""
-
-    id: str
-    scope: Literal["session", "per-call"]
-    vault_epoch: int
-    expires_at: float
-    binding: tuple[object, ...]
 
 
 @dataclass
@@ -139,7 +107,11 @@ class Approvals:
             found = self._live_session(requester, request, vault_epoch)
             if found is not None:
                 return Grant(
-                    found.id, "session", vault_epoch, found.expires_at, _binding(request, requester)
+                    found.id,
+                    "session",
+                    vault_epoch,
+                    found.expires_at,
+                    grant_binding(request, requester),
                 )
         pending = self._open_card(requester, request, timeout_s, session_max_s)
         finished = pending.done.wait(timeout_s)
@@ -159,7 +131,7 @@ class Approvals:
         if request.scope == "session":
             grant = SessionGrant(
                 id=_new_id("s"),
-                requester=_held(requester),
+                requester=held_requester(requester),
                 credential=request.credential,
                 policy_digest=request.policy_digest,
                 opened_at=now,
@@ -179,14 +151,18 @@ class Approvals:
             with self._lock:
                 self._sessions[grant.id] = grant
             return Grant(
-                grant.id, "session", vault_epoch, grant.expires_at, _binding(request, requester)
+                grant.id,
+                "session",
+                vault_epoch,
+                grant.expires_at,
+                grant_binding(request, requester),
             )
         per_call = Grant(
             pending.card.id,
             "per-call",
             vault_epoch,
             now + PER_CALL_GRANT_S,
-            _binding(request, requester),
+            grant_binding(request, requester),
         )
         with self._lock:
             self._per_call[per_call.id] = per_call
@@ -199,7 +175,7 @@ class Approvals:
         now = self._clock()
         if grant.vault_epoch != vault_epoch:
             raise ApprovalRefused("the vault was locked since the approval", outcome="voided")
-        if grant.binding != _binding(request, requester):
+        if grant.binding != grant_binding(request, requester):
             raise ApprovalRefused("the grant does not cover this request", outcome="voided")
         with self._lock:
             if grant.scope == "per-call":
@@ -286,7 +262,7 @@ class Approvals:
             grant = self._sessions.pop(session_id, None)
         if grant is None:
             raise NoSuchCard(f"no session {session_id}", hint="`sp sessions list` shows them")
-        _let_go(grant)
+        let_go(grant)
         self._journal.record("session.revoked", {"session": grant.id, "by": by})
         return grant
 
@@ -305,7 +281,7 @@ class Approvals:
             with self._lock:
                 if self._sessions.pop(grant.id, None) is None:
                     continue
-            _let_go(grant)
+            let_go(grant)
             self._journal.record("session.ended", {"session": grant.id, "reason": why})
         return [grant for grant, _ in ended]
 
@@ -318,7 +294,7 @@ class Approvals:
             self._sessions.clear()
             self._per_call.clear()
         for grant in sessions:
-            _let_go(grant)
+            let_go(grant)
             self._journal.record("session.ended", {"session": grant.id, "reason": reason})
         return len(sessions)
 
@@ -400,73 +376,6 @@ class Approvals:
             listener(event, data)
 
 
-def check_approver(
-    approver: PeerIdentity, requester: PeerIdentity, *, allow_in_client: bool
-) -> None:
-    """Refuse an approver that runs inside the requester's tree or its client (DESIGN.md §8).
-
-    - Below the requester itself: always refused.
-    - Below a wrapper between the requester and its client (the shell, ``npx`` or ``uv run``
-      that started it): always refused, even with ``allow_approver_in_client`` — that is the
-      agent's own launch, not the human's terminal.
-    - Below the client, the MCP host (``PeerIdentity.client``): refused unless
-      ``allow_approver_in_client`` (an IDE's own terminal).
-    - Anywhere else is accepted, notably another pane of the same tmux server or another tab of
-      the same terminal window: a multiplexer or terminal emulator is never the client, so the
-      pane beside the agent's is not "inside" it.
-
-    The client used to be the nearest ancestor that was not an interpreter, so with a node or
-    python host it was often the tmux server itself, and every approver in another pane was
-    refused. An interpreter is now a host; an approver started by a Python harness that runs
-    the agent is therefore "in the client" (refused by default), where it used to be refused as
-    a launcher even with ``allow_approver_in_client``.
-    """
-    if descends_from(approver, requester.process):
-        raise ApproverRefused("the approver runs inside the requesting process")
-    for proc in requester.wrappers():
-        if descends_from(approver, proc):
-            raise ApproverRefused("the approver runs inside the requester's own launcher")
-    client = requester.client()
-    if client is not None and descends_from(approver, client) and not allow_in_client:
-        raise ApproverRefused(
-            "the approver runs inside the requester's client",
-            hint="approve from another terminal, or set allow_approver_in_client = true",
-        )
-
-
-def _held(requester: PeerIdentity) -> PeerIdentity:
-    """The requester with a pidfd of the session's own. The connection's pidfd is closed when
-    that connection ends, and an agent's client connects anew for each call: a session holding
-    the connection's descriptor would find it closed (poll says "gone") or, worse, reused by
-    another descriptor, and end after its first call."""
-    if requester.pidfd is None:
-        return requester
-    try:
-        return dataclasses.replace(requester, pidfd=os.dup(requester.pidfd))
-    except OSError:
-        return dataclasses.replace(requester, pidfd=None)  # start time still tells it apart
-
-
-def _let_go(grant: SessionGrant) -> None:
-    if grant.requester.pidfd is not None:
-        with contextlib.suppress(OSError):
-            os.close(grant.requester.pidfd)
-
-
-def _binding(request: ActionRequest, requester: PeerIdentity) -> tuple[object, ...]:
-    if request.scope == "session":
-        return (requester.instance, request.credential, request.policy_digest)
-    return (
-        requester.instance,
-        request.kind,
-        request.target_id,
-        request.operation_id,
-        request.args_digest,
-        request.prepared.digest(),  # the exact bytes the human saw are the bytes that run
-        request.policy_digest,
-    )
-
-
 def _new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(6)}"
 
@@ -475,9 +384,5 @@ __all__ = [
     "ApprovalRefused",
     "ApprovalTimedOut",
     "Approvals",
-    "ApproverRefused",
-    "Grant",
     "NoSuchCard",
-    "SessionGrant",
-    "check_approver",
 ]

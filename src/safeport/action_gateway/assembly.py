@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from safeport.action_gateway.core import GatewayParts, admitted_uids
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
+from safeport.action_gateway.gateway_parts import GatewayParts, admitted_uids
 from safeport.action_gateway.identity import IdentityProbe, default_probe
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.sealing import AuditSealer

@@ -21,6 +21,7 @@ from safeport.action_gateway.listener_check import check_gateway_listener
 from safeport.errors import EnvironmentProblem, Error
 from safeport.shared.gateway_socket import check_listener, check_socket_folder
 from safeport.shared.paths import SafeportPaths, check_socket_path
+from safeport.shared.schemas.replies import ReplyOk, parse_reply
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
 
@@ -52,12 +53,12 @@ class GatewayRefused(Error):
 
 
 def reply_result(message: dict[str, Any]) -> dict[str, Any]:
-    """The result of one reply, or the gateway's error raised as :class:`GatewayRefused`."""
-    if message.get("ok"):
-        result = message.get("result")
-        return result if isinstance(result, dict) else {}
-    error = message.get("error") or {}
-    raise GatewayRefused(str(error.get("code", "internal")), str(error.get("reason", "")))
+    """The result of one reply, or the gateway's error raised as :class:`GatewayRefused`; a
+    message outside the protocol is a :class:`~safeport.errors.WireError`."""
+    reply = parse_reply(message)
+    if isinstance(reply, ReplyOk):
+        return reply.result
+    raise GatewayRefused(reply.error.code, reply.error.reason)
 
 
 class GatewayClient:

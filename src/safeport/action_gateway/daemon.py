@@ -18,12 +18,15 @@ from concurrent.futures import Executor
 from pathlib import Path
 
 from safeport.action_gateway.agent_protocol import AgentHandler
+from safeport.action_gateway.connection import Connection
 from safeport.action_gateway.control import ControlHandler
-from safeport.action_gateway.core import GatewayCore, GatewayParts, RuntimeLimits
+from safeport.action_gateway.core import GatewayCore
 from safeport.action_gateway.dedicated_account import prepare_account_folders
+from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits, WorkerPools
 from safeport.action_gateway.process_hardening import harden_process, tainted_environment
-from safeport.action_gateway.server import Connection, SocketServer
+from safeport.action_gateway.server import SocketServer
 from safeport.errors import EnvironmentProblem
+from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
 from safeport.shared.provenance import verify_installed_package
 
@@ -84,6 +87,7 @@ def run_gateway(
 
 async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits) -> None:
     core = GatewayCore(paths, parts, limits)
+    pools = WorkerPools.sized(limits)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -95,9 +99,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
                 "peer_pid": conn.peer.pid,
                 "peer_exe": conn.peer.process.exe,
             }
-            await loop.run_in_executor(
-                pool, lambda: core.journals.actions.record("input.invalid", body)
-            )
+            await loop.run_in_executor(pool, lambda: core.record_action("input.invalid", body))
 
         return journal
 
@@ -113,14 +115,8 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             "requester": conn.peer.as_record(),
             "senders": senders,
         }
-        await loop.run_in_executor(
-            core.pool, lambda: core.journals.actions.record("action.denied", body)
-        )
+        await loop.run_in_executor(pools.agents, lambda: core.record_action("action.denied", body))
 
-    agent_handler = AgentHandler(
-        core.ladder, core.approvals, core.policies, core.vault, core.pool, core.agent_peers
-    )
-    control_handler = ControlHandler(core, stop.set)
     # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: 0660 in a 0750 folder of
     # the account's group, whose members are the named humans; the gateway still admits by the
     # kernel-attested uid, so a member the install did not name is refused too.
@@ -129,13 +125,13 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         SocketServer(
             "agent",
             paths.agent_socket,
-            agent_handler,
+            AgentHandler(core, pools.agents),
             probe=parts.probe,
-            pool=core.identity_pool,
+            pool=pools.agent_identity,
             limits=limits.server,
             max_connections=core.max_connections,
-            on_refused=core.noise.add,
-            on_junk=on_junk(core.pool),
+            on_refused=core.count_refusal,
+            on_junk=on_junk(pools.agents),
             on_foreign_sender=on_foreign_sender,
             speaks_first=True,
             admitted_uids=core.admitted_uids,
@@ -144,13 +140,13 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         SocketServer(
             "control",
             paths.control_socket,
-            control_handler,
+            ControlHandler(core, pools.control, stop.set),
             probe=parts.control_probe or parts.probe,
-            pool=core.control_identity_pool,
+            pool=pools.control_identity,
             limits=limits.server,
             max_connections=core.control_max_connections,
-            on_refused=core.noise.add,
-            on_junk=on_junk(core.control_pool),
+            on_refused=core.count_refusal,
+            on_junk=on_junk(pools.control),
             make_room=True,
             first_message_timeout_s=limits.server.first_message_timeout_s,
             admitted_uids=core.admitted_uids,
@@ -161,21 +157,20 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
         await server.start()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, core))
+    loop.add_signal_handler(signal.SIGHUP, lambda: _in_background(loop, pools.control, core))
     # Before anything new is written (gateway.started included): a cut or rewritten journal,
     # or an intent left open by a kill, is judged on the files as they were found.
     core.inspect_at_start()
-    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policies.status()})
+    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policy_status()})
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
     housekeeping = [
         (limits.reap_interval_s, core.reap),
         (limits.noise_interval_s, core.flush_noise),
         (limits.checkpoint_interval_s, core.checkpoint),
-        (min(30.0, limits.reap_interval_s * 5), lambda: _auto_lock(core)),
+        (min(30.0, limits.reap_interval_s * 5), core.lock_if_idle),
     ]
     tasks = [
-        asyncio.create_task(_every(interval, core.control_pool, job))
-        for interval, job in housekeeping
+        asyncio.create_task(_every(interval, pools.control, job)) for interval, job in housekeeping
     ]
     try:
         await stop.wait()
@@ -185,18 +180,11 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             task.cancel()
         for server in servers:
             await server.close()
-        core.approvals.void_all("gateway stopped")
         try:
-            core.flush_noise()
-        except Exception as exc:  # the stop goes on; only the last noise counts are lost
-            log.warning("the refusal counts could not be journaled at stop: %s", type(exc).__name__)
-        core.record_session("gateway.stopped", {"pid": os.getpid()})
-        core.vault.lock("gateway stopped")
-        try:
-            parts.executor.close_all()
-        except Exception as exc:  # the process exits next; its sockets close with it
-            log.warning("closing pooled connections failed at stop: %s", type(exc).__name__)
-        core.close()
+            core.stop()
+        finally:
+            pools.shutdown()
+            core.close()
 
 
 async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> None:
@@ -206,24 +194,20 @@ async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> 
         try:
             await loop.run_in_executor(pool, job)
         except Exception as exc:  # the next period runs again; the type says what broke
-            log.error("periodic gateway task %s failed: %s", _job_name(job), type(exc).__name__)
+            log.error("periodic gateway task %s failed: %s", _job_name(job), summarize(exc))
 
 
 def _job_name(job: Callable[[], object]) -> str:
     return str(getattr(job, "__name__", type(job).__name__))
 
 
-def _in_background(loop: asyncio.AbstractEventLoop, core: GatewayCore) -> None:
-    loop.run_in_executor(core.control_pool, core.reload)
+def _in_background(loop: asyncio.AbstractEventLoop, pool: Executor, core: GatewayCore) -> None:
+    """SIGHUP: reload off the loop; a failure is logged, never left for asyncio to print."""
+    future = loop.run_in_executor(pool, core.reload)
 
+    def report(done: asyncio.Future[dict[str, object]]) -> None:
+        exc = None if done.cancelled() else done.exception()
+        if exc is not None:
+            log.error("reload on SIGHUP failed: %s", summarize(exc))
 
-def _auto_lock(core: GatewayCore) -> None:
-    if should_auto_lock(
-        core.vault.unlocked, core.vault.idle_for(), core.settings().auto_lock_minutes
-    ):
-        core.vault.lock("idle")
-
-
-def should_auto_lock(unlocked: bool, idle_s: float, auto_lock_minutes: int) -> bool:
-    """Idle counts only human activity (passphrase proofs); 0 minutes means never."""
-    return unlocked and auto_lock_minutes > 0 and idle_s > auto_lock_minutes * 60
+    future.add_done_callback(report)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -254,6 +255,39 @@ def is_terminal(name: str) -> bool:
 def descends_from(descendant: PeerIdentity, ancestor: ProcessInfo) -> bool:
     """Whether ``ancestor`` (that exact instance) is ``descendant`` or one of its parents."""
     return any(proc.instance == ancestor.instance for proc in descendant.chain)
+
+
+def walk_chain(
+    pid: int, read: Callable[[int, bool], tuple[ProcessInfo, int]]
+) -> tuple[ProcessInfo, ...]:
+    """The process and its parents, at most :data:`MAX_CHAIN`, stopping below pid 1.
+
+    ``read(pid, first)`` gives one process and its parent's pid (``first`` for the requester
+    itself, whose environment the platform may read). The requester's own error propagates; a
+    parent that exited meanwhile (``OSError``) ends the chain there."""
+    procs: list[ProcessInfo] = []
+    current = pid
+    while current > 0 and len(procs) < MAX_CHAIN:
+        try:
+            info, parent = read(current, not procs)
+        except OSError:
+            if not procs:
+                raise
+            break
+        procs.append(info)
+        if current == 1:
+            break
+        current = parent
+    return tuple(procs)
+
+
+def check_unchanged(identity: PeerIdentity, now: tuple[object, ...] | None) -> None:
+    """Raise :class:`IdentityChanged` unless ``now`` (the platform's fingerprint of the process
+    at that pid, None when it is gone) is the one taken when the peer connected."""
+    if now is None:
+        raise IdentityChanged("the requesting process has exited")
+    if now != identity.fingerprint:
+        raise IdentityChanged("the requesting process is not the one that connected")
 
 
 class IdentityProbe(Protocol):

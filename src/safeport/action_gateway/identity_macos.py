@@ -12,22 +12,23 @@ import re
 import socket
 import struct
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from safeport.action_gateway.digest_cache import DigestCache
 from safeport.action_gateway.identity import (
-    MAX_CHAIN,
     IdentityChanged,
     IdentityUnavailable,
     PeerIdentity,
     ProcessInfo,
     SignatureStatus,
+    check_unchanged,
     is_interpreter,
-    is_launcher,
+    walk_chain,
 )
-from safeport.action_gateway.identity_linux import DigestCache, script_argument
+from safeport.action_gateway.process_argv import launch_role
 
 LOCAL_PEERPID = 0x002  # <sys/un.h>
 SOL_LOCAL = 0
@@ -103,11 +104,10 @@ class MacProbe:  # pragma: no cover - exercised on macOS only
     def verify(self, identity: PeerIdentity) -> None:
         try:
             proc = psutil.Process(identity.pid)
-            now = (proc.create_time(), proc.exe())
+            now: tuple[object, ...] | None = (proc.create_time(), proc.exe())
         except psutil.Error:
-            raise IdentityChanged("the requesting process has exited") from None
-        if now != identity.fingerprint:
-            raise IdentityChanged("the requesting process is not the one that connected")
+            now = None
+        check_unchanged(identity, now)
 
     def alive(self, identity: PeerIdentity) -> bool:
         try:
@@ -120,34 +120,41 @@ class MacProbe:  # pragma: no cover - exercised on macOS only
         return None
 
     def _chain(self, proc: psutil.Process) -> tuple[ProcessInfo, ...]:
-        out: list[ProcessInfo] = []
-        current: psutil.Process | None = proc
-        while current is not None and len(out) < MAX_CHAIN:
-            exe = current.exe()
-            digest = self.cache.digest_path(exe)
-            signature = self._signatures.get((exe, digest))
-            if signature is None:
-                signature = codesign(exe)
-                self._signatures[(exe, digest)] = signature
-            name = Path(exe).name
-            info = ProcessInfo(
-                pid=current.pid,
-                start_time=int(current.create_time() * 1000),
-                uid=current.uids().real,
-                name=name,
-                exe=exe,
-                exe_sha256=digest,
-                signature=signature.status,
-                team_id=signature.team_id,
-                authority=signature.authority,
-                interpreter=is_interpreter(name),
-                launcher=is_launcher(name),
-            )
-            if info.interpreter:
-                script = script_argument(current.cmdline())
-                info = replace(info, script=script)
-            out.append(info)
-            if current.pid <= 1:
-                break
-            current = current.parent()
-        return tuple(out)
+        # Parents as psutil hands them over: parent() checks the parent started before its
+        # child, so a parent pid that exited and was reused is not taken for it.
+        held = {proc.pid: proc}
+
+        def read(pid: int, first: bool) -> tuple[ProcessInfo, int]:
+            current = held.pop(pid)
+            parent = current.parent() if pid > 1 else None
+            if parent is not None:
+                held[parent.pid] = parent
+            return self._process(current), parent.pid if parent is not None else 0
+
+        return walk_chain(proc.pid, read)
+
+    def _process(self, current: psutil.Process) -> ProcessInfo:
+        exe = current.exe()
+        digest = self.cache.digest_path(exe)
+        signature = self._signatures.get((exe, digest))
+        if signature is None:
+            signature = codesign(exe)
+            self._signatures[(exe, digest)] = signature
+        name = Path(exe).name
+        # Only an interpreter's command line says anything more (and another user's may not be
+        # readable: asking for it of every process would fail chains that work today).
+        role = launch_role(name, current.cmdline() if is_interpreter(name) else [])
+        return ProcessInfo(
+            pid=current.pid,
+            start_time=int(current.create_time() * 1000),
+            uid=current.uids().real,
+            name=name,
+            exe=exe,
+            exe_sha256=digest,
+            signature=signature.status,
+            team_id=signature.team_id,
+            authority=signature.authority,
+            interpreter=role.interpreter,
+            launcher=role.launcher,
+            script=role.script,
+        )

@@ -247,7 +247,7 @@ def _serve(channel: socket.socket, probe: IdentityProbe) -> None:
 def _answer(
     probe: IdentityProbe, request: dict[str, Any], fds: list[int]
 ) -> tuple[dict[str, Any], list[int]]:
-    from safeport.action_gateway.identity_linux import _fingerprint as read_fingerprint
+    from safeport.action_gateway.linux_proc import fingerprint as read_fingerprint
 
     try:
         if request.get("op") == "resolve" and len(fds) == 1:
@@ -338,7 +338,7 @@ def _identity(data: dict[str, Any], pidfd: int | None) -> PeerIdentity:
 
 
 def _fingerprint(raw: object) -> tuple[object, ...]:
-    """The JSON form back to the tuple ``identity_linux._fingerprint`` builds."""
+    """The JSON form back to the tuple ``linux_proc.fingerprint`` builds."""
     if not isinstance(raw, list) or len(raw) != 3:
         raise IdentityUnavailable("the inspector's answer was malformed")
     start, exe_key, cmdline = raw

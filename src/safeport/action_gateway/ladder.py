@@ -19,58 +19,39 @@ agent's raw values.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from safeport.action_gateway.approvals import (
-    ApprovalRefused,
-    Approvals,
-    ApprovalTimedOut,
-    Grant,
-)
-from safeport.action_gateway.arguments import ArgumentRejected, validate_args
+from safeport.action_gateway.approvals import ApprovalRefused, Approvals, ApprovalTimedOut
 from safeport.action_gateway.callers import CallerRefused, check_caller
 from safeport.action_gateway.cards import ActionRequest
 from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
-    HttpAction,
     SshAction,
 )
-from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
+from safeport.action_gateway.grants import Grant
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
-from safeport.action_gateway.vault_state import GatewayLocked, VaultState
+from safeport.action_gateway.rate_limits import RateLimiter
+from safeport.action_gateway.refusal import Refusal
+from safeport.action_gateway.resolution import (
+    Proposal,
+    Resolved,
+    proposal_names,
+    proposal_target,
+    resolve,
+)
+from safeport.action_gateway.result_filters import filter_http, filter_ssh, result_summary
+from safeport.action_gateway.vault_state import VaultState
 from safeport.errors import Denied, Error
 from safeport.shared.audit import JournalHead
-from safeport.shared.schemas.config import ParamSpec
-from safeport.shared.schemas.wire import (
-    ErrorCode,
-    HttpResult,
-    ProposeHttp,
-    ProposeSsh,
-    SshExecResult,
-)
+from safeport.shared.schemas.wire import ErrorCode
+from safeport.vault import VaultLocked
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
-
-Proposal = ProposeSsh | ProposeHttp
-
-
-class Refusal(Error):
-    """A proposal stopped on a rung; ``code`` goes on the wire, ``category`` into the journal."""
-
-    exit_code = 1
-
-    def __init__(self, code: ErrorCode, rung: int, category: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.rung = rung
-        self.category = category
 
 
 class ActionJournal(Protocol):
@@ -88,62 +69,21 @@ class PolicySource(Protocol):
         ...
 
 
-class RateLimiter:
-    """A sliding one-minute window per credential (``rate_per_minute``)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._seen: dict[str, deque[float]] = {}
-
-    def take(self, credential: str, per_minute: int | None) -> None:
-        if per_minute is None:
-            return
-        now = self._clock()
-        with self._lock:
-            window = self._seen.setdefault(credential, deque())
-            while window and now - window[0] >= 60.0:
-                window.popleft()
-            if len(window) >= per_minute:
-                raise Denied(f"credential {credential} is over its cap of {per_minute} per minute")
-            window.append(now)
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A proposal resolved against the accepted policy and prepared (rung 4's product)."""
-
-    request: ActionRequest
-    max_output_bytes: int
-
-    @property
-    def action(self) -> SshAction | HttpAction:
-        return self.request.prepared
-
-
+@dataclass(frozen=True, kw_only=True)
 class Ladder:
-    def __init__(
-        self,
-        *,
-        probe: IdentityProbe,
-        policies: PolicySource,
-        vault: VaultState,
-        approvals: Approvals,
-        journal: ActionJournal,
-        executor: Executor,
-        rates: RateLimiter,
-        admitted_uids: frozenset[int],
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._probe = probe
-        self._policies = policies
-        self._vault = vault
-        self._approvals = approvals
-        self._journal = journal
-        self._executor = executor
-        self._rates = rates
-        self._admitted = admitted_uids
-        self._clock = clock
+    """The rungs over injected collaborators. The ladder keeps no state of its own between
+    proposals (grants live in ``approvals``, caps in ``rates``), so one instance serves every
+    worker thread."""
+
+    probe: IdentityProbe
+    policies: PolicySource
+    vault: VaultState
+    approvals: Approvals
+    journal: ActionJournal
+    executor: Executor
+    rates: RateLimiter
+    admitted_uids: frozenset[int]
+    clock: Callable[[], float] = field(default=time.monotonic)
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
@@ -171,17 +111,17 @@ class Ladder:
 
     def _rung_identity_and_callers(self, peer: PeerIdentity) -> ServedPolicy:
         try:
-            self._probe.verify(peer)
+            self.probe.verify(peer)
         except Denied as exc:
             raise Refusal("denied", 2, "identity", exc.message) from exc
-        served = self._policies.served
+        served = self.policies.served
         if served is None:
             # Nothing was ever accepted in this run; the accepted policy lives in the vault.
-            if not self._vault.unlocked:
+            if not self.vault.unlocked:
                 raise Refusal("locked", 5, "locked", "the vault is locked")
             raise Refusal("denied", 3, "no_policy", "no accepted policy; run `sp policy accept`")
         try:
-            check_caller(served.policy.callers, peer, self._admitted)
+            check_caller(served.policy.callers, peer, self.admitted_uids)
         except CallerRefused as exc:
             raise Refusal("denied", 3, "caller", exc.message) from exc
         return served
@@ -189,10 +129,10 @@ class Ladder:
     def _rung_action(self, proposal: Proposal, served: ServedPolicy) -> Resolved:
         policy = served.policy
         try:
-            resolved = _resolve(proposal, served)
+            resolved = resolve(proposal, served)
         except Refusal as refusal:
-            if refusal.category != "unknown_action" or not self._policies.pending_declares(
-                *_proposal_target(proposal)
+            if refusal.category != "unknown_action" or not self.policies.pending_declares(
+                *proposal_target(proposal)
             ):
                 raise
             # The human's edit is there but not accepted: say so, or the agent (and the person
@@ -206,15 +146,15 @@ class Ladder:
             ) from None
         credential = policy.credentials[resolved.request.credential]
         try:
-            self._rates.take(resolved.request.credential, credential.rate_per_minute)
+            self.rates.take(resolved.request.credential, credential.rate_per_minute)
         except Denied as exc:
             raise Refusal("denied", 4, "rate", exc.message) from exc
         return resolved
 
     def _rung_vault(self) -> int:
         try:
-            _, epoch = self._vault.current()
-        except GatewayLocked as exc:
+            _, epoch = self.vault.current()
+        except VaultLocked as exc:
             raise Refusal("locked", 5, "locked", "the vault is locked") from exc
         return epoch
 
@@ -223,7 +163,7 @@ class Ladder:
     ) -> Grant:
         settings = served.policy.gateway
         try:
-            return self._approvals.obtain(
+            return self.approvals.obtain(
                 peer,
                 request,
                 vault_epoch=epoch,
@@ -234,7 +174,7 @@ class Ladder:
             raise Refusal("timeout", 6, "approval_timeout", exc.message) from exc
         except ApprovalRefused as exc:
             code: ErrorCode = (
-                "locked" if exc.outcome == "voided" and not self._vault.unlocked else "denied"
+                "locked" if exc.outcome == "voided" and not self.vault.unlocked else "denied"
             )
             raise Refusal(code, 6, f"approval_{exc.outcome}", exc.message) from exc
         except Error as exc:
@@ -244,7 +184,7 @@ class Ladder:
         """An approval can take minutes: the process must still be the one the card showed
         (not exited, its pid not reused, no exec of another program since it asked)."""
         try:
-            self._probe.verify(peer)
+            self.probe.verify(peer)
         except Denied as exc:
             raise Refusal(
                 "denied", 6, "identity_after_approval", "the requester changed while it waited"
@@ -254,7 +194,7 @@ class Ladder:
         """Journal the intent; its sequence is what the record closing it names (in the clear,
         so a restart finds an intent the gateway died before closing, vault locked or not)."""
         try:
-            head = self._journal.record(
+            head = self.journal.record(
                 "action.intent",
                 {"request": request.shape(), "grant": grant_id, "requester": peer.as_record()},
             )
@@ -267,13 +207,13 @@ class Ladder:
     ) -> dict[str, object]:
         request = resolved.request
         try:
-            vault, now_epoch = self._vault.current()
-            self._approvals.consume(grant, peer, request, now_epoch)
-        except GatewayLocked as exc:
+            vault, now_epoch = self.vault.current()
+            self.approvals.consume(grant, peer, request, now_epoch)
+        except VaultLocked as exc:
             raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
         except ApprovalRefused as exc:
             raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc
-        started = self._clock()
+        started = self.clock()
         status = "ok"
         result: dict[str, object] = {}
         refusal: Refusal | None = None
@@ -282,6 +222,11 @@ class Ladder:
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+        except VaultLocked:
+            # A lock from control.sock between the check above and this read: nothing ran,
+            # and the agent hears `locked` (retry after an unlock), not an internal error.
+            status = "locked"
+            refusal = Refusal("locked", 8, "locked", "the vault was locked before execution")
         except Error as exc:
             status = "error"
             refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
@@ -290,15 +235,15 @@ class Ladder:
             refusal = Refusal(
                 "internal", 8, "internal", f"the action failed ({type(exc).__name__})"
             )
-        duration_ms = int((self._clock() - started) * 1000)
+        duration_ms = int((self.clock() - started) * 1000)
         try:
-            self._journal.record(
+            self.journal.record(
                 "action.outcome",
                 {
                     "request_id": request.request_id,
                     "status": status,
                     "duration_ms": duration_ms,
-                    **_result_summary(result),
+                    **result_summary(result),
                 },
                 ref={"intent": intent},
             )
@@ -318,12 +263,12 @@ class Ladder:
         if isinstance(action, SshAction):
             if not isinstance(secret, SshKeySecret):
                 raise Error("the credential is not an ssh key")
-            ssh = self._executor.ssh_exec(action, secret)
-            return _filter_ssh(ssh, resolved.max_output_bytes)
+            ssh = self.executor.ssh_exec(action, secret)
+            return filter_ssh(ssh, resolved.max_output_bytes)
         if not isinstance(secret, TokenSecret | BasicSecret):
             raise Error("the credential is not a token or basic secret")
-        http = self._executor.http_request(action, secret)
-        return _filter_http(http, action.operation.response_fields)
+        http = self.executor.http_request(action, secret)
+        return filter_http(http, action.operation.response_fields)
 
     # -- journal ------------------------------------------------------------------------------
 
@@ -345,134 +290,12 @@ class Ladder:
             "reason": refusal.message,
             "requester": peer.as_record(),
         }
-        body["request"] = request.shape() if request is not None else _proposal_names(proposal)
-        served = self._policies.served
+        body["request"] = request.shape() if request is not None else proposal_names(proposal)
+        served = self.policies.served
         body["policy"] = served.digest if served is not None else None
         try:
             ref = None if intent is None else {"intent": intent}
-            self._journal.record("action.denied", body, ref=ref)
+            self.journal.record("action.denied", body, ref=ref)
         except Error:
             # The refusal stands either way; a reply that nothing ran is still true.
             refusal.code = "unavailable" if refusal.rung < 7 else refusal.code
-
-
-def _proposal_target(proposal: Proposal) -> tuple[str, str, str]:
-    if isinstance(proposal, ProposeSsh):
-        return "ssh", proposal.host_id, proposal.command_id
-    return "http", proposal.service_id, proposal.operation_id
-
-
-def _resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
-    policy = served.policy
-    if isinstance(proposal, ProposeSsh):
-        host = policy.ssh.hosts.get(proposal.host_id)
-        if host is None:
-            raise Refusal("denied", 4, "unknown_action", "no such ssh host in the accepted policy")
-        command = host.commands.get(proposal.command_id)
-        if command is None:
-            raise Refusal("denied", 4, "unknown_action", "no such command for this host")
-        args = _validate(command.params, proposal.args, command.allow_leading_dash)
-        with _unpreparable():
-            prepared: SshAction | HttpAction = prepare_ssh(
-                proposal.host_id, host, proposal.command_id, command, args
-            )
-        credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
-    else:
-        service = policy.http.services.get(proposal.service_id)
-        if service is None:
-            raise Refusal(
-                "denied", 4, "unknown_action", "no such http service in the accepted policy"
-            )
-        operation = service.operations.get(proposal.operation_id)
-        if operation is None:
-            raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
-        args = _validate(operation.params, proposal.args, ())
-        with _unpreparable():
-            prepared = prepare_http(
-                proposal.service_id, service, proposal.operation_id, operation, args
-            )
-        credential_id, read_only = service.credential, operation.read_only
-        cap = service.max_response_bytes
-    request = ActionRequest(
-        request_id=proposal.id,
-        kind=proposal.action,
-        target_id=prepared.host_id if isinstance(prepared, SshAction) else prepared.service_id,
-        operation_id=(
-            prepared.command_id if isinstance(prepared, SshAction) else prepared.operation_id
-        ),
-        credential=credential_id,
-        scope=policy.credentials[credential_id].approval,
-        args=args,
-        policy_digest=served.digest,
-        read_only=read_only,
-        prepared=prepared,
-    )
-    return Resolved(request, cap)
-
-
-@contextlib.contextmanager
-def _unpreparable() -> Iterator[None]:
-    """An action that cannot be built safely is refused here, before any card or connection."""
-    try:
-        yield
-    except ActionError as exc:
-        raise Refusal("denied", 4, f"prepare_{exc.failure}", exc.message) from exc
-
-
-def _validate(
-    params: Mapping[str, ParamSpec], args: dict[str, str | int], allow_leading_dash: Collection[str]
-) -> dict[str, str | int]:
-    try:
-        return validate_args(params, args, allow_leading_dash=allow_leading_dash)
-    except ArgumentRejected as exc:
-        raise Refusal("denied", 4, "argument", exc.message) from exc
-
-
-def _filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
-    data = result.model_dump()
-    for stream in ("stdout", "stderr"):
-        text = data[stream]
-        assert isinstance(text, str)
-        if len(text.encode("utf-8")) > cap:
-            data[stream] = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
-            data[f"{stream}_truncated"] = True
-    return data
-
-
-def _filter_http(result: HttpResult, response_fields: list[str]) -> dict[str, object]:
-    allowed = set(response_fields)
-    return {
-        "status": result.status,
-        "fields": {name: value for name, value in result.fields.items() if name in allowed},
-    }
-
-
-def _result_summary(result: dict[str, object]) -> dict[str, object]:
-    """Sizes and statuses only: served content never goes into a journal."""
-    if "exit_status" in result:
-        return {
-            "exit_status": result["exit_status"],
-            "stdout_chars": len(str(result.get("stdout", ""))),
-            "stderr_chars": len(str(result.get("stderr", ""))),
-        }
-    if "status" in result:
-        fields = result.get("fields")
-        return {
-            "http_status": result["status"],
-            "fields": sorted(fields) if isinstance(fields, dict) else [],
-        }
-    return {}
-
-
-def _proposal_names(proposal: Proposal) -> dict[str, object]:
-    """Names only (schema-valid identifiers); argument values are never journaled."""
-    if isinstance(proposal, ProposeSsh):
-        target, operation = proposal.host_id, proposal.command_id
-    else:
-        target, operation = proposal.service_id, proposal.operation_id
-    return {
-        "action": proposal.action,
-        "target": target,
-        "operation": operation,
-        "arg_names": sorted(proposal.args)[:32],
-    }

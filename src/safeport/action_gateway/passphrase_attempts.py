@@ -3,7 +3,7 @@
 The n-th failure in a row is answered after ``min(2 ** (n - 1), 30)`` seconds; a success resets
 the count. It is keyed by the peer's uid, not its connection or process: an agent with a shell
 can reconnect from a new process at will, but not change its uid. Proofs of one uid are taken one
-at a time and a failed one holds that turn for at least a second (``control.TURN_S``), so
+at a time and a failed one holds that turn for at least a second (``passphrase_proof.TURN_S``), so
 guesses sent at once get through at most one a second; the growing delay is waited out by the
 guessing connection alone, after its turn, so the next proof of the uid (perhaps the human's,
 with the right passphrase) is never queued behind it. The waiting happens on the event loop; no

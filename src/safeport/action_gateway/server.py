@@ -26,258 +26,33 @@ connect-time identity and its re-check before each request stand alone (SECURITY
 
 from __future__ import annotations
 
-import array
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
-import re
-import select
 import socket
-import struct
-import sys
-import termios
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
+from safeport.action_gateway.connection import Connection, Handler, ServerLimits
 from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
-from safeport.errors import Denied, Error, FrameTooLarge, WireError
-from safeport.shared.peer_credentials import peer_uid
-from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode, Welcome
-from safeport.shared.wire import (
-    HEADER,
-    MAX_REQUEST_BYTES,
-    PeerClosed,
-    decode_payload,
-    encode_frame,
-    frame_length,
+from safeport.action_gateway.peer_socket import (
+    SENDER_CHECK,
+    PeerSocket,
+    Sender,
+    peer_closed,
+    queued_bytes,
 )
+from safeport.errors import Denied, Error, FrameTooLarge, WireError
+from safeport.shared.exception_summary import summarize
+from safeport.shared.peer_credentials import peer_uid
+from safeport.shared.schemas.replies import error_reply, readable_id, wire_form
+from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode, Welcome
+from safeport.shared.wire import PeerClosed, decode_payload, encode_frame
 
 log = logging.getLogger("safeport.gateway")
-
-_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
-MAX_REPLY_BYTES = 32 * 1024 * 1024
-SENDER_CHECK = sys.platform.startswith("linux") and hasattr(socket, "SO_PASSCRED")
-_UCRED = struct.Struct("3i")
-# Room for one SCM_CREDENTIALS and a few descriptors (closed at once: nothing here takes fds).
-_ANCILLARY_BYTES = socket.CMSG_SPACE(_UCRED.size) + socket.CMSG_SPACE(16 * 4)
-Sender = int | None  # the kernel-attested pid of a chunk's writer; None when there is none
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    frame_timeout_s: float = 5.0
-    idle_timeout_s: float = 600.0
-    write_timeout_s: float = 10.0
-    max_inflight_per_connection: int = 8
-    # control.sock: how long a connection may stay silent before its first message.
-    first_message_timeout_s: float = 3.0
-    control_max_connections: int = 256
-    # A full control.sock closes an idle connection to make room, never one younger than this:
-    # a flood that reconnects whatever is closed would otherwise close the newest in turn.
-    evict_after_idle_s: float = 0.5
-
-
-class PeerSocket:
-    """A connected stream socket on the event loop, read with ``recvmsg`` so that each chunk
-    comes with the kernel's word on who wrote it (asyncio's streams drop ancillary data).
-
-    Reads never ask for more than the caller needs, so nothing past the current frame is read
-    and no chunk mixes two frames' senders.
-    """
-
-    def __init__(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        self.sock = sock
-        self._fd = sock.fileno()
-        self._loop = asyncio.get_running_loop()
-        self._waiters: set[asyncio.Future[None]] = set()
-        self.closed = False
-        # What the server's budget looks at.
-        self.opened_at = self.last_active = time.monotonic()
-        self.spoke = False  # has sent at least one whole frame
-        self.busy = False  # an operation of this connection is in progress
-        self.waiting = False  # ... but only waiting its turn (a passphrase delay): evictable
-        self.keep_open = False  # subscribed (approvals watch): never idle, never evicted
-        self.task: asyncio.Task[Any] | None = None  # what serves it, once it is identified
-
-    def evictable(self, now: float, grace: float) -> bool:
-        return (
-            not self.keep_open
-            and (not self.busy or self.waiting)
-            and now - self.last_active >= grace
-        )
-
-    async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
-        """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
-        clean end before the first byte, ``IncompleteReadError`` after it."""
-        data = bytearray()
-        senders: set[Sender] = set()
-        while len(data) < count:
-            try:
-                chunk, ancillary, _flags, _ = self.sock.recvmsg(count - len(data), _ANCILLARY_BYTES)
-            except (BlockingIOError, InterruptedError):
-                await self._wait(writable=False)
-                continue
-            except OSError:
-                chunk, ancillary = b"", []
-            if not chunk:
-                if not data:
-                    raise PeerClosed("peer closed the connection")
-                raise asyncio.IncompleteReadError(bytes(data), count)
-            senders.add(_sender(ancillary))
-            data += chunk
-        self.last_active = time.monotonic()
-        return bytes(data), senders
-
-    async def send_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                sent = self.sock.send(view)
-            except (BlockingIOError, InterruptedError):
-                await self._wait(writable=True)
-                continue
-            view = view[sent:]
-
-    def send_nowait(self, data: bytes) -> None:
-        """Best effort, for the one refusal sent before closing."""
-        with contextlib.suppress(OSError):
-            self.sock.send(data)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._loop.remove_reader(self._fd)
-        self._loop.remove_writer(self._fd)
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_exception(ConnectionResetError("closed"))
-        self._waiters.clear()
-        self.sock.close()
-
-    async def _wait(self, *, writable: bool) -> None:
-        if self.closed:
-            raise ConnectionResetError("closed")
-        waiter: asyncio.Future[None] = self._loop.create_future()
-        self._waiters.add(waiter)
-        if writable:
-            self._loop.add_writer(self._fd, _wake, waiter)
-        else:
-            self._loop.add_reader(self._fd, _wake, waiter)
-        try:
-            await waiter
-        finally:
-            self._waiters.discard(waiter)
-            if not self.closed:
-                if writable:
-                    self._loop.remove_writer(self._fd)
-                else:
-                    self._loop.remove_reader(self._fd)
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-def _sender(ancillary: list[tuple[int, int, bytes]]) -> Sender:
-    """The pid in a chunk's SCM_CREDENTIALS (0 when the writer is outside our pid namespace).
-    Descriptors someone tried to pass are closed unread."""
-    pid: Sender = None
-    for level, kind, data in ancillary:
-        if level != socket.SOL_SOCKET:
-            continue
-        if SENDER_CHECK and kind == socket.SCM_CREDENTIALS and len(data) >= _UCRED.size:
-            pid = _UCRED.unpack_from(data)[0]
-        elif kind == socket.SCM_RIGHTS:
-            fds = array.array("i")
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-    return pid
-
-
-@dataclass(eq=False)
-class Connection:
-    """One accepted connection: its peer, its socket, and what it has sent that was junk."""
-
-    peer: PeerIdentity
-    channel: PeerSocket
-    limits: ServerLimits
-    junk: Counter[str] = field(default_factory=Counter)
-    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    closed: bool = False
-
-    @property
-    def subscribed(self) -> bool:
-        return self.channel.keep_open
-
-    def subscribe(self) -> None:
-        """Keep this connection open while it waits for pushed events (approvals watch)."""
-        self.channel.keep_open = True
-
-    def close(self) -> None:
-        self.closed = True
-        self.channel.close()
-
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """While an operation only waits its turn, a full control.sock may close it."""
-        self.channel.waiting = True
-        try:
-            yield
-        finally:
-            self.channel.waiting = False
-
-    async def send(self, message: dict[str, Any], *, limit: int = MAX_REPLY_BYTES) -> None:
-        if self.closed:
-            return
-        try:
-            frame = encode_frame(message, limit=limit)
-        except FrameTooLarge:
-            frame = encode_frame(
-                error_reply(message.get("id"), "internal", "the result is over the reply cap")
-            )
-        except (ValueError, TypeError):
-            frame = encode_frame(
-                error_reply(message.get("id"), "internal", "the reply could not be encoded")
-            )
-        async with self.write_lock:
-            try:
-                async with asyncio.timeout(self.limits.write_timeout_s):
-                    await self.channel.send_all(frame)
-            except (ConnectionError, TimeoutError, OSError):
-                self.close()
-
-    async def send_error(self, request_id: object, code: ErrorCode, reason: str) -> None:
-        await self.send(error_reply(request_id, code, reason))
-
-
-class Handler:
-    """What a server does with each message of one connection."""
-
-    async def opened(self, conn: Connection) -> None:  # pragma: no cover - default no-op
-        return None
-
-    async def message(self, conn: Connection, data: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def closed(self, conn: Connection) -> None:  # pragma: no cover - default no-op
-        return None
-
 
 JunkSink = Callable[[Connection], Awaitable[None]]
 SenderSink = Callable[[Connection, str | None, list[Sender]], Awaitable[None]]
@@ -373,9 +148,7 @@ class SocketServer:
         channel = PeerSocket(sock)
         if len(self._channels) >= self._max_connections() and not self._evict_one():
             self._on_refused("too_many_connections")
-            channel.send_nowait(
-                encode_frame(error_reply(None, "unavailable", "too many connections"))
-            )
+            channel.send_nowait(_refusal("unavailable", "too many connections"))
             channel.close()
             return
         self._channels.add(channel)
@@ -401,7 +174,7 @@ class SocketServer:
         # Truly silent connections go first; only when none is left is a queued one closed.
         oldest = min(
             idle,
-            key=lambda ch: (not _peer_closed(ch.sock), _queued_bytes(ch.sock) > 0, ch.last_active),
+            key=lambda ch: (not peer_closed(ch.sock), queued_bytes(ch.sock) > 0, ch.last_active),
         )
         self._on_refused("evicted_idle")
         oldest.close()
@@ -414,7 +187,7 @@ class SocketServer:
         """Identify the peer, unless it has already hung up: a flood of connect-write-close
         would otherwise keep the identity workers busy on connections no one will read, while
         the human's request waits behind them."""
-        if _peer_closed(sock):
+        if peer_closed(sock):
             raise ConnectionAbortedError("the peer hung up before it was identified")
         return self._probe.resolve(sock)
 
@@ -433,15 +206,13 @@ class SocketServer:
             # serve cannot make it spend identity workers (dedicated mode's sockets are open to
             # every local user; same-user mode's are 0600 and this holds even if loosened).
             self._on_refused(f"other_uid:{uid}")
-            channel.send_nowait(
-                encode_frame(error_reply(None, "denied", "this gateway does not serve your user"))
-            )
+            channel.send_nowait(_refusal("denied", "this gateway does not serve your user"))
             return
         try:
             peer = await loop.run_in_executor(self._pool, self._resolve_live, channel.sock)
         except Denied as exc:
             self._on_refused("identity_unavailable")
-            channel.send_nowait(encode_frame(error_reply(None, "denied", exc.message)))
+            channel.send_nowait(_refusal("denied", exc.message))
             return
         except ConnectionAbortedError:  # hung up before it was identified: counted, not read
             self._on_refused("hung_up_unidentified")
@@ -470,9 +241,12 @@ class SocketServer:
             try:
                 await self._handler.closed(conn)  # withdraws the connection's cards
             except Exception as exc:  # the connection is gone either way; say what failed
-                log.error("%s.sock: closing a connection failed: %s", self.name, type(exc).__name__)
-            if conn.junk:
-                await self._on_junk(conn)
+                log.error("%s.sock: closing a connection failed: %s", self.name, summarize(exc))
+            try:
+                if conn.junk:
+                    await self._on_junk(conn)
+            except Exception as exc:  # only the junk counts are lost; the peer is still released
+                log.error("%s.sock: junk counts not journaled: %s", self.name, summarize(exc))
             self._probe.release(peer)
 
     async def _welcome(self, conn: Connection) -> bool:
@@ -485,7 +259,7 @@ class SocketServer:
         is after the identity was taken; so any byte already queued now was written before, by
         whatever the process was then, and the connection is refused.
         """
-        if _queued_bytes(conn.channel.sock) > 0:
+        if queued_bytes(conn.channel.sock) > 0:
             conn.junk["before_welcome"] += 1
             await conn.send_error(
                 None,
@@ -494,13 +268,13 @@ class SocketServer:
                 "wait for the welcome before sending",
             )
             return False
-        await conn.send(WELCOME)
+        await conn.send(Welcome())
         return True
 
     async def _read_loop(self, conn: Connection) -> None:
         while not conn.closed:
             try:
-                payload, senders = await self._next_frame(conn)
+                payload, senders = await conn.next_frame(self._first_message_timeout_s)
             except PeerClosed:
                 return
             except TimeoutError:
@@ -558,70 +332,11 @@ class SocketServer:
             await self._on_foreign_sender(conn, request_id, others)
         except Exception as exc:  # the refusal below stands even if it was not journaled
             log.error(
-                "%s.sock: the foreign sender was not journaled: %s", self.name, type(exc).__name__
+                "%s.sock: the foreign sender was not journaled: %s", self.name, summarize(exc)
             )
         await conn.send_error(
             request_id, "denied", "this message was not sent by the process that connected"
         )
-
-    async def _next_frame(self, conn: Connection) -> tuple[bytes, set[Sender]]:
-        """One frame and its writers: wait for its first byte (up to the idle timeout, longer
-        while requests of this connection are in progress or it is subscribed; on control.sock
-        only a few seconds before its first message), then up to the frame timeout for the rest.
-        """
-        limits = conn.limits
-        channel = conn.channel
-        while True:
-            idle = limits.idle_timeout_s
-            if not channel.spoke and self._first_message_timeout_s is not None:
-                idle = self._first_message_timeout_s
-            try:
-                async with asyncio.timeout(idle):
-                    first, senders = await channel.read_exactly(1)
-                break
-            except TimeoutError:
-                if conn.tasks or channel.keep_open:
-                    continue
-                raise
-            except ConnectionError:
-                raise PeerClosed("the connection was closed") from None
-        try:
-            async with asyncio.timeout(limits.frame_timeout_s):
-                rest, more = await channel.read_exactly(HEADER.size - 1)
-                length = frame_length(first + rest, limits.max_request_bytes)
-                senders |= more
-                if length:
-                    payload, more = await channel.read_exactly(length)
-                    senders |= more
-                else:
-                    payload = b""
-                return payload, senders
-        except TimeoutError:
-            raise WireError("partial frame timed out") from None
-        except (asyncio.IncompleteReadError, PeerClosed, ConnectionError):
-            raise WireError("connection closed mid-frame") from None
-
-
-WELCOME: dict[str, Any] = Welcome().model_dump()
-
-
-def _queued_bytes(sock: socket.socket) -> int:
-    """Bytes the peer wrote that the gateway has not read yet (FIONREAD)."""
-    try:
-        raw = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
-    except OSError:
-        return 0  # a closed socket: the read loop ends it
-    return int.from_bytes(raw, sys.byteorder, signed=True)
-
-
-def _peer_closed(sock: socket.socket) -> bool:
-    """Whether the peer has shut its end (poll reports a hang-up; no bytes are consumed)."""
-    poller = select.poll()
-    try:
-        poller.register(sock.fileno(), select.POLLRDHUP | select.POLLHUP)
-        return any(mask & (select.POLLRDHUP | select.POLLHUP) for _, mask in poller.poll(0))
-    except (OSError, ValueError):
-        return True
 
 
 def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
@@ -650,32 +365,6 @@ def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600
     return sock
 
 
-def readable_id(data: dict[str, Any]) -> str | None:
-    """The request's id when it is a well-formed one, else None (never echo junk)."""
-    value = data.get("id")
-    return value if isinstance(value, str) and _ID_RE.match(value) else None
-
-
-def error_reply(request_id: object, code: ErrorCode, reason: str) -> dict[str, Any]:
-    rid = request_id if isinstance(request_id, str) and _ID_RE.match(request_id) else None
-    return {
-        "v": PROTOCOL_VERSION,
-        "id": rid,
-        "ok": False,
-        "error": {"code": code, "reason": reason[:1024]},
-    }
-
-
-def ok_reply(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    return {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "result": result}
-
-
-def schema_error(adapter: TypeAdapter[Any], data: dict[str, Any]) -> tuple[Any, str | None]:
-    """Validate ``data``; return (model, None) or (None, a short reason without the input)."""
-    try:
-        return adapter.validate_python(data), None
-    except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"][-2:]) or "message"
-        where = re.sub(r"[^A-Za-z0-9_.\[\]-]", "?", where)[:80]
-        return None, f"the message does not match the schema at `{where}` ({first['type']})"
+def _refusal(code: ErrorCode, reason: str) -> bytes:
+    """The one frame sent to a connection refused before it is served (no id was read)."""
+    return encode_frame(wire_form(error_reply(None, code, reason)))

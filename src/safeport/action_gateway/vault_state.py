@@ -12,15 +12,11 @@ import time
 from collections.abc import Callable
 
 from safeport.errors import Denied, Error
+from safeport.vault.backend import FileVaultBackend
+from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
 from safeport.vault.secrets import SecretBytes
-
-
-class GatewayLocked(Error):
-    exit_code = 1
-
-    def __init__(self) -> None:
-        super().__init__("the vault is locked", hint="run `sp vault unlock` and retry")
+from safeport.vault.store import VaultFile
 
 
 class PassphraseRejected(Denied):
@@ -56,10 +52,11 @@ class VaultState:
         return self._epoch
 
     def current(self) -> tuple[UnlockedVault, int]:
-        """The unlocked vault and its epoch, or :class:`GatewayLocked`."""
+        """The unlocked vault and its epoch, or :class:`VaultLocked` (the same error the vault
+        object itself raises once locked, so a lock at any moment reads as one thing)."""
         with self._lock:
             if self._vault is None:
-                raise GatewayLocked()
+                raise VaultLocked()
             return self._vault, self._epoch
 
     def unlock(self, passphrase: SecretBytes) -> bool:
@@ -137,6 +134,22 @@ class VaultState:
         except Error:
             return None
 
+    def describe(self) -> dict[str, object]:
+        """What `sp vault status` shows, read by the gateway from the file only it can read."""
+        store = self._store
+        if not isinstance(store, VaultFile):
+            return {"exists": True, "path": str(store.path)}
+        return FileVaultBackend(store).status().as_json()
+
+    def public_file_view(self) -> dict[str, object]:
+        """The state of vault.pub.json beside the vault, when the store can tell."""
+        try:
+            vault, _ = self.current()
+        except Error:
+            return {}
+        state = getattr(vault, "public_file_state", None)
+        return {"public_file": state()} if callable(state) else {}
+
     def touch(self) -> None:
         """A human acted on control.sock (proved the passphrase); resets the idle clock."""
         self.last_human_activity = self._clock()
@@ -149,3 +162,8 @@ class VaultState:
             vault.verify_passphrase(passphrase)
         except Denied as exc:
             raise PassphraseRejected() from exc
+
+
+def should_auto_lock(unlocked: bool, idle_s: float, auto_lock_minutes: int) -> bool:
+    """Idle counts only human activity (passphrase proofs); 0 minutes means never."""
+    return unlocked and auto_lock_minutes > 0 and idle_s > auto_lock_minutes * 60

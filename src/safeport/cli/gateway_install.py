@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from safeport.action_gateway.account_install import InstallOptions, Step, install, uninstall
+from safeport.action_gateway.account_install import InstallOptions, install, uninstall
+from safeport.action_gateway.install_steps import Step
 from safeport.shared.visible_text import inert
 
 _account = click.option(

@@ -25,14 +25,16 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from safeport.context_server.gateway_link import GatewayLink, GatewayRefusal, GatewayUnavailable
 from safeport.context_server.service import WorkspaceService
 from safeport.errors import JournalUnavailable
+from safeport.shared.exception_summary import summarize
 from safeport.shared.gateway_socket import check_listener as check_listener_uid
 from safeport.shared.gateway_socket import check_socket_folder
 from safeport.shared.paths import locate
+from safeport.shared.schemas.catalog import Catalog, CatalogEntry, HttpCatalogEntry
 from safeport.shared.schemas.wire import HttpResult, PendingBody, SshExecResult
 
 log = logging.getLogger(__name__)
@@ -113,8 +115,12 @@ class _Forwarder:
 
     async def catalog(self, typed: Mapping[tuple[str, str, str], str]) -> ActionCatalog:
         raw = await self._relay("list_actions", {}, self.link.catalog())
-        actions = [_action_info(entry, typed) for entry in raw.get("actions", [])]
-        return ActionCatalog(policy=str(raw.get("policy", "")), actions=actions)
+        try:
+            catalog = parse_catalog(raw)
+        except GatewayRefusal as refusal:
+            raise ToolError(f"{refusal.code}: {refusal.reason}") from None
+        actions = [_action_info(entry, typed) for entry in catalog.actions]
+        return ActionCatalog(policy=catalog.policy, actions=actions)
 
     async def ssh(
         self, host_id: str, command_id: str, args: Mapping[str, ArgValue], progress: Progress
@@ -202,15 +208,15 @@ class Progress:
         try:
             await self._ctx.report_progress(self._count, None, self._text)
         except Exception as exc:  # a client that went away must not fail the proposal itself
-            log.debug("progress not sent: %s", type(exc).__name__)
+            log.debug("progress not sent: %s", summarize(exc))
 
 
-def _initial_catalog(link: GatewayLink) -> dict[str, Any] | None:
+def _initial_catalog(link: GatewayLink) -> Catalog | None:
     """The catalog at start-up, if a gateway is running, unlocked and serving a policy."""
 
-    async def fetch() -> dict[str, Any]:
+    async def fetch() -> Catalog:
         async with asyncio.timeout(CATALOG_TIMEOUT_S):
-            return await link.catalog()
+            return parse_catalog(await link.catalog())
 
     try:
         asyncio.get_running_loop()
@@ -227,11 +233,11 @@ def _initial_catalog(link: GatewayLink) -> dict[str, Any] | None:
 
 
 def _register_typed_tools(
-    server: MCPServer[Any], forward: _Forwarder, catalog: dict[str, Any] | None
+    server: MCPServer[Any], forward: _Forwarder, catalog: Catalog | None
 ) -> dict[tuple[str, str, str], str]:
     names: dict[tuple[str, str, str], str] = {}
     taken: set[str] = set()
-    for entry in (catalog or {}).get("actions", []):
+    for entry in catalog.actions if catalog is not None else []:
         info = _action_info(entry, {})
         name = _tool_name(info)
         if name in taken:
@@ -241,7 +247,7 @@ def _register_typed_tools(
             fn = _typed_tool(forward, info, name)
             server.add_tool(fn, name=name, description=_describe(info), annotations=ACTS)
         except Exception as exc:  # a param schema we cannot express: the generic tool remains
-            log.warning("skipping typed tool %s: %s", name, type(exc).__name__)
+            log.warning("skipping typed tool %s: %s", name, summarize(exc))
             continue
         taken.add(name)
         names[(info.action, info.target, info.operation)] = name
@@ -279,22 +285,30 @@ def _annotation(schema: Mapping[str, Any]) -> Any:
     return Annotated[str, Field(json_schema_extra=hints)]
 
 
-def _action_info(entry: Mapping[str, Any], typed: Mapping[tuple[str, str, str], str]) -> ActionInfo:
-    ssh = entry.get("action") == "ssh_exec"
-    target = str(entry.get("host_id" if ssh else "service_id", ""))
-    operation = str(entry.get("command_id" if ssh else "operation_id", ""))
-    action: Literal["ssh_exec", "http_request"] = "ssh_exec" if ssh else "http_request"
-    params = entry.get("params")
+def parse_catalog(raw: Mapping[str, Any]) -> Catalog:
+    """The gateway's catalog, parsed with the model the gateway built it with."""
+    try:
+        return Catalog.model_validate(raw)
+    except ValidationError:
+        raise GatewayRefusal(
+            "internal", "the gateway sent a catalog outside the protocol"
+        ) from None
+
+
+def _action_info(entry: CatalogEntry, typed: Mapping[tuple[str, str, str], str]) -> ActionInfo:
     return ActionInfo(
-        action=action,
-        target=target,
-        operation=operation,
-        method=entry.get("method") if isinstance(entry.get("method"), str) else None,
-        description=str(entry.get("description", "")),
-        read_only=bool(entry.get("read_only", False)),
-        approval=str(entry.get("approval", "")),
-        params=params if isinstance(params, dict) else {},
-        tool=typed.get((action, target, operation)),
+        action=entry.action,
+        target=entry.target,
+        operation=entry.operation,
+        method=entry.method if isinstance(entry, HttpCatalogEntry) else None,
+        description=entry.description,
+        read_only=entry.read_only,
+        approval=entry.approval,
+        params={
+            name: param.model_dump(mode="json", exclude_none=True)
+            for name, param in entry.params.items()
+        },
+        tool=typed.get((entry.action, entry.target, entry.operation)),
     )
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from safeport.errors import Error
+from safeport.errors import Error, WireError
+from safeport.shared.schemas.replies import ReplyError, parse_reply
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice, Welcome
 from safeport.shared.wire import decode_payload, encode_frame, read_frame
 
@@ -132,12 +133,8 @@ class GatewayLink:
         try:
             Welcome.model_validate(first)
         except ValidationError:
-            error = first.get("error")
-            if not isinstance(error, dict):
-                error = {}
-            raise GatewayRefusal(
-                str(error.get("code", "internal")), str(error.get("reason", "no welcome"))
-            ) from None
+            result_of(first)  # a refusal instead of the welcome (not served, or refused)
+            raise GatewayRefusal("internal", "the gateway sent no welcome") from None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
@@ -195,13 +192,7 @@ class GatewayLink:
             raise GatewayRefusal("timeout", "the gateway did not answer in time") from exc
         except Error as exc:
             raise GatewayUnavailable("the connection to the action gateway broke") from exc
-        if reply.get("ok") is True and isinstance(reply.get("result"), dict):
-            result: dict[str, Any] = reply["result"]
-            return result
-        error = reply.get("error")
-        if not isinstance(error, dict):
-            raise GatewayRefusal("internal", "the gateway sent a reply outside the protocol")
-        raise GatewayRefusal(str(error.get("code", "internal")), str(error.get("reason", "")))
+        return result_of(reply)
 
     async def _send_cancel(self, writer: asyncio.StreamWriter, target: str) -> None:
         try:
@@ -212,6 +203,18 @@ class GatewayLink:
                 await writer.drain()
         except (OSError, TimeoutError):
             pass  # the gateway also withdraws everything pending when the connection closes
+
+
+def result_of(message: dict[str, Any]) -> dict[str, Any]:
+    """An ok reply's result; an error reply (or anything outside the protocol) raised as the
+    gateway's refusal."""
+    try:
+        reply = parse_reply(message)
+    except WireError as exc:
+        raise GatewayRefusal("internal", exc.message) from None
+    if isinstance(reply, ReplyError):
+        raise GatewayRefusal(reply.error.code, reply.error.reason)
+    return reply.result
 
 
 def _pending_notice(reply: dict[str, Any]) -> PendingBody | None:

@@ -3,23 +3,43 @@
 Records carry the declared origin (a label the client chose; it never changes a decision), the
 tool, its arguments bounded and with ``<private>`` in place of any private path, the bytes
 served, and the refusal reason. Several server processes append safely (the writer serialises
-under flock); records are written at once and fsynced in small batches (DESIGN.md §10).
+under flock).
+
+A call's record is queued and written off the response path: a writer thread appends what the
+calls of the last few milliseconds queued and fsyncs them, so every record is on disk within
+:data:`DURABILITY_WINDOW_S` of its call (the window ``durability="batched"`` already gave the
+fsync), and at once on a clean stop. A crash loses at most the records of that window. Once a
+write fails, every later call is refused (``unavailable``): at most one window of answers goes
+out without its record.
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
 from safeport.shared.paths import ensure_private_dir
+
+log = logging.getLogger(__name__)
 
 PRIVATE = "<private>"
 MAX_STRING = 200
 MAX_ITEMS = 20
 PATH_KEYS = frozenset({"path", "paths", "id"})
+# Every record is on disk (written and fsynced) within this long after its call.
+DURABILITY_WINDOW_S = 0.1
+# How long the writer waits after a first queued record before writing: the answer leaves
+# first, and the calls of those milliseconds share one write and one fsync. A quarter of the
+# window leaves the rest for the write, the fsync and a busy scheduler.
+GATHER_S = DURABILITY_WINDOW_S / 4
 
 IsPrivate = Callable[[str], bool]
 
@@ -28,6 +48,18 @@ IsPrivate = Callable[[str], bool]
 CALL_RECORDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
     "call_recorded", default=None
 )
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """One call's record as it was asked; bounded and written by the writer thread."""
+
+    tool: str
+    args: dict[str, Any]
+    is_private: IsPrivate
+    served_bytes: int
+    refused: str | None
+    extra: Mapping[str, object] | None
 
 
 class ReadsJournal:
@@ -41,6 +73,14 @@ class ReadsJournal:
         # only to a server that serves every root it names (several workspaces share a home).
         self.roots = tuple(sorted(roots))
         self._writer = JournalWriter(self.path, durability="batched")
+        self._queue: list[_Queued] = []
+        self._queue_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # one batch at a time, so records keep their order
+        self._queued = threading.Event()
+        self._failed = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._write_batches, daemon=True, name="reads")
+        self._thread.start()
 
     def record(
         self,
@@ -52,19 +92,17 @@ class ReadsJournal:
         refused: str | None,
         extra: Mapping[str, object] | None = None,
     ) -> None:
-        """One record; a path refused as private is replaced even if its name looks innocent."""
-        body: dict[str, object] = {
-            "origin": self.origin,
-            "roots": list(self.roots),
-            "tool": tool,
-            "args": bounded_args(args, is_private, hide_paths=refused == "private"),
-            "bytes": served_bytes,
-            "denied": refused is not None,
-            "reason": refused,
-        }
-        if extra:
-            body.update(extra)
-        self._writer.append("read", body)
+        """Queue one record; a path refused as private is replaced even if its name looks
+        innocent. Raises :class:`JournalUnavailable` once the journal is closed or a write
+        failed, so the caller withholds its answer."""
+        if self._closed or self._failed:
+            raise JournalUnavailable(f"journal {self.path.name} cannot be written")
+        queued = _Queued(tool, dict(args), is_private, served_bytes, refused, extra)
+        with self._queue_lock:
+            self._queue.append(queued)
+            first = len(self._queue) == 1
+        if first:
+            self._queued.set()
         marker = CALL_RECORDED.get()
         if marker is not None:
             marker.append(True)
@@ -78,17 +116,73 @@ class ReadsJournal:
 
     @property
     def head_seq(self) -> int:
+        """The sequence number of the last record, counting the ones still queued."""
+        self._write_queued()
         return self._writer.head.seq
 
     def trail(self, limit: int) -> list[dict[str, Any]]:
-        self._writer.flush()
+        self.flush()
         return read_records(self.path, limit)
 
     def flush(self) -> None:
+        """Write what is queued and fsync it now."""
+        self._write_queued()
         self._writer.flush()
 
     def close(self) -> None:
-        self._writer.close()
+        """Write and fsync what is queued, then stop the writer thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queued.set()
+        self._thread.join(timeout=5 * DURABILITY_WINDOW_S)
+        try:
+            self._write_queued()
+        finally:
+            self._writer.close()
+
+    # -- the writer thread --------------------------------------------------------------------
+
+    def _write_batches(self) -> None:
+        while not self._closed:
+            self._queued.wait()
+            if not self._closed:
+                time.sleep(GATHER_S)
+            self._queued.clear()  # before taking the batch: a record queued after it wakes us
+            try:
+                self._write_queued()
+                self._writer.flush()
+            except (AuditError, OSError) as exc:
+                self._failed = True
+                log.error("reads journal write failed (%s); refusing to serve", type(exc).__name__)
+
+    def _write_queued(self) -> None:
+        with self._write_lock:
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+            for index, queued in enumerate(batch):
+                try:
+                    self._writer.append("read", self._body(queued))
+                except AuditError:
+                    self._failed = True
+                    log.error("reads journal lost %d record(s)", len(batch) - index)
+                    raise
+
+    def _body(self, queued: _Queued) -> dict[str, object]:
+        body: dict[str, object] = {
+            "origin": self.origin,
+            "roots": list(self.roots),
+            "tool": queued.tool,
+            "args": bounded_args(
+                queued.args, queued.is_private, hide_paths=queued.refused == "private"
+            ),
+            "bytes": queued.served_bytes,
+            "denied": queued.refused is not None,
+            "reason": queued.refused,
+        }
+        if queued.extra:
+            body.update(queued.extra)
+        return body
 
 
 def bounded_args(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 BlockedReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
 
@@ -23,13 +23,25 @@ def inline_items(field: str, item: type[BaseModel]) -> Callable[[dict[str, Any]]
     return patch
 
 
+class ToolResult(BaseModel):
+    """A tool's structured output, serialised once: the JSON that measures what was served for
+    the journal is the structured content on the wire and its text copy too."""
+
+    _wire: str | None = PrivateAttr(default=None)
+
+    def wire_json(self) -> str:
+        if self._wire is None:
+            self._wire = self.model_dump_json()
+        return self._wire
+
+
 class RootInfo(BaseModel):
     name: str = Field(
         description="Use this name as the first path component when several roots are served."
     )
 
 
-class RootsResult(BaseModel):
+class RootsResult(ToolResult):
     roots: list[RootInfo]
     path_rules: str
     policy: dict[str, object]
@@ -49,7 +61,7 @@ class DirectoryEntry(BaseModel):
     )
 
 
-class DirectoryListing(BaseModel):
+class DirectoryListing(ToolResult):
     model_config = ConfigDict(json_schema_extra=inline_items("entries", DirectoryEntry))
 
     path: str
@@ -66,7 +78,7 @@ class TreeEntry(BaseModel):
     blocked: EntryBlock = ""
 
 
-class DirectoryTree(BaseModel):
+class DirectoryTree(ToolResult):
     model_config = ConfigDict(json_schema_extra=inline_items("entries", TreeEntry))
 
     path: str
@@ -76,7 +88,7 @@ class DirectoryTree(BaseModel):
     max_entries: int
 
 
-class FileContent(BaseModel):
+class FileContent(ToolResult):
     path: str
     text: str
     truncated: bool
@@ -88,7 +100,7 @@ class FileContent(BaseModel):
     hint: str | None = None
 
 
-class FileExcerpt(BaseModel):
+class FileExcerpt(ToolResult):
     path: str
     start_line: int
     start_column: int
@@ -113,11 +125,11 @@ class MultiFileItem(BaseModel):
     error: str | None = None
 
 
-class MultipleFiles(BaseModel):
+class MultipleFiles(ToolResult):
     files: list[MultiFileItem]
 
 
-class FileInfo(BaseModel):
+class FileInfo(ToolResult):
     path: str
     type: Literal["file", "directory", "other"]
     size: int
@@ -129,7 +141,7 @@ class FileInfo(BaseModel):
     sha256: str | None = None
 
 
-class FileMatches(BaseModel):
+class FileMatches(ToolResult):
     pattern: str
     matches: list[str]
     truncated: bool
@@ -141,7 +153,7 @@ class SearchHit(BaseModel):
     snippet: str
 
 
-class SearchResults(BaseModel):
+class SearchResults(ToolResult):
     model_config = ConfigDict(json_schema_extra=inline_items("hits", SearchHit))
 
     query: str
@@ -159,7 +171,7 @@ class ChangeItem(BaseModel):
     size: int | None = None
 
 
-class ChangeFeedPage(BaseModel):
+class ChangeFeedPage(ToolResult):
     changes: list[ChangeItem]
     cursor: str = Field(description="Pass back to get only what changed after this page.")
     more: bool
@@ -175,11 +187,11 @@ class DeepResearchItem(BaseModel):
     url: str
 
 
-class DeepResearchResults(BaseModel):
+class DeepResearchResults(ToolResult):
     results: list[DeepResearchItem]
 
 
-class DeepResearchDocument(BaseModel):
+class DeepResearchDocument(ToolResult):
     id: str
     title: str
     text: str
@@ -198,12 +210,12 @@ class AuditEntry(BaseModel):
     reason: str | None = None
 
 
-class AuditTrail(BaseModel):
+class AuditTrail(ToolResult):
     entries: list[AuditEntry]
     journal: str = "reads"
 
 
-class Health(BaseModel):
+class Health(ToolResult):
     status: Literal["ok", "degraded"]
     roots: int
     index_state: str

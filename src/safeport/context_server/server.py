@@ -16,17 +16,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
 from safeport.context_server.agent_tools import register_agent_tools
+from safeport.context_server.calls import JournaledServer
 from safeport.context_server.changes import ChangeFeed
 from safeport.context_server.config import load_settings, read_policy, served_roots
+from safeport.context_server.direct import DirectCalls
 from safeport.context_server.index import Progress, SearchIndex, index_path
 from safeport.context_server.journal import ReadsJournal
 from safeport.context_server.names import display_name
 from safeport.context_server.service import WorkspaceService
-from safeport.context_server.tools import JournaledServer, register_reader_tools
+from safeport.context_server.stdio import serve_stdio
+from safeport.context_server.tools import register_reader_tools
 from safeport.context_server.workspace import Workspace
 from safeport.errors import EnvironmentProblem, Error
 from safeport.shared.paths import SafeportPaths, locate
@@ -95,14 +99,14 @@ def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple
     return stats.files, stats.seconds
 
 
-def build_server(options: ServeOptions) -> tuple[MCPServer[Any], WorkspaceService]:
+def build_server(options: ServeOptions) -> tuple[JournaledServer, WorkspaceService]:
     paths = locate()
     workspace = open_workspace(options.roots, paths)
     index = SearchIndex(index_path(paths.cache_dir, workspace), workspace)
     roots = [display_name(os.fsencode(r.path)) for r in workspace.roots]
     journal = ReadsJournal(paths.audit_dir, options.origin, roots)
     service = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
-    server: MCPServer[Any] = JournaledServer(
+    server = JournaledServer(
         service,
         name="safeport-context",
         title="safeport workspace (read-only)",
@@ -130,16 +134,16 @@ def serve(options: ServeOptions) -> None:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )
     server, service = build_server(options)
+    _stop_on_signals(service)  # before the notice that tells a person how to stop it
     if _on_terminal():
         # Someone ran it by hand: say what it is, on stderr (stdout is the protocol's).
         sys.stderr.write(TERMINAL_NOTICE + "\n")
         sys.stderr.flush()
-    _stop_on_interrupt(service)
     service.index.refresh_in_background(force=True)
     try:
-        server.run("stdio")
+        anyio.run(serve_stdio, server, DirectCalls(server))
     finally:
-        service.journal.close()
+        service.journal.close()  # writes and fsyncs the records still queued
 
 
 def _on_terminal() -> bool:
@@ -149,15 +153,15 @@ def _on_terminal() -> bool:
         return False
 
 
-def _stop_on_interrupt(service: WorkspaceService) -> None:
-    """Ctrl-C ends the server at once and cleanly: the stdio transport reads stdin on a worker
-    thread that no exception reaches, so the default KeyboardInterrupt would wait for a line.
-    Records are already written (only their fsync is batched); the flush makes them durable."""
+def _stop_on_signals(service: WorkspaceService) -> None:
+    """Ctrl-C (SIGINT) and SIGTERM end the server at once and
+    cleanly: the queued journal records are written and fsynced first, then the process exits,
+    whatever call is in flight (an answer not yet sent is simply not sent)."""
 
     def finish() -> None:
         try:
             service.journal.flush()
-        except Exception as exc:  # exiting anyway; the records are already written
+        except Exception as exc:  # exiting anyway; say that the last records may be missing
             log.warning("reads journal flush at exit failed: %s", type(exc).__name__)
         finally:
             os._exit(0)
@@ -168,7 +172,8 @@ def _stop_on_interrupt(service: WorkspaceService) -> None:
         threading.Timer(2.0, os._exit, (0,)).start()
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, stop)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, stop)
 
 
 def _add_resources(server: MCPServer[Any], service: WorkspaceService) -> None:

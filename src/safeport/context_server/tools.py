@@ -1,28 +1,21 @@
 """The reader profile's MCP tools: thin typed wrappers that journal every call.
 
-Each tool's docstring is what the model reads. Every call, served or refused, appends one record
-to the reads journal before its answer leaves the server; if that record cannot be written the
-answer is withheld. Other profiles add their tools with their own ``register_*`` function on the
-same server; nothing here knows about them.
+Each tool's docstring is what the model reads. Every call, served or refused, goes through
+:class:`JournaledCalls`, which queues its record in the reads journal before the answer leaves
+the server; once the journal cannot be written, answers are withheld. Other profiles add their
+tools with their own ``register_*`` function on the same server; nothing here knows about them.
 """
 
 from __future__ import annotations
 
 import inspect
-import logging
-import weakref
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypeVar
-from urllib.parse import unquote, urlparse
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-import anyio.to_thread
-from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import ListRootsResult, ToolAnnotations
-from pydantic import BaseModel
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
-from safeport.context_server.journal import CALL_RECORDED, bounded_text
-from safeport.context_server.policy import Refused
+from safeport.context_server.calls import ClientRoots, JournaledCalls
 from safeport.context_server.results import (
     AuditTrail,
     ChangeFeedPage,
@@ -40,182 +33,10 @@ from safeport.context_server.results import (
     SearchResults,
 )
 from safeport.context_server.service import WorkspaceService
-from safeport.errors import EnvironmentProblem, Error, JournalUnavailable
-
-log = logging.getLogger(__name__)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 
-ResultT = TypeVar("ResultT", bound=BaseModel)
 FnT = TypeVar("FnT", bound=Callable[..., Any])
-
-UNAVAILABLE = (
-    "unavailable: the reads journal cannot be written, so nothing is served; check the audit folder"
-)
-INTERNAL = "internal error while reading the workspace; nothing was served"
-
-
-# The client's MCP roots, asked once per server (one stdio client per process) and then reused.
-_KNOWN_ROOTS: weakref.WeakKeyDictionary[Any, ListRootsResult] = weakref.WeakKeyDictionary()
-_NO_ROOTS = ListRootsResult(roots=[])
-
-
-async def client_roots(ctx: Context[Any, Any]) -> ListRootsResult | ListRoots:
-    """Resolver: the roots the client declared (asked once), or none if it has no roots."""
-    known = _KNOWN_ROOTS.get(ctx.mcp_server)
-    if known is not None:
-        return known
-    capabilities = ctx.client_capabilities
-    if capabilities is None or capabilities.roots is None:
-        return _NO_ROOTS
-    return ListRoots()
-
-
-# Every tool takes this hidden parameter, so the first call learns the client's roots.
-ClientRoots = Annotated[ListRootsResult, Resolve(client_roots)]
-
-
-def root_paths(result: ListRootsResult) -> list[str]:
-    """Local paths of the client's file:// roots; other schemes name nothing on this disk."""
-    paths = []
-    for root in result.roots:
-        url = urlparse(str(root.uri))
-        if url.scheme == "file" and url.netloc in ("", "localhost") and url.path:
-            paths.append(unquote(url.path))
-    return paths
-
-
-class JournaledServer(MCPServer[Any]):
-    """The MCP server whose every tool call leaves a journal record.
-
-    Tool bodies journal their own calls (with their arguments' privacy checks). A call the SDK
-    turns down before a body runs (an unknown tool, arguments of the wrong type) is journaled
-    here, and a crash anywhere becomes the fixed ``internal`` sentence, never SDK text."""
-
-    def __init__(self, service: WorkspaceService, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.service = service
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> Any:
-        marker: list[bool] = []
-        token = CALL_RECORDED.set(marker)
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            log.warning("tool %s crashed", bounded_text(name))
-            self._record_unrecorded(marker, name, arguments, "internal")
-            raise ToolError(INTERNAL) from None
-        except ToolError:
-            reason = "unknown-tool" if self._tool_manager.get_tool(name) is None else "invalid"
-            self._record_unrecorded(marker, name, arguments, reason)
-            raise
-        finally:
-            CALL_RECORDED.reset(token)
-
-    def _record_unrecorded(
-        self, marker: list[bool], name: str, arguments: Mapping[str, Any], reason: str
-    ) -> None:
-        if marker:
-            return
-        args = arguments if isinstance(arguments, Mapping) else {}
-        try:
-            self.service.journal.record(
-                bounded_text(str(name)),
-                {str(k): v for k, v in args.items() if k != "roots"},
-                is_private=self.service.path_is_private,
-                served_bytes=0,
-                refused=reason,
-            )
-        except JournalUnavailable:
-            raise ToolError(UNAVAILABLE) from None
-
-
-class JournaledCalls:
-    """Runs an operation, journals it (served or refused), and shapes failures as ToolError."""
-
-    def __init__(self, server: MCPServer[Any], service: WorkspaceService) -> None:
-        self.server = server
-        self.service = service
-        self._narrowed = False
-
-    async def run(
-        self,
-        roots: ListRootsResult,
-        tool: str,
-        args: Mapping[str, Any],
-        op: Callable[[], ResultT],
-    ) -> ResultT:
-        self._narrow(roots)
-        return await anyio.to_thread.run_sync(self._run, tool, dict(args), op)
-
-    def _narrow(self, roots: ListRootsResult) -> None:
-        """Apply the client's roots once. No file roots offered means no narrowing."""
-        if self._narrowed:
-            return
-        self._narrowed = True
-        _KNOWN_ROOTS[self.server] = roots
-        paths = root_paths(roots)
-        if paths:
-            scope = self.service.workspace.narrow(paths)
-            log.info("client roots narrow the workspace to %d folder(s)", len(scope))
-
-    def _run(self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT]) -> ResultT:
-        try:
-            result = op()
-        except Refused as exc:
-            self._record(tool, args, 0, exc.reason)
-            raise ToolError(str(exc)) from None
-        except JournalUnavailable:
-            log.error("reads journal unavailable; refusing to serve")
-            self._record(tool, args, 0, "unavailable")
-            raise ToolError(UNAVAILABLE) from None
-        except Error as exc:
-            log.warning("tool %s failed: %s", tool, type(exc).__name__)
-            self._record(tool, args, 0, "error")
-            # Our own sentences name categories, but an audit or config error may name one of
-            # safeport's folders: only environment problems (the index) are passed on.
-            text = exc.message if isinstance(exc, EnvironmentProblem) else INTERNAL
-            raise ToolError(text) from None
-        except Exception as exc:  # every failure is journaled and scrubbed
-            # No exception text reaches the model or the log: it may name a path outside the
-            # root, or a private name inside it.
-            log.warning("tool %s failed: %s", tool, type(exc).__name__)
-            self._record(tool, args, 0, "internal")
-            raise ToolError(INTERNAL) from None
-        try:
-            size = len(result.model_dump_json())  # what the SDK will send must serialise
-        except Exception as exc:
-            log.warning("tool %s result failed to serialise: %s", tool, type(exc).__name__)
-            self._record(tool, args, 0, "internal")
-            raise ToolError(INTERNAL) from None
-        extra = None
-        if isinstance(result, MultipleFiles):
-            extra = {"refused_items": sum(1 for f in result.files if not f.ok)}
-        self._record(tool, args, size, None, extra)
-        return result
-
-    def _record(
-        self,
-        tool: str,
-        args: Mapping[str, Any],
-        served: int,
-        refused: str | None,
-        extra: Mapping[str, object] | None = None,
-    ) -> None:
-        try:
-            self.service.journal.record(
-                tool,
-                args,
-                is_private=self.service.path_is_private,
-                served_bytes=served,
-                refused=refused,
-                extra=extra,
-            )
-        except JournalUnavailable:
-            log.error("reads journal unavailable; refusing to serve")
-            raise ToolError(UNAVAILABLE) from None
 
 
 def read_only(server: MCPServer[Any]) -> Callable[[FnT], FnT]:

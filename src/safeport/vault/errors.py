@@ -26,6 +26,9 @@ class UnsafeVaultFile(EnvironmentProblem):
 
 
 class VaultLocked(Error):
+    """The vault is locked: from a locked vault object, and from the gateway's view of the vault
+    alike, so a lock at any moment of a request is answered ``locked``."""
+
     exit_code = 1
 
     def __init__(self) -> None:

@@ -1,16 +1,12 @@
 """Run one declared HTTPS operation with the credential injected, on a pinned address.
 
-The only network seam is :class:`PinnedNetworkBackend`: when httpcore asks for a TCP connection
-it resolves the service's own name once (through an injectable resolver), checks every address
-with :mod:`address_policy`, and connects to the checked address. TLS is then started by httpcore
-with SNI and certificate verification for the *name*, and the Host header carries the name, so a
-DNS answer that changes between check and connect (rebinding) changes nothing: there is no second
-lookup. Every read, write, connect and handshake on those connections is bounded by the request's
-one deadline (:class:`_DeadlineStream`), so a server that trickles bytes cannot hold a worker past
-``timeout_s``. Bodies are asked for and read uncompressed only, so a small compressed answer can
-never expand past the cap in memory. Redirects are never followed, environment proxies are ignored,
-response headers are never read into a result, and every httpx, httpcore, ssl and socket exception
-becomes an :class:`ActionError` in :func:`translate_http_errors`.
+Connections come from :mod:`pinned_network` (one DNS lookup per connection, every address
+checked, TLS verified for the service's name) and every wait on them is bounded by the request's
+one deadline (:mod:`deadline_stream`). Bodies are asked for and read uncompressed only, so a
+small compressed answer can never expand past the cap in memory. Redirects are never followed,
+environment proxies are ignored, response headers are never read into a result, and every httpx,
+httpcore, ssl and socket exception becomes an :class:`ActionError` in
+:func:`translate_http_errors`.
 """
 
 from __future__ import annotations
@@ -19,22 +15,27 @@ import base64
 import ipaddress
 import logging
 import re
-import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import h11
-import httpcore
 import httpx
 
-from safeport.action_gateway.executors.address_policy import IpAddress, check_addresses
+from safeport.action_gateway.executors.deadline_stream import request_deadline
 from safeport.action_gateway.executors.http_target import normalise_host
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, RequestTarget
+from safeport.action_gateway.executors.pinned_network import (
+    AddressRefused,
+    NameNotResolved,
+    PinnedNetworkBackend,
+    PinnedTransport,
+    Resolver,
+    system_resolver,
+)
 from safeport.action_gateway.executors.prepare import HEADER_VALUE, credential_header_name
 from safeport.action_gateway.executors.response_contract import (
     contains_credential,
@@ -47,21 +48,12 @@ from safeport.shared.schemas.config import HttpService
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, TokenSecret
 
-Resolver = Callable[[str, int], Sequence[str]]
-"""``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""
-
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # A credential sent as (part of) a header must not start or end with whitespace: HTTP stacks
 # refuse such a value with an exception whose text quotes it.
 _HEADER_CREDENTIAL = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 _PRIVATE_HINT = "allow private addresses only for a service that really lives on a private network"
 _PRINTABLE_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    """Resolve with the system resolver (getaddrinfo), TCP answers only, order kept."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 class _WithoutServerText(logging.Filter):
@@ -92,163 +84,6 @@ logging.getLogger("httpx").addFilter(_SERVER_TEXT_FILTER)
 logging.getLogger("httpcore.http11").addFilter(_SERVER_TEXT_FILTER)
 
 
-class AddressRefused(Exception):
-    """The connection would reach an address (or host) the service may not reach."""
-
-    def __init__(self, reason: str, *, private: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.private = private
-
-
-class NameNotResolved(Exception):
-    """The service's name did not resolve."""
-
-
-# The monotonic time by which the current request (in this thread) must be over. Connections are
-# pooled and shared by requests, so the deadline travels with the request, not the connection.
-_DEADLINE: ContextVar[float | None] = ContextVar("safeport_https_deadline", default=None)
-
-
-def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
-    """``timeout`` cut to what is left of the current request's deadline; raise once it passed."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return timeout
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise expired("the request's deadline passed")
-    return remaining if timeout is None else min(timeout, remaining)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection's stream whose every wait ends by the current request's deadline.
-
-    httpx's timeouts apply to each read on its own, so a server sending one byte every
-    ``timeout_s - ε`` (headers, body or the TLS handshake) would otherwise hold the call forever.
-    """
-
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        try:
-            bounded = _bounded(timeout, httpcore.ConnectTimeout)
-        except httpcore.ConnectTimeout:
-            self._inner.close()  # as the inner stream does when its own handshake fails
-            raise
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, bounded))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class PinnedNetworkBackend(httpcore.NetworkBackend):
-    """Connect only to checked addresses of the one expected host."""
-
-    def __init__(self, host: str, resolver: Resolver, *, allow_private: bool) -> None:
-        self._host = host
-        self._resolver = resolver
-        self._allow_private = allow_private
-        self._inner = httpcore.SyncBackend()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        if host != self._host:
-            raise AddressRefused("another host than its own")
-        addresses = self._resolve(host, port)
-        allowed, refusal = check_addresses(addresses, allow_private=self._allow_private)
-        if refusal is not None:
-            raise AddressRefused(refusal.reason, private=refusal.verdict == "private")
-        last: Exception | None = None
-        for address in allowed:
-            try:
-                stream = self._inner.connect_tcp(
-                    str(address),
-                    port,
-                    _bounded(timeout, httpcore.ConnectTimeout),
-                    local_address,
-                    socket_options,
-                )
-                return _DeadlineStream(stream)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        assert last is not None
-        raise last
-
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        raise AddressRefused("a unix socket")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    def _resolve(self, host: str, port: int) -> list[IpAddress]:
-        try:
-            answers = self._resolver(host, port)
-            addresses = [ipaddress.ip_address(answer) for answer in answers]
-        except (OSError, ValueError) as exc:
-            raise NameNotResolved from exc
-        if not addresses:
-            raise NameNotResolved
-        return addresses
-
-
-class _PinnedTransport(httpx.HTTPTransport):
-    """httpx's transport with its connection pool built on :class:`PinnedNetworkBackend`."""
-
-    def __init__(self, ssl_context: ssl.SSLContext, backend: PinnedNetworkBackend) -> None:
-        super().__init__(verify=ssl_context, trust_env=False)
-        # httpx does not expose the network backend; the pool it builds is replaced by the
-        # same pool on our backend (the rebinding test fails if this ever stops working).
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            network_backend=backend,
-            max_connections=16,
-            max_keepalive_connections=4,
-            keepalive_expiry=60.0,
-            http1=True,
-            http2=False,
-        )
-
-    def drop_desynchronised(self) -> None:
-        """Close idle connections whose server sent bytes beyond the response it owed.
-
-        h11 keeps such bytes and would parse them as the answer to the *next* request on the
-        connection (a response smuggled ahead of its request); httpcore checks only the socket,
-        not that buffer. httpcore exposes neither, hence the guarded private look-up; the
-        smuggling test fails if it ever stops finding them.
-        """
-        for connection in list(self._pool.connections):
-            h11_state = getattr(getattr(connection, "_connection", None), "_h11_state", None)
-            if h11_state is not None and connection.is_idle() and h11_state.trailing_data[0]:
-                connection.close()
-
-
 class HttpsExecutor:
     def __init__(
         self, resolver: Resolver = system_resolver, *, trust_owners: frozenset[int]
@@ -256,7 +91,7 @@ class HttpsExecutor:
         """``trust_owners``: the uids that may own a ``ca_file`` and the folders above it."""
         self._resolver = resolver
         self._trust_owners = trust_owners
-        self._clients: dict[tuple[object, ...], tuple[httpx.Client, _PinnedTransport]] = {}
+        self._clients: dict[tuple[object, ...], tuple[httpx.Client, PinnedTransport]] = {}
         self._lock = threading.Lock()
 
     def request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
@@ -270,20 +105,16 @@ class HttpsExecutor:
         headers[header_name] = header_value
         client, transport = self._client(sid, service, target)
         deadline = time.monotonic() + service.timeout_s
-        token = _DEADLINE.set(deadline)
-        try:
-            with translate_http_errors(sid):
-                request = client.build_request(
-                    target.method, target.url, headers=headers, content=target.body
-                )
-                response = client.send(request, stream=True)
-                try:
-                    return _read_result(sid, service, action, response, deadline, forms)
-                finally:
-                    response.close()
-                    transport.drop_desynchronised()
-        finally:
-            _DEADLINE.reset(token)
+        with request_deadline(deadline), translate_http_errors(sid):
+            request = client.build_request(
+                target.method, target.url, headers=headers, content=target.body
+            )
+            response = client.send(request, stream=True)
+            try:
+                return _read_result(sid, service, action, response, deadline, forms)
+            finally:
+                response.close()
+                transport.drop_desynchronised()
 
     def close_all(self) -> None:
         with self._lock:
@@ -294,7 +125,7 @@ class HttpsExecutor:
 
     def _client(
         self, service_id: str, service: HttpService, target: RequestTarget
-    ) -> tuple[httpx.Client, _PinnedTransport]:
+    ) -> tuple[httpx.Client, PinnedTransport]:
         key = (
             service_id,
             target.origin,
@@ -314,7 +145,7 @@ class HttpsExecutor:
                     self._resolver,
                     allow_private=service.allow_private_addresses,
                 )
-                transport = _PinnedTransport(context, backend)
+                transport = PinnedTransport(context, backend)
                 client = httpx.Client(
                     transport=transport,
                     follow_redirects=False,

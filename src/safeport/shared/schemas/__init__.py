@@ -5,6 +5,15 @@ The JSON Schema files beside this module are generated from these models by
 """
 
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
+from safeport.shared.schemas.catalog import (
+    Catalog,
+    CatalogEntry,
+    HttpCatalogEntry,
+    IntegerParam,
+    ParamSchema,
+    SshCatalogEntry,
+    StringParam,
+)
 from safeport.shared.schemas.config import (
     Credential,
     GatewayPolicy,
@@ -16,29 +25,42 @@ from safeport.shared.schemas.config import (
     parse_gateway_policy,
     policy_digest,
 )
+from safeport.shared.schemas.control import CONTROL_REQUEST, ControlRequest, control_ops
+from safeport.shared.schemas.replies import (
+    REPLY,
+    ErrorBody,
+    Reply,
+    ReplyError,
+    ReplyOk,
+    error_reply,
+    ok_reply,
+    parse_reply,
+    readable_id,
+)
 from safeport.shared.schemas.wire import (
+    AGENT_REQUEST,
     PROTOCOL_VERSION,
     AgentRequest,
     Cancel,
     CatalogRequest,
-    ControlRequest,
-    ErrorBody,
     ErrorCode,
     Hello,
     HttpResult,
     ProposeHttp,
     ProposeSsh,
-    Reply,
-    ReplyError,
-    ReplyOk,
     SshExecResult,
 )
 
 __all__ = [
+    "AGENT_REQUEST",
+    "CONTROL_REQUEST",
     "PROTOCOL_VERSION",
+    "REPLY",
     "AgentRequest",
     "AuditRecord",
     "Cancel",
+    "Catalog",
+    "CatalogEntry",
     "CatalogRequest",
     "ControlRequest",
     "Credential",
@@ -46,9 +68,12 @@ __all__ = [
     "ErrorCode",
     "GatewayPolicy",
     "Hello",
+    "HttpCatalogEntry",
     "HttpOperation",
     "HttpResult",
     "HttpService",
+    "IntegerParam",
+    "ParamSchema",
     "ParamSpec",
     "ProposeHttp",
     "ProposeSsh",
@@ -56,9 +81,16 @@ __all__ = [
     "ReplyError",
     "ReplyOk",
     "SealedBody",
+    "SshCatalogEntry",
     "SshCommand",
     "SshExecResult",
     "SshHost",
+    "StringParam",
+    "control_ops",
+    "error_reply",
+    "ok_reply",
     "parse_gateway_policy",
+    "parse_reply",
     "policy_digest",
+    "readable_id",
 ]

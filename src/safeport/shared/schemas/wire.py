@@ -1,14 +1,15 @@
-"""Messages on agent.sock and control.sock (DESIGN.md §5).
+"""Messages on agent.sock (DESIGN.md §5); control.sock's requests are in :mod:`.control`,
+the replies of both in :mod:`.replies`, the catalog in :mod:`.catalog`.
 
-Every model forbids extra keys and uses strict types, so a proposal that carries anything the
-contract does not name is ``invalid`` before policy even looks at it.
+Every request model forbids extra keys and uses strict types, so a proposal that carries
+anything the contract does not name is ``invalid`` before policy even looks at it.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
 PROTOCOL_VERSION = 1
 
@@ -21,14 +22,16 @@ Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
 ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
 
 
-class _Message(BaseModel):
+class Envelope(BaseModel):
+    """What every request carries: the protocol version and the id its reply names."""
+
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     v: Literal[1]
     id: RequestId
 
 
-class Hello(_Message):
+class Hello(Envelope):
     type: Literal["hello"]
     versions: Annotated[list[StrictInt], Field(min_length=1, max_length=8)]
     client: Annotated[str, Field(max_length=64)] = "unknown"
@@ -36,11 +39,11 @@ class Hello(_Message):
     features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
 
 
-class CatalogRequest(_Message):
+class CatalogRequest(Envelope):
     type: Literal["catalog"]
 
 
-class ProposeSsh(_Message):
+class ProposeSsh(Envelope):
     type: Literal["propose"]
     action: Literal["ssh_exec"]
     host_id: Identifier
@@ -48,7 +51,7 @@ class ProposeSsh(_Message):
     args: Args = Field(default_factory=dict)
 
 
-class ProposeHttp(_Message):
+class ProposeHttp(Envelope):
     type: Literal["propose"]
     action: Literal["http_request"]
     service_id: Identifier
@@ -56,7 +59,7 @@ class ProposeHttp(_Message):
     args: Args = Field(default_factory=dict)
 
 
-class Cancel(_Message):
+class Cancel(Envelope):
     type: Literal["cancel"]
     target: RequestId
 
@@ -64,17 +67,7 @@ class Cancel(_Message):
 AgentRequest = Annotated[
     Hello | CatalogRequest | ProposeSsh | ProposeHttp | Cancel, Field(union_mode="left_to_right")
 ]
-
-
-class ControlRequest(_Message):
-    """A request from `sp` on control.sock; ``op`` names the operation, ``params`` its input.
-
-    Secrets (a passphrase) travel only here, only after `sp` has checked who is listening.
-    """
-
-    type: Literal["control"]
-    op: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]{0,63}$")]
-    params: dict[str, Any] = Field(default_factory=dict)
+AGENT_REQUEST: TypeAdapter[AgentRequest] = TypeAdapter(AgentRequest)
 
 
 class SshExecResult(BaseModel):
@@ -94,34 +87,6 @@ class HttpResult(BaseModel):
 
     status: int
     fields: dict[str, Any]
-
-
-class ErrorBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    code: ErrorCode
-    reason: Annotated[str, Field(max_length=1024)]
-
-
-class ReplyOk(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    v: Literal[1] = 1
-    id: str | None
-    ok: Literal[True] = True
-    result: dict[str, Any]
-
-
-class ReplyError(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    v: Literal[1] = 1
-    id: str | None
-    ok: Literal[False] = False
-    error: ErrorBody
-
-
-Reply = Annotated[ReplyOk | ReplyError, Field(discriminator="ok")]
 
 
 class Welcome(BaseModel):

@@ -1,0 +1,126 @@
+"""The transport's own answers for the bounded tools: the SDK's answers, byte for meaning, and
+only where the session and the call leave nothing to doubt; everything else goes to the SDK."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from safeport.context_server import ServeOptions, build_server
+from safeport.context_server.calls import JournaledServer
+from safeport.context_server.direct import DirectCalls
+from safeport.shared.audit import verify_journal
+
+pytestmark = pytest.mark.anyio
+
+
+def serve_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[JournaledServer, Path]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SAFEPORT_HOME", str(home))
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def main():\n    return 'héron'\n")
+    (root / ".env").write_text("TOKEN=CANARYdirect\n")
+    server, _ = build_server(ServeOptions(roots=[str(root)]))
+    return server, home
+
+
+def initialised(server: JournaledServer, version: str = "2025-06-18") -> DirectCalls:
+    direct = DirectCalls(server)
+    direct.observe_request({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    answer = {"protocolVersion": version, "capabilities": {}, "serverInfo": {}}
+    direct.observe_answer(types.JSONRPCResponse(jsonrpc="2.0", id=0, result=answer))
+    return direct
+
+
+def call(request_id: object, name: str, arguments: object, **extra: object) -> dict[str, Any]:
+    params: dict[str, object] = {"name": name, "arguments": arguments, **extra}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def test_direct_answers_are_the_sdk_answers_for_results_and_refusals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, home = serve_small(tmp_path, monkeypatch)
+    direct = initialised(server)
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": "src/app.py"}),
+        ("list_directory", {"path": "."}),
+        ("get_file_info", {"path": "src/app.py"}),
+        ("read_file_excerpt", {"path": "src/app.py", "start_line": 2}),
+        ("read_file", {"path": ".env"}),  # refused: private
+        ("read_file", {"path": "missing.py"}),
+        ("list_roots", {}),
+    ]
+    with anyio.fail_after(30):
+        async with Client(server) as client:
+            for number, (name, args) in enumerate(cases, 1):
+                sdk = await client.call_tool(name, args)
+                frame = await direct.answer(call(number, name, args))
+                assert frame is not None and frame.endswith(b"\n") and frame.count(b"\n") == 1
+                message = json.loads(frame)
+                assert message["jsonrpc"] == "2.0" and message["id"] == number
+                ours = message["result"]
+                assert ours["isError"] is sdk.is_error, (name, args)
+                assert [c["text"] for c in ours["content"]] == [
+                    getattr(c, "text", None) for c in sdk.content
+                ]
+                if not sdk.is_error:
+                    assert ours["structuredContent"] == sdk.structured_content
+                    # The text copy is the structured content, serialised once.
+                    assert json.loads(ours["content"][0]["text"]) == ours["structuredContent"]
+                else:
+                    assert "structuredContent" not in ours
+    server.service.journal.close()
+    journal = home / "audit" / "reads.jsonl"
+    records = [json.loads(line)["body"] for line in journal.read_text().splitlines()]
+    # Each call once through the SDK and once here: two records each, in order.
+    assert [r["tool"] for r in records] == [name for name, _ in cases for _ in (1, 2)]
+    assert "CANARYdirect" not in journal.read_text() and verify_journal(journal).ok
+
+
+async def test_calls_the_sdk_must_handle_are_left_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = serve_small(tmp_path, monkeypatch)
+    plain = call(1, "read_file", {"path": "src/app.py"})
+    # Before any initialize, and before a first call has applied the client's roots.
+    assert await DirectCalls(server).answer(plain) is None
+    assert await initialised(server).answer(plain) is None
+    async with Client(server) as client:
+        await client.call_tool("list_roots", {})
+    # A protocol version whose results these frames do not reproduce.
+    for version in ("2024-11-05", "2025-03-26", "2026-07-28"):
+        assert await initialised(server, version).answer(plain) is None
+    direct = initialised(server)
+    assert await direct.answer(plain) is not None  # the legitimate call is answered here
+    left_to_the_sdk: list[object] = [
+        call(2, "read_file", {"path": 5}),  # fails validation: the SDK's own sentence
+        call(3, "read_file", {}),
+        call(4, "read_file", "src/app.py"),
+        call(5, "read_file", {"path": "src/app.py", "roots": []}),
+        call(6, "search_project", {"query": "main"}),  # not bounded: a worker thread
+        call(7, "no_such_tool", {}),
+        call(True, "read_file", {"path": "src/app.py"}),
+        call(8.0, "read_file", {"path": "src/app.py"}),
+        call(None, "read_file", {"path": "src/app.py"}),
+        call(9, "read_file", {"path": "src/app.py"}, task={"ttl": 1000}),
+        call(10, "read_file", {"path": "src/app.py"}, _meta={"progressToken": True}),
+        {**call(11, "read_file", {"path": "src/app.py"}), "extra": 1},
+        {**call(12, "read_file", {"path": "src/app.py"}), "jsonrpc": "1.0"},
+        {"jsonrpc": "2.0", "id": 13, "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "read_file"}},
+        [call(14, "read_file", {"path": "src/app.py"})],
+        "read_file",
+    ]
+    for message in left_to_the_sdk:
+        assert await direct.answer(message) is None, message
+    labelled = call(15, "read_file", {"path": "src/app.py"}, _meta={"client/label": "x"})
+    assert await direct.answer(labelled) is not None
+    server.service.journal.close()
