@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from safeport.cli.client_setup import CLIENTS, ENTRY_NAME, target_for
+from safeport.context_server.client_config import CLIENTS, ENTRY_NAME, target_for
 from safeport.shared.launch import sp_command
 from tests.hostile_folder import HostileFolder
 

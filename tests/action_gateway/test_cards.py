@@ -12,7 +12,6 @@ from safeport.action_gateway.cards import (
     ActionRequest,
     ApprovalScope,
     build_card,
-    inert,
 )
 from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
@@ -24,6 +23,7 @@ from safeport.shared.schemas.config import (
     SshCommand,
     SshHost,
 )
+from safeport.shared.visible_text import inert
 
 HOST = SshHost(address="203.0.113.7", user="deploy", credential="k", host_keys=["ssh-ed25519 AAAA"])
 PEER = PeerIdentity(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.gateway import REPO, clean_env, wait_until
 from safeport.shared.launch import sp_command
-from tests.action_gateway.test_real_vault_e2e import sp
+from tests.cli.test_real_vault_e2e import sp
 
 
 @contextmanager

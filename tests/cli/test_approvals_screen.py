@@ -22,7 +22,7 @@ from safeport.cli.approvals_screen import ApprovalsApp
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.test_real_vault_e2e import PASSPHRASE, POLICY, home, sp
+from tests.cli.test_real_vault_e2e import PASSPHRASE, POLICY, home, sp
 from tests.conftest import need
 
 __all__ = ["home"]

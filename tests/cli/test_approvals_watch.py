@@ -16,7 +16,7 @@ import pytest
 from harness.gateway import REPO, AgentProcess, clean_env, wait_until
 from safeport.cli.card_text import card_lines
 from safeport.shared.launch import sp_command
-from tests.action_gateway.test_real_vault_e2e import POLICY, home, sp
+from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from tests.shared.audit.journal_factory import write_journal
@@ -135,3 +137,45 @@ def test_show_escapes_terminal_control_sequences(tmp_path: Path) -> None:
 def test_unknown_journal_name_is_a_clear_error(tmp_path: Path) -> None:
     done = sp("audit", "show", "--journal", "nope", env={"SAFEPORT_HOME": str(tmp_path)})
     assert done.returncode == 2 and "no journal named 'nope'" in done.stderr
+
+
+def _saved_checkpoint(home: Path) -> str:
+    (home / "audit").mkdir(parents=True)
+    text = json.dumps({"format": "safeport-checkpoint", "version": 1, "checkpoints": []})
+    (home / "audit" / "checkpoint.json").write_text(text)
+    return text
+
+
+def test_checkpoint_with_no_gateway_shows_the_last_saved_one_and_says_so(tmp_path: Path) -> None:
+    saved = _saved_checkpoint(tmp_path)
+    done = sp("audit", "checkpoint", env={"SAFEPORT_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == saved
+    assert "no gateway is listening" in done.stderr and "last saved checkpoint" in done.stderr
+
+
+def test_checkpoint_from_a_listener_that_does_not_speak_the_protocol_is_an_error(
+    tmp_path: Path,
+) -> None:
+    _saved_checkpoint(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(run / "control.sock"))
+    server.listen()
+
+    def answer_garbage() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"\x00\x00\x00\x05hello")  # a frame, but not JSON
+        conn.recv(1)
+
+    thread = threading.Thread(target=answer_garbage, daemon=True)
+    thread.start()
+    try:
+        done = sp("audit", "checkpoint", env={"SAFEPORT_HOME": str(tmp_path)})
+    finally:
+        server.close()
+    assert done.returncode == 2, done.stdout
+    assert "not valid JSON" in done.stderr
+    assert "last saved checkpoint" not in done.stderr and done.stdout == ""

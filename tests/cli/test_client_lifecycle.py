@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from safeport.cli.client_setup import ENTRY_NAME, entry_differences
+from safeport.context_server.client_config import ENTRY_NAME
+from safeport.context_server.client_install import entry_differences
 from safeport.shared import jsonc
 from tests.cli.test_client_install import sp
 

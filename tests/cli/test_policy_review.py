@@ -6,8 +6,8 @@ from pathlib import Path
 
 from safeport.action_gateway.policy_store import policy_diff_lines
 from safeport.cli.render import diff_text
-from tests.action_gateway.test_real_vault_e2e import home, sp
 from tests.cli.running_gateway import running_gateway
+from tests.cli.test_real_vault_e2e import home, sp
 
 __all__ = ["home"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,29 @@ def test_an_oversized_file_is_refused_without_echoing_it(tmp_path: Path) -> None
     with pytest.raises(UsageError) as caught:
         read_secret_file(path, what="value")
     assert "CANARY" not in caught.value.diagnostic()
+
+
+def _stdin_from(monkeypatch: pytest.MonkeyPatch, data: bytes) -> int:
+    """A real pipe as this process's standard input, holding ``data``; returns its fd."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, data)
+    os.close(write_end)
+    stream = os.fdopen(read_end, "r")
+    monkeypatch.setattr(sys, "stdin", stream)
+    return read_end
+
+
+def test_one_line_from_stdin_leaves_what_follows_for_the_next_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `sp approvals watch --passphrase-file -`: the answers typed after the passphrase belong
+    # to the prompt, which reads the raw descriptor.
+    fd = _stdin_from(monkeypatch, b"correct horse\ny\nn\n")
+    secret = read_secret_file(Path("-"), what="passphrase", one_line=True)
+    assert secret.reveal() == b"correct horse"
+    assert os.read(fd, 100) == b"y\nn\n"
+
+
+def test_without_one_line_stdin_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stdin_from(monkeypatch, b"first\nsecond\n")
+    assert read_secret_file(Path("-"), what="value").reveal() == b"first\nsecond"

@@ -7,9 +7,9 @@ import json
 import os
 from pathlib import Path
 
-from tests.action_gateway.test_real_vault_e2e import home, sp
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_client_install import sp as client_sp
+from tests.cli.test_real_vault_e2e import home, sp
 
 __all__ = ["home"]
 

@@ -27,7 +27,7 @@ from safeport.vault import (
 )
 from safeport.vault.checkpoints import check_consistent
 from safeport.vault.interface import Checkpoint
-from tests.vault.cli_runner import run_sp
+from tests.cli.cli_runner import run_sp
 from tests.vault.vault_factory import make_vault
 
 

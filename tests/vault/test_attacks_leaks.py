@@ -25,7 +25,7 @@ from safeport.vault import kdf as kdf_module
 from safeport.vault import store as store_module
 from safeport.vault import unlocked as unlocked_module
 from safeport.vault.secrets import SecretBytes, TokenSecret
-from tests.vault.cli_runner import run_sp
+from tests.cli.cli_runner import run_sp
 from tests.vault.tamper import rewrite_header, split
 from tests.vault.vault_factory import (
     CANARY_PASSWORD,

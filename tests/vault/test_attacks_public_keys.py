@@ -16,7 +16,7 @@ import pytest
 
 from safeport.shared.audit import JournalWriter, read_records, verify_journal
 from safeport.vault import AuditSealer, UnsafeVaultFile, VaultFile, dump_checkpoints
-from tests.vault.cli_runner import run_sp
+from tests.cli.cli_runner import run_sp
 from tests.vault.tamper import rewrite_header
 from tests.vault.vault_factory import PASSPHRASE, make_vault, passphrase
 

@@ -16,7 +16,7 @@ from safeport.vault import kdf as kdf_module
 from safeport.vault.credentials import MAX_VALUE_BYTES
 from safeport.vault.format import Entry
 from safeport.vault.secrets import SecretBytes
-from tests.vault.cli_runner import run_sp
+from tests.cli.cli_runner import run_sp
 from tests.vault.vault_factory import PASSPHRASE, make_vault, passphrase
 
 

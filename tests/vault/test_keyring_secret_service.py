@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.cli.cli_runner import run_sp
 from tests.conftest import need
-from tests.vault.cli_runner import run_sp
 from tests.vault.vault_factory import CANARY_TOKEN, PASSPHRASE, make_vault
 
 DRIVER = Path(__file__).with_name("secret_service_driver.py")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.cli_runner import run_sp
 from tests.conftest import need
-from tests.vault.cli_runner import run_sp
 from tests.vault.vault_factory import CANARY_TOKEN, PASSPHRASE, make_vault
 
 NOBODY = 65534

@@ -7,13 +7,19 @@ here, so that reviewing a policy or writing a unit file never loads the executor
 
 __all__ = [
     "account_install",
+    "approver_session",
     "assembly",
+    "control_client",
     "daemon",
     "dedicated_account",
     "executors",
+    "gateway_vault_backend",
+    "gateway_view",
     "install_steps",
     "inventory",
     "policy_review",
     "policy_store",
+    "process_hardening",
     "service_files",
+    "vault_access",
 ]

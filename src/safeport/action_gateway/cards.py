@@ -17,7 +17,7 @@ from typing import Literal
 
 from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.identity import PeerIdentity
-from safeport.shared.visible_text import escape_code, needs_escape
+from safeport.shared.visible_text import inert, inert_lines
 
 ActionKind = Literal["ssh_exec", "http_request"]
 ApprovalScope = Literal["session", "per-call"]
@@ -150,26 +150,6 @@ def build_card(
         fields=fields,
         showable=showable,
     )
-
-
-def inert_lines(text: str) -> str:
-    """:func:`inert` line by line: a field's own line breaks (an indented JSON body's) stay
-    line breaks; a value can never add one, because values reach a field already encoded
-    (JSON-escaped, percent-encoded or shell-quoted with control characters refused)."""
-    return "\n".join(inert(line) for line in text.split("\n"))
-
-
-def inert(text: str) -> str:
-    """Escape everything a person could not see as itself (and the backslash itself)."""
-    out = []
-    for char in text:
-        if char == "\\":
-            out.append("\\\\")
-        elif needs_escape(char):
-            out.append(escape_code(char))
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def _process_line(proc: object) -> dict[str, object]:

@@ -12,9 +12,7 @@ import asyncio
 import fcntl
 import logging
 import os
-import resource
 import signal
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
@@ -24,8 +22,8 @@ from safeport.action_gateway.connection import Connection
 from safeport.action_gateway.control import ControlHandler
 from safeport.action_gateway.core import GatewayCore
 from safeport.action_gateway.dedicated_account import prepare_account_folders
-from safeport.action_gateway.environment import GATEWAY_RUNTIMES, injected_variables
 from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits, WorkerPools
+from safeport.action_gateway.process_hardening import harden_process, tainted_environment
 from safeport.action_gateway.server import SocketServer
 from safeport.errors import EnvironmentProblem
 from safeport.shared.exception_summary import summarize
@@ -33,25 +31,6 @@ from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_priva
 from safeport.shared.provenance import verify_installed_package
 
 log = logging.getLogger("safeport.gateway")
-
-PR_SET_DUMPABLE = 4
-
-
-def tainted_environment(env: Mapping[str, str]) -> list[str]:
-    """Names of variables that would inject code into the gateway (values are never shown)."""
-    return injected_variables(env, GATEWAY_RUNTIMES)
-
-
-def harden_process() -> None:
-    """No core files, and not dumpable: other processes of this user cannot ptrace or read
-    /proc/PID/mem of the process that holds unlocked keys."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            raise EnvironmentProblem("could not make the gateway non-dumpable (prctl failed)")
 
 
 def instance_lock(run_dir: Path) -> int:

@@ -1,9 +1,9 @@
-"""The gateway side of the live approvals view, in a thread of its own.
+"""The live approvals view's link to its approver session, in a thread of its own.
 
-It registers as the approver, follows the pushed card events, lists the open sessions every
-few seconds, and carries out the screen's answers and revocations on the same connection.
-When the gateway stops it says so and registers again once it listens; everything it learns
-is handed to the screen as a :data:`News` value, so the screen never touches a socket.
+It follows the :class:`~safeport.action_gateway.approver_session.ApproverSession` (cards pushed,
+the gateway's restarts), lists the open sessions every few seconds, and carries out the
+screen's answers and revocations on the same connection. Everything it learns is handed to the
+screen as a :data:`News` value, so the screen never touches a socket.
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, GatewayRefused
+from safeport.action_gateway.approver_session import (
+    ApproverSession,
+    CardArrived,
+    CardClosed,
+    attend_gateway,
+)
+from safeport.action_gateway.control_client import GatewayRefused
 from safeport.errors import Error
 from safeport.shared.paths import SafeportPaths
-from safeport.shared.wire import PeerClosed, recv_message
 from safeport.vault.secrets import SecretBytes
 
 SESSION_POLL_S = 2.0
@@ -35,18 +40,6 @@ class Connected:
 @dataclass(frozen=True)
 class Disconnected:
     pass
-
-
-@dataclass(frozen=True)
-class CardArrived:
-    card: dict[str, Any]
-    received_at: float
-
-
-@dataclass(frozen=True)
-class CardClosed:
-    card_id: str
-    outcome: str
 
 
 @dataclass(frozen=True)
@@ -119,65 +112,50 @@ class ApprovalLink:
             os.write(self._wake_w, b"x")
 
     def _run(self) -> None:
-        connected_once = False
-        while not self._stopped.is_set():
-            try:
-                with GatewayClient(self._paths, timeout=10) as client:
-                    client.call_with_passphrase("approver.register", self._passphrase.copy())
-                    first = client.call("approvals.watch")
-                    self._tell(Connected(again=connected_once))
-                    connected_once = True
-                    now = self._clock()
-                    for card in first.get("cards", []):
-                        self._tell(CardArrived(card, now))
-                    self._follow(client)
-            except GatewayNotRunning as exc:
-                if not connected_once:
-                    self._tell(Failed(exc.diagnostic()))
-                    return
-            except GatewayRefused as exc:
-                self._tell(Failed(exc.diagnostic()))
-                return
-            except Error:
-                pass  # the connection ended: the gateway stopped or restarts
-            if self._stopped.is_set():
-                return
-            if connected_once:
-                self._tell(Disconnected())
-            self._stopped.wait(self._retry_s)
+        try:
+            attend_gateway(
+                self._paths,
+                self._passphrase,
+                self._serve,
+                lost=lambda: self._tell(Disconnected()),
+                keep_going=lambda: not self._stopped.is_set(),
+                sleep=self._stopped.wait,
+                retry_s=self._retry_s,
+                timeout=10,
+                clock=self._clock,
+            )
+        except Error as exc:  # not running at the start, a wrong passphrase, an impostor
+            self._tell(Failed(exc.diagnostic()))
 
-    def _follow(self, client: GatewayClient) -> None:
-        sock = client.connection
+    def _serve(self, session: ApproverSession, waiting: list[CardArrived], again: bool) -> None:
+        self._tell(Connected(again=again))
+        for arrived in waiting:
+            self._tell(arrived)
+        self._follow(session)
+
+    def _follow(self, session: ApproverSession) -> None:
+        sock = session.connection
         polled = 0.0
         while not self._stopped.is_set():
-            self._drain(client)
+            self._drain(session)
             if self._clock() - polled >= SESSION_POLL_S:
                 polled = self._clock()
-                self._tell(Sessions(list(client.call("sessions.list").get("sessions", []))))
-                self._drain(client)
+                self._tell(Sessions(session.sessions()))
+                self._drain(session)
             ready, _, _ = select.select([sock.fileno(), self._wake_r], [], [], 0.5)
             if sock.fileno() in ready:
-                try:
-                    message = recv_message(sock)
-                except (PeerClosed, OSError) as exc:
-                    raise Error("the gateway closed the connection") from exc
-                self._on_event(message.get("result") or {})
+                event = session.receive()
+                if event is not None:
+                    self._tell(event)
             if self._wake_r in ready:
                 os.read(self._wake_r, 4096)
-                self._carry_out(client)
+                self._carry_out(session)
 
-    def _drain(self, client: GatewayClient) -> None:
-        pushed, client.backlog = client.backlog, []
-        for message in pushed:
-            self._on_event(message.get("result") or {})
+    def _drain(self, session: ApproverSession) -> None:
+        for event in session.pending():
+            self._tell(event)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "card":
-            self._tell(CardArrived(event, self._clock()))
-        elif event.get("event") == "card.closed":
-            self._tell(CardClosed(str(event.get("id")), str(event.get("outcome"))))
-
-    def _carry_out(self, client: GatewayClient) -> None:
+    def _carry_out(self, session: ApproverSession) -> None:
         while True:
             try:
                 kind, target, approve = self._orders.get_nowait()
@@ -185,14 +163,14 @@ class ApprovalLink:
                 return
             if kind == "answer":
                 try:
-                    client.call("approvals.decide", id=target, approve=approve)
+                    session.decide(target, approve)
                 except GatewayRefused as exc:
                     self._tell(Answered(target, approve, exc.message))
                 else:
                     self._tell(Answered(target, approve))
             else:
                 try:
-                    client.call("sessions.revoke", id=target)
+                    session.revoke(target)
                 except GatewayRefused as exc:
                     self._tell(Revoked(target, exc.message))
                 else:

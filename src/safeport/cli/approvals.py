@@ -9,12 +9,14 @@ from pathlib import Path
 
 import click
 
+from safeport.action_gateway.control_client import GatewayClient
+from safeport.action_gateway.process_hardening import harden_process
 from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
-from safeport.cli.gateway_client import GatewayClient, read_passphrase
-from safeport.cli.render import inert
+from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
 
 _PASSPHRASE_FILE = click.option(
@@ -38,7 +40,7 @@ def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
     unless the passphrase is given)."""
     with GatewayClient(locate()) as client:
         if passphrase_file is not None:
-            secret = read_passphrase(passphrase_file)
+            secret = vault_passphrase(passphrase_file)()
             try:
                 client.call_with_passphrase("approver.register", secret)
             finally:
@@ -81,10 +83,9 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
     (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time.
     Either way it waits for the gateway through a restart and registers again.
     """
-    from safeport.action_gateway.daemon import harden_process
-
     harden_process()  # this process holds the passphrase to register again after a restart
-    secret = read_passphrase(passphrase_file)
+    # One line from stdin: the answers typed after it are the prompt's.
+    secret = vault_passphrase(passphrase_file, one_line=True)()
     try:
         if not plain and sys.stdin.isatty() and sys.stdout.isatty():
             _watch_screen(secret)
@@ -108,7 +109,7 @@ def _watch_screen(secret: SecretBytes) -> None:
 
 def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
     with GatewayClient(locate()) as client:
-        secret = read_passphrase(passphrase_file)
+        secret = vault_passphrase(passphrase_file)()
         try:
             client.call_with_passphrase("approvals.decide", secret, id=card_id, approve=approve)
         finally:

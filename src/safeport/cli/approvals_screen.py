@@ -21,11 +21,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Log, Static
 
+from safeport.action_gateway.approver_session import CardArrived, CardClosed
 from safeport.cli.approval_link import (
     Answered,
     ApprovalLink,
-    CardArrived,
-    CardClosed,
     Connected,
     Disconnected,
     Failed,
@@ -35,7 +34,7 @@ from safeport.cli.approval_link import (
 )
 from safeport.cli.approver_prompt import GRACE_S
 from safeport.cli.card_text import card_lines
-from safeport.cli.render import inert
+from safeport.shared.visible_text import inert
 
 _OUTCOMES = {
     "approved": "approved",

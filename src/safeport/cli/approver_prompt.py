@@ -20,11 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from safeport.action_gateway.approver_session import (
+    ApproverEvent,
+    ApproverSession,
+    CardArrived,
+    attend_gateway,
+)
+from safeport.action_gateway.control_client import GatewayClosed, GatewayRefused
 from safeport.cli.card_text import card_lines
-from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, GatewayRefused
-from safeport.cli.render import inert
-from safeport.errors import Error
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
 
 # Reminders of the time left, in seconds, while a card waits for its answer.
@@ -49,14 +54,14 @@ class _Current:
 class ApproverPrompt:
     def __init__(
         self,
-        client: GatewayClient,
+        session: ApproverSession,
         write: Callable[[str], None],
         *,
         stdin_fd: int = 0,
         width: int = 80,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._client = client
+        self._session = session
         self._write = write
         self._stdin = stdin_fd
         self._width = width
@@ -66,10 +71,10 @@ class ApproverPrompt:
         self._typed = b""
         self._stdin_open = True
 
-    def run(self, cards: list[dict[str, Any]]) -> None:
+    def run(self, cards: list[CardArrived]) -> None:
         """Answer cards as they come; return when the gateway closes the connection."""
         now = self._clock()
-        self._queue.extend((now, card) for card in cards)
+        self._queue.extend((now, arrived.card) for arrived in cards)
         while True:
             self._drain_backlog()
             if self._current is None:
@@ -82,38 +87,38 @@ class ApproverPrompt:
 
     def _wait_for_gateway(self, stdin: int | None) -> bool:
         """Wait up to a second for an event or a typed line; False once the gateway is gone."""
-        sock = self._client.connection
+        sock = self._session.connection
         watched: list[Any] = [sock] if stdin is None else [sock, stdin]
         ready, _, _ = select.select(watched, [], [], 1.0)
         if sock in ready:
-            message = next(self._client.events(), None)
-            if message is None:
+            try:
+                event = self._session.receive()
+            except GatewayClosed:
                 self._say("the gateway closed the connection")
                 return False
-            self._on_event(message.get("result") or {})
+            if event is not None:
+                self._on_event(event)
         if stdin is not None and stdin in ready:
             self._on_input()
         return True
 
     def _drain_backlog(self) -> None:
-        pushed, self._client.backlog = self._client.backlog, []
-        for message in pushed:
-            self._on_event(message.get("result") or {})
+        for event in self._session.pending():
+            self._on_event(event)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "card":
-            self._queue.append((self._clock(), event))
-        elif kind == "card.closed":
-            card_id = event.get("id")
-            self._queue = deque(item for item in self._queue if item[1].get("id") != card_id)
-            current = self._current
-            if current is not None and current.card.get("id") == card_id:
-                why = _CLOSED.get(str(event.get("outcome")))
-                if why is not None:  # approved/denied: this prompt (or another approver) answered
-                    self._say(f"\ncard {inert(str(card_id))} {why}")
-                    self._forget_typing()
-                    self._current = None
+    def _on_event(self, event: ApproverEvent) -> None:
+        if isinstance(event, CardArrived):
+            self._queue.append((event.received_at, event.card))
+            return
+        card_id = event.card_id
+        self._queue = deque(item for item in self._queue if str(item[1].get("id")) != card_id)
+        current = self._current
+        if current is not None and str(current.card.get("id")) == card_id:
+            why = _CLOSED.get(event.outcome)
+            if why is not None:  # approved/denied: this prompt (or another approver) answered
+                self._say(f"\ncard {inert(card_id)} {why}")
+                self._forget_typing()
+                self._current = None
 
     # -- the human ------------------------------------------------------------------------------
 
@@ -189,7 +194,7 @@ class ApproverPrompt:
         self._current = None
         card_id = str(current.card.get("id"))
         try:
-            self._client.call("approvals.decide", id=card_id, approve=approve)
+            self._session.decide(card_id, approve)
         except GatewayRefused as exc:
             self._say(f"not recorded: {inert(exc.message)} (too late for card {inert(card_id)})")
             return
@@ -227,30 +232,18 @@ def watch_until_stopped(
 ) -> None:
     """Register as the approver and answer cards; when the gateway stops (a restart, an
     upgrade), say so, wait for it to listen again, register again and go on."""
-    reconnecting = False
-    while keep_going():
-        try:
-            with GatewayClient(paths) as client:
-                client.call_with_passphrase("approver.register", passphrase.copy())
-                first = client.call("approvals.watch")
-                client.settimeout(None)
-                if reconnecting:
-                    write("reconnected to the gateway; watching again\n")
-                else:
-                    write("watching for approval cards (Ctrl-C to stop)\n")
-                reconnecting = False
-                ApproverPrompt(client, write, width=width).run(list(first.get("cards", [])))
-        except GatewayNotRunning:
-            if not reconnecting:
-                raise  # not running at the start: the person should know at once
-            sleep(retry_s)
-            continue
-        except GatewayRefused:
-            raise  # a wrong passphrase or a refusal is not a restart
-        except Error as exc:
-            if "closed the connection" not in exc.message:
-                raise
-        if not reconnecting:
-            write("the gateway stopped; waiting for it to start again (Ctrl-C to stop)\n")
-        reconnecting = True
-        sleep(retry_s)
+
+    def serve(session: ApproverSession, waiting: list[CardArrived], again: bool) -> None:
+        session.settimeout(None)
+        if again:
+            write("reconnected to the gateway; watching again\n")
+        else:
+            write("watching for approval cards (Ctrl-C to stop)\n")
+        ApproverPrompt(session, write, width=width).run(waiting)
+
+    def lost() -> None:
+        write("the gateway stopped; waiting for it to start again (Ctrl-C to stop)\n")
+
+    attend_gateway(
+        paths, passphrase, serve, lost=lost, keep_going=keep_going, sleep=sleep, retry_s=retry_s
+    )

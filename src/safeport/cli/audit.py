@@ -12,32 +12,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.cli.render import inert
+from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.secret_input import ask_secret
-from safeport.cli.vault import backend_for
 from safeport.errors import Error, UsageError
 from safeport.shared.audit import (
-    ChainReport,
+    JournalResult,
     discover_journals,
     journal_name,
     read_records,
-    verify_journal,
+    verify_files,
+    verify_folder,
 )
 from safeport.shared.paths import locate
-from safeport.vault import (
-    Authority,
-    CheckpointInvalid,
-    CheckpointVerdict,
-    VaultFile,
-    VaultMissing,
-    check_consistent,
-    compare,
-    decode_public_keys,
-    load_checkpoints,
-    read_public_keys,
-    verify_checkpoint,
-)
-from safeport.vault.interface import Checkpoint, VaultPublicKeys
+from safeport.shared.visible_text import inert
+from safeport.vault import Authority, CheckpointVerdict, SignedCheckpoints, trusted_public_keys
 
 
 @click.group()
@@ -71,125 +59,20 @@ def verify(
     Exit 0: valid or empty. Exit 1: broken, an incomplete final record, or a journal that does
     not reach or match its signed checkpoint. Exit 2: unreadable.
     """
-    checkpoints = None
-    earlier: dict[str, list[Checkpoint]] = {}
+    check = None
     if checkpoint_file is not None:
-        checkpoints, earlier = _load_checkpoints(checkpoint_file, public_keys_file)
+        keys = trusted_public_keys(locate(), public_keys_file)
+        check = SignedCheckpoints.read(checkpoint_file, keys)
     elif public_keys_file is not None:
         raise UsageError("--public-keys only applies with --checkpoint")
     if journal_file is not None:
-        files = [journal_file]
-        headed = False
+        results = verify_files([journal_file], check)
     else:
         paths = locate()
-        audit_dir = paths.gateway_audit_dir
-        files = [path for folder in paths.journal_dirs for path in discover_journals(folder)]
-        if not files:
-            raise Error(f"no journals in {audit_dir}", hint="nothing has been recorded yet")
-        headed = True
-        # A signed journal that vanished entirely is the ultimate truncation: check it too.
-        present = {journal_name(path) for path in files}
-        files += [
-            audit_dir / f"{name}.jsonl" for name in sorted(checkpoints or {}) if name not in present
-        ]
-    reports = []
-    verdicts: list[CheckpointVerdict | None] = []
-    for path in files:
-        name = journal_name(path)
-        signed = None if checkpoints is None else checkpoints.get(name)
-        if signed is not None and not path.exists() and not path.is_symlink():
-            report = ChainReport(name, 0, None, None, None, "empty")
-        else:
-            report = verify_journal(path, capture_seq=signed.head.seq if signed else None)
-        reports.append(report)
-        verdict = None if checkpoints is None else compare(report, signed, name)
-        # Heads signed before the latest one stay in the file only after the gateway found the
-        # journal cut or rewritten: the journal must hold each of them too.
-        for old in earlier.get(name, []):
-            if verdict is None or not verdict.ok:
-                break
-            if path.exists():
-                old_report = verify_journal(path, capture_seq=old.head.seq)
-            else:
-                old_report = ChainReport(name, 0, None, None, None, "empty")
-            verdict = compare(old_report, old, name)
-        verdicts.append(verdict)
-    _print_reports(reports, verdicts, checkpoints, headed=headed, as_json=as_json)
-    if not all(report.ok for report in reports) or not all(v.ok for v in verdicts if v):
+        results = verify_folder(paths.journal_dirs, paths.gateway_audit_dir, check)
+    _print_reports(results, check, headed=journal_file is None, as_json=as_json)
+    if not all(result.ok for result in results):
         sys.exit(1)
-
-
-def _load_checkpoints(
-    path: Path, public_keys_file: Path | None
-) -> tuple[dict[str, Checkpoint], dict[str, list[Checkpoint]]]:
-    """The latest checkpoint of each journal in ``path`` and the earlier ones, every signature
-    checked against the vault's public key."""
-    if public_keys_file is None:
-        keys = _this_vaults_public_keys()
-    else:
-        # A copy chosen on purpose (an auditor's, perhaps another user's): public, so no owner
-        # or mode checks; the signature check is what matters.
-        try:
-            with public_keys_file.open("rb") as stream:
-                text = stream.read(64 * 1024)
-            keys = decode_public_keys(text, source=str(public_keys_file))
-        except OSError as exc:
-            raise Error(f"cannot read {public_keys_file}: {exc.strerror}") from exc
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(1024 * 1024 + 1)
-    except OSError as exc:
-        raise Error(f"cannot read the checkpoint file {path}: {exc.strerror}") from exc
-    if len(data) > 1024 * 1024:
-        raise UsageError(f"{path} is too large to be a checkpoint file")
-    by_journal: dict[str, Checkpoint] = {}
-    loaded = load_checkpoints(data, source=str(path))
-    for checkpoint in loaded:
-        verify_checkpoint(checkpoint, keys)
-    check_consistent(loaded)
-    for checkpoint in loaded:
-        latest = by_journal.get(checkpoint.journal)
-        if latest is None or checkpoint.head.seq >= latest.head.seq:
-            by_journal[checkpoint.journal] = checkpoint
-    earlier: dict[str, list[Checkpoint]] = {}
-    for checkpoint in loaded:
-        if checkpoint is not by_journal[checkpoint.journal]:
-            earlier.setdefault(checkpoint.journal, []).append(checkpoint)
-    return by_journal, earlier
-
-
-def _this_vaults_public_keys() -> VaultPublicKeys:
-    """vault.pub.json, if the vault file beside it records the same keys.
-
-    Whoever can replace vault.pub.json could otherwise sign a rewritten journal's checkpoint with
-    a key of their own. The header copy is not authenticated without the passphrase, but
-    changing it too makes the next unlock fail, which is loud. With no vault here (an auditor's
-    machine), the public file is all there is; --public-keys names a copy you trust.
-    """
-    paths = locate()
-    if paths.install is not None:
-        # The gateway account's own file, in a folder only it can write: your uid (and so an
-        # agent) cannot replace it, and the vault beside it is not yours to read.
-        public = paths.install.state_dir / "vault.pub.json"
-        return read_public_keys(public, owner=paths.install.uid)
-    keys = read_public_keys(paths.vault_public_file)
-    try:
-        header = VaultFile.at(paths).header()
-    except VaultMissing:
-        return keys
-    except Error as exc:
-        raise CheckpointInvalid(
-            f"cannot check {paths.vault_public_file} against the vault file ({exc})",
-            hint="pass --public-keys with a copy of vault.pub.json you trust",
-        ) from exc
-    if header.public != keys:
-        raise CheckpointInvalid(
-            f"{paths.vault_public_file} does not hold the keys recorded in {paths.vault_file}; "
-            "it may have been replaced",
-            hint="run `sp vault unlock --rewrite-public-keys`, or pass --public-keys with a copy "
-            "you trust",
-        )
-    return keys
 
 
 @audit.command()
@@ -238,7 +121,7 @@ def show(
         )
     shown = [(path, read_records(path, limit)) for path in files]
     if authority is not None:
-        backend = backend_for(paths)
+        backend = vault_backend_for(paths)
         # One unlock (one KDF) for every journal shown.
         flat = [record for _, records in shown for record in records]
         opened = iter(backend.unseal(authority, flat))
@@ -252,25 +135,24 @@ def show(
 
 
 def _print_reports(
-    reports: list[ChainReport],
-    verdicts: list[CheckpointVerdict | None],
-    checkpoints: dict[str, Checkpoint] | None,
+    results: list[JournalResult[CheckpointVerdict]],
+    check: SignedCheckpoints | None,
     *,
     headed: bool,
     as_json: bool,
 ) -> None:
     if as_json:
         objects = []
-        for report, verdict in zip(reports, verdicts, strict=True):
-            item = report.as_json()
-            if verdict is not None:
-                signed = (checkpoints or {}).get(report.journal)
+        for result in results:
+            item = result.report.as_json()
+            verdict = result.checkpoint
+            if verdict is not None and check is not None:
                 item["checkpoint"] = {
                     "status": verdict.status,
                     "ok": verdict.ok,
                     "detail": verdict.detail,
-                    "signer": signed.signer_fingerprint
-                    if signed and verdict.status != "unsigned"
+                    "signer": check.signer(result.report.journal)
+                    if verdict.status != "unsigned"
                     else None,
                 }
             objects.append(item)
@@ -278,14 +160,15 @@ def _print_reports(
         click.echo(json.dumps(payload, indent=2))
         return
     blocks = []
-    for report, verdict in zip(reports, verdicts, strict=True):
+    for result in results:
+        report, verdict = result.report, result.checkpoint
         # Journal names are file names in the audit folder: shown inert, like record fields.
         lines = ([f"journal: {inert(report.journal)}"] if headed else []) + report.lines()
-        if verdict is not None:
+        if verdict is not None and check is not None:
             lines.append(f"checkpoint: {inert(verdict.detail)}")
-            signed = (checkpoints or {}).get(report.journal)
-            if signed is not None and verdict.status != "unsigned":
-                lines.append(f"signer: {signed.signer_fingerprint}")
+            signer = check.signer(report.journal)
+            if signer is not None and verdict.status != "unsigned":
+                lines.append(f"signer: {signer}")
         blocks.append("\n".join(lines))
     click.echo("\n\n".join(blocks))
 

@@ -1,7 +1,9 @@
 """An approval card as plain lines that read well at 80 columns (rendering only).
 
-Every value arrives from the gateway already inert (control, ANSI and bidi characters escaped);
-it is escaped again here, so a card never depends on the other side for that. Labels sit in
+Every value arrives from the gateway already inert (control, ANSI and bidi characters escaped,
+backslashes doubled); each is passed through :func:`~safeport.shared.visible_text.visible`
+again here, so a card never depends on the other side for that. That rule leaves inert text as
+it is, so a backslash is not doubled a second time. Labels sit in
 one column; a value too long for the line wraps under itself, keeping its own indentation, so
 an indented JSON body stays readable; nothing is cut.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from safeport.cli.render import inert
+from safeport.shared.visible_text import line_by_line, visible
 
 LABEL_WIDTH = 11
 
@@ -22,7 +24,7 @@ def card_lines(
     """The card, top to bottom: what would run, what a yes allows, then who asks."""
     left = card.get("expires_in_s") if expires_in_s is None else expires_in_s
     effect = card.get("effect") or ("read-only" if card.get("read_only") else "may change things")
-    out: list[str] = [f"── approval requested · card {inert(str(card.get('id')))} "[:width]]
+    out: list[str] = [f"── approval requested · card {visible(str(card.get('id')))} "[:width]]
     rows: list[tuple[str, str]] = [
         ("asked by", user_text(card.get("user"))),
         ("action", f"{card.get('action')} {card.get('target')} / {card.get('operation')}"),
@@ -38,7 +40,7 @@ def card_lines(
     if client:
         rows.append(("client", f"pid {client.get('pid')} {client.get('exe')}"))
     for label, value in rows:
-        out += _row(inert(label), value, width)
+        out += _row(visible(label), value, width)
     if not card.get("showable", True):
         out.append("this card cannot be shown whole, so it cannot be approved")
     return out
@@ -79,7 +81,7 @@ def _row(label: str, value: str, width: int) -> list[str]:
     indent = " " * (LABEL_WIDTH + 1)
     room = max(width - len(indent), 20)
     lines: list[str] = []
-    for number, raw in enumerate(inert_keep_lines(value).split("\n")):
+    for number, raw in enumerate(line_by_line(visible, value).split("\n")):
         own = raw[: len(raw) - len(raw.lstrip(" "))]
         pieces = textwrap.wrap(
             raw,
@@ -95,8 +97,3 @@ def _row(label: str, value: str, width: int) -> list[str]:
             head = f"{label:<{LABEL_WIDTH}} " if number == 0 and index == 0 else indent
             lines.append((head + piece).rstrip())
     return lines
-
-
-def inert_keep_lines(text: str) -> str:
-    """:func:`inert` line by line: a value's own line breaks (an indented body) stay breaks."""
-    return "\n".join(inert(line) for line in text.split("\n"))

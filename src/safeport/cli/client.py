@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from safeport.cli.client_setup import (
-    CLAUDE_SCOPES,
-    CLIENTS,
+from safeport.context_server.client_config import CLAUDE_SCOPES, CLIENTS
+from safeport.context_server.client_install import (
     Listed,
     Setup,
     check,
@@ -18,9 +17,9 @@ from safeport.cli.client_setup import (
     printed_entry,
     uninstall,
 )
-from safeport.cli.render import inert
 from safeport.errors import Denied
 from safeport.shared.provenance import verify_outside_served_roots
+from safeport.shared.visible_text import inert
 
 _SCOPE_HELP = (
     "Claude Code only: local (your ~/.claude.json, for this project; the default, as "

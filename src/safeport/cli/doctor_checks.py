@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from safeport.cli.client_setup import listing
-from safeport.cli.gateway_client import GatewayClient, gateway_view
+from safeport.action_gateway.control_client import GatewayClient
+from safeport.action_gateway.gateway_view import gateway_view
+from safeport.context_server.client_install import listing
 from safeport.errors import Error
 from safeport.shared.paths import SafeportPaths, check_socket_path, private_dir_problem
 

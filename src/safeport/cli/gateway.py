@@ -11,13 +11,19 @@ from typing import Any
 
 import click
 
+from safeport.action_gateway.control_client import (
+    GatewayClient,
+    GatewayClosed,
+    GatewayNotRunning,
+    GatewayRefused,
+    call_for_everyone,
+)
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.gateway_client import GatewayClient, GatewayNotRunning, call_for_everyone
-from safeport.cli.render import inert
-from safeport.errors import Error
+from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.setup_state import missing_setup
+from safeport.shared.visible_text import inert
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",
@@ -130,7 +136,7 @@ def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     try:
         with GatewayClient(locate()) as client:
-            call_for_everyone(client, "gateway.stop", passphrase_file)
+            call_for_everyone(client, "gateway.stop", vault_passphrase(passphrase_file))
     except GatewayNotRunning:
         click.echo("gateway: not running")  # the state asked for already holds
         return
@@ -157,8 +163,10 @@ def checkpoint(out: Path | None) -> None:
         with GatewayClient(paths) as client:
             result = client.call("audit.checkpoint")
         text = json.dumps(result, indent=2, sort_keys=True)
-    except Error as exc:
-        # No gateway to ask (or it refused): the last checkpoint it saved is still evidence.
+    except (GatewayNotRunning, GatewayRefused, GatewayClosed) as exc:
+        # No gateway to ask, or it refused or hung up: the last checkpoint it saved is still
+        # evidence. Anything else (an impostor behind the socket, a folder we may not enter)
+        # is said as it is.
         saved = paths.gateway_audit_dir / "checkpoint.json"
         if not saved.exists():
             raise

@@ -9,7 +9,7 @@ import click
 
 from safeport.action_gateway.account_install import InstallOptions, install, uninstall
 from safeport.action_gateway.install_steps import Step
-from safeport.cli.render import inert
+from safeport.shared.visible_text import inert
 
 _account = click.option(
     "--account",

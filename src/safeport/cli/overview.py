@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from safeport.cli.client_setup import Listed, listing
-from safeport.cli.gateway_client import GatewayClient, gateway_view
+from safeport.action_gateway.control_client import GatewayClient
+from safeport.action_gateway.gateway_view import gateway_view
+from safeport.context_server.client_install import Listed, listing
 from safeport.errors import Error
 from safeport.shared.audit import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths

@@ -8,14 +8,17 @@ from pathlib import Path
 
 import click
 
+from safeport.action_gateway.control_client import GatewayClient
+from safeport.action_gateway.gateway_view import GatewayView, gateway_view
 from safeport.action_gateway.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy_review import PolicyProblem, review
 from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
-from safeport.cli.gateway_client import GatewayClient, GatewayView, gateway_view, read_passphrase
-from safeport.cli.render import diff_text, inert
+from safeport.cli.render import diff_text
+from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy
+from safeport.shared.visible_text import inert
 
 
 @click.group()
@@ -144,7 +147,7 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         click.echo(diff_text(diff, colour=sys.stdout.isatty()))
         if not yes and not click.confirm("serve this policy?", default=False):
             raise Error("not accepted", hint="nothing changed")
-        secret = read_passphrase(passphrase_file)
+        secret = vault_passphrase(passphrase_file)()
         try:
             extra = {"text": text} if paths.dedicated else {}
             result = client.call_with_passphrase(

@@ -1,20 +1,13 @@
-"""Terminal rendering shared by commands: text that came from outside is shown inert."""
+"""Terminal rendering shared by commands (outside text itself is shown through
+:func:`safeport.shared.visible_text.inert`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from safeport.shared.visible_text import visible
-
 if TYPE_CHECKING:
     from safeport.action_gateway.policy_store import DiffLine
-
-
-def inert(text: str) -> str:
-    """Escape control, ANSI, bidi, zero-width and blank look-alike characters, so hostile text
-    can neither restyle a terminal nor look like other text (``shared/visible_text.py``)."""
-    return visible(text)
 
 
 _DIFF_STYLES = {

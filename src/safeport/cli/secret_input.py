@@ -6,7 +6,9 @@ Everything read here becomes a :class:`SecretBytes` at once. The prompt path goe
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -22,8 +24,13 @@ class _ReadsInto(Protocol):
     def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 
-def read_secret_file(path: Path, *, what: str, strip_newline: bool = True) -> SecretBytes:
+def read_secret_file(
+    path: Path, *, what: str, strip_newline: bool = True, one_line: bool = False
+) -> SecretBytes:
     """The bytes of ``path`` (or stdin for ``-``), minus one trailing newline if asked.
+
+    With ``one_line``, stdin is read up to its first newline and no further, straight from the
+    descriptor: what follows (an approver's answers) stays for whoever reads next.
 
     The bytes go into one mutable buffer that is zeroed before this returns or raises, so no
     immutable copy of the secret is left in a frame a traceback could show.
@@ -31,7 +38,9 @@ def read_secret_file(path: Path, *, what: str, strip_newline: bool = True) -> Se
     buffer = bytearray(MAX_INPUT_BYTES + 1)
     try:
         try:
-            if str(path) == "-":
+            if str(path) == "-" and one_line:
+                size = _fill_line(sys.stdin.fileno(), buffer)
+            elif str(path) == "-":
                 size = _fill(cast(_ReadsInto, sys.stdin.buffer), buffer)
             else:
                 with path.open("rb") as stream:
@@ -61,10 +70,26 @@ def _fill(stream: _ReadsInto, buffer: bytearray) -> int:
     return size
 
 
-def ask_secret(file: Path | None, *, what: str, option: str, confirm: bool = False) -> SecretBytes:
+def _fill_line(fd: int, buffer: bytearray) -> int:
+    """Read one byte at a time until a newline (kept) or the end, so nothing after it is taken."""
+    size = 0
+    while size < len(buffer):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        buffer[size] = byte[0]
+        size += 1
+        if byte == b"\n":
+            break
+    return size
+
+
+def ask_secret(
+    file: Path | None, *, what: str, option: str, confirm: bool = False, one_line: bool = False
+) -> SecretBytes:
     """From ``file`` if given, else a hidden prompt at a terminal; refuse when neither exists."""
     if file is not None:
-        return read_secret_file(file, what=what)
+        return read_secret_file(file, what=what, one_line=one_line)
     if not sys.stdin.isatty():
         raise UsageError(
             f"no terminal to ask for the {what}",
@@ -78,6 +103,13 @@ def ask_secret(file: Path | None, *, what: str, option: str, confirm: bool = Fal
         show_default=False,  # an empty default would show as `[]`
     )
     return SecretBytes(text.encode("utf-8"))
+
+
+def vault_passphrase(file: Path | None, *, one_line: bool = False) -> Callable[[], SecretBytes]:
+    """Asks for the vault passphrase when called (``--passphrase-file`` or a prompt)."""
+    return lambda: ask_secret(
+        file, what="vault passphrase", option="--passphrase-file", one_line=one_line
+    )
 
 
 def one_stdin(*files: Path | None) -> None:

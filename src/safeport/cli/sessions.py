@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.cli.gateway_client import GatewayClient, call_for_everyone
-from safeport.cli.render import inert
+from safeport.action_gateway.control_client import GatewayClient, call_for_everyone
+from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 
 _PASSPHRASE_FILE = click.option(
     "--passphrase-file",
@@ -59,5 +60,7 @@ def list_sessions(as_json: bool) -> None:
 def revoke(session_id: str, passphrase_file: Path | None) -> None:
     """End a session grant now; its requester needs a new approval."""
     with GatewayClient(locate()) as client:
-        call_for_everyone(client, "sessions.revoke", passphrase_file, id=session_id)
+        call_for_everyone(
+            client, "sessions.revoke", vault_passphrase(passphrase_file), id=session_id
+        )
     click.echo(f"revoked {inert(session_id)}")

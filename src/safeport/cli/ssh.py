@@ -10,8 +10,8 @@ import click
 from safeport.action_gateway.executors import ActionError
 from safeport.action_gateway.executors.authorized_keys import FROM_PLACEHOLDER
 from safeport.action_gateway.executors.host_key_scan import scan_host_keys
-from safeport.cli.render import inert
 from safeport.errors import EnvironmentProblem, UsageError
+from safeport.shared.visible_text import inert
 
 _TARGET = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>\d{1,5}))?$")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from safeport.cli.render import inert
 from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 

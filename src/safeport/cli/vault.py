@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -12,19 +11,15 @@ from typing import get_args
 
 import click
 
-from safeport.cli.render import inert
-from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file
+from safeport.action_gateway.control_client import GatewayRefused
+from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
+from safeport.action_gateway.vault_access import vault_backend_for
+from safeport.cli.credential_input import read_value, value_options, wipe_value
+from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
-from safeport.shared.paths import SafeportPaths, locate
-from safeport.vault import (
-    Authority,
-    CannotUnlock,
-    FileVaultBackend,
-    VaultBackend,
-    VaultFile,
-    trade_off,
-    weakness,
-)
+from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
+from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, weakness
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
@@ -35,35 +30,6 @@ passphrase_file_option = click.option(
     default=None,
     help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
 )
-
-
-def backend_for(paths: SafeportPaths) -> VaultBackend:
-    """The file backend, unless a gateway is listening on control.sock.
-
-    A running gateway holds the unlocked state; editing the file under it would fork the two
-    (its next save would then refuse with "changed since it was unlocked"), so that case is
-    refused here until the control-socket backend exists.
-    """
-    if paths.dedicated or _gateway_listening(paths.control_socket):
-        # In dedicated-account mode the file belongs to the gateway's account: always ask it.
-        from safeport.cli.gateway_vault import GatewayVaultBackend
-
-        return GatewayVaultBackend(paths)
-    return FileVaultBackend(VaultFile.at(paths))
-
-
-def _gateway_listening(path: Path) -> bool:
-    if not path.exists():
-        return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False  # a stale socket file from a gateway that is gone
-    finally:
-        probe.close()
-    return True
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -88,7 +54,7 @@ def vault() -> None:
 def init(passphrase_file: Path | None) -> None:
     """Create the vault, its audit sealing key and its checkpoint signing key."""
     paths = locate()
-    backend = backend_for(paths)
+    backend = vault_backend_for(paths)
     passphrase = ask_secret(
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
@@ -119,7 +85,7 @@ def init(passphrase_file: Path | None) -> None:
 def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool) -> None:
     """Unlock the vault for the gateway (checks the passphrase and vault.pub.json)."""
     paths = locate()
-    backend = backend_for(paths)
+    backend = vault_backend_for(paths)
     report = backend.unlock(
         _authority(passphrase_file, use_keyring), rewrite_public_file=rewrite_public_keys
     )
@@ -148,11 +114,9 @@ def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys:
 )
 def lock(passphrase_file: Path | None) -> None:
     """Lock the vault in the gateway (zero its keys in memory)."""
-    from safeport.cli.gateway_vault import GatewayVaultBackend
-
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     locked = (
-        backend.lock(passphrase_file)
+        backend.lock(vault_passphrase(passphrase_file))
         if isinstance(backend, GatewayVaultBackend)
         else backend.lock()
     )
@@ -166,7 +130,7 @@ def lock(passphrase_file: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(as_json: bool) -> None:
     """The vault's state, entry count, keyring state and key fingerprints (no passphrase)."""
-    report = backend_for(locate()).status()
+    report = vault_backend_for(locate()).status()
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
         return
@@ -194,7 +158,7 @@ def status(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per entry.")
 def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool) -> None:
     """The entries' names, kinds and dates (never a value)."""
-    entries = backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
+    entries = vault_backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
     if as_json:
         rows = [
             {
@@ -215,68 +179,10 @@ def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool)
         click.echo(f"{inert(e.name)}  {e.kind}  created {_day(e.created)}{rotated}")
 
 
-def _value_options(function: click.decorators.FC) -> click.decorators.FC:
-    for option in reversed(
-        [
-            click.option(
-                "--value-file",
-                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-                help="Read the token, password or SSH private key from FILE (- for stdin).",
-            ),
-            click.option("--username", help="The user name of a basic credential (not secret)."),
-            click.option(
-                "--key-passphrase-file",
-                type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-                help="The SSH key's own passphrase, from FILE (- for stdin).",
-            ),
-            click.option(
-                "--key-passphrase",
-                "ask_key_passphrase",
-                is_flag=True,
-                help="Prompt for the SSH key's own passphrase.",
-            ),
-        ]
-    ):
-        function = option(function)
-    return function
-
-
-def _read_value(
-    kind: SecretKind,
-    value_file: Path | None,
-    username: str | None,
-    key_passphrase_file: Path | None,
-    ask_key_passphrase: bool,
-) -> dict[str, SecretBytes | str]:
-    if kind != "basic" and username is not None:
-        raise UsageError("--username applies only to a basic credential")
-    if kind != "ssh-key" and (key_passphrase_file is not None or ask_key_passphrase):
-        raise UsageError("a key passphrase applies only to an ssh-key credential")
-    if kind == "token":
-        return {"token": ask_secret(value_file, what="token", option="--value-file")}
-    if kind == "basic":
-        if username is None:
-            raise UsageError("a basic credential needs --username")
-        return {
-            "username": username,
-            "password": ask_secret(value_file, what="password", option="--value-file"),
-        }
-    if value_file is None:
-        raise UsageError("an ssh-key credential needs --value-file FILE (the private key)")
-    value: dict[str, SecretBytes | str] = {
-        "private_key": read_secret_file(value_file, what="private key", strip_newline=False)
-    }
-    if key_passphrase_file is not None or ask_key_passphrase:
-        value["passphrase"] = ask_secret(
-            key_passphrase_file, what="SSH key passphrase", option="--key-passphrase-file"
-        )
-    return value
-
-
 @vault.command()
 @click.argument("name")
 @click.option("--kind", type=click.Choice(_KINDS), required=True, help="The credential's kind.")
-@_value_options
+@value_options
 @passphrase_file_option
 def add(
     name: str,
@@ -299,7 +205,7 @@ def add(
 @passphrase_file_option
 def remove(name: str, passphrase_file: Path | None) -> None:
     """Remove the credential NAME."""
-    backend_for(locate()).remove(_authority(passphrase_file), name)
+    vault_backend_for(locate()).remove(_authority(passphrase_file), name)
     click.echo(f"removed {inert(name)}")
 
 
@@ -311,7 +217,7 @@ def remove(name: str, passphrase_file: Path | None) -> None:
     default=None,
     help="The credential's kind (default: the kind it has; a different one is refused).",
 )
-@_value_options
+@value_options
 @passphrase_file_option
 def rotate(
     name: str,
@@ -345,7 +251,7 @@ def rotate(
 def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -> None:
     """Change the passphrase (the vault is re-encrypted under a new data key)."""
     one_stdin(passphrase_file, new_passphrase_file)
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     old = ask_secret(passphrase_file, what="current vault passphrase", option="--passphrase-file")
     new = ask_secret(
         new_passphrase_file,
@@ -367,7 +273,7 @@ def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 def backup(file: Path) -> None:
     """Copy the encrypted vault to FILE (still passphrase-protected; restore by copying back)."""
-    backend_for(locate()).backup(file)
+    vault_backend_for(locate()).backup(file)
     click.echo(f"backup written: {file} (encrypted; the same passphrase opens it)")
 
 
@@ -380,7 +286,7 @@ def keyring() -> None:
 @passphrase_file_option
 def enable(passphrase_file: Path | None) -> None:
     """Keep a second wrap of the vault key in the OS keyring, for `sp vault unlock --keyring`."""
-    backend_for(locate()).keyring_enable(_authority(passphrase_file))
+    vault_backend_for(locate()).keyring_enable(_authority(passphrase_file))
     click.echo("keyring unlock enabled")
     click.echo(trade_off())
 
@@ -390,7 +296,7 @@ def enable(passphrase_file: Path | None) -> None:
 @click.option("--keyring", "use_keyring", is_flag=True, help="Unlock with the OS keyring.")
 def disable(passphrase_file: Path | None, use_keyring: bool) -> None:
     """Remove the keyring wrap from the vault and its key from the OS keyring."""
-    backend_for(locate()).keyring_disable(_authority(passphrase_file, use_keyring))
+    vault_backend_for(locate()).keyring_disable(_authority(passphrase_file, use_keyring))
     click.echo("keyring unlock disabled")
 
 
@@ -411,17 +317,17 @@ def _new_value(
 ) -> Iterator[tuple[VaultBackend, _RetriedPassphrase, dict[str, SecretBytes | str]]]:
     """The backend, the proof of authority and the new value for add/rotate; wiped after."""
     one_stdin(value_file, key_passphrase_file, passphrase_file)
-    backend = backend_for(locate())
+    backend = vault_backend_for(locate())
     # The passphrase first: a value typed before a wrong passphrase would be lost with it.
     passphrase = _RetriedPassphrase(passphrase_file)
     try:
         if kind is None:  # rotate: the entry already says what it is
             kind = _kind_of(backend, passphrase, str(name))
-        value = _read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
+        value = read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
         try:
             yield backend, passphrase, value
         finally:
-            _wipe(value)
+            wipe_value(value)
     finally:
         passphrase.wipe()
 
@@ -476,14 +382,6 @@ class _RetriedPassphrase:
 
 
 def _is_wrong_passphrase(error: Exception) -> bool:
-    from safeport.cli.gateway_client import GatewayRefused
-
     if isinstance(error, CannotUnlock):
         return True
     return isinstance(error, GatewayRefused) and "passphrase" in error.diagnostic()
-
-
-def _wipe(value: dict[str, SecretBytes | str]) -> None:
-    for item in value.values():
-        if isinstance(item, SecretBytes):
-            item.wipe()

@@ -22,6 +22,8 @@ __all__ = [
     "ServeOptions",
     "build_index",
     "build_server",
+    "client_config",
+    "client_install",
     "open_workspace",
     "serve",
 ]

@@ -5,11 +5,18 @@ take no room or look like a space (a Hangul filler, a braille blank, a no-break 
 that combine with their neighbour, variation selectors and other default-ignorable code points,
 private-use and unassigned ones. With any of them, two different values can look the same on a
 terminal. The gateway's cards and every line ``sp`` prints of outside text use this one rule.
+
+:func:`inert` is how outside text is shown: every such character as an escape, and the
+backslash itself doubled, so an escape typed as text (``\\u001b``) never reads like one that
+stands for a real character. :func:`visible` is the rule alone; it leaves text that is already
+inert as it is, so a client re-showing the gateway's inert card text never doubles a backslash
+a second time.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 # Letters and symbols that render as nothing or as blank space although they are "printable".
@@ -43,3 +50,30 @@ def visible(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text  # the common case, at no cost
     return "".join(escape_code(char) if needs_escape(char) else char for char in text)
+
+
+def inert(text: str) -> str:
+    """``text`` safe to show a person: every character they could not see as itself written as
+    an escape, and the backslash itself escaped, so no two different texts look the same."""
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif needs_escape(char):
+            out.append(escape_code(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def line_by_line(render: Callable[[str], str], text: str) -> str:
+    """``render`` applied to each line: a value's own line breaks (an indented JSON body's)
+    stay line breaks, while a line break inside a rendered line would be escaped."""
+    return "\n".join(render(line) for line in text.split("\n"))
+
+
+def inert_lines(text: str) -> str:
+    """:func:`inert`, line by line."""
+    return line_by_line(inert, text)

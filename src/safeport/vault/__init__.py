@@ -15,6 +15,7 @@ from safeport.vault.backend import (
     VaultBackend,
     VaultStatus,
 )
+from safeport.vault.checkpoint_check import SignedCheckpoints, trusted_public_keys
 from safeport.vault.checkpoints import (
     CheckpointInvalid,
     CheckpointVerdict,
@@ -60,6 +61,7 @@ __all__ = [
     "NotAVault",
     "OpenVault",
     "OsKeyring",
+    "SignedCheckpoints",
     "UnlockReport",
     "UnsafeVaultFile",
     "VaultBackend",
@@ -80,6 +82,7 @@ __all__ = [
     "replace_atomically",
     "secrets",
     "trade_off",
+    "trusted_public_keys",
     "verify_checkpoint",
     "weakness",
 ]

@@ -4,6 +4,7 @@ Public surface: :class:`JournalWriter` appends, :func:`verify_journal` checks, a
 layout lives in :mod:`safeport.shared.audit.record`.
 """
 
+from safeport.shared.audit.folder import JournalResult, verify_files, verify_folder
 from safeport.shared.audit.members import BodySealer
 from safeport.shared.audit.reader import read_records
 from safeport.shared.audit.record import (
@@ -29,6 +30,7 @@ __all__ = [
     "ChainReport",
     "Durability",
     "JournalHead",
+    "JournalResult",
     "JournalWriter",
     "RecordLayoutError",
     "discover_journals",
@@ -37,5 +39,7 @@ __all__ = [
     "journal_segments",
     "parse_head",
     "read_records",
+    "verify_files",
+    "verify_folder",
     "verify_journal",
 ]

@@ -1,6 +1,6 @@
-"""`sp vault …` while a gateway runs: the gateway holds the unlocked state, so ask it.
+"""The vault over control.sock: while a gateway runs it holds the unlocked state, so ask it.
 
-Implements the vault CLI's :class:`~safeport.vault.backend.VaultBackend` over control.sock.
+Implements the vault commands' :class:`~safeport.vault.backend.VaultBackend` over control.sock.
 Unlock, lock and entry changes go to the gateway, which holds the unlocked copy and saves the
 file (the passphrase and any value only after `sp` has checked who listens); status combines
 the file's header with the gateway's state. Changing the passphrase or keyring unlock while a
@@ -10,14 +10,14 @@ gateway runs is refused with what to do, so the file and the gateway's copy neve
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from safeport.cli.gateway_client import GatewayClient, call_for_everyone
-from safeport.errors import EnvironmentProblem
+from safeport.action_gateway.control_client import GatewayClient, call_for_everyone
+from safeport.errors import EnvironmentProblem, UsageError
 from safeport.shared.paths import SafeportPaths
 from safeport.vault import (
     Authority,
@@ -82,9 +82,13 @@ class GatewayVaultBackend:
             public_file_rewritten=False,
         )
 
-    def lock(self, passphrase_file: Path | None = None) -> bool:
+    def lock(self, passphrase: Callable[[], SecretBytes] | None = None) -> bool:
+        """Lock the gateway's vault; with several humans installed the passphrase is asked for
+        (locking stops every human's work)."""
         with GatewayClient(self.paths) as client:
-            return bool(call_for_everyone(client, "vault.lock", passphrase_file).get("changed"))
+            return bool(
+                call_for_everyone(client, "vault.lock", passphrase or _no_passphrase).get("changed")
+            )
 
     def entries(self, authority: Authority) -> list[EntryInfo]:
         with GatewayClient(self.paths) as client:
@@ -155,6 +159,10 @@ class GatewayVaultBackend:
             f"a gateway is running; stop it to {what}",
             hint="run `sp gateway stop`, the vault command, then `sp gateway run` again",
         )
+
+
+def _no_passphrase() -> SecretBytes:
+    raise UsageError("with several humans installed, locking the vault needs the passphrase")
 
 
 def _described(data: dict[str, Any], holder: str) -> VaultStatus:

@@ -17,7 +17,7 @@ import pytest
 
 from safeport.shared.audit import JournalWriter
 from safeport.vault import AuditSealer, VaultFile
-from tests.vault.cli_runner import run_sp
+from tests.cli.cli_runner import run_sp
 from tests.vault.vault_factory import (
     CANARY_PASSWORD,
     CANARY_TOKEN,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
@@ -9,7 +10,10 @@ import sys
 import threading
 from pathlib import Path
 
-from harness.gateway import POLICY, Gateway, clean_env, ssh, wait_card
+from harness.fakes import FakeVaultStore, Recorder
+from harness.gateway import PASSPHRASE, POLICY, Gateway, clean_env, ssh, wait_card
+from safeport.vault import load_checkpoints, verify_checkpoint
+from safeport.vault.public_file import encode_public_keys
 
 
 def _sp(gw: Gateway, *args: str) -> tuple[int, str]:
@@ -137,6 +141,14 @@ def test_print_service_renders_a_systemd_unit_and_a_launchd_plist(gateway: Gatew
     assert code == 0 and "<key>ProgramArguments</key>" in out
 
 
+def _harness_public_keys(gw: Gateway) -> Path:
+    """vault.pub.json for the harness's vault, whose keys follow from its passphrase."""
+    keys = FakeVaultStore(PASSPHRASE.encode(), Recorder(None)).public_keys()
+    path = gw.home / "harness.pub.json"
+    path.write_bytes(encode_public_keys(keys))
+    return path
+
+
 def test_audit_checkpoint_exports_signed_heads_that_verify(gateway: Gateway) -> None:
     out_file = gateway.home / "cp.json"
     code, out = _sp(gateway, "audit", "checkpoint", "--out", str(out_file))
@@ -144,6 +156,34 @@ def test_audit_checkpoint_exports_signed_heads_that_verify(gateway: Gateway) -> 
     document = json.loads(out_file.read_text())
     assert document["format"] == "safeport-checkpoint"
     assert {cp["journal"] for cp in document["checkpoints"]} >= {"sessions"}
+    # Signed by the gateway with the vault's signer (the production statement), so each head
+    # verifies against the vault's public key, and `sp audit verify` matches the journals.
+    keys = FakeVaultStore(PASSPHRASE.encode(), Recorder(None)).public_keys()
+    loaded = load_checkpoints(out_file.read_bytes(), source=str(out_file))
+    for checkpoint in loaded:
+        verify_checkpoint(checkpoint, keys)
+    public = _harness_public_keys(gateway)
+    code, out = _sp(
+        gateway, "audit", "verify", "--checkpoint", str(out_file), "--public-keys", str(public)
+    )
+    assert code == 0, out
+    assert f"signer: {keys.checkpoint_fingerprint}" in out
+    assert "journal: sessions" in out and "matches the head" in out
+
+
+def test_a_checkpoint_whose_signature_was_altered_does_not_verify(gateway: Gateway) -> None:
+    out_file = gateway.home / "cp.json"
+    assert _sp(gateway, "audit", "checkpoint", "--out", str(out_file))[0] == 0
+    document = json.loads(out_file.read_text())
+    signature = bytearray(base64.b64decode(document["checkpoints"][0]["signature"]))
+    signature[0] ^= 1
+    document["checkpoints"][0]["signature"] = base64.b64encode(bytes(signature)).decode()
+    out_file.write_text(json.dumps(document))
+    public = _harness_public_keys(gateway)
+    code, out = _sp(
+        gateway, "audit", "verify", "--checkpoint", str(out_file), "--public-keys", str(public)
+    )
+    assert code == 1 and "invalid signature" in out
 
 
 def test_stop_through_the_cli_journals_the_stop_and_locks_the_vault(gateway: Gateway) -> None:

@@ -12,21 +12,16 @@ caller says so, and a file that does not parse is never overwritten.
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
-import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from safeport.errors import ConfigError, EnvironmentProblem, UsageError
+from safeport.errors import ConfigError, UsageError
 from safeport.shared import jsonc
 from safeport.shared.launch import imports_from_working_folder, sp_command
-from safeport.shared.paths import LOCATION_VARIABLES, location_settings
 
 ClientName = Literal["claude-code", "claude-desktop", "codex", "cursor", "vscode"]
 CLIENTS: tuple[ClientName, ...] = ("claude-code", "claude-desktop", "codex", "cursor", "vscode")
@@ -141,7 +136,7 @@ def unsafe_project_entries(client: str, *, root: Path) -> list[tuple[ClientTarge
     file's text without it."""
     found: list[tuple[ClientTarget, str]] = []
     for target in project_targets(client, root=root):
-        existing = _read_text(target.path)
+        existing = read_config_text(target.path)
         entry = installed_entry(target, existing)
         if existing is not None and entry is not None and imports_project_code(entry):
             found.append((target, without_entry(target, existing)))
@@ -154,11 +149,12 @@ def without_entry(target: ClientTarget, existing: str) -> str:
         text = _drop_toml_tables(target, existing)
         _check_toml_result(target, existing, text, expected=None)
         return text
-    _read_json(target, existing)  # refuses, with line and column, what it cannot parse
+    read_json_config(target, existing)  # refuses, with line and column, what it cannot parse
     return jsonc.without_member(existing, (*target.key, ENTRY_NAME))
 
 
-def _read_text(path: Path) -> str | None:
+def read_config_text(path: Path) -> str | None:
+    """The file's text, or None when there is no file yet."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -171,7 +167,7 @@ def merged_text(
     """The file's new text with our entry in place; raises rather than clobber anything."""
     if target.format == "toml":
         return _merge_toml(target, existing, entry, replace=replace)
-    data = _read_json(target, existing)
+    data = read_json_config(target, existing)
     servers = _servers(data, target, create=True)
     assert servers is not None  # created on the way
     current = servers.get(ENTRY_NAME)
@@ -182,11 +178,11 @@ def merged_text(
         )
     if current == entry and existing is not None:
         return existing
-    _servers(_read_json(target, existing), target, create=False)  # every step is an object
+    _servers(read_json_config(target, existing), target, create=False)  # every step is an object
     return jsonc.with_member(existing or "", (*target.key, ENTRY_NAME), entry)
 
 
-def _read_json(target: ClientTarget, existing: str | None) -> dict[str, Any]:
+def read_json_config(target: ClientTarget, existing: str | None) -> dict[str, Any]:
     """The file's data; JSON with comments and trailing commas (JSONC, as VS Code reads it)
     is accepted, anything else refused with the line and column of the problem."""
     if existing is None or not existing.strip():
@@ -252,7 +248,7 @@ def _merge_toml(
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{target.path} is not valid TOML; fix it by hand first") from exc
     current = installed_entry(target, text)
-    block = _toml_block(".".join(target.key), entry)
+    block = toml_block(".".join(target.key), entry)
     if current == entry:
         return text
     if current is not None and _needs_consent(current, entry, replace=replace):
@@ -310,7 +306,7 @@ def _without_empty(data: Any) -> Any:
     return data
 
 
-def _toml_block(key: str, entry: dict[str, Any]) -> str:
+def toml_block(key: str, entry: dict[str, Any]) -> str:
     lines = [f"[{key}.{ENTRY_NAME}]"]
     for name, value in entry.items():
         lines.append(f"{name} = {_toml_value(value)}")
@@ -323,239 +319,3 @@ def _toml_value(value: Any) -> str:
         pairs = ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items())
         return "{ " + pairs + " }" if pairs else "{}"
     return json.dumps(value)
-
-
-# What an entry says, and how it differs from the one this installation would write.
-
-
-@dataclass(frozen=True)
-class EntrySummary:
-    """The settings a human cares about in one entry, read from its command line and env."""
-
-    profile: str | None
-    roots: tuple[str, ...]
-    origin: str | None
-    env: dict[str, str]
-
-
-def summarize(entry: Mapping[str, Any]) -> EntrySummary:
-    args = entry.get("args")
-    words = [str(arg) for arg in args] if isinstance(args, list) else []
-    env = entry.get("env")
-    return EntrySummary(
-        profile=_option(words, "--profile") or ("reader" if "serve" in words else None),
-        roots=tuple(_options(words, "--root")),
-        origin=_option(words, "--origin"),
-        env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
-    )
-
-
-def entry_differences(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
-    """Each way ``found`` differs from ``wanted``, as sentences; empty when they are equal."""
-    if dict(found) == dict(wanted):
-        return []
-    problems: list[str] = []
-    if imports_project_code(dict(found)):
-        problems.append(
-            "it runs `python -m safeport` without -I, so it imports code from the project "
-            "folder (written by an older version)"
-        )
-    if found.get("command") != wanted.get("command"):
-        problems.append(
-            f"interpreter: {found.get('command')}, not this safeport's {wanted.get('command')}"
-        )
-    have, want = summarize(found), summarize(wanted)
-    if have.profile != want.profile:
-        problems.append(f"profile: {have.profile}, not {want.profile}")
-    if have.roots != want.roots:
-        problems.append(f"roots: {_listed(have.roots)}, not {_listed(want.roots)}")
-    if have.origin != want.origin:
-        problems.append(f"origin label: {have.origin}, not {want.origin}")
-    for name in LOCATION_VARIABLES:
-        here, there = have.env.get(name), want.env.get(name)
-        if here != there:
-            problems.append(
-                f"{name}: {here or 'not set'} in the entry, "
-                f"{there or 'not set'} for this `sp`"
-                + (" (the server would look in another place)" if there else "")
-            )
-    if not problems:
-        keys = sorted(key for key in set(found) | set(wanted) if found.get(key) != wanted.get(key))
-        problems.append(f"other settings differ: {', '.join(keys)}")
-    return problems
-
-
-def _option(words: list[str], name: str) -> str | None:
-    values = _options(words, name)
-    return values[-1] if values else None
-
-
-def _options(words: list[str], name: str) -> list[str]:
-    return [words[i + 1] for i, word in enumerate(words[:-1]) if word == name]
-
-
-def _listed(values: Sequence[str]) -> str:
-    return ", ".join(values) if values else "none"
-
-
-# The operations behind `sp client install|list|uninstall`; the command only renders.
-
-
-@dataclass(frozen=True)
-class Setup:
-    """Which client entry, for which folders and profile, in this user's environment."""
-
-    client: ClientName
-    roots: tuple[Path, ...]
-    profile: str = "reader"
-    scope: ClaudeScope = "local"
-    home: Path = field(default_factory=Path.home)
-    platform: str = field(default_factory=lambda: sys.platform)
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    python: str = field(default_factory=lambda: sys.executable)
-
-    @property
-    def target(self) -> ClientTarget:
-        return target_for(
-            self.client,
-            home=self.home,
-            platform=self.platform,
-            root=self.roots[0],
-            env=self.env,
-            scope=self.scope,
-        )
-
-    @property
-    def entry(self) -> dict[str, Any]:
-        command, args = server_command(self.python, self.roots, self.profile, self.client)
-        return entry_for(self.target, command, args, location_settings(self.env))
-
-
-@dataclass(frozen=True)
-class InstallResult:
-    path: Path
-    changed: bool
-    cleaned: tuple[Path, ...]  # project files an older, unsafe entry was removed from
-
-
-def install(setup: Setup, *, replace: bool) -> InstallResult:
-    target, entry = setup.target, setup.entry
-    existing = _read_text(target.path)
-    text = merged_text(target, existing, entry, replace=replace)
-    legacy = [
-        (old, cleaned)
-        for old, cleaned in unsafe_project_entries(setup.client, root=setup.roots[0])
-        if old.path != target.path
-    ]
-    for old, cleaned in legacy:
-        write_atomically(old.path, cleaned)
-    if text != existing:
-        write_atomically(target.path, text)
-    return InstallResult(target.path, text != existing, tuple(old.path for old, _ in legacy))
-
-
-def check(setup: Setup) -> list[str]:
-    """What is wrong with the installed entry (and the project's own files); empty = set up."""
-    target, entry = setup.target, setup.entry
-    current = installed_entry(target, _read_text(target.path))
-    problems = [
-        f"{old.path}: an older `{ENTRY_NAME}` entry imports code from the project folder"
-        for old, _ in unsafe_project_entries(setup.client, root=setup.roots[0])
-        if old.path != target.path
-    ]
-    if current is None:
-        problems.append(f"no `{ENTRY_NAME}` entry in {target.path}")
-    else:
-        problems += entry_differences(current, entry)
-    return problems
-
-
-def printed_entry(setup: Setup) -> str:
-    """The entry alone, in the file's own format, for a person to read or paste."""
-    target, entry = setup.target, setup.entry
-    if target.format == "toml":
-        return _toml_block(".".join(target.key), entry)
-    return json.dumps({ENTRY_NAME: entry}, indent=2) + "\n"
-
-
-@dataclass(frozen=True)
-class UninstallResult:
-    path: Path
-    backup: Path | None  # None: there was no entry, nothing was written
-
-
-def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
-    target = setup.target
-    existing = _read_text(target.path)
-    if existing is None or installed_entry(target, existing) is None:
-        if existing is not None and target.format == "json":
-            _read_json(target, existing)  # a file that does not parse says so
-        return UninstallResult(target.path, None)
-    text = without_entry(target, existing)
-    real = Path(os.path.realpath(target.path))
-    backup = real.with_name(f"{real.name}.{now.strftime('%Y%m%dT%H%M%S')}.bak")
-    write_atomically(backup, existing)
-    write_atomically(target.path, text)
-    return UninstallResult(target.path, backup)
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One place a client reads, and what safeport's entry there says."""
-
-    client: ClientName
-    scope: str | None
-    path: Path
-    summary: EntrySummary | None
-    problems: tuple[str, ...]
-
-
-def listing(root: Path, **where: Any) -> list[Listed]:
-    """Every place the five clients read for ``root``: the entry's settings, and what differs
-    from the entry this installation would write with the same profile and roots."""
-    places: list[tuple[ClientName, ClaudeScope | None]] = [
-        *(("claude-code", scope) for scope in CLAUDE_SCOPES),
-        *((name, None) for name in CLIENTS if name != "claude-code"),
-    ]
-    found: list[Listed] = []
-    for client, scope in places:
-        base = Setup(client, (root,), scope=scope or "local", **where)
-        target = base.target
-        try:
-            current = installed_entry(target, _read_text(target.path))
-        except OSError as exc:
-            found.append(Listed(client, scope, target.path, None, (f"unreadable: {exc.strerror}",)))
-            continue
-        if current is None:
-            found.append(Listed(client, scope, target.path, None, ()))
-            continue
-        summary = summarize(current)
-        roots = tuple(Path(r) for r in summary.roots) or (root,)
-        same = Setup(
-            client, roots, profile=summary.profile or "reader", scope=scope or "local", **where
-        )
-        problems = entry_differences(current, same.entry)
-        found.append(Listed(client, scope, target.path, summary, tuple(problems)))
-    return found
-
-
-def write_atomically(path: Path, text: str) -> None:
-    # Through a symlink (dotfiles managers link these files): update the file it points at,
-    # rather than replace the link with a copy that the dotfiles no longer track.
-    path = Path(os.path.realpath(path))
-    temp: Path | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        temp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.chmod(mode)
-        temp.replace(path)
-    except OSError as exc:
-        if temp is not None:
-            temp.unlink(missing_ok=True)
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}") from exc
