@@ -3,7 +3,7 @@
 An agent running as the same user could stop the gateway and listen on control.sock itself,
 waiting for the next `sp vault unlock` to hand it the passphrase. So before any secret leaves
 `sp`, the peer behind the socket must be an `sp gateway run` of this same installation, running
-as this user, not traced, and without LD_PRELOAD or PYTHON* in its environment (DESIGN.md §8).
+as this user, not traced, and without LD_PRELOAD or PYTHON* in its environment.
 
 The peer is identified by the gateway's own identity probe: the kernel's pid and uid for the
 socket, a pidfd where the kernel gives one, the start time, and the environment read once. The
