@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Hex64 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
@@ -15,14 +15,17 @@ class SealedBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     alg: str
-    key: str
+    epk: str  # the ephemeral X25519 public key this body was sealed with, base64
     ct: str
 
 
 class AuditRecord(BaseModel):
     """One journal line: either ``body`` or ``sealed``, never both."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["body"]}, {"required": ["sealed"]}]},
+    )
 
     hash: Hex64
     seq: Annotated[int, Field(ge=1)]
@@ -34,3 +37,9 @@ class AuditRecord(BaseModel):
     # Cleartext counters beside a sealed body (an intent's sequence, a vault generation), so a
     # scan reads them while the vault is locked; never a secret or an argument's value.
     ref: dict[str, Annotated[int, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _body_or_sealed(self) -> AuditRecord:
+        if (self.body is None) == (self.sealed is None):
+            raise ValueError("a record holds either body or sealed, never both or neither")
+        return self
