@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import stat
@@ -27,6 +26,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
@@ -223,8 +223,10 @@ async def _dispatch(
         return
     if direct is not None:
         try:
-            parsed: object = json.loads(text)
-        except (ValueError, RecursionError):
+            # The SDK's own JSON parser: a line it refuses (a lone surrogate, nesting past its
+            # depth limit) is refused here too, never answered.
+            parsed: object = pydantic_core.from_json(text)
+        except ValueError:
             parsed = None
         if parsed is not None:
             answer = await direct.answer(parsed)
