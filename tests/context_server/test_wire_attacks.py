@@ -1,0 +1,219 @@
+"""A client that writes its own JSON-RPC lines: what the SDK's parser refuses is not answered
+by the transport either, and no argument a client can send costs the reads journal a record or
+closes it (every call after it is still served and recorded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
+from safeport.errors import JournalUnavailable
+from safeport.shared.audit import verify_journal
+from tests.context_server.test_server import small_workspace
+
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+def call_line(request_id: int, name: str, arguments: str) -> str:
+    """A tools/call line with its arguments as raw JSON text (which may be what json.dumps
+    would never write: NaN, lone surrogates)."""
+    return (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
+        f'"params":{{"name":"{name}","arguments":{arguments}}}}}'
+    )
+
+
+def converse(
+    tmp_path: Path, lines: list[str], answered: set[int]
+) -> tuple[dict[object, dict[str, Any]], Path]:
+    """Start a server, send the handshake, a first call (it applies the roots, so the rest can
+    be answered by the transport itself), ``lines`` and a ping; once the ``answered`` ids and
+    the ping have their answers, end input. Every answer by id."""
+    root, home = small_workspace(tmp_path)
+    env = {"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]}
+    head = [
+        json.dumps(HELLO),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        call_line(1, "read_file", '{"path":"notes.md"}'),
+    ]
+    tail = ['{"jsonrpc":"2.0","id":1000,"method":"ping"}']
+    payload = ("\n".join(head + lines + tail) + "\n").encode()
+    waiting = {0, 1, 1000} | answered
+    answers: dict[object, dict[str, Any]] = {}
+    with (tmp_path / "stderr").open("w") as errlog:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "safeport.context_server", "--root", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=env,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        killer = threading.Timer(120, proc.kill)  # bounds every read below
+        killer.start()
+        stdin = proc.stdin
+
+        def send() -> None:
+            stdin.write(payload)
+            stdin.flush()
+
+        writer = threading.Thread(target=send)
+        writer.start()  # megabytes of requests: written while the answers are read
+        try:
+            while not waiting <= answers.keys():
+                line = proc.stdout.readline()
+                assert line, f"the server closed its output; unanswered: {waiting - answers.keys()}"
+                frame = json.loads(line)
+                assert frame["jsonrpc"] == "2.0"
+                answers[frame.get("id")] = frame
+            writer.join()
+            proc.stdin.close()
+            for line in proc.stdout.read().splitlines():
+                frame = json.loads(line)
+                answers[frame.get("id")] = frame
+            assert proc.wait(30) == 0
+        finally:
+            killer.cancel()
+    return answers, home / "audit" / "reads.jsonl"
+
+
+def records(journal: Path) -> list[dict[str, Any]]:
+    return [json.loads(line)["body"] for line in journal.read_text().splitlines()]
+
+
+def served_text(answer: dict[str, Any]) -> str:
+    result = answer["result"]
+    assert result["isError"] is False, result
+    return str(result["structuredContent"]["text"])
+
+
+# Invalid arguments, recorded as the client sent them (bounded): each of these once made a
+# record the journal could not write, which lost the records queued with it and refused
+# every later call.
+POISON = {
+    "NaN": '{"path":NaN}',
+    "infinity": '{"path":-Infinity,"start_line":Infinity}',
+    "a megabyte key": '{"path":5,"' + "k" * 1_100_000 + '":1}',
+    "escaped lists of lists": '{"path":5,'
+    + ",".join(f'"k{n}":' + json.dumps([["\U0001f600" * 200] * 20] * 20) for n in range(3))
+    + "}",
+    "lists nested deep": '{"path":' + "[" * 150 + "]" * 150 + "}",
+    "a 4000-digit number": '{"path":' + "7" * 4000 + "}",
+}
+
+
+def test_no_argument_a_client_sends_costs_a_record_or_closes_the_journal(
+    tmp_path: Path,
+) -> None:
+    lines = []
+    for n, arguments in enumerate(POISON.values()):
+        lines.append(call_line(10 + 2 * n, "read_file", arguments))
+        lines.append(call_line(11 + 2 * n, "read_file", '{"path":"notes.md"}'))
+    lines.append(call_line(99, "read_file", '{"path":".env"}'))
+    answers, journal = converse(tmp_path, lines, {*range(10, 10 + 2 * len(POISON)), 99})
+    for n in range(len(POISON)):
+        refused = answers[10 + 2 * n]["result"]
+        assert refused["isError"] is True
+        assert "unavailable" not in refused["content"][0]["text"]
+        assert served_text(answers[11 + 2 * n]) == "zebra crossing\n"  # the journal is open
+    assert answers[99]["result"]["isError"] is True  # private, refused as ever
+    bodies = records(journal)
+    assert len(bodies) == 2 + 2 * len(POISON)  # the first call, every pair, the private file
+    assert [b["reason"] for b in bodies].count(None) == 1 + len(POISON)
+    assert verify_journal(journal).ok
+    text = journal.read_text()
+    assert "CANARYsmallworkspace" not in text
+    assert max(len(line) for line in text.splitlines()) < 256 * 1024
+    stderr = (tmp_path / "stderr").read_text()
+    assert "journal" not in stderr
+
+
+def test_arguments_a_journal_can_hold_are_recorded_as_sent(tmp_path: Path) -> None:
+    arguments = {"path": 5, "tags": ["a", 2, 2.5, None, True], "label": "héron"}
+    lines = [call_line(2, "read_file", json.dumps(arguments))]
+    answers, journal = converse(tmp_path, lines, {2})
+    assert answers[2]["result"]["isError"] is True
+    assert records(journal)[-1]["args"] == arguments
+
+
+def test_lines_the_sdk_parser_refuses_are_not_answered_by_the_transport(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        call_line(2, "read_file", '{"path":"\\ud800"}'),  # a lone surrogate
+        call_line(3, "read_file", '{"path":"notes.md","x":' + "[" * 199 + "]" * 199 + "}"),
+    ]
+    answers, journal = converse(tmp_path, lines, set())
+    # As the SDK's own transport does, a line that is not JSON to it gets no answer at all.
+    assert 2 not in answers and 3 not in answers
+    assert answers[1000]["result"] == {}
+    assert [b["args"] for b in records(journal)] == [{"path": "notes.md"}]
+
+
+def test_the_transport_still_answers_what_the_sdk_parser_accepts(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "héron 🐦.md").write_text("wings\n")
+    lines = [
+        call_line(2, "read_file", '{"path":"h\\u00e9ron \\ud83d\\udc26.md"}'),  # a paired escape
+        call_line(3, "read_file", '{"path":"notes.md","x":' + "[" * 150 + "]" * 150 + "}"),
+        call_line(4, "read_file", '{"path":"notes.md","x":NaN}'),  # ignored, as by the SDK
+    ]
+    answers, journal = converse(tmp_path, lines, {2, 3, 4})
+    assert served_text(answers[2]) == "wings\n"
+    assert served_text(answers[3]) == "zebra crossing\n"
+    assert served_text(answers[4]) == "zebra crossing\n"
+    assert len(records(journal)) == 4
+
+
+def test_a_writer_stopped_by_anything_refuses_every_later_call(tmp_path: Path) -> None:
+    journal = ReadsJournal(tmp_path / "audit", "tests", ["/srv/app"])
+
+    def broken(_path: str) -> bool:
+        raise RuntimeError("a policy bug")
+
+    journal.record("read_file", {"path": "a.py"}, is_private=broken, served_bytes=1, refused=None)
+    deadline = time.monotonic() + 20 * DURABILITY_WINDOW_S
+    with pytest.raises(JournalUnavailable):  # not served on with the records never written
+        while time.monotonic() < deadline:
+            journal.record(
+                "read_file",
+                {"path": "b.py"},
+                is_private=lambda _: False,
+                served_bytes=1,
+                refused=None,
+            )
+            time.sleep(0.01)
+    journal.close()
+
+
+def test_a_working_writer_keeps_taking_records(tmp_path: Path) -> None:
+    journal = ReadsJournal(tmp_path / "audit", "tests", ["/srv/app"])
+    for n in range(30):
+        journal.record(
+            "read_file",
+            {"path": f"f{n}.py"},
+            is_private=lambda _: False,
+            served_bytes=1,
+            refused=None,
+        )
+        time.sleep(0.01)
+    journal.close()
+    assert len(records(journal.path)) == 30
