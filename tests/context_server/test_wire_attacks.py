@@ -4,18 +4,23 @@ closes it (every call after it is still served and recorded)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 
 from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
+from safeport.context_server.stdio import BUSY, MAX_IN_FLIGHT, InFlight
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import verify_journal
 from tests.context_server.test_server import small_workspace
@@ -42,11 +47,12 @@ def call_line(request_id: int, name: str, arguments: str) -> str:
 
 
 def converse(
-    tmp_path: Path, lines: list[str], answered: set[int]
+    tmp_path: Path, lines: list[str], answered: set[int], *, read_after_writing: bool = False
 ) -> tuple[dict[object, dict[str, Any]], Path]:
     """Start a server, send the handshake, a first call (it applies the roots, so the rest can
     be answered by the transport itself), ``lines`` and a ping; once the ``answered`` ids and
-    the ping have their answers, end input. Every answer by id."""
+    the ping have their answers, end input. Every answer by id. ``read_after_writing``: read
+    nothing until every line is in the pipe (or the pipe is full and has stayed full)."""
     root, home = small_workspace(tmp_path)
     env = {"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]}
     head = [
@@ -77,6 +83,9 @@ def converse(
 
         writer = threading.Thread(target=send)
         writer.start()  # megabytes of requests: written while the answers are read
+        if read_after_writing:
+            writer.join(timeout=15)
+            wait_until_output_stalls(proc.stdout.fileno())
         try:
             while not waiting <= answers.keys():
                 line = proc.stdout.readline()
@@ -93,6 +102,18 @@ def converse(
         finally:
             killer.cancel()
     return answers, home / "audit" / "reads.jsonl"
+
+
+def wait_until_output_stalls(fd: int) -> None:
+    """Until the server's unread answers stop growing for a second (the pipe is full, or
+    everything is answered)."""
+    deadline = time.monotonic() + 60
+    seen: list[int] = []
+    while time.monotonic() < deadline:
+        seen.append(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])
+        if len(seen) >= 3 and seen[-1] > 0 and seen[-1] == seen[-2] == seen[-3]:
+            return
+        time.sleep(0.5)
 
 
 def records(journal: Path) -> list[dict[str, Any]]:
@@ -217,3 +238,53 @@ def test_a_working_writer_keeps_taking_records(tmp_path: Path) -> None:
         time.sleep(0.01)
     journal.close()
     assert len(records(journal.path)) == 30
+
+
+def pings(first: int, count: int) -> list[str]:
+    return [f'{{"jsonrpc":"2.0","id":{n},"method":"ping"}}' for n in range(first, first + count)]
+
+
+def test_a_client_that_does_not_read_gets_busy_errors_not_a_growing_server(
+    tmp_path: Path,
+) -> None:
+    # Written all at once and read only afterwards: without a cap, every ping the server reads
+    # becomes a task holding its answer until the client reads (memory without bound).
+    flood = pings(2000, 30_000)
+    answers, _ = converse(tmp_path, flood, set(), read_after_writing=True)
+    busy = [n for n in range(2000, 32_000) if "error" in answers[n]]
+    assert busy, "every request was held until the client read"
+    assert all(answers[n]["error"]["code"] == BUSY for n in busy)
+    assert all(answers[n]["result"] == {} for n in range(2000, 32_000) if n not in busy)
+    assert answers[1000]["result"] == {}  # the server still answers afterwards
+
+
+def test_requests_within_the_cap_are_all_answered_without_reading(tmp_path: Path) -> None:
+    answers, _ = converse(tmp_path, pings(2000, MAX_IN_FLIGHT - 10), set(), read_after_writing=True)
+    assert all(answers[n]["result"] == {} for n in range(2000, 2000 + MAX_IN_FLIGHT - 10))
+
+
+def test_requests_in_flight_are_released_by_their_answer_or_their_cancellation() -> None:
+    held = InFlight()
+
+    def request(request_id: int | str) -> types.JSONRPCRequest:
+        return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="ping")
+
+    assert all(held.admit(request(n)) for n in range(MAX_IN_FLIGHT - 1))
+    assert held.admit(request(7))  # a duplicate id counts twice
+    assert not held.admit(request("one too many"))
+    # The client's answers and notifications always pass: the SDK may be waiting for them.
+    assert held.admit(types.JSONRPCResponse(jsonrpc="2.0", id="roots", result={}))
+    assert held.admit(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/x"))
+    held.answered(types.JSONRPCResponse(jsonrpc="2.0", id="never asked", result={}))
+    assert not held.admit(request("still too many"))
+    held.answered(types.JSONRPCResponse(jsonrpc="2.0", id=7, result={}))
+    assert held.admit(request("after an answer"))
+    cancel = {"requestId": 3, "reason": "user"}
+    assert held.admit(
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancel)
+    )
+    assert held.admit(request("after a cancellation"))
+    assert not held.admit(request("full again"))
+    error = types.ErrorData(code=BUSY, message="x")
+    held.answered(types.JSONRPCError(jsonrpc="2.0", id=7, error=error))  # its duplicate
+    assert held.admit(request("after an error"))
