@@ -288,3 +288,58 @@ def test_requests_in_flight_are_released_by_their_answer_or_their_cancellation()
     error = types.ErrorData(code=BUSY, message="x")
     held.answered(types.JSONRPCError(jsonrpc="2.0", id=7, error=error))  # its duplicate
     assert held.admit(request("after an error"))
+
+
+# A library that leaves a thread behind, writing to fd 1 until the process exits.
+LINGERING_SERVER = r"""
+import os, sys, threading, time
+from safeport.context_server.__main__ import main
+from safeport.context_server.service import WorkspaceService
+
+read_file = WorkspaceService.read_file
+
+def lingering(self, *args, **kwargs):
+    def write():
+        while True:
+            os.write(1, b"STRAY from a lingering thread\n")
+            time.sleep(0.001)
+    threading.Thread(target=write, daemon=True).start()
+    return read_file(self, *args, **kwargs)
+
+WorkspaceService.read_file = lingering
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_output_of_a_lingering_thread_stays_off_the_protocol_stream_at_exit(
+    tmp_path: Path,
+) -> None:
+    root, home = small_workspace(tmp_path)
+    lines = [json.dumps(HELLO), call_line(1, "read_file", '{"path":"notes.md"}')]
+    errlog = (tmp_path / "stderr").open("w+b")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LINGERING_SERVER, "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        env={"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
+    try:
+        proc.stdin.write(("\n".join(lines) + "\n").encode())
+        proc.stdin.flush()
+        frames = [json.loads(proc.stdout.readline()) for _ in range(2)]  # the thread runs
+        proc.stdin.close()  # end of input while it writes on
+        out = proc.stdout.read()
+        proc.wait(30)
+    finally:
+        killer.cancel()
+        errlog.close()
+    err = (tmp_path / "stderr").read_bytes()
+    assert [f["id"] for f in frames] == [0, 1]
+    assert served_text(frames[1]) == "zebra crossing\n"
+    assert out == b""  # nothing after the last frame, not even while the process exits
+    assert b"STRAY from a lingering thread" in err
+    assert proc.returncode == 0

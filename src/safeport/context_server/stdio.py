@@ -3,8 +3,9 @@
 While it serves, the protocol lives on private duplicates of stdin and stdout; fd 0 reads
 ``/dev/null`` and fd 1 writes to stderr. Whatever else in the process writes to stdout (a
 library's ``print()``, a C extension writing to fd 1, a child process that inherits it) lands on
-stderr, never between two frames, and nothing else can read the client's input. Both
-descriptors are restored when serving ends.
+stderr, never between two frames, and nothing else can read the client's input. When serving
+ends, stdin is restored; stdout is not: whatever a lingering thread writes while the process
+exits goes to stderr too, and the client's end of the pipe closes with the last frame.
 
 Every line goes first to :class:`DirectCalls` (the bounded read-only tools, answered on the
 spot); everything else goes to the MCP SDK's server, exactly as its own stdio transport would
@@ -61,7 +62,8 @@ async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None)
 
 @contextlib.contextmanager
 def claimed_stdio() -> Iterator[tuple[int, int]]:
-    """Move the protocol to private descriptors; fd 0 reads EOF and fd 1 goes to stderr."""
+    """Move the protocol to private descriptors; fd 0 reads EOF and fd 1 goes to stderr (for
+    good: nothing but frames may reach the client, not even at exit)."""
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()  # anything buffered before serving goes where it was meant to
     try:
@@ -86,10 +88,10 @@ def claimed_stdio() -> Iterator[tuple[int, int]]:
             # The pipes were made non-blocking, and a terminal is shared with the shell.
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETFL, saved)
-        for fd, std in ((wire_in, 0), (wire_out, 1)):
-            with contextlib.suppress(OSError):
-                os.dup2(fd, std)
-            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.dup2(wire_in, 0)
+        os.close(wire_in)
+        os.close(wire_out)
 
 
 def _point(std: int, path: str, flags: int) -> None:
