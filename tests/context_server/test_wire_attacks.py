@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 
 from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
-from safeport.context_server.stdio import BUSY, MAX_IN_FLIGHT, InFlight
+from safeport.context_server.stdio import BUSY, CLOSE_WAIT_S, MAX_IN_FLIGHT, InFlight
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import verify_journal
 from tests.context_server.test_server import small_workspace
@@ -343,3 +343,50 @@ def test_output_of_a_lingering_thread_stays_off_the_protocol_stream_at_exit(
     assert out == b""  # nothing after the last frame, not even while the process exits
     assert b"STRAY from a lingering thread" in err
     assert proc.returncode == 0
+
+
+def run_to_end_of_input(tmp_path: Path, lines: list[str]) -> tuple[list[dict[str, Any]], float]:
+    """Every line at once, then end of input straight away: the frames, and the seconds to exit."""
+    root, home = small_workspace(tmp_path)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "safeport.context_server", "--root", str(root)],
+        input=("\n".join(lines) + "\n").encode(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]},
+        timeout=60,
+        check=True,
+    )
+    return [json.loads(line) for line in done.stdout.splitlines()], time.monotonic() - started
+
+
+def test_requests_in_flight_at_the_end_of_input_are_answered(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(HELLO),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        call_line(1, "read_file", '{"path":"notes.md"}'),
+        call_line(2, "read_file", '{"path":".env"}'),
+        call_line(3, "search_project", '{"query":"zebra"}'),
+        '{"jsonrpc":"2.0","id":4,"method":"ping"}',
+    ]
+    frames, _ = run_to_end_of_input(tmp_path, lines)
+    answers = {f["id"]: f for f in frames}
+    assert sorted(answers) == [0, 1, 2, 3, 4]
+    assert all("result" in f for f in frames), frames  # none "Connection closed"
+    assert served_text(answers[1]) == "zebra crossing\n"
+    assert answers[2]["result"]["isError"] is True
+    assert "zebra" in answers[3]["result"]["content"][0]["text"]
+
+
+def test_a_request_waiting_for_the_client_does_not_hold_the_exit(tmp_path: Path) -> None:
+    hello = json.loads(json.dumps(HELLO))
+    hello["params"]["capabilities"] = {"roots": {"listChanged": False}}
+    lines = [
+        json.dumps(hello),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        call_line(1, "read_file", '{"path":"notes.md"}'),  # asks the client for its roots
+    ]
+    frames, took = run_to_end_of_input(tmp_path, lines)
+    assert [f.get("method") for f in frames if "method" in f] == ["roots/list"]
+    assert took < CLOSE_WAIT_S + 30  # the wait for it ends; then the process exits cleanly

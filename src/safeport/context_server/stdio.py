@@ -219,6 +219,11 @@ async def _serve(
         async with to_sdk:
             while (line := await lines.readline()) is not None:
                 await _dispatch(line, to_sdk, frames, direct, in_flight)
+            # End of input: the SDK would drop the requests it still holds (closing its input
+            # ends its run), so they get their answers first (5 s for what awaits the client).
+            with anyio.move_on_after(CLOSE_WAIT_S):
+                while in_flight.count:
+                    await anyio.sleep(0.005)
 
 
 async def _dispatch(
@@ -282,6 +287,10 @@ class InFlight:
     def __init__(self) -> None:
         self._held: dict[int | str, int] = {}
         self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
 
     def admit(self, message: types.JSONRPCMessage) -> bool:
         """Whether to hand this message to the SDK (always, unless it is a request too many)."""
