@@ -57,6 +57,8 @@ class DirectCalls:
         """Note an ``initialize`` request, to read the version from its answer."""
         if isinstance(message, dict) and message.get("method") == "initialize":
             self._initialize_id = _id_key(message.get("id"))
+            # Until its answer says which version the session is on now, the SDK answers.
+            self._version = None
 
     def observe_answer(self, message: types.JSONRPCMessage) -> None:
         """Note the version the SDK negotiated, from its answer to ``initialize``."""

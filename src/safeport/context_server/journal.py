@@ -16,7 +16,9 @@ out without its record.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safeport.errors import AuditError, JournalUnavailable
+from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
 from safeport.shared.paths import ensure_private_dir
 
@@ -34,6 +36,11 @@ PRIVATE = "<private>"
 MAX_STRING = 200
 MAX_ITEMS = 20
 PATH_KEYS = frozenset({"path", "paths", "id"})
+# One argument's bounded value, serialised, at most this long: twenty of them stay far below
+# the journal's 1 MiB record limit, whatever a client nests or escapes.
+MAX_VALUE_BYTES = 8 * 1024
+# An integer with more digits than a string may have characters is kept as (bounded) text.
+MAX_INT = 10**MAX_STRING
 # Every record is on disk (written and fsynced) within this long after its call.
 DURABILITY_WINDOW_S = 0.1
 # How long the writer waits after a first queued record before writing: the answer leaves
@@ -152,7 +159,7 @@ class ReadsJournal:
             try:
                 self._write_queued()
                 self._writer.flush()
-            except (AuditError, OSError) as exc:
+            except Exception as exc:  # whatever stops the writer, nothing more is served
                 self._failed = True
                 log.error("reads journal write failed (%s); refusing to serve", type(exc).__name__)
 
@@ -163,7 +170,7 @@ class ReadsJournal:
             for index, queued in enumerate(batch):
                 try:
                     self._writer.append("read", self._body(queued))
-                except AuditError:
+                except Exception:
                     self._failed = True
                     log.error("reads journal lost %d record(s)", len(batch) - index)
                     raise
@@ -188,32 +195,43 @@ class ReadsJournal:
 def bounded_args(
     args: Mapping[str, Any], is_private: IsPrivate, *, hide_paths: bool
 ) -> dict[str, object]:
+    """The arguments as recorded: always serialisable, and within the record size limit
+    whatever the client sent (a value that fails either would cost the records queued with it
+    and close the journal for good)."""
     out: dict[str, object] = {}
     for key, value in list(args.items())[:MAX_ITEMS]:
         if key in PATH_KEYS:
-            out[key] = _path_value(value, is_private, hide_paths)
+            bounded = _path_value(value, is_private, hide_paths, nested=False)
         else:
-            out[key] = _bounded(value)
+            bounded = _bounded(value, nested=False)
+        if len(json.dumps(bounded)) > MAX_VALUE_BYTES:
+            bounded = f"<{type(value).__name__} over {MAX_VALUE_BYTES} bytes>"
+        out[bounded_text(str(key))] = bounded
     return out
 
 
-def _path_value(value: object, is_private: IsPrivate, hide: bool) -> object:
-    if isinstance(value, list):
-        return [_path_value(v, is_private, hide) for v in value[:MAX_ITEMS]]
+def _path_value(value: object, is_private: IsPrivate, hide: bool, *, nested: bool) -> object:
+    if isinstance(value, list) and not nested:
+        return [_path_value(v, is_private, hide, nested=True) for v in value[:MAX_ITEMS]]
     if not isinstance(value, str):
-        return _bounded(value)
+        return _bounded(value, nested=nested)
     if hide or is_private(value):
         return PRIVATE
     return bounded_text(value)
 
 
-def _bounded(value: object) -> object:
+def _bounded(value: object, *, nested: bool) -> object:
+    """A scalar as it is (bounded), one level of list; anything deeper only by its type."""
     if isinstance(value, str):
         return bounded_text(value)
-    if isinstance(value, bool | int | float) or value is None:
+    if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, list):
-        return [_bounded(v) for v in value[:MAX_ITEMS]]
+    if isinstance(value, int):
+        return value if -MAX_INT < value < MAX_INT else bounded_text(str(value))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)  # JSON has no NaN or infinity
+    if isinstance(value, list) and not nested:
+        return [_bounded(v, nested=True) for v in value[:MAX_ITEMS]]
     return f"<{type(value).__name__}>"
 
 

@@ -3,8 +3,9 @@
 While it serves, the protocol lives on private duplicates of stdin and stdout; fd 0 reads
 ``/dev/null`` and fd 1 writes to stderr. Whatever else in the process writes to stdout (a
 library's ``print()``, a C extension writing to fd 1, a child process that inherits it) lands on
-stderr, never between two frames, and nothing else can read the client's input. Both
-descriptors are restored when serving ends.
+stderr, never between two frames, and nothing else can read the client's input. When serving
+ends, stdin is restored; stdout is not: whatever a lingering thread writes while the process
+exits goes to stderr too, and the client's end of the pipe closes with the last frame.
 
 Every line goes first to :class:`DirectCalls` (the bounded read-only tools, answered on the
 spot); everything else goes to the MCP SDK's server, exactly as its own stdio transport would
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import stat
@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
@@ -39,6 +40,12 @@ log = logging.getLogger(__name__)
 # A request line longer than this is dropped (it arrives as an unparsable remainder).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 CLOSE_WAIT_S = 5.0
+# Requests the SDK holds at once (each is a task until its answer leaves). A client that
+# pipelines more, or stops reading its answers, gets "busy" errors instead of a server whose
+# memory grows with every line.
+MAX_IN_FLIGHT = 256
+BUSY = -32000  # JSON-RPC's range for server errors
+BUSY_MESSAGE = f"server busy: {MAX_IN_FLIGHT} requests in flight; read their answers first"
 
 
 async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None) -> None:
@@ -55,7 +62,8 @@ async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None)
 
 @contextlib.contextmanager
 def claimed_stdio() -> Iterator[tuple[int, int]]:
-    """Move the protocol to private descriptors; fd 0 reads EOF and fd 1 goes to stderr."""
+    """Move the protocol to private descriptors; fd 0 reads EOF and fd 1 goes to stderr (for
+    good: nothing but frames may reach the client, not even at exit)."""
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()  # anything buffered before serving goes where it was meant to
     try:
@@ -80,10 +88,10 @@ def claimed_stdio() -> Iterator[tuple[int, int]]:
             # The pipes were made non-blocking, and a terminal is shared with the shell.
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETFL, saved)
-        for fd, std in ((wire_in, 0), (wire_out, 1)):
-            with contextlib.suppress(OSError):
-                os.dup2(fd, std)
-            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.dup2(wire_in, 0)
+        os.close(wire_in)
+        os.close(wire_out)
 
 
 def _point(std: int, path: str, flags: int) -> None:
@@ -199,17 +207,23 @@ async def _serve(
     to_sdk, sdk_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     sdk_out, from_sdk = anyio.create_memory_object_stream[SessionMessage](0)
     lowlevel = server._lowlevel_server
+    in_flight = InFlight()
 
     async def run_sdk() -> None:
         async with sdk_out:
             await lowlevel.run(sdk_in, sdk_out, lowlevel.create_initialization_options())
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_send_sdk_frames, from_sdk, frames, direct)
+        tg.start_soon(_send_sdk_frames, from_sdk, frames, direct, in_flight)
         tg.start_soon(run_sdk)
         async with to_sdk:
             while (line := await lines.readline()) is not None:
-                await _dispatch(line, to_sdk, frames, direct)
+                await _dispatch(line, to_sdk, frames, direct, in_flight)
+            # End of input: the SDK would drop the requests it still holds (closing its input
+            # ends its run), so they get their answers first (5 s for what awaits the client).
+            with anyio.move_on_after(CLOSE_WAIT_S):
+                while in_flight.count:
+                    await anyio.sleep(0.005)
 
 
 async def _dispatch(
@@ -217,14 +231,17 @@ async def _dispatch(
     to_sdk: MemoryObjectSendStream[SessionMessage | Exception],
     frames: FrameSink,
     direct: DirectCalls | None,
+    in_flight: InFlight,
 ) -> None:
     text = line.decode("utf-8", "replace")  # as the SDK's own transport reads it
     if not text.strip():
         return
     if direct is not None:
         try:
-            parsed: object = json.loads(text)
-        except (ValueError, RecursionError):
+            # The SDK's own JSON parser: a line it refuses (a lone surrogate, nesting past its
+            # depth limit) is refused here too, never answered.
+            parsed: object = pydantic_core.from_json(text)
+        except ValueError:
             parsed = None
         if parsed is not None:
             answer = await direct.answer(parsed)
@@ -237,6 +254,13 @@ async def _dispatch(
     except Exception as exc:  # the SDK answers a malformed message itself
         await to_sdk.send(exc)
         return
+    if not in_flight.admit(message) and isinstance(message, types.JSONRPCRequest):
+        # Answered here and at once; the wait for the client to read it is the back-pressure.
+        busy = types.JSONRPCError(
+            jsonrpc="2.0", id=message.id, error=types.ErrorData(code=BUSY, message=BUSY_MESSAGE)
+        )
+        await frames.send(busy.model_dump_json(by_alias=True).encode() + b"\n")
+        return
     await to_sdk.send(SessionMessage(message))
 
 
@@ -244,6 +268,7 @@ async def _send_sdk_frames(
     from_sdk: MemoryObjectReceiveStream[SessionMessage],
     frames: FrameSink,
     direct: DirectCalls | None,
+    in_flight: InFlight,
 ) -> None:
     async with from_sdk:
         async for session_message in from_sdk:
@@ -252,3 +277,44 @@ async def _send_sdk_frames(
             if direct is not None:
                 direct.observe_answer(message)  # before the client can read it and go on
             await frames.send(frame.encode("utf-8") + b"\n")
+            in_flight.answered(message)  # once written: a client that does not read holds it
+
+
+class InFlight:
+    """The client's requests the SDK holds: admitted up to :data:`MAX_IN_FLIGHT`, released by
+    their answer or by the client cancelling them (a cancelled request gets no answer)."""
+
+    def __init__(self) -> None:
+        self._held: dict[int | str, int] = {}
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def admit(self, message: types.JSONRPCMessage) -> bool:
+        """Whether to hand this message to the SDK (always, unless it is a request too many)."""
+        if isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/cancelled" and message.params:
+                self._release(message.params.get("requestId"))
+            return True
+        if not isinstance(message, types.JSONRPCRequest):
+            return True  # the client's answers to the server's own requests
+        if self._count >= MAX_IN_FLIGHT:
+            return False
+        self._held[message.id] = self._held.get(message.id, 0) + 1
+        self._count += 1
+        return True
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._release(message.id)
+
+    def _release(self, request_id: object) -> None:
+        if not isinstance(request_id, int | str) or request_id not in self._held:
+            return
+        self._count -= 1
+        if self._held[request_id] == 1:
+            del self._held[request_id]
+        else:
+            self._held[request_id] -= 1
