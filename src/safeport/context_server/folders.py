@@ -20,7 +20,7 @@ class FolderOperations(Operations):
     def list_directory(self, path: str, limit: int, cursor: str | None) -> DirectoryListing:
         limit = clamp(limit, 1, 1000, 200)
         offset = _parse_offset(cursor)[1] if cursor else 0
-        groups = EntryGroups()
+        groups = Grouping()
         if self._is_virtual_top(path):
             names = [r.name for r in self.workspace.roots]
             groups.directories.extend(names[offset : offset + limit])
@@ -42,7 +42,7 @@ class FolderOperations(Operations):
     def directory_tree(self, path: str, max_depth: int, max_entries: int) -> DirectoryTree:
         max_depth = clamp(max_depth, 1, 10, 3)
         max_entries = clamp(max_entries, 1, 5000, 500)
-        groups = EntryGroups()
+        groups = Grouping()
         count = 0
         truncated = False
         stack: list[tuple[Located, int]] = [(loc, 1) for loc in reversed(self._folders(path))]
@@ -75,7 +75,7 @@ class FolderOperations(Operations):
         )
 
 
-class EntryGroups:
+class Grouping:
     """Listed entries by type, under the key a client sees (a name, or a path in a tree)."""
 
     def __init__(self) -> None:
