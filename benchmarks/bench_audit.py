@@ -1,10 +1,14 @@
 """Audit journal throughput, side by side with the bare loops it is built on.
 
-    python benchmarks/bench_audit.py [--records 1000000] [--appends 2000] [--dir DIR]
+    python benchmarks/bench_audit.py [--records 1000000] [--appends 2000] [--threads 8] [--dir DIR]
+    python benchmarks/bench_audit.py --quick --json     # the short profile CI runs
 
 Reports (1) verification speed of a journal vs a bare SHA-256 chain loop over the same bytes,
-with the verifier's peak memory, and (2) durable (fsync) appends vs a bare write+fsync loop on
-the same disk. Ratios are ours/bare for rates (higher is better).
+with the verifier's peak memory, (2) durable (fsync) appends vs a bare write+fsync loop in the
+same folder, one thread each, taking turns every 10 appends with a twin bare loop (whose
+ratio to the first is the run's noise), and (3) the same with ``--threads``
+threads appending at once (group commit) beside the bare loop. Ratios are ours/bare for rates
+(higher is better). The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from safeport.shared.audit import JournalWriter, verify_journal
 from safeport.shared.audit.record import GENESIS, format_record
@@ -81,37 +87,75 @@ def verify_in_child(path: Path) -> tuple[float, int, int]:
     return seconds, records, peak_kib - base_kib
 
 
-def durable_appends(folder: Path, count: int, rounds: int = 10) -> tuple[float, float, int]:
-    """Alternate rounds of ours and bare so disk noise hits both alike; sum the times."""
+BODY = {
+    "action": "ssh_exec",
+    "host_id": "build-staging",
+    "command_id": "status",
+    "args_digest": "0" * 64,
+    "decision": "allowed",
+}
+
+
+def durable_appends(folder: Path, count: int, per_round: int = 10) -> dict[str, Any]:
+    """Seconds per append: ours, and two identical bare loops, taking turns every ``per_round``
+    appends, so the disk's changing pace hits all three alike. The two bare loops' ratio is
+    the run's noise: how far apart two identical contenders land."""
     os.sync()  # let earlier writeback settle so it does not land on one contender
     path = folder / "actions.jsonl"
-    body = {
-        "action": "ssh_exec",
-        "host_id": "build-staging",
-        "command_id": "status",
-        "args_digest": "0" * 64,
-        "decision": "allowed",
-    }
     writer = JournalWriter(path, durability="fsync")
-    writer.append("warmup", body)
+    writer.append("warmup", BODY)
     line_size = len(path.read_bytes().splitlines()[-1]) + 1
-    fd = os.open(folder / "bare.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    bare_fds = [
+        os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for name in ("bare.bin", "bare-twin.bin")
+    ]
     data = b"x" * (line_size - 1) + b"\n"
-    per_round = max(1, count // rounds)
-    ours = bare = 0.0
+    rounds = max(1, count // per_round)
+    ours = 0.0
+    bare = [0.0, 0.0]
     for _ in range(rounds):
         start = time.perf_counter()
         for _ in range(per_round):
-            writer.append("action.intent", body)
+            writer.append("action.intent", BODY)
         ours += time.perf_counter() - start
-        start = time.perf_counter()
-        for _ in range(per_round):
-            os.write(fd, data)
-            os.fsync(fd)
-        bare += time.perf_counter() - start
+        for index, fd in enumerate(bare_fds):
+            start = time.perf_counter()
+            for _ in range(per_round):
+                os.write(fd, data)
+                os.fsync(fd)
+            bare[index] += time.perf_counter() - start
     writer.close()
-    os.close(fd)
-    return ours, bare, line_size
+    for fd in bare_fds:
+        os.close(fd)
+    appends = rounds * per_round
+    return {
+        "appends": appends,
+        "line_bytes": line_size,
+        "ours_s": ours / appends,
+        "bare_s": bare[0] / appends,
+        "twin_s": bare[1] / appends,
+    }
+
+
+def concurrent_appends(folder: Path, threads: int, each: int) -> float:
+    """Appends per second with ``threads`` threads on one fsync-mode writer (group commit)."""
+    with JournalWriter(folder / "concurrent.jsonl", durability="fsync") as writer:
+        writer.append("warmup", BODY)
+        start_line = threading.Barrier(threads + 1)
+
+        def work() -> None:
+            start_line.wait()
+            for _ in range(each):
+                writer.append("action.intent", BODY)
+
+        workers = [threading.Thread(target=work) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        start_line.wait()
+        started = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        return threads * each / (time.perf_counter() - started)
 
 
 def filesystem_of(folder: Path) -> str:
@@ -128,28 +172,98 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--appends", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="a short profile (for CI)")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.appends = 20_000, 300
+    figures = measure(args)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        render(figures)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
     folder = Path(tempfile.mkdtemp(prefix="sp-bench-", dir=args.dir))
-    journal = folder / "reads.jsonl"
-    size = build_journal(journal, args.records)
-    verify_journal(journal)  # warm the page cache for both contenders
-    seconds, records, peak_kib = verify_in_child(journal)
-    bare = min(bare_chain_loop(journal) for _ in range(3))
-    seconds = min(seconds, *(verify_in_child(journal)[0] for _ in range(2)))
-    print(f"verify: {records:,} records, {size / 1e6:.0f} MB")
-    print(f"  safeport verify      {records / seconds:>12,.0f} records/s ({seconds:.2f} s)")
-    print(f"  bare sha256 loop     {records / bare:>12,.0f} records/s ({bare:.2f} s)")
-    print(f"  ratio (ours/bare)    {bare / seconds:>12.2f}")
-    print(f"  verifier peak RSS: {peak_kib / 1024:.1f} MiB")
-    ours, bare_fs, line_size = durable_appends(folder, args.appends)
-    print(f"durable appends: {args.appends} x {line_size} bytes on {filesystem_of(folder)}")
-    print(f"  safeport fsync mode  {args.appends / ours:>12,.0f} appends/s")
-    print(f"  bare write+fsync     {args.appends / bare_fs:>12,.0f} appends/s")
-    print(f"  ratio (ours/bare)    {bare_fs / ours:>12.2f}")
-    for item in folder.iterdir():
-        item.unlink()
-    folder.rmdir()
+    try:
+        journal = folder / "reads.jsonl"
+        size = build_journal(journal, args.records)
+        verify_journal(journal)  # warm the page cache for both contenders
+        seconds, records, peak_kib = verify_in_child(journal)
+        bare = min(bare_chain_loop(journal) for _ in range(3))
+        seconds = min(seconds, *(verify_in_child(journal)[0] for _ in range(2)))
+        appends = durable_appends(folder, args.appends)
+        ours_s, bare_s = appends["ours_s"], appends["bare_s"]
+        each = max(1, args.appends // args.threads)
+        grouped = concurrent_appends(folder, args.threads, each)
+        filesystem = filesystem_of(folder)
+    finally:
+        for item in folder.iterdir():
+            item.unlink()
+        folder.rmdir()
+    return {
+        "verify": {
+            "records": records,
+            "megabytes": round(size / 1e6, 1),
+            "ours_per_s": records / seconds,
+            "bare_per_s": records / bare,
+            "ratio": bare / seconds,
+            "peak_rss_mib": peak_kib / 1024,
+        },
+        "append": {
+            "appends": appends["appends"],
+            "line_bytes": appends["line_bytes"],
+            "filesystem": filesystem,
+            "ours_per_s": 1 / ours_s,
+            "bare_per_s": 1 / bare_s,
+            "ratio": bare_s / ours_s,
+            "ours_us": ours_s * 1e6,
+            "bare_us": bare_s * 1e6,
+            "noise_ratio": bare_s / appends["twin_s"],
+        },
+        "group_commit": {
+            "threads": args.threads,
+            "ours_per_s": grouped,
+            "ratio_to_bare_loop": grouped * bare_s,
+        },
+        "load_average": {
+            "before": load_before,
+            "after": Path("/proc/loadavg").read_text().split()[:3],
+        },
+    }
+
+
+def render(figures: dict[str, Any]) -> None:
+    verify, append, grouped = figures["verify"], figures["append"], figures["group_commit"]
+    print(f"verify: {verify['records']:,} records, {verify['megabytes']:.0f} MB")
+    print(f"  safeport verify      {verify['ours_per_s']:>12,.0f} records/s")
+    print(f"  bare sha256 loop     {verify['bare_per_s']:>12,.0f} records/s")
+    print(f"  ratio (ours/bare)    {verify['ratio']:>12.2f}")
+    print(f"  verifier peak RSS: {verify['peak_rss_mib']:.1f} MiB")
+    print(
+        f"durable appends: {append['appends']} x {append['line_bytes']} bytes on "
+        f"{append['filesystem']}, taking turns every 10"
+    )
+    print(
+        f"  safeport fsync mode  {append['ours_per_s']:>12,.0f} appends/s "
+        f"({append['ours_us']:.0f} µs each)"
+    )
+    print(
+        f"  bare write+fsync     {append['bare_per_s']:>12,.0f} appends/s "
+        f"({append['bare_us']:.0f} µs each)"
+    )
+    print(f"  ratio (ours/bare)    {append['ratio']:>12.2f}")
+    print(f"  noise (bare/twin)    {append['noise_ratio']:>12.2f}  (two identical bare loops)")
+    print(
+        f"  {grouped['threads']} threads at once    {grouped['ours_per_s']:>12,.0f} appends/s "
+        f"(group commit; {grouped['ratio_to_bare_loop']:.2f}x the bare loop)"
+    )
+    load = figures["load_average"]
+    print(f"load average before {' '.join(load['before'])}, after {' '.join(load['after'])}")
 
 
 if __name__ == "__main__":

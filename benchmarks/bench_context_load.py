@@ -1,4 +1,4 @@
-"""Context servers under load while the workspace changes (tests/drills/context_load.py, full).
+"""Context servers under load while the workspace changes (harness/context_load.py, full).
 
     python benchmarks/bench_context_load.py [--clients 8] [--seconds 60] [--files 20000]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.drills.context_load import run_context_load  # noqa: E402
+from harness.context_load import run_context_load  # noqa: E402
 
 
 def main() -> None:

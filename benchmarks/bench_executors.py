@@ -27,16 +27,16 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' real servers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness: real servers
 
-from tests.action_gateway.executors.real_sshd import Sshd, running_sshd
-from tests.action_gateway.executors.real_tls import API_HOST, running_tls_server
-
+from harness.real_sshd import Sshd, running_sshd
+from harness.real_tls import API_HOST, running_tls_server
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
+    ParamSpec,
     SshCommand,
     SshHost,
 )
@@ -117,7 +117,10 @@ def bench_https(http_runs: int) -> None:
             method="GET",
             path="/v1/{environment}/services/{service}/status",
             response_fields=["environment", "service", "state", "revision"],
-            params={"environment": {"enum": ["staging"]}, "service": {"pattern": "^[a-z-]{1,48}$"}},
+            params={
+                "environment": ParamSpec(enum=["staging"]),
+                "service": ParamSpec(pattern="^[a-z-]{1,48}$"),
+            },
         )
         service = HttpService(
             base_url=tls.base_url(),

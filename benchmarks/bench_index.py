@@ -33,7 +33,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_context import generate, timed  # noqa: E402
-
 from safeport.context_server.index import SearchIndex  # noqa: E402
 from safeport.context_server.policy import ReadPolicy  # noqa: E402
 from safeport.context_server.workspace import ServedRoot, Workspace  # noqa: E402
@@ -106,8 +105,10 @@ def profile_cold_build(root: Path, cache: Path, top: int = 12) -> list[dict[str,
     finally:
         workspace.close()
     stats = pstats.Stats(profiler)
-    total = sum(entry[2] for entry in stats.stats.values())
-    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])
+    # typeshed leaves out Stats.stats, the table print_stats itself reads.
+    table = stats.stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in table.values())
+    rows = sorted(table.items(), key=lambda kv: -kv[1][2])
     return [
         {"function": f"{Path(file).name}:{line}({name})", "own_s": round(own, 3),
          "share": round(own / total, 3)}

@@ -1,4 +1,4 @@
-"""Legitimate load under a junk flood (the drill in tests/drills/load.py, at full size).
+"""Legitimate load under a junk flood (the drill in harness/load.py, at full size).
 
     python benchmarks/bench_load.py [--clients 50] [--per-client 100] [--idle 1000]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.drills.load import run_load  # noqa: E402
+from harness.load import run_load  # noqa: E402
 
 
 def main() -> None:

@@ -27,12 +27,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-from tests.action_gateway.support import POLICY, Gateway, clean_env, decide, wait_card  # noqa: E402
-from tests.drills.mcp_raw import RawMcp  # noqa: E402
-
-from bench_context import generate  # noqa: E402
+from benchmarks.bench_context import generate  # noqa: E402
+from harness.gateway import POLICY, Gateway, clean_env, decide, wait_card  # noqa: E402
+from harness.mcp_raw import RawMcp  # noqa: E402
 from safeport.shared.wire import recv_message, send_message  # noqa: E402
 
 BLOCK = 1000

@@ -16,6 +16,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -38,11 +39,11 @@ class NoKeyring:
         return None
 
 
-def timed(action: object, rounds: int) -> float:
+def timed(action: Callable[[], object], rounds: int) -> float:
     samples = []
     for _ in range(rounds):
         start = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import Gateway
 from tests.hostile_folder import HostileFolder, plant
 
 REQUIRE_INTEGRATION = os.environ.get("SAFEPORT_REQUIRE_INTEGRATION") == "1"
@@ -42,3 +43,26 @@ def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
     folder.mkdir(mode=0o700)
     return folder
+
+
+@pytest.fixture
+def gateway_home(tmp_path: Path) -> Path:
+    home = tmp_path / "h"  # short: socket paths have a length limit
+    home.mkdir(mode=0o700)
+    return home
+
+
+@pytest.fixture
+def gateway(gateway_home: Path) -> Iterator[Gateway]:
+    """A running gateway, unlocked, serving the test policy (the gateway's and the context
+    server's end-to-end tests both drive one)."""
+    gw = Gateway(gateway_home)
+    gw.write_policy()
+    gw.start()
+    gw.unlock()
+    gw.accept_policy()
+    try:
+        yield gw
+    finally:
+        rc = gw.stop()
+        assert rc == 0, gw.stderr_path.read_text()

@@ -1,7 +1,7 @@
 """One base error with a human diagnostic, and the few kinds the CLI needs to tell apart.
 
 Every error that can reach a person carries a one-sentence ``diagnostic()`` and an ``exit_code``
-(DESIGN.md §3: 1 for a negative verdict, 2 for usage or environment). Messages never contain
+(1 for a negative verdict, 2 for usage or environment). Messages never contain
 secrets: callers pass only names, ids and categories.
 """
 

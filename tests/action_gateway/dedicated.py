@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.gateway import HOST_KEY, REPO
 from safeport.shared.launch import sp_command
-from tests.action_gateway.support import HOST_KEY, REPO
 
 PASSPHRASE = "dedicated horse battery staple"
 POLICY = f"""

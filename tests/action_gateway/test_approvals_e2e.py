@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.action_gateway.support import (
+from harness.gateway import (
     PASSPHRASE,
     POLICY,
     REPO,
@@ -117,7 +117,7 @@ def _client_tree(gw: Gateway, tmp: Path) -> subprocess.Popen[str]:
     client = copy_as_client(tmp)
     script = (
         "import subprocess,sys,json,time\n"
-        "req=subprocess.Popen([sys.argv[1],'-m','tests.action_gateway.agent_client'],"
+        "req=subprocess.Popen([sys.argv[1],'-m','harness.agent_client'],"
         "stdin=subprocess.PIPE,stdout=subprocess.PIPE,text=True)\n"
         "req.stdout.readline()\n"
         "req.stdin.write(json.dumps(json.loads(sys.argv[2]))+'\\n');req.stdin.flush()\n"

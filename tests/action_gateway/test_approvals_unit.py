@@ -14,7 +14,7 @@ from safeport.action_gateway.approvals import (
     ApprovalTimedOut,
 )
 from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
-from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest
+from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest, ApprovalScope
 from safeport.action_gateway.executors.interface import SshAction
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import SshCommand, SshHost
@@ -74,7 +74,9 @@ class Liveness:
         return identity.pid not in self.dead
 
 
-def request(scope: str = "session", args: dict[str, str | int] | None = None) -> ActionRequest:
+def request(
+    scope: ApprovalScope = "session", args: dict[str, str | int] | None = None
+) -> ActionRequest:
     return ActionRequest(
         request_id="r1",
         kind="ssh_exec",
@@ -84,13 +86,16 @@ def request(scope: str = "session", args: dict[str, str | int] | None = None) ->
         scope=scope,
         args=args or {"s": "x"},
         policy_digest="p1",
-        read_only=True,  # type: ignore[arg-type]
+        read_only=True,
         prepared=SshAction("h", HOST, "c", SshCommand(argv=["uptime"]), "uptime"),
     )
 
 
+World = tuple[Approvals, Clock, Journal, Liveness]
+
+
 @pytest.fixture
-def world() -> tuple[Approvals, Clock, Journal, Liveness]:
+def world() -> World:
     clock, journal, live = Clock(), Journal(), Liveness()
     return Approvals(journal, live, clock=clock), clock, journal, live
 
@@ -116,7 +121,7 @@ def _answer(
     threading.Thread(target=run, daemon=True).start()
 
 
-def test_a_session_grant_is_reused_then_ends_at_session_max(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_grant_is_reused_then_ends_at_session_max(world: World) -> None:
     approvals, clock, journal, _ = world
     _answer(approvals)
     first = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
@@ -128,7 +133,7 @@ def test_a_session_grant_is_reused_then_ends_at_session_max(world) -> None:  # t
     assert ("session.ended", {"session": first.id, "reason": "expired"}) in journal.records
 
 
-def test_a_session_grant_is_bound_to_the_credential_and_policy(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_grant_is_bound_to_the_credential_and_policy(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
@@ -140,7 +145,7 @@ def test_a_session_grant_is_bound_to_the_credential_and_policy(world) -> None:  
         approvals.obtain(REQUESTER, other_cred, vault_epoch=1, timeout_s=0.05, session_max_s=60)
 
 
-def test_the_reaper_ends_a_session_whose_process_exited(world) -> None:  # type: ignore[no-untyped-def]
+def test_the_reaper_ends_a_session_whose_process_exited(world: World) -> None:
     approvals, _, journal, live = world
     _answer(approvals)
     grant = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
@@ -150,7 +155,7 @@ def test_the_reaper_ends_a_session_whose_process_exited(world) -> None:  # type:
     assert approvals.sessions() == []
 
 
-def test_a_per_call_grant_is_spent_by_its_first_use(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_per_call_grant_is_spent_by_its_first_use(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     req = request("per-call")
@@ -160,7 +165,7 @@ def test_a_per_call_grant_is_spent_by_its_first_use(world) -> None:  # type: ign
         approvals.consume(grant, REQUESTER, req, 1)
 
 
-def test_a_per_call_grant_covers_only_its_exact_arguments(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_per_call_grant_covers_only_its_exact_arguments(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     grant = approvals.obtain(
@@ -170,7 +175,7 @@ def test_a_per_call_grant_covers_only_its_exact_arguments(world) -> None:  # typ
         approvals.consume(grant, REQUESTER, request("per-call", {"s": "other"}), 1)
 
 
-def test_a_per_call_grant_expires_after_a_minute(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_per_call_grant_expires_after_a_minute(world: World) -> None:
     approvals, clock, _, _ = world
     _answer(approvals)
     req = request("per-call")
@@ -180,7 +185,7 @@ def test_a_per_call_grant_expires_after_a_minute(world) -> None:  # type: ignore
         approvals.consume(grant, REQUESTER, req, 1)
 
 
-def test_a_lock_between_approval_and_use_voids_the_grant(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_lock_between_approval_and_use_voids_the_grant(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     req = request("per-call")
@@ -189,7 +194,7 @@ def test_a_lock_between_approval_and_use_voids_the_grant(world) -> None:  # type
         approvals.consume(grant, REQUESTER, req, 3)
 
 
-def test_void_all_withdraws_a_waiting_card(world) -> None:  # type: ignore[no-untyped-def]
+def test_void_all_withdraws_a_waiting_card(world: World) -> None:
     approvals, _, _, _ = world
 
     def lock_soon() -> None:
@@ -203,7 +208,7 @@ def test_void_all_withdraws_a_waiting_card(world) -> None:  # type: ignore[no-un
     assert refused.value.outcome == "voided"
 
 
-def test_an_unshowable_request_is_refused_without_a_card(world) -> None:  # type: ignore[no-untyped-def]
+def test_an_unshowable_request_is_refused_without_a_card(world: World) -> None:
     approvals, _, _, _ = world
     long = SshAction("h", HOST, "c", SshCommand(argv=["echo"]), "x" * (MAX_FIELD_CHARS + 1))
     huge = ActionRequest(**{**request().__dict__, "prepared": long})

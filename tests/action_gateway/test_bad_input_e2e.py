@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from safeport.errors import WireError
-from safeport.shared.wire import recv_message
-from tests.action_gateway.support import (
+from harness.gateway import (
     POLICY,
     Gateway,
     ssh,
     wait_until,
 )
+from safeport.errors import WireError
+from safeport.shared.wire import recv_message
 from tests.conftest import need
 
 HELLO = {"v": 1, "id": "h", "type": "hello", "versions": [1]}
@@ -292,7 +292,7 @@ def test_control_params_outside_an_operations_model_are_invalid_and_change_nothi
     gateway: Gateway,
 ) -> None:
     canary = "CANARY-NOT-THE-PASSPHRASE"
-    refused = [
+    refused: list[tuple[str, dict[str, object]]] = [
         ("status", {"surprise": 1}),  # an operation that takes nothing
         ("vault.lock", {"passphrase": 7}),
         ("approvals.decide", {"id": "c1", "approve": "yes", "passphrase": canary}),

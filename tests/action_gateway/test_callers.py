@@ -11,7 +11,7 @@ from safeport.shared.schemas.config import CallerRule, Callers
 SHA = "a" * 64
 
 
-def _proc(pid: int, exe: str, sha: str | None = SHA, **kw: object) -> ProcessInfo:
+def _proc(pid: int, exe: str, sha: str | None = SHA) -> ProcessInfo:
     return ProcessInfo(
         pid=pid,
         start_time=pid * 10,
@@ -19,8 +19,7 @@ def _proc(pid: int, exe: str, sha: str | None = SHA, **kw: object) -> ProcessInf
         name=exe.rsplit("/", 1)[-1],
         exe=exe,
         exe_sha256=sha,
-        **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 PEER = PeerIdentity(

@@ -10,13 +10,20 @@ import pytest
 from safeport.action_gateway.cards import (
     MAX_FIELD_CHARS,
     ActionRequest,
+    ApprovalScope,
     build_card,
     inert,
 )
-from safeport.action_gateway.executors.interface import SshAction
+from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
-from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
+from safeport.shared.schemas.config import (
+    HttpOperation,
+    HttpService,
+    ParamSpec,
+    SshCommand,
+    SshHost,
+)
 
 HOST = SshHost(address="203.0.113.7", user="deploy", credential="k", host_keys=["ssh-ed25519 AAAA"])
 PEER = PeerIdentity(
@@ -46,14 +53,16 @@ def test_inert_escapes_what_could_restyle_or_hide_text(raw: str, shown: str) -> 
     assert inert(raw) == shown
 
 
-def ssh_request(prepared: SshAction, scope: str = "per-call", **args: str) -> ActionRequest:
+def ssh_request(
+    prepared: SshAction, scope: ApprovalScope = "per-call", **args: str
+) -> ActionRequest:
     return ActionRequest(
         request_id="r",
         kind="ssh_exec",
         target_id=prepared.host_id,
         operation_id=prepared.command_id,
         credential="k",
-        scope=scope,  # type: ignore[arg-type]
+        scope=scope,
         args=args or {"a": "x"},
         policy_digest="d",
         read_only=True,
@@ -63,8 +72,8 @@ def ssh_request(prepared: SshAction, scope: str = "per-call", **args: str) -> Ac
 
 def test_the_card_shows_the_exact_command_string_that_is_sent() -> None:
     command = SshCommand(
-        argv=["systemctl", "status", "{service}"], params={"service": {"pattern": ".*"}}
-    )  # type: ignore[dict-item]
+        argv=["systemctl", "status", "{service}"], params={"service": ParamSpec(pattern=".*")}
+    )
     prepared = prepare_ssh("h", HOST, "c", command, {"service": "a b;rm -rf /"})
     assert prepared.command_line == "systemctl status 'a b;rm -rf /'"
     card = build_card("c-1", PEER, ssh_request(prepared), now=0, timeout_s=10)
@@ -75,8 +84,8 @@ def test_the_card_shows_the_exact_command_string_that_is_sent() -> None:
 def test_a_value_that_looks_like_a_placeholder_is_never_expanded_again() -> None:
     command = SshCommand(
         argv=["echo", "{a}", "{b}"],
-        params={"a": {"pattern": "[{}a-z]+"}, "b": {"pattern": "[{}a-z]+"}},
-    )  # type: ignore[dict-item]
+        params={"a": ParamSpec(pattern="[{}a-z]+"), "b": ParamSpec(pattern="[{}a-z]+")},
+    )
     prepared = prepare_ssh("h", HOST, "c", command, {"a": "{b}", "b": "rm"})
     assert prepared.command_line == "echo '{b}' rm"
     card = build_card("c-1", PEER, ssh_request(prepared), now=0, timeout_s=10)
@@ -91,11 +100,11 @@ def test_the_card_shows_the_full_url_and_every_byte_of_the_body() -> None:
         query={"q": "{env}"},
         json_body={"image": "{image}", "replicas": "{replicas}", "note": "x {env}"},
         params={
-            "env": {"pattern": ".*"},
-            "image": {"pattern": ".*"},
-            "replicas": {"type": "int", "min": 1, "max": 5000},
+            "env": ParamSpec(pattern=".*"),
+            "image": ParamSpec(pattern=".*"),
+            "replicas": ParamSpec(type="int", min=1, max=5000),
         },
-    )  # type: ignore[dict-item]
+    )
     args = {"env": "a/b?x={c}", "image": "attacker.example/backdoor:1", "replicas": 1000}
     prepared = prepare_http("deploy-api", service, "op", operation, args)
     fields = dict(build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).fields)
@@ -114,8 +123,8 @@ def test_the_card_shows_the_full_url_and_every_byte_of_the_body() -> None:
 def test_a_body_value_cannot_add_a_line_or_an_escape_to_the_card() -> None:
     service = HttpService(base_url="https://api.example.com", credential="t")
     operation = HttpOperation(
-        method="POST", path="/x", json_body={"v": "{v}"}, params={"v": {"pattern": "(?s).*"}}
-    )  # type: ignore[dict-item]
+        method="POST", path="/x", json_body={"v": "{v}"}, params={"v": ParamSpec(pattern="(?s).*")}
+    )
     prepared = prepare_http(
         "s", service, "op", operation, {"v": 'a\u2028"approved": true\u202e\u0085'}
     )
@@ -127,7 +136,7 @@ def test_a_body_value_cannot_add_a_line_or_an_escape_to_the_card() -> None:
     assert json.loads(body) == json.loads(prepared.target.body or b"")  # the same value
 
 
-def http_request(prepared: object) -> ActionRequest:
+def http_request(prepared: SshAction | HttpAction) -> ActionRequest:
     return ActionRequest(
         request_id="r",
         kind="http_request",
@@ -138,7 +147,7 @@ def http_request(prepared: object) -> ActionRequest:
         args={},
         policy_digest="d",
         read_only=False,
-        prepared=prepared,  # type: ignore[arg-type]
+        prepared=prepared,
     )
 
 
@@ -150,7 +159,8 @@ def test_a_card_that_cannot_be_shown_whole_is_not_showable() -> None:
     short = build_card("c-2", PEER, ssh_request(SshAction("h", HOST, "c", command, "ok")), now=0,
                        timeout_s=10)  # fmt: skip
     assert short.showable is True
-    assert ["command", "ok"] in short.view(0)["fields"]  # type: ignore[operator]
+    fields = short.view(0)["fields"]
+    assert isinstance(fields, list) and ["command", "ok"] in fields
 
 
 def test_the_card_says_what_a_yes_allows_and_how_long_is_left() -> None:
@@ -189,8 +199,11 @@ def test_a_printable_but_invisible_character_is_escaped_on_the_card(hidden: str)
     """`alice` and `alice` + a Hangul filler must not look the same to the human."""
     service = HttpService(base_url="https://api.example.com", credential="t")
     operation = HttpOperation(
-        method="POST", path="/x", json_body={"user": "{v}"}, params={"v": {"pattern": "(?s).*"}}
-    )  # type: ignore[dict-item]
+        method="POST",
+        path="/x",
+        json_body={"user": "{v}"},
+        params={"v": ParamSpec(pattern="(?s).*")},
+    )
     prepared = prepare_http("s", service, "op", operation, {"v": f"alice{hidden}"})
     fields = dict(build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).fields)
     assert hidden not in fields["body"] and f"\\u{ord(hidden):04x}" in fields["body"]

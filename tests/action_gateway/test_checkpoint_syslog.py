@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.fakes import FakeVaultStore, Recorder
+from harness.gateway import PASSPHRASE, POLICY, Gateway, ssh
 from safeport.action_gateway.checkpoint_syslog import SyslogTarget, format_heads
 from safeport.errors import ConfigError
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.vault.checkpoints import load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint
-from tests.action_gateway.fakes import FakeVaultStore, Recorder
 from tests.action_gateway.real_rsyslog import RSYSLOGD, Rsyslog, free_port, running_rsyslog
-from tests.action_gateway.support import PASSPHRASE, POLICY, Gateway, ssh
 from tests.conftest import need
 
 # RFC 5424 §6: PRI VERSION SP TIMESTAMP SP HOSTNAME SP APP-NAME SP PROCID SP MSGID SP SD [SP MSG]

@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.action_gateway.support import POLICY, Gateway, clean_env, ssh, wait_card
+from harness.gateway import POLICY, Gateway, clean_env, ssh, wait_card
 
 
 def _sp(gw: Gateway, *args: str) -> tuple[int, str]:

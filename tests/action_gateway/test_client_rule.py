@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
 from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
-from tests.action_gateway.support import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
 
 
 def proc(
@@ -129,7 +129,7 @@ def test_with_no_client_the_requesters_own_shell_still_refuses() -> None:
 HOST_SCRIPT = """
 import json, subprocess, sys, time
 out = open(sys.argv[1], "a", buffering=1)
-req = subprocess.Popen([sys.executable, "-m", "tests.action_gateway.agent_client"],
+req = subprocess.Popen([sys.executable, "-m", "harness.agent_client"],
                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 req.stdout.readline()  # ready
 req.stdin.write(sys.argv[2] + "\\n"); req.stdin.flush()

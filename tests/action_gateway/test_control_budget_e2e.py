@@ -15,9 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from safeport.shared.launch import sp_command
-from safeport.shared.wire import recv_message, send_message
-from tests.action_gateway.support import (
+from harness.gateway import (
     PASSPHRASE,
     REPO,
     Gateway,
@@ -26,6 +24,8 @@ from tests.action_gateway.support import (
     ssh,
     wait_card,
 )
+from safeport.shared.launch import sp_command
+from safeport.shared.wire import recv_message, send_message
 
 # Opens idle agent and control connections in each of several processes and keeps them open: a
 # control connection the gateway closes is opened again at once (a same-user flood).

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.fakes import Recorder, RecordingExecutor, read_record
 from safeport.action_gateway.core import GatewayCore
 from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits
 from safeport.action_gateway.identity_linux import LinuxProbe
@@ -17,7 +18,6 @@ from safeport.shared.paths import ensure_private_dir, locate
 from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.store import VaultFile
-from tests.action_gateway.fakes import Recorder, RecordingExecutor, read_record
 from tests.vault.vault_factory import FAST_KDF, MemoryKeyring, passphrase
 
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.gateway import POLICY, REPO, Gateway, clean_env, wait_until
 from safeport.action_gateway.daemon import tainted_environment
-from tests.action_gateway.support import POLICY, REPO, Gateway, clean_env, wait_until
 
 
 def _start_and_wait(gw: Gateway, env: dict[str, str] | None = None) -> tuple[int, str]:

@@ -28,6 +28,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from harness.gateway import HOST_KEY
 from safeport.shared.audit import read_records
 from safeport.shared.launch import sp_command
 from tests.action_gateway.dedicated import (
@@ -43,7 +44,6 @@ from tests.action_gateway.dedicated import (
     tear_down,
     unique,
 )
-from tests.action_gateway.support import HOST_KEY
 from tests.conftest import need
 
 pytestmark = pytest.mark.integration

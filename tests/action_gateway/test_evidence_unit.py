@@ -89,7 +89,7 @@ def test_only_small_names_and_counts_go_in_the_clear(
     tmp_path: Path, ref: dict[str, object]
 ) -> None:
     with JournalWriter(tmp_path / "j.jsonl") as writer, pytest.raises(AuditError):
-        writer.append("action.outcome", {}, ref=ref)  # type: ignore[arg-type]
+        writer.append("action.outcome", {}, ref=ref)  # type: ignore[arg-type]  # bad on purpose
     path = tmp_path / "j.jsonl"
     assert not path.exists() or path.read_bytes() == b""
 

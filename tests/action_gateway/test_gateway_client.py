@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from safeport.cli.gateway_client import ImpostorGateway, Installation, judge_gateway_process
+from safeport.cli.gateway_client import Installation, judge_gateway_process
+from safeport.shared.gateway_socket import ImpostorGateway
 
 INSTALL = Installation(python="/home/u/.venv/bin/python", sp_script=None)
 
@@ -26,7 +29,7 @@ def test_python_m_safeport_without_isolation_is_an_impostor() -> None:
         )
 
 
-def test_the_sp_script_of_this_installation_is_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_sp_script_of_this_installation_is_accepted(tmp_path: Path) -> None:
     script = tmp_path / "sp"
     script.write_text("#!python\n")
     install = Installation(python="/home/u/.venv/bin/python", sp_script=str(script))
@@ -39,7 +42,7 @@ def test_the_sp_script_of_this_installation_is_accepted(tmp_path) -> None:  # ty
 
 
 def test_another_name_of_the_same_interpreter_in_the_same_environment_is_accepted(
-    tmp_path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
@@ -70,7 +73,7 @@ def test_another_name_of_the_same_interpreter_in_the_same_environment_is_accepte
         ["/home/u/.venv/bin/python", "-I", "-I", "-m", "safeport", "gateway", "run"],
         ["/home/u/.venv/bin/python", "-c", "-I", "-m", "safeport", "gateway", "run"],
         ["/home/u/.venv/bin/python", "fake_gateway.py", "gateway", "run"],
-        ["/home/u/.venv/bin/python", "-m", "tests.action_gateway.gateway_harness"],
+        ["/home/u/.venv/bin/python", "-m", "harness.gateway_process"],
         ["nc", "-lU", "control.sock"],
     ],
 )

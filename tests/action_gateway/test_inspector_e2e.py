@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,7 +113,7 @@ def test_only_the_inspector_keeps_the_capabilities_and_identities_fail_closed_wi
     clients: list[subprocess.Popen[bytes]] = []
     try:
         assert gateway.stdout is not None
-        lines = []
+        lines: list[str] = []
         while not lines or lines[-1] != "ready":
             line = gateway.stdout.readline().strip()
             assert line, gateway.stderr.read() if gateway.stderr else ""
@@ -144,6 +145,7 @@ def test_only_the_inspector_keeps_the_capabilities_and_identities_fail_closed_wi
         assert "verified" in rest and out.strip().endswith("fails closed"), out + err
         assert "asked to stop" in out  # a gateway without its inspector stops to be restarted
     finally:
-        for proc in [target, gateway, *clients]:
+        started: list[subprocess.Popen[Any]] = [target, gateway, *clients]
+        for proc in started:
             proc.kill()
             proc.wait()

@@ -35,10 +35,10 @@ def _origin(installed: InstalledFiles, path: Path) -> Origin:
     return installed.origin(str(path), digests, path.stat())
 
 
-def _running(argv: list[str], **popen: object) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
+def _running(argv: list[str]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv)
     time.sleep(0.3)  # let the exec happen
-    return proc  # type: ignore[no-any-return]
+    return proc
 
 
 @pytest.mark.skipif(not HAVE_DPKG, reason="needs Debian's python3.11-minimal")
@@ -130,8 +130,9 @@ def _venv_tree(root: Path, content: bytes, recorded: bytes) -> Path:
 def test_a_venv_script_matching_its_pip_record_matches(tmp_path: Path) -> None:
     tool = _venv_tree(tmp_path / "env", b"#!/bin/sh\n", b"#!/bin/sh\n")
     found = _origin(InstalledFiles(None, use_rpm=False), tool)
-    expected = "package" if os.geteuid() == 0 else "user-package"
-    assert found == Origin(expected, "pip demo_dist 1.2.3")  # type: ignore[arg-type]
+    assert found == Origin(
+        "package" if os.geteuid() == 0 else "user-package", "pip demo_dist 1.2.3"
+    )
 
 
 def test_a_venv_script_differing_from_its_pip_record_is_modified(tmp_path: Path) -> None:

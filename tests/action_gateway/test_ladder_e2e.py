@@ -13,8 +13,8 @@ import sys
 import time
 from typing import Any
 
-from tests.action_gateway.fakes import CANARY
-from tests.action_gateway.support import (
+from harness.fakes import CANARY
+from harness.gateway import (
     POLICY,
     REPO,
     Gateway,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import POLICY
 from safeport.action_gateway.approvals import Approvals
 from safeport.action_gateway.cards import ActionRequest, ApprovalCard
 from safeport.action_gateway.executors.interface import (
@@ -36,7 +37,6 @@ from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.wire import HttpResult, ProposeHttp, SshExecResult
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
-from tests.action_gateway.support import POLICY
 from tests.vault.vault_factory import CANARY_TOKEN, make_vault, passphrase
 
 # A cap on the token's credential, so the rate rung can refuse (the shared policy has none).

@@ -53,9 +53,9 @@ def test_the_rate_cap_is_a_sliding_minute_per_credential() -> None:
 
 
 def test_the_reply_cap_follows_the_policys_output_limits() -> None:
+    from harness.gateway import POLICY
     from safeport.action_gateway.catalog import reply_cap
     from safeport.shared.schemas.config import parse_gateway_policy
-    from tests.action_gateway.support import POLICY
 
     policy, _ = parse_gateway_policy(POLICY)
     # The largest declared output: the HTTP service's default 1 MiB response, escaped.

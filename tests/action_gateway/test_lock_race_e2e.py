@@ -3,7 +3,7 @@ agent as ``locked`` (the one locked error), never as ``internal``, and nothing r
 
 from __future__ import annotations
 
-from tests.action_gateway.support import (
+from harness.gateway import (
     HOST_KEY,
     POLICY,
     Gateway,

@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Any
 
+from harness.gateway import PASSPHRASE, REPO, Gateway, clean_env
 from safeport.action_gateway.passphrase_attempts import failure_delay
-from tests.action_gateway.support import PASSPHRASE, REPO, Gateway, clean_env
 
 WRONG = "not the passphrase at all"
 

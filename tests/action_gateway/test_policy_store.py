@@ -6,21 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from harness.fakes import FakeUnlockedVault, FakeVaultStore, Recorder
+from harness.gateway import POLICY
 from safeport.action_gateway.policy_store import PolicyChanged, PolicyStore, policy_diff
 from safeport.shared.schemas.config import policy_digest
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.fakes import FakeVaultStore, Recorder
-from tests.action_gateway.support import POLICY
 
 
-def _vault() -> object:
+def _vault() -> FakeUnlockedVault:
     return FakeVaultStore(b"pw", Recorder(None)).unlock(SecretBytes(b"pw"))
 
 
 def test_nothing_is_served_before_an_acceptance(tmp_path: Path) -> None:
     (tmp_path / "gateway.toml").write_text(POLICY)
     store = PolicyStore(tmp_path / "gateway.toml")
-    assert store.load_accepted(_vault()) is None  # type: ignore[arg-type]
+    assert store.load_accepted(_vault()) is None
     assert store.status()["pending"] is True and store.served is None
 
 
@@ -29,24 +29,25 @@ def test_accept_serves_exactly_the_text_that_was_shown(tmp_path: Path) -> None:
     path.write_text(POLICY)
     store = PolicyStore(path)
     vault = _vault()
-    served = store.accept(vault, policy_digest(POLICY))  # type: ignore[arg-type]
+    served = store.accept(vault, policy_digest(POLICY))
     assert served.digest == policy_digest(POLICY)
-    assert vault.accepted_policy().text == POLICY  # type: ignore[attr-defined]
+    accepted = vault.accepted_policy()
+    assert accepted is not None and accepted.text == POLICY
     path.write_text(POLICY + "\n# agent edit\n")
     assert store.status()["pending"] is True
     assert store.served is served  # the edit changes nothing served
     with pytest.raises(PolicyChanged):
-        store.accept(vault, policy_digest(POLICY))  # type: ignore[arg-type]
+        store.accept(vault, policy_digest(POLICY))
 
 
 def test_a_fresh_store_serves_what_the_vault_holds(tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text(POLICY)
     vault = _vault()
-    PolicyStore(path).accept(vault, policy_digest(POLICY))  # type: ignore[arg-type]
+    PolicyStore(path).accept(vault, policy_digest(POLICY))
     path.write_text("garbage = [")
     fresh = PolicyStore(path)
-    served = fresh.load_accepted(vault)  # type: ignore[arg-type]
+    served = fresh.load_accepted(vault)
     assert served is not None and served.text == POLICY
     assert fresh.status()["file_error"] is not None
 

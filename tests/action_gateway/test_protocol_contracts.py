@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 
+from harness.gateway import POLICY
 from safeport.action_gateway.catalog import catalog_of
 from safeport.action_gateway.connection import parse_request
 from safeport.action_gateway.control import OPERATIONS
@@ -15,7 +16,6 @@ from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.control import CONTROL_REQUEST, control_ops
 from safeport.shared.schemas.export import SCHEMA_DIR
-from tests.action_gateway.support import POLICY
 
 CANARY = "CANARY-PASSPHRASE-9b2c"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
 from safeport.shared.launch import sp_command
-from tests.action_gateway.support import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
 from tests.conftest import need
 
 PASSPHRASE = "correct horse battery staple"

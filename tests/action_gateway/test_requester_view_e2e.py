@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.action_gateway.support import POLICY, REPO, Gateway, clean_env, ssh, wait_card
+from harness.gateway import POLICY, REPO, Gateway, clean_env, ssh, wait_card
 from tests.conftest import need
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")

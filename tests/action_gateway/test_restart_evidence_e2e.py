@@ -24,14 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from safeport.shared.audit import ZERO_HASH, JournalHead, format_record
-from safeport.shared.paths import locate
-from safeport.vault.checkpoints import VaultCheckpointSigner, dump_checkpoints
-from safeport.vault.interface import VaultPublicKeys
-from safeport.vault.kdf import KdfParams
-from safeport.vault.secrets import SecretBytes
-from safeport.vault.store import VaultFile
-from tests.action_gateway.support import (
+from harness.gateway import (
     PASSPHRASE,
     POLICY,
     REPO,
@@ -42,6 +35,13 @@ from tests.action_gateway.support import (
     wait_card,
     wait_until,
 )
+from safeport.shared.audit import ZERO_HASH, JournalHead, format_record
+from safeport.shared.paths import locate
+from safeport.vault.checkpoints import VaultCheckpointSigner, dump_checkpoints
+from safeport.vault.interface import VaultPublicKeys
+from safeport.vault.kdf import KdfParams
+from safeport.vault.secrets import SecretBytes
+from safeport.vault.store import VaultFile
 
 FAST_KDF = KdfParams(memory_kib=8, iterations=1, lanes=1)
 ALARMS = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.action_gateway.support import (
+from harness.gateway import (
     REPO,
     Gateway,
     clean_env,
@@ -297,7 +297,7 @@ def test_a_request_written_before_the_gateway_identified_its_sender_is_refused(
             10,
         )
         assert gateway.control("approvals.list")["result"]["cards"] == []
-        assert not any(e["event"].startswith("executor") for e in gateway.touched())
+        assert not any(str(e["event"]).startswith("executor") for e in gateway.touched())
     finally:
         requester.kill()
         requester.wait()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.fakes import FakeVaultStore, Recorder
 from safeport.action_gateway.notifications import BODY, notifier_argv
 from safeport.action_gateway.vault_state import PassphraseRejected, VaultState, should_auto_lock
 from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.fakes import FakeVaultStore, Recorder
 
 
 class Clock:

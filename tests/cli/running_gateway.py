@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.gateway import REPO, clean_env, wait_until
 from safeport.shared.launch import sp_command
-from tests.action_gateway.support import REPO, clean_env, wait_until
 from tests.action_gateway.test_real_vault_e2e import sp
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
+from harness.gateway import REPO, AgentProcess, clean_env, wait_until
 from safeport.cli.approval_link import ApprovalLink
 from safeport.cli.approvals_screen import ApprovalsApp
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.support import REPO, AgentProcess, clean_env, wait_until
 from tests.action_gateway.test_real_vault_e2e import PASSPHRASE, POLICY, home, sp
 from tests.conftest import need
 

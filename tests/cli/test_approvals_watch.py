@@ -3,6 +3,7 @@ is withdrawn, and never lets an answer typed for one card land on another."""
 
 from __future__ import annotations
 
+import io
 import json
 import select
 import subprocess
@@ -12,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import REPO, AgentProcess, clean_env, wait_until
 from safeport.cli.card_text import card_lines
 from safeport.shared.launch import sp_command
-from tests.action_gateway.support import REPO, AgentProcess, clean_env, wait_until
 from tests.action_gateway.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
@@ -80,14 +81,14 @@ class Watcher:
         self.seen = ""
 
     def until(self, text: str, timeout: float = 15) -> str:
-        assert self.proc.stdout is not None
+        assert isinstance(self.proc.stdout, io.BufferedReader)  # the default bufsize: read1
         deadline = time.monotonic() + timeout
         while text not in self.seen:
             left = deadline - time.monotonic()
             assert left > 0, f"{text!r} not shown; got:\n{self.seen}"
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if ready:
-                chunk = self.proc.stdout.read1(4096)  # type: ignore[attr-defined]
+                chunk = self.proc.stdout.read1(4096)
                 assert chunk, f"the watcher exited; got:\n{self.seen}"
                 self.seen += chunk.decode()
         return self.seen

@@ -1,4 +1,4 @@
-"""`sp audit verify` prints exactly the contract of DESIGN.md §3, with its exit codes."""
+"""`sp audit verify` prints exactly its contract, with its exit codes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 
 
 def sp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -162,8 +162,8 @@ def test_a_broken_jsonc_file_is_refused_with_line_and_column(home: Path, workspa
     path.parent.mkdir()
     broken = '{\n  // fine so far\n  "servers": {\n    "a": 1\n    "b": 2\n  }\n}\n'
     path.write_text(broken)
-    for command, extra in (("install", []), ("uninstall", [])):
-        done = sp(home, "vscode", "--root", str(workspace), *extra, command=command)
+    for command in ("install", "uninstall"):
+        done = sp(home, "vscode", "--root", str(workspace), command=command)
         assert done.returncode == 2, done.stdout
         assert "line 5, column 5" in done.stderr, done.stderr
     printed = sp(home, "vscode", "--root", str(workspace), "--print")

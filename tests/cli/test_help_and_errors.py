@@ -11,10 +11,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from harness.gateway import REPO, clean_env, wait_until
 from safeport.cli.app import COMMANDS
 from safeport.cli.app import sp as sp_group
 from safeport.shared.launch import sp_command
-from tests.action_gateway.support import REPO, clean_env, wait_until
 
 # click's generic names; each kind of value has its own word instead (FILE, DIR, N, SECONDS…).
 GENERIC_METAVARS = ("PATH", "DIRECTORY", "TEXT", "FLOAT", "INTEGER", "FILENAME")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.gateway import HOST_KEY, AgentProcess
 from safeport.action_gateway.policy_review import host_key_problem, review
 from safeport.shared.schemas.config import parse_gateway_policy
-from tests.action_gateway.support import HOST_KEY, AgentProcess
 from tests.action_gateway.test_real_vault_e2e import POLICY, home, sp
 from tests.cli.running_gateway import running_gateway
 
@@ -37,9 +37,10 @@ def test_review_names_the_line_of_each_problem() -> None:
     lines = text.splitlines()
     assert len(problems) == 2
     key, credential = sorted(problems, key=lambda p: p.message)[::-1]
-    assert "AAAA..." in lines[key.line - 1]  # type: ignore[operator]
+    assert key.line is not None and credential.line is not None
+    assert "AAAA..." in lines[key.line - 1]
     assert "credential 'api' is declared basic but the vault holds a token" in credential.message
-    assert lines[credential.line - 1] == "[credentials.api]"  # type: ignore[operator]
+    assert lines[credential.line - 1] == "[credentials.api]"
     assert review(policy, text, None) == [key]  # the vault not asked: keys only
 
 

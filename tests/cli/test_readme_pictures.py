@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.action_gateway.support import REPO
+from harness.gateway import REPO
 from tests.conftest import need
 
 PICTURES = ("approval-card", "status", "audit-show")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from harness.gateway import REPO, clean_env
 from safeport.shared.launch import sp_command
 from safeport.vault.passphrase_strength import weakness
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.support import REPO, clean_env
 from tests.cli.terminal import Terminal
 
 PASSPHRASE = "correct horse battery staple"

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -301,7 +301,7 @@ def server_params(roots: list[Path], home: Path, *extra: str) -> StdioServerPara
 
 
 @contextlib.asynccontextmanager
-async def connected(params: StdioServerParameters, errlog: IO[str]) -> AsyncIterator[Client]:
+async def connected(params: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Client]:
     async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as client:
         yield client
 

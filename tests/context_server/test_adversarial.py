@@ -493,7 +493,7 @@ async def test_a_link_swapped_during_reads_never_serves_the_private_target(
                             # Metadata only ever of the benign side, never of what the
                             # link pointed to a moment later.
                             size = result.structured_content["size"]
-                            assert size == benign_sizes[args["path"]], (args, size)
+                            assert size == benign_sizes[str(args["path"])], (args, size)
                         assert h.found_canaries(text) == [], (tool, text)
                         assert h.canaries["private-name"] not in text
                         if result.is_error:

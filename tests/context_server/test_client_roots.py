@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.client import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.types import ListRootsResult, Root
 
@@ -33,7 +34,7 @@ async def call_with_roots(
 ) -> list[Any]:
     root, home = small_workspace(tmp_path)
 
-    async def roots_callback(_: Any) -> ListRootsResult:
+    async def roots_callback(context: ClientRequestContext) -> ListRootsResult:
         return ListRootsResult(roots=[Root(uri=uri.format(root=root)) for uri in offered])
 
     results = []

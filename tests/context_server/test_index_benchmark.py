@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 from benchmarks.bench_index import profile_cold_build, run
-
 from tests.conftest import need
 
 

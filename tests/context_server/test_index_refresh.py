@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server import index_refresh as index_module
+from safeport.context_server import index_store
 from safeport.context_server.index import SearchIndex
 from safeport.context_server.policy import ReadPolicy
 from safeport.context_server.watch import FolderWatch, open_folder_watch
@@ -287,7 +288,7 @@ def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(
         raise sqlite3.OperationalError("disk I/O error")
 
     with monkeypatch.context() as patch:
-        patch.setattr(index_module.store, "store", broken)
+        patch.setattr(index_store, "store", broken)
         with pytest.raises(sqlite3.OperationalError):
             indexed.refresh()
     assert indexed.refresh().walked_everything

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jsonschema.validators import validator_for
 
-from safeport.context_server import ServeOptions, build_server, listing
+from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.policy import ReadPolicy
 from safeport.context_server.service import WorkspaceService
 from safeport.context_server.workspace import ServedRoot, Workspace
@@ -143,7 +143,7 @@ def test_a_folder_listed_again_is_not_read_again_until_it_changes(
         reads.append(fd)
         return real(fd)
 
-    monkeypatch.setattr(listing.os, "listdir", counted)
+    monkeypatch.setattr(os, "listdir", counted)
     folders = [workspace.locate(f"d{i:02d}") for i in range(40)]
     for _ in range(3):
         for folder in folders:

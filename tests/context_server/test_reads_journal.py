@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from harness.mcp_raw import RawMcp
 from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import verify_journal
 from tests.context_server.test_server import small_workspace
-from tests.drills.mcp_raw import RawMcp
 
 # A loaded two-core machine can hold a thread off the CPU well past the window; the window
 # itself is what the writer aims for, this is how long a test waits before calling it lost.

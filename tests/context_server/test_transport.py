@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.client import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import ListRootsResult, Root
 
@@ -122,7 +123,7 @@ async def test_the_sdk_client_gets_roots_errors_and_cancellation_through_the_tra
     (tmp_path / "proj" / "lib" / "util.py").write_text("zebra = 2\n")
     asked: list[bool] = []
 
-    async def roots(_context: Any) -> ListRootsResult:
+    async def roots(context: ClientRequestContext) -> ListRootsResult:
         asked.append(True)
         return ListRootsResult(roots=[Root(uri=(root / "src").as_uri())])
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from safeport.context_server.policy import ReadPolicy, Refused
-from safeport.context_server.workspace import ServedRoot, Workspace
+from safeport.context_server.workspace import Located, ServedRoot, Workspace
 
 
 @pytest.fixture
@@ -22,9 +23,9 @@ def workspace(tmp_path: Path) -> Workspace:
     return Workspace([ServedRoot("ws", root)], ReadPolicy())
 
 
-def refusal_of(workspace: Workspace, located: object) -> str:
+def refusal_of(workspace: Workspace, located: Located) -> str:
     with pytest.raises(Refused) as caught:
-        workspace.read_head(located, 1024)  # type: ignore[arg-type]
+        workspace.read_head(located, 1024)
     return caught.value.reason
 
 
@@ -162,9 +163,9 @@ def test_a_link_through_a_private_folder_is_refused_before_anything_inside_is_lo
     opened: list[object] = []
     real_open = os.open
 
-    def recording_open(path: object, *args: object, **kwargs: object) -> int:
+    def recording_open(path: Any, *args: Any, **kwargs: Any) -> int:
         opened.append(path)
-        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", recording_open)
     assert reason(linked, "through_data.py") == "private"
@@ -201,10 +202,10 @@ def test_metadata_comes_from_descriptors_never_from_a_path_string(
 ) -> None:
     real_stat = os.stat
 
-    def only_relative(path: object, *args: object, **kwargs: object) -> os.stat_result:
+    def only_relative(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         if kwargs.get("dir_fd") is None and not isinstance(path, int):
             raise AssertionError(f"stat of a path string: {path!r}")
-        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, **kwargs)
 
     def never(*_: object, **__: object) -> None:
         raise AssertionError("a path string was resolved or stat'ed")

@@ -3,7 +3,7 @@
     python -m tests.drills.crash_drill --kills 1000 [--seed N]   (or SAFEPORT_DRILL_KILLS=1000)
 
 The gateway runs the real vault file (fast KDF), sealed journals rotating every 4 KiB, and an
-executor stub that leaves one file per call (:mod:`tests.drills.call_files`). A requester process
+executor stub that leaves one file per call (:mod:`harness.call_files`). A requester process
 proposes HTTP actions on its session grant without pause; each cycle starts the gateway, unlocks,
 approves the requester's session card, and kills the gateway after a random delay, in one of
 these modes (in turn):
@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.call_files import read_calls
+from harness.gateway import PASSPHRASE, REPO, Gateway, clean_env
 from safeport.action_gateway.evidence import scan_refs
 from safeport.shared.audit import journal_segments, verify_journal
 from safeport.shared.paths import locate
@@ -50,8 +52,6 @@ from safeport.vault.backend import Authority, FileVaultBackend
 from safeport.vault.kdf import KdfParams
 from safeport.vault.secrets import SecretBytes, TokenSecret
 from safeport.vault.store import VaultFile
-from tests.action_gateway.support import PASSPHRASE, REPO, Gateway, clean_env
-from tests.drills.call_files import read_calls
 
 FAST_KDF = KdfParams(memory_kib=8, iterations=1, lanes=1)
 SEGMENT_BYTES = 4096

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.drills.context_load import run_context_load
+from harness.context_load import run_context_load
 
 
 def test_concurrent_clients_get_no_error_while_the_workspace_changes(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from safeport.shared.audit import JournalHead, verify_journal
 from safeport.vault import CannotUnlock, NotAVault, VaultFile
 from safeport.vault.format import PREFIX_BYTES
 from tests.drills.fuzz_budget import fuzz
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 from tests.vault.vault_factory import MemoryKeyring, make_vault, passphrase
 
 RECORDS = 12

@@ -23,6 +23,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from harness.gateway import POLICY
 from safeport.action_gateway.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.ssh_command import render_argv, render_command
@@ -42,7 +43,6 @@ from safeport.shared.wire import (
     encode_frame,
     frame_length,
 )
-from tests.action_gateway.support import POLICY
 from tests.drills.fuzz_budget import fuzz
 
 JSON = st.recursive(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.drills.load import CONTROL_BUDGET_S, run_load
+from harness.load import CONTROL_BUDGET_S, run_load
 
 
 def test_every_legitimate_proposal_is_answered_and_the_human_gets_through_a_junk_flood(

@@ -3,6 +3,7 @@ can change it, and it decides what every process sees as its locations."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from pathlib import Path
@@ -19,7 +20,7 @@ from safeport.shared.install_file import (
     parse_install,
     render_install,
 )
-from safeport.shared.paths import locate
+from safeport.shared.paths import SafeportPaths, locate
 
 SOURCE = Path("/etc/safeport/install.toml")
 GOOD = """
@@ -122,7 +123,7 @@ def test_locations_follow_the_install_for_the_account_and_for_a_human(tmp_path: 
     assert account.audit_dir == account.gateway_audit_dir == Path("/var/lib/safeport/audit")
 
 
-def _dedicated(tmp_path: Path, run_dir: Path, uid: int) -> object:
+def _dedicated(tmp_path: Path, run_dir: Path, uid: int) -> SafeportPaths:
     install = DedicatedInstall(
         source=tmp_path / "install.toml",
         account="safeport",
@@ -133,23 +134,23 @@ def _dedicated(tmp_path: Path, run_dir: Path, uid: int) -> object:
         humans=(os.geteuid() + 1,),
     )
     paths = locate({"SAFEPORT_HOME": str(tmp_path)})
-    return type(paths)(**{**paths.__dict__, "run_dir": run_dir, "install": install})
+    return dataclasses.replace(paths, run_dir=run_dir, install=install)
 
 
 def test_a_socket_folder_others_can_write_is_refused_before_connecting(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir(mode=0o755)
     paths = _dedicated(tmp_path, run_dir, os.geteuid())
-    check_socket_folder(paths)  # type: ignore[arg-type]
+    check_socket_folder(paths)
     run_dir.chmod(0o775)
     with pytest.raises(ImpostorGateway, match="others can put a socket there"):
-        check_socket_folder(paths)  # type: ignore[arg-type]
+        check_socket_folder(paths)
     run_dir.chmod(0o755)
     other = _dedicated(tmp_path, run_dir, os.geteuid() + 7)
     with pytest.raises(ImpostorGateway, match="not by the gateway account"):
-        check_socket_folder(other)  # type: ignore[arg-type]
+        check_socket_folder(other)
     with pytest.raises(EnvironmentProblem, match="not running"):
-        check_socket_folder(_dedicated(tmp_path, tmp_path / "gone", os.geteuid()))  # type: ignore[arg-type]
+        check_socket_folder(_dedicated(tmp_path, tmp_path / "gone", os.geteuid()))
 
 
 def test_a_listener_of_any_uid_but_the_accounts_is_refused(tmp_path: Path) -> None:
@@ -159,9 +160,9 @@ def test_a_listener_of_any_uid_but_the_accounts_is_refused(tmp_path: Path) -> No
     client = socket.socket(socket.AF_UNIX)
     client.connect(str(tmp_path / "s"))
     try:
-        check_listener(client, _dedicated(tmp_path, tmp_path, os.geteuid()))  # type: ignore[arg-type]
+        check_listener(client, _dedicated(tmp_path, tmp_path, os.geteuid()))
         with pytest.raises(ImpostorGateway, match="nothing was sent"):
-            check_listener(client, _dedicated(tmp_path, tmp_path, os.geteuid() + 3))  # type: ignore[arg-type]
+            check_listener(client, _dedicated(tmp_path, tmp_path, os.geteuid() + 3))
     finally:
         client.close()
         server.close()

@@ -168,6 +168,15 @@ def _entry_with(**changes: object) -> Callable[[dict[str, object]], object]:
     return change
 
 
+def _entry_without(field: str) -> Callable[[dict[str, object]], object]:
+    def change(document: dict[str, object]) -> None:
+        entries = document["checkpoints"]
+        assert isinstance(entries, list)
+        del entries[0][field]
+
+    return change
+
+
 MALFORMED: dict[str, Callable[[dict[str, object]], object] | bytes] = {
     "empty file": b"",
     "not json": b"\x00\xff garbage",
@@ -189,7 +198,7 @@ MALFORMED: dict[str, Callable[[dict[str, object]], object] | bytes] = {
     "signed_at nonsense": _entry_with(signed_at="yesterday"),
     "signed_at a number": _entry_with(signed_at=0),
     "signature not base64": _entry_with(signature="!!"),
-    "signature missing": lambda d: d["checkpoints"][0].pop("signature"),  # type: ignore[index]
+    "signature missing": _entry_without("signature"),
     "signer with a terminal escape": _entry_with(signer="SHA256:\x1b]0;pwned\x07"),
     "signer a number": _entry_with(signer=7),
     "signer too long": _entry_with(signer="SHA256:" + "A" * 44),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 from safeport.errors import EnvironmentProblem
 from safeport.vault import (
@@ -28,7 +29,6 @@ from safeport.vault import (
     VaultFile,
     read_public_keys,
 )
-from safeport.vault import files as files_module
 from safeport.vault import kdf as kdf_module
 from safeport.vault import store as store_module
 from safeport.vault import unlocked as unlocked_module
@@ -46,7 +46,7 @@ Header = dict[str, Any]
 def kdf_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, int]]]:
     """Every Argon2id the vault constructs, with its costs (the real one still runs)."""
     calls: list[dict[str, int]] = []
-    real = kdf_module.Argon2id
+    real = Argon2id
 
     def recording(**options: Any) -> Any:
         calls.append({k: v for k, v in options.items() if k != "salt"})
@@ -330,7 +330,7 @@ def test_a_planted_symlink_at_the_temp_name_never_redirects_a_save(
     store, vault = make_vault(tmp_path)
     victim = tmp_path / "victim"
     victim.write_bytes(b"untouched")
-    monkeypatch.setattr(files_module.secrets, "token_hex", lambda _n: "guessed")
+    monkeypatch.setattr("safeport.vault.files.secrets.token_hex", lambda _n: "guessed")
     temp = store.path.with_name(".vault.sp.tmp-guessed")
     temp.symlink_to(victim)
     vault.add("one", "token", {"token": SecretBytes(b"x")})  # stale-temp cleanup drops the link

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 from safeport.vault import CannotUnlock, EntryError
 from safeport.vault import kdf as kdf_module
@@ -26,7 +27,7 @@ def test_a_flood_of_parallel_unlocks_runs_one_kdf_at_a_time(
     vault.lock()
     running, peak = 0, 0
     guard = threading.Lock()
-    real = kdf_module.Argon2id
+    real = Argon2id
 
     class Counting:
         def __init__(self, **options: Any) -> None:

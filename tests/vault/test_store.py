@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from safeport.vault import (
 )
 from safeport.vault import kdf as kdf_module
 from safeport.vault.format import PREFIX_BYTES
-from safeport.vault.secrets import BasicSecret, SecretBytes, SshKeySecret, TokenSecret
+from safeport.vault.secrets import BasicSecret, SecretBytes, SecretKind, SshKeySecret, TokenSecret
 from tests.conftest import need
 from tests.vault.vault_factory import (
     CANARY_PASSWORD,
@@ -34,6 +35,7 @@ from tests.vault.vault_factory import (
     MemoryKeyring,
     make_vault,
     passphrase,
+    token_value,
 )
 
 
@@ -62,7 +64,9 @@ def test_nothing_that_holds_a_secret_shows_it_in_repr_or_str(tmp_path: Path) -> 
         repr(x) + str(x)
         for x in (vault, store, vault.secret("deploy-token"), vault.secret("registry"))
     )
-    shown += repr(vault.entries()) + repr(vault.secret("deploy-token").token)
+    token = vault.secret("deploy-token")
+    assert isinstance(token, TokenSecret)
+    shown += repr(vault.entries()) + repr(token.token)
     assert CANARY_TOKEN.decode() not in shown and CANARY_PASSWORD.decode() not in shown
 
 
@@ -189,12 +193,12 @@ def _ed25519_key(tmp_path: Path, key_passphrase: str = "") -> bytes:
     ],
 )
 def test_malformed_values_are_refused_and_the_file_is_unchanged(
-    tmp_path: Path, kind: str, value: dict[str, bytes], message: str
+    tmp_path: Path, kind: SecretKind, value: dict[str, bytes], message: str
 ) -> None:
     store, vault = make_vault(tmp_path)
     before = store.path.read_bytes()
     with pytest.raises(EntryError, match=message) as caught:
-        vault.add("new-one", kind, {k: SecretBytes(v) for k, v in value.items()})  # type: ignore[arg-type]
+        vault.add("new-one", kind, {k: SecretBytes(v) for k, v in value.items()})
     assert CANARY_TOKEN.decode() not in str(caught.value) + caught.value.diagnostic()
     assert store.path.read_bytes() == before
     assert "new-one" not in [e.name for e in vault.entries()]
@@ -237,7 +241,7 @@ def test_duplicate_unknown_and_bad_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(EntryError, match="entry name"):
         vault.add("../etc", "token", {"token": SecretBytes(b"x")})
     assert store.path.read_bytes() == before
-    assert vault.secret("deploy-token").token.reveal() == CANARY_TOKEN  # type: ignore[union-attr]
+    assert token_value(vault, "deploy-token") == CANARY_TOKEN
 
 
 def test_rotate_and_remove_persist(tmp_path: Path) -> None:
@@ -248,7 +252,7 @@ def test_rotate_and_remove_persist(tmp_path: Path) -> None:
     reopened = store.unlock(passphrase())
     (entry,) = reopened.entries()
     assert entry.name == "deploy-token" and entry.rotated is not None
-    assert reopened.secret("deploy-token").token.reveal() == b"new-token"  # type: ignore[union-attr]
+    assert token_value(reopened, "deploy-token") == b"new-token"
 
 
 def test_lock_zeroes_the_buffers_and_refuses_every_later_call(tmp_path: Path) -> None:
@@ -303,7 +307,7 @@ def test_keyring_unlock_round_trip_and_its_failures(tmp_path: Path) -> None:
     with pytest.raises(EnvironmentProblem, match="not enabled"):
         store.unlock_with_keyring()
     vault.enable_keyring()
-    assert store.unlock_with_keyring().secret("deploy-token").token.reveal() == CANARY_TOKEN  # type: ignore[union-attr]
+    assert token_value(store.unlock_with_keyring(), "deploy-token") == CANARY_TOKEN
     # The keyring holds a random wrapping key, not the passphrase and not a value.
     (stored,) = ring.items.values()
     assert CANARY_TOKEN.decode() not in stored and "correct horse" not in stored
@@ -401,7 +405,7 @@ def test_no_error_text_cause_or_log_record_carries_a_value(
     caplog.set_level("DEBUG")
     store, vault = make_vault(tmp_path)
     canary_key = b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + CANARY_TOKEN + b"\n"
-    attempts = [
+    attempts: list[Callable[[], object]] = [
         lambda: store.unlock(SecretBytes(CANARY_PASSWORD)),
         lambda: vault.add("deploy-token", "token", {"token": SecretBytes(CANARY_TOKEN)}),
         lambda: vault.add("k", "ssh-key", {"private_key": SecretBytes(canary_key)}),
@@ -416,7 +420,7 @@ def test_no_error_text_cause_or_log_record_carries_a_value(
         error: BaseException | None = caught.value
         while error is not None:
             texts.append(repr(error) + str(error))
-            if hasattr(error, "diagnostic"):
+            if isinstance(error, Error):
                 texts.append(error.diagnostic())
             error = error.__cause__ or error.__context__
     texts += [record.getMessage() for record in caplog.records]

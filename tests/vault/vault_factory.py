@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from safeport.vault import KdfParams, OpenVault, VaultFile
-from safeport.vault.secrets import SecretBytes
+from safeport.vault.secrets import SecretBytes, TokenSecret
 
 # Explicitly weak: passed as a parameter, never picked up from the environment.
 FAST_KDF = KdfParams(memory_kib=64, iterations=1, lanes=1)
@@ -43,3 +43,10 @@ def make_vault(
     vault.add("deploy-token", "token", {"token": SecretBytes(CANARY_TOKEN)})
     vault.add("registry", "basic", {"username": "ci", "password": SecretBytes(CANARY_PASSWORD)})
     return store, vault
+
+
+def token_value(vault: OpenVault, name: str) -> bytes:
+    """What the token entry ``name`` holds (the test fails if the entry is another kind)."""
+    secret = vault.secret(name)
+    assert isinstance(secret, TokenSecret)
+    return secret.token.reveal()

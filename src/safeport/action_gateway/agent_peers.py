@@ -1,5 +1,5 @@
 """The agents connected on agent.sock right now: whose process trees a human-only request on
-control.sock (a passphrase, a decision) must not come from (DESIGN.md §8)."""
+control.sock (a passphrase, a decision) must not come from."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""agent.sock: hello, catalog, propose and cancel from the context server (DESIGN.md §5).
+"""agent.sock: hello, catalog, propose and cancel from the context server.
 
 Each proposal runs the ladder in a worker thread while the connection keeps reading, so a
 ``cancel`` for a waiting proposal is seen at once; the proposal then ends ``denied`` and nothing

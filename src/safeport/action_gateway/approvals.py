@@ -1,4 +1,4 @@
-"""Approvals (DESIGN.md §8): cards waiting for a human, session grants and per-call grants.
+"""Approvals: cards waiting for a human, session grants and per-call grants.
 
 Thread-safe: proposals wait here in worker threads while the control server (event loop thread)
 decides cards. Nothing is persisted; a gateway restart forgets every grant.

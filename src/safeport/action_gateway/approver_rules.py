@@ -17,7 +17,7 @@ class ApproverRefused(Denied):
 def check_approver(
     approver: PeerIdentity, requester: PeerIdentity, *, allow_in_client: bool
 ) -> None:
-    """Refuse an approver that runs inside the requester's tree or its client (DESIGN.md §8).
+    """Refuse an approver that runs inside the requester's tree or its client.
 
     - Below the requester itself: always refused.
     - Below a wrapper between the requester and its client (the shell, ``npx`` or ``uv run``

@@ -8,8 +8,7 @@ from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.gateway_parts import GatewayParts, admitted_uids
 from safeport.action_gateway.identity import IdentityProbe, default_probe
 from safeport.shared.paths import SafeportPaths
-from safeport.vault.sealing import AuditSealer
-from safeport.vault.store import VaultFile
+from safeport.vault import AuditSealer, VaultFile
 
 
 def default_parts(paths: SafeportPaths) -> GatewayParts:

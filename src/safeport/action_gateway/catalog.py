@@ -1,6 +1,6 @@
 """The catalog an agent sees, built from the accepted policy, and the reply cap it implies.
 
-Names, descriptions, param schemas and approval scope (DESIGN.md §5); never an address, a user,
+Names, descriptions, param schemas and approval scope; never an address, a user,
 a URL or a credential's name.
 """
 
@@ -59,7 +59,7 @@ def param_schema(spec: ParamSpec) -> ParamSchema:
 
 
 def reply_cap(policy: GatewayPolicy) -> int:
-    """The largest reply the policy's output limits allow (DESIGN.md §5), JSON escaping included.
+    """The largest reply the policy's output limits allow, JSON escaping included.
 
     Results are already cut to those limits on rung 9; this is the backstop on the wire.
     """

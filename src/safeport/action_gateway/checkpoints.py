@@ -23,7 +23,7 @@ from safeport.action_gateway.checkpoint_syslog import SyslogSender, SyslogTarget
 from safeport.action_gateway.journal_evidence import JournalEvidence
 from safeport.action_gateway.journals import GatewayJournals
 from safeport.errors import Error
-from safeport.vault.checkpoints import dump_checkpoints
+from safeport.vault import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultEvidence
 
 log = logging.getLogger("safeport.gateway")

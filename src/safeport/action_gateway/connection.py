@@ -31,7 +31,7 @@ from safeport.shared.wire import (
     encode_frame,
     frame_length,
 )
-from safeport.vault.errors import VaultLocked
+from safeport.vault import VaultLocked
 
 log = logging.getLogger("safeport.gateway")
 

@@ -1,7 +1,7 @@
 """control.sock's approver operations: register, list and decide cards, watch for them, and the
 sessions they open.
 
-Deciding a card is refused from inside any connected agent's process tree (DESIGN.md §8); with
+Deciding a card is refused from inside any connected agent's process tree; with
 several humans served, a connection that has not proved the passphrase sees only its own uid's
 cards and sessions.
 """

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from safeport.errors import AuditError
 from safeport.shared.audit import JournalHead, journal_segments, verify_journal
-from safeport.vault.checkpoints import CheckpointVerdict, compare_head
+from safeport.vault import CheckpointVerdict, compare_head
 
 INTENT = "action.intent"
 INTERRUPTED = "action.interrupted"

@@ -12,8 +12,7 @@ from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
 from safeport.action_gateway.connection import ServerLimits
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe
-from safeport.shared.audit import BodySealer
-from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
+from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.interface import VaultPublicKeys, VaultStore
 

@@ -1,4 +1,4 @@
-"""Who is on the other end of a socket (DESIGN.md §7), as plain values.
+"""Who is on the other end of a socket, as plain values.
 
 A :class:`PeerIdentity` is taken once when a connection is accepted: the peer's uid and pid from
 the kernel, then the process chain up to 16 hops with start times, executables and their digests.
@@ -197,7 +197,7 @@ class PeerIdentity:
         an interpreter running anything else (node, python) *is* a host. A terminal multiplexer
         or emulator, or init, ends the search with no client: tmux or a terminal window holds
         the human's other panes and tabs too, so it must never be mistaken for the agent's
-        program (DESIGN.md §13).
+        program.
         """
         for proc in self.chain[1:]:
             if proc.pid == 1 or proc.terminal:

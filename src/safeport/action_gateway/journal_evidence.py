@@ -18,7 +18,7 @@ from safeport.action_gateway.evidence import HeadFinding, check_head, scan_refs
 from safeport.action_gateway.journals import DurableJournal, GatewayJournals
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
-from safeport.vault.checkpoints import CheckpointInvalid, load_checkpoints, verify_checkpoint
+from safeport.vault import CheckpointInvalid, load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
 
 log = logging.getLogger("safeport.gateway")

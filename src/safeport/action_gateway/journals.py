@@ -1,11 +1,11 @@
-"""The gateway's two journals, ``sessions.jsonl`` and ``actions.jsonl`` (DESIGN.md §10).
+"""The gateway's two journals, ``sessions.jsonl`` and ``actions.jsonl``.
 
 Every record is on disk (fsynced) before the step it records proceeds. Concurrent proposals share
-fsyncs (group commit): each thread appends under the writer's lock and then flushes; a flush
-that finds the file already synced by another thread's flush returns at once, and the record it
-covers was written before that sync. Junk from one connection and refused connections are
-counted in memory and journaled as one record per connection or per second, never one fsync per
-bad frame.
+fsyncs (group commit): each thread writes its record under the writer's lock and then waits,
+outside it, for an fsync that began after its write; one fsync serves every record waiting when
+it begins (:mod:`safeport.shared.audit.group_commit`). Junk from one connection and refused
+connections are counted in memory and journaled as one record per connection or per second,
+never one fsync per bad frame.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from safeport.shared.audit import BodySealer, JournalHead, JournalWriter
-from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
+from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
 
 SESSIONS = "sessions"
 ACTIONS = "actions"
@@ -36,7 +35,7 @@ class DurableJournal:
         self.path = path
         self._writer = JournalWriter(
             path,
-            durability="batched",
+            durability="fsync",
             sealer=sealer,
             file_mode=file_mode,
             segment_bytes=segment_bytes,
@@ -45,9 +44,7 @@ class DurableJournal:
     def record(
         self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
     ) -> JournalHead:
-        head = self._writer.append(kind, body, ref=ref)
-        self._writer.flush()
-        return head
+        return self._writer.append(kind, body, ref=ref)
 
     @property
     def head(self) -> JournalHead:

@@ -1,4 +1,4 @@
-"""The decision ladder (DESIGN.md §6) for one proposal, with every collaborator injected.
+"""The decision ladder for one proposal, with every collaborator injected.
 
 Rungs, in order; the first that refuses ends the proposal and nothing past it is touched:
 

@@ -1,6 +1,6 @@
 """Proving the vault passphrase on control.sock: who may, how often, and what a failure leaves.
 
-A proof is refused from inside any connected agent's process tree (DESIGN.md §8). Every failed
+A proof is refused from inside any connected agent's process tree. Every failed
 proof is journaled with the peer's chain and answered after a delay that grows with the failures
 in a row of the peer's uid (:mod:`passphrase_attempts`).
 """

@@ -1,4 +1,4 @@
-"""Which policy the gateway serves: only the one a human accepted (DESIGN.md §4).
+"""Which policy the gateway serves: only the one a human accepted.
 
 The agent may be able to edit gateway.toml (it runs as the same user), so the file on disk is
 only a *proposal*. The served policy is the text stored in the vault by `sp policy accept`; an
@@ -18,7 +18,7 @@ from typing import Literal
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
 from safeport.shared.visible_text import visible
-from safeport.vault.files import replace_atomically
+from safeport.vault import replace_atomically
 from safeport.vault.interface import UnlockedVault
 
 MAX_POLICY_BYTES = 1024 * 1024

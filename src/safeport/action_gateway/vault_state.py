@@ -12,11 +12,9 @@ import time
 from collections.abc import Callable
 
 from safeport.errors import Denied, Error
-from safeport.vault.backend import FileVaultBackend
-from safeport.vault.errors import VaultLocked
+from safeport.vault import FileVaultBackend, VaultFile, VaultLocked
 from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
 from safeport.vault.secrets import SecretBytes
-from safeport.vault.store import VaultFile
 
 
 class PassphraseRejected(Denied):

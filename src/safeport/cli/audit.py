@@ -25,19 +25,19 @@ from safeport.shared.audit import (
 )
 from safeport.shared.paths import locate
 from safeport.vault import (
+    Authority,
     CheckpointInvalid,
     CheckpointVerdict,
     VaultFile,
     VaultMissing,
+    check_consistent,
     compare,
+    decode_public_keys,
     load_checkpoints,
     read_public_keys,
     verify_checkpoint,
 )
-from safeport.vault.backend import Authority
-from safeport.vault.checkpoints import check_consistent
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
-from safeport.vault.public_file import decode_public_keys
 
 
 @click.group()

@@ -102,8 +102,7 @@ def _sockets(paths: SafeportPaths) -> Iterator[Finding]:
 
 
 def _keyring(paths: SafeportPaths) -> Iterator[Finding]:
-    from safeport.vault.backend import FileVaultBackend
-    from safeport.vault.store import VaultFile
+    from safeport.vault import FileVaultBackend, VaultFile
 
     if not paths.vault_file.exists():
         return

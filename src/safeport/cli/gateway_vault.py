@@ -19,11 +19,16 @@ from typing import Any, NoReturn
 from safeport.cli.gateway_client import GatewayClient, call_for_everyone
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import SafeportPaths
-from safeport.vault.backend import Authority, FileVaultBackend, UnlockReport, VaultStatus
+from safeport.vault import (
+    Authority,
+    FileVaultBackend,
+    KdfParams,
+    UnlockReport,
+    VaultFile,
+    VaultStatus,
+)
 from safeport.vault.interface import EntryInfo, VaultPublicKeys
-from safeport.vault.kdf import KdfParams
 from safeport.vault.secrets import SecretBytes, SecretKind
-from safeport.vault.store import VaultFile
 
 
 class GatewayVaultBackend:

@@ -15,7 +15,7 @@ from typing import Any
 from safeport.cli.client_setup import Listed, listing
 from safeport.cli.gateway_client import GatewayClient, gateway_view
 from safeport.errors import Error
-from safeport.shared.audit.verify import discover_journals, verify_journal
+from safeport.shared.audit import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths
 
 
@@ -65,8 +65,7 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
 
 
 def _vault(paths: SafeportPaths) -> dict[str, Any]:
-    from safeport.vault.backend import FileVaultBackend
-    from safeport.vault.store import VaultFile
+    from safeport.vault import FileVaultBackend, VaultFile
 
     try:
         status = FileVaultBackend(VaultFile.at(paths)).status()

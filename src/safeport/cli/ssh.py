@@ -7,9 +7,9 @@ import re
 
 import click
 
+from safeport.action_gateway.executors import ActionError
 from safeport.action_gateway.executors.authorized_keys import FROM_PLACEHOLDER
 from safeport.action_gateway.executors.host_key_scan import scan_host_keys
-from safeport.action_gateway.executors.interface import ActionError
 from safeport.cli.render import inert
 from safeport.errors import EnvironmentProblem, UsageError
 

@@ -16,12 +16,16 @@ from safeport.cli.render import inert
 from safeport.cli.secret_input import ask_secret, one_stdin, read_secret_file
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import SafeportPaths, locate
-from safeport.vault.backend import Authority, FileVaultBackend, VaultBackend
-from safeport.vault.errors import CannotUnlock
-from safeport.vault.keyring_wrap import trade_off
-from safeport.vault.passphrase_strength import weakness
+from safeport.vault import (
+    Authority,
+    CannotUnlock,
+    FileVaultBackend,
+    VaultBackend,
+    VaultFile,
+    trade_off,
+    weakness,
+)
 from safeport.vault.secrets import SecretBytes, SecretKind
-from safeport.vault.store import VaultFile
 
 _KINDS = list(get_args(SecretKind))
 

@@ -1,4 +1,4 @@
-"""The context server: a credential-free, read-only MCP view of a workspace (DESIGN.md §11).
+"""The context server: a credential-free, read-only MCP view of a workspace.
 
 Public surface: :func:`serve` runs it over stdio, :func:`build_server` assembles it (for tests
 and other profiles), :func:`build_index` refreshes the search index ahead of time, and

@@ -1,1 +1,21 @@
-"""Code both processes import: contracts, framing, journals, locations. It holds no secret."""
+"""Code both processes import: contracts, framing, journals, locations. It holds no secret.
+
+Its public surface is its modules (each one job, loaded only by those who need it): other
+packages import ``safeport.shared.<module>`` for a module listed here, and nothing else.
+"""
+
+__all__ = [
+    "audit",
+    "exception_summary",
+    "gateway_socket",
+    "install_file",
+    "jsonc",
+    "launch",
+    "paths",
+    "peer_credentials",
+    "provenance",
+    "schemas",
+    "setup_state",
+    "visible_text",
+    "wire",
+]

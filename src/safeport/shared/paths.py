@@ -1,4 +1,4 @@
-"""Where safeport keeps its files (DESIGN.md §2), and checks on the folders that must be private.
+"""Where safeport keeps its files, and checks on the folders that must be private.
 
 ``locate()`` is pure: it maps an environment and a platform to a :class:`SafeportPaths`. The
 checks that touch the disk (``ensure_private_dir``, ``check_socket_path``) are separate so the

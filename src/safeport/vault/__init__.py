@@ -2,15 +2,26 @@
 runs) imports this package; the context server never does (a test pins it).
 
 Public surface (a test pins it): :class:`VaultFile` (the locked file, a ``VaultStore``),
-:class:`OpenVault` (an ``UnlockedVault``), :class:`AuditSealer`/:class:`AuditOpener` (journal
-bodies), checkpoint signing and checking, the KDF parameters, and the vault's errors.
+:class:`OpenVault` (an ``UnlockedVault``), :class:`FileVaultBackend` (vault commands on the file
+when no gateway runs), :class:`AuditSealer`/:class:`AuditOpener` (journal bodies), checkpoint
+signing and checking, the KDF parameters, the vault's errors, and two modules: ``interface``
+(the contract the gateway codes against) and ``secrets`` (the values handed to executors).
 """
 
+from safeport.vault.backend import (
+    Authority,
+    FileVaultBackend,
+    UnlockReport,
+    VaultBackend,
+    VaultStatus,
+)
 from safeport.vault.checkpoints import (
     CheckpointInvalid,
     CheckpointVerdict,
     VaultCheckpointSigner,
+    check_consistent,
     compare,
+    compare_head,
     dump_checkpoints,
     load_checkpoints,
     verify_checkpoint,
@@ -24,10 +35,11 @@ from safeport.vault.errors import (
     VaultChanged,
     VaultLocked,
 )
-from safeport.vault.files import VaultMissing
+from safeport.vault.files import VaultMissing, replace_atomically
 from safeport.vault.kdf import PRODUCTION_KDF, KdfParams
-from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring
-from safeport.vault.public_file import read_public_keys
+from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring, trade_off
+from safeport.vault.passphrase_strength import weakness
+from safeport.vault.public_file import decode_public_keys, read_public_keys
 from safeport.vault.sealing import AuditOpener, AuditSealer
 from safeport.vault.store import VaultFile
 from safeport.vault.unlocked import OpenVault
@@ -36,25 +48,38 @@ __all__ = [
     "PRODUCTION_KDF",
     "AuditOpener",
     "AuditSealer",
+    "Authority",
     "CannotUnlock",
     "CheckpointInvalid",
     "CheckpointVerdict",
     "EntryError",
+    "FileVaultBackend",
     "KdfParams",
     "KeyringBackend",
     "KeyringProblem",
     "NotAVault",
     "OpenVault",
     "OsKeyring",
+    "UnlockReport",
     "UnsafeVaultFile",
+    "VaultBackend",
     "VaultChanged",
     "VaultCheckpointSigner",
     "VaultFile",
     "VaultLocked",
     "VaultMissing",
+    "VaultStatus",
+    "check_consistent",
     "compare",
+    "compare_head",
+    "decode_public_keys",
     "dump_checkpoints",
+    "interface",
     "load_checkpoints",
     "read_public_keys",
+    "replace_atomically",
+    "secrets",
+    "trade_off",
     "verify_checkpoint",
+    "weakness",
 ]

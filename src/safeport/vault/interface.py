@@ -31,7 +31,7 @@ class EntryInfo:
 
 @dataclass(frozen=True)
 class AcceptedPolicy:
-    """The gateway.toml text a human accepted, and its digest (DESIGN.md §4)."""
+    """The gateway.toml text a human accepted, and its digest."""
 
     text: str
     digest: str

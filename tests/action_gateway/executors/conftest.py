@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.action_gateway.executors.real_sshd import SSHD, Sshd, running_sshd
-from tests.action_gateway.executors.real_tls import TlsServer, running_tls_server
+from harness.real_sshd import SSHD, Sshd, running_sshd
+from harness.real_tls import TlsServer, running_tls_server
 from tests.conftest import need
 
 

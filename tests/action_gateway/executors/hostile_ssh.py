@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from paramiko.common import AUTH_SUCCESSFUL, OPEN_SUCCEEDED
 
 
 @dataclass
@@ -66,10 +67,10 @@ class _Server(paramiko.ServerInterface):
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         self.log.auth_attempts.append(username)
-        return paramiko.AUTH_SUCCESSFUL
+        return AUTH_SUCCESSFUL
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
-        return paramiko.OPEN_SUCCEEDED
+        return OPEN_SUCCEEDED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.log.commands.append(command)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import trustme
 
-from tests.action_gateway.executors.real_tls import API_HOST
+from harness.real_tls import API_HOST
 
 Behaviour = Callable[[socket.socket, bytes], None]
 """Called with the connection and the request head (request line and headers) it sent."""

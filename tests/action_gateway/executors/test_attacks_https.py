@@ -25,6 +25,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from harness.real_tls import API_HOST, TlsServer
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
@@ -36,7 +37,6 @@ from tests.action_gateway.executors.hostile_tls import (
     running_hostile_server,
 )
 from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
-from tests.action_gateway.executors.real_tls import API_HOST, TlsServer
 from tests.action_gateway.executors.test_https_executor import StaticResolver
 
 pytestmark = pytest.mark.integration
@@ -191,7 +191,7 @@ def test_crlf_and_control_characters_never_reach_the_request(
     service = _service(tls_server.base_url(), tls_server.ca_file)
     for path, query in (("/echo-target/{v}", {}), ("/echo-target/q", {"q": "{v}"})):
         action = _action(service, path, {"v": value}, query=query, response_fields=["target"])
-        error = _fails(lambda a=action: executor.http_request(a, _token()), "invalid_target")
+        error = _fails(functools.partial(executor.http_request, action, _token()), "invalid_target")
         assert "Injected" not in error.diagnostic() and "evil" not in error.diagnostic()
     assert len(tls_server.recorded.requests) == before
 
@@ -468,7 +468,8 @@ def test_a_credential_with_edge_whitespace_is_refused_without_echo(
     hostile.behaviour = lambda conn, head: conn.sendall(json_response(b'{"state": "ok"}'))
     for auth in ("bearer", "header:X-Api-Key"):
         action = _hostile_action(hostile, auth=auth)
-        error = _fails(lambda a=action: executor.http_request(a, _token(token)), "invalid_target")
+        call = functools.partial(executor.http_request, action, _token(token))
+        error = _fails(call, "invalid_target")
         assert CANARY not in _everything_said(error)
     assert hostile.requests == []
 
@@ -724,7 +725,11 @@ def test_a_stalled_tls_handshake_times_out(
     hostile: HostileServer, executor: PreparingExecutor
 ) -> None:
     hostile.tls = False
-    hostile.behaviour = lambda conn, head: hostile.stop.wait(10) and None
+
+    def stall(conn: socket.socket, head: bytes) -> None:
+        hostile.stop.wait(10)
+
+    hostile.behaviour = stall
     action = _hostile_action(hostile, timeout_s=1)
     _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
 

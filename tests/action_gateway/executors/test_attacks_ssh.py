@@ -11,11 +11,13 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import paramiko
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from harness.real_sshd import Sshd
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
@@ -27,7 +29,6 @@ from tests.action_gateway.executors.hostile_ssh import (
     trickle_banner,
 )
 from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
-from tests.action_gateway.executors.real_sshd import Sshd
 
 pytestmark = pytest.mark.integration
 
@@ -142,7 +143,7 @@ def test_a_leading_dash_in_any_position_is_refused_before_connecting(
 ) -> None:
     for argv in (["printf", "%s", "{v}"], ["printf", "%s", "{v}suffix"]):
         action = _action(_real(sshd), argv, {"v": value})
-        error = _fails(lambda a=action: executor.ssh_exec(a, sshd.secret()), "invalid_target")
+        error = _fails(partial(executor.ssh_exec, action, sshd.secret()), "invalid_target")
         assert len(value) < 3 or value not in error.diagnostic()
     assert executor.pooled_ssh_connections == 0
 
@@ -278,24 +279,28 @@ def test_a_host_key_changed_by_a_rekey_is_never_trusted_for_the_next_command(
 
 
 @pytest.mark.parametrize(
-    ("kind", "addresses"),
+    ("kind", "dest", "src"),
     [
-        ("auth-agent@openssh.com", {}),
-        ("x11", {"src_addr": ("127.0.0.1", 6010)}),
-        ("forwarded-tcpip", {"dest_addr": ("127.0.0.1", 8080), "src_addr": ("127.0.0.1", 1)}),
-        ("direct-tcpip", {"dest_addr": ("127.0.0.1", 22), "src_addr": ("127.0.0.1", 1)}),
-        ("session", {}),
+        ("auth-agent@openssh.com", None, None),
+        ("x11", None, ("127.0.0.1", 6010)),
+        ("forwarded-tcpip", ("127.0.0.1", 8080), ("127.0.0.1", 1)),
+        ("direct-tcpip", ("127.0.0.1", 22), ("127.0.0.1", 1)),
+        ("session", None, None),
     ],
 )
 def test_a_server_cannot_open_any_channel_back_to_the_gateway(
-    sshd: Sshd, executor: PreparingExecutor, kind: str, addresses: dict[str, object]
+    sshd: Sshd,
+    executor: PreparingExecutor,
+    kind: str,
+    dest: tuple[str, int] | None,
+    src: tuple[str, int] | None,
 ) -> None:
     # Agent forwarding, X11, remote port forwarding: none was requested, none is accepted.
     with running_paramiko_server("ed25519") as server:
         host = _host(server.port, [server.host_key_line])
         executor.ssh_exec(_action(host, ["true"], {}), sshd.secret())
         with pytest.raises(paramiko.ChannelException):
-            server.transports[0].open_channel(kind, timeout=3, **addresses)  # type: ignore[arg-type]
+            server.transports[0].open_channel(kind, dest_addr=dest, src_addr=src, timeout=3)
         assert executor.ssh_exec(_action(host, ["true"], {}), sshd.secret()).exit_status == 0
 
 

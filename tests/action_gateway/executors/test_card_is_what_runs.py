@@ -18,15 +18,15 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from safeport.action_gateway.cards import ActionRequest, build_card, inert
+from harness.real_sshd import Sshd, _openssh_private, _public_line
+from harness.real_tls import API_HOST, TlsServer
+from safeport.action_gateway.cards import ActionKind, ActionRequest, build_card, inert
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret, TokenSecret
-from tests.action_gateway.executors.real_sshd import Sshd, _openssh_private, _public_line
-from tests.action_gateway.executors.real_tls import API_HOST, TlsServer
 
 PEER = PeerIdentity(
     uid=1000,
@@ -54,10 +54,10 @@ def refusable(value: str) -> bool:
     return len(value) > 256 or any(unicodedata.category(ch) == "Cc" for ch in value)
 
 
-def card_for(prepared: SshAction | HttpAction, kind: str) -> dict[str, str]:
+def card_for(prepared: SshAction | HttpAction, kind: ActionKind) -> dict[str, str]:
     request = ActionRequest(
         request_id="r",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         target_id="t",
         operation_id="o",
         credential="c",

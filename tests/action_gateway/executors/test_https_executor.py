@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
+from harness.real_tls import API_HOST, OTHER_HOST, TlsServer
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import BasicSecret, SecretBytes, TokenSecret
 from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
-from tests.action_gateway.executors.real_tls import API_HOST, OTHER_HOST, TlsServer
 
 pytestmark = pytest.mark.integration
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from harness.real_sshd import Sshd, free_port
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
 from tests.action_gateway.executors.planned import PlannedSsh, PreparingExecutor
-from tests.action_gateway.executors.real_sshd import Sshd, free_port
 from tests.action_gateway.executors.tcp_relay import relay_to
 
 pytestmark = pytest.mark.integration
@@ -224,10 +224,13 @@ def test_a_changed_host_key_is_refused_before_authentication(
     real_auth = paramiko.Transport.auth_publickey
 
     def spy(
-        self: paramiko.Transport, username: str, key: paramiko.PKey, event: object = None
+        self: paramiko.Transport,
+        username: str,
+        key: paramiko.PKey,
+        event: threading.Event | None = None,
     ) -> list[str]:
         auth_calls.append(username)
-        return real_auth(self, username, key, event)  # type: ignore[arg-type]
+        return real_auth(self, username, key, event)
 
     monkeypatch.setattr(paramiko.Transport, "auth_publickey", spy)
     marker = _marker(sshd, "changed-key")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.action_gateway.executors.real_sshd import Sshd, free_port
+from harness.real_sshd import Sshd, free_port
 
 pytestmark = pytest.mark.integration
 

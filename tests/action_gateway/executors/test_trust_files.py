@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.real_tls import API_HOST
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.trust_files import (
@@ -23,7 +24,6 @@ from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import SecretBytes, TokenSecret
 from tests.action_gateway.executors.hostile_tls import json_response, running_hostile_server
 from tests.action_gateway.executors.planned import PlannedHttp, PreparingExecutor
-from tests.action_gateway.executors.real_tls import API_HOST
 from tests.conftest import need
 
 HUMAN = 65534  # the served human whose shell the agent has

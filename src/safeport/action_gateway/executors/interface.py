@@ -46,7 +46,7 @@ class ActionError(Error):
 
     @property
     def code(self) -> Literal["upstream", "timeout", "denied"]:
-        """The wire error code (DESIGN.md §5) this failure maps to."""
+        """The wire error code this failure maps to."""
         if self.failure == "timeout":
             return "upstream"  # `timeout` on the wire means no approver in time
         if self.failure in ("address_refused", "invalid_target"):

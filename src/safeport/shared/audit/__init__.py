@@ -1,9 +1,10 @@
 """Tamper-evident audit journals: a hash-chained JSON Lines writer and its offline verifier.
 
 Public surface: :class:`JournalWriter` appends, :func:`verify_journal` checks, and the record
-layout lives in :mod:`safeport.shared.audit.record` (DESIGN.md §10).
+layout lives in :mod:`safeport.shared.audit.record`.
 """
 
+from safeport.shared.audit.members import BodySealer
 from safeport.shared.audit.reader import read_records
 from safeport.shared.audit.record import (
     ZERO_HASH,
@@ -19,9 +20,10 @@ from safeport.shared.audit.verify import (
     journal_segments,
     verify_journal,
 )
-from safeport.shared.audit.writer import BodySealer, Durability, JournalWriter
+from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES, Durability, JournalWriter
 
 __all__ = [
+    "DEFAULT_SEGMENT_BYTES",
     "ZERO_HASH",
     "BodySealer",
     "ChainReport",

@@ -42,11 +42,15 @@ class JournalHead:
 GENESIS = JournalHead(seq=0, hash=ZERO_HASH)
 
 
+# Built once: ``json.dumps`` with any non-default option builds a new encoder on every call.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+
+
 def canonical_json(value: object) -> bytes:
     """Sorted keys, no spaces, ASCII escapes (so lone surrogates and bidi marks are inert)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
+    return _CANONICAL.encode(value).encode("ascii")
 
 
 def format_record(

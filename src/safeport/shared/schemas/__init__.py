@@ -1,7 +1,9 @@
 """Contracts shared by both processes: wire messages, audit records, gateway policy.
 
 The JSON Schema files beside this module are generated from these models by
-``python -m safeport.shared.schemas`` and kept in sync by a test.
+``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
+names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
+``control``, ``replies``, ``wire``).
 """
 
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
@@ -86,6 +88,10 @@ __all__ = [
     "SshExecResult",
     "SshHost",
     "StringParam",
+    "audit",
+    "catalog",
+    "config",
+    "control",
     "control_ops",
     "error_reply",
     "ok_reply",
@@ -93,4 +99,6 @@ __all__ = [
     "parse_reply",
     "policy_digest",
     "readable_id",
+    "replies",
+    "wire",
 ]

@@ -20,7 +20,7 @@ class SealedBody(BaseModel):
 
 
 class AuditRecord(BaseModel):
-    """One journal line (DESIGN.md §10): either ``body`` or ``sealed``, never both."""
+    """One journal line: either ``body`` or ``sealed``, never both."""
 
     model_config = ConfigDict(extra="forbid")
 

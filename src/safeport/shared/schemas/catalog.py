@@ -1,4 +1,4 @@
-"""The catalog the gateway serves on agent.sock: what an agent may propose (DESIGN.md §5).
+"""The catalog the gateway serves on agent.sock: what an agent may propose.
 
 Names, descriptions, param schemas and approval scope; never an address, a user, a URL or a
 secret. The gateway builds it from the accepted policy; the context server parses it with the

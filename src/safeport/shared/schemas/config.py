@@ -1,4 +1,4 @@
-"""The gateway policy file (`gateway.toml`, DESIGN.md §4) as strict models.
+"""The gateway policy file (`gateway.toml`) as strict models.
 
 Parse at the edge: :func:`parse_gateway_policy` turns TOML text into a :class:`GatewayPolicy` or
 raises :class:`~safeport.errors.ConfigError` naming the key and, where TOML tells us, the line.

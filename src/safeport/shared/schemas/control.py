@@ -1,4 +1,4 @@
-"""Requests on control.sock: one model per operation, told apart by ``op`` (DESIGN.md §5).
+"""Requests on control.sock: one model per operation, told apart by ``op``.
 
 Each operation names exactly the params it takes; anything else, a wrong type or a missing
 param is ``invalid`` before the gateway looks at it. A passphrase travels only here, only after

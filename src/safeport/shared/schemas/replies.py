@@ -1,4 +1,4 @@
-"""Replies on agent.sock and control.sock (DESIGN.md §5): built and parsed with one model.
+"""Replies on agent.sock and control.sock: built and parsed with one model.
 
 The gateway builds every reply with :func:`ok_reply` / :func:`error_reply`; the context server
 and `sp` read them with :func:`parse_reply`. The exported ``reply.json`` is generated from these

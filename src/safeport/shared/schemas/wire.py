@@ -1,4 +1,4 @@
-"""Messages on agent.sock (DESIGN.md §5); control.sock's requests are in :mod:`.control`,
+"""Messages on agent.sock; control.sock's requests are in :mod:`.control`,
 the replies of both in :mod:`.replies`, the catalog in :mod:`.catalog`.
 
 Every request model forbids extra keys and uses strict types, so a proposal that carries

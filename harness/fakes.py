@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
-from safeport.errors import Denied
+from safeport.errors import Denied, EnvironmentProblem
 from safeport.shared.schemas.config import policy_digest
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.vault.checkpoints import VaultCheckpointSigner
@@ -93,6 +93,10 @@ class FakeVaultStore:
 
     def unlock_with_keyring(self) -> FakeUnlockedVault:
         raise WrongPassphrase()
+
+    def create(self, passphrase: SecretBytes) -> FakeUnlockedVault:
+        # This vault exists from the start, like a real one after `sp vault init`.
+        raise EnvironmentProblem(f"a vault already exists at {self.path}", hint="nothing changed")
 
     def public_keys(self) -> VaultPublicKeys:
         return VaultPublicKeys(

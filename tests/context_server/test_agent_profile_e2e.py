@@ -18,7 +18,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.action_gateway.support import Gateway, clean_env, decide, wait_card
+from harness.gateway import Gateway, clean_env, decide, wait_card
 
 TYPED = "ssh_build-staging_read_service_status"
 MARKER = "worker-canary-7"  # a valid service name that must not reach the reads journal
@@ -130,7 +130,7 @@ def test_a_waiting_proposal_reports_progress_naming_its_card(
     gateway: Gateway, tmp_path: Path
 ) -> None:
     """Clients that reset their request timeout on progress keep waiting for a slow human."""
-    from tests.action_gateway.support import POLICY
+    from harness.gateway import POLICY
 
     gateway.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30"))
     gateway.accept_policy()

@@ -10,7 +10,7 @@ import pytest
 from safeport.errors import AuditError
 from safeport.shared.audit import JournalWriter, verify_journal
 from safeport.shared.audit.record import JournalHead, format_record
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 
 
 def _rewrite(path: Path, lines: list[bytes]) -> None:

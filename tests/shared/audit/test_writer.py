@@ -17,7 +17,7 @@ import pytest
 
 from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import JournalWriter, verify_journal
-from tests.shared.journal_factory import write_journal
+from tests.shared.audit.journal_factory import write_journal
 
 
 def test_the_journal_file_is_created_0600(tmp_path: Path) -> None:
@@ -219,14 +219,19 @@ def test_fsync_mode_syncs_before_append_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "actions.jsonl"
-    calls: list[int] = []
+    covered: list[int] = []  # the file's size when each fsync began
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+
+    def measuring_fsync(fd: int) -> None:
+        covered.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", measuring_fsync)
     with JournalWriter(path, durability="fsync") as writer:
         writer.append("test.event", {})
-        assert len(calls) == 1
+        assert covered == [path.stat().st_size]  # the record was in the file when it began
         writer.append("test.event", {})
-        assert len(calls) == 2
+        assert covered[1:] == [path.stat().st_size]
 
 
 class _ReversingSealer:

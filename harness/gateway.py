@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.fakes import read_record
 from safeport.shared.audit import read_records
 from safeport.shared.wire import recv_message, send_message
-from tests.action_gateway.fakes import read_record
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PASSPHRASE = "correct horse battery staple"
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
@@ -151,7 +151,7 @@ class AgentProcess:
 
     def __init__(self, home: Path, prefix: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "tests.action_gateway.agent_client"],
+            [*prefix, sys.executable, "-m", "harness.agent_client"],
             cwd=REPO,
             env=clean_env(home),
             stdin=subprocess.PIPE,
@@ -217,7 +217,7 @@ class Gateway:
                 [
                     sys.executable,
                     "-m",
-                    "tests.action_gateway.gateway_harness",
+                    "harness.gateway_process",
                     "--record",
                     str(self.record_path),
                     "--passphrase-file",

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.action_gateway.support import POLICY, Gateway, clean_env, decide
+from harness.gateway import POLICY, Gateway, clean_env, decide
 
 # Long enough for a loaded machine; the approver answers within a fraction of a second.
 SESSION_POLICY = POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 30")
@@ -114,7 +114,7 @@ def test_twenty_reads_ten_session_calls_two_per_call_actions_make_three_cards(
     ]
     kinds = [record["kind"] for record in gateway.journal("sessions")]
     assert len(approver.cards) == 3, (kinds, [c["scope"] for c in approver.cards])
-    scopes = sorted(card.get("scope") for card in approver.cards)
+    scopes = sorted(card["scope"] for card in approver.cards)
     assert scopes == ["per-call", "per-call", "session"], scopes
     executed = [e for e in gateway.touched() if e["event"] == "executor.ssh"]
     assert len(executed) == 12  # every approved call ran, each once

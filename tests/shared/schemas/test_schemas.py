@@ -92,8 +92,9 @@ def test_invalid_policies_are_config_errors_that_say_where(
     # In the words of the policy, with the line to look at; never pydantic's own wording.
     assert "Value error" not in diagnostic and "top level" not in diagnostic
     assert "Input should" not in diagnostic
-    assert re.search(r"line \d+", diagnostic), diagnostic
-    line = int(re.search(r"line (\d+)", diagnostic).group(1))  # type: ignore[union-attr]
+    found = re.search(r"line (\d+)", diagnostic)
+    assert found, diagnostic
+    line = int(found.group(1))
     if "not valid TOML" not in diagnostic and edit[1]:
         # The edited line itself, or the header of the table whose check failed.
         shown = text.splitlines()[line - 1]

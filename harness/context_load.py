@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.drills.mcp_raw import RawMcp, ServerError
+from harness.mcp_raw import RawMcp, ServerError
 
 WORDS = ["alpha", "bravo", "cursor", "stream", "render", "parse", "table", "query", "index"]
 

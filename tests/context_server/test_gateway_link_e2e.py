@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.action_gateway.support import REPO, Gateway, clean_env, decide, wait_card, wait_until
+from harness.gateway import REPO, Gateway, clean_env, decide, wait_card, wait_until
 
 LINK = """
 import asyncio, json, sys

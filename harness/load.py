@@ -1,8 +1,8 @@
 """Load under a junk flood: legitimate requesters on session grants while hostile connections
 hit agent.sock and control.sock.
 
-    python -m tests.drills.load client HOME COUNT      (one requester process)
-    python -m tests.drills.load junk HOME IDLE         (the flood, until killed)
+    python -m harness.load client HOME COUNT      (one requester process)
+    python -m harness.load junk HOME IDLE         (the flood, until killed)
 
 :func:`run_load` drives a real gateway (the test harness: in-memory vault, stub executor) with
 ``clients`` requester processes, each approved once for a session and then sending
@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env
 from safeport.cli.gateway_client import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.wire import recv_message, send_message
-from tests.action_gateway.support import PASSPHRASE, POLICY, REPO, Gateway, clean_env
 
 PROPOSAL = {
     "v": 1,
@@ -113,10 +113,10 @@ def junk_main(home: Path, idle: int) -> None:
         held[:] = alive
         while len(held) < idle:
             # Four in five on agent.sock (its budget), the rest where the human's `sp` connects.
-            sock = connect(paths[0] if len(held) % 5 else paths[1])
-            if sock is None:
+            opened = connect(paths[0] if len(held) % 5 else paths[1])
+            if opened is None:
                 break
-            held.append(sock)
+            held.append(opened)
             sent["idle_opened"] += 1
 
     def burst(path: Path, data: bytes, kind: str) -> None:
@@ -173,7 +173,7 @@ def _quantile(samples: list[float], q: float) -> float:
 
 
 def _spawn(home: Path, *args: str) -> subprocess.Popen[str]:
-    module = [sys.executable, "-m", "tests.drills.load", *args]
+    module = [sys.executable, "-m", "harness.load", *args]
     return subprocess.Popen(
         ["flock", "-s", str(home / "client.lock"), *module],
         cwd=REPO,

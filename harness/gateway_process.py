@@ -1,6 +1,6 @@
 """Run a real gateway process with the in-memory vault and the recording executor.
 
-    python -m tests.action_gateway.gateway_harness --record FILE --passphrase-file FILE
+    python -m harness.gateway_process --record FILE --passphrase-file FILE
 
 Locations come from SAFEPORT_HOME as for `sp gateway run`; timeouts are short so the suite
 stays fast. Everything else (sockets, identity, ladder, journals) is the real gateway.
@@ -13,6 +13,8 @@ import logging
 import sys
 from pathlib import Path
 
+from harness.call_files import CallFileExecutor
+from harness.fakes import FakeVaultStore, Recorder, RecordingExecutor
 from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
 from safeport.action_gateway.connection import ServerLimits
 from safeport.action_gateway.daemon import run_gateway
@@ -25,8 +27,6 @@ from safeport.shared.paths import locate
 from safeport.vault.interface import VaultStore
 from safeport.vault.sealing import AuditSealer
 from safeport.vault.store import VaultFile
-from tests.action_gateway.fakes import FakeVaultStore, Recorder, RecordingExecutor
-from tests.drills.call_files import CallFileExecutor
 
 
 def main() -> int:

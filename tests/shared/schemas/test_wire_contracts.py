@@ -116,7 +116,7 @@ def test_parse_reply_refuses_anything_outside_the_protocol(message: dict[str, An
 def test_an_error_reply_never_echoes_a_junk_id_and_keeps_its_reason_bounded() -> None:
     reply = wire_form(error_reply("bad id\n", "invalid", "x" * 5000))
     assert reply["id"] is None and len(reply["error"]["reason"]) == 1024
-    assert list(reply) == ["v", "id", "ok", "error"]  # the keys and order of DESIGN.md §5
+    assert list(reply) == ["v", "id", "ok", "error"]  # the keys and their order are the protocol's
     assert wire_form(error_reply("ok-id", "invalid", "r"))["id"] == "ok-id"
 
 
