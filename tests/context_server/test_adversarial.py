@@ -30,6 +30,7 @@ from tests.context_server.hostile import (
     swapping,
     tree_digest,
 )
+from tests.context_server.listed import listed, names
 
 pytestmark = pytest.mark.anyio
 
@@ -348,7 +349,7 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     assert [r["name"] for r in roots["roots"]] == ["ws"]
     assert str(h.root) not in json.dumps(roots)  # names, not absolute paths
     listing = await tool("list_directory", {"path": "."})
-    by_name = {e["name"]: e for e in listing["entries"]}
+    by_name = listed(listing)
     assert by_name["README.md"]["blocked"] == ""
     assert by_name[".env"]["blocked"] == "private"
     assert by_name["data"]["blocked"] == "private"
@@ -366,22 +367,23 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     }
     assert h.canaries["private-name"] not in json.dumps(listing)
     page = await tool("list_directory", {"path": ".", "limit": 5})
-    assert len(page["entries"]) == 5 and page["next_cursor"]
+    assert len(names(page)) == 5 and page["next_cursor"]
     page2 = await tool("list_directory", {"path": ".", "limit": 5, "cursor": page["next_cursor"]})
-    assert page2["entries"][0]["name"] == listing["entries"][5]["name"]
+    assert names(page2)[0] == names(listing)[5]
     assert by_name[".env~"]["blocked"] == "private" and by_name[".envs"]["blocked"] == "private"
     assert by_name[".env%E9"]["blocked"] == "private"
     assert by_name["via_loop.txt"]["blocked"] == "unreadable-type"
     assert by_name["via_data.py"]["blocked"] == "private"  # walks through a private folder
     assert by_name["via_abs_root.py"]["blocked"] == ""
     deploy = await tool("list_directory", {"path": "deploy"})
-    assert {e["name"]: e["blocked"] for e in deploy["entries"]}["README.md"] == ""
-    assert {e["blocked"] for e in deploy["entries"] if e["name"] != "README.md"} == {"private"}
-    assert all(e["size"] == 0 for e in deploy["entries"] if e["blocked"] == "private")
+    in_deploy = listed(deploy)
+    assert in_deploy["README.md"]["blocked"] == ""
+    assert {e["blocked"] for n, e in in_deploy.items() if n != "README.md"} == {"private"}
+    assert all(e["size"] == 0 for e in in_deploy.values() if e["blocked"] == "private")
     latin = await tool("read_file", {"path": "src/caf%E9.py"})
     assert "quokka" in latin["text"]
     src = await tool("list_directory", {"path": "src"})
-    assert "caf%E9.py" in {e["name"] for e in src["entries"]}
+    assert "caf%E9.py" in src["files"]
     quokka = await tool("search_project", {"query": "quokka"})
     assert [x["path"] for x in quokka["hits"]] == ["src/caf%E9.py"]
     absolute = await tool("read_file", {"path": "via_abs_root.py"})
@@ -389,7 +391,7 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     chain = await tool("read_file", {"path": "chain/l0039"})  # 40 links: still followed
     assert 'return "world"' in chain["text"]
     tree = await tool("directory_tree", {"path": ".", "max_depth": 2, "max_entries": 5000})
-    assert any(e["path"] == "src/app.py" for e in tree["entries"])
+    assert "src/app.py" in tree["files"] and "src/app.py" not in tree["blocked"]
     for path in ("src/app.py", "src/tokenizer.py", "src/keyboard.py", "src/id_utils.py"):
         content = await tool("read_file", {"path": path})
         assert content["truncated"] is False and content["text"]

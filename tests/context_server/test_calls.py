@@ -23,6 +23,7 @@ from safeport.context_server.calls import INTERNAL
 from safeport.context_server.server import TERMINAL_NOTICE
 from safeport.shared.audit import verify_journal
 from tests.context_server.hostile import connected, result_text, server_params
+from tests.context_server.listed import names
 
 pytestmark = pytest.mark.anyio
 
@@ -175,9 +176,9 @@ async def test_a_name_that_is_not_utf8_breaks_no_tool_and_no_index(tmp_path: Pat
                 return dict(result.structured_content or {})
 
             listing = await ok("list_directory", {"path": "src"})
-            assert {e["name"] for e in listing["entries"]} == {"app.py", "r%E9sum%E9.py"}
+            assert set(names(listing)) == {"app.py", "r%E9sum%E9.py"}
             tree = await ok("directory_tree", {"path": ".", "max_depth": 3})
-            assert {shown, "d%FFir/inner.md"} <= {e["path"] for e in tree["entries"]}
+            assert {shown, "d%FFir/inner.md"} <= set(names(tree))
             found = await ok("search_files", {"pattern": "*.py"})
             assert shown in found["matches"]
             hits = await ok("search_project", {"query": "he"})  # a scan

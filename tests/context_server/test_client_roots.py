@@ -14,6 +14,7 @@ from mcp.types import ListRootsResult, Root
 
 from safeport.context_server.policy import narrow_scope
 from tests.context_server.hostile import server_params
+from tests.context_server.listed import listed
 from tests.context_server.test_server import small_workspace
 
 pytestmark = pytest.mark.anyio
@@ -87,5 +88,5 @@ async def test_folders_above_a_client_root_list_with_the_rest_out_of_scope(
     (listing,) = await call_with_roots(
         tmp_path, ["file://{root}/src"], [("list_directory", {"path": "."})]
     )
-    entries = {e["name"]: e["blocked"] for e in listing.structured_content["entries"]}
+    entries = {n: e["blocked"] for n, e in listed(listing.structured_content).items()}
     assert entries == {"src": "", "notes.md": "out-of-scope", ".env": "private"}

@@ -15,6 +15,7 @@ import pytest
 
 from safeport.shared.audit import verify_journal
 from tests.context_server.hostile import connected, result_text, server_params
+from tests.context_server.listed import listed
 
 pytestmark = pytest.mark.anyio
 
@@ -135,9 +136,6 @@ async def test_origin_is_a_label_and_never_changes_a_decision(tmp_path: Path) ->
                     # How a search was answered (index or scan) depends on whether the
                     # background index has finished; what it answered must not differ.
                     stable = {k: v for k, v in body.items() if k not in ("index_state", "method")}
-                    if tool == "list_directory":
-                        for entry in stable["entries"]:
-                            entry.pop("modified", None)
                     seen.append(
                         (
                             result.is_error,
@@ -267,7 +265,7 @@ async def test_safeport_folders_inside_a_root_are_private(tmp_path: Path) -> Non
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(60):
         async with connected(server_params([root], home), errlog) as client:
             listing = await client.call_tool("list_directory", {"path": "."})
-            entries = {e["name"]: e for e in listing.structured_content["entries"]}
+            entries = listed(listing.structured_content)
             assert entries[".safeport-state"]["blocked"] == "private"
             for path in (".safeport-state/vault.sp", ".safeport-state/gateway.toml"):
                 result = await client.call_tool("read_file", {"path": path})

@@ -16,6 +16,7 @@ from safeport.context_server.calls import UNAVAILABLE, JournaledCalls
 from safeport.context_server.journal import DURABILITY_WINDOW_S, bounded_args
 from safeport.context_server.service import WorkspaceService
 from safeport.shared.audit import verify_journal
+from tests.context_server.listed import listed
 
 
 def test_several_roots_are_named_and_paths_start_with_the_root_name(
@@ -31,7 +32,7 @@ def test_several_roots_are_named_and_paths_start_with_the_root_name(
     names = [r.name for r in service.list_roots().roots]
     assert names == ["app", "lib", "app-2"]
     top = service.list_directory(".", 100, None)
-    assert [e.name for e in top.entries] == names
+    assert top.directories == names and not top.files and not top.blocked
     assert "lib unicorn" in service.read_file("lib/src/main.py").text
     with pytest.raises(Refused):
         service.read_file("src/main.py")  # no root named "src"
@@ -158,7 +159,10 @@ def test_a_project_allowlist_serves_only_its_folders_and_loose_root_files(
     with pytest.raises(Refused) as caught:
         service.read_file("scratch/main.py")
     assert caught.value.reason == "out-of-scope"
-    listing = {e.name: e.blocked for e in service.list_directory(".", 100, None).entries}
+    listing = {
+        n: e["blocked"]
+        for n, e in listed(service.list_directory(".", 100, None).model_dump()).items()
+    }
     assert listing == {"README.md": "", "app": "", "scratch": "out-of-scope"}
     service.index.refresh()
     hits = service.search_project("walrus", ".", 20, None).hits

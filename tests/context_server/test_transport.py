@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import ListRootsResult, Root
 
 from tests.context_server.hostile import result_text
+from tests.context_server.listed import names
 from tests.context_server.test_server import small_workspace
 
 pytestmark = pytest.mark.anyio
@@ -149,7 +150,7 @@ async def test_the_sdk_client_gets_roots_errors_and_cancellation_through_the_tra
             with anyio.move_on_after(0.001):
                 await client.call_tool("search_project", {"query": "zebra"})
             listing = await client.call_tool("list_directory", {"path": "src"})
-            assert [e["name"] for e in listing.structured_content["entries"]] == ["app.py"]
+            assert names(listing.structured_content) == ["app.py"]
             health = await client.call_tool("get_health", {})
             assert health.structured_content["status"] == "ok"
             resources = await client.read_resource("safeport://policy")

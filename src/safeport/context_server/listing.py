@@ -1,7 +1,7 @@
 """Listing a checked folder: one page of entries, sorted by name, blocked ones marked.
 
 An entry is looked at once, with one ``fstatat`` relative to the folder's descriptor (never
-followed): its type, size and time come from that, and what its name alone says comes from the
+followed): its type and size come from that, and what its name alone says comes from the
 policy's (name, type) cache. A private name is not looked at at all. A symlink is judged by
 where it leads, through the same resolution as a request, every time it is listed.
 """
@@ -13,10 +13,9 @@ import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from safeport.context_server.descriptors import stat_entry
-from safeport.context_server.names import UndisplayableName, display_name, raw_name
+from safeport.context_server.names import display_name
 from safeport.context_server.policy import BlockReason, NameKind, Refused, is_above, refusal, within
 
 if TYPE_CHECKING:
@@ -30,20 +29,20 @@ _KINDS: dict[int, tuple[EntryType, NameKind]] = {
     stat.S_IFREG: ("file", "file"),
     stat.S_IFLNK: ("symlink", "other"),
 }
+_OTHER: tuple[EntryType, NameKind] = ("other", "other")
 
-# Sorted name lists of recently listed folders, so later pages of a wide folder cost O(page).
-LISTING_CACHE_FOLDERS = 8
+# Sorted name lists of recently listed folders, so later pages of a wide folder cost O(page)
+# and a folder listed again is not read and sorted again; the names held are bounded below.
+LISTING_CACHE_FOLDERS = 64
 LISTING_CACHE_NAMES = 600_000
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One name in a folder listing; blocked entries keep their name and say why."""
 
     name: str
     type: EntryType
     size: int | None
-    mtime_ns: int | None
     blocked: BlockReason | None
 
 
@@ -67,60 +66,75 @@ def list_folder(
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
             raise refusal("changed")
-        names = workspace.folder_names.get(fd, st)
+        names, disk = workspace.folder_names.get(fd, st)
         end = len(names) if limit is None else min(len(names), offset + limit)
-        base = located.absolute
-        entries = [_entry(workspace, located, base, fd, names[i]) for i in range(offset, end)]
+        look = _FolderLook(workspace, located, fd)
+        entries = [look.entry(names[i], disk[i]) for i in range(offset, end)]
     finally:
         os.close(fd)
     return FolderPage(entries, len(names))
 
 
-def _entry(workspace: Workspace, folder: Located, base: str, dir_fd: int, name: str) -> Entry:
-    policy = workspace.policy
-    if policy.is_private_name(name):
-        # Not even looked at: a private entry shows its name and nothing about it.
-        return Entry(name, "other", None, None, "private")
-    try:
-        st = stat_entry(dir_fd, raw_name(name))
-    except (OSError, UndisplayableName):
-        return Entry(name, "other", None, None, "unreadable-type")
-    shown, kind = _KINDS.get(stat.S_IFMT(st.st_mode), ("other", "other"))
-    is_dir = shown == "directory"
-    # The kind is the entry's own, from the lstat just made: the cached verdict is for it.
-    named = policy.name_verdict(name, kind)
-    scope = workspace.scope
-    # Only a location rule or a client's roots need the entry's absolute path.
-    absolute = f"{base}/{name}" if scope is not None or policy.private_locations else ""
-    if named == "private" or (policy.private_locations and policy.is_private((), absolute)):
-        return Entry(name, shown, None, None, "private")
-    verdict: BlockReason | None = None
-    if named == "ignored":
-        verdict = "ignored"
-    elif not folder.parts and policy.out_of_projects((name,), is_dir=is_dir):
-        verdict = "out-of-scope"
-    if scope is not None and not (
-        within(absolute, scope) or (is_dir and is_above(absolute, scope))
-    ):
-        return Entry(name, shown, None, None, "out-of-scope")
-    if shown == "symlink":
-        link = verdict or _link_verdict(workspace, folder, name)
-        # The kind "symlink" is shown only where the policy allows the target: a blocked
-        # link is just a blocked entry, saying nothing of what it points to.
-        listed: EntryType = "symlink" if link in (None, "binary") else "other"
-        return Entry(name, listed, None, None, link)
-    if is_dir:
-        return Entry(name, "directory", None, st.st_mtime_ns, verdict)
-    if shown != "file":
-        return Entry(name, "other", None, None, "unreadable-type")
-    if verdict is None and st.st_nlink != 1:
-        verdict = "unreadable-type"
-    if verdict is None:
-        verdict = named  # the file's type verdict (private and ignored returned above)
-    size = st.st_size if verdict in (None, "binary", "unreadable-type") else None
-    if st.st_nlink != 1:
-        size = None  # a hard link's size is another file's
-    return Entry(name, "file", size, st.st_mtime_ns, verdict)
+class _FolderLook:
+    """What one listing judges every entry against, worked out once for the page."""
+
+    __slots__ = ("base", "dir_fd", "folder", "located", "policy", "scope", "top", "workspace")
+
+    def __init__(self, workspace: Workspace, folder: Located, dir_fd: int) -> None:
+        self.workspace = workspace
+        self.policy = workspace.policy
+        self.folder = folder
+        self.dir_fd = dir_fd
+        self.base = folder.absolute
+        self.scope = workspace.scope
+        # Only a location rule or a client's roots need each entry's absolute path.
+        self.located = bool(self.policy.private_locations)
+        self.top = not folder.parts and self.policy.projects is not None
+
+    def entry(self, name: str, disk: str) -> Entry:
+        """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
+        policy = self.policy
+        if policy.is_private_name(name):
+            # Not even looked at: a private entry shows its name and nothing about it.
+            return Entry(name, "other", None, "private")
+        try:
+            st = os.stat(disk, dir_fd=self.dir_fd, follow_symlinks=False)  # fstatat, no follow
+        except OSError:
+            return Entry(name, "other", None, "unreadable-type")
+        shown, kind = _KINDS.get(stat.S_IFMT(st.st_mode), _OTHER)
+        is_dir = shown == "directory"
+        # The kind is the entry's own, from the lstat just made: the cached verdict is for it.
+        named = policy.name_verdict(name, kind)
+        scope = self.scope
+        absolute = f"{self.base}/{name}" if scope is not None or self.located else ""
+        if named == "private" or (self.located and policy.is_private_location(absolute)):
+            return Entry(name, shown, None, "private")
+        verdict: BlockReason | None = None
+        if named == "ignored":
+            verdict = "ignored"
+        elif self.top and policy.out_of_projects((name,), is_dir=is_dir):
+            verdict = "out-of-scope"
+        if scope is not None and not (
+            within(absolute, scope) or (is_dir and is_above(absolute, scope))
+        ):
+            return Entry(name, shown, None, "out-of-scope")
+        if shown == "symlink":
+            link = verdict or _link_verdict(self.workspace, self.folder, name)
+            # The kind "symlink" is shown only where the policy allows the target: a blocked
+            # link is just a blocked entry, saying nothing of what it points to.
+            listed: EntryType = "symlink" if link in (None, "binary") else "other"
+            return Entry(name, listed, None, link)
+        if is_dir:
+            return Entry(name, "directory", None, verdict)
+        if shown != "file":
+            return Entry(name, "other", None, "unreadable-type")
+        if st.st_nlink != 1:
+            # A hard link is another file's too: neither readable nor its size shown.
+            return Entry(name, "file", None, verdict or "unreadable-type")
+        if verdict is None:
+            verdict = named  # the file's type verdict (private and ignored returned above)
+        size = st.st_size if verdict in (None, "binary", "unreadable-type") else None
+        return Entry(name, "file", size, verdict)
 
 
 def _link_verdict(workspace: Workspace, folder: Located, name: str) -> BlockReason | None:
@@ -158,26 +172,37 @@ class FolderNames:
         self._max_folders = folders
         self._max_names = names
         self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[int, int], tuple[tuple[int, int], list[str]]] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int], tuple[tuple[int, int], list[str], list[str]]] = (
+            OrderedDict()
+        )
 
-    def get(self, dir_fd: int, st: os.stat_result) -> list[str]:
+    def get(self, dir_fd: int, st: os.stat_result) -> tuple[list[str], list[str]]:
+        """The folder's display names in order, and beside each the name as ``listdir`` gave
+        it (the same string object for a plain name), so no entry is decoded twice."""
         key = (st.st_dev, st.st_ino)
         stamp = (st.st_mtime_ns, st.st_ctime_ns)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and hit[0] == stamp:
                 self._cache.move_to_end(key)
-                return hit[1]
-        names = sorted(display_name(n) for n in os.listdir(dir_fd))
+                return hit[1], hit[2]
+        found = os.listdir(dir_fd)
+        shown = [display_name(n) for n in found]
+        if all(a is b for a, b in zip(shown, found, strict=True)):
+            names = disk = sorted(found)  # every name is its own display form: one list
+        else:
+            pairs = sorted(zip(shown, found, strict=True))
+            names = [a for a, _ in pairs]
+            disk = [b for _, b in pairs]
         with self._lock:
-            self._cache[key] = (stamp, names)
+            self._cache[key] = (stamp, names, disk)
             self._cache.move_to_end(key)
             while len(self._cache) > self._max_folders or (
                 len(self._cache) > 1
                 and sum(len(v[1]) for v in self._cache.values()) > self._max_names
             ):
                 self._cache.popitem(last=False)
-        return names
+        return names, disk
 
 
 def _as_block(reason: str) -> BlockReason:

@@ -184,12 +184,15 @@ class ReadPolicy:
         """Any private component, or a location inside one of safeport's own folders."""
         if any(self.is_private_name(p) for p in parts):
             return True
-        if absolute is None or not self._locations:
+        return absolute is not None and self.is_private_location(str(absolute))
+
+    def is_private_location(self, absolute: str) -> bool:
+        """Whether an absolute path is, or is inside, one of safeport's own folders."""
+        if not self._locations:
             return False
         # String prefixes ending in "/" compare whole components (a sibling such as
         # /srv/ws/.sp-notes is not inside /srv/ws/.sp), and cost far less than pathlib.
-        text = str(absolute)
-        return text in self._locations or (text + "/").startswith(self._location_prefixes)
+        return absolute in self._locations or (absolute + "/").startswith(self._location_prefixes)
 
     def is_ignored(self, parts: Sequence[str]) -> bool:
         return any(self.is_ignored_name(p) for p in parts)

@@ -47,42 +47,43 @@ class RootsResult(ToolResult):
     policy: dict[str, object]
 
 
-# Listing entries avoid nullable fields on purpose: clients validate every entry against the
-# output schema, and a schema without `anyOf` validates about twice as fast.
-EntryBlock = Literal["", "private", "ignored", "out-of-scope", "binary", "unreadable-type"]
+# A listing's entries are grouped by type, each a name (or path) with at most one typed value:
+# clients validate every structured result against the output schema, per item and per
+# keyword, so an entry that is one string, or one name with one integer, validates about four
+# times faster than an object of four typed members (and its JSON is a third of the size).
+# Every name appears in exactly one type group; ``blocked`` says why an entry cannot be read.
+class EntryGroups(ToolResult):
+    """What a listing and a tree share: the entries by type, and why some cannot be read."""
 
-
-class DirectoryEntry(BaseModel):
-    name: str
-    type: Literal["file", "directory", "symlink", "other"]
-    size: int = Field(default=0, description="Bytes, for files whose size may be shown; else 0.")
-    blocked: EntryBlock = Field(
-        default="", description="Why this entry cannot be read; empty when it can."
+    path: str
+    files: dict[str, int] = Field(
+        description="Regular files, name: size in bytes (0 where the size is not shown)."
+    )
+    directories: list[str] = Field(description="Folders.")
+    symlinks: list[str] = Field(
+        description="Symbolic links the policy lets through (a blocked link is in others)."
+    )
+    others: list[str] = Field(
+        description="Everything else: special files, blocked links, and private names "
+        "(listed, never looked at)."
+    )
+    blocked: dict[str, BlockedReason] = Field(
+        description="Entries of any group that cannot be read, name: why. "
+        "An entry not named here can be read (a folder: listed)."
     )
 
 
-class DirectoryListing(ToolResult):
-    model_config = ConfigDict(json_schema_extra=inline_items("entries", DirectoryEntry))
+class DirectoryListing(EntryGroups):
+    """One page of a folder, keyed by name, each group in name order."""
 
-    path: str
-    entries: list[DirectoryEntry]
     next_cursor: str | None = Field(default=None, description="Pass back to get the next page.")
     total_entries: int
 
 
-class TreeEntry(BaseModel):
-    path: str
-    type: Literal["file", "directory", "symlink", "other"]
-    depth: int
-    size: int = 0
-    blocked: EntryBlock = ""
+class DirectoryTree(EntryGroups):
+    """A bounded tree, keyed by path (a path's depth is its number of parts below ``path``),
+    each group in the order the tree was walked: a folder, then what it holds."""
 
-
-class DirectoryTree(ToolResult):
-    model_config = ConfigDict(json_schema_extra=inline_items("entries", TreeEntry))
-
-    path: str
-    entries: list[TreeEntry]
     truncated: bool
     max_depth: int
     max_entries: int

@@ -65,10 +65,12 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
     async def list_directory(
         roots: ClientRoots, path: str = ".", limit: int = 200, cursor: str | None = None
     ) -> DirectoryListing:
-        """List one folder: each entry's name, type and size.
+        """List one folder, entries grouped by type: `files` (name: size in bytes),
+        `directories`, `symlinks`, `others`.
 
-        Entries the policy blocks are still listed, with `blocked` set to private, ignored,
-        out-of-scope, binary or unreadable-type. Paginated: pass `next_cursor` back as `cursor`."""
+        Entries the policy blocks are still listed, and named in `blocked` with why: private,
+        ignored, out-of-scope, binary or unreadable-type. Paginated: pass `next_cursor` back as
+        `cursor`."""
         args = {"path": path, "limit": limit, "cursor": cursor}
         return await calls.run(
             roots, "list_directory", args, lambda: service.list_directory(path, limit, cursor)
@@ -78,7 +80,8 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
     async def directory_tree(
         roots: ClientRoots, path: str = ".", max_depth: int = 3, max_entries: int = 500
     ) -> DirectoryTree:
-        """A bounded recursive listing (depth 1-10, up to 5000 entries).
+        """A bounded recursive listing (depth 1-10, up to 5000 entries), grouped by type as
+        list_directory's, keyed by path.
 
         Blocked folders are listed but not entered."""
         args = {"path": path, "max_depth": max_depth, "max_entries": max_entries}

@@ -78,8 +78,7 @@ class Agent:
         ok, readme = await self.call(client, "read_file", {"path": "README.md"})
         self.check(ok and "inventory-service" in str(readme), "read_file README.md: served")
         ok, listing = await self.call(client, "list_directory", {"path": "."})
-        entries = listing.get("entries", []) if ok and isinstance(listing, dict) else []
-        blocked = {entry["name"]: entry.get("blocked") for entry in entries}
+        blocked = listing.get("blocked", {}) if ok and isinstance(listing, dict) else {}
         self.check(
             blocked.get(".env") == "private" and blocked.get("data") == "private",
             "list_directory: .env and data/ are listed, marked private",
