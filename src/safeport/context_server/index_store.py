@@ -16,7 +16,8 @@ from safeport.context_server.walk import WalkedFile
 from safeport.errors import EnvironmentProblem
 
 MAX_INDEXED_BYTES = 1024 * 1024
-SCHEMA_VERSION = 1
+# 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
+SCHEMA_VERSION = 2
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
@@ -79,31 +80,31 @@ def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
     return stored is not None and stored[1:] == (found.size, found.mtime_ns)
 
 
-def store(db: sqlite3.Connection, found: WalkedFile, stored: Stored | None) -> Outcome:
-    """Bring one walked file's row in line: kept as is, (re)written from its head, or dropped
-    (read failed or binary). The walk read the head only if the row was not current."""
+def plan(found: WalkedFile, stored: Stored | None) -> tuple[Outcome, str | None]:
+    """What one walked file's row becomes, and the text to index: kept as is, (re)written
+    from its head, or dropped (read failed or binary). The walk read the head only if the row
+    was not current."""
     if unchanged(found, stored):
-        return "kept"
-    if stored is not None:
-        delete(db, [stored[0]])
+        return "kept", None
     text = _text_of(found.head)
     if text is None:
-        return "dropped" if stored is not None else "skipped"
-    cur = db.execute(
-        "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
-        (found.root.name, found.relative, found.size, found.mtime_ns),
-    )
-    assert cur.lastrowid is not None
-    db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text))
-    return "updated" if stored is not None else "added"
+        return ("dropped" if stored is not None else "skipped"), None
+    return ("updated" if stored is not None else "added"), text
 
 
-def delete(db: sqlite3.Connection, ids: list[int]) -> None:
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
-        db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+def write(
+    db: sqlite3.Connection, old: int | None, row: tuple[str, str, int, int, str] | None
+) -> None:
+    """Delete the row ``old`` and its text, then insert ``row`` (root, relative path, size,
+    mtime_ns, text) and its text; either may be None."""
+    if old is not None:
+        db.execute("DELETE FROM fts WHERE rowid = ?", (old,))
+        db.execute("DELETE FROM files WHERE id = ?", (old,))
+    if row is not None:
+        cur = db.execute(
+            "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)", row[:4]
+        )
+        db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, row[4]))
 
 
 def forget_removed(db: sqlite3.Connection) -> None:
