@@ -23,16 +23,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from safeport.context_server import index_store as store
-from safeport.context_server.index_store import Outcome, Stored
+from safeport.context_server.index_store import Outcome, Row, Stored
 from safeport.context_server.walk import WalkedFile
 
 SHARDS = 2
-# Room for a few files per writer: the walk stays ahead without holding much text.
-_QUEUE_DEPTH = 32
+# The walk hands a writer its files in batches of about this much text (or this many rows),
+# so a writer takes the interpreter lock once a batch; a few batches wait at most.
+_BATCH_BYTES = 1 << 20
+_BATCH_ROWS = 400
+_QUEUE_DEPTH = 4
 
-Row = tuple[str, str, int, int, str]  # root, relative path, size, mtime_ns, text
-# ("write", local id to delete, row to insert), ("commit", None, None) or ("stop", None, None)
-_Op = tuple[str, int | None, Row | None]
+# ("write", local ids to delete, rows to insert), ("commit", [], []) or ("stop", [], [])
+_Op = tuple[str, list[int], list[Row]]
 
 
 def shard_paths(path: Path) -> list[Path]:
@@ -64,6 +66,10 @@ class Shards:
     def __init__(self, path: Path) -> None:
         self.dbs = [store.connect(p) for p in shard_paths(path)]
         self._queues: list[queue.Queue[_Op]] = [queue.Queue(_QUEUE_DEPTH) for _ in self.dbs]
+        # What the walk has decided for each shard and not yet handed to its writer.
+        self._old: list[list[int]] = [[] for _ in self.dbs]
+        self._new: list[list[Row]] = [[] for _ in self.dbs]
+        self._bytes = [0 for _ in self.dbs]
         self._error: BaseException | None = None
         self._threads: list[threading.Thread] = []
 
@@ -76,7 +82,7 @@ class Shards:
     def close(self) -> None:
         """Stop the writers and close; whatever was not committed is rolled back."""
         for shard, thread in enumerate(self._threads):
-            self._queues[shard].put(("stop", None, None))
+            self._queues[shard].put(("stop", [], []))
             thread.join()
         self._threads = []
         for db in self.dbs:
@@ -121,25 +127,33 @@ class Shards:
         if outcome == "kept":
             return outcome
         shard = shard_of(found.root.name, found.relative)
-        old = None
         if stored is not None:
             assert stored[0] % SHARDS == shard, "a row outside its shard"
-            old = stored[0] // SHARDS
-        row = None
+            self._old[shard].append(stored[0] // SHARDS)
         if text is not None:
-            row = (found.root.name, found.relative, found.size, found.mtime_ns, text)
-        self._put(shard, ("write", old, row))
+            self._new[shard].append(
+                (found.root.name, found.relative, found.size, found.mtime_ns, text)
+            )
+            self._bytes[shard] += len(text)
+            if self._bytes[shard] >= _BATCH_BYTES or len(self._new[shard]) >= _BATCH_ROWS:
+                self._flush(shard)
         return outcome
 
     def delete(self, ids: list[int]) -> None:
-        for shard in range(SHARDS):
-            for local in (i // SHARDS for i in ids if i % SHARDS == shard):
-                self._put(shard, ("write", local, None))
+        for i in ids:
+            self._old[i % SHARDS].append(i // SHARDS)
 
     def commit(self) -> None:
         for shard in range(len(self.dbs)):
-            self._put(shard, ("commit", None, None))
+            self._flush(shard)
+            self._put(shard, ("commit", [], []))
         self._drain()
+
+    def _flush(self, shard: int) -> None:
+        """Hand the shard's writer what the walk decided for it so far."""
+        if self._old[shard] or self._new[shard]:
+            self._put(shard, ("write", self._old[shard], self._new[shard]))
+            self._old[shard], self._new[shard], self._bytes[shard] = [], [], 0
 
     def forget_removed(self) -> None:
         self._drain()
@@ -158,7 +172,8 @@ class Shards:
         self._queues[shard].put(op)
 
     def _drain(self) -> None:
-        for q in self._queues:
+        for shard, q in enumerate(self._queues):
+            self._flush(shard)
             q.join()
         self._raise_failed()
 

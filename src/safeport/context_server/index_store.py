@@ -21,6 +21,9 @@ SCHEMA_VERSION = 2
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
+Row = tuple[str, str, int, int, str]  # root, relative path, size, mtime_ns, text
+# 200 rows of 5 values stay far below SQLite's limit of bound values per statement.
+_ROWS_PER_STATEMENT = 200
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -92,19 +95,30 @@ def plan(found: WalkedFile, stored: Stored | None) -> tuple[Outcome, str | None]
     return ("updated" if stored is not None else "added"), text
 
 
-def write(
-    db: sqlite3.Connection, old: int | None, row: tuple[str, str, int, int, str] | None
-) -> None:
-    """Delete the row ``old`` and its text, then insert ``row`` (root, relative path, size,
-    mtime_ns, text) and its text; either may be None."""
-    if old is not None:
-        db.execute("DELETE FROM fts WHERE rowid = ?", (old,))
-        db.execute("DELETE FROM files WHERE id = ?", (old,))
-    if row is not None:
-        cur = db.execute(
-            "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)", row[:4]
-        )
-        db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, row[4]))
+def write(db: sqlite3.Connection, old: list[int], rows: list[Row]) -> None:
+    """Delete the rows ``old`` and their text, then insert ``rows`` and their text.
+
+    Each statement takes many rows: SQLite tokenizes them all in one step, and the thread that
+    runs it needs the interpreter lock only once per statement, not once per file (a thread
+    waiting for the lock at every file while the walk holds it barely runs)."""
+    for start in range(0, len(old), 500):
+        chunk = old[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
+        db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+    if not rows:
+        return
+    # Ids picked here, inside the write transaction: one statement per table, no lastrowid.
+    first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        batch = rows[start : start + _ROWS_PER_STATEMENT]
+        ids = range(first + start, first + start + len(batch))
+        marks = ",".join("(?, ?, ?, ?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, *row[:4])]
+        db.execute(f"INSERT INTO files(id, root, rel, size, mtime_ns) VALUES {marks}", params)  # noqa: S608
+        marks = ",".join("(?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, row[4])]
+        db.execute(f"INSERT INTO fts(rowid, body) VALUES {marks}", params)  # noqa: S608
 
 
 def forget_removed(db: sqlite3.Connection) -> None:
