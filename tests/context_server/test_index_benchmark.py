@@ -33,4 +33,6 @@ def test_the_index_benchmark_reports_build_and_refresh_beside_one_rg_scan(tmp_pa
     assert report["incremental_walked_everything"] is False
     assert len(report["load_average"]) == 3
     profile = profile_cold_build(root, tmp_path / "profile", top=5)
-    assert len(profile) == 5 and all(0 <= row["share"] <= 1 for row in profile)
+    functions = profile["walk_thread_functions"]
+    assert len(functions) == 5 and all(0 <= row["share"] <= 1 for row in functions)
+    assert profile["writer_threads_cpu_s"] > 0  # the shards were written on their own threads

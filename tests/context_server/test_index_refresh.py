@@ -20,6 +20,7 @@ import pytest
 from safeport.context_server import index_refresh as index_module
 from safeport.context_server import index_store
 from safeport.context_server.index import SearchIndex
+from safeport.context_server.index_shards import shard_of, shard_paths
 from safeport.context_server.policy import ReadPolicy
 from safeport.context_server.watch import FolderWatch, open_folder_watch
 from safeport.context_server.workspace import ServedRoot, Workspace
@@ -59,16 +60,21 @@ def indexed(tree: Path, tmp_path: Path) -> Iterator[SearchIndex]:
 
 
 def rows(path: Path) -> Rows:
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        found = db.execute(
-            "SELECT f.root, f.rel, f.size, f.mtime_ns, t.body FROM files f "
-            "JOIN fts t ON t.rowid = f.id ORDER BY f.root, f.rel"
-        ).fetchall()
-        orphans = db.execute(
-            "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT id FROM files)"
-        ).fetchone()[0]
-    assert orphans == 0  # no indexed text outlives its row
-    return [(r, rel, int(s), int(m), body) for r, rel, s, m, body in found]
+    """Every row of every shard, each checked to be in the shard its path names."""
+    found = []
+    for shard, shard_path in enumerate(shard_paths(path)):
+        with contextlib.closing(sqlite3.connect(shard_path)) as db:
+            here = db.execute(
+                "SELECT f.root, f.rel, f.size, f.mtime_ns, t.body FROM files f "
+                "JOIN fts t ON t.rowid = f.id"
+            ).fetchall()
+            orphans = db.execute(
+                "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT id FROM files)"
+            ).fetchone()[0]
+        assert orphans == 0  # no indexed text outlives its row
+        assert all(shard_of(r, rel) == shard for r, rel, *_ in here)
+        found += [(r, rel, int(s), int(m), body) for r, rel, s, m, body in here]
+    return sorted(found)
 
 
 def cold_build(index: SearchIndex, tmp_path: Path) -> Rows:
@@ -288,7 +294,7 @@ def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(
         raise sqlite3.OperationalError("disk I/O error")
 
     with monkeypatch.context() as patch:
-        patch.setattr(index_store, "store", broken)
+        patch.setattr(index_store, "plan", broken)
         with pytest.raises(sqlite3.OperationalError):
             indexed.refresh()
     assert indexed.refresh().walked_everything

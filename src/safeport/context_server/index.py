@@ -10,7 +10,6 @@ What one refresh re-reads (everything, or what folder events name) is ``index_re
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import sqlite3
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from safeport.context_server import index_store as store
 from safeport.context_server.index_refresh import Progress, Refresher
+from safeport.context_server.index_shards import Shards, candidates, shard_paths
 from safeport.context_server.workspace import Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
@@ -75,9 +75,9 @@ class SearchIndex:
         self._failed_at = 0.0
         self._refresher = Refresher(workspace, watch=watch)
         ensure_private_dir(path.parent)
-        with contextlib.closing(self._connect()) as db:
-            store.create_schema(db)
-            if store.file_count(db) > 0:
+        with Shards(path) as shards:
+            shards.create_schema()
+            if shards.counts()[0] > 0:
                 self.last_refresh = path.stat().st_mtime
 
     def close(self) -> None:
@@ -97,9 +97,11 @@ class SearchIndex:
         return self.last_refresh is not None
 
     def counts(self) -> dict[str, int]:
-        db = self._db()
-        row = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files").fetchone()
-        return {"files": int(row[0]), "bytes": int(row[1])}
+        files = size = 0
+        for db in self._dbs():
+            row = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files").fetchone()
+            files, size = files + int(row[0]), size + int(row[1])
+        return {"files": files, "bytes": size}
 
     # -- building -----------------------------------------------------------------------------
 
@@ -108,15 +110,13 @@ class SearchIndex:
 
         Walks only what the folder watch reports as touched when it can vouch for the rest,
         else everything (``everything`` forces that)."""
-        with self._refresh_lock, contextlib.closing(self._connect()) as db:
+        with self._refresh_lock, Shards(self.path) as shards:
             started = time.monotonic()
-            tally, by_events = self._refresher.run(db, progress, everything)
-            db.commit()
+            tally, by_events = self._refresher.run(shards, progress, everything)
+            shards.commit()
             if tally.updated or tally.removed:
-                store.forget_removed(db)
-            count, size = db.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM files"
-            ).fetchone()
+                shards.forget_removed()
+            count, size = shards.counts()
             self.last_refresh = time.time()
             self.last_error = None
             self.last_stats = IndexStats(
@@ -168,11 +168,12 @@ class SearchIndex:
     # -- querying -----------------------------------------------------------------------------
 
     def candidates(self, query: str, root: str, prefix: str, after: str) -> Iterator[Candidate]:
-        """Files whose text may contain ``query``, in path order, after the path ``after``."""
+        """Files whose text may contain ``query``, in path order, after the path ``after``
+        (every shard asked, their answers merged)."""
         phrase = trigram_query(query)
         # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
         sql = (
-            "SELECT f.root, f.rel FROM files f "
+            "SELECT f.rel FROM files f "
             "WHERE f.id IN (SELECT rowid FROM fts WHERE fts MATCH ?) AND f.root = ?"
         )
         params: list[object] = [phrase, root]
@@ -184,22 +185,20 @@ class SearchIndex:
             params.append(after)
         sql += " ORDER BY f.rel"
         try:
-            for r, rel in self._db().execute(sql, params):
-                yield Candidate(r, rel)
+            for rel in candidates(self._dbs(), sql, params):
+                yield Candidate(root, rel)
         except sqlite3.Error as exc:
             raise EnvironmentProblem(f"search index error ({type(exc).__name__})") from None
 
     # -- sqlite -------------------------------------------------------------------------------
 
-    def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = self._connect()
-            self._local.db = db
-        return db
-
-    def _connect(self) -> sqlite3.Connection:
-        return store.connect(self.path)
+    def _dbs(self) -> list[sqlite3.Connection]:
+        """This thread's connections, one per shard."""
+        dbs: list[sqlite3.Connection] | None = getattr(self._local, "dbs", None)
+        if dbs is None:
+            dbs = [store.connect(p) for p in shard_paths(self.path)]
+            self._local.dbs = dbs
+        return dbs
 
 
 def trigram_query(query: str, most: int = 24) -> str:

@@ -11,13 +11,13 @@ next refresh walk everything again.
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 
 from safeport.context_server import index_store as store
 from safeport.context_server.descriptors import stat_entry
+from safeport.context_server.index_shards import Shards
 from safeport.context_server.index_store import MAX_INDEXED_BYTES, Outcome, Stored
 from safeport.context_server.names import UndisplayableName, raw_name
 from safeport.context_server.policy import ReadPolicy, Refused
@@ -28,7 +28,9 @@ from safeport.context_server.workspace import ServedRoot, Workspace
 # Even with a complete watch, everything is walked again this often: changes no folder event
 # reports (a write through a shared mapping, a hard link made from outside) are caught here.
 FULL_WALK_AFTER_S = 300.0
-_COMMIT_EVERY = 2000
+# A commit flushes FTS5's pending terms into a new segment that later merges rewrite: fewer,
+# larger transactions are cheaper; a crash loses at most this many files' rows.
+_COMMIT_EVERY = 10_000
 
 Progress = Callable[[int, int], None]
 Linked = set[tuple[str, tuple[str, ...]]]
@@ -74,17 +76,17 @@ class Refresher:
             self._watch = None
 
     def run(
-        self, db: sqlite3.Connection, progress: Progress | None, everything: bool
+        self, shards: Shards, progress: Progress | None, everything: bool
     ) -> tuple[Tally, bool]:
-        """Refresh the rows in ``db`` (not committed); the tally and whether it took events
+        """Refresh the rows in ``shards`` (not committed); the tally and whether it took events
         only (False: everything was walked)."""
         try:
             tally = Tally()
             touched = None if everything else self._touched_since_last_walk()
-            if touched is not None and self._refresh_touched(db, touched, tally):
+            if touched is not None and self._refresh_touched(shards, touched, tally):
                 return tally, True
             tally = Tally()
-            self._refresh_everything(db, tally, progress)
+            self._refresh_everything(shards, tally, progress)
             return tally, False
         except BaseException:
             # The events drained are gone and the transaction is not: only a walk of
@@ -113,9 +115,7 @@ class Refresher:
             touched += [Touched(root, parts, False) for root, parts in self._linked]
         return tuple(touched)
 
-    def _refresh_everything(
-        self, db: sqlite3.Connection, tally: Tally, progress: Progress | None
-    ) -> None:
+    def _refresh_everything(self, shards: Shards, tally: Tally, progress: Progress | None) -> None:
         """Walk every root once; rows the walk did not see go."""
         if self._watch is None and self._want_watch:
             self._watch = open_folder_watch()
@@ -123,16 +123,16 @@ class Refresher:
         if watch is not None:
             watch.begin_walk()
         policy = self.workspace.policy
-        rows = store.all_rows(db)
+        rows = shards.all_rows()
         total = self._count_changed(rows) if progress is not None else 0
         linked: set[tuple[str, tuple[str, ...]]] = set()
         for root in self.workspace.roots:
-            for rel in self._walk_and_store(db, root, (), None, rows, tally, linked, watch):
+            for rel in self._walk_and_store(shards, root, (), None, rows, tally, linked, watch):
                 rows.pop((root.name, rel), None)
                 if progress is not None and tally.done and tally.done % 200 == 0:
                     progress(tally.done, max(total, tally.done))
         stale = [row[0] for row in rows.values()]
-        store.delete(db, stale)
+        shards.delete(stale)
         tally.removed += len(stale)
         if progress is not None:
             progress(tally.done, max(total, tally.done))
@@ -142,9 +142,7 @@ class Refresher:
         self._walked_policy = policy
         self._walked_at = time.monotonic()
 
-    def _refresh_touched(
-        self, db: sqlite3.Connection, touched: Iterable[Touched], tally: Tally
-    ) -> bool:
+    def _refresh_touched(self, shards: Shards, touched: Iterable[Touched], tally: Tally) -> bool:
         """Walk only the touched entries (each with what is below it); False if a hard link
         appeared, which only a walk of everything can place."""
         watch = self._watch
@@ -164,15 +162,15 @@ class Refresher:
                 return False  # a new link to a file whose other names may be indexed
             rows = {
                 (root_name, rel): row
-                for rel, row in store.rows_under(db, root_name, "/".join(parts)).items()
+                for rel, row in shards.rows_under(root_name, "/".join(parts)).items()
             }
             walked = self._walk_and_store(
-                db, root, parts[:-1], parts[-1], rows, tally, linked, watch
+                shards, root, parts[:-1], parts[-1], rows, tally, linked, watch
             )
             for rel in walked:
                 rows.pop((root_name, rel), None)
             stale = [row[0] for row in rows.values()]
-            store.delete(db, stale)
+            shards.delete(stale)
             tally.removed += len(stale)
         if linked - previous:
             return False  # a new hard link: the other names of that file may be indexed
@@ -196,7 +194,7 @@ class Refresher:
 
     def _walk_and_store(
         self,
-        db: sqlite3.Connection,
+        shards: Shards,
         root: ServedRoot,
         start: tuple[str, ...],
         only: str | None,
@@ -228,9 +226,9 @@ class Refresher:
         ):
             if not isinstance(item, WalkedFile):
                 continue
-            tally.count(store.store(db, item, rows.get((root.name, item.relative))))
+            tally.count(shards.store(item, rows.get((root.name, item.relative))))
             if tally.done and tally.done % _COMMIT_EVERY == 0:
-                db.commit()
+                shards.commit()
             yield item.relative
 
     def _count_changed(self, rows: dict[tuple[str, str], Stored]) -> int:

@@ -16,10 +16,14 @@ from safeport.context_server.walk import WalkedFile
 from safeport.errors import EnvironmentProblem
 
 MAX_INDEXED_BYTES = 1024 * 1024
-SCHEMA_VERSION = 1
+# 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
+SCHEMA_VERSION = 2
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
+Row = tuple[str, str, int, int, str]  # root, relative path, size, mtime_ns, text
+# 200 rows of 5 values stay far below SQLite's limit of bound values per statement.
+_ROWS_PER_STATEMENT = 200
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -79,31 +83,42 @@ def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
     return stored is not None and stored[1:] == (found.size, found.mtime_ns)
 
 
-def store(db: sqlite3.Connection, found: WalkedFile, stored: Stored | None) -> Outcome:
-    """Bring one walked file's row in line: kept as is, (re)written from its head, or dropped
-    (read failed or binary). The walk read the head only if the row was not current."""
+def plan(found: WalkedFile, stored: Stored | None) -> tuple[Outcome, str | None]:
+    """What one walked file's row becomes, and the text to index: kept as is, (re)written
+    from its head, or dropped (read failed or binary). The walk read the head only if the row
+    was not current."""
     if unchanged(found, stored):
-        return "kept"
-    if stored is not None:
-        delete(db, [stored[0]])
+        return "kept", None
     text = _text_of(found.head)
     if text is None:
-        return "dropped" if stored is not None else "skipped"
-    cur = db.execute(
-        "INSERT INTO files(root, rel, size, mtime_ns) VALUES (?, ?, ?, ?)",
-        (found.root.name, found.relative, found.size, found.mtime_ns),
-    )
-    assert cur.lastrowid is not None
-    db.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, text))
-    return "updated" if stored is not None else "added"
+        return ("dropped" if stored is not None else "skipped"), None
+    return ("updated" if stored is not None else "added"), text
 
 
-def delete(db: sqlite3.Connection, ids: list[int]) -> None:
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+def write(db: sqlite3.Connection, old: list[int], rows: list[Row]) -> None:
+    """Delete the rows ``old`` and their text, then insert ``rows`` and their text.
+
+    Each statement takes many rows: SQLite tokenizes them all in one step, and the thread that
+    runs it needs the interpreter lock only once per statement, not once per file (a thread
+    waiting for the lock at every file while the walk holds it barely runs)."""
+    for start in range(0, len(old), 500):
+        chunk = old[start : start + 500]
         marks = ",".join("?" * len(chunk))
         db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
         db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+    if not rows:
+        return
+    # Ids picked here, inside the write transaction: one statement per table, no lastrowid.
+    first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        batch = rows[start : start + _ROWS_PER_STATEMENT]
+        ids = range(first + start, first + start + len(batch))
+        marks = ",".join("(?, ?, ?, ?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, *row[:4])]
+        db.execute(f"INSERT INTO files(id, root, rel, size, mtime_ns) VALUES {marks}", params)  # noqa: S608
+        marks = ",".join("(?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, row[4])]
+        db.execute(f"INSERT INTO fts(rowid, body) VALUES {marks}", params)  # noqa: S608
 
 
 def forget_removed(db: sqlite3.Connection) -> None:
