@@ -74,6 +74,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.shared": {
         "audit",
         "exception_summary",
+        "folder_sync",
         "gateway_socket",
         "install_file",
         "jsonc",
