@@ -19,18 +19,12 @@ from safeport.action_gateway.control_client import (
     call_for_everyone,
 )
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
+from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.setup_state import missing_setup
 from safeport.shared.visible_text import inert
-
-_PASSPHRASE_FILE = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
-)
 
 
 @click.group()
@@ -131,7 +125,7 @@ def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
 
 
 @gateway.command()
-@_PASSPHRASE_FILE
+@several_humans_passphrase_option
 def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     try:

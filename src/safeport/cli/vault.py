@@ -15,6 +15,7 @@ from safeport.action_gateway.control_client import GatewayRefused
 from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.credential_input import read_value, value_options, wipe_value
+from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import locate
@@ -23,13 +24,6 @@ from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, wea
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
-
-passphrase_file_option = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-    default=None,
-    help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
-)
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
