@@ -31,6 +31,7 @@ SURFACES: dict[str, set[str]] = {
         "assembly",
         "daemon",
         "dedicated_account",
+        "doctor",
         "executors",
         "install_steps",
         "inventory",
@@ -65,6 +66,7 @@ SURFACES: dict[str, set[str]] = {
         "build_server",
         "open_workspace",
         "serve",
+        "client_checks",
         "client_config",
         "client_install",
     },
@@ -74,6 +76,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.shared": {
         "audit",
         "exception_summary",
+        "findings",
         "folder_sync",
         "gateway_socket",
         "install_file",

@@ -12,6 +12,7 @@ __all__ = [
     "control_client",
     "daemon",
     "dedicated_account",
+    "doctor",
     "executors",
     "gateway_vault_backend",
     "gateway_view",

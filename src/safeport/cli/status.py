@@ -33,9 +33,11 @@ def status(as_json: bool) -> None:
 def doctor(offline: bool) -> None:
     """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
     problem, with the fix for each."""
-    from safeport.cli.doctor_checks import diagnose
+    from safeport.action_gateway.doctor import diagnose
+    from safeport.context_server.client_checks import client_findings
 
-    findings = diagnose(locate(), project=Path.cwd().resolve(), network=not offline)
+    clients = client_findings(Path.cwd().resolve())
+    findings = diagnose(locate(), clients=clients, network=not offline)
     for finding in findings:
         click.echo(inert(f"{_MARKS[finding.state]}  {finding.check}: {finding.detail}"))
         if finding.fix and finding.state != "ok":
