@@ -35,6 +35,7 @@ SURFACES: dict[str, set[str]] = {
         "executors",
         "install_steps",
         "inventory",
+        "overview",
         "policy_review",
         "policy_store",
         "service_files",

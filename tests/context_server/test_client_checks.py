@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from safeport.context_server.client_checks import client_findings
+from safeport.context_server.client_checks import client_findings, client_overview
 from safeport.context_server.client_install import Setup, install
 
 
@@ -36,3 +36,14 @@ def test_an_entry_that_lost_its_home_fails_with_the_reinstall(tmp_path: Path) ->
 def test_a_project_without_entries_gives_no_finding(tmp_path: Path) -> None:
     setup = _setup(tmp_path, {})
     assert list(client_findings(setup.roots[0], home=setup.home, env={}, platform="linux")) == []
+
+
+def test_the_status_overview_lists_an_entry_with_what_differs(tmp_path: Path) -> None:
+    setup = _setup(tmp_path, {})
+    install(setup, replace=False)
+    env = {"SAFEPORT_HOME": str(tmp_path / "sp")}
+    (entry,) = client_overview(setup.roots[0], home=setup.home, env=env, platform="linux")
+    assert entry["client"] == "cursor" and entry["profile"] == "reader"
+    assert entry["ok"] is False and any("SAFEPORT_HOME" in p for p in entry["problems"])
+    elsewhere = tmp_path / "other-user"
+    assert client_overview(setup.roots[0], home=elsewhere, env=env, platform="linux") == []

@@ -18,6 +18,7 @@ __all__ = [
     "gateway_view",
     "install_steps",
     "inventory",
+    "overview",
     "policy_review",
     "policy_store",
     "process_hardening",

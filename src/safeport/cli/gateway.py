@@ -89,7 +89,7 @@ def status(as_json: bool) -> None:
         f"pending approvals: {result.get('pending_cards')}",
     ]
     lines += alarm_lines(result.get("alarms") or [])
-    from safeport.cli.overview import policy_problems
+    from safeport.action_gateway.overview import policy_problems
 
     problems = policy_problems(locate())
     if problems:

@@ -1,4 +1,4 @@
-"""`sp doctor`'s check of the MCP clients' entries for safeport in a project."""
+"""What `sp doctor` and `sp status` say about the MCP clients' entries for safeport in a project."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from safeport.context_server.client_install import listing
+from safeport.context_server.client_install import Listed, listing
 from safeport.shared.findings import Finding
 
 
@@ -23,3 +23,20 @@ def client_findings(project: Path, **where: Any) -> Iterator[Finding]:
                           f"sp client install {item.client}{flag} --replace")  # fmt: skip
         else:
             yield Finding(name, "ok", f"set up in {item.path}")
+
+
+def client_overview(project: Path, **where: Any) -> list[dict[str, Any]]:
+    """`sp status`'s lines on the clients: each entry there is, with what differs from ours."""
+    return [_client(item) for item in listing(project, **where) if item.summary is not None]
+
+
+def _client(item: Listed) -> dict[str, Any]:
+    assert item.summary is not None
+    return {
+        "client": item.client,
+        "scope": item.scope,
+        "path": str(item.path),
+        "profile": item.summary.profile,
+        "ok": not item.problems,
+        "problems": list(item.problems),
+    }
