@@ -38,6 +38,7 @@ SURFACES: dict[str, set[str]] = {
         "overview",
         "policy_review",
         "policy_store",
+        "saved_checkpoint",
         "service_files",
         "approver_session",
         "control_client",

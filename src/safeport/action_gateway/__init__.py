@@ -22,6 +22,7 @@ __all__ = [
     "policy_review",
     "policy_store",
     "process_hardening",
+    "saved_checkpoint",
     "service_files",
     "vault_access",
 ]

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +10,7 @@ import click
 
 from safeport.action_gateway.control_client import (
     GatewayClient,
-    GatewayClosed,
     GatewayNotRunning,
-    GatewayRefused,
     call_for_everyone,
 )
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
@@ -52,7 +47,7 @@ def run(print_service: str | None) -> None:
         click.echo(launchd_plist(argv, env, str(log_path)), nl=False)
         return
     from safeport.action_gateway.assembly import default_parts
-    from safeport.action_gateway.daemon import run_gateway
+    from safeport.action_gateway.daemon import configure_logging, run_gateway
     from safeport.action_gateway.dedicated_account import require_account
 
     if paths.dedicated:  # the install made the account's folders; the daemon checks them
@@ -61,7 +56,7 @@ def run(print_service: str | None) -> None:
         ensure_private_dir(paths.data_dir)
     for advice in missing_setup(paths):
         click.echo(f"sp: {advice}", err=True)
-    _configure_logging(log_path)
+    configure_logging(log_path)
     run_gateway(paths, default_parts(paths))
 
 
@@ -152,36 +147,18 @@ def reload() -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write to FILE.")
 def checkpoint(out: Path | None) -> None:
     """Export the latest signed checkpoint of the gateway's journals."""
-    paths = locate()
-    try:
-        with GatewayClient(paths) as client:
-            result = client.call("audit.checkpoint")
-        text = json.dumps(result, indent=2, sort_keys=True)
-    except (GatewayNotRunning, GatewayRefused, GatewayClosed) as exc:
-        # No gateway to ask, or it refused or hung up: the last checkpoint it saved is still
-        # evidence. Anything else (an impostor behind the socket, a folder we may not enter)
-        # is said as it is.
-        saved = paths.gateway_audit_dir / "checkpoint.json"
-        if not saved.exists():
-            raise
-        click.echo(f"{inert(exc.diagnostic())}; showing the last saved checkpoint", err=True)
-        text = saved.read_text()
+    from safeport.action_gateway.saved_checkpoint import latest_checkpoint
+
+    found = latest_checkpoint(locate())
+    if found.unanswered is not None:
+        why = found.unanswered.diagnostic()
+        click.echo(f"{inert(why)}; showing the last saved checkpoint", err=True)
+    text = found.text
     if out is None:
         click.echo(text)
     else:
         out.write_text(text + "\n")
         click.echo(f"checkpoint written to {out}")
-
-
-def _configure_logging(log_path: Path) -> None:
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    handlers: list[logging.Handler] = [
-        logging.StreamHandler(sys.stderr),
-        logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8")),
-    ]
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers
-    )
 
 
 def _add_install() -> None:
