@@ -28,6 +28,7 @@ SURFACES: dict[str, set[str]] = {
     },
     "safeport.action_gateway": {
         "account_install",
+        "approval_link",
         "assembly",
         "daemon",
         "dedicated_account",

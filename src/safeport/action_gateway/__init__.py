@@ -7,6 +7,7 @@ here, so that reviewing a policy or writing a unit file never loads the executor
 
 __all__ = [
     "account_install",
+    "approval_link",
     "approver_session",
     "assembly",
     "control_client",

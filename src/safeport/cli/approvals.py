@@ -91,7 +91,7 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
 
 
 def _watch_screen(secret: SecretBytes) -> None:
-    from safeport.cli.approval_link import ApprovalLink
+    from safeport.action_gateway.approval_link import ApprovalLink
     from safeport.cli.approvals_screen import ApprovalsApp
 
     paths = locate()
