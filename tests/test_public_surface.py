@@ -37,6 +37,7 @@ SURFACES: dict[str, set[str]] = {
         "install_steps",
         "inventory",
         "overview",
+        "policy_check",
         "policy_review",
         "policy_store",
         "saved_checkpoint",

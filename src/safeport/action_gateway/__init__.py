@@ -20,6 +20,7 @@ __all__ = [
     "install_steps",
     "inventory",
     "overview",
+    "policy_check",
     "policy_review",
     "policy_store",
     "process_hardening",
