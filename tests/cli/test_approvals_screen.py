@@ -17,7 +17,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from harness.gateway import REPO, AgentProcess, clean_env, wait_until
-from safeport.cli.approval_link import ApprovalLink
+from safeport.action_gateway.approval_link import ApprovalLink
 from safeport.cli.approvals_screen import ApprovalsApp
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate

@@ -85,17 +85,7 @@ async def vault_lock(
 async def vault_entries(
     ctx: ControlContext, conn: Connection, request: VaultEntriesRequest
 ) -> dict[str, Any]:
-    return {
-        "entries": [
-            {
-                "name": entry.name,
-                "kind": entry.kind,
-                "created": entry.created.isoformat(),
-                "rotated": entry.rotated.isoformat() if entry.rotated else None,
-            }
-            for entry in ctx.core.entries()
-        ]
-    }
+    return {"entries": [entry.as_json() for entry in ctx.core.entries()]}
 
 
 async def vault_add(

@@ -13,6 +13,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
@@ -31,6 +32,18 @@ from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_priva
 from safeport.shared.provenance import verify_installed_package
 
 log = logging.getLogger("safeport.gateway")
+
+
+def configure_logging(log_path: Path) -> None:
+    """Log to stderr and to ``log_path`` (created 0600; a link planted there is refused)."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    handlers: list[logging.Handler] = [
+        logging.StreamHandler(sys.stderr),
+        logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8")),
+    ]
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers
+    )
 
 
 def instance_lock(run_dir: Path) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -93,7 +92,7 @@ class GatewayVaultBackend:
     def entries(self, authority: Authority) -> list[EntryInfo]:
         with GatewayClient(self.paths) as client:
             raw = client.call("vault.entries").get("entries", [])
-        return [_entry(item) for item in raw]
+        return [EntryInfo.from_json(item) for item in raw]
 
     def add(
         self,
@@ -197,13 +196,3 @@ def _wire(value: Mapping[str, SecretBytes | str]) -> dict[str, dict[str, str]]:
         else:
             out[field] = {"text": item}
     return out
-
-
-def _entry(item: dict[str, Any]) -> EntryInfo:
-    rotated = item.get("rotated")
-    return EntryInfo(
-        name=str(item["name"]),
-        kind=item["kind"],
-        created=datetime.fromisoformat(str(item["created"])),
-        rotated=datetime.fromisoformat(str(rotated)) if rotated else None,
-    )

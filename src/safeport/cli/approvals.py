@@ -13,18 +13,12 @@ from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.process_hardening import harden_process
 from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
+from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
-
-_PASSPHRASE_FILE = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
-)
 
 
 @click.group()
@@ -34,7 +28,7 @@ def approvals() -> None:
 
 @approvals.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_PASSPHRASE_FILE
+@passphrase_file_option
 def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
     """Show the cards waiting for an answer (with several humans installed, only your own
     unless the passphrase is given)."""
@@ -59,7 +53,7 @@ def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
 
 @approvals.command()
 @click.argument("card_id")
-@_PASSPHRASE_FILE
+@passphrase_file_option
 def approve(card_id: str, passphrase_file: Path | None) -> None:
     """Approve one card (proves the vault passphrase)."""
     _decide(card_id, True, passphrase_file)
@@ -67,14 +61,14 @@ def approve(card_id: str, passphrase_file: Path | None) -> None:
 
 @approvals.command()
 @click.argument("card_id")
-@_PASSPHRASE_FILE
+@passphrase_file_option
 def deny(card_id: str, passphrase_file: Path | None) -> None:
     """Deny one card (proves the vault passphrase)."""
     _decide(card_id, False, passphrase_file)
 
 
 @approvals.command()
-@_PASSPHRASE_FILE
+@passphrase_file_option
 @click.option("--plain", is_flag=True, help="Line by line, as on a pipe, even on a terminal.")
 def watch(passphrase_file: Path | None, plain: bool) -> None:
     """Prove the passphrase once, then answer each card as it arrives (y/n).
@@ -97,7 +91,7 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
 
 
 def _watch_screen(secret: SecretBytes) -> None:
-    from safeport.cli.approval_link import ApprovalLink
+    from safeport.action_gateway.approval_link import ApprovalLink
     from safeport.cli.approvals_screen import ApprovalsApp
 
     paths = locate()

@@ -4,7 +4,7 @@ The card waiting for an answer, with the time left, on top; the open sessions (r
 highlighted one with ``r``); the latest outcomes below. ``y`` approves and ``n`` denies: there
 is no default, and a key pressed within a moment of a new card appearing is ignored, as in the
 line mode, because it was meant for what was on screen before. Everything from the gateway
-arrives through :class:`~safeport.cli.approval_link.ApprovalLink`.
+arrives through :class:`~safeport.action_gateway.approval_link.ApprovalLink`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Log, Static
 
-from safeport.action_gateway.approver_session import CardArrived, CardClosed
-from safeport.cli.approval_link import (
+from safeport.action_gateway.approval_link import (
     Answered,
     ApprovalLink,
     Connected,
@@ -32,6 +31,7 @@ from safeport.cli.approval_link import (
     Revoked,
     Sessions,
 )
+from safeport.action_gateway.approver_session import CardArrived, CardClosed
 from safeport.cli.approver_prompt import GRACE_S
 from safeport.cli.card_text import card_lines
 from safeport.shared.visible_text import inert

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from safeport.cli.options import profile_option
 from safeport.context_server.client_config import CLAUDE_SCOPES, CLIENTS
 from safeport.context_server.client_install import (
     Listed,
@@ -42,13 +43,7 @@ def client() -> None:
 
 @client.command("install")
 @click.argument("client_name", metavar="CLIENT", type=click.Choice(CLIENTS))
-@click.option(
-    "--profile",
-    type=click.Choice(["reader", "agent"]),
-    default="reader",
-    show_default=True,
-    help="reader: the workspace only; agent: also the gateway's actions.",
-)
+@profile_option
 @click.option(
     "--root",
     "roots",

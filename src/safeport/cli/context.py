@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from safeport.cli.options import profile_option
 from safeport.context_server import ServeOptions, build_index, serve
 
 
@@ -18,13 +19,7 @@ def context() -> None:
 @click.option(
     "--root", "roots", multiple=True, metavar="DIR", help="A folder to serve (repeatable)."
 )
-@click.option(
-    "--profile",
-    type=click.Choice(["reader", "agent"]),
-    default="reader",
-    show_default=True,
-    help="reader: the workspace only; agent: also the gateway's actions.",
-)
+@profile_option
 @click.option("--origin", default="unknown", show_default=True, help="A label for the journal.")
 def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
     """Serve the roots over stdio (stdout carries only JSON-RPC).

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,24 +10,16 @@ import click
 
 from safeport.action_gateway.control_client import (
     GatewayClient,
-    GatewayClosed,
     GatewayNotRunning,
-    GatewayRefused,
     call_for_everyone,
 )
 from safeport.action_gateway.service_files import launchd_plist, systemd_unit
+from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.setup_state import missing_setup
 from safeport.shared.visible_text import inert
-
-_PASSPHRASE_FILE = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
-)
 
 
 @click.group()
@@ -58,7 +47,7 @@ def run(print_service: str | None) -> None:
         click.echo(launchd_plist(argv, env, str(log_path)), nl=False)
         return
     from safeport.action_gateway.assembly import default_parts
-    from safeport.action_gateway.daemon import run_gateway
+    from safeport.action_gateway.daemon import configure_logging, run_gateway
     from safeport.action_gateway.dedicated_account import require_account
 
     if paths.dedicated:  # the install made the account's folders; the daemon checks them
@@ -67,7 +56,7 @@ def run(print_service: str | None) -> None:
         ensure_private_dir(paths.data_dir)
     for advice in missing_setup(paths):
         click.echo(f"sp: {advice}", err=True)
-    _configure_logging(log_path)
+    configure_logging(log_path)
     run_gateway(paths, default_parts(paths))
 
 
@@ -95,7 +84,7 @@ def status(as_json: bool) -> None:
         f"pending approvals: {result.get('pending_cards')}",
     ]
     lines += alarm_lines(result.get("alarms") or [])
-    from safeport.cli.overview import policy_problems
+    from safeport.action_gateway.overview import policy_problems
 
     problems = policy_problems(locate())
     if problems:
@@ -131,7 +120,7 @@ def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
 
 
 @gateway.command()
-@_PASSPHRASE_FILE
+@several_humans_passphrase_option
 def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     try:
@@ -158,36 +147,18 @@ def reload() -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write to FILE.")
 def checkpoint(out: Path | None) -> None:
     """Export the latest signed checkpoint of the gateway's journals."""
-    paths = locate()
-    try:
-        with GatewayClient(paths) as client:
-            result = client.call("audit.checkpoint")
-        text = json.dumps(result, indent=2, sort_keys=True)
-    except (GatewayNotRunning, GatewayRefused, GatewayClosed) as exc:
-        # No gateway to ask, or it refused or hung up: the last checkpoint it saved is still
-        # evidence. Anything else (an impostor behind the socket, a folder we may not enter)
-        # is said as it is.
-        saved = paths.gateway_audit_dir / "checkpoint.json"
-        if not saved.exists():
-            raise
-        click.echo(f"{inert(exc.diagnostic())}; showing the last saved checkpoint", err=True)
-        text = saved.read_text()
+    from safeport.action_gateway.saved_checkpoint import latest_checkpoint
+
+    found = latest_checkpoint(locate())
+    if found.unanswered is not None:
+        why = found.unanswered.diagnostic()
+        click.echo(f"{inert(why)}; showing the last saved checkpoint", err=True)
+    text = found.text
     if out is None:
         click.echo(text)
     else:
         out.write_text(text + "\n")
         click.echo(f"checkpoint written to {out}")
-
-
-def _configure_logging(log_path: Path) -> None:
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    handlers: list[logging.Handler] = [
-        logging.StreamHandler(sys.stderr),
-        logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8")),
-    ]
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers
-    )
 
 
 def _add_install() -> None:

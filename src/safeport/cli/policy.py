@@ -11,8 +11,10 @@ import click
 from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.gateway_view import GatewayView, gateway_view
 from safeport.action_gateway.inventory import inventory, inventory_lines
+from safeport.action_gateway.policy_check import check_policy, local_proposal
 from safeport.action_gateway.policy_review import PolicyProblem, review
-from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
+from safeport.action_gateway.policy_store import policy_diff_lines
+from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
@@ -34,18 +36,9 @@ def check(as_json: bool) -> None:
     With a running, unlocked gateway it also checks that every credential is in the vault
     with the declared kind. Exit 1 when a problem is found.
     """
-    paths = locate()
-    current = PolicyStore(paths.gateway_config).read_file()
-    if current.text is None:
-        raise Error(
-            current.error or f"cannot read {paths.gateway_config}",
-            hint="run `sp init` to create one",
-        )
-    parsed, digest = parse_gateway_policy(current.text)
-    data = inventory(parsed, digest)
-    view = gateway_view(paths)
-    problems = review(parsed, current.text, view.vault_kinds)
-    changes = _unaccepted(view, current.text, digest)
+    found = check_policy(locate())
+    view, digest, problems, changes = found.view, found.digest, found.problems, found.unaccepted
+    data = inventory(found.policy, digest)
     if as_json:
         data["problems"] = [{"line": p.line, "message": p.message, "fix": p.fix} for p in problems]
         data["vault_checked"] = view.vault_kinds is not None
@@ -65,19 +58,6 @@ def check(as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _local_proposal(path: Path, status: dict[str, object]) -> dict[str, object]:
-    """policy.status as if the gateway read the human's own gateway.toml."""
-    current = PolicyStore(path).read_file()
-    served = status.get("served")
-    return {
-        **status,
-        "file": current.digest,
-        "file_text": current.text,
-        "file_error": current.error,
-        "pending": bool(current.digest and current.digest != served),
-    }
-
-
 def _print_problems(problems: list[PolicyProblem]) -> None:
     if not problems:
         return
@@ -85,16 +65,6 @@ def _print_problems(problems: list[PolicyProblem]) -> None:
     for problem in problems:
         click.echo(inert(f"  {problem.text()}"))
         click.echo(inert(f"    fix: {problem.fix}"))
-
-
-def _unaccepted(view: GatewayView, text: str, digest: str) -> int | None:
-    """Changed lines not yet accepted (None: no gateway to ask)."""
-    if not view.running:
-        return None
-    if view.served_digest == digest:
-        return 0
-    lines = policy_diff_lines(view.served_text, text)
-    return sum(1 for line in lines if line.kind in ("added", "removed"))
 
 
 def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
@@ -109,12 +79,7 @@ def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
 
 
 @policy.command()
-@click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
-)
+@passphrase_file_option
 @click.option("--yes", is_flag=True, help="Accept without asking after showing the diff.")
 def accept(passphrase_file: Path | None, yes: bool) -> None:
     """Show the diff against the accepted policy, prove the passphrase, serve the new one."""
@@ -124,7 +89,7 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         if paths.dedicated:
             # The gateway's account cannot read your home: the text is yours, sent with the
             # passphrase, and accepted only if it is exactly what was shown here.
-            status = _local_proposal(paths.gateway_config, status)
+            status = local_proposal(paths.gateway_config, status)
         if status.get("file_error"):
             raise ConfigError(str(status["file_error"]))
         text = status.get("file_text")

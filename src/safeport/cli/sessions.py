@@ -11,16 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from safeport.action_gateway.control_client import GatewayClient, call_for_everyone
+from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
-
-_PASSPHRASE_FILE = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
-)
 
 
 @click.group()
@@ -56,7 +50,7 @@ def list_sessions(as_json: bool) -> None:
 
 @sessions.command()
 @click.argument("session_id")
-@_PASSPHRASE_FILE
+@several_humans_passphrase_option
 def revoke(session_id: str, passphrase_file: Path | None) -> None:
     """End a session grant now; its requester needs a new approval."""
     with GatewayClient(locate()) as client:

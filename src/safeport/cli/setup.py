@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from safeport.cli import vault as vault_cli
+from safeport.cli.options import passphrase_file_option
 from safeport.shared.paths import ensure_private_dir, locate
 
 GATEWAY_TEMPLATE = """\
@@ -65,7 +66,7 @@ patterns = []
 
 
 @click.command("init")
-@vault_cli.passphrase_file_option
+@passphrase_file_option
 def init(passphrase_file: Path | None) -> None:
     """Write gateway.toml and context.toml templates and create the vault (first setup)."""
     paths = locate()

@@ -17,9 +17,11 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 @click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
 def status(as_json: bool) -> None:
     """Gateway, vault, served and pending policy, sessions, cards, journals and clients."""
-    from safeport.cli.overview import overview, overview_lines
+    from safeport.action_gateway.overview import overview
+    from safeport.cli.status_text import overview_lines
+    from safeport.context_server.client_checks import client_overview
 
-    view = overview(locate(), project=Path.cwd().resolve())
+    view = overview(locate(), clients=client_overview(Path.cwd().resolve()))
     if as_json:
         click.echo(json.dumps(view.as_json(), indent=2, sort_keys=True))
         return
@@ -33,9 +35,11 @@ def status(as_json: bool) -> None:
 def doctor(offline: bool) -> None:
     """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
     problem, with the fix for each."""
-    from safeport.cli.doctor_checks import diagnose
+    from safeport.action_gateway.doctor import diagnose
+    from safeport.context_server.client_checks import client_findings
 
-    findings = diagnose(locate(), project=Path.cwd().resolve(), network=not offline)
+    clients = client_findings(Path.cwd().resolve())
+    findings = diagnose(locate(), clients=clients, network=not offline)
     for finding in findings:
         click.echo(inert(f"{_MARKS[finding.state]}  {finding.check}: {finding.detail}"))
         if finding.fix and finding.state != "ok":

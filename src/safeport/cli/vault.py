@@ -15,6 +15,7 @@ from safeport.action_gateway.control_client import GatewayRefused
 from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
 from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.credential_input import read_value, value_options, wipe_value
+from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import locate
@@ -23,13 +24,6 @@ from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, wea
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
-
-passphrase_file_option = click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-    default=None,
-    help="Read the vault passphrase from FILE (- for stdin) instead of a prompt.",
-)
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -106,12 +100,7 @@ def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys:
 
 
 @vault.command()
-@click.option(
-    "--passphrase-file",
-    type=click.Path(path_type=Path, allow_dash=True),
-    default=None,
-    help="With several humans installed: read the vault passphrase from FILE (- for stdin).",
-)
+@several_humans_passphrase_option
 def lock(passphrase_file: Path | None) -> None:
     """Lock the vault in the gateway (zero its keys in memory)."""
     backend = vault_backend_for(locate())
@@ -160,16 +149,7 @@ def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool)
     """The entries' names, kinds and dates (never a value)."""
     entries = vault_backend_for(locate()).entries(_authority(passphrase_file, use_keyring))
     if as_json:
-        rows = [
-            {
-                "name": e.name,
-                "kind": e.kind,
-                "created": e.created.isoformat(),
-                "rotated": None if e.rotated is None else e.rotated.isoformat(),
-            }
-            for e in entries
-        ]
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps([e.as_json() for e in entries], indent=2))
         return
     if not entries:
         click.echo("no entries")

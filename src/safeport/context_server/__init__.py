@@ -22,6 +22,7 @@ __all__ = [
     "ServeOptions",
     "build_index",
     "build_server",
+    "client_checks",
     "client_config",
     "client_install",
     "open_workspace",

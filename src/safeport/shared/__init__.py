@@ -7,6 +7,8 @@ packages import ``safeport.shared.<module>`` for a module listed here, and nothi
 __all__ = [
     "audit",
     "exception_summary",
+    "findings",
+    "folder_sync",
     "gateway_socket",
     "install_file",
     "jsonc",

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
+from safeport.shared.folder_sync import fsync_dir
 from safeport.vault.errors import UnsafeVaultFile
 
 MAX_VAULT_BYTES = 64 * 1024 * 1024
@@ -187,14 +188,6 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}") from exc
     os.close(fd)
     fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _refuse_symlink(path: Path) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from safeport.shared.audit import JournalHead
 from safeport.vault.secrets import CredentialSecret, SecretBytes, SecretKind
@@ -27,6 +27,25 @@ class EntryInfo:
     kind: SecretKind
     created: datetime
     rotated: datetime | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The entry as control.sock's ``vault.entries`` and `sp vault list --json` give it."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "created": self.created.isoformat(),
+            "rotated": None if self.rotated is None else self.rotated.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> EntryInfo:
+        rotated = item.get("rotated")
+        return cls(
+            name=str(item["name"]),
+            kind=item["kind"],
+            created=datetime.fromisoformat(str(item["created"])),
+            rotated=datetime.fromisoformat(str(rotated)) if rotated else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from safeport.action_gateway.executors.response_contract import (
     extract_fields,
     refuse_credential_echo,
 )
+from safeport.action_gateway.executors.tls import tls_context
 from safeport.action_gateway.executors.trust_files import UntrustedFile, check_trust_file
 from safeport.shared.schemas.config import HttpService
 from safeport.shared.schemas.wire import HttpResult
@@ -192,22 +193,6 @@ def _check_ca_file(service_id: str, ca_file: str, owners: frozenset[int]) -> Non
             hint="keep a service's CA where only root (or the gateway's account) can change it, "
             "e.g. /usr/local/share/ca-certificates",
         ) from None
-
-
-def tls_context(service_id: str, ca_file: str | None, ca_pem: str | None = None) -> ssl.SSLContext:
-    """Verification always on; a ``ca_file`` or ``ca_pem`` replaces the system roots for that
-    service."""
-    try:
-        context = ssl.create_default_context(cafile=ca_file, cadata=ca_pem)
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        what = "ca_file" if ca_file is not None else "ca_pem"
-        raise ActionError(
-            "tls_failed", f"the {what} of service {service_id!r} cannot be read"
-        ) from exc
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.check_hostname = True
-    context.verify_mode = ssl.CERT_REQUIRED
-    return context
 
 
 @contextmanager

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import journal_file, tail
@@ -34,8 +34,10 @@ from safeport.shared.audit.members import (
 )
 from safeport.shared.audit.record import GENESIS, JournalHead, format_record_json
 from safeport.shared.audit.tail import MAX_RECORD_BYTES
+from safeport.shared.folder_sync import fsync_dir
 
 Durability = Literal["fsync", "batched"]
+Step = TypeVar("Step")
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 BATCH_WINDOW_S = 0.1
@@ -103,16 +105,7 @@ class JournalWriter:
         kind_json = self._kinds.json(kind)
         members = record_members(body, ref, self.sealer)
         with self._mutex:
-            if self._closed:
-                raise JournalUnavailable(f"journal {self.path.name} is closed")
-            try:
-                journal_file.lock(self._lock_fd)
-                try:
-                    head = self._append_locked(kind_json, members)
-                finally:
-                    journal_file.unlock(self._lock_fd)
-            except OSError as exc:
-                raise self._unavailable("write", exc) from exc
+            head = self._file_locked("write", lambda: self._append_locked(kind_json, members))
             ticket = self._commit.wrote()
             if self.durability == "batched":
                 self._schedule_flush()
@@ -128,17 +121,22 @@ class JournalWriter:
         append would). For a restarted gateway, after it compared the file with the heads it
         signed before: from then on it signs what it found, with any alarm on record."""
         with self._mutex:
-            if self._closed:
-                raise JournalUnavailable(f"journal {self.path.name} is closed")
-            try:
-                journal_file.lock(self._lock_fd)
-                try:
-                    self._sync_with_file()
-                finally:
-                    journal_file.unlock(self._lock_fd)
-            except OSError as exc:
-                raise self._unavailable("read", exc) from exc
+            self._file_locked("read", self._sync_with_file)
             return self._head
+
+    def _file_locked(self, what: str, step: Callable[[], Step]) -> Step:
+        """Run ``step`` on the open journal under the lock other processes honour too (the
+        caller holds the mutex); a failing file is ``JournalUnavailable`` for ``what``."""
+        if self._closed:
+            raise JournalUnavailable(f"journal {self.path.name} is closed")
+        try:
+            journal_file.lock(self._lock_fd)
+            try:
+                return step()
+            finally:
+                journal_file.unlock(self._lock_fd)
+        except OSError as exc:
+            raise self._unavailable(what, exc) from exc
 
     def flush(self) -> None:
         """fsync now (batched mode flushes by itself within the batch window)."""
@@ -257,7 +255,7 @@ class JournalWriter:
         self._commit.sync_all(self._fd, force=True)
         target = journal_file.next_segment(self.path)
         os.rename(self.path, target)
-        journal_file.fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         os.close(self._fd)
         self._fd = -1
         self._ino = None

@@ -1,9 +1,9 @@
-"""`sp doctor`: each thing that can be wrong around safeport, checked, with its fix.
+"""`sp doctor`'s checks of the gateway's side: folders, vault file, sockets, keyring, policy,
+and the hosts and services gateway.toml declares, each with its fix.
 
-A finding is ``ok``, ``warn`` (works, but worth knowing) or ``fail`` (something will not
-work); `sp doctor` exits 1 when any check fails. Network checks go only to what gateway.toml
-declares, with the pinned identity: SSH hosts must offer a pinned key, HTTPS services must pass
-the certificate check the gateway would make.
+Network checks go only to what gateway.toml declares, with the pinned identity: SSH hosts must
+offer a pinned key, HTTPS services must pass the certificate check the gateway makes (its own
+TLS context, not a second one).
 """
 
 from __future__ import annotations
@@ -12,37 +12,29 @@ import os
 import socket
 import ssl
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.gateway_view import gateway_view
-from safeport.context_server.client_install import listing
 from safeport.errors import Error
+from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths, check_socket_path, private_dir_problem
 
-State = Literal["ok", "warn", "fail"]
 _KEYRING_FIX = "start the Secret Service (gnome-keyring), or `sp vault keyring disable`"
 
 
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    state: State
-    detail: str
-    fix: str = ""
-
-
-def diagnose(paths: SafeportPaths, *, project: Path, network: bool = True) -> list[Finding]:
+def diagnose(
+    paths: SafeportPaths, *, clients: Iterable[Finding] = (), network: bool = True
+) -> list[Finding]:
+    """Every check in the order `sp doctor` prints them; ``clients`` are the context server's
+    findings on the MCP clients' entries, which the gateway's side cannot read itself."""
     return [
         *_folders(paths),
         *_vault_file(paths),
         *_sockets(paths),
         *_keyring(paths),
-        *_clients(project),
+        *clients,
         *_policy(paths, network=network),
     ]
 
@@ -131,19 +123,6 @@ def _keyring(paths: SafeportPaths) -> Iterator[Finding]:
         yield Finding("keyring", "ok", f"keyring unlock on ({type(backend).__name__})")
 
 
-def _clients(project: Path) -> Iterator[Finding]:
-    for item in listing(project):
-        if item.summary is None and not item.problems:
-            continue
-        name = f"client {item.client}" + (f" ({item.scope})" if item.scope else "")
-        if item.problems:
-            flag = f" --scope {item.scope}" if item.scope else ""
-            yield Finding(name, "fail", "; ".join(item.problems),
-                          f"sp client install {item.client}{flag} --replace")  # fmt: skip
-        else:
-            yield Finding(name, "ok", f"set up in {item.path}")
-
-
 def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
     from safeport.action_gateway.policy_review import review
     from safeport.action_gateway.policy_store import PolicyStore
@@ -195,13 +174,17 @@ def _https_service(service_id: str, base_url: str, ca_file: str | None) -> Findi
     name = f"https service {service_id}"
     parts = urlsplit(base_url)
     host, port = parts.hostname or "", parts.port or 443
+    from safeport.action_gateway.executors.tls import tls_context
+
     try:
-        context = ssl.create_default_context(cafile=ca_file)
+        context = tls_context(service_id, ca_file)
         with (
             socket.create_connection((host, port), timeout=5) as sock,
             context.wrap_socket(sock, server_hostname=host),
         ):
             pass
+    except Error as exc:  # a ca_file that cannot be read
+        return Finding(name, "fail", exc.message, "set ca_file to a readable PEM file")
     except ssl.SSLCertVerificationError as exc:
         return Finding(name, "fail", f"{host}:{port} certificate refused: {exc.verify_message}",
                        "set ca_file for a private CA, or fix the server's certificate")  # fmt: skip

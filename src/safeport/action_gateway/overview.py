@@ -1,20 +1,19 @@
-"""`sp status`: one screen on the whole installation, gathered without a secret.
+"""`sp status`'s view of the installation, gathered without a secret.
 
 Each part is asked where it lives (the gateway on control.sock, the vault's public header, the
-journals on disk, the clients' files) and a part that cannot be asked says why, so the overview
-itself never fails on a half set-up machine.
+journals on disk) and a part that cannot be asked says why, so the overview itself never fails
+on a half set-up machine. The clients' entries are the context server's to read: they are
+passed in.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.gateway_view import gateway_view
-from safeport.context_server.client_install import Listed, listing
 from safeport.errors import Error
 from safeport.shared.audit import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths
@@ -33,7 +32,7 @@ class Overview:
         return asdict(self)
 
 
-def overview(paths: SafeportPaths, *, project: Path) -> Overview:
+def overview(paths: SafeportPaths, *, clients: list[dict[str, Any]]) -> Overview:
     return Overview(
         home={
             "config": str(paths.config_dir),
@@ -45,7 +44,7 @@ def overview(paths: SafeportPaths, *, project: Path) -> Overview:
         vault=_vault(paths),
         policy=_policy(paths),
         journals=_journals(paths),
-        clients=[_client(item) for item in listing(project) if item.summary is not None],
+        clients=clients,
     )
 
 
@@ -112,73 +111,6 @@ def _journals(paths: SafeportPaths) -> list[dict[str, Any]]:
             }
         )
     return found
-
-
-def _client(item: Listed) -> dict[str, Any]:
-    assert item.summary is not None
-    return {
-        "client": item.client,
-        "scope": item.scope,
-        "path": str(item.path),
-        "profile": item.summary.profile,
-        "ok": not item.problems,
-        "problems": list(item.problems),
-    }
-
-
-def overview_lines(view: Overview) -> list[str]:
-    """The screen `sp status` prints."""
-    gateway = view.gateway
-    lines = [
-        "gateway   "
-        + (
-            f"running (pid {gateway['pid']}, up {gateway['uptime_s']} s), vault {gateway['vault']}"
-            if gateway["running"]
-            else "not running — start it with `sp gateway run`"
-        )
-    ]
-    home = view.home
-    lines.append(f"home      {home['config']} (policy, vault); journals in {home['audit']}")
-    vault = view.vault
-    if vault.get("problem"):
-        lines.append(f"vault     {vault['problem']}")
-    elif vault["exists"]:
-        keyring = ", keyring unlock on" if vault.get("keyring") else ""
-        count = vault["entries"]
-        entries = f"{count} entry" if count == 1 else f"{count} entries"
-        lines.append(f"vault     {entries} in {vault['path']}{keyring}")
-    else:
-        lines.append("vault     none yet — create it with `sp vault init`")
-    policy = view.policy
-    if policy["file_error"]:
-        lines.append(f"policy    {policy['file_error']}")
-    for problem in policy.get("problems", []):
-        lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
-    served = policy["served"]
-    lines.append(
-        "policy    served "
-        + (served[:16] if served else "none")
-        + (
-            " — gateway.toml has changes waiting for `sp policy accept`"
-            if policy["pending"]
-            else ""
-        )
-    )
-    if gateway["running"]:
-        lines.append(f"sessions  {gateway['sessions']} open")
-        lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
-    for journal in view.journals:
-        mark = "ok" if journal["ok"] else "PROBLEM"
-        lines.append(f"journal   {journal['journal']:<9} {mark:<8} {journal['verdict']}")
-    if not view.journals:
-        lines.append("journal   none yet")
-    for client in view.clients:
-        scope = f" ({client['scope']})" if client["scope"] else ""
-        state = "ok" if client["ok"] else "DIFFERS: " + "; ".join(client["problems"])
-        lines.append(f"client    {client['client']}{scope} profile {client['profile']}: {state}")
-    if not view.clients:
-        lines.append("client    none for this folder — `sp client install CLIENT`")
-    return lines
 
 
 def policy_problems(paths: SafeportPaths) -> list[str]:

@@ -1,0 +1,60 @@
+"""The screen `sp status` prints from the gathered overview."""
+
+from __future__ import annotations
+
+from safeport.action_gateway.overview import Overview
+
+
+def overview_lines(view: Overview) -> list[str]:
+    """The screen `sp status` prints."""
+    gateway = view.gateway
+    lines = [
+        "gateway   "
+        + (
+            f"running (pid {gateway['pid']}, up {gateway['uptime_s']} s), vault {gateway['vault']}"
+            if gateway["running"]
+            else "not running — start it with `sp gateway run`"
+        )
+    ]
+    home = view.home
+    lines.append(f"home      {home['config']} (policy, vault); journals in {home['audit']}")
+    vault = view.vault
+    if vault.get("problem"):
+        lines.append(f"vault     {vault['problem']}")
+    elif vault["exists"]:
+        keyring = ", keyring unlock on" if vault.get("keyring") else ""
+        count = vault["entries"]
+        entries = f"{count} entry" if count == 1 else f"{count} entries"
+        lines.append(f"vault     {entries} in {vault['path']}{keyring}")
+    else:
+        lines.append("vault     none yet — create it with `sp vault init`")
+    policy = view.policy
+    if policy["file_error"]:
+        lines.append(f"policy    {policy['file_error']}")
+    for problem in policy.get("problems", []):
+        lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
+    served = policy["served"]
+    lines.append(
+        "policy    served "
+        + (served[:16] if served else "none")
+        + (
+            " — gateway.toml has changes waiting for `sp policy accept`"
+            if policy["pending"]
+            else ""
+        )
+    )
+    if gateway["running"]:
+        lines.append(f"sessions  {gateway['sessions']} open")
+        lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
+    for journal in view.journals:
+        mark = "ok" if journal["ok"] else "PROBLEM"
+        lines.append(f"journal   {journal['journal']:<9} {mark:<8} {journal['verdict']}")
+    if not view.journals:
+        lines.append("journal   none yet")
+    for client in view.clients:
+        scope = f" ({client['scope']})" if client["scope"] else ""
+        state = "ok" if client["ok"] else "DIFFERS: " + "; ".join(client["problems"])
+        lines.append(f"client    {client['client']}{scope} profile {client['profile']}: {state}")
+    if not view.clients:
+        lines.append("client    none for this folder — `sp client install CLIENT`")
+    return lines
