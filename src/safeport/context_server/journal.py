@@ -28,6 +28,7 @@ from typing import Any
 
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
+from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import ensure_private_dir
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ class ReadsJournal:
                 self._writer.flush()
             except Exception as exc:  # whatever stops the writer, nothing more is served
                 self._failed = True
-                log.error("reads journal write failed (%s); refusing to serve", type(exc).__name__)
+                log.error("reads journal write failed (%s); refusing to serve", summarize(exc))
 
     def _write_queued(self) -> None:
         with self._write_lock:
@@ -170,9 +171,10 @@ class ReadsJournal:
             for index, queued in enumerate(batch):
                 try:
                     self._writer.append("read", self._body(queued))
-                except Exception:
+                except Exception as exc:  # counted here, raised to the writer thread's handler
                     self._failed = True
-                    log.error("reads journal lost %d record(s)", len(batch) - index)
+                    lost = len(batch) - index
+                    log.error("reads journal lost %d record(s): %s", lost, type(exc).__name__)
                     raise
 
     def _body(self, queued: _Queued) -> dict[str, object]:
