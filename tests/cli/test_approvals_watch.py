@@ -52,11 +52,13 @@ def test_a_card_reads_at_80_columns_and_long_lines_wrap_under_themselves() -> No
     text = "\n".join(lines)
     assert "time left   57 s" in text and "may change things" in text
     assert "a yes       this one request only" in text
-    # The body's long value wraps under its own indentation, and none of it is lost.
+    # The body's long value wraps under its own indentation, each continuation marked in the
+    # label column, and none of it is lost.
     value_lines = [line for line in lines if "aaaa" in line]
     assert len(value_lines) > 1
-    assert all(line.startswith(" " * 12 + "  ") for line in value_lines)
-    assert "".join(line.strip() for line in value_lines).count("a") >= 120
+    assert value_lines[0].startswith(" " * 12 + "  ")
+    assert all(line.startswith(" " * 10 + "\u21aa " + "    ") for line in value_lines[1:])
+    assert "".join(line[12:].strip() for line in value_lines).count("a") >= 120
     assert "dpkg nodejs: matches" in text
 
 

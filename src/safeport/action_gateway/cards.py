@@ -136,6 +136,10 @@ def build_card(
     fields = tuple(
         (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
     )
+    if request.args:
+        # A run of spaces is hard to count on a terminal; the length of each argument the agent
+        # chose tells "a  b" from "a   b" without counting.
+        fields += (("lengths", argument_lengths(request.args)),)
     if request.prepared.holds_non_ascii():
         # Escaping shows every invisible character; a Cyrillic a (U+0430) still looks Latin.
         fields += (("note", "holds non-ASCII characters: look-alike letters are possible"),)
@@ -149,6 +153,14 @@ def build_card(
         session_max_s=session_max_s,
         fields=fields,
         showable=showable,
+    )
+
+
+def argument_lengths(args: Mapping[str, str | int]) -> str:
+    """Each argument's name and its length in characters, in name order."""
+    return ", ".join(
+        f"{inert(name)} {len(str(value))} character{'s' if len(str(value)) != 1 else ''}"
+        for name, value in sorted(args.items())
     )
 
 

@@ -10,7 +10,6 @@ an indented JSON body stays readable; nothing is cut.
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from safeport.shared.visible_text import line_by_line, visible
@@ -24,7 +23,8 @@ def card_lines(
     """The card, top to bottom: what would run, what a yes allows, then who asks."""
     left = card.get("expires_in_s") if expires_in_s is None else expires_in_s
     effect = card.get("effect") or ("read-only" if card.get("read_only") else "may change things")
-    out: list[str] = [f"── approval requested · card {visible(str(card.get('id')))} "[:width]]
+    # Never cut: a narrow terminal wraps the header itself, and the id is what a human matches.
+    out: list[str] = [f"── approval requested · card {visible(str(card.get('id')))}"]
     rows: list[tuple[str, str]] = [
         ("asked by", user_text(card.get("user"))),
         ("action", f"{card.get('action')} {card.get('target')} / {card.get('operation')}"),
@@ -77,23 +77,59 @@ def process_text(proc: dict[str, Any]) -> str:
 
 
 def _row(label: str, value: str, width: int) -> list[str]:
-    """``label  value``; each of the value's own lines wraps under itself."""
+    """``label  value``; each of the value's own lines wraps under itself.
+
+    The card must be unique for unique bytes at any width, so a wrap never drops or merges a
+    character: a piece that ends in a space shows that last space as ``\\u0020`` (a terminal
+    shows a trailing space as nothing, and two values differing only there would print the
+    same), and a continuation carries ``WRAP_MARK`` in the label column, where no value is ever
+    written, so a wrapped line cannot pass for the value's own next line.
+    """
     indent = " " * (LABEL_WIDTH + 1)
+    mark = " " * (LABEL_WIDTH - 1) + WRAP_MARK + " "
     room = max(width - len(indent), 20)
     lines: list[str] = []
     for number, raw in enumerate(line_by_line(visible, value).split("\n")):
         own = raw[: len(raw) - len(raw.lstrip(" "))]
-        pieces = textwrap.wrap(
-            raw,
-            width=room,
-            initial_indent="",
-            subsequent_indent=own + "  ",
-            break_long_words=True,
-            break_on_hyphens=False,
-            drop_whitespace=False,
-            replace_whitespace=False,
-        ) or [""]
-        for index, piece in enumerate(pieces):
-            head = f"{label:<{LABEL_WIDTH}} " if number == 0 and index == 0 else indent
-            lines.append((head + piece).rstrip())
+        # Keep a wrapped JSON body readable: a continuation sits under its own line's text.
+        hang = own + "  " if len(own) + 2 <= room // 2 else ""
+        for index, piece in enumerate(wrap_exactly(raw, room, len(hang))):
+            if number == 0 and index == 0:
+                head = f"{label:<{LABEL_WIDTH}} "
+            else:
+                head = indent if index == 0 else mark + hang
+            lines.append((head + _shown_end(piece)).rstrip())
     return lines
+
+
+WRAP_MARK = "\u21aa"  # ↪
+
+
+def wrap_exactly(text: str, room: int, hang: int) -> list[str]:
+    """``text`` in pieces whose concatenation is ``text`` exactly (nothing dropped, trimmed or
+    replaced). A piece breaks after a space where one falls in the second half of the line, else
+    at the width; the first piece has ``room`` columns, the others ``room - hang``, and a piece
+    ending in a space keeps room for that space's escape."""
+    pieces: list[str] = []
+    rest = text
+    while True:
+        fits = room if not pieces else room - hang
+        if len(rest) <= fits and not (rest.endswith(" ") and len(rest) + _ESCAPED_SPACE > fits):
+            pieces.append(rest)
+            return pieces
+        take = rest[:fits]
+        space = take.rfind(" ")
+        if space >= fits // 2:
+            take = take[: space + 1]
+        while take.endswith(" ") and len(take) + _ESCAPED_SPACE > fits and len(take) > 1:
+            take = take[:-1]
+        pieces.append(take)
+        rest = rest[len(take) :]
+
+
+# "\u0020" is six columns where the space it stands for was one.
+_ESCAPED_SPACE = 5
+
+
+def _shown_end(piece: str) -> str:
+    return piece[:-1] + "\\u0020" if piece.endswith(" ") else piece
