@@ -27,6 +27,13 @@ from harness.gateway import (
 from safeport.shared.launch import sp_command
 from safeport.shared.wire import recv_message, send_message
 
+# What these tests assert is that the human gets through while the flood holds its sockets (the
+# holder opens a closed one again at once, so a starved request would wait for `sp`'s own 60 s
+# limit or fail). The bounds below are generous for two busy cores; how fast the answer comes
+# is measured by `python benchmarks/bench_load.py`, not asserted here.
+ANSWER_BOUND_S = 5.0  # a control request sent straight to the socket
+SP_BOUND_S = 30.0  # a whole `sp` command: interpreter start-up on cores the flood shares
+
 # Opens idle agent and control connections in each of several processes and keeps them open: a
 # control connection the gateway closes is opened again at once (a same-user flood).
 HOLDER = """
@@ -95,6 +102,16 @@ def _sp(gw: Gateway, *args: str) -> tuple[subprocess.CompletedProcess[str], floa
     return done, time.monotonic() - started
 
 
+def _open(sock: socket.socket) -> bool:
+    """Whether the gateway has not closed this connection (no end of stream waiting)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 def _answer_time(gw: Gateway, op: str) -> float:
     started = time.monotonic()
     reply = gw.control(op)
@@ -117,9 +134,8 @@ def test_64_idle_agent_and_64_idle_control_connections_do_not_stop_sp_vault_lock
         f"sp start-up+answer alone {baseline:.2f} s; sp vault lock under the flood {took:.2f} s; "
         f"a control request under the flood answered in {direct:.3f} s / {direct_after:.3f} s"
     )
-    assert direct < 1.0 and direct_after < 1.0
-    # `sp` itself takes about a second to start here; the gateway's share stays under 1 s.
-    assert took - baseline < 1.0
+    assert direct < ANSWER_BOUND_S and direct_after < ANSWER_BOUND_S
+    assert took < SP_BOUND_S
     assert gateway.healthy()
 
 
@@ -153,7 +169,11 @@ def test_a_full_control_socket_makes_room_for_the_human_but_keeps_the_approver(
         flood.append(sock)
     time.sleep(0.6)
     took = _answer_time(gateway, "status")
-    assert took < 1.0
+    # Answered by making room, not because the gateway's 3 s first-message timeout closed the
+    # flood's sockets: most of them are still open when the answer comes.
+    still_open = sum(_open(sock) for sock in flood)
+    assert still_open >= 200, still_open
+    assert took < ANSWER_BOUND_S
     time.sleep(4)  # past the first-message timeout: the watcher, idle, is still open
     agent = gateway.spawn_agent()
     agent.send(ssh("w-1", service="worker"))
@@ -206,4 +226,4 @@ def test_agents_whose_identity_is_slow_to_read_do_not_slow_sp_gateway_status(
     )
     # The gateway answers at once; what remains of `sp`'s time is its own start-up on two cores
     # shared with the agents' hashing (4-11 s here, depending on other load; 28 s with one pool).
-    assert direct < 1.0 and direct_after < 1.0
+    assert direct < ANSWER_BOUND_S and direct_after < ANSWER_BOUND_S

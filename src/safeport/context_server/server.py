@@ -35,6 +35,7 @@ from safeport.context_server.workspace import Workspace
 from safeport.errors import EnvironmentProblem, Error
 from safeport.shared.paths import SafeportPaths, locate
 from safeport.shared.provenance import verify_installed_package, verify_outside_served_roots
+from safeport.shared.undumpable import make_undumpable
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,12 @@ def serve(options: ServeOptions) -> None:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )
     server, service = build_server(options)
+    if options.profile == "agent" and locate().dedicated:
+        # The gateway binds a per-session approval to this process; a same-uid process that
+        # could ptrace it (Yama off) would use that grant as its own. Only where the gateway's
+        # inspector holds CAP_SYS_PTRACE: a same-user gateway could no longer read this
+        # process's binary and environment, and would refuse every proposal as unattested.
+        make_undumpable()
     _stop_on_signals(service)  # before the notice that tells a person how to stop it
     if _on_terminal():
         # Someone ran it by hand: say what it is, on stderr (stdout is the protocol's).

@@ -667,6 +667,9 @@ def test_pathological_json_is_a_clear_error(
 
 
 def _within(seconds: float, call: Callable[[], object], failure: str) -> None:
+    """The call fails with ``failure`` long before a server that never stops would let it go:
+    the bound is generous for busy cores (the timeout is 1 s, the hostile peer goes on for as
+    long as it is read), so it asserts the behaviour, not the speed."""
     started = time.monotonic()
     _fails(call, failure)
     assert time.monotonic() - started < seconds
@@ -682,7 +685,7 @@ def test_headers_trickled_one_byte_at_a_time_time_out(
 
     hostile.behaviour = behaviour
     action = _hostile_action(hostile, timeout_s=1)
-    _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+    _within(10, lambda: executor.http_request(action, _token()), "timeout")
 
 
 def test_a_body_trickled_forever_times_out(
@@ -695,7 +698,7 @@ def test_a_body_trickled_forever_times_out(
 
     hostile.behaviour = behaviour
     action = _hostile_action(hostile, timeout_s=1)
-    _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+    _within(10, lambda: executor.http_request(action, _token()), "timeout")
 
 
 def test_endless_informational_responses_time_out(
@@ -707,7 +710,7 @@ def test_endless_informational_responses_time_out(
 
     hostile.behaviour = behaviour
     action = _hostile_action(hostile, timeout_s=1)
-    _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+    _within(10, lambda: executor.http_request(action, _token()), "timeout")
 
 
 def test_an_unasked_protocol_switch_is_a_broken_answer(
@@ -731,7 +734,7 @@ def test_a_stalled_tls_handshake_times_out(
 
     hostile.behaviour = stall
     action = _hostile_action(hostile, timeout_s=1)
-    _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+    _within(10, lambda: executor.http_request(action, _token()), "timeout")
 
 
 class _TrickleRelay:
@@ -786,6 +789,6 @@ def test_a_whole_exchange_trickled_byte_by_byte_times_out(
     try:
         service = _service(f"https://{API_HOST}:{relay.port}", tls_server.ca_file, timeout_s=1)
         action = _action(service, "/huge", {}, response_fields=["blob"])
-        _within(2.5, lambda: executor.http_request(action, _token()), "timeout")
+        _within(10, lambda: executor.http_request(action, _token()), "timeout")
     finally:
         relay.close()

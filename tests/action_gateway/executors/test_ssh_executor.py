@@ -151,10 +151,11 @@ def test_output_over_the_cap_is_truncated_and_flagged(
 def test_a_command_that_talks_far_past_the_cap_is_stopped_without_an_exit_status(
     sshd: Sshd, executor: PreparingExecutor
 ) -> None:
-    action = _action(_host(sshd), ["yes"], max_output_bytes=1000, timeout_s=10)
+    action = _action(_host(sshd), ["yes"], max_output_bytes=1000, timeout_s=60)
     started = time.monotonic()
     result = executor.ssh_exec(action, sshd.secret())
-    assert time.monotonic() - started < 5
+    # Stopped at the cap, not at the action's timeout (the bound is generous for busy cores).
+    assert time.monotonic() - started < 30
     assert result.stdout_truncated and result.exit_status is None
     assert len(result.stdout) == 1000
 
@@ -170,15 +171,15 @@ def test_a_timeout_stops_the_remote_command_and_is_its_own_error(
     sshd: Sshd, executor: PreparingExecutor
 ) -> None:
     marker = _marker(sshd, "after-timeout")
-    action = _action(_host(sshd), ["sh", "-c", f"sleep 1; touch {marker}"], timeout_s=0.3)
-    started = time.monotonic()
+    action = _action(_host(sshd), ["sh", "-c", f"sleep 3; touch {marker}"], timeout_s=0.3)
     with pytest.raises(ActionError, match="did not finish in time") as caught:
         executor.ssh_exec(action, sshd.secret())
     assert caught.value.failure == "timeout"
-    assert time.monotonic() - started < 1
+    # Given up at the timeout, not when the command ended (it would have left the marker).
+    assert not marker.exists()
     # The pooled transport stays usable for the next command.
     assert executor.ssh_exec(_action(_host(sshd), ["true"]), sshd.secret()).exit_status == 0
-    time.sleep(1.5)
+    time.sleep(4)
     assert not marker.exists()  # the command was killed, not merely abandoned
 
 
@@ -357,9 +358,9 @@ def test_a_connection_cut_during_a_command_is_reported_not_waited_out(
         threading.Timer(0.3, relay.drop_all).start()
         started = time.monotonic()
         with pytest.raises(ActionError, match="dropped while the command ran") as caught:
-            executor.ssh_exec(_action(host, ["sleep", "5"], timeout_s=8), sshd.secret())
+            executor.ssh_exec(_action(host, ["sleep", "60"], timeout_s=90), sshd.secret())
         assert caught.value.failure == "unreachable"
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 30  # at the cut, not when the command would end
         # The next call reconnects (and re-checks the host key) on its own.
         assert executor.ssh_exec(_action(host, ["true"]), sshd.secret()).exit_status == 0
 
