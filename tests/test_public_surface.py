@@ -91,6 +91,7 @@ SURFACES: dict[str, set[str]] = {
         "provenance",
         "schemas",
         "setup_state",
+        "text_lines",
         "visible_text",
         "wire",
     },
