@@ -38,6 +38,7 @@ SURFACES: dict[str, set[str]] = {
         "inventory",
         "overview",
         "policy_check",
+        "policy_meaning",
         "policy_review",
         "policy_store",
         "saved_checkpoint",
