@@ -147,7 +147,7 @@ def test_every_gateway_setting_is_compared_even_without_a_sentence_of_its_own() 
     for name, field in GatewaySettings.model_fields.items():
         value = field.default
         other = (not value) if isinstance(value, bool) else "off" if name == "syslog" else 7
-        changed = GatewayPolicy(gateway=GatewaySettings(**{name: other}))
+        changed = GatewayPolicy(gateway=GatewaySettings.model_validate({name: other}))
         said = meaning_changes(GatewayPolicy(), changed)
         assert said, name
 
