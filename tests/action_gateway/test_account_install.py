@@ -21,8 +21,9 @@ from safeport.action_gateway.account_install import (
 )
 from safeport.action_gateway.code_check import code_write_problem
 from safeport.action_gateway.dedicated_account import code_roots, has_capability
-from safeport.action_gateway.install_steps import make_folder
+from safeport.action_gateway.install_steps import Step, make_folder
 from safeport.errors import EnvironmentProblem, UsageError
+from safeport.shared.text_lines import split_lines
 from tests.conftest import need
 
 OPTIONS = InstallOptions(
@@ -234,3 +235,11 @@ def test_a_trusted_link_to_a_file_a_user_owns_is_refused(tmp_path: Path) -> None
 def test_the_interpreter_and_its_libpython_are_among_the_checked_roots() -> None:
     roots = code_roots()
     assert Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable))) in roots
+
+
+def test_a_file_steps_content_is_shown_one_line_per_line_the_file_holds() -> None:
+    """A character other than "\\n" that a terminal or `str.splitlines` would break at stays
+    inside its line, so what `sp gateway install` shows is what the file will hold."""
+    step = Step("write the unit", file=Path("/etc/x"), content="a\u2028b\x85c\rd\nnext\n")
+    shown = split_lines(step.render())
+    assert shown[-2:] == ["    | a\u2028b\x85c\rd", "    | next"]

@@ -272,3 +272,23 @@ def test_a_served_folder_that_holds_the_interpreter_is_refused(home: Path) -> No
     done = sp(home, "cursor", "--root", sys.prefix)
     assert done.returncode == 2 and "the agent could change" in done.stderr
     assert not (home / ".cursor").exists()
+
+
+def test_a_codex_entry_whose_comment_holds_a_line_separator_is_replaced_as_toml_reads_it(
+    home: Path, workspace: Path
+) -> None:
+    """TOML reads `# note<U+2028>[keep.me]` as one comment, so the key after it is still ours;
+    split at U+2028, the edit would have made `[keep.me]` a real table (and been refused)."""
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    old = older_entry(workspace)
+    path.write_text(
+        f"[mcp_servers.{ENTRY_NAME}]\ncommand = {json.dumps(old['command'])}\n"
+        f"args = {json.dumps(old['args'])}\n# note\u2028[keep.me]\nstartup_timeout_sec = 20\n\n"
+        '[mcp_servers.other]\ncommand = "x"\n'
+    )
+    done = sp(home, "codex", "--root", str(workspace))
+    assert done.returncode == 0, done.stderr
+    parsed = tomllib.loads(path.read_text())
+    assert parsed["mcp_servers"][ENTRY_NAME]["args"][:3] == ["-I", "-m", "safeport"]
+    assert parsed["mcp_servers"]["other"] == {"command": "x"} and "keep" not in parsed

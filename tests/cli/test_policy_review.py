@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from safeport.action_gateway.policy_store import policy_diff_lines
 from safeport.cli.render import diff_text
 from tests.cli.running_gateway import running_gateway
-from tests.cli.test_real_vault_e2e import home, sp
+from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]
 
@@ -52,3 +53,61 @@ def test_accept_against_the_real_gateway_shows_lines_then_no_changes(home: Path)
         assert "+[ssh.hosts.nowhere]" not in lines
         third = sp(home, "policy", "accept", "--passphrase-file", pw, "--yes")
         assert third.returncode == 0 and third.stdout.startswith("no changes")
+
+
+CALLERS = '\n[callers]\nrules = [{ exe = "/usr/bin/flock" }]\n'
+
+
+def test_accept_shows_a_callers_table_folded_into_a_comment_as_removed_in_text_and_words(
+    home: Path,
+) -> None:
+    policy = home / "gateway.toml"
+    policy.write_text(POLICY + CALLERS)
+    with running_gateway(home):
+        pw = str(home / "pw")
+        assert sp(home, "policy", "accept", "--passphrase-file", pw, "--yes").returncode == 0
+        folded = POLICY + '\n# callers\u2028[callers]\x85rules = [{ exe = "/usr/bin/flock" }]\n'
+        policy.write_text(folded)
+        checked = sp(home, "policy", "check", "--json")
+        meaning = json.loads(checked.stdout)["unaccepted_meaning"]
+        assert meaning[0]["weight"] == "loosened", meaning
+        assert meaning[0]["text"].startswith("THE [callers] TABLE IS REMOVED: ANY process")
+        plain = sp(home, "policy", "check").stdout
+        assert "what it means, against the accepted policy:" in plain
+        assert "LOOSENED   THE [callers] TABLE IS REMOVED" in plain
+        # Refused at the prompt: the human saw the removal in both views before answering.
+        shown = sp(home, "policy", "accept", "--passphrase-file", pw, stdin="n\n")
+        assert shown.returncode != 0 and "not accepted" in shown.stderr, shown.stdout
+        lines = shown.stdout.splitlines()
+        assert "-[callers]" in lines and '-rules = [{ exe = "/usr/bin/flock" }]' in lines
+        assert '+# callers\\u2028[callers]\\u0085rules = [{ exe = "/usr/bin/flock" }]' in lines
+        said = lines.index("what it means, against the accepted policy:")
+        assert lines[said + 1].startswith("  LOOSENED   THE [callers] TABLE IS REMOVED")
+        assert shown.stdout.index("TABLE IS REMOVED") < shown.stdout.index("serve this policy?")
+        served = json.loads(sp(home, "policy", "check", "--json").stdout)
+        assert served["served"] is False
+
+
+def test_accept_of_comments_and_unicode_in_strings_says_only_what_changed(home: Path) -> None:
+    with running_gateway(home):
+        pw = str(home / "pw")
+        assert sp(home, "policy", "accept", "--passphrase-file", pw, "--yes").returncode == 0
+        policy = home / "gateway.toml"
+        policy.write_text(
+            POLICY.replace(
+                'argv = ["uptime"]',
+                '# charge de l\'hôte — «uptime»\nargv = ["uptime"]\n'
+                'description = "la charge\u2028(é)"',
+            )
+        )
+        done = sp(home, "policy", "accept", "--passphrase-file", pw, "--yes")
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        assert "+# charge de l'hôte — «uptime»" in lines
+        assert '+description = "la charge\\u2028(é)"' in lines
+        assert lines[lines.index("what it means, against the accepted policy:") + 1] == (
+            '  CHANGED    command "uptime" on ssh host "nowhere" `description` changes from "" '
+            'to "la charge\\u2028(\\u00e9)"'
+        )
+        again = sp(home, "policy", "check", "--json")
+        assert json.loads(again.stdout)["served"] is True

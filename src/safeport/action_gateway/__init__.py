@@ -21,6 +21,7 @@ __all__ = [
     "inventory",
     "overview",
     "policy_check",
+    "policy_meaning",
     "policy_review",
     "policy_store",
     "process_hardening",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
+from safeport.shared.text_lines import split_lines
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Step:
         kind = "folder" if self.folder is not None else "file"
         head = f"{self.what}\n    {kind} {target} mode {self.mode:04o} owner {self.owner[0]}"
         if self.file is not None:
-            body = "".join(f"    | {line}\n" for line in self.content.splitlines())
+            body = "".join(f"    | {line}\n" for line in split_lines(self.content))
             return f"{head}\n{body}".rstrip("\n")
         return head
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.gateway_view import GatewayView, gateway_view
+from safeport.action_gateway.policy_meaning import MeaningChange, meaning_of_edit
 from safeport.action_gateway.policy_review import PolicyProblem, review
 from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
 from safeport.errors import Error
@@ -23,6 +24,8 @@ class PolicyCheck:
     view: GatewayView
     problems: list[PolicyProblem]
     unaccepted: int | None  # changed lines not accepted yet (None: no gateway to ask)
+    # What the unaccepted edit changes, in words (None: no gateway to ask, or nothing waits).
+    meaning: tuple[MeaningChange, ...] | None = None
 
 
 def check_policy(paths: SafeportPaths) -> PolicyCheck:
@@ -36,8 +39,17 @@ def check_policy(paths: SafeportPaths) -> PolicyCheck:
     parsed, digest = parse_gateway_policy(current.text)
     view = gateway_view(paths)
     problems = review(parsed, current.text, view.vault_kinds)
+    meaning = None
+    if view.running and view.served_digest != digest:
+        meaning = meaning_of_edit(view.served_text, parsed)
     return PolicyCheck(
-        current.text, parsed, digest, view, problems, _unaccepted(view, current.text, digest)
+        current.text,
+        parsed,
+        digest,
+        view,
+        problems,
+        _unaccepted(view, current.text, digest),
+        meaning,
     )
 
 

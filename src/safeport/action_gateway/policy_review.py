@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.text_lines import split_lines
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _credential_problems(
 
 
 def _line_holding(text: str, needle: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if needle in line:
             return number
     return None

@@ -17,7 +17,8 @@ from typing import Literal
 
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
-from safeport.shared.visible_text import visible
+from safeport.shared.text_lines import split_lines
+from safeport.shared.visible_text import visible_exactly
 from safeport.vault import replace_atomically
 from safeport.vault.interface import UnlockedVault
 
@@ -140,14 +141,8 @@ class PolicyStore:
 
 
 def policy_diff(accepted: str | None, proposed: str) -> str:
-    """A unified diff of gateway.toml against the accepted text, for `sp policy accept`."""
-    lines = difflib.unified_diff(
-        (accepted or "").splitlines(keepends=True),
-        proposed.splitlines(keepends=True),
-        fromfile="accepted",
-        tofile="gateway.toml",
-    )
-    return "".join(lines)
+    """A unified diff of gateway.toml against the accepted text, lines as TOML reads them."""
+    return "\n".join(line.text for line in policy_diff_lines(accepted, proposed))
 
 
 DiffKind = Literal["file", "hunk", "added", "removed", "same"]
@@ -164,13 +159,16 @@ class DiffLine:
 def policy_diff_lines(accepted: str | None, proposed: str) -> tuple[DiffLine, ...]:
     """The diff line by line, each line's own characters escaped (``shared/visible_text.py``).
 
+    Lines are split where TOML ends them (``shared/text_lines.py``), never where
+    ``str.splitlines`` would: a U+2028 or U+0085 inside a comment stays inside that comment's
+    line and is shown as an escape, so a table folded into a comment shows as removed.
     Escaping the joined diff would turn every newline into ``\\u000a`` and show one unreadable
     line; escaping per line keeps the layout and still shows a hidden character in a value as
     an escape, so the edit a person accepts is the edit they saw. Empty: no changes.
     """
     lines = difflib.unified_diff(
-        (accepted or "").splitlines(),
-        proposed.splitlines(),
+        split_lines(accepted or ""),
+        split_lines(proposed),
         fromfile="accepted",
         tofile="gateway.toml",
         lineterm="",
@@ -179,7 +177,7 @@ def policy_diff_lines(accepted: str | None, proposed: str) -> tuple[DiffLine, ..
 
 
 def _diff_line(line: str) -> DiffLine:
-    text = visible(line)
+    text = visible_exactly(line)
     if line.startswith(("--- ", "+++ ")):
         return DiffLine("file", text)
     if line.startswith("@@"):

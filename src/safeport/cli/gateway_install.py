@@ -9,6 +9,7 @@ import click
 
 from safeport.action_gateway.account_install import InstallOptions, install, uninstall
 from safeport.action_gateway.install_steps import Step
+from safeport.shared.text_lines import split_lines
 from safeport.shared.visible_text import inert
 
 _account = click.option(
@@ -80,5 +81,7 @@ def uninstall_command(account: str, prefix: Path, purge: bool, dry_run: bool) ->
 def _show(steps: list[Step], dry_run: bool) -> None:
     verb = "would do" if dry_run else "done"
     for number, step in enumerate(steps, start=1):
-        lines = step.render().splitlines()
+        # Only the rendering's own "\n" breaks a line; any other break character inside a
+        # file's content is shown escaped, so the step read is the step run.
+        lines = split_lines(step.render())
         click.echo("\n".join([f"{number}. [{verb}] {inert(lines[0])}", *map(inert, lines[1:])]))

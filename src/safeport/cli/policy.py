@@ -12,6 +12,7 @@ from safeport.action_gateway.control_client import GatewayClient
 from safeport.action_gateway.gateway_view import GatewayView, gateway_view
 from safeport.action_gateway.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy_check import check_policy, local_proposal
+from safeport.action_gateway.policy_meaning import MeaningChange, meaning_lines, meaning_of_edit
 from safeport.action_gateway.policy_review import PolicyProblem, review
 from safeport.action_gateway.policy_store import policy_diff_lines
 from safeport.cli.options import passphrase_file_option
@@ -20,7 +21,7 @@ from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy
-from safeport.shared.visible_text import inert
+from safeport.shared.visible_text import inert, visible
 
 
 @click.group()
@@ -44,6 +45,11 @@ def check(as_json: bool) -> None:
         data["vault_checked"] = view.vault_kinds is not None
         data["served"] = view.served_digest == digest
         data["unaccepted_changes"] = changes
+        data["unaccepted_meaning"] = (
+            None
+            if found.meaning is None
+            else [{"weight": c.weight, "text": c.text} for c in found.meaning]
+        )
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         if problems:
             raise click.exceptions.Exit(1)
@@ -54,6 +60,8 @@ def check(as_json: bool) -> None:
     _print_problems(problems)
     state = _served_state(view, digest, changes)
     click.echo(state.replace("is valid", "parses but has problems") if problems else state)
+    if found.meaning is not None:
+        _print_meaning(found.meaning, first=view.served_text is None)
     if problems:
         raise click.exceptions.Exit(1)
 
@@ -65,6 +73,10 @@ def _print_problems(problems: list[PolicyProblem]) -> None:
     for problem in problems:
         click.echo(inert(f"  {problem.text()}"))
         click.echo(inert(f"    fix: {problem.fix}"))
+
+
+def _print_meaning(changes: tuple[MeaningChange, ...], *, first: bool) -> None:
+    click.echo("\n".join(visible(line) for line in meaning_lines(changes, first=first)))
 
 
 def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
@@ -108,8 +120,11 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             )
         if not isinstance(served, str):
             click.echo("no policy is accepted yet: every line below is new")
-        diff = policy_diff_lines(served if isinstance(served, str) else None, text)
-        click.echo(diff_text(diff, colour=sys.stdout.isatty()))
+        accepted = served if isinstance(served, str) else None
+        click.echo(diff_text(policy_diff_lines(accepted, text), colour=sys.stdout.isatty()))
+        # Beside the text, what it means: the two parsed policies compared, so an edit the
+        # text hides (a table folded into a comment) is still said in words before the prompt.
+        _print_meaning(meaning_of_edit(accepted, parsed), first=accepted is None)
         if not yes and not click.confirm("serve this policy?", default=False):
             raise Error("not accepted", hint="nothing changed")
         secret = vault_passphrase(passphrase_file)()

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from safeport.errors import ConfigError, UsageError
 from safeport.shared import jsonc
 from safeport.shared.launch import imports_from_working_folder, sp_command
+from safeport.shared.text_lines import split_lines
 
 ClientName = Literal["claude-code", "claude-desktop", "codex", "cursor", "vscode"]
 CLIENTS: tuple[ClientName, ...] = ("claude-code", "claude-desktop", "codex", "cursor", "vscode")
@@ -270,7 +271,7 @@ def _drop_toml_tables(target: ClientTarget, text: str) -> str:
     any_header = re.compile(r"^\s*\[")
     kept: list[str] = []
     dropping = False
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text, keepends=True):  # as TOML ends lines: a header is a header
         if any_header.match(line):
             dropping = bool(ours.match(line))
         if not dropping:

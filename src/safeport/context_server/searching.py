@@ -16,6 +16,7 @@ from safeport.context_server.private_names import normalise
 from safeport.context_server.results import FileMatches, SearchHit, SearchResults
 from safeport.context_server.walk import WalkedFile
 from safeport.context_server.workspace import ServedRoot
+from safeport.shared.text_lines import split_lines
 
 MAX_QUERY_CHARS = 500
 HITS_PER_FILE = 5
@@ -154,7 +155,9 @@ def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]
         return []
     needle = query.casefold()
     hits = []
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+    # Numbered as read_file's excerpts number them (only "\n" ends a line), so a hit's line is
+    # the line an excerpt from that number starts with.
+    for number, line in enumerate(split_lines(data.decode("utf-8", "replace")), 1):
         at = line.casefold().find(needle)
         if at < 0:
             continue

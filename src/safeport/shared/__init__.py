@@ -18,6 +18,7 @@ __all__ = [
     "provenance",
     "schemas",
     "setup_state",
+    "text_lines",
     "visible_text",
     "wire",
 ]

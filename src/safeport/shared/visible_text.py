@@ -10,7 +10,9 @@ terminal. The gateway's cards and every line ``sp`` prints of outside text use t
 backslash itself doubled, so an escape typed as text (``\\u001b``) never reads like one that
 stands for a real character. :func:`visible` is the rule alone; it leaves text that is already
 inert as it is, so a client re-showing the gateway's inert card text never doubles a backslash
-a second time.
+a second time. :func:`visible_exactly` is for a file a person reviews (a policy diff): as
+:func:`visible`, and an escape typed as text is itself escaped, so every escape shown stands for
+one real character while the file's other backslashes (a regular expression's) read as typed.
 """
 
 from __future__ import annotations
@@ -50,6 +52,25 @@ def visible(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text  # the common case, at no cost
     return "".join(escape_code(char) if needs_escape(char) else char for char in text)
+
+
+def visible_exactly(text: str) -> str:
+    """:func:`visible`, and a backslash before ``u`` or ``U`` written as ``\\u005c``.
+
+    Without it ``'\\u2028'`` typed in a TOML literal string (six characters) and a real U+2028
+    would be shown the same; with it, ``\\uXXXX`` on screen always means the one character, and
+    no two different lines look alike.
+    """
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for index, char in enumerate(text):
+        typed_escape = char == "\\" and text[index + 1 : index + 2] in ("u", "U")
+        if typed_escape or needs_escape(char):
+            out.append(escape_code(char))
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def inert(text: str) -> str:

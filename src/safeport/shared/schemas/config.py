@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 
 from safeport.errors import ConfigError
 from safeport.shared.schemas.audit import Hex64
+from safeport.shared.text_lines import split_lines
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
@@ -322,7 +323,7 @@ def _line_of(text: str, loc: list[str]) -> int | None:
     keys = [key for key in loc if not key.isdigit()]
     if not keys:
         return None
-    lines = text.splitlines()
+    lines = split_lines(text)  # as TOML counts them, so the line named is the parser's
     start: int | None = None
     for size in range(len(keys), 0, -1):
         dotted = r"\s*\.\s*".join(rf'"?{re.escape(key)}"?' for key in keys[:size])
@@ -345,7 +346,7 @@ def _line_of_names(text: str, message: str) -> int | None:
     quoted name the message mentions, as a value or a table name."""
     for name in reversed(re.findall(r"'([^']+)'", message)):
         pattern = re.compile(rf'=\s*"{re.escape(name)}"|\.{re.escape(name)}\s*\]')
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(split_lines(text), start=1):
             if pattern.search(line):
                 return number
     return None
