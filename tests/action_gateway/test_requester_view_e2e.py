@@ -42,7 +42,8 @@ def _denials(gw: Gateway) -> list[dict[str, Any]]:
 
 def _callers_rule(gw: Gateway) -> None:
     exe = os.path.realpath(sys.executable)
-    gw.write_policy(POLICY + f'\n[callers]\nrules = [{{ exe = "{exe}" }}]\n')
+    rule = f'{{ exe = "{exe}", interpreter = "any script" }}'
+    gw.write_policy(POLICY + f"\n[callers]\nrules = [{rule}]\n")
     gw.accept_policy()
 
 
