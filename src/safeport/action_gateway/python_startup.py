@@ -55,6 +55,7 @@ def python_startup(
     flags = python_flags(argv)
     ignore_env = bool(flags & {"E", "I"})
     found: list[Finding] = []
+    looks = _Looks(files, trusted)
     base_prefix = str(PurePosixPath(exe.removesuffix(" (deleted)")).parent.parent)
     venv = _venv(files, argv, env)
     system_site = True
@@ -70,7 +71,7 @@ def python_startup(
             # getpath looks for the standard library from here: os.py and encodings come from it.
             base_prefix = str(PurePosixPath(home).parent)
             for place in (home, f"{base_prefix}/lib/{lib}"):
-                why = _changeable(files, place, trusted)
+                why = looks.changeable(place)
                 if why:
                     found.append(("python venv home", f"{cfg_path} home {home}: {why}"))
                     break
@@ -87,39 +88,35 @@ def python_startup(
     for label, folder in sites:
         if folder not in seen:
             seen.add(folder)
-            found += _site_folder(files, label, folder, trusted)
+            found += _site_folder(looks, label, folder)
     return tuple(found)
 
 
-def _site_folder(
-    files: PeerFiles, label: str, folder: str, trusted: frozenset[int]
-) -> list[Finding]:
+def _site_folder(looks: _Looks, label: str, folder: str) -> list[Finding]:
     """A site folder: its ``.pth`` files and customize modules, and the folders ``.pth`` lines
     add (where a customize module is imported from too)."""
-    entries = files.list_folder(folder)
+    entries = looks.files.list_folder(folder)
     if entries is None:
         return []  # absent, or closed to the requester: Python did not read it either
     code = sorted(e for e in entries if e.endswith(".pth") or _is_customize(e))
     found: list[Finding] = []
-    why = _changeable(files, folder, trusted)
+    why = looks.changeable(folder)
     if why is None:
-        why = next((w for e in code if (w := _changeable(files, f"{folder}/{e}", trusted))), None)
+        why = next((w for e in code if (w := looks.changeable(f"{folder}/{e}"))), None)
     if why:
         found.append((label, f"{folder}: {_names(code) or 'no code yet'} ({why})"))
     for entry in code:
         if entry.endswith(".pth"):
-            for added in _pth_folders(files, folder, entry):
-                found += _customize_in(files, added, f"{folder}/{entry}", trusted)
+            for added in _pth_folders(looks.files, folder, entry):
+                found += _customize_in(looks, added, f"{folder}/{entry}")
     return found
 
 
-def _customize_in(
-    files: PeerFiles, folder: str, pth: str, trusted: frozenset[int]
-) -> list[Finding]:
-    entries = files.list_folder(folder)
+def _customize_in(looks: _Looks, folder: str, pth: str) -> list[Finding]:
+    entries = looks.files.list_folder(folder)
     names = sorted(e for e in entries or () if _is_customize(e))
     for entry in names:
-        why = _changeable(files, f"{folder}/{entry}", trusted)
+        why = looks.changeable(f"{folder}/{entry}")
         if why:
             return [("python .pth folder", f"{folder} (added by {pth}): {_names(names)} ({why})")]
     return []
@@ -193,21 +190,40 @@ def _venv(
     return None
 
 
-def _changeable(files: PeerFiles, path: str, trusted: frozenset[int]) -> str | None:
-    """Why a uid outside ``trusted`` could change ``path`` (it, or a folder above it), or None.
+class _Looks:
+    """The requester's view of owners and modes, each path walked once per identity (a venv
+    holds dozens of ``.pth`` files under the same folders)."""
 
-    A folder above that others may write is safe only with the sticky bit (``/tmp``)."""
-    current = PurePosixPath(path)
-    for place in [current, *current.parents]:
-        st = files.stat(str(place))
+    def __init__(self, files: PeerFiles, trusted: frozenset[int]) -> None:
+        self.files = files
+        self.trusted = trusted
+        self._stats: dict[str, os.stat_result | None] = {}
+
+    def changeable(self, path: str) -> str | None:
+        """Why a uid outside ``trusted`` could change ``path`` (it, or a folder above it), or
+        None. A folder above that others may write is safe only with the sticky bit (``/tmp``)."""
+        place = os.path.normpath(path)
+        first = True
+        while True:
+            why = self._problem(place, above=not first)
+            if why:
+                return why
+            if place == "/":
+                return None
+            place, first = place.rsplit("/", 1)[0] or "/", False
+
+    def _problem(self, place: str, *, above: bool) -> str | None:
+        if place not in self._stats:
+            self._stats[place] = self.files.stat(place)
+        st = self._stats[place]
         if st is None:
-            continue
-        if st.st_uid not in trusted:
+            return None
+        if st.st_uid not in self.trusted:
             return f"{place} is owned by uid {st.st_uid}"
-        sticky = place != current and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        sticky = above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
         if stat.S_IMODE(st.st_mode) & 0o022 and not sticky:
             return f"{place} is writable by group or others"
-    return None
+        return None
 
 
 def _is_customize(entry: str) -> bool:
