@@ -96,3 +96,19 @@ def test_a_dedicated_gateway_admits_each_named_human_and_no_one_else() -> None:
         check_caller(None, PEER, frozenset({1002}))
     with pytest.raises(CallerRefused):
         check_caller(None, PEER, frozenset())
+
+
+def test_an_interpreter_is_refused_by_a_rule_naming_its_binary_and_told_why() -> None:
+    python = ProcessInfo(
+        pid=30, start_time=300, uid=1000, name="python3.12", exe="/usr/bin/python3.12",
+        exe_sha256=SHA, signature="package", environ="read", interpreter=True,
+        script="/usr/lib/python3.12/timeit.py", script_signature="package",
+    )  # fmt: skip
+    peer = PeerIdentity(uid=1000, gid=1000, chain=(python, *PEER.chain[1:]))
+    rule = CallerRule(exe="/usr/bin/python3.12", ancestor_exe="/opt/claude/claude")
+    with pytest.raises(CallerRefused, match='interpreter = "any script"'):
+        check_caller(Callers(rules=[rule]), peer, frozenset({1000}))
+    said = rule.model_copy(update={"interpreter": "any script"})
+    check_caller(Callers(rules=[said]), peer, frozenset({1000}))
+    # A uid rule names no program: it is about the user, and admits the interpreter as before.
+    check_caller(Callers(rules=[CallerRule(uid=1000)]), peer, frozenset({1000}))

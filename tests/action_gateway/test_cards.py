@@ -219,3 +219,19 @@ def test_a_plain_ascii_card_carries_no_look_alike_note() -> None:
     assert "note" not in dict(
         build_card("c", PEER, ssh_request(prepared), now=0, timeout_s=9).fields
     )
+
+
+def test_the_card_marks_an_interpreters_script_as_its_claim_never_a_match() -> None:
+    from safeport.action_gateway.cards import _process_line
+
+    python = ProcessInfo(
+        pid=9, start_time=1, uid=1000, name="python3.11", exe="/usr/bin/python3.11",
+        exe_sha256="ab" * 32, signature="package", origin="dpkg python3.11-minimal",
+        interpreter=True, script="/usr/lib/python3.11/timeit.py",
+        script_signature="package", script_origin="dpkg libpython3.11-stdlib",
+    )  # fmt: skip
+    line = _process_line(python)
+    assert line["verified"] == "dpkg python3.11-minimal: matches"  # the binary: attested
+    assert line["script_claimed"] is True
+    assert "matches" not in str(line["script_verified"])
+    assert "libpython3.11-stdlib" in str(line["script_verified"])

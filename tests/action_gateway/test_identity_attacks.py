@@ -86,19 +86,32 @@ def test_an_unreadable_environment_defeats_every_program_rule() -> None:
     assert rule_matches(CallerRule(exe="/usr/bin/sp", signature="package"), _peer(clean))
 
 
-def test_a_packaged_interpreter_running_an_unpackaged_script_is_not_a_package() -> None:
+def test_a_packaged_interpreter_is_never_vouched_for_by_the_script_it_claims() -> None:
+    # The script comes from the command line, which the process writes: whatever the file at
+    # that path is, a rule naming a program does not admit the interpreter on its word.
     head = ProcessInfo(
         pid=5, start_time=1, uid=0, name="python3.11", exe="/usr/bin/python3.11",
         exe_sha256="0" * 64, signature="package", environ="read", interpreter=True,
-        script="/tmp/evil.py", script_signature="not-packaged",
+        script="/usr/lib/python3.11/timeit.py", script_signature="package",
     )  # fmt: skip
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))
-    changed = ProcessInfo(
-        **{**head.__dict__, "script_signature": "package", "script_changed": True}
-    )
-    assert not rule_matches(CallerRule(signature="package"), _peer(changed))
-    honest = ProcessInfo(**{**head.__dict__, "script_signature": "package"})
-    assert rule_matches(CallerRule(signature="package"), _peer(honest))
+    for rule in (
+        CallerRule(signature="package"),
+        CallerRule(exe="/usr/bin/python3.11"),
+        CallerRule(exe_sha256="0" * 64, ancestor_exe=None),
+    ):
+        assert not rule_matches(rule, _peer(head)), rule
+    # Said out loud, the interpreter is admitted whatever it runs — its binary is attested.
+    anything = CallerRule(signature="package", interpreter="any script")
+    assert rule_matches(anything, _peer(head))
+    unpackaged = ProcessInfo(**{**head.__dict__, "signature": "not-packaged"})
+    assert not rule_matches(anything, _peer(unpackaged))
+    injected = ProcessInfo(**{**head.__dict__, "injected_env": (("PYTHONPATH", "/x"),)})
+    assert not rule_matches(anything, _peer(injected))
+
+
+def test_any_script_qualifies_only_a_rule_that_names_a_program() -> None:
+    with pytest.raises(ValueError, match="only qualifies a rule that names a program"):
+        CallerRule(uid=0, interpreter="any script")
 
 
 # -- real processes ----------------------------------------------------------------------------
@@ -183,10 +196,11 @@ def test_a_program_from_stdin_is_not_vouched_for_by_the_packaged_file_after_it()
 
 
 @pytest.mark.skipif(not Path(_PACKAGED_SCRIPT).exists(), reason="needs a packaged python")
-def test_a_packaged_script_run_by_a_packaged_interpreter_is_vouched_for() -> None:
+def test_a_packaged_script_run_by_a_packaged_interpreter_is_still_only_a_claim() -> None:
     head = _head(["/usr/bin/python3.11", "-X", "utf8", _PACKAGED_SCRIPT, "-n", "1", SLEEP])
     assert head.script == _PACKAGED_SCRIPT and head.script_signature == "package"
-    assert rule_matches(CallerRule(signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert rule_matches(CallerRule(signature="package", interpreter="any script"), _peer(head))
 
 
 @pytest.mark.skipif(not Path("/usr/bin/python3.11").exists(), reason="needs a packaged python")
@@ -248,5 +262,47 @@ def test_loader_options_that_preload_code_count_as_injected(tmp_path: Path) -> N
     honest = _head([str(LOADER), "/usr/bin/sleep", "30"])
     assert honest.script == "/usr/bin/sleep" and not honest.injected_env
     if Path("/var/lib/dpkg/info").is_dir():
+        # ld.so is an interpreter of native programs: what it loads is a command-line claim.
         assert honest.script_signature == "package"
-        assert rule_matches(CallerRule(signature="package"), _peer(honest))
+        assert not rule_matches(CallerRule(signature="package"), _peer(honest))
+        assert rule_matches(
+            CallerRule(signature="package", interpreter="any script"), _peer(honest)
+        )
+
+
+# A requester's code rewrites its own command line (its argv lives in its own memory, and
+# /proc/PID/cmdline reads it from there) to claim the packaged interpreter runs a packaged script.
+REWRITE_ARGV = r"""
+import time
+tail = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+start, end = int(tail[45]), int(tail[46])  # arg_start and arg_end, fields 48 and 49
+claim = b"/usr/bin/python3.11\0/usr/lib/python3.11/timeit.py\0"
+with open("/proc/self/mem", "r+b", buffering=0) as mem:
+    mem.seek(start)
+    mem.write(claim.ljust(end - start, b"\0"))
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(not Path(_PACKAGED_SCRIPT).exists(), reason="needs a packaged python")
+def test_an_interpreter_that_rewrites_its_command_line_is_not_admitted_on_its_claim() -> None:
+    head = _head(["/usr/bin/python3.11", "-c", REWRITE_ARGV])
+    # The lie took: the script shown is the packaged file, and that file is the package's.
+    assert head.script == _PACKAGED_SCRIPT and head.script_signature == "package"
+    assert head.signature == "package" and not head.code_injected
+    for rule in (
+        CallerRule(signature="package"),
+        CallerRule(exe="/usr/bin/python3.11", signature="package"),
+        CallerRule(exe_sha256=head.exe_sha256),
+    ):
+        assert not rule_matches(rule, _peer(head)), rule
+    # What the kernel attests still admits it where the human said any script will do.
+    assert rule_matches(CallerRule(signature="package", interpreter="any script"), _peer(head))
+
+
+def test_a_packaged_program_that_is_not_an_interpreter_is_admitted_by_its_binary() -> None:
+    # The legitimate case kept: a packaged binary, no claim involved.
+    head = _head(["/usr/bin/sleep", "30"])
+    assert not head.interpreter and head.signature == "package"
+    assert rule_matches(CallerRule(signature="package", exe="/usr/bin/sleep"), _peer(head))
+    assert rule_matches(CallerRule(exe_sha256=head.exe_sha256), _peer(head))

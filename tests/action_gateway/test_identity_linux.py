@@ -88,14 +88,16 @@ def test_verify_refuses_a_peer_that_exited(tmp_path: Path) -> None:
 
 def test_verify_refuses_a_peer_that_exec_d_another_program(tmp_path: Path) -> None:
     server, path = _listener(tmp_path)
-    child = _client(
-        path, tmp_path, then="import os,time;time.sleep(0.3);os.execv('/bin/sleep',['sleep','30'])"
-    )
+    # The child execs only once told to, after it was identified: a fixed delay would race with
+    # how long identifying takes on a busy machine.
+    then = "import os;s.recv(1);os.execv('/bin/sleep',['sleep','30'])"
+    child = _client(path, tmp_path, then=then)
     probe = LinuxProbe()
     conn, _ = server.accept()
     conn.recv(1)
     identity = probe.resolve(conn)
     probe.verify(identity)
+    conn.send(b"x")
     # Wait for the exec itself (a fixed sleep loses the race on a loaded machine).
     deadline = time.monotonic() + 20
     while Path(f"/proc/{child.pid}/exe").resolve() != Path("/bin/sleep").resolve():

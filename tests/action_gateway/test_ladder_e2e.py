@@ -128,7 +128,15 @@ def test_rung3_caller_rules_that_admit_nobody_refuse(gateway: Gateway) -> None:
 
 def test_rung3_a_matching_caller_rule_admits_the_caller(gateway: Gateway) -> None:
     exe = os.path.realpath(sys.executable)
+    # The caller is an interpreter: a rule by its path alone does not admit it (its script is
+    # a claim), and the refusal says what would.
     gateway.write_policy(POLICY + f'\n[callers]\nrules = [{{ exe = "{exe}" }}]\n')
+    gateway.accept_policy()
+    reply = gateway.agent().call(ssh("r3a", command="nope"))
+    assert _denials(gateway)[-1]["category"] == "caller"
+    assert "interpreter" in _denials(gateway)[-1]["reason"], reply
+    rule = f'{{ exe = "{exe}", interpreter = "any script" }}'
+    gateway.write_policy(POLICY + f"\n[callers]\nrules = [{rule}]\n")
     gateway.accept_policy()
     reply = gateway.agent().call(ssh("r3b", command="nope"))
     assert _denials(gateway)[-1]["category"] == "unknown_action"  # got past rung 3

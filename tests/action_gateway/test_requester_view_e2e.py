@@ -42,7 +42,8 @@ def _denials(gw: Gateway) -> list[dict[str, Any]]:
 
 def _callers_rule(gw: Gateway) -> None:
     exe = os.path.realpath(sys.executable)
-    gw.write_policy(POLICY + f'\n[callers]\nrules = [{{ exe = "{exe}" }}]\n')
+    rule = f'{{ exe = "{exe}", interpreter = "any script" }}'
+    gw.write_policy(POLICY + f"\n[callers]\nrules = [{rule}]\n")
     gw.accept_policy()
 
 
@@ -192,11 +193,14 @@ print(json.dumps(recv(s)), flush=True)
 
 
 def _user_site_requester(gw: Gateway, tmp_path: Path, *flags: str) -> dict[str, Any]:
-    """The packaged interpreter, run with a HOME whose user site holds a `.pth` the agent wrote."""
+    """The packaged interpreter, run with a HOME whose user site holds a `.pth` the agent wrote
+    (owned by another uid than the gateway's: the tests run as root, which may own code)."""
     home = tmp_path / "home"
     site = home / ".local" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True, exist_ok=True)
     (site / "zz-agent.pth").write_text("import os\n")
+    for place in (home, *home.rglob("*")):
+        os.chown(place, 65534, 65534)
     script = tmp_path / "requester.py"
     script.write_text(PLAIN_REQUESTER)  # the system Python has none of safeport's packages
     proc, card = _requester_under(

@@ -13,7 +13,8 @@ PYTHON = {
     "interpreter": True,
     "script": "/venv/bin/sp",
     "script_sha256": "cd" * 32,
-    "script_verified": "pip safeport 0.1.0: matches",
+    "script_claimed": True,
+    "script_verified": "the file at that path is pip safeport 0.1.0's, as installed",
     "injected_env": [["PYTHONPATH", "/home/u/shadow"], ["LD_PRELOAD", "/tmp/x.so"]],
 }
 NODE = {
@@ -28,7 +29,11 @@ NODE = {
 def test_a_process_line_says_what_vouches_for_it_once_and_every_injecting_variable() -> None:
     line = process_text(PYTHON)
     assert line.count("dpkg python3.11-minimal: matches") == 1
-    assert "script /venv/bin/sp sha256 cdcdcdcdcdcdcdcd (pip safeport 0.1.0: matches)" in line
+    assert "interpreter (attested) /usr/bin/python3.11" in line
+    assert (
+        "script (claimed by the process) /venv/bin/sp sha256 cdcdcdcdcdcdcdcd "
+        "(the file at that path is pip safeport 0.1.0's, as installed)"
+    ) in line
     assert "INJECTS CODE: PYTHONPATH=/home/u/shadow" in line
     assert "INJECTS CODE: LD_PRELOAD=/tmp/x.so" in line
 
@@ -57,3 +62,11 @@ def test_every_card_says_which_human_asked_first() -> None:
     gone = card_lines({"id": "c2", "user": {"uid": 4242, "name": None}}, width=80)
     assert gone[1] == "asked by    no such user (uid 4242)"
     assert card_lines({"id": "c3"}, width=80)[1] == "asked by    unknown user"
+
+
+def test_a_claimed_script_is_never_said_to_match() -> None:
+    """The script path is the process's own words; a card must not vouch for it."""
+    line = process_text(PYTHON)
+    claimed = line.split("script (claimed by the process)", 1)[1]
+    assert "matches" not in claimed
+    assert "interpreter (attested)" not in process_text(NODE)

@@ -5,13 +5,23 @@ applies) — the socket already refuses every other uid, and `sp policy check` s
 out loud. A table with ``rules = []`` denies everyone: an empty rule list never means "allow all".
 A rule matches when every field it sets matches; any matching rule admits the caller.
 
-A rule that names a program (``exe``, ``exe_sha256``, ``team_id``, ``signature``) never admits a
-requester whose environment injects code (``PYTHONPATH``, ``NODE_OPTIONS``, ``LD_PRELOAD`` …, see
-``environment.py``) or could not be read: the genuine binary with a shadow module path runs the
-shadow's code. ``signature = "package"`` asks that the executable, and for an interpreter also
-the script it runs, match a root-owned package record and that the script did not change after
-the process started; an interpreter running ``-c`` or ``-m`` has no script file to vouch for, so
-it never matches.
+A rule that names a program (``exe``, ``exe_sha256``, ``team_id``, ``signature``) is about the
+binary the kernel maps in the process (``/proc/PID/exe``): its path, digest and package record.
+That is all it can be about. Whatever the process writes about itself — its command line, its
+environment, its own files, its name — is a claim, never proof, so:
+
+- it never admits an *interpreter* (python, node, a shell, ``ld.so`` run as a program …): the
+  script is read from the command line, which the interpreter can rewrite before it connects, so
+  the packaged ``python3`` "running" a standard-library module may be running anything. A rule
+  admits one only if it says so, ``interpreter = "any script"``: that interpreter, whatever it
+  runs.
+- it never admits a requester whose environment injects code (``PYTHONPATH``, ``LD_PRELOAD`` …,
+  see ``environment.py``), could not be read, or whose Python loads code before its script from a
+  place another uid can change (a virtual environment's ``.pth``, ``sitecustomize``, see
+  ``python_startup.py``): the genuine binary with a shadow module path runs the shadow's code.
+
+``signature = "package"`` asks that the executable match a root-owned package record; the script
+an interpreter claims to run is shown on the card as a claim and vouches for nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +49,15 @@ def check_caller(
     if not callers.rules:
         raise CallerRefused("the policy admits no callers (`[callers] rules = []`)")
     if not any(rule_matches(rule, peer) for rule in callers.rules):
+        if peer.process.interpreter and any(
+            rule.interpreter is None
+            and rule_matches(rule.model_copy(update={"interpreter": "any script"}), peer)
+            for rule in callers.rules
+        ):
+            raise CallerRefused(
+                "the caller is an interpreter, whose script is only what its command line "
+                'claims; a rule admits one only with `interpreter = "any script"`'
+            )
         raise CallerRefused("the caller matches no `[callers]` rule")
 
 
@@ -47,7 +66,7 @@ def rule_matches(rule: CallerRule, peer: PeerIdentity) -> bool:
     names_program = any(
         value is not None for value in (rule.exe, rule.exe_sha256, rule.team_id, rule.signature)
     )
-    if names_program and head.code_injected:
+    if names_program and (head.code_injected or _unattested_interpreter(rule, head)):
         return False
     if rule.signature == "package" and not _packaged(head):
         return False
@@ -67,11 +86,14 @@ def rule_matches(rule: CallerRule, peer: PeerIdentity) -> bool:
 
 
 def _packaged(proc: ProcessInfo) -> bool:
-    if proc.signature != "package":
-        return False
-    if not proc.interpreter:
-        return True
-    return proc.script_signature == "package" and not proc.script_changed
+    # The binary only: an interpreter's script is a claim (see _unattested_interpreter).
+    return proc.signature == "package"
+
+
+def _unattested_interpreter(rule: CallerRule, proc: ProcessInfo) -> bool:
+    """An interpreter runs whatever its command line says, and the process writes that line;
+    only a rule that admits any script may name one."""
+    return proc.interpreter and rule.interpreter != "any script"
 
 
 def describe_default(callers: Callers | None) -> str:

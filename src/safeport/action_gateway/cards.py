@@ -166,8 +166,9 @@ def argument_lengths(args: Mapping[str, str | int]) -> str:
 
 def _process_line(proc: object) -> dict[str, object]:
     """One process of the chain: its digest and what vouches for it (said once), the script
-    only for an interpreter, and any variable in its environment that injects code."""
-    from safeport.action_gateway.identity import ProcessInfo, describe_signature
+    only for an interpreter — marked as the process's claim, with what the file at that path
+    is, never "matches" — and any variable in its environment that injects code."""
+    from safeport.action_gateway.identity import ProcessInfo, describe_claimed_script
 
     assert isinstance(proc, ProcessInfo)
     line: dict[str, object] = {
@@ -182,10 +183,11 @@ def _process_line(proc: object) -> dict[str, object]:
     if proc.interpreter:
         line["interpreter"] = True
         line["script"] = inert(proc.script) if proc.script else None
+        line["script_claimed"] = True
         line["script_sha256"] = proc.script_sha256
         if proc.script_signature is not None:
             line["script_verified"] = inert(
-                describe_signature(proc.script_signature, proc.script_origin)
+                describe_claimed_script(proc.script_signature, proc.script_origin)
             )
         if proc.script_changed:
             line["script_changed"] = True

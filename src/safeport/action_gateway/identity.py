@@ -38,8 +38,8 @@ SignatureStatus = Literal[
 # Whether the requester's environment was read for variables that inject code (environment.py).
 EnvironStatus = Literal["read", "unreadable", "unsupported"]
 
-# Programs whose code signature (or digest) names a runtime, not the code it runs; the script is
-# what matters, so cards show it.
+# Programs whose code signature (or digest) names a runtime, not the code it runs. What they run
+# is only what their command line claims, so no rule naming a program admits one by default.
 _INTERPRETERS = re.compile(
     r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby[0-9.]*|perl[0-9.]*|php[0-9.]*|"
     r"sh|bash|dash|zsh|ksh|mksh|fish|tcsh|csh|busybox)$"
@@ -234,6 +234,21 @@ def describe_signature(
     if status == "valid":
         return f"signed: {authority}" if authority else "signed"
     return {"unsigned": "unsigned", "invalid": "INVALID signature"}.get(status, "not checked")
+
+
+def describe_claimed_script(status: SignatureStatus, origin: str | None) -> str:
+    """What the file at an interpreter's claimed script path is. Never "matches": the path comes
+    from the command line, which the process writes, so a packaged file there proves nothing
+    about what the interpreter runs."""
+    if status == "package":
+        return f"the file at that path is {origin}'s, as installed"
+    if status == "user-package":
+        return f"the file at that path is {origin}'s (record writable by a user)"
+    if status == "modified":
+        return f"the file at that path is {origin}'s, MODIFIED since installed"
+    if status == "not-packaged":
+        return "the file at that path is from no package"
+    return "the file at that path was not checked"
 
 
 def is_interpreter(name: str) -> bool:

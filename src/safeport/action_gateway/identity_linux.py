@@ -49,16 +49,10 @@ from safeport.action_gateway.linux_proc import (
     stat_fields,
     status_uid,
 )
-from safeport.action_gateway.peer_environment import (
-    bounded,
-    injected_environment,
-    python_user_site,
-)
+from safeport.action_gateway.peer_environment import bounded, injected_environment
 from safeport.action_gateway.peer_files import PeerFiles
-from safeport.action_gateway.process_argv import (
-    PYTHON_NAME,
-    launch_role,
-)
+from safeport.action_gateway.process_argv import PYTHON_NAME, launch_role
+from safeport.action_gateway.python_startup import python_startup
 
 _UCRED = struct.Struct("3i")
 _ORIGIN_TTL_S = 10.0
@@ -74,6 +68,16 @@ class _Checked:
     signature: SignatureStatus
     origin: str | None
     changed_after: float | None = None  # ctime (wall clock) of the file or its link
+
+
+def _trusted_owners(requester_uid: int) -> frozenset[int]:
+    """Who may own code a requester loads: root and the gateway's own account, never the
+    requester's uid (in same-user mode that is the gateway's, and it is the agent's) unless it
+    is root, which can change the gateway itself."""
+    owners = {0, os.geteuid()}
+    if requester_uid != 0:
+        owners.discard(requester_uid)
+    return frozenset(owners)
 
 
 class LinuxProbe:
@@ -173,7 +177,10 @@ class LinuxProbe:
         if environ:
             environ_status, injected, variables = injected_environment(base)
             if role.interpreter and not role.loader and PYTHON_NAME.match(name):
-                injected += python_user_site(files, name, argv, variables)
+                startup = python_startup(
+                    files, exe, name, argv, variables, trusted=_trusted_owners(uid)
+                )
+                injected += tuple((place, bounded(found)) for place, found in startup)
         injected += tuple(
             (f"ld.so {option}", bounded(value)) for option, value in role.loader_options
         )

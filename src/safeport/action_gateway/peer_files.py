@@ -136,6 +136,17 @@ class PeerFiles:
         finally:
             os.close(fd)
 
+    def stat(self, path: str) -> os.stat_result | None:
+        """Owner and mode of what ``path`` names for the peer (links followed), if it can
+        reach it."""
+        handle = self._walk(path, want=0)
+        if handle is None:
+            return None
+        try:
+            return os.fstat(handle)
+        finally:
+            os.close(handle)
+
     def exists(self, path: str) -> bool:
         """Whether ``path`` names something the peer can reach (search on every folder)."""
         handle = self._walk(path, want=0)

@@ -57,15 +57,19 @@ def user_text(user: object) -> str:
 
 def process_text(proc: dict[str, Any]) -> str:
     """One process line of a card: digest and what vouches for it once, the script only for an
-    interpreter, then every variable that injects code into it (or that none could be read)."""
+    interpreter, then every variable that injects code into it (or that none could be read).
+
+    The binary is what the kernel maps, so it is attested; an interpreter's script is what its
+    command line says, which the process can rewrite, so it is labelled a claim."""
     digest = (proc.get("sha256") or "unreadable")[:16]
     verified = proc.get("verified") or f"signature {proc.get('signature')}"
-    words = [f"pid {proc.get('pid')} {proc.get('exe')} sha256 {digest} ({verified})"]
+    kind = "interpreter (attested) " if proc.get("interpreter") else ""
+    words = [f"pid {proc.get('pid')} {kind}{proc.get('exe')} sha256 {digest} ({verified})"]
     if proc.get("interpreter"):
         script_digest = (proc.get("script_sha256") or "-")[:16]
         script_verified = proc.get("script_verified")
         words.append(
-            f"script {proc.get('script')} sha256 {script_digest}"
+            f"script (claimed by the process) {proc.get('script')} sha256 {script_digest}"
             + (f" ({script_verified})" if script_verified else "")
             + (" CHANGED after the process started" if proc.get("script_changed") else "")
         )

@@ -103,9 +103,25 @@ class CallerRule(_Strict):
     exe_sha256: Hex64 | None = None
     team_id: str | None = None
     ancestor_exe: str | None = None
-    # "package": on Linux the executable (and an interpreter's script) is what a root-owned
-    # package record (dpkg, rpm, pip) installed; "valid": on macOS, a valid code signature.
+    # "package": on Linux the executable is what a root-owned package record (dpkg, rpm, pip)
+    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only.
     signature: Literal["package", "valid"] | None = None
+    # A rule naming a program never admits an interpreter (python, node, sh, ld.so …): the script
+    # it runs is read from its command line, which the process can rewrite, so no one can vouch
+    # for it. "any script" says out loud that the named interpreter may run anything.
+    interpreter: Literal["any script"] | None = None
+
+    @model_validator(mode="after")
+    def _interpreter_qualifies_a_program(self) -> CallerRule:
+        names_program = any(
+            value is not None for value in (self.exe, self.exe_sha256, self.team_id, self.signature)
+        )
+        if self.interpreter is not None and not names_program:
+            raise ValueError(
+                "`interpreter` only qualifies a rule that names a program "
+                "(`exe`, `exe_sha256`, `team_id` or `signature`)"
+            )
+        return self
 
 
 class Callers(_Strict):

@@ -1,0 +1,191 @@
+"""What a Python requester runs before its script: real venvs, real user sites, real processes.
+
+Each requester runs as an unprivileged uid (65534) under the packaged ``/usr/bin/python3.11``; the
+code it would plant writes a marker when CPython runs it, so every case checks the probe's
+reading against what CPython actually did. Each attack sits beside the legitimate form that
+must still be admitted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from safeport.action_gateway.callers import rule_matches
+from safeport.action_gateway.cards import _process_line
+from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.cli.card_text import process_text
+from safeport.shared.schemas.config import CallerRule
+from tests.conftest import need
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+PYTHON = "/usr/bin/python3.11"
+SITE = "lib/python3.11/site-packages"
+AGENT = 65534
+SLEEP = "import time; time.sleep(30)"
+ANY_SCRIPT = CallerRule(signature="package", interpreter="any script")
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder the unprivileged requester can enter (pytest's own is root's, mode 0700)."""
+    need(Path(PYTHON).exists(), f"{PYTHON} (Debian python3.11) is not installed")
+    need(os.geteuid() == 0, "root, to run requesters as another uid")
+    folder = Path(tempfile.mkdtemp(prefix="sp-startup-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def _venv(place: Path, *, system_site: str | None = "false", owner: int = 0) -> Path:
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(place)], check=True)
+    cfg = place / "pyvenv.cfg"
+    lines = [ln for ln in cfg.read_text().splitlines() if "include-system" not in ln]
+    if system_site is not None:
+        lines.append(f"include-system-site-packages = {system_site}")
+    cfg.write_text("\n".join(lines) + "\n")
+    _own(place, owner)
+    return place
+
+
+def _own(place: Path, uid: int) -> None:
+    for path in (place, *place.rglob("*")):
+        os.chown(path, uid, uid, follow_symlinks=False)
+
+
+def _marker_code(marker: Path) -> str:
+    marker.parent.mkdir(exist_ok=True)
+    os.chown(marker.parent, AGENT, AGENT)  # the requester writes it
+    return f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')"
+
+
+def _home(shared: Path, **plant: str) -> Path:
+    """The agent's HOME; ``plant`` puts files (name → text) in its user site."""
+    home = shared / "home"
+    site = home / ".local" / SITE
+    site.mkdir(parents=True, exist_ok=True)
+    for name, text in plant.items():
+        (site / name).write_text(text)
+    _own(home, AGENT)
+    return home
+
+
+def _run(python: str, home: Path, *flags: str) -> ProcessInfo:
+    argv = [
+        "setpriv", f"--reuid={AGENT}", f"--regid={AGENT}", "--clear-groups", "--",
+        "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", python, *flags, "-c", SLEEP,
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv)
+    try:
+        time.sleep(0.5)
+        return LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _places(head: ProcessInfo) -> list[str]:
+    return [place for place, _ in head.injected_env]
+
+
+def _peer(head: ProcessInfo) -> PeerIdentity:
+    return PeerIdentity(uid=head.uid, gid=head.uid, chain=(head,))
+
+
+def test_a_pth_in_the_agents_venv_runs_before_the_packaged_interpreters_script(
+    shared: Path,
+) -> None:
+    """The venv's python links to the packaged binary; its site folder is the agent's."""
+    marker = shared / "marks" / "pth-ran"
+    venv = _venv(shared / "venv")
+    (venv / SITE / "zz.pth").write_text(_marker_code(marker) + "\n")
+    _own(venv, AGENT)
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert marker.exists()  # CPython ran it
+    assert head.exe == PYTHON and head.signature == "package"
+    assert "python venv" in _places(head), head.injected_env
+    assert any("zz.pth" in value and "uid 65534" in value for _, value in head.injected_env)
+    assert head.code_injected and not rule_matches(ANY_SCRIPT, _peer(head))
+    line = process_text(_process_line(head))
+    assert "INJECTS CODE: python venv=" in line and "zz.pth" in line
+
+
+def test_a_root_owned_isolated_venv_is_admitted(shared: Path) -> None:
+    """The legitimate form: an installation's venv, root's, no user site (CPython's rule)."""
+    marker = shared / "marks" / "usercustomize-ran"
+    venv = _venv(shared / "venv")
+    home = _home(shared, **{"usercustomize.py": _marker_code(marker)})
+    head = _run(str(venv / "bin" / "python3"), home)
+    assert not marker.exists()  # include-system-site-packages = false: no user site
+    assert head.injected_env == () and not head.code_injected
+    assert rule_matches(ANY_SCRIPT, _peer(head))
+    assert not rule_matches(CallerRule(signature="package"), _peer(head))  # still a claim
+
+
+@pytest.mark.parametrize("system_site", ["true", None])
+def test_a_venv_that_keeps_the_system_site_keeps_the_user_site_too(
+    shared: Path, system_site: str | None
+) -> None:
+    """Being in a venv does not switch the user site off; only leaving the system site out does
+    (and CPython's default, with no such line, is to keep it)."""
+    marker = shared / "marks" / "usercustomize-ran"
+    venv = _venv(shared / "venv", system_site=system_site)
+    home = _home(shared, **{"usercustomize.py": _marker_code(marker)})
+    head = _run(str(venv / "bin" / "python3"), home)
+    assert marker.exists()
+    assert "python user site" in _places(head), head.injected_env
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_customize_module_in_a_folder_the_agent_owns_on_sys_path(shared: Path) -> None:
+    """A root-owned .pth adds a folder the agent can write; `usercustomize` is imported from
+    there before the script (Debian's stdlib holds a `sitecustomize`, which would win)."""
+    marker = shared / "marks" / "usercustomize-ran"
+    added = shared / "added"
+    added.mkdir()
+    (added / "usercustomize.py").write_text(_marker_code(marker))
+    _own(added, AGENT)
+    venv = _venv(shared / "venv", system_site="true")
+    (venv / SITE / "extra.pth").write_text(f"{added}\n")
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert marker.exists()
+    assert "python .pth folder" in _places(head), head.injected_env
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_venv_home_the_agent_can_change_supplies_the_standard_library(shared: Path) -> None:
+    """`home` in pyvenv.cfg is where CPython looks for os.py and encodings."""
+    fake = shared / "fakehome"
+    shutil.copytree("/usr/lib/python3.11", fake / "lib" / "python3.11", symlinks=True)
+    (fake / "bin").mkdir()
+    _own(fake, AGENT)
+    venv = _venv(shared / "venv")
+    cfg = venv / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("home = /usr/bin", f"home = {fake / 'bin'}"))
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert "python venv home" in _places(head), head.injected_env
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_the_packaged_interpreter_without_its_user_site_is_admitted(shared: Path) -> None:
+    marker = shared / "marks" / "pth-ran"
+    home = _home(shared, **{"zz.pth": _marker_code(marker) + "\n"})
+    flagged = _run(PYTHON, home)
+    assert marker.exists() and _places(flagged) == ["python user site"]
+    marker.unlink()
+    for flags in (["-s"], ["-I"]):
+        head = _run(PYTHON, home, *flags)
+        assert not marker.exists() and head.injected_env == (), (flags, head.injected_env)
+        assert rule_matches(ANY_SCRIPT, _peer(head))
