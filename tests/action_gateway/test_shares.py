@@ -27,7 +27,7 @@ def test_a_single_human_keeps_the_whole_limit_and_several_share_it() -> None:
     assert share(1, 4) == 1
     assert one_more(held_by_uid=31, held_by_all=31, ceiling=32, humans=1).fits
     full = one_more(held_by_uid=32, held_by_all=32, ceiling=32, humans=1)
-    assert not full.fits and full.whose == "user"
+    assert not full.fits and full.whose == "all"  # one human: the gateway's limit is named
     # Two humans: alice at her share is refused, bob still fits.
     alice = one_more(held_by_uid=16, held_by_all=16, ceiling=32, humans=2)
     assert alice.reason("connections") == "this user has 16 connections, the most one user may have"

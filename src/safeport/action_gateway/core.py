@@ -283,8 +283,10 @@ class GatewayCore:
     def record_session(self, kind: str, body: dict[str, object]) -> None:
         self._journals.sessions.record(kind, body)
 
-    def record_action(self, kind: str, body: dict[str, object]) -> None:
-        self._journals.actions.record(kind, body)
+    def record_refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+        """A requester's junk or refusal: whole within its uid's budget, else only counted."""
+        if self._refusals.budget.admit(uid, category):
+            self._journals.actions.record(kind, body)
 
     def count_refusal(self, category: str) -> None:
         """A connection refused before it was served: counted, journaled once per period."""

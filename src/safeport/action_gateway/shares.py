@@ -44,10 +44,11 @@ def one_more(*, held_by_uid: int, held_by_all: int, ceiling: int, humans: int) -
     """May a uid holding ``held_by_uid`` (of ``held_by_all``) take one more of ``ceiling``?
 
     The uid's own share is checked first: a uid at its share is told so even when the ceiling
-    is reached too, since that is what it can change.
+    is reached too, since that is what it can change. With one human the share is the ceiling,
+    and the ceiling is what is named.
     """
     most = share(ceiling, humans)
-    if held_by_uid >= most:
+    if held_by_uid >= most and most < ceiling:
         return Verdict(fits=False, whose="user", held=held_by_uid, most=most)
     if held_by_all >= ceiling:
         return Verdict(fits=False, whose="all", held=held_by_all, most=ceiling)
