@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness.call_files import CallFileExecutor
@@ -56,6 +57,8 @@ def main() -> int:
         default=DEFAULT_SEGMENT_BYTES,
         help="rotate each journal at this size (small: rotations happen under the drill's kills)",
     )
+    parser.add_argument("--journal-reserve-bytes", type=int, default=None)
+    parser.add_argument("--refusal-window", type=float, default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -82,6 +85,10 @@ def main() -> int:
         worker_threads=args.workers,
         journal_segment_bytes=args.segment_bytes,
     )
+    if args.journal_reserve_bytes is not None:
+        limits = replace(limits, journal_reserve_bytes=args.journal_reserve_bytes)
+    if args.refusal_window is not None:
+        limits = replace(limits, refusal_window_s=args.refusal_window)
     try:
         run_gateway(paths, parts, limits)
     except Error as exc:

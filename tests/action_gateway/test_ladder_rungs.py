@@ -141,9 +141,9 @@ class Rates(RateLimiter):
         super().__init__()
         self.events = events
 
-    def take(self, credential: str, per_minute: int | None) -> None:
+    def take(self, credential: str, per_minute: int | None, uid: int = -1) -> None:
         self.events.append("rates")
-        super().take(credential, per_minute)
+        super().take(credential, per_minute, uid)
 
 
 class Vault(VaultState):

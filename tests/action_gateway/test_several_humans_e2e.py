@@ -8,6 +8,7 @@ through `sp` under the human's uid; a proposal comes from a raw agent.sock clien
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from tests.action_gateway.dedicated import (
     make_setup,
     missing_parts,
     propose,
+    setpriv,
     tear_down,
     unique,
 )
@@ -138,3 +140,63 @@ def test_locking_and_stopping_need_the_passphrase_when_several_humans_are_served
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert setup.gateway.wait(20) == 0
     setup.gateway = None
+
+
+_HOLD = (
+    "import socket,sys,time\n"
+    "s=[socket.socket(socket.AF_UNIX) for _ in range(int(sys.argv[2]))]\n"
+    "[x.connect(sys.argv[1]) for x in s]\n"
+    "print('held',flush=True);time.sleep(120)\n"
+)
+
+
+def test_one_humans_flood_leaves_the_other_human_their_share_of_cards_and_connections(
+    setup: DedicatedSetup,
+) -> None:
+    """alice's agent runs more waiting requesters than the whole card limit and holds more
+    agent.sock connections than the whole budget; bob's proposal still gets a card, which bob
+    sees (without the passphrase) and denies."""
+    alice, bob = _humans(setup)
+    started = setup.gateway is not None and setup.gateway.poll() is None
+    if not started:
+        setup.start_gateway()
+    pw = str(alice.passphrase_file)
+    assert alice.sp("vault", "unlock", "--passphrase-file", pw).returncode == 0
+    flood = [propose(setup, alice) for _ in range(34)]  # the gateway-wide limit is 32
+    holder = subprocess.Popen(
+        [*setpriv(alice.name), "/usr/bin/python3", "-c", _HOLD,
+         str(setup.run_dir / "agent.sock"), "40"],
+        cwd="/", env=alice.env, text=True, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        seen = [len(_cards(alice))]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and seen[-1] < 12:
+            time.sleep(0.3)
+            seen.append(len(_cards(alice)))
+        assert 0 < max(seen) <= 16, seen  # at most alice's share of the 32: half, with two humans
+        mine = propose(setup, bob)
+        try:
+            card = _wait_card(bob)
+            assert card["user"] == {"uid": bob.uid, "name": bob.name}
+            denied = bob.sp("approvals", "deny", card["id"],
+                            "--passphrase-file", str(bob.passphrase_file))  # fmt: skip
+            assert denied.returncode == 0, denied.stdout + denied.stderr
+        finally:
+            mine.kill()
+            mine.wait()
+        # A connection of alice's past her share is told which limit it met.
+        over = alice.python(
+            "import json,socket,struct,sys\n"
+            "s=socket.socket(socket.AF_UNIX);s.settimeout(10);s.connect(sys.argv[1])\n"
+            "n=struct.unpack('>I',s.recv(4))[0];print(s.recv(n).decode())\n",
+            str(setup.run_dir / "agent.sock"),
+        )
+        reply = json.loads(over.stdout)
+        assert reply["ok"] is False and "the most one user may have" in reply["error"]["reason"]
+        assert bob.sp("gateway", "status").returncode == 0
+    finally:
+        for process in [*flood, holder]:
+            process.kill()
+            process.wait()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_client_install import sp as client_sp
@@ -99,3 +100,26 @@ def test_doctor_checks_an_https_service_with_the_identity_the_gateway_would_requ
         assert refused.returncode == 1
         assert "FAIL  https service api:" in refused.stdout
         assert "certificate refused" in refused.stdout and "fix: set ca_file" in refused.stdout
+
+
+def test_status_says_when_the_journals_disk_runs_low_and_is_quiet_when_it_does_not() -> None:
+    from safeport.action_gateway.overview import Overview
+    from safeport.cli.status_text import overview_lines
+
+    def lines(space: dict[str, object]) -> str:
+        gateway = {"running": True, "pid": 1, "uptime_s": 5, "vault": "unlocked",
+                   "sessions": 0, "pending_cards": 0, "journal_space": space}  # fmt: skip
+        policy: dict[str, Any] = {"file": "g.toml", "file_digest": None, "file_error": None,
+                                  "served": None, "pending": False, "problems": []}  # fmt: skip
+        home = {"config": "/c", "audit": "/a", "run": "/r", "SAFEPORT_HOME": ""}
+        view = Overview(home=home, gateway=gateway, vault={"exists": False}, policy=policy)
+        return "\n".join(overview_lines(view))
+
+    low = lines({"free_bytes": 3 * 1024**2, "reserve_bytes": 64 * 1024**2, "low": True})
+    assert "3.0 MiB free" in low and "proposals are refused until space is freed" in low
+    room: dict[str, object] = {
+        "free_bytes": 10 * 1024**3,
+        "reserve_bytes": 64 * 1024**2,
+        "low": False,
+    }
+    assert "disk" not in lines(room)

@@ -8,8 +8,9 @@ decides cards. Nothing is persisted; a gateway restart forgets every grant.
   lock, on gateway stop.
 - A per-call grant is bound to the exact request (action, target, args digest, policy digest),
   is used once, expires after a minute, and is void once the vault is locked or unlocked again.
-- One pending card per requester; an approver descending from the requester, or from its client
-  (unless ``allow_approver_in_client``), is refused.
+- One pending card per requester, and per uid its share of the cards that may wait; an
+  approver descending from the requester, or from its client (unless
+  ``allow_approver_in_client``), is refused.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from safeport.action_gateway.grants import (
     let_go,
 )
 from safeport.action_gateway.identity import PeerIdentity
+from safeport.action_gateway.shares import one_more
 from safeport.errors import Denied, Error
 
 PER_CALL_GRANT_S = 60.0
@@ -57,7 +59,7 @@ class NoSuchCard(Error):
 
 
 class Journal(Protocol):
-    def record(self, kind: str, body: dict[str, object]) -> None: ...
+    def record(self, kind: str, body: dict[str, object]) -> object: ...
 
 
 class LivenessProbe(Protocol):
@@ -79,7 +81,10 @@ class Approvals:
         probe: LivenessProbe,
         *,
         clock: Callable[[], float] = time.monotonic,
+        humans: int = 1,
     ) -> None:
+        """``humans``: how many uids are served, each with its share of the waiting cards."""
+        self._humans = humans
         self._journal = journal
         self._probe = probe
         self._clock = clock
@@ -346,8 +351,12 @@ class Approvals:
                 raise ApprovalRefused(
                     "another approval for this requester is already waiting", outcome="denied"
                 )
-            if len(self._pending) >= MAX_PENDING_CARDS:
-                raise ApprovalRefused("too many approvals are waiting", outcome="denied")
+            mine = sum(p.card.requester.uid == requester.uid for p in self._pending.values())
+            verdict = one_more(held_by_uid=mine, held_by_all=len(self._pending),
+                               ceiling=MAX_PENDING_CARDS, humans=self._humans)  # fmt: skip
+            if not verdict.fits:  # each human's share: one's agent cannot fill every place
+                reason = verdict.reason("waiting approvals")
+                raise ApprovalRefused(f"too many approvals are waiting: {reason}", outcome="denied")
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
             self._by_requester[requester.instance] = card.id

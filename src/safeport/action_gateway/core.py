@@ -27,11 +27,13 @@ from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits, a
 from safeport.action_gateway.identity import PeerIdentity
 from safeport.action_gateway.journal_evidence import JournalEvidence
 from safeport.action_gateway.journal_sealing import JournalSealing
-from safeport.action_gateway.journals import GatewayJournals, NoiseCounter
+from safeport.action_gateway.journal_space import JournalSpace
+from safeport.action_gateway.journals import GatewayJournals, RefusalRecords
 from safeport.action_gateway.ladder import Ladder
 from safeport.action_gateway.notifications import notify_card_waiting
 from safeport.action_gateway.policy_store import PolicyStore
 from safeport.action_gateway.rate_limits import RateLimiter
+from safeport.action_gateway.refusal_budget import RefusalBudget
 from safeport.action_gateway.resolution import Proposal
 from safeport.action_gateway.vault_state import VaultState, should_auto_lock
 from safeport.errors import Denied, Error
@@ -46,16 +48,6 @@ from safeport.vault.secrets import SecretBytes, SecretKind
 log = logging.getLogger("safeport.gateway")
 
 CredentialValue = Mapping[str, SecretBytes | str]
-
-
-class _SessionsJournal:
-    """The approvals' view of sessions.jsonl (durable before the step proceeds)."""
-
-    def __init__(self, journals: GatewayJournals) -> None:
-        self._journals = journals
-
-    def record(self, kind: str, body: dict[str, object]) -> None:
-        self._journals.sessions.record(kind, body)
 
 
 class GatewayCore:
@@ -86,8 +78,15 @@ class GatewayCore:
         )
         self._vault = VaultState(parts.vault_store)
         self._policies = PolicyStore(paths.gateway_config)
-        self._approvals = Approvals(_SessionsJournal(self._journals), parts.probe)
-        self._noise = NoiseCounter()
+        humans = len(self.admitted_uids)
+        self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
+        self._refusals = RefusalRecords(
+            self._journals.actions,
+            RefusalBudget(
+                full_per_window=limits.refusals_per_window, window_s=limits.refusal_window_s
+            ),
+            JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
+        )
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,
@@ -95,8 +94,10 @@ class GatewayCore:
             approvals=self._approvals,
             journal=self._journals.actions,
             executor=parts.executor,
-            rates=RateLimiter(),
+            rates=RateLimiter(humans=humans),
             admitted_uids=self.admitted_uids,
+            budget=self._refusals.budget,
+            space=self._refusals.space.low_reason,
         )
         self._agents = ConnectedAgents()
         self._approvals.subscribe(notify_card_waiting)
@@ -282,17 +283,17 @@ class GatewayCore:
     def record_session(self, kind: str, body: dict[str, object]) -> None:
         self._journals.sessions.record(kind, body)
 
-    def record_action(self, kind: str, body: dict[str, object]) -> None:
-        self._journals.actions.record(kind, body)
+    def record_refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+        """A requester's junk or refusal: whole within its uid's budget, else only counted."""
+        if self._refusals.budget.admit(uid, category):
+            self._journals.actions.record(kind, body)
 
     def count_refusal(self, category: str) -> None:
         """A connection refused before it was served: counted, journaled once per period."""
-        self._noise.add(category)
+        self._refusals.noise.add(category)
 
-    def flush_noise(self) -> None:
-        counts = self._noise.drain()
-        if counts:
-            self._journals.actions.record("input.refused", {"counts": counts})
+    def flush_noise(self, *, everything: bool = False) -> None:
+        self._refusals.flush(everything=everything)
 
     def reap(self) -> None:
         self._approvals.reap()
@@ -327,13 +328,14 @@ class GatewayCore:
             "pending_cards": len(self._approvals.cards()),
             "journals": {journal.name: _head_json(journal.head) for journal in journals},
             "alarms": list(self._evidence.alarms),
+            "journal_space": self._refusals.view(),
         }
 
     def stop(self) -> None:
         """The end of a run: grants voided, the last counts journaled, the vault locked."""
         self._approvals.void_all("gateway stopped")
         try:
-            self.flush_noise()
+            self.flush_noise(everything=True)
         except Exception as exc:  # the stop goes on; only the last noise counts are lost
             log.warning("the refusal counts could not be journaled at stop: %s", summarize(exc))
         self.record_session("gateway.stopped", {"pid": os.getpid()})

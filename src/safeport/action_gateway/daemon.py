@@ -105,14 +105,18 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     stop = asyncio.Event()
 
     def on_junk(pool: Executor) -> Callable[[Connection], Awaitable[None]]:
-        # Agent junk is journaled on the agents' workers, never on the ones the human needs.
+        # Agent junk is journaled on the agents' workers, never on the ones the human needs,
+        # and within the uid's budget of whole records (past it, counted).
         async def journal(conn: Connection) -> None:
             body = {
                 "counts": dict(conn.junk),
                 "peer_pid": conn.peer.pid,
                 "peer_exe": conn.peer.process.exe,
             }
-            await loop.run_in_executor(pool, lambda: core.record_action("input.invalid", body))
+            uid = conn.peer.uid
+            await loop.run_in_executor(
+                pool, lambda: core.record_refused(uid, "input_invalid", "input.invalid", body)
+            )
 
         return journal
 
@@ -128,7 +132,10 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             "requester": conn.peer.as_record(),
             "senders": senders,
         }
-        await loop.run_in_executor(pools.agents, lambda: core.record_action("action.denied", body))
+        uid = conn.peer.uid
+        await loop.run_in_executor(
+            pools.agents, lambda: core.record_refused(uid, "sender", "action.denied", body)
+        )
 
     # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: 0660 in a 0750 folder of
     # the account's group, whose members are the named humans; the gateway still admits by the

@@ -12,6 +12,8 @@ from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
 from safeport.action_gateway.connection import ServerLimits
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity import IdentityProbe
+from safeport.action_gateway.journal_space import RESERVE_BYTES
+from safeport.action_gateway.refusal_budget import FULL_PER_WINDOW, WINDOW_S
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.interface import VaultPublicKeys, VaultStore
@@ -40,6 +42,11 @@ class RuntimeLimits:
     worker_threads: int = 64
     # Rotation size of each journal's active file; drills use a small one to crash mid-rotation.
     journal_segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    # Free space proposals leave on the journals' disk for the human's commands.
+    journal_reserve_bytes: int = RESERVE_BYTES
+    # Per uid, how many refusals are journaled whole per window before they are only counted.
+    refusals_per_window: int = FULL_PER_WINDOW
+    refusal_window_s: float = WINDOW_S
 
 
 @dataclass(frozen=True)

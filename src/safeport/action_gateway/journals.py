@@ -5,7 +5,8 @@ fsyncs (group commit): each thread writes its record under the writer's lock and
 outside it, for an fsync that began after its write; one fsync serves every record waiting when
 it begins (:mod:`safeport.shared.audit.group_commit`). Junk from one connection and refused
 connections are counted in memory and journaled as one record per connection or per second,
-never one fsync per bad frame.
+never one fsync per bad frame; refusals past a requester's budget likewise
+(:class:`RefusalRecords`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+from safeport.action_gateway.journal_space import JournalSpace
+from safeport.action_gateway.refusal_budget import RefusalBudget
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
 
 SESSIONS = "sessions"
@@ -108,3 +111,32 @@ class NoiseCounter:
             counts = dict(self._counts)
             self._counts.clear()
         return counts
+
+
+class RefusalRecords:
+    """What refusals make the gateway write: connection noise counted per period, the
+    requesters' budget of whole refusal records (:mod:`refusal_budget`), the free space
+    proposals need (:mod:`journal_space`)."""
+
+    def __init__(self, actions: DurableJournal, budget: RefusalBudget, space: JournalSpace) -> None:
+        self._actions = actions
+        self.noise = NoiseCounter()
+        self.budget = budget
+        self.space = space
+
+    def flush(self, *, everything: bool = False) -> None:
+        """Journal the noise counts and the refusal tallies whose window ended (``everything``
+        at stop); a tally that could not be written is kept for the next flush."""
+        counts = self.noise.drain()
+        if counts:
+            self._actions.record("input.refused", {"counts": counts})
+        tallies = self.budget.due(everything=everything)
+        for done, tally in enumerate(tallies):
+            try:
+                self._actions.record("action.denied_many", tally.body())
+            except Exception:
+                self.budget.put_back(tallies[done:])
+                raise
+
+    def view(self) -> dict[str, object]:
+        return {**self.space.view(), "refusals_counted": self.budget.counted}

@@ -2,7 +2,8 @@
 
 Rungs, in order; the first that refuses ends the proposal and nothing past it is touched:
 
-1. frame, JSON and schema (the server, before this module) → ``invalid``
+1. frame, JSON and schema (the server, before this module) → ``invalid``; room on the
+   journals' disk (:mod:`journal_space`) → ``unavailable``
 2. peer identity unchanged since connect → ``denied``
 3. caller rules → ``denied``
 4. action named in the accepted policy, arguments valid, rate cap → ``denied``
@@ -13,8 +14,9 @@ Rungs, in order; the first that refuses ends the proposal and nothing past it is
 9. filter the result; durable outcome record → ``unavailable`` ("do not retry automatically")
 
 Every refusal is a :class:`Refusal` carrying its wire code, rung and category, and is journaled
-before the reply is sent. Reasons are fixed sentences with names from the policy, never the
-agent's raw values.
+before the reply is sent: whole while the requester's uid has budget left, past that counted
+into one record per category and window (:mod:`refusal_budget`). Reasons are fixed sentences
+with names from the policy, never the agent's raw values.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
 from safeport.action_gateway.rate_limits import RateLimiter
 from safeport.action_gateway.refusal import Refusal
+from safeport.action_gateway.refusal_budget import RefusalBudget
 from safeport.action_gateway.resolution import (
     Proposal,
     Resolved,
@@ -84,6 +87,9 @@ class Ladder:
     rates: RateLimiter
     admitted_uids: frozenset[int]
     clock: Callable[[], float] = field(default=time.monotonic)
+    budget: RefusalBudget = field(default_factory=RefusalBudget)
+    # Why the journals' disk has no room for a proposal now, or None (:mod:`journal_space`).
+    space: Callable[[], str | None] = field(default=lambda: None)
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
@@ -91,9 +97,15 @@ class Ladder:
         """Run rungs 2 to 9; return the filtered result or raise a journaled :class:`Refusal`."""
         request: ActionRequest | None = None
         intent: int | None = None
+        low = self.space()
+        if low is not None:
+            # Nothing is written for it: the disk is what is short. Counted, journaled as one
+            # record when there is room again.
+            self.budget.count(peer.uid, "disk_space")
+            raise Refusal("unavailable", 1, "disk_space", low)
         try:
             served = self._rung_identity_and_callers(peer)
-            resolved = self._rung_action(proposal, served)
+            resolved = self._rung_action(peer, proposal, served)
             request = resolved.request
             vault_epoch = self._rung_vault()
             grant = self._rung_approval(peer, request, served, vault_epoch)
@@ -126,7 +138,9 @@ class Ladder:
             raise Refusal("denied", 3, "caller", exc.message) from exc
         return served
 
-    def _rung_action(self, proposal: Proposal, served: ServedPolicy) -> Resolved:
+    def _rung_action(
+        self, peer: PeerIdentity, proposal: Proposal, served: ServedPolicy
+    ) -> Resolved:
         policy = served.policy
         try:
             resolved = resolve(proposal, served)
@@ -146,7 +160,7 @@ class Ladder:
             ) from None
         credential = policy.credentials[resolved.request.credential]
         try:
-            self.rates.take(resolved.request.credential, credential.rate_per_minute)
+            self.rates.take(resolved.request.credential, credential.rate_per_minute, peer.uid)
         except Denied as exc:
             raise Refusal("denied", 4, "rate", exc.message) from exc
         return resolved
@@ -282,6 +296,8 @@ class Ladder:
     ) -> None:
         if refusal.rung >= 7 and refusal.category == "journal":
             return  # the journal is what failed; the reply says so
+        if intent is None and not self.budget.admit(peer.uid, refusal.category):
+            return  # counted; journaled with its like in one `action.denied_many` record
         body: dict[str, object] = {
             "request_id": proposal.id,
             "rung": refusal.rung,

@@ -61,6 +61,7 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
         "vault": status.get("vault"),
         "sessions": status.get("sessions"),
         "pending_cards": status.get("pending_cards"),
+        "journal_space": status.get("journal_space"),
     }
 
 

@@ -20,8 +20,10 @@ import struct
 import sys
 import termios
 import time
+from pathlib import Path
 from typing import Any
 
+from safeport.errors import Error
 from safeport.shared.wire import PeerClosed
 
 SENDER_CHECK = sys.platform.startswith("linux") and hasattr(socket, "SO_PASSCRED")
@@ -170,3 +172,29 @@ def peer_closed(sock: socket.socket) -> bool:
         return any(mask & (select.POLLRDHUP | select.POLLHUP) for _, mask in poller.poll(0))
     except (OSError, ValueError):
         return True
+
+
+def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
+    """Bind a Unix socket created 0600 (umask while binding: no window where it is open), then
+    give it ``mode`` (0660 in dedicated mode: the account's group, then admission by uid).
+
+    With ``passcred`` the accepted connections inherit ``SO_PASSCRED`` (Linux), so credentials
+    are attached to every write, even one made before the connection was accepted.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(os.fspath(path))
+    except OSError as exc:
+        sock.close()
+        raise Error(f"cannot listen on {path}: {exc.strerror}") from exc
+    finally:
+        os.umask(old)
+    path.chmod(mode)
+    if passcred:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock

@@ -8,12 +8,14 @@ never use up what the human's `sp` needs on control.sock.
 Limits: request frames of 64 KiB (a larger declared length is answered ``invalid`` and the
 connection closed, its bytes never read), a partial frame times out after a few seconds, an idle
 connection after a longer while (control.sock: a few seconds before its first message), and a
-connection budget per server. When agent.sock is full, more connections are answered
-``unavailable`` and closed; when control.sock is full, the connection that has been idle longest
-(never a subscribed approver, never one idle less than half a second) makes room, so a new `sp`
-command gets through a flood of idle connections. Peers of
-another uid are refused even if the socket's mode were loosened. Junk is counted per connection
-and journaled once, with the count, when it closes.
+connection budget per server, of which each admitted uid may hold its share (:mod:`shares`), so
+one human's agent cannot take the places another human needs. When agent.sock is full, or the
+uid holds its share, more connections are answered ``unavailable`` (saying which limit) and
+closed; when control.sock is, the connection that has been idle longest (never a subscribed
+approver, never one idle less than half a second) makes room, among the uid's own when it holds
+its share, so a new `sp` command gets through a flood of idle connections. Peers of another
+uid are refused before they take a place, even if the socket's mode were loosened. Junk is
+counted per connection and journaled once, with the count, when it closes.
 
 Sender check (Linux): agent.sock receives with ``SO_PASSCRED``, so every chunk the kernel hands
 over carries the pid of the process that wrote it (``SCM_CREDENTIALS``; the kernel never merges
@@ -32,6 +34,7 @@ import logging
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,9 +45,11 @@ from safeport.action_gateway.peer_socket import (
     SENDER_CHECK,
     PeerSocket,
     Sender,
+    bind_private_socket,
     peer_closed,
     queued_bytes,
 )
+from safeport.action_gateway.shares import Verdict, at_share, one_more
 from safeport.errors import Denied, Error, FrameTooLarge, WireError
 from safeport.shared.exception_summary import summarize
 from safeport.shared.peer_credentials import peer_uid
@@ -97,7 +102,7 @@ class SocketServer:
         self._speaks_first = speaks_first
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
-        self._channels: set[PeerSocket] = set()
+        self._channels: dict[PeerSocket, int] = {}  # each connection and its peer's uid
         self._serving: set[asyncio.Task[None]] = set()
         self._connections: set[Connection] = set()
         self._admitted = admitted_uids if admitted_uids is not None else frozenset({os.geteuid()})
@@ -146,27 +151,67 @@ class SocketServer:
 
     async def _accept(self, sock: socket.socket) -> None:
         channel = PeerSocket(sock)
-        if len(self._channels) >= self._max_connections() and not self._evict_one():
-            self._on_refused("too_many_connections")
-            channel.send_nowait(_refusal("unavailable", "too many connections"))
+        try:
+            uid = peer_uid(channel.sock)
+        except Error:
             channel.close()
             return
-        self._channels.add(channel)
+        if uid not in self._admitted:
+            # Checked from the kernel's word before any /proc work, so users the gateway does not
+            # serve cannot make it spend identity workers (dedicated mode's sockets are open to
+            # every local user; same-user mode's are 0600 and this holds even if loosened), nor
+            # take a place in the budget.
+            self._on_refused(f"other_uid:{uid}")
+            channel.send_nowait(_refusal("denied", "this gateway does not serve your user"))
+            channel.close()
+            return
+        if not self._admit(channel, uid):
+            return
+        self._channels[channel] = uid
         try:
             await self._serve(channel)
         finally:
-            self._channels.discard(channel)
+            self._channels.pop(channel, None)
             channel.close()
 
-    def _evict_one(self) -> bool:
+    def _admit(self, channel: PeerSocket, uid: int) -> bool:
+        """Whether a new connection of ``uid`` fits: under the server's budget and under the
+        uid's share of it (:mod:`shares`), so one human's flood never takes another's place.
+        A refused connection is told which limit it met and counted, never journaled alone."""
+        held = Counter(self._channels.values())
+        verdict = one_more(
+            held_by_uid=held[uid],
+            held_by_all=len(self._channels),
+            ceiling=self._max_connections(),
+            humans=len(self._admitted),
+        )
+        if verdict.fits or self._evict_one(uid, verdict, held):
+            return True
+        category = "too_many_connections" if verdict.whose == "all" else f"connection_share:{uid}"
+        self._on_refused(category)
+        reason = verdict.reason(f"connections to {self.name}.sock")
+        channel.send_nowait(_refusal("unavailable", f"too many connections: {reason}"))
+        channel.close()
+        return False
+
+    def _evict_one(self, uid: int, verdict: Verdict, held: Counter[int]) -> bool:
         """control.sock: close the connection idle longest (not a subscribed approver, not one
         with an operation in progress, not one that just arrived, and silent ones before any with
-        unread bytes) to serve a new `sp` command."""
+        unread bytes) to serve a new `sp` command. A uid at its share makes room among its own
+        connections; a uid under its share, from those of the uids at theirs."""
         if not self._make_room:
             return False
+        if verdict.whose == "user":
+            owners = {uid}
+        else:
+            owners = at_share(dict(held), self._max_connections(), len(self._admitted))
         now = time.monotonic()
         grace = self._limits.evict_after_idle_s
-        idle = [ch for ch in self._channels if ch.evictable(now, grace)]
+        idle = [
+            ch
+            for ch, owner in self._channels.items()
+            if owner in owners and ch.evictable(now, grace)
+        ]
         if not idle:
             return False
         # A connection whose peer wrote bytes not read yet is not idle: under a flood, the
@@ -180,7 +225,7 @@ class SocketServer:
         oldest.close()
         if oldest.busy and oldest.task is not None:
             oldest.task.cancel()  # it was waiting its turn; the read loop is not listening
-        self._channels.discard(oldest)
+        self._channels.pop(oldest, None)
         return True
 
     def _resolve_live(self, sock: socket.socket) -> PeerIdentity:
@@ -197,17 +242,6 @@ class SocketServer:
             # Normally inherited from the listener; set again where a kernel does not.
             with contextlib.suppress(OSError):
                 channel.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        try:
-            uid = peer_uid(channel.sock)
-        except Error:
-            return
-        if uid not in self._admitted:
-            # Checked from the kernel's word before any /proc work, so users the gateway does not
-            # serve cannot make it spend identity workers (dedicated mode's sockets are open to
-            # every local user; same-user mode's are 0600 and this holds even if loosened).
-            self._on_refused(f"other_uid:{uid}")
-            channel.send_nowait(_refusal("denied", "this gateway does not serve your user"))
-            return
         try:
             peer = await loop.run_in_executor(self._pool, self._resolve_live, channel.sock)
         except Denied as exc:
@@ -337,32 +371,6 @@ class SocketServer:
         await conn.send_error(
             request_id, "denied", "this message was not sent by the process that connected"
         )
-
-
-def bind_private_socket(path: Path, *, passcred: bool = False, mode: int = 0o600) -> socket.socket:
-    """Bind a Unix socket created 0600 (umask while binding: no window where it is open), then
-    give it ``mode`` (0660 in dedicated mode: the account's group, then admission by uid).
-
-    With ``passcred`` the accepted connections inherit ``SO_PASSCRED`` (Linux), so credentials
-    are attached to every write, even one made before the connection was accepted.
-    """
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(os.fspath(path))
-    except OSError as exc:
-        sock.close()
-        raise Error(f"cannot listen on {path}: {exc.strerror}") from exc
-    finally:
-        os.umask(old)
-    path.chmod(mode)
-    if passcred:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 def _refusal(code: ErrorCode, reason: str) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from safeport.action_gateway.overview import Overview
 
 
@@ -46,6 +48,7 @@ def overview_lines(view: Overview) -> list[str]:
     if gateway["running"]:
         lines.append(f"sessions  {gateway['sessions']} open")
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
+        lines.extend(_space_lines(gateway.get("journal_space")))
     for journal in view.journals:
         mark = "ok" if journal["ok"] else "PROBLEM"
         lines.append(f"journal   {journal['journal']:<9} {mark:<8} {journal['verdict']}")
@@ -58,3 +61,16 @@ def overview_lines(view: Overview) -> list[str]:
     if not view.clients:
         lines.append("client    none for this folder — `sp client install CLIENT`")
     return lines
+
+
+def _space_lines(space: Any) -> list[str]:
+    """A low journals' disk is said in words: proposals are being refused until it is freed."""
+    if not isinstance(space, dict) or not space.get("low"):
+        return []
+    free = int(space.get("free_bytes", 0)) / (1024 * 1024)
+    reserve = int(space.get("reserve_bytes", 0)) / (1024 * 1024)
+    return [
+        f"disk      PROBLEM the journals' disk has {free:.1f} MiB free (under the "
+        f"{reserve:.0f} MiB kept for your commands): agents' proposals are refused until "
+        "space is freed"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
@@ -261,3 +262,37 @@ def test_writer_errors_never_carry_the_body(tmp_path: Path) -> None:
     with JournalWriter(path) as writer, pytest.raises(AuditError) as caught:
         writer.append("test.event", {"secret": "CANARY-a8f3", "bad": object()})
     assert "CANARY" not in str(caught.value)
+
+
+def test_a_full_disk_refuses_the_append_and_the_journal_goes_on_when_space_returns(
+    tmp_path: Path,
+) -> None:
+    """A real 1 MiB tmpfs filled to the last byte: the failed append leaves no torn line, and
+    once space is freed the same writer appends again and the chain verifies (no restart)."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import need
+
+    need(os.geteuid() == 0 and shutil.which("mount") is not None, "root, to mount a tmpfs")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        path = disk / "actions.jsonl"
+        writer = JournalWriter(path)
+        writer.append("first", {"n": 1})
+        filler = disk / "filler"
+        with filler.open("wb", buffering=0) as out, contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 512)
+        with pytest.raises(JournalUnavailable, match="No space left"):
+            writer.append("refused", {"pad": "x" * 20_000})
+        assert path.read_bytes().endswith(b"\n")  # no half record left behind
+        filler.unlink()
+        writer.append("again", {"n": 2})
+        writer.close()
+        report = verify_journal(path)
+        assert report.ok and report.records == 2, report.verdict()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -184,7 +184,19 @@ class JournalWriter:
         if size > 0 and size + len(line) > self.segment_bytes:
             self._rotate()
             size = 0
-        journal_file.write_all(self._fd, line)
+        try:
+            journal_file.write_all(self._fd, line)
+        except OSError:
+            # A full disk: part of the line may be in the file. Cut it off now (that needs no
+            # space), so the file still ends with a whole record and the next append goes on
+            # once there is room, with no restart; if even that fails, the next append finds a
+            # torn tail and trims it. (A failed fsync is another matter: see group_commit.)
+            try:
+                os.ftruncate(self._fd, size)
+                self._known_size = size
+            except OSError:
+                self._known_size = -1
+            raise
         self._known_size = size + len(line)
         self._head = head
         return head
