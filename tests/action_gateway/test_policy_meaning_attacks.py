@@ -13,7 +13,7 @@ import pytest
 
 from harness.gateway import POLICY
 from safeport.action_gateway.policy_directions import undeclared_fields
-from safeport.action_gateway.policy_meaning import MeaningChange, meaning_of_edit
+from safeport.action_gateway.policy_meaning import MeaningChange, meaning_lines, meaning_of_edit
 from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
@@ -233,3 +233,18 @@ def test_status_gives_the_text_and_its_digest_from_one_read(tmp_path: Path) -> N
             fifo.read()
     feeder.join(timeout=5)
     assert json.dumps(status)  # wire-safe
+
+
+def test_a_long_list_still_ends_with_how_many_loosenings_it_holds() -> None:
+    """Hundreds of harmless lines scroll the one loosening off the top of the screen: the last
+    line before the prompt still counts it."""
+    notes = "".join(
+        f'\n[ssh.hosts.session-host.commands.note{n}]\nargv = ["true"]\n' for n in range(200)
+    )
+    accepted = ACCEPTED + notes
+    proposed = accepted.replace(CALLERS, "").replace('argv = ["true"]', 'argv = ["true", "1"]')
+    policy, _ = parse_gateway_policy(proposed)
+    lines = meaning_lines(meaning_of_edit(accepted, policy), first=False)
+    assert lines[1].startswith("  LOOSENED   THE [callers] TABLE IS REMOVED")
+    assert lines[-1].startswith("in all: 202 LOOSENED, 0 CHANGED, 0 TIGHTENED"), lines[-1]
+    assert meaning_lines((), first=False)[-1].endswith("no change (only comments, layout or order)")

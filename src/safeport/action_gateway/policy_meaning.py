@@ -82,7 +82,16 @@ def meaning_lines(changes: tuple[MeaningChange, ...], *, first: bool) -> list[st
     against = "the defaults (nothing accepted yet)" if first else "the accepted policy"
     if not changes:
         return [f"what it means, against {against}: no change (only comments, layout or order)"]
-    return [f"what it means, against {against}:", *(f"  {c.line()}" for c in changes)]
+    # The count closes the list, just above the prompt: a list longer than the screen has
+    # scrolled its first lines (the loosenings) away, and the count still says they are there.
+    counts = ", ".join(
+        f"{sum(c.weight == weight for c in changes)} {weight.upper()}" for weight in _ORDER
+    )
+    return [
+        f"what it means, against {against}:",
+        *(f"  {c.line()}" for c in changes),
+        f"in all: {counts} (loosenings listed first)",
+    ]
 
 
 def meaning_changes(
