@@ -248,3 +248,14 @@ def test_a_long_list_still_ends_with_how_many_loosenings_it_holds() -> None:
     assert lines[1].startswith("  LOOSENED   THE [callers] TABLE IS REMOVED")
     assert lines[-1].startswith("in all: 202 LOOSENED, 0 CHANGED, 0 TIGHTENED"), lines[-1]
     assert meaning_lines((), first=False)[-1].endswith("no change (only comments, layout or order)")
+
+
+def test_an_accepted_policy_this_version_cannot_read_is_said_not_silently_compared() -> None:
+    """Compared with the defaults instead, a rate cap only the old text set would vanish
+    unsaid: the first line says the comparison is not with what was accepted."""
+    old = ACCEPTED + "\n[retired]\nknob = 1\n"  # a table an older version knew
+    proposed = ACCEPTED.replace("rate_per_minute = 2\n", "")
+    changes = said(proposed, old)
+    assert changes[0].weight == "loosened"
+    assert changes[0].text.startswith("the accepted policy does not parse under this version")
+    assert said(proposed, ACCEPTED)[0].text.endswith("the rate cap is REMOVED (was 2/min)")
