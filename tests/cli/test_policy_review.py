@@ -111,3 +111,26 @@ def test_accept_of_comments_and_unicode_in_strings_says_only_what_changed(home: 
         )
         again = sp(home, "policy", "check", "--json")
         assert json.loads(again.stdout)["served"] is True
+
+
+def test_check_and_accept_say_a_widened_argv_as_loosened_and_count_it_last(home: Path) -> None:
+    with running_gateway(home):
+        pw = str(home / "pw")
+        assert sp(home, "policy", "accept", "--passphrase-file", pw, "--yes").returncode == 0
+        policy = home / "gateway.toml"
+        policy.write_text(POLICY.replace('argv = ["uptime"]', 'argv = ["sh", "-c", "uptime"]'))
+        meaning = json.loads(sp(home, "policy", "check", "--json").stdout)["unaccepted_meaning"]
+        assert meaning == [
+            {
+                "weight": "loosened",
+                "text": 'command "uptime" on ssh host "nowhere" `argv` changes from ["uptime"] '
+                'to ["sh", "-c", "uptime"]',
+            }
+        ]
+        shown = sp(home, "policy", "accept", "--passphrase-file", pw, stdin="n\n")
+        assert shown.returncode != 0
+        before_prompt = shown.stdout[: shown.stdout.index("serve this policy?")].splitlines()
+        assert (
+            before_prompt[-1]
+            == "in all: 1 LOOSENED, 0 CHANGED, 0 TIGHTENED (loosenings listed first)"
+        )

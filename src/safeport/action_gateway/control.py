@@ -86,7 +86,7 @@ async def gateway_reload(
 async def policy_status(
     ctx: ControlContext, conn: Connection, request: PolicyStatusRequest
 ) -> dict[str, Any]:
-    return {**ctx.core.policy_status(), **ctx.core.policy_texts()}
+    return ctx.core.policy_snapshot()
 
 
 async def policy_accept(

@@ -216,11 +216,9 @@ class GatewayCore:
     def policy_status(self) -> dict[str, object]:
         return self._policies.status()
 
-    def policy_texts(self) -> dict[str, str | None]:
-        """The text served and the text on disk, for `sp policy` to show the difference."""
-        served = self._policies.served
-        file_text = self._policies.read_file().text
-        return {"served_text": served.text if served else None, "file_text": file_text}
+    def policy_snapshot(self) -> dict[str, object]:
+        """The status with the text served and the text on disk (one read), for `sp policy`."""
+        return self._policies.snapshot()
 
     def accept_policy(self, shown_digest: str, text: str | None) -> str:
         """Serve gateway.toml (or ``text``) if it is exactly the text whose digest was shown."""

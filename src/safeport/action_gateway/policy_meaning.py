@@ -6,20 +6,37 @@ terminal breaks at, a key moved elsewhere, a default that applies once a line is
 what is said here. Every field of the model is compared, so a field added to the schema later
 is reported too ("changed from … to …") before anyone writes a sentence for it; the fields that
 decide who may ask for what, how often and under which approval get their own sentence and say
-whether the edit loosens or tightens. Pure: the CLI renders the result.
+whether the edit loosens or tightens. Every other field says which way it loosens in
+``policy_directions.py``, by its place in the schema; one whose direction cannot be computed
+(a pattern, an argv, an address) is said as loosened, never as a neutral "changed". A host or
+service moved to another credential is said with what that credential's approval and rate cap
+make of it. Values are shown whole: two different values never read alike. Pure: the CLI
+renders the result.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel
 
+from safeport.action_gateway.policy_directions import Direction, direction
+from safeport.action_gateway.policy_words import (
+    credential_words,
+    entity_kind,
+    matches,
+    shown,
+    target,
+    where,
+)
 from safeport.errors import ConfigError
-from safeport.shared.schemas.config import CallerRule, GatewayPolicy, parse_gateway_policy
+from safeport.shared.schemas.config import (
+    CallerRule,
+    GatewayPolicy,
+    parse_gateway_policy,
+)
 
 Weight = Literal["loosened", "changed", "tightened"]
 _ORDER: dict[Weight, int] = {"loosened": 0, "changed": 1, "tightened": 2}
@@ -41,14 +58,22 @@ def meaning_of_edit(
     accepted_text: str | None, proposed: GatewayPolicy
 ) -> tuple[MeaningChange, ...]:
     """The changes from the accepted text (None: nothing accepted yet) to ``proposed``."""
-    accepted: GatewayPolicy | None = None
-    if accepted_text is not None:
-        try:
-            accepted, _ = parse_gateway_policy(accepted_text)
-        except ConfigError:
-            # Accepted under an older, laxer schema: compare with nothing, so all is listed.
-            accepted = None
+    if accepted_text is None:
+        return meaning_changes(None, proposed)
+    try:
+        accepted, _ = parse_gateway_policy(accepted_text)
+    except ConfigError:
+        # Accepted under an older, laxer schema: compare with the defaults, and say so, since
+        # a limit only the old text set is then missing from the list below.
+        unread = MeaningChange("loosened", _UNREADABLE)
+        return (unread, *meaning_changes(None, proposed))
     return meaning_changes(accepted, proposed)
+
+
+_UNREADABLE = (
+    "the accepted policy does not parse under this version, so what follows is compared "
+    "with the defaults: a limit only the accepted policy set is NOT listed"
+)
 
 
 def meaning_lines(changes: tuple[MeaningChange, ...], *, first: bool) -> list[str]:
@@ -57,20 +82,37 @@ def meaning_lines(changes: tuple[MeaningChange, ...], *, first: bool) -> list[st
     against = "the defaults (nothing accepted yet)" if first else "the accepted policy"
     if not changes:
         return [f"what it means, against {against}: no change (only comments, layout or order)"]
-    return [f"what it means, against {against}:", *(f"  {c.line()}" for c in changes)]
+    # The count closes the list, just above the prompt: a list longer than the screen has
+    # scrolled its first lines (the loosenings) away, and the count still says they are there.
+    counts = ", ".join(
+        f"{sum(c.weight == weight for c in changes)} {weight.upper()}" for weight in _ORDER
+    )
+    return [
+        f"what it means, against {against}:",
+        *(f"  {c.line()}" for c in changes),
+        f"in all: {counts} (loosenings listed first)",
+    ]
 
 
 def meaning_changes(
     accepted: GatewayPolicy | None, proposed: GatewayPolicy
 ) -> tuple[MeaningChange, ...]:
     """Every difference between two policies, loosening first; None = nothing accepted yet."""
-    out: list[MeaningChange] = []
-    if accepted is None:
-        if proposed.callers is None:
-            _say(out, "loosened", _NO_CALLERS)
-        accepted = GatewayPolicy()
-    _compare((), accepted, proposed, out)
-    return tuple(sorted(out, key=lambda change: _ORDER[change.weight]))
+    out = _Said(accepted or GatewayPolicy(), proposed)
+    if accepted is None and proposed.callers is None:
+        _say(out, "loosened", _NO_CALLERS)
+    _compare((), out.old, proposed, out)
+    return tuple(sorted(out.changes, key=lambda change: _ORDER[change.weight]))
+
+
+@dataclass
+class _Said:
+    """The changes said so far, and both policies, for a sentence that follows a reference
+    (a host's credential) from one table to another."""
+
+    old: GatewayPolicy
+    new: GatewayPolicy
+    changes: list[MeaningChange] = field(default_factory=list)
 
 
 _NO_CALLERS = (
@@ -79,11 +121,11 @@ _NO_CALLERS = (
 )
 
 
-def _compare(path: Path, old: object, new: object, out: list[MeaningChange]) -> None:
+def _compare(path: Path, old: object, new: object, out: _Said) -> None:
     if old == new:
         return
     for pattern, rule in _RULES:
-        if _matches(pattern, path) and rule(path, old, new, out):
+        if matches(pattern, path) and rule(path, old, new, out):
             return
     if isinstance(old, BaseModel) and type(old) is type(new):
         for name in type(old).model_fields:
@@ -101,80 +143,95 @@ def _compare(path: Path, old: object, new: object, out: list[MeaningChange]) -> 
         _value_changed(path, old, new, out)
 
 
-def _added(path: Path, value: object, out: list[MeaningChange]) -> None:
-    kind = _entity_kind(path)
-    if kind == "ssh host":
-        commands = ", ".join(_shown(name) for name in getattr(value, "commands", {}))
+def _added(path: Path, value: object, out: _Said) -> None:
+    kind = entity_kind(path)
+    if kind in ("ssh host", "http service"):
+        children = "commands" if kind == "ssh host" else "operations"
+        names = ", ".join(shown(name) for name in getattr(value, children, {}))
+        credential = out.new.credentials.get(str(getattr(value, "credential", "")))
         _say(
             out,
             "loosened",
-            f"{_where(path)} is added ({_target(value)}), commands: {commands or 'none'}",
+            f"{where(path)} is added ({target(value)}), {children}: {names or 'none'}; "
+            f"its credential {shown(getattr(value, 'credential', None))}: "
+            f"{credential_words(credential)}",
         )
-        for name, command in getattr(value, "commands", {}).items():
-            _added((*path, "commands", name), command, out)
+        for name, child in getattr(value, children, {}).items():
+            _added((*path, children, name), child, out)
     elif kind == "ssh command":
-        argv = _shown(getattr(value, "argv", []))
-        _say(out, "loosened", f"an agent may now propose {_where(path)}: {argv}")
-    elif kind == "http service":
-        operations = ", ".join(_shown(name) for name in getattr(value, "operations", {}))
-        _say(
-            out,
-            "loosened",
-            f"{_where(path)} is added ({_target(value)}), operations: {operations or 'none'}",
-        )
-        for name, operation in getattr(value, "operations", {}).items():
-            _added((*path, "operations", name), operation, out)
+        argv = shown(getattr(value, "argv", []))
+        _say(out, "loosened", f"an agent may now propose {where(path)}: {argv}")
     elif kind == "http operation":
-        call = f"{getattr(value, 'method', '?')} {_shown(getattr(value, 'path', ''))}"
-        _say(out, "loosened", f"an agent may now propose {_where(path)}: {call}")
+        call = f"{getattr(value, 'method', '?')} {shown(getattr(value, 'path', ''))}"
+        _say(out, "loosened", f"an agent may now propose {where(path)}: {call}")
     elif kind == "credential":
-        _say(out, "changed", f"{_where(path)} is declared: {_credential(value)}")
+        _say(out, "changed", f"{where(path)} is declared: {credential_words(value)}")
     else:
-        _say(out, "changed", f"{_where(path)} is added: {_shown(value)}")
+        _say(out, _unknown(path), f"{where(path)} is added: {shown(value)}")
 
 
-def _removed(path: Path, value: object, out: list[MeaningChange]) -> None:
-    kind = _entity_kind(path)
+def _removed(path: Path, value: object, out: _Said) -> None:
+    kind = entity_kind(path)
     if kind in ("ssh command", "http operation"):
-        _say(out, "tightened", f"an agent may no longer propose {_where(path)}")
+        _say(out, "tightened", f"an agent may no longer propose {where(path)}")
     elif kind in ("ssh host", "http service", "credential"):
-        _say(out, "tightened", f"{_where(path)} is removed")
+        _say(out, "tightened", f"{where(path)} is removed")
     else:
-        _say(out, "changed", f"{_where(path)} is removed (was {_shown(value)})")
+        # A query parameter, a header or a param gone can let more through as easily as less.
+        _say(out, _unknown(path), f"{where(path)} is removed (was {shown(value)})")
 
 
-def _list_changed(
-    path: Path, old: list[object], new: list[object], out: list[MeaningChange]
-) -> None:
+def _list_changed(path: Path, old: list[object], new: list[object], out: _Said) -> None:
+    way = direction(path)
+    if way != "more":
+        # Order counts (an argv): the whole list before and after, in its order.
+        _say(out, _unknown(path), f"{where(path)} changes from {shown(old)} to {shown(new)}")
+        return
     gone = [item for item in old if item not in new]
     came = [item for item in new if item not in old]
     parts = []
     if came:
-        parts.append(f"adds {_shown(came)}")
+        parts.append(f"adds {shown(came)}")
     if gone:
-        parts.append(f"drops {_shown(gone)}")
+        parts.append(f"drops {shown(gone)}")
     if not parts:
-        parts.append(f"changes order: {_shown(old)} -> {_shown(new)}")
-    weight: Weight = "changed"
-    if path[-1] in _MORE_IS_LOOSER and (came or gone):
-        weight = "loosened" if came and not gone else "tightened" if gone and not came else weight
-    _say(out, weight, f"{_where(path)} {'; '.join(parts)}")
+        parts.append(f"changes order: {shown(old)} -> {shown(new)}")
+    # A value added is allowed now, whatever else was dropped beside it.
+    weight: Weight = "loosened" if came else "tightened" if gone else "changed"
+    _say(out, weight, f"{where(path)} {'; '.join(parts)}")
 
 
-def _value_changed(path: Path, old: object, new: object, out: list[MeaningChange]) -> None:
-    weight: Weight = "changed"
-    field = path[-1] if path else ""
-    if isinstance(old, bool) and isinstance(new, bool) and field in _TRUE_IS_LOOSER:
+def _value_changed(path: Path, old: object, new: object, out: _Said) -> None:
+    way = direction(path)
+    weight = _unknown(path)
+    if way == "true" and isinstance(old, bool) and isinstance(new, bool):
         weight = "loosened" if new else "tightened"
-    elif _number(old) and _number(new) and field in _BIGGER_IS_LOOSER:
-        weight = "loosened" if _more(new, old) else "tightened"
-    elif _number(old) and _number(new) and field in _SMALLER_IS_LOOSER:
-        weight = "loosened" if _more(old, new) else "tightened"
-    _say(out, weight, f"{_where(path)} changes from {_shown(old)} to {_shown(new)}")
+    elif way in ("bigger", "smaller") and _bound(old) and _bound(new):
+        # None is no bound at all: the biggest upper bound, the smallest lower one.
+        wider = _wider(old, new) if way == "bigger" else _wider(new, old)
+        weight = "loosened" if wider else "tightened"
+    _say(out, weight, f"{where(path)} changes from {shown(old)} to {shown(new)}")
 
 
-def _say(out: list[MeaningChange], weight: Weight, text: str) -> None:
-    out.append(MeaningChange(weight, text))
+def _unknown(path: Path) -> Weight:
+    """A change whose direction no rule computes: loosened, unless the field decides nothing."""
+    way: Direction = direction(path)
+    return "changed" if way == "words" else "loosened"
+
+
+def _wider(old: object, new: object) -> bool:
+    """Whether the upper bound ``new`` allows more than ``old`` (None: unbounded)."""
+    if new is None or old is None:
+        return new is None
+    return _more(new, old)
+
+
+def _bound(value: object) -> bool:
+    return value is None or _number(value)
+
+
+def _say(out: _Said, weight: Weight, text: str) -> None:
+    out.changes.append(MeaningChange(weight, text))
 
 
 def _number(value: object) -> bool:
@@ -185,22 +242,12 @@ def _more(first: object, second: object) -> bool:
     return float(str(first)) > float(str(second))
 
 
-# Field names whose direction is known wherever they appear.
-_TRUE_IS_LOOSER = frozenset({"allow_private_addresses", "allow_approver_in_client"})
-_BIGGER_IS_LOOSER = frozenset({
-    "max_length", "max", "max_output_bytes", "max_response_bytes", "session_max_minutes",
-    "max_connections", "timeout_s", "connect_timeout_s",
-})  # fmt: skip
-_SMALLER_IS_LOOSER = frozenset({"min"})
-_MORE_IS_LOOSER = frozenset({"enum", "allow_leading_dash", "host_keys", "response_fields"})
-
-
 # --- the sentences for the fields that decide who may ask for what --------------------------
 
-Rule = Callable[[Path, object, object, list[MeaningChange]], bool]
+Rule = Callable[[Path, object, object, "_Said"], bool]
 
 
-def _callers_table(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
+def _callers_table(path: Path, old: object, new: object, out: _Said) -> bool:
     if new is None:
         count = len(getattr(old, "rules", []))
         _say(
@@ -225,7 +272,7 @@ def _callers_table(path: Path, old: object, new: object, out: list[MeaningChange
     return False
 
 
-def _caller_rules(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
+def _caller_rules(path: Path, old: object, new: object, out: _Said) -> bool:
     old_rules = old if isinstance(old, list) else []
     new_rules = new if isinstance(new, list) else []
     for rule in new_rules:
@@ -246,36 +293,36 @@ def _caller_rules(path: Path, old: object, new: object, out: list[MeaningChange]
 
 def _caller_rule(rule: object) -> str:
     if not isinstance(rule, CallerRule):
-        return _shown(rule)
+        return shown(rule)
     fields = {name: value for name, value in rule.model_dump().items() if value is not None}
     if not fields:
         return "a rule with no condition (it matches every process)"
-    return ", ".join(f"{name} = {_shown(value)}" for name, value in fields.items())
+    return ", ".join(f"{name} = {shown(value)}" for name, value in fields.items())
 
 
-def _approval(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
+def _approval(path: Path, old: object, new: object, out: _Said) -> bool:
     if new == "session":
         text = "one approval now covers every call of a process for its whole session"
-        _say(out, "loosened", f"{_where(path[:-1])}: {text} (was per call)")
+        _say(out, "loosened", f"{where(path[:-1])}: {text} (was per call)")
     else:
-        text = f"every call now needs its own approval (was {_shown(old)})"
-        _say(out, "tightened", f"{_where(path[:-1])}: {text}")
+        text = f"every call now needs its own approval (was {shown(old)})"
+        _say(out, "tightened", f"{where(path[:-1])}: {text}")
     return True
 
 
-def _rate_cap(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
-    where = _where(path[:-1])
+def _rate_cap(path: Path, old: object, new: object, out: _Said) -> bool:
+    place = where(path[:-1])
     if new is None:
-        _say(out, "loosened", f"{where}: the rate cap is REMOVED (was {old}/min)")
+        _say(out, "loosened", f"{place}: the rate cap is REMOVED (was {old}/min)")
     elif old is None:
-        _say(out, "tightened", f"{where}: calls are now capped at {new}/min")
+        _say(out, "tightened", f"{place}: calls are now capped at {new}/min")
     else:
         weight: Weight = "loosened" if _more(new, old) else "tightened"
-        _say(out, weight, f"{where}: the rate cap changes from {old} to {new}/min")
+        _say(out, weight, f"{place}: the rate cap changes from {old} to {new}/min")
     return True
 
 
-def _auto_lock(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
+def _auto_lock(path: Path, old: object, new: object, out: _Said) -> bool:
     if new == 0:
         _say(out, "loosened", f"the vault no longer locks itself (was after {old} idle minutes)")
     elif old == 0:
@@ -286,9 +333,29 @@ def _auto_lock(path: Path, old: object, new: object, out: list[MeaningChange]) -
     return True
 
 
-def _syslog(path: Path, old: object, new: object, out: list[MeaningChange]) -> bool:
+def _syslog(path: Path, old: object, new: object, out: _Said) -> bool:
     weight: Weight = "loosened" if new == "off" else "changed"
-    _say(out, weight, f"signed journal heads go to syslog {_shown(new)} (was {_shown(old)})")
+    _say(out, weight, f"signed journal heads go to syslog {shown(new)} (was {shown(old)})")
+    return True
+
+
+def _whole(path: Path, old: object, new: object, out: _Said) -> bool:
+    _say(out, "loosened", f"{where(path)} changes from {shown(old)} to {shown(new)}")
+    return True
+
+
+def _credential_used(path: Path, old: object, new: object, out: _Said) -> bool:
+    """A host or service moved to another credential: what its calls' approval and rate cap
+    become is that credential's, said for the host as if its own fields had changed."""
+    _say(out, "loosened", f"{where(path)} changes from {shown(old)} to {shown(new)}")
+    before = out.old.credentials.get(str(old))
+    after = out.new.credentials.get(str(new))
+    if before is None or after is None:
+        return True
+    if before.approval != after.approval:
+        _approval((*path[:-1], "approval"), before.approval, after.approval, out)
+    if before.rate_per_minute != after.rate_per_minute:
+        _rate_cap((*path[:-1], "rate"), before.rate_per_minute, after.rate_per_minute, out)
     return True
 
 
@@ -299,75 +366,7 @@ _RULES: tuple[tuple[Path, Rule], ...] = (
     (("credentials", "*", "rate_per_minute"), _rate_cap),
     (("gateway", "auto_lock_minutes"), _auto_lock),
     (("gateway", "syslog"), _syslog),
+    (("ssh", "hosts", "*", "credential"), _credential_used),
+    (("http", "services", "*", "credential"), _credential_used),
+    (("http", "services", "*", "operations", "*", "json_body"), _whole),
 )
-
-
-def _matches(pattern: Path, path: Path) -> bool:
-    return len(pattern) == len(path) and all(
-        p in ("*", q) for p, q in zip(pattern, path, strict=True)
-    )
-
-
-# --- naming what changed -------------------------------------------------------------------
-
-
-def _entity_kind(path: Path) -> str | None:
-    shapes = {
-        ("ssh", "hosts", "*"): "ssh host",
-        ("ssh", "hosts", "*", "commands", "*"): "ssh command",
-        ("http", "services", "*"): "http service",
-        ("http", "services", "*", "operations", "*"): "http operation",
-        ("credentials", "*"): "credential",
-    }
-    return next((kind for shape, kind in shapes.items() if _matches(shape, path)), None)
-
-
-def _where(path: Path) -> str:
-    """``path`` in words: the entity it belongs to, then the field inside it."""
-    for size in (5, 3, 2):
-        kind = _entity_kind(path[:size]) if len(path) >= size else None
-        if kind is None:
-            continue
-        names = path[:size]
-        if kind == "ssh command":
-            entity = f"command {_shown(names[4])} on ssh host {_shown(names[2])}"
-        elif kind == "http operation":
-            entity = f"operation {_shown(names[4])} of http service {_shown(names[2])}"
-        else:
-            entity = f"{kind} {_shown(names[-1])}"
-        rest = path[size:]
-        return entity + (f" `{_dotted(rest)}`" if rest else "")
-    if path and path[0] == "gateway":
-        return f"[gateway] `{_dotted(path[1:])}`"
-    return f"`{_dotted(path)}`"
-
-
-def _dotted(path: Path) -> str:
-    return ".".join(
-        part if part.isascii() and part.isidentifier() else _shown(part) for part in path
-    )
-
-
-def _credential(value: object) -> str:
-    kind, approval, cap = (
-        getattr(value, name, None) for name in ("kind", "approval", "rate_per_minute")
-    )
-    scope = "once per session" if approval == "session" else "every call"
-    rate = f"at most {cap}/min" if cap is not None else "no rate cap"
-    return f"kind {_shown(kind)}, approved {scope}, {rate}"
-
-
-def _target(value: object) -> str:
-    if hasattr(value, "base_url"):
-        return _shown(value.base_url)
-    user, address, port = (getattr(value, name, "?") for name in ("user", "address", "port"))
-    return f"{_shown(f'{user}@{address}:{port}')}"
-
-
-def _shown(value: object) -> str:
-    """A value as JSON with every non-ASCII character escaped, cut at 160 characters: what a
-    policy holds is shown exactly, and nothing in it can move or hide the rest of the line."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump(exclude_defaults=True)
-    text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
-    return text if len(text) <= 160 else text[:159] + "~"

@@ -130,8 +130,21 @@ class PolicyStore:
         return service is not None and action in service.operations
 
     def status(self) -> dict[str, object]:
-        current = self.read_file()
-        served = self._served
+        return self._status(self.read_file(), self._served)
+
+    def snapshot(self) -> dict[str, object]:
+        """:meth:`status` with the served text and the file's text, all from one read of the
+        file and one look at the served policy: the digest a human accepts is then the digest
+        of the text `sp policy accept` showed them, never that of a file swapped in between."""
+        current, served = self.read_file(), self._served
+        return {
+            **self._status(current, served),
+            "served_text": served.text if served else None,
+            "file_text": current.text,
+        }
+
+    @staticmethod
+    def _status(current: PolicyFile, served: ServedPolicy | None) -> dict[str, object]:
         return {
             "served": served.digest if served else None,
             "file": current.digest,
@@ -173,12 +186,14 @@ def policy_diff_lines(accepted: str | None, proposed: str) -> tuple[DiffLine, ..
         tofile="gateway.toml",
         lineterm="",
     )
-    return tuple(_diff_line(line) for line in lines)
+    # The two file headers are the first two lines and no others: a removed line reading
+    # "-- x" is "--- x" in the diff, and is still a removed line.
+    return tuple(_diff_line(line, header=n < 2) for n, line in enumerate(lines))
 
 
-def _diff_line(line: str) -> DiffLine:
+def _diff_line(line: str, *, header: bool) -> DiffLine:
     text = visible_exactly(line)
-    if line.startswith(("--- ", "+++ ")):
+    if header:
         return DiffLine("file", text)
     if line.startswith("@@"):
         return DiffLine("hunk", text)

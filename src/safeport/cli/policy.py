@@ -20,7 +20,7 @@ from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.paths import locate
-from safeport.shared.schemas.config import parse_gateway_policy
+from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.visible_text import inert, visible
 
 
@@ -130,8 +130,10 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         secret = vault_passphrase(passphrase_file)()
         try:
             extra = {"text": text} if paths.dedicated else {}
+            # The digest of the very text shown above, never one the gateway reported beside
+            # it: the gateway accepts the file only if it is still exactly these bytes.
             result = client.call_with_passphrase(
-                "policy.accept", secret, digest=status["file"], **extra
+                "policy.accept", secret, digest=policy_digest(text), **extra
             )
         finally:
             secret.wipe()

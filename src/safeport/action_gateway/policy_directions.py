@@ -1,0 +1,166 @@
+"""Which way each field of gateway.toml loosens the policy: the table the diff of meaning reads.
+
+Every field is named here by its place in the schema, never by its name alone: ``max`` is a
+param's upper bound under ``params`` and whatever a remote API makes of it inside a
+``json_body``, so a field's direction is only known where the schema puts it. A field whose
+direction cannot be computed from two values (a regular expression, an argv, a host address,
+a base URL) is ``"any"``: every change to it is said as a loosening, because a reader cannot
+tell a narrower pattern from a wider one at a glance and a wrong "changed" is the one label
+that lets a widening through. Only text that decides nothing (``description``) is said as
+merely changed. A field added to the schema without an entry here is said as loosening too,
+and a test lists every field so each new one gets a decision.
+"""
+
+from __future__ import annotations
+
+from types import NoneType, UnionType
+from typing import Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+from safeport.shared.schemas.config import GatewayPolicy
+
+Path = tuple[str, ...]
+# "bigger"/"smaller": the larger/smaller number allows more (None = no bound at all);
+# "true": True allows more; "more": items added to the list allow more; "any": no direction
+# can be computed, so any change may allow more; "words": decides nothing; "rule": said by a
+# sentence of its own in policy_meaning.
+Direction = Literal["bigger", "smaller", "true", "more", "any", "words", "rule"]
+
+_PARAM: dict[Path, Direction] = {
+    ("pattern",): "any",
+    ("enum",): "more",
+    ("type",): "any",
+    ("min",): "smaller",
+    ("max",): "bigger",
+    ("max_length",): "bigger",
+}
+_COMMAND: dict[Path, Direction] = {
+    ("argv",): "any",
+    ("description",): "words",
+    ("timeout_s",): "bigger",
+    ("max_output_bytes",): "bigger",
+    # Advertised to the agent as safe to call; the gateway does not enforce it.
+    ("read_only",): "true",
+    ("allow_leading_dash",): "more",
+    ("params",): "any",
+    ("params", "*"): "any",
+    **{("params", "*", *key): value for key, value in _PARAM.items()},
+}
+_OPERATION: dict[Path, Direction] = {
+    ("method",): "any",
+    ("path",): "any",
+    ("query",): "any",
+    ("query", "*"): "any",
+    ("headers",): "any",
+    ("headers", "*"): "any",
+    ("json_body",): "rule",  # compared whole: its keys are the remote API's, not ours
+    ("response_fields",): "more",
+    ("description",): "words",
+    ("read_only",): "true",
+    ("params",): "any",
+    ("params", "*"): "any",
+    **{("params", "*", *key): value for key, value in _PARAM.items()},
+}
+_HOST: dict[Path, Direction] = {
+    ("address",): "any",
+    ("port",): "any",
+    ("user",): "any",
+    ("host_keys",): "more",
+    ("credential",): "rule",
+    ("connect_timeout_s",): "bigger",
+    ("commands",): "any",
+    ("commands", "*"): "rule",
+    **{("commands", "*", *key): value for key, value in _COMMAND.items()},
+}
+_SERVICE: dict[Path, Direction] = {
+    ("base_url",): "any",
+    ("credential",): "rule",
+    ("auth",): "any",
+    ("ca_file",): "any",
+    ("ca_pem",): "any",
+    ("allow_private_addresses",): "true",
+    ("timeout_s",): "bigger",
+    ("max_response_bytes",): "bigger",
+    ("operations",): "any",
+    ("operations", "*"): "rule",
+    **{("operations", "*", *key): value for key, value in _OPERATION.items()},
+}
+DIRECTIONS: dict[Path, Direction] = {
+    ("gateway",): "any",
+    ("gateway", "approval_timeout_s"): "bigger",
+    ("gateway", "auto_lock_minutes"): "rule",
+    ("gateway", "session_max_minutes"): "bigger",
+    ("gateway", "max_connections"): "bigger",
+    ("gateway", "allow_approver_in_client"): "true",
+    ("gateway", "syslog"): "rule",
+    ("callers",): "rule",
+    ("callers", "rules"): "rule",
+    ("credentials",): "any",
+    ("credentials", "*"): "rule",
+    ("credentials", "*", "kind"): "any",
+    ("credentials", "*", "approval"): "rule",
+    ("credentials", "*", "rate_per_minute"): "rule",
+    ("ssh",): "any",
+    ("ssh", "hosts"): "any",
+    ("ssh", "hosts", "*"): "rule",
+    **{("ssh", "hosts", "*", *key): value for key, value in _HOST.items()},
+    ("http",): "any",
+    ("http", "services"): "any",
+    ("http", "services", "*"): "rule",
+    **{("http", "services", "*", *key): value for key, value in _SERVICE.items()},
+}
+
+# Names of the schema's dicts whose keys are the policy author's (hosts, params, headers…).
+_KEYED = frozenset({"credentials", "hosts", "commands", "services", "operations", "params"})
+_KEYED |= {"query", "headers"}
+
+
+def direction(path: Path) -> Direction:
+    """The direction of the field at ``path`` (dict keys in it as they are in the policy)."""
+    return DIRECTIONS.get(pattern_of(path), "any")
+
+
+def pattern_of(path: Path) -> Path:
+    """``path`` with each author-chosen key (a host's name, a param's) written as ``*``."""
+    out: list[str] = []
+    for index, part in enumerate(path):
+        keyed = index > 0 and path[index - 1] in _KEYED and out[-1] != "*"
+        out.append("*" if keyed else part)
+    return tuple(out)
+
+
+def undeclared_fields() -> list[Path]:
+    """Every place in the schema with no entry in :data:`DIRECTIONS` (a test keeps it empty)."""
+    return [path for path in _schema_paths(GatewayPolicy, ()) if path not in DIRECTIONS]
+
+
+def _schema_paths(model: type[BaseModel], prefix: Path) -> list[Path]:
+    paths: list[Path] = []
+    for name, field in model.model_fields.items():
+        path = (*prefix, name)
+        paths.append(path)
+        inner = _model_in(field.annotation)
+        if inner is not None:
+            keyed = _is_dict(field.annotation)
+            paths.extend(_schema_paths(inner, (*path, "*") if keyed else path))
+            if keyed:
+                paths.append((*path, "*"))
+        elif _is_dict(field.annotation) and name in _KEYED:
+            paths.append((*path, "*"))
+    return paths
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType, dict):
+        for arg in get_args(annotation):
+            if arg is not NoneType and (found := _model_in(arg)) is not None:
+                return found
+    return None
+
+
+def _is_dict(annotation: object) -> bool:
+    return get_origin(annotation) is dict
