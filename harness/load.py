@@ -14,7 +14,7 @@ connection, in turn sending at once (the control op `sp` sends) and through the 
 (which first checks who is listening); at the end, with the flood still running, it locks the
 vault (``vault.lock``, as `sp vault lock` sends it). Every legitimate proposal must be answered
 ``ok`` and the lock must answer; the probes' errors and slowest replies are reported (on a
-starved CPU a flood can still cost a human connection: see SECURITY.md).
+starved CPU a flood can still cost a human connection: see docs/security/guarantees.md).
 """
 
 from __future__ import annotations

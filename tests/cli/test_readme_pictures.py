@@ -27,6 +27,13 @@ def test_readme_shows_each_picture_and_each_is_in_the_repository() -> None:
         assert (REPO / "docs" / "pictures" / f"{name}.svg").is_file(), name
 
 
+def test_the_first_hour_guide_shows_each_picture() -> None:
+    guide = REPO / "docs" / "guides" / "first-hour.md"
+    for name in PICTURES:
+        assert f"](../pictures/{name}.svg)" in guide.read_text(), name
+        assert (guide.parent / ".." / "pictures" / f"{name}.svg").resolve().is_file(), name
+
+
 def test_the_script_renders_the_pictures_from_a_real_gateway(tmp_path: Path) -> None:
     need(shutil.which("setsid") is not None and shutil.which("flock") is not None,
          "setsid and flock (util-linux) are not installed")  # fmt: skip

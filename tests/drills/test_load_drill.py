@@ -23,7 +23,7 @@ def test_every_legitimate_proposal_is_answered_and_the_human_gets_through_a_junk
     # The human's lock got through the flood: that is the behaviour. How fast (the 1 s target)
     # is `python benchmarks/bench_load.py`'s figure; here the bound is generous for busy cores.
     # The status probes' errors and slowest replies are reported, not asserted: on a starved
-    # CPU the flood can still cost a human connection (SECURITY.md, not guaranteed).
+    # CPU the flood can still cost a human connection (docs/security/guarantees.md, not guaranteed).
     assert figures["lock_ms"] < 10 * CONTROL_BUDGET_S * 1000
     # The flood was real: it held its idle sockets, and the gateway saw and counted its junk.
     assert figures["idle_held_at_start"] >= 180
