@@ -207,19 +207,19 @@ def test_what_the_cli_drives_outside_the_daemon_never_loads_the_gateways_server_
     listed |= {f"executors.{name}" for name in _declared_all("safeport.action_gateway.executors")}
     modules = {f"safeport.action_gateway.{name}" for name in listed}
     graph = _graph()
-    assert modules & set(graph) >= {"safeport.action_gateway.policy_review"}  # not vacuous
+    assert modules & set(graph) >= {"safeport.action_gateway.policy.review"}  # not vacuous
     assert _server_side_reached(graph, modules & set(graph)) == []
 
 
 def test_the_server_side_check_sees_a_client_module_that_loads_the_core() -> None:
     graph = {
         "safeport.action_gateway": set(),
-        "safeport.action_gateway.control_client": {"safeport.action_gateway.peer_check"},
-        "safeport.action_gateway.peer_check": {"safeport.action_gateway.core"},
-        "safeport.action_gateway.core": set(),
+        "safeport.gateway_client.control_socket": {"safeport.action_gateway.peer_check"},
+        "safeport.action_gateway.peer_check": {"safeport.action_gateway.core.gateway_core"},
+        "safeport.action_gateway.core.gateway_core": set(),
     }
-    assert _server_side_reached(graph, {"safeport.action_gateway.control_client"}) == [
-        "safeport.action_gateway.control_client loads safeport.action_gateway.core"
+    assert _server_side_reached(graph, {"safeport.gateway_client.control_socket"}) == [
+        "safeport.gateway_client.control_socket loads safeport.action_gateway.core.gateway_core"
     ]
 
 
@@ -314,7 +314,7 @@ def test_decision_modules_import_nothing_that_does_io() -> None:
     present = {
         m for m in DECISION_MODULES if SRC.joinpath(*m.split(".")).with_suffix(".py").exists()
     }
-    assert "safeport.action_gateway.cards" in present  # not vacuous
+    assert "safeport.action_gateway.approvals.cards" in present  # not vacuous
     found = {m: _io_imports(SRC.joinpath(*m.split(".")).with_suffix(".py")) for m in present}
     assert {m: io for m, io in found.items() if io} == {}
 
