@@ -4,8 +4,8 @@ folders a call names, and the clamping of the numbers a model sends.
 The operations themselves live by what a client does with them: :mod:`folders` (listings),
 :mod:`reading` (files), :mod:`searching` (names and contents) and :mod:`activity` (changes, the
 audit trail, health); :class:`~safeport.context_server.operations.service.WorkspaceService`
-puts them together. Every path goes through :class:`Workspace` (one gate for every tool); refusals are
-:class:`Refused` with a stable sentence, which the tool layer journals.
+puts them together. Every path goes through :class:`Workspace` (one gate for every tool);
+refusals are :class:`Refused` with a stable sentence, which the tool layer journals.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Whether a new vault passphrase is too weak to stand an offline guessing attack.
+"""What a vault passphrase must be: not empty (refused), and not too weak to stand an offline
+guessing attack (a warning).
 
 Anyone who copies vault.sp can try passphrases at the KDF's pace on their own hardware, with no
 gateway to slow them down; a short or common passphrase falls in hours. This is a warning for
@@ -7,6 +8,7 @@ the person choosing one, not a rule: the judgment is deliberately simple and exp
 
 from __future__ import annotations
 
+from safeport.errors import UsageError
 from safeport.vault.secrets import SecretBytes
 
 MIN_LENGTH = 12
@@ -26,3 +28,9 @@ def weakness(passphrase: SecretBytes) -> str | None:
     if len(set(text)) <= 3:
         return "it repeats the same few characters"
     return None
+
+
+def require_passphrase(passphrase: SecretBytes) -> None:
+    """Refuse an empty passphrase before anything is changed."""
+    if len(passphrase) == 0:
+        raise UsageError("the passphrase is empty", hint="type a passphrase (nothing was changed)")
