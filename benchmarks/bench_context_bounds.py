@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from safeport.context_server import ServeOptions, build_server  # noqa: E402
-from safeport.context_server.service import WorkspaceService  # noqa: E402
+from safeport.context_server.operations.service import WorkspaceService  # noqa: E402
 
 
 def timed(fn: Callable[[], object], rounds: int = 3) -> float:

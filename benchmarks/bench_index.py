@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_context import generate, timed  # noqa: E402
-from safeport.context_server.index import SearchIndex  # noqa: E402
-from safeport.context_server.policy import ReadPolicy  # noqa: E402
-from safeport.context_server.workspace import ServedRoot, Workspace  # noqa: E402
+from safeport.context_server.index.search_index import SearchIndex  # noqa: E402
+from safeport.context_server.policy.read_policy import ReadPolicy  # noqa: E402
+from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
 
 
 def rg_scan(root: Path, queries: list[str]) -> list[float]:

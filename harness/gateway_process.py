@@ -16,12 +16,12 @@ from pathlib import Path
 
 from harness.call_files import CallFileExecutor
 from harness.fakes import FakeVaultStore, Recorder, RecordingExecutor
-from safeport.action_gateway.checkpoint_syslog import LOCAL_SOCKET
-from safeport.action_gateway.connection import ServerLimits
-from safeport.action_gateway.daemon import run_gateway
+from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
+from safeport.action_gateway.daemon.run import run_gateway
+from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
 from safeport.action_gateway.executors.interface import Executor
-from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits
-from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.sockets.connection import ServerLimits
 from safeport.errors import Error
 from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
 from safeport.shared.paths import locate

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env
-from safeport.action_gateway.control_client import GatewayClient
+from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.wire import recv_message, send_message
 

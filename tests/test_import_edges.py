@@ -4,38 +4,57 @@ reach a credential."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _graph() -> dict[str, set[str]]:
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node but the bodies of ``if TYPE_CHECKING:`` (imports only the type checker runs)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _graph(src: Path = SRC) -> dict[str, set[str]]:
+    """Each safeport module and the safeport modules it imports at run time, lazy imports inside
+    functions included (``from package import module`` names the module)."""
+    paths = {_module_name(path, src): path for path in (src / "safeport").rglob("*.py")}
     graph: dict[str, set[str]] = {}
-    for path in (SRC / "safeport").rglob("*.py"):
-        name = _module_name(path)
+    for name, path in paths.items():
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
                 if node.level:
-                    base = name.rsplit(".", node.level - (1 if path.name == "__init__.py" else 0))[
-                        0
-                    ]
-                    module = f"{base}.{node.module}" if node.module else base
-                else:
-                    module = node.module or ""
-                targets.add(module)
-                targets.update(f"{module}.{alias.name}" for alias in node.names)
-        graph[name] = {t for t in targets if t == "safeport" or t.startswith("safeport.")}
+                    base = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+                    if node.level > 1:
+                        base = base.rsplit(".", node.level - 1)[0]
+                    module = f"{base}.{module}" if module else base
+                submodules = {f"{module}.{alias.name}" for alias in node.names} & set(paths)
+                targets.update(submodules)
+                if len(submodules) < len(node.names):
+                    # A name the package's __init__ binds: the import runs that __init__. (Only
+                    # submodules named, the package is loaded as any submodule's parent is,
+                    # which is not an edge of its own.)
+                    targets.add(module)
+        graph[name] = {t for t in targets if t in paths and t != name}
     return graph
 
 
@@ -64,12 +83,16 @@ ALLOWED = {
     "context_server": {"context_server", "shared", "errors", "safeport"},
     "vault": {"vault", "shared", "errors", "safeport"},
     "action_gateway": {"action_gateway", "vault", "shared", "errors", "safeport"},
+    # `sp`'s side of a running gateway: it may read the gateway's policy, identity and executor
+    # helpers, never the reverse (nothing that runs with the keys imports the client).
+    "gateway_client": {"gateway_client", "action_gateway", "vault", "shared", "errors", "safeport"},
     # The demo drives everything through `sp` subprocesses and MCP; it imports no credentialed code.
     "demo": {"demo", "shared", "errors", "safeport"},
     "cli": {
         "cli",
         "context_server",
         "action_gateway",
+        "gateway_client",
         "vault",
         "demo",
         "shared",
@@ -171,88 +194,237 @@ def _declared_all(package: str) -> set[str]:
     return set()
 
 
-# What the CLI drives outside `sp gateway run` (the modules the gateway lists in its __all__,
-# and every module added there for the CLI's client side) never loads the gateway's server or a
-# credentialed executor: `sp policy check`, `sp gateway install` or talking to a running
-# gateway stay light, and cannot act. The entry points that start the gateway load all of it.
-GATEWAY_ENTRY_POINTS = {"daemon", "assembly", "executors"}
-GATEWAY_SERVER_SIDE = {
-    f"safeport.action_gateway.{name}"
-    for name in (
-        "agent_protocol",
-        "approvals",
-        "control",
-        "core",
-        "journals",
-        "ladder",
-        "server",
-        "vault_state",
-        "executors.gateway_executor",
-        "executors.https",
-        "executors.ssh_pool",
-    )
+# What the CLI drives outside `sp gateway run` (sp's client side, and the gateway rooms the
+# gateway's __all__ lists apart from the daemon and the executors) never loads the gateway's
+# server side or a credentialed executor: `sp policy check`, `sp gateway install` or talking to a
+# running gateway stay light, and cannot act. The entry points that start the gateway load it all.
+GATEWAY_ENTRY_POINTS = {"daemon", "executors"}
+GATEWAY_SERVER_SIDE_ROOMS = ("approvals", "core", "daemon", "handlers", "ladder", "sockets")
+GATEWAY_CREDENTIALED = {
+    "safeport.action_gateway.executors.gateway_executor",
+    "safeport.action_gateway.executors.https.client",
+    "safeport.action_gateway.executors.ssh.pool",
 }
+
+
+def _server_side(module: str) -> bool:
+    rooms = tuple(f"safeport.action_gateway.{room}" for room in GATEWAY_SERVER_SIDE_ROOMS)
+    return module in GATEWAY_CREDENTIALED or any(
+        module == room or module.startswith(room + ".") for room in rooms
+    )
 
 
 def _server_side_reached(graph: dict[str, set[str]], modules: set[str]) -> list[str]:
     return sorted(
         f"{module} loads {reached}"
         for module in modules
-        for reached in _loads(graph, module) & GATEWAY_SERVER_SIDE
+        for reached in _loads(graph, module)
+        if _server_side(reached)
     )
 
 
 def test_what_the_cli_drives_outside_the_daemon_never_loads_the_gateways_server_side() -> None:
-    listed = _declared_all("safeport.action_gateway") - GATEWAY_ENTRY_POINTS
-    listed |= {f"executors.{name}" for name in _declared_all("safeport.action_gateway.executors")}
-    modules = {f"safeport.action_gateway.{name}" for name in listed}
     graph = _graph()
-    assert modules & set(graph) >= {"safeport.action_gateway.policy_review"}  # not vacuous
-    assert _server_side_reached(graph, modules & set(graph)) == []
+    rooms = _declared_all("safeport.action_gateway") - GATEWAY_ENTRY_POINTS
+    modules = {
+        module
+        for module in graph
+        if module.startswith("safeport.gateway_client")
+        or any(module.startswith(f"safeport.action_gateway.{room}") for room in rooms)
+    }
+    modules.add("safeport.action_gateway.executors.ssh.host_key_scan")
+    assert "safeport.action_gateway.policy.review" in modules  # not vacuous
+    assert "safeport.gateway_client.control_socket" in modules
+    assert _server_side_reached(graph, modules) == []
 
 
 def test_the_server_side_check_sees_a_client_module_that_loads_the_core() -> None:
     graph = {
-        "safeport.action_gateway": set(),
-        "safeport.action_gateway.control_client": {"safeport.action_gateway.peer_check"},
-        "safeport.action_gateway.peer_check": {"safeport.action_gateway.core"},
-        "safeport.action_gateway.core": set(),
+        "safeport.gateway_client": set(),
+        "safeport.gateway_client.control_socket": {"safeport.action_gateway.policy.check"},
+        "safeport.action_gateway.policy.check": {"safeport.action_gateway.core.gateway_core"},
+        "safeport.action_gateway.core.gateway_core": set(),
     }
-    assert _server_side_reached(graph, {"safeport.action_gateway.control_client"}) == [
-        "safeport.action_gateway.control_client loads safeport.action_gateway.core"
+    assert _server_side_reached(graph, {"safeport.gateway_client.control_socket"}) == [
+        "safeport.gateway_client.control_socket loads safeport.action_gateway.core.gateway_core"
     ]
 
 
-# Decision code does no I/O (STYLE.md: pure decision code is tested exhaustively and fast; the
-# I/O edges are tested against real parts). Names not in the tree yet are the modules this
-# round's other changes split out of the ladder, the read policy and the wire contracts; each
-# is checked from the moment it lands.
+# Inside a component, the rooms import in one direction: a room may import only rooms to its
+# left (bottom first); rooms in one tuple are side by side and import none of each other.
+ROOM_ORDER = {
+    "action_gateway": [
+        ("identity", "evidence", "install"),
+        ("policy",),
+        ("sockets",),
+        ("executors",),
+        ("approvals",),
+        ("ladder",),
+        ("core",),
+        ("handlers",),
+        ("daemon",),
+    ],
+    "context_server": [
+        ("policy", "mcp_clients", "gateway_link"),
+        ("workspace",),
+        ("index",),
+        ("operations",),
+        ("tools",),
+        ("transport",),
+        ("server",),
+        ("__main__",),
+    ],
+}
+
+
+def _room(module: str) -> tuple[str, str] | None:
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in ROOM_ORDER:
+        return None
+    return parts[1], parts[2]
+
+
+def room_order_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that goes sideways or up the room order, and each room the order omits."""
+    tier = {
+        (component, room): level
+        for component, levels in ROOM_ORDER.items()
+        for level, rooms in enumerate(levels)
+        for room in rooms
+    }
+    found = []
+    for module, targets in graph.items():
+        here = _room(module)
+        if here is None:
+            continue
+        if here not in tier:
+            found.append(f"{module}: room {here[1]!r} has no place in ROOM_ORDER")
+            continue
+        for target in targets:
+            there = _room(target)
+            if there is None or there[0] != here[0] or there == here:
+                continue
+            if there not in tier or tier[there] >= tier[here]:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
+def test_rooms_import_in_one_direction() -> None:
+    graph = _graph()
+    assert any(m.startswith("safeport.action_gateway.ladder.") for m in graph)  # not vacuous
+    assert room_order_violations(graph) == []
+
+
+def test_the_room_order_check_sees_an_upward_import_and_an_unplaced_room() -> None:
+    graph = {
+        "safeport.action_gateway.policy.store": {"safeport.action_gateway.core.state"},
+        "safeport.action_gateway.core.state": {"safeport.action_gateway.policy.store"},
+        "safeport.action_gateway.attic.old": set(),
+    }
+    assert room_order_violations(graph) == [
+        "safeport.action_gateway.attic.old: room 'attic' has no place in ROOM_ORDER",
+        "safeport.action_gateway.policy.store -> safeport.action_gateway.core.state",
+    ]
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(start: str) -> None:
+        # Iterative, so a long import chain never meets the recursion limit.
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_module_imports_itself_through_others_lazy_imports_included() -> None:
+    assert import_cycles(_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    package = tmp_path / "safeport" / "vault"
+    package.mkdir(parents=True)
+    (tmp_path / "safeport" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "store.py").write_text("from safeport.vault.unlocked import OpenVault\n")
+    (package / "unlocked.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from safeport.vault.store import VaultFile\n"
+        "def f():\n    from safeport.vault import store\n"
+    )
+    assert import_cycles(_graph(tmp_path)) == [["safeport.vault.store", "safeport.vault.unlocked"]]
+    (package / "unlocked.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from safeport.vault import store\n"
+    )
+    assert import_cycles(_graph(tmp_path)) == []
+
+
+# Decision code does no I/O (pure decision code is tested exhaustively and fast; the I/O edges
+# are tested against real parts).
 DECISION_MODULES = {
     f"safeport.{name}"
     for name in (
-        "action_gateway.approver_rules",
-        "action_gateway.arguments",
-        "action_gateway.callers",
-        "action_gateway.cards",
-        "action_gateway.executors.address_policy",
-        "action_gateway.executors.credential_echo",
+        "action_gateway.approvals.approver_rules",
+        "action_gateway.approvals.cards",
+        "action_gateway.executors.https.address_policy",
+        "action_gateway.executors.https.credential_echo",
+        "action_gateway.executors.https.response_contract",
         "action_gateway.executors.interface",
         "action_gateway.executors.prepare",
-        "action_gateway.executors.response_contract",
-        "action_gateway.executors.ssh_command",
-        "action_gateway.policy_directions",
-        "action_gateway.policy_meaning",
-        "action_gateway.policy_review",
-        "action_gateway.policy_words",
-        "action_gateway.rate_limits",
-        "action_gateway.refusal",
-        "action_gateway.result_filters",
-        "context_server.excerpt",
-        "context_server.policy",
-        "context_server.policy_tables",
-        "context_server.private_names",
-        "context_server.request_path",
-        "context_server.results",
+        "action_gateway.executors.ssh.command",
+        "action_gateway.ladder.refusal",
+        "action_gateway.ladder.result_filters",
+        "action_gateway.policy.arguments",
+        "action_gateway.policy.caller_rules",
+        "action_gateway.policy.directions",
+        "action_gateway.policy.meaning",
+        "action_gateway.policy.rate_limits",
+        "action_gateway.policy.review",
+        "action_gateway.policy.shares",
+        "action_gateway.policy.words",
+        "context_server.operations.excerpt",
+        "context_server.operations.tool_results",
+        "context_server.policy.private_names",
+        "context_server.policy.read_policy",
+        "context_server.policy.request_path",
+        "context_server.policy.tables",
         "shared.audit.record",
         "shared.jsonc",
         "shared.schemas.audit",
@@ -267,7 +439,7 @@ DECISION_MODULES = {
         "vault.credentials",
         "vault.format",
         "vault.interface",
-        "vault.passphrase_strength",
+        "vault.passphrase",
     )
 }
 IO_MODULES = {
@@ -316,7 +488,7 @@ def test_decision_modules_import_nothing_that_does_io() -> None:
     present = {
         m for m in DECISION_MODULES if SRC.joinpath(*m.split(".")).with_suffix(".py").exists()
     }
-    assert "safeport.action_gateway.cards" in present  # not vacuous
+    assert "safeport.action_gateway.approvals.cards" in present  # not vacuous
     found = {m: _io_imports(SRC.joinpath(*m.split(".")).with_suffix(".py")) for m in present}
     assert {m: io for m, io in found.items() if io} == {}
 

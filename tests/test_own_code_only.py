@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from safeport.context_server.client_config import CLIENTS, ENTRY_NAME, target_for
+from safeport.context_server.mcp_clients.config_files import CLIENTS, ENTRY_NAME, target_for
 from safeport.shared.launch import sp_command
 from tests.hostile_folder import HostileFolder
 
@@ -194,7 +194,7 @@ def test_the_context_server_refuses_to_serve_a_folder_that_holds_its_interpreter
 def test_the_gateway_notifier_never_runs_a_program_from_the_working_folder(
     hostile: HostileFolder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from safeport.action_gateway.notifications import notifier_argv
+    from safeport.action_gateway.approvals.desktop_notice import notifier_argv
 
     planted = hostile.root / "notify-send"
     planted.write_text(f"#!/bin/sh\ntouch {hostile.marks}/notify-send\n")

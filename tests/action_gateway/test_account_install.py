@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway import code_check
-from safeport.action_gateway.account_install import (
+from safeport.action_gateway.identity.capabilities import has_capability
+from safeport.action_gateway.install import code_check
+from safeport.action_gateway.install.code_check import code_write_problem
+from safeport.action_gateway.install.plan import (
     InstallOptions,
     SystemFacts,
     check_prefix,
     plan_install,
     plan_uninstall,
 )
-from safeport.action_gateway.code_check import code_write_problem
-from safeport.action_gateway.dedicated_account import code_roots, has_capability
-from safeport.action_gateway.install_steps import Step, make_folder
+from safeport.action_gateway.install.start_checks import code_roots
+from safeport.action_gateway.install.steps import Step, make_folder
 from safeport.errors import EnvironmentProblem, UsageError
 from safeport.shared.text_lines import split_lines
 from tests.conftest import need

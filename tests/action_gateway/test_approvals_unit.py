@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from safeport.action_gateway.approvals import (
+from safeport.action_gateway.approvals.approver_rules import ApproverRefused, check_approver
+from safeport.action_gateway.approvals.broker import (
     PER_CALL_GRANT_S,
     ApprovalRefused,
     Approvals,
     ApprovalTimedOut,
 )
-from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
-from safeport.action_gateway.cards import MAX_FIELD_CHARS, ActionRequest, ApprovalScope
+from safeport.action_gateway.approvals.cards import MAX_FIELD_CHARS, ActionRequest, ApprovalScope
 from safeport.action_gateway.executors.interface import SshAction
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import SshCommand, SshHost
 
 HOST = SshHost(

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import AgentProcess, clean_env, wait_until
-from safeport.action_gateway.approver_session import (
+from safeport.gateway_client.approver_session import (
     ApproverEvent,
     ApproverSession,
     CardArrived,
     CardClosed,
     attend_gateway,
 )
-from safeport.action_gateway.control_client import GatewayClient, GatewayNotRunning
+from safeport.gateway_client.control_socket import GatewayClient, GatewayNotRunning
 from safeport.shared.paths import SafeportPaths, layout, locate
 from safeport.vault.secrets import SecretBytes
 from tests.cli.running_gateway import running_gateway

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from safeport.action_gateway.callers import CallerRefused, check_caller, describe_default
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
+from safeport.action_gateway.policy.caller_rules import (
+    CallerRefused,
+    check_caller,
+    describe_default,
+)
 from safeport.shared.schemas.config import CallerRule, Callers
 
 SHA = "a" * 64

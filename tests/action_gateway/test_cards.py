@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from safeport.action_gateway.cards import (
+from safeport.action_gateway.approvals.cards import (
     MAX_FIELD_CHARS,
     ActionRequest,
     ApprovalScope,
@@ -15,7 +15,7 @@ from safeport.action_gateway.cards import (
 )
 from safeport.action_gateway.executors.interface import HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
@@ -222,7 +222,7 @@ def test_a_plain_ascii_card_carries_no_look_alike_note() -> None:
 
 
 def test_the_card_marks_an_interpreters_script_as_its_claim_never_a_match() -> None:
-    from safeport.action_gateway.cards import _process_line
+    from safeport.action_gateway.approvals.cards import _process_line
 
     python = ProcessInfo(
         pid=9, start_time=1, uid=1000, name="python3.11", exe="/usr/bin/python3.11",

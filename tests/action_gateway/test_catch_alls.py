@@ -13,13 +13,13 @@ from typing import Any, cast
 
 import pytest
 
-from safeport.action_gateway.agent_protocol import AgentHandler
-from safeport.action_gateway.connection import Connection, Handler, ServerLimits
-from safeport.action_gateway.core import GatewayCore
-from safeport.action_gateway.identity import PeerIdentity
-from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.peer_socket import PeerSocket
-from safeport.action_gateway.server import SocketServer
+from safeport.action_gateway.core.gateway_core import GatewayCore
+from safeport.action_gateway.handlers.agent_sock import AgentHandler
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.sockets.connection import Connection, Handler, ServerLimits
+from safeport.action_gateway.sockets.peer_socket import PeerSocket
+from safeport.action_gateway.sockets.server import SocketServer
 from safeport.shared.exception_summary import summarize
 from safeport.shared.wire import recv_message, send_message
 

@@ -13,7 +13,7 @@ import pytest
 
 from harness.fakes import FakeVaultStore, Recorder
 from harness.gateway import PASSPHRASE, POLICY, Gateway, ssh
-from safeport.action_gateway.checkpoint_syslog import SyslogTarget, format_heads
+from safeport.action_gateway.evidence.syslog import SyslogTarget, format_heads
 from safeport.errors import ConfigError
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import parse_gateway_policy

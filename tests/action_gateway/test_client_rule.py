@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env, wait_card
-from safeport.action_gateway.approver_rules import ApproverRefused, check_approver
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.approvals.approver_rules import ApproverRefused, check_approver
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 
 
 def proc(

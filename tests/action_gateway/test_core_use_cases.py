@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.fakes import Recorder, RecordingExecutor, read_record
-from safeport.action_gateway.core import GatewayCore
-from safeport.action_gateway.gateway_parts import GatewayParts, RuntimeLimits
-from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.action_gateway.core.gateway_core import GatewayCore
+from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
+from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.shared.audit import read_records
 from safeport.shared.paths import ensure_private_dir, locate
 from safeport.vault.errors import VaultLocked

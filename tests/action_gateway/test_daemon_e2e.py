@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness.gateway import POLICY, REPO, Gateway, clean_env, wait_until
-from safeport.action_gateway.process_hardening import tainted_environment
+from safeport.action_gateway.daemon.hardening import tainted_environment
 
 
 def _start_and_wait(gw: Gateway, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -90,7 +90,7 @@ def test_sockets_are_private_and_core_files_are_off(gateway: Gateway) -> None:
 def test_harden_process_makes_the_process_non_dumpable() -> None:
     code = (
         "import ctypes\n"
-        "from safeport.action_gateway.process_hardening import harden_process\n"
+        "from safeport.action_gateway.daemon.hardening import harden_process\n"
         "harden_process()\n"
         "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"  # PR_GET_DUMPABLE
     )

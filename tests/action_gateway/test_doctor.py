@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from safeport.action_gateway.doctor import diagnose
 from safeport.demo.tls_service import serve_demo_api
+from safeport.gateway_client.doctor import diagnose
 from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths, locate
 

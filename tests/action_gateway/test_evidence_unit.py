@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.evidence import HeadFinding, OpenIntent, check_head, scan_refs
+from safeport.action_gateway.evidence.restart_scan import (
+    HeadFinding,
+    OpenIntent,
+    check_head,
+    scan_refs,
+)
 from safeport.errors import AuditError
 from safeport.shared.audit import JournalHead, JournalWriter
 

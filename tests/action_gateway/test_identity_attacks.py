@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.callers import rule_matches
-from safeport.action_gateway.environment import (
+from safeport.action_gateway.identity.injection import (
     injected_entries,
     injected_variables,
     parse_environ,
 )
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
-from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
+from safeport.action_gateway.policy.caller_rules import rule_matches
 from safeport.shared.schemas.config import CallerRule
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
@@ -233,7 +233,7 @@ def test_a_packaged_binary_replaced_while_running_is_not_vouched_for(tmp_path: P
 def test_an_interpreter_running_a_launcher_is_a_wrapper_not_a_host(
     argv: list[str], launcher: bool
 ) -> None:
-    from safeport.action_gateway.process_argv import runs_launcher
+    from safeport.action_gateway.identity.argv import runs_launcher
 
     assert runs_launcher(argv) is launcher
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from safeport.action_gateway.identity import (
+from safeport.action_gateway.identity.model import (
     MAX_CHAIN,
     IdentityChanged,
     PeerIdentity,
@@ -65,7 +65,7 @@ def test_an_unchanged_fingerprint_passes_and_any_other_is_a_changed_peer() -> No
 
 
 def test_the_launch_role_reads_interpreters_loaders_and_launchers_from_name_and_argv() -> None:
-    from safeport.action_gateway.process_argv import launch_role
+    from safeport.action_gateway.identity.argv import launch_role
 
     python = launch_role("python3", ["python3", "-I", "/srv/server.py"])
     assert (python.interpreter, python.launcher, python.script) == (True, False, "/srv/server.py")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.digest_cache import DigestCache
-from safeport.action_gateway.identity import IdentityChanged
-from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.process_argv import script_argument
+from safeport.action_gateway.identity.argv import script_argument
+from safeport.action_gateway.identity.digests import DigestCache
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.model import IdentityChanged
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from safeport.action_gateway.identity_macos import parse_codesign
+from safeport.action_gateway.identity.macos import parse_codesign
 
 SIGNED = """Executable=/Applications/Claude.app/Contents/MacOS/Claude
 Identifier=com.anthropic.claudefordesktop

@@ -30,9 +30,9 @@ pytestmark = pytest.mark.integration
 SCRIPT = r"""
 import ctypes, os, signal, socket, sys
 signal.signal(signal.SIGTERM, lambda *_: print("asked to stop", flush=True))
-from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.inspector import spawn_inspector
-from safeport.action_gateway.identity import IdentityUnavailable
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.inspector import spawn_inspector
+from safeport.action_gateway.identity.model import IdentityUnavailable
 
 target, sock_path = int(sys.argv[1]), sys.argv[2]
 listener = socket.socket(socket.AF_UNIX)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.digest_cache import DigestCache
-from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.installed_files import FileDigests, InstalledFiles, Origin
+from safeport.action_gateway.identity.digests import DigestCache
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.package_records import FileDigests, InstalledFiles, Origin
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 

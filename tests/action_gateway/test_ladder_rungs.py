@@ -17,20 +17,20 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import POLICY
-from safeport.action_gateway.approvals import Approvals
-from safeport.action_gateway.cards import ActionRequest, ApprovalCard
+from safeport.action_gateway.approvals.broker import Approvals
+from safeport.action_gateway.approvals.cards import ActionRequest, ApprovalCard
+from safeport.action_gateway.approvals.grants import Grant
+from safeport.action_gateway.core.vault_state import VaultState
 from safeport.action_gateway.executors.interface import (
     ActionError,
     HttpAction,
     SshAction,
 )
-from safeport.action_gateway.grants import Grant
-from safeport.action_gateway.identity import IdentityChanged, PeerIdentity, ProcessInfo
-from safeport.action_gateway.ladder import Ladder
-from safeport.action_gateway.policy_store import ServedPolicy
-from safeport.action_gateway.rate_limits import RateLimiter
-from safeport.action_gateway.refusal import Refusal
-from safeport.action_gateway.vault_state import VaultState
+from safeport.action_gateway.identity.model import IdentityChanged, PeerIdentity, ProcessInfo
+from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.rungs import Ladder
+from safeport.action_gateway.policy.rate_limits import RateLimiter
+from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.schemas.config import parse_gateway_policy

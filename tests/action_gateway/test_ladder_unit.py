@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from safeport.action_gateway.rate_limits import RateLimiter
-from safeport.action_gateway.result_filters import filter_http, filter_ssh
+from safeport.action_gateway.ladder.result_filters import filter_http, filter_ssh
+from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.errors import Denied
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 
@@ -54,7 +54,7 @@ def test_the_rate_cap_is_a_sliding_minute_per_credential() -> None:
 
 def test_the_reply_cap_follows_the_policys_output_limits() -> None:
     from harness.gateway import POLICY
-    from safeport.action_gateway.catalog import reply_cap
+    from safeport.action_gateway.policy.catalog import reply_cap
     from safeport.shared.schemas.config import parse_gateway_policy
 
     policy, _ = parse_gateway_policy(POLICY)

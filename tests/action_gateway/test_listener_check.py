@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.identity import PeerIdentity
-from safeport.action_gateway.listener_check import (
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.gateway_client.listener_check import (
     Installation,
     ListenerFacts,
     check_gateway_listener,

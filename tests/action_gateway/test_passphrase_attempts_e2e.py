@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from harness.gateway import PASSPHRASE, REPO, Gateway, clean_env
-from safeport.action_gateway.passphrase_attempts import failure_delay
+from safeport.action_gateway.handlers.passphrase_attempts import failure_delay
 
 WRONG = "not the passphrase at all"
 

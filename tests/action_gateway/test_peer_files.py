@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.identity_linux import LinuxProbe
-from safeport.action_gateway.peer_files import PeerCredentials, PeerFiles
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.peer_files import PeerCredentials, PeerFiles
 from tests.conftest import need
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.policy_check import check_policy, local_proposal
 from safeport.errors import Error
+from safeport.gateway_client.policy_check import check_policy, local_proposal
 from safeport.shared.paths import SafeportPaths, locate
 
 _POLICY = '[credentials.api-token]\nkind = "token"\n'

@@ -10,9 +10,9 @@ import tomllib
 import pytest
 
 from harness.gateway import POLICY
-from safeport.action_gateway.policy_meaning import meaning_changes, meaning_of_edit
-from safeport.action_gateway.policy_review import review
-from safeport.action_gateway.policy_store import policy_diff_lines
+from safeport.action_gateway.policy.meaning import meaning_changes, meaning_of_edit
+from safeport.action_gateway.policy.review import review
+from safeport.action_gateway.policy.store import policy_diff_lines
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import GatewayPolicy, GatewaySettings, parse_gateway_policy
 from safeport.shared.text_lines import split_lines

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import POLICY
-from safeport.action_gateway.policy_directions import undeclared_fields
-from safeport.action_gateway.policy_meaning import MeaningChange, meaning_lines, meaning_of_edit
-from safeport.action_gateway.policy_store import PolicyStore, policy_diff_lines
+from safeport.action_gateway.policy.directions import undeclared_fields
+from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
+from safeport.action_gateway.policy.store import PolicyStore, policy_diff_lines
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.fakes import FakeUnlockedVault, FakeVaultStore, Recorder
 from harness.gateway import POLICY
-from safeport.action_gateway.policy_store import PolicyChanged, PolicyStore, policy_diff
+from safeport.action_gateway.policy.store import PolicyChanged, PolicyStore, policy_diff
 from safeport.shared.schemas.config import policy_digest
 from safeport.vault.secrets import SecretBytes
 

@@ -9,9 +9,9 @@ from typing import Any
 import jsonschema
 
 from harness.gateway import POLICY
-from safeport.action_gateway.catalog import catalog_of
-from safeport.action_gateway.connection import parse_request
-from safeport.action_gateway.control import OPERATIONS
+from safeport.action_gateway.handlers.control_sock import OPERATIONS
+from safeport.action_gateway.policy.catalog import catalog_of
+from safeport.action_gateway.sockets.connection import parse_request
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.control import CONTROL_REQUEST, control_ops

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.callers import rule_matches
-from safeport.action_gateway.cards import _process_line
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
-from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.action_gateway.approvals.cards import _process_line
+from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
+from safeport.action_gateway.policy.caller_rules import rule_matches
 from safeport.cli.card_text import process_text
 from safeport.shared.schemas.config import CallerRule
 from tests.conftest import need

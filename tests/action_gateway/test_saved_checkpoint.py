@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.control_client import GatewayNotRunning
-from safeport.action_gateway.saved_checkpoint import latest_checkpoint
+from safeport.gateway_client.control_socket import GatewayNotRunning
+from safeport.gateway_client.saved_checkpoint import latest_checkpoint
 from safeport.shared.paths import SafeportPaths, locate
 
 

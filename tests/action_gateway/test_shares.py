@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.approvals import MAX_PENDING_CARDS, ApprovalRefused, Approvals
-from safeport.action_gateway.identity import PeerIdentity
-from safeport.action_gateway.journal_space import JournalSpace
-from safeport.action_gateway.rate_limits import RateLimiter
-from safeport.action_gateway.refusal_budget import RefusalBudget
-from safeport.action_gateway.shares import at_share, one_more, share
+from safeport.action_gateway.approvals.broker import MAX_PENDING_CARDS, ApprovalRefused, Approvals
+from safeport.action_gateway.evidence.journal_space import JournalSpace
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.policy.rate_limits import RateLimiter
+from safeport.action_gateway.policy.shares import at_share, one_more, share
 from safeport.errors import Denied
 from tests.action_gateway.test_approvals_unit import INIT, Clock, Journal, Liveness, proc, request
 

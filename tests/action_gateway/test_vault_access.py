@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
-from safeport.action_gateway.vault_access import vault_backend_for
+from safeport.gateway_client.vault_backend import GatewayVaultBackend
+from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.install_file import DedicatedInstall
 from safeport.shared.paths import SafeportPaths, layout
 from safeport.vault.backend import FileVaultBackend

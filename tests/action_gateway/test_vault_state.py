@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from harness.fakes import FakeVaultStore, Recorder
-from safeport.action_gateway.notifications import BODY, notifier_argv
-from safeport.action_gateway.vault_state import PassphraseRejected, VaultState, should_auto_lock
+from safeport.action_gateway.approvals.desktop_notice import BODY, notifier_argv
+from safeport.action_gateway.core.vault_state import (
+    PassphraseRejected,
+    VaultState,
+    should_auto_lock,
+)
 from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import SecretBytes
 

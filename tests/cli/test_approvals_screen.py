@@ -17,8 +17,8 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from harness.gateway import REPO, AgentProcess, clean_env, wait_until
-from safeport.action_gateway.approval_link import ApprovalLink
 from safeport.cli.approvals_screen import ApprovalsApp
+from safeport.gateway_client.approver_thread import ApprovalLink
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate
 from safeport.vault.secrets import SecretBytes

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from safeport.context_server.client_config import ENTRY_NAME
+from safeport.context_server.mcp_clients.config_files import ENTRY_NAME
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import LOCATION_VARIABLES
 

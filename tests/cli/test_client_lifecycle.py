@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from safeport.context_server.client_config import ENTRY_NAME
-from safeport.context_server.client_install import entry_differences
+from safeport.context_server.mcp_clients.config_files import ENTRY_NAME
+from safeport.context_server.mcp_clients.install import entry_differences
 from safeport.shared import jsonc
 from tests.cli.test_client_install import sp
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import HOST_KEY, AgentProcess
-from safeport.action_gateway.policy_review import host_key_problem, review
+from safeport.action_gateway.policy.review import host_key_problem, review
 from safeport.shared.schemas.config import parse_gateway_policy
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import POLICY, home, sp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safeport.action_gateway.policy_store import policy_diff_lines
+from safeport.action_gateway.policy.store import policy_diff_lines
 from safeport.cli.render import diff_text
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import POLICY, home, sp

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from safeport.context_server.client_config import ENTRY_NAME, server_command
+from safeport.context_server.mcp_clients.config_files import ENTRY_NAME, server_command
 from safeport.shared.launch import sp_command
 from tests.conftest import need
 from tests.hostile_folder import HostileFolder

@@ -103,8 +103,8 @@ def test_doctor_checks_an_https_service_with_the_identity_the_gateway_would_requ
 
 
 def test_status_says_when_the_journals_disk_runs_low_and_is_quiet_when_it_does_not() -> None:
-    from safeport.action_gateway.overview import Overview
     from safeport.cli.status_text import overview_lines
+    from safeport.gateway_client.status_overview import Overview
 
     def lines(space: dict[str, object]) -> str:
         gateway = {"running": True, "pid": 1, "uptime_s": 5, "vault": "unlocked",

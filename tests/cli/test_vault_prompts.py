@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.gateway import REPO, clean_env
 from safeport.shared.launch import sp_command
-from safeport.vault.passphrase_strength import weakness
+from safeport.vault.passphrase import weakness
 from safeport.vault.secrets import SecretBytes
 from tests.cli.terminal import Terminal
 

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from safeport.context_server.names import UndisplayableName, raw_name
+from safeport.context_server.policy.display_names import UndisplayableName, raw_name
 from tests.context_server.hostile import (
     NFC_FOLDER,
     NFD_FOLDER,

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from safeport.context_server import ServeOptions, build_server
-from safeport.context_server.service import WorkspaceService
+from safeport.context_server.operations.service import WorkspaceService
 from tests.context_server.hostile import connected, server_params
 
 
@@ -161,7 +161,7 @@ def test_with_no_time_left_each_page_handles_one_candidate_and_the_cursor_moves_
         service.index.refresh()
     everything = service.search_project(query, ".", 200, None)
     assert everything.method == method and everything.next_cursor is None
-    monkeypatch.setattr("safeport.context_server.searching.SCAN_BUDGET_S", 0.0)
+    monkeypatch.setattr("safeport.context_server.operations.searching.SCAN_BUDGET_S", 0.0)
     seen_cursors: list[str] = []
     paged = []
     cursor = None
@@ -190,7 +190,7 @@ def test_a_search_with_a_short_budget_returns_after_about_that_budget(
     service = make_service(root)
     monkeypatch.setattr(service.index, "refresh_in_background", lambda **_: None)
     full = best_of(lambda: service.search_project("zz", ".", 200, None), rounds=1)
-    monkeypatch.setattr("safeport.context_server.searching.SCAN_BUDGET_S", full / 10)
+    monkeypatch.setattr("safeport.context_server.operations.searching.SCAN_BUDGET_S", full / 10)
     short = best_of(lambda: service.search_project("zz", ".", 200, None))
     page = service.search_project("zz", ".", 200, None)
     assert page.next_cursor is not None

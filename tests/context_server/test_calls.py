@@ -19,8 +19,8 @@ import pytest
 from mcp import Client
 
 from safeport.context_server import ServeOptions, build_server
-from safeport.context_server.calls import INTERNAL
 from safeport.context_server.server import TERMINAL_NOTICE
+from safeport.context_server.tools.journaled_calls import INTERNAL
 from safeport.shared.audit import verify_journal
 from tests.context_server.hostile import connected, result_text, server_params
 from tests.context_server.listed import names
@@ -142,7 +142,7 @@ def test_a_failed_index_refresh_shows_as_degraded_with_its_reason_and_is_retried
         return real_walk(*args, **kwargs)
 
     monkeypatch.setattr(service.workspace, "walk", failing_once)
-    monkeypatch.setattr("safeport.context_server.index.RETRY_AFTER_S", 0.0)
+    monkeypatch.setattr("safeport.context_server.index.search_index.RETRY_AFTER_S", 0.0)
     service.index.refresh_in_background(force=True)
     service.index.wait(30)
     health = service.get_health()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from safeport.context_server.client_checks import client_findings, client_overview
-from safeport.context_server.client_install import Setup, install
+from safeport.context_server.mcp_clients.checks import client_findings, client_overview
+from safeport.context_server.mcp_clients.install import Setup, install
 
 
 def _setup(tmp_path: Path, env: dict[str, str]) -> Setup:

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from safeport.context_server import ServeOptions, build_server
-from safeport.context_server.calls import JournaledServer
-from safeport.context_server.direct import DirectCalls
+from safeport.context_server.tools.journaled_calls import JournaledServer
+from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.shared.audit import verify_journal
 
 pytestmark = pytest.mark.anyio

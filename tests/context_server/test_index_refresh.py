@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from safeport.context_server import index_refresh as index_module
-from safeport.context_server import index_store
-from safeport.context_server.index import SearchIndex
-from safeport.context_server.index_shards import shard_of, shard_paths
-from safeport.context_server.policy import ReadPolicy
-from safeport.context_server.watch import FolderWatch, open_folder_watch
-from safeport.context_server.workspace import ServedRoot, Workspace
+from safeport.context_server.index import refresh as index_module
+from safeport.context_server.index import sqlite_store as index_store
+from safeport.context_server.index.inotify_watch import FolderWatch, open_folder_watch
+from safeport.context_server.index.search_index import SearchIndex
+from safeport.context_server.index.shards import shard_of, shard_paths
+from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.workspace.gate import ServedRoot, Workspace
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="folder events are inotify (Linux)"

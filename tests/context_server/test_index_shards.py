@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from safeport.context_server import index_store
-from safeport.context_server.index import SearchIndex, trigram_query
-from safeport.context_server.index_shards import SHARDS, shard_paths
-from safeport.context_server.index_store import MAX_INDEXED_BYTES, create_schema
-from safeport.context_server.policy import ReadPolicy, looks_binary
-from safeport.context_server.walk import WalkedFile
-from safeport.context_server.workspace import ServedRoot, Workspace
+from safeport.context_server.index import sqlite_store as index_store
+from safeport.context_server.index.search_index import SearchIndex, trigram_query
+from safeport.context_server.index.shards import SHARDS, shard_paths
+from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, create_schema
+from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
+from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.walk import WalkedFile
 from tests.context_server.test_index_refresh import cold_build, rows
 
 CANARY = "CANARY-shards-5e0b9a4d17"

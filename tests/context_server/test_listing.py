@@ -11,9 +11,9 @@ import pytest
 from jsonschema.validators import validator_for
 
 from safeport.context_server import ServeOptions, build_server
-from safeport.context_server.policy import ReadPolicy
-from safeport.context_server.service import WorkspaceService
-from safeport.context_server.workspace import ServedRoot, Workspace
+from safeport.context_server.operations.service import WorkspaceService
+from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.workspace.gate import ServedRoot, Workspace
 from tests.context_server.listed import listed
 
 REASONS = ["private", "ignored", "out-of-scope", "binary", "unreadable-type"]

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from safeport.context_server.names import UndisplayableName, display_name, raw_name
-from safeport.context_server.policy import InvalidInput
-from safeport.context_server.request_path import parse_request_path
+from safeport.context_server.policy.display_names import UndisplayableName, display_name, raw_name
+from safeport.context_server.policy.read_policy import InvalidInput
+from safeport.context_server.policy.request_path import parse_request_path
 
 
 @given(st.binary(min_size=1, max_size=40).filter(lambda b: b"/" not in b and b"\x00" not in b))

@@ -7,8 +7,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from safeport.context_server.policy import InvalidInput, ReadPolicy, looks_binary
-from safeport.context_server.request_path import parse_request_path
+from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy, looks_binary
+from safeport.context_server.policy.request_path import parse_request_path
 
 POLICY = ReadPolicy()
 ROOT = PurePosixPath("/srv/ws")

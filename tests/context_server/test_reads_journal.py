@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.mcp_raw import RawMcp
-from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
+from safeport.context_server.operations.reads_journal import DURABILITY_WINDOW_S, ReadsJournal
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import verify_journal
 from tests.context_server.test_server import small_workspace

@@ -12,9 +12,9 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from safeport.context_server import Refused, ServeOptions, build_server
-from safeport.context_server.calls import UNAVAILABLE, JournaledCalls
-from safeport.context_server.journal import DURABILITY_WINDOW_S, bounded_args
-from safeport.context_server.service import WorkspaceService
+from safeport.context_server.operations.reads_journal import DURABILITY_WINDOW_S, bounded_args
+from safeport.context_server.operations.service import WorkspaceService
+from safeport.context_server.tools.journaled_calls import UNAVAILABLE, JournaledCalls
 from safeport.shared.audit import verify_journal
 from tests.context_server.listed import listed
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 NOISY_SERVER = r"""
 import os, subprocess, sys
 from safeport.context_server.__main__ import main
-from safeport.context_server.service import WorkspaceService
+from safeport.context_server.operations.service import WorkspaceService
 
 def noisy(method):
     def call(self, *args, **kwargs):

@@ -19,8 +19,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from safeport.context_server.journal import DURABILITY_WINDOW_S, ReadsJournal
-from safeport.context_server.stdio import BUSY, CLOSE_WAIT_S, MAX_IN_FLIGHT, InFlight
+from safeport.context_server.operations.reads_journal import DURABILITY_WINDOW_S, ReadsJournal
+from safeport.context_server.transport.stdio import BUSY, CLOSE_WAIT_S, MAX_IN_FLIGHT, InFlight
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import verify_journal
 from tests.context_server.test_server import small_workspace
@@ -294,7 +294,7 @@ def test_requests_in_flight_are_released_by_their_answer_or_their_cancellation()
 LINGERING_SERVER = r"""
 import os, sys, threading, time
 from safeport.context_server.__main__ import main
-from safeport.context_server.service import WorkspaceService
+from safeport.context_server.operations.service import WorkspaceService
 
 read_file = WorkspaceService.read_file
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from harness.call_files import read_calls
 from harness.gateway import PASSPHRASE, REPO, Gateway, clean_env
-from safeport.action_gateway.evidence import scan_refs
+from safeport.action_gateway.evidence.restart_scan import scan_refs
 from safeport.shared.audit import journal_segments, verify_journal
 from safeport.shared.paths import locate
 from safeport.shared.wire import recv_message, send_message

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from safeport.action_gateway.evidence import check_head
+from safeport.action_gateway.evidence.restart_scan import check_head
 from safeport.shared.audit import JournalHead, verify_journal
 from safeport.vault import CannotUnlock, NotAVault, VaultFile
 from safeport.vault.format import PREFIX_BYTES

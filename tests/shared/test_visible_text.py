@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from safeport.action_gateway.cards import build_card
+from safeport.action_gateway.approvals.cards import build_card
 from safeport.action_gateway.executors.prepare import prepare_ssh
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.cli.app import sp
 from safeport.cli.card_text import card_lines
 from safeport.shared.audit import JournalWriter

@@ -1,31 +1,20 @@
 """The action gateway: the only process that holds credentials and acts on them.
 
-Its public surface is the modules the CLI drives it through, listed here; the rest (server,
-ladder, identity, approvals) is private to the gateway. They are modules, not names bound
-here, so that reviewing a policy or writing a unit file never loads the executors.
+One room per concept, importing in one direction (bottom first; ``tests/test_import_edges.py``
+holds the order): ``identity``, ``evidence`` and ``install`` know nothing of the rest;
+``policy`` reads the accepted gateway.toml; ``sockets`` frames and budgets connections;
+``executors`` run fixed-vector SSH and HTTPS actions; ``approvals`` asks the human; ``ladder``
+decides each proposal rung by rung; ``core`` holds the gateway's state; ``handlers`` answer
+each socket's operations; ``daemon`` assembles and runs it all.
+
+What the CLI may import without loading the server is listed here; `sp`'s client side of a
+running gateway is the separate package ``safeport.gateway_client``.
 """
 
 __all__ = [
-    "account_install",
-    "approval_link",
-    "approver_session",
-    "assembly",
-    "control_client",
     "daemon",
-    "dedicated_account",
-    "doctor",
     "executors",
-    "gateway_vault_backend",
-    "gateway_view",
-    "install_steps",
-    "inventory",
-    "overview",
-    "policy_check",
-    "policy_meaning",
-    "policy_review",
-    "policy_store",
-    "process_hardening",
-    "saved_checkpoint",
-    "service_files",
-    "vault_access",
+    "identity",
+    "install",
+    "policy",
 ]

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import click
 
-from safeport.action_gateway.control_client import GatewayClient
-from safeport.action_gateway.process_hardening import harden_process
+from safeport.action_gateway.daemon.hardening import harden_process
 from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
+from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
@@ -91,8 +91,8 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
 
 
 def _watch_screen(secret: SecretBytes) -> None:
-    from safeport.action_gateway.approval_link import ApprovalLink
     from safeport.cli.approvals_screen import ApprovalsApp
+    from safeport.gateway_client.approver_thread import ApprovalLink
 
     paths = locate()
     app = ApprovalsApp(lambda tell: ApprovalLink(paths, secret, tell))

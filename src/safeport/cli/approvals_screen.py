@@ -4,7 +4,7 @@ The card waiting for an answer, with the time left, on top; the open sessions (r
 highlighted one with ``r``); the latest outcomes below. ``y`` approves and ``n`` denies: there
 is no default, and a key pressed within a moment of a new card appearing is ignored, as in the
 line mode, because it was meant for what was on screen before. Everything from the gateway
-arrives through :class:`~safeport.action_gateway.approval_link.ApprovalLink`.
+arrives through :class:`~safeport.gateway_client.approver_thread.ApprovalLink`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Log, Static
 
-from safeport.action_gateway.approval_link import (
+from safeport.cli.approver_prompt import GRACE_S
+from safeport.cli.card_text import card_lines
+from safeport.gateway_client.approver_session import CardArrived, CardClosed
+from safeport.gateway_client.approver_thread import (
     Answered,
     ApprovalLink,
     Connected,
@@ -31,9 +34,6 @@ from safeport.action_gateway.approval_link import (
     Revoked,
     Sessions,
 )
-from safeport.action_gateway.approver_session import CardArrived, CardClosed
-from safeport.cli.approver_prompt import GRACE_S
-from safeport.cli.card_text import card_lines
 from safeport.shared.visible_text import inert
 
 _OUTCOMES = {

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from safeport.action_gateway.approver_session import (
+from safeport.cli.card_text import card_lines
+from safeport.gateway_client.approver_session import (
     ApproverEvent,
     ApproverSession,
     CardArrived,
     attend_gateway,
 )
-from safeport.action_gateway.control_client import GatewayClosed, GatewayRefused
-from safeport.cli.card_text import card_lines
+from safeport.gateway_client.control_socket import GatewayClosed, GatewayRefused
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes

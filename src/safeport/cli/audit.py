@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.secret_input import ask_secret
 from safeport.errors import Error, UsageError
+from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.audit import (
     JournalResult,
     discover_journals,

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from safeport.cli.options import profile_option
-from safeport.context_server.client_config import CLAUDE_SCOPES, CLIENTS
-from safeport.context_server.client_install import (
+from safeport.context_server.mcp_clients.config_files import CLAUDE_SCOPES, CLIENTS
+from safeport.context_server.mcp_clients.install import (
     Listed,
     Setup,
     check,

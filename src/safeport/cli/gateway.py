@@ -8,14 +8,14 @@ from typing import Any
 
 import click
 
-from safeport.action_gateway.control_client import (
+from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
+from safeport.cli.options import several_humans_passphrase_option
+from safeport.cli.secret_input import vault_passphrase
+from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayNotRunning,
     call_for_everyone,
 )
-from safeport.action_gateway.service_files import launchd_plist, systemd_unit
-from safeport.cli.options import several_humans_passphrase_option
-from safeport.cli.secret_input import vault_passphrase
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.setup_state import missing_setup
@@ -46,9 +46,9 @@ def run(print_service: str | None) -> None:
     if print_service == "launchd":
         click.echo(launchd_plist(argv, env, str(log_path)), nl=False)
         return
-    from safeport.action_gateway.assembly import default_parts
-    from safeport.action_gateway.daemon import configure_logging, run_gateway
-    from safeport.action_gateway.dedicated_account import require_account
+    from safeport.action_gateway.daemon.assembly import default_parts
+    from safeport.action_gateway.daemon.run import configure_logging, run_gateway
+    from safeport.action_gateway.install.start_checks import require_account
 
     if paths.dedicated:  # the install made the account's folders; the daemon checks them
         require_account(paths)
@@ -84,7 +84,7 @@ def status(as_json: bool) -> None:
         f"pending approvals: {result.get('pending_cards')}",
     ]
     lines += alarm_lines(result.get("alarms") or [])
-    from safeport.action_gateway.overview import policy_problems
+    from safeport.gateway_client.status_overview import policy_problems
 
     problems = policy_problems(locate())
     if problems:
@@ -147,7 +147,7 @@ def reload() -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write to FILE.")
 def checkpoint(out: Path | None) -> None:
     """Export the latest signed checkpoint of the gateway's journals."""
-    from safeport.action_gateway.saved_checkpoint import latest_checkpoint
+    from safeport.gateway_client.saved_checkpoint import latest_checkpoint
 
     found = latest_checkpoint(locate())
     if found.unanswered is not None:

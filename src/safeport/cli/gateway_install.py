@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from safeport.action_gateway.account_install import InstallOptions, install, uninstall
-from safeport.action_gateway.install_steps import Step
+from safeport.action_gateway.install.plan import InstallOptions, install, uninstall
+from safeport.action_gateway.install.steps import Step
 from safeport.shared.text_lines import split_lines
 from safeport.shared.visible_text import inert
 

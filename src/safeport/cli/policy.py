@@ -8,17 +8,17 @@ from pathlib import Path
 
 import click
 
-from safeport.action_gateway.control_client import GatewayClient
-from safeport.action_gateway.gateway_view import GatewayView, gateway_view
-from safeport.action_gateway.inventory import inventory, inventory_lines
-from safeport.action_gateway.policy_check import check_policy, local_proposal
-from safeport.action_gateway.policy_meaning import MeaningChange, meaning_lines, meaning_of_edit
-from safeport.action_gateway.policy_review import PolicyProblem, review
-from safeport.action_gateway.policy_store import policy_diff_lines
+from safeport.action_gateway.policy.inventory import inventory, inventory_lines
+from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
+from safeport.action_gateway.policy.review import PolicyProblem, review
+from safeport.action_gateway.policy.store import policy_diff_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
+from safeport.gateway_client.control_socket import GatewayClient
+from safeport.gateway_client.gateway_view import GatewayView, gateway_view
+from safeport.gateway_client.policy_check import check_policy, local_proposal
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.visible_text import inert, visible

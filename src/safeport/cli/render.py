@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from safeport.action_gateway.policy_store import DiffLine
+    from safeport.action_gateway.policy.store import DiffLine
 
 
 _DIFF_STYLES = {

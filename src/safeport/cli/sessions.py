@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.action_gateway.control_client import GatewayClient, call_for_everyone
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
+from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 

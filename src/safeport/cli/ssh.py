@@ -8,8 +8,8 @@ import re
 import click
 
 from safeport.action_gateway.executors import ActionError
-from safeport.action_gateway.executors.authorized_keys import FROM_PLACEHOLDER
-from safeport.action_gateway.executors.host_key_scan import scan_host_keys
+from safeport.action_gateway.executors.ssh.host_key_scan import scan_host_keys
+from safeport.action_gateway.policy.authorized_keys import FROM_PLACEHOLDER
 from safeport.errors import EnvironmentProblem, UsageError
 from safeport.shared.visible_text import inert
 

@@ -17,9 +17,9 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 @click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
 def status(as_json: bool) -> None:
     """Gateway, vault, served and pending policy, sessions, cards, journals and clients."""
-    from safeport.action_gateway.overview import overview
     from safeport.cli.status_text import overview_lines
-    from safeport.context_server.client_checks import client_overview
+    from safeport.context_server.mcp_clients.checks import client_overview
+    from safeport.gateway_client.status_overview import overview
 
     view = overview(locate(), clients=client_overview(Path.cwd().resolve()))
     if as_json:
@@ -35,8 +35,8 @@ def status(as_json: bool) -> None:
 def doctor(offline: bool) -> None:
     """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
     problem, with the fix for each."""
-    from safeport.action_gateway.doctor import diagnose
-    from safeport.context_server.client_checks import client_findings
+    from safeport.context_server.mcp_clients.checks import client_findings
+    from safeport.gateway_client.doctor import diagnose
 
     clients = client_findings(Path.cwd().resolve())
     findings = diagnose(locate(), clients=clients, network=not offline)

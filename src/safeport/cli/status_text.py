@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from safeport.action_gateway.overview import Overview
+from safeport.gateway_client.status_overview import Overview
 
 
 def overview_lines(view: Overview) -> list[str]:

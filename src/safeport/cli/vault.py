@@ -11,13 +11,13 @@ from typing import get_args
 
 import click
 
-from safeport.action_gateway.control_client import GatewayRefused
-from safeport.action_gateway.gateway_vault_backend import GatewayVaultBackend
-from safeport.action_gateway.vault_access import vault_backend_for
 from safeport.cli.credential_input import read_value, value_options, wipe_value
 from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
+from safeport.gateway_client.control_socket import GatewayRefused
+from safeport.gateway_client.vault_backend import GatewayVaultBackend
+from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, weakness

@@ -5,7 +5,7 @@ and other profiles), :func:`build_index` refreshes the search index ahead of tim
 :class:`ReadPolicy` is the pure decision code every path goes through.
 """
 
-from safeport.context_server.policy import ReadPolicy, Refused
+from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.server import (
     PROFILES,
     ServeOptions,
@@ -22,9 +22,7 @@ __all__ = [
     "ServeOptions",
     "build_index",
     "build_server",
-    "client_checks",
-    "client_config",
-    "client_install",
+    "mcp_clients",
     "open_workspace",
     "serve",
 ]

@@ -20,18 +20,22 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
-from safeport.context_server.agent_tools import register_agent_tools
-from safeport.context_server.calls import JournaledServer
-from safeport.context_server.changes import ChangeFeed
-from safeport.context_server.config import load_settings, read_policy, served_roots
-from safeport.context_server.direct import DirectCalls
-from safeport.context_server.index import Progress, SearchIndex, index_path
-from safeport.context_server.journal import ReadsJournal
-from safeport.context_server.names import display_name
-from safeport.context_server.service import WorkspaceService
-from safeport.context_server.stdio import serve_stdio
-from safeport.context_server.tools import register_reader_tools
-from safeport.context_server.workspace import Workspace
+from safeport.context_server.index.change_feed import ChangeFeed
+from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
+from safeport.context_server.operations.reads_journal import ReadsJournal
+from safeport.context_server.operations.service import WorkspaceService
+from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.tools.agent_tools import register_agent_tools
+from safeport.context_server.tools.journaled_calls import JournaledServer
+from safeport.context_server.tools.reader_tools import register_reader_tools
+from safeport.context_server.transport.fast_path import DirectCalls
+from safeport.context_server.transport.stdio import serve_stdio
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.serving_config import (
+    load_settings,
+    read_policy,
+    served_roots,
+)
 from safeport.errors import EnvironmentProblem, Error
 from safeport.shared.paths import SafeportPaths, locate
 from safeport.shared.provenance import verify_installed_package, verify_outside_served_roots

@@ -19,6 +19,7 @@ __all__ = [
     "schemas",
     "setup_state",
     "text_lines",
+    "undumpable",
     "visible_text",
     "wire",
 ]

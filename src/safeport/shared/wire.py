@@ -17,6 +17,8 @@ from typing import Any
 from safeport.errors import FrameTooLarge, WireError
 
 MAX_REQUEST_BYTES = 64 * 1024
+# A reply is bounded by what the gateway will send (a filtered action result), not by the peer.
+MAX_REPLY_BYTES = 32 * 1024 * 1024
 HEADER = struct.Struct(">I")
 
 

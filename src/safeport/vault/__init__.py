@@ -39,7 +39,7 @@ from safeport.vault.errors import (
 from safeport.vault.files import VaultMissing, replace_atomically
 from safeport.vault.kdf import PRODUCTION_KDF, KdfParams
 from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring, trade_off
-from safeport.vault.passphrase_strength import weakness
+from safeport.vault.passphrase import weakness
 from safeport.vault.public_file import decode_public_keys, read_public_keys
 from safeport.vault.sealing import AuditOpener, AuditSealer
 from safeport.vault.store import VaultFile

@@ -89,7 +89,7 @@ class VaultEvidence:
     ``heads`` are the last heads it signed, by journal name; ``highest_generation`` the highest
     vault generation it had seen when it saved this. Compared at unlock with the journals on
     disk and with the file's generation; an old copy of the vault brings back old evidence, which
-    is why the generation is also journaled (see action_gateway/evidence.py).
+    is why the generation is also journaled (see action_gateway/evidence/restart_scan.py).
     """
 
     heads: Mapping[str, JournalHead]

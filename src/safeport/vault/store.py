@@ -35,6 +35,7 @@ from safeport.vault.format import Header, Payload, decode_payload, split_file
 from safeport.vault.interface import VaultPublicKeys
 from safeport.vault.kdf import PRODUCTION_KDF, KdfParams, derive_key, new_salt, zero
 from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring, decode_keyring_key
+from safeport.vault.passphrase import require_passphrase
 from safeport.vault.public_file import read_public_keys, write_public_keys
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.unlocked import OpenVault
@@ -235,11 +236,6 @@ class VaultFile:
             if destination.resolve() == self.path.resolve():
                 raise UsageError("the backup must be a different file than the vault")
             create_exclusive(destination, data)
-
-
-def require_passphrase(passphrase: SecretBytes) -> None:
-    if len(passphrase) == 0:
-        raise UsageError("the passphrase is empty", hint="type a passphrase (nothing was changed)")
 
 
 if TYPE_CHECKING:  # mypy proves the classes meet the contract the gateway codes against

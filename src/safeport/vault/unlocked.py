@@ -25,6 +25,7 @@ from safeport.vault.format import Entry, Header, Payload, encode_payload, encode
 from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import KdfParams, derive_key, new_salt, zero
 from safeport.vault.keyring_wrap import encode_keyring_key, new_keyring_key
+from safeport.vault.passphrase import require_passphrase
 from safeport.vault.public_file import read_public_keys, write_public_keys
 from safeport.vault.sealing import AuditOpener
 from safeport.vault.secrets import CredentialSecret, SecretBytes, SecretKind
@@ -205,8 +206,6 @@ class OpenVault:
         tells nothing about the new file. The keyring wrap is dropped with the old data key;
         `sp vault keyring enable` makes a new one. ``kdf`` None keeps the recorded parameters.
         """
-        from safeport.vault.store import require_passphrase
-
         require_passphrase(new)
         self.verify_passphrase(old)
         with self._mutex:

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from safeport.action_gateway.executors.address_policy import check_addresses, classify
+from safeport.action_gateway.executors.https.address_policy import check_addresses, classify
 
 ALWAYS_REFUSED = [
     "169.254.169.254",

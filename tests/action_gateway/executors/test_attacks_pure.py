@@ -12,16 +12,16 @@ import json
 
 import pytest
 
-from safeport.action_gateway.arguments import ArgumentRejected, validate_args
-from safeport.action_gateway.executors.address_policy import check_addresses, classify
-from safeport.action_gateway.executors.http_target import normalise_host, service_origin
-from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.response_contract import (
+from safeport.action_gateway.executors.https.address_policy import check_addresses, classify
+from safeport.action_gateway.executors.https.response_contract import (
     MAX_FIELD_DEPTH,
     contains_credential,
     credential_forms,
     extract_fields,
 )
+from safeport.action_gateway.executors.https.target import normalise_host, service_origin
+from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.shared.schemas.config import ParamSpec
 
 TOKEN = "CANARY-token-7f3a9c"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from safeport.action_gateway.executors.authorized_keys import advise
+from safeport.action_gateway.policy.authorized_keys import advise
 from safeport.shared.schemas.config import SshHost
 
 
@@ -52,7 +52,7 @@ def test_a_single_parameterised_command_cannot_be_forced() -> None:
 
 
 def test_a_policy_gets_advice_for_every_host_in_name_order() -> None:
-    from safeport.action_gateway.executors.authorized_keys import advise_policy
+    from safeport.action_gateway.policy.authorized_keys import advise_policy
     from safeport.shared.schemas.config import parse_gateway_policy
 
     policy, _ = parse_gateway_policy(

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from harness.real_sshd import Sshd, _openssh_private, _public_line
 from harness.real_tls import API_HOST, TlsServer
-from safeport.action_gateway.cards import ActionKind, ActionRequest, build_card
+from safeport.action_gateway.approvals.cards import ActionKind, ActionRequest, build_card
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
-from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes, SshKeySecret, TokenSecret

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from safeport.action_gateway.executors.http_target import (
+from safeport.action_gateway.executors.https.target import (
     build_target,
     check_on_origin,
     normalise_host,

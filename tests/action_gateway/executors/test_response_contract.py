@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.response_contract import (
+from safeport.action_gateway.executors.https.response_contract import (
     extract_fields,
     refuse_credential_echo,
 )
+from safeport.action_gateway.executors.interface import ActionError
 
 BODY = json.dumps(
     {"state": "ok", "deploy": {"rev": 7, "items": [{"id": "a"}, {"id": "b"}]}, "extra": "x"}

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.ssh_command import render_argv, render_command
+from safeport.action_gateway.executors.ssh.command import render_argv, render_command
 from safeport.shared.schemas.config import SshCommand
 
 

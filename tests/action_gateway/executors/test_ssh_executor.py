@@ -323,7 +323,7 @@ def test_no_pty_and_no_forwarded_environment(
 
 
 def test_the_socket_is_ours_with_nodelay_and_keepalive(sshd: Sshd) -> None:
-    from safeport.action_gateway.executors.ssh import open_transport
+    from safeport.action_gateway.executors.ssh.transport import open_transport
 
     transport = open_transport("build", _host(sshd), sshd.secret())
     try:

@@ -14,12 +14,12 @@ import pytest
 
 from harness.real_tls import API_HOST
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
-from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.trust_files import (
+from safeport.action_gateway.executors.https.trust_files import (
     UntrustedFile,
     check_trust_file,
     trusted_owners,
 )
+from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.schemas.config import HttpOperation, HttpService
 from safeport.vault.secrets import SecretBytes, TokenSecret
 from tests.action_gateway.executors.hostile_tls import json_response, running_hostile_server

@@ -1,7 +1,7 @@
 """Executors: the only code that leaves the machine (fixed-vector SSH and HTTPS).
 
-Public: the interface the gateway codes against, and two modules the CLI uses on their own
-(``authorized_keys`` advice and ``host_key_scan``, which opens no credentialed connection).
+Public: the interface the gateway codes against, and the module the CLI uses on its own
+(``ssh.host_key_scan``, which opens no credentialed connection).
 """
 
 from safeport.action_gateway.executors.interface import (
@@ -16,6 +16,6 @@ __all__ = [
     "Executor",
     "HttpAction",
     "SshAction",
-    "authorized_keys",
-    "host_key_scan",
+    "https",
+    "ssh",
 ]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import paramiko
 
-from safeport.action_gateway.executors.https import HttpsExecutor
+from safeport.action_gateway.executors.https.client import HttpsExecutor
+from safeport.action_gateway.executors.https.pinned_network import Resolver, system_resolver
+from safeport.action_gateway.executors.https.trust_files import trusted_owners
 from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
-from safeport.action_gateway.executors.pinned_network import Resolver, system_resolver
-from safeport.action_gateway.executors.ssh import run_command
-from safeport.action_gateway.executors.ssh_pool import SshPool
-from safeport.action_gateway.executors.trust_files import trusted_owners
+from safeport.action_gateway.executors.ssh.pool import SshPool
+from safeport.action_gateway.executors.ssh.transport import run_command
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 

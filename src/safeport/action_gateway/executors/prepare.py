@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from safeport.action_gateway.executors.http_target import build_target
+from safeport.action_gateway.executors.https.target import build_target
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
-from safeport.action_gateway.executors.ssh_command import render_command
+from safeport.action_gateway.executors.ssh.command import render_command
 from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
 
 # Header values a policy may declare: printable ASCII; anything else is refused by HTTP stacks

@@ -1,0 +1,397 @@
+"""Approvals: cards waiting for a human, session grants and per-call grants.
+
+Thread-safe: proposals wait here in worker threads while the control server (event loop thread)
+decides cards. Nothing is persisted; a gateway restart forgets every grant.
+
+- A session grant is bound to {requester instance (pid + start time + exe digest), credential,
+  policy digest}; it ends when that process exits, at ``session_max_minutes``, on revoke, on vault
+  lock, on gateway stop.
+- A per-call grant is bound to the exact request (action, target, args digest, policy digest),
+  is used once, expires after a minute, and is void once the vault is locked or unlocked again.
+- One pending card per requester, and per uid its share of the cards that may wait; an
+  approver descending from the requester, or from its client (unless
+  ``allow_approver_in_client``), is refused.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from safeport.action_gateway.approvals.approver_rules import ApproverRefused, check_approver
+from safeport.action_gateway.approvals.cards import ActionRequest, ApprovalCard, build_card
+from safeport.action_gateway.approvals.grants import (
+    Grant,
+    SessionGrant,
+    grant_binding,
+    held_requester,
+    let_go,
+)
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.policy.shares import one_more
+from safeport.errors import Denied, Error
+
+PER_CALL_GRANT_S = 60.0
+MAX_PENDING_CARDS = 32  # one per requester; a flood of requesters cannot queue without bound
+
+CardOutcome = Literal["approved", "denied", "timeout", "cancelled", "voided", "unshowable"]
+Listener = Callable[[str, dict[str, object]], None]
+
+
+class ApprovalRefused(Denied):
+    """A human said no, the card was withdrawn, or it could not be shown."""
+
+    def __init__(self, message: str, *, outcome: CardOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class ApprovalTimedOut(Denied):
+    """No approver answered before ``approval_timeout_s``."""
+
+
+class NoSuchCard(Error):
+    exit_code = 1
+
+
+class Journal(Protocol):
+    def record(self, kind: str, body: dict[str, object]) -> object: ...
+
+
+class LivenessProbe(Protocol):
+    def alive(self, identity: PeerIdentity) -> bool: ...
+
+
+@dataclass
+class _Pending:
+    card: ApprovalCard
+    done: threading.Event
+    outcome: CardOutcome | None = None
+    reason: str = ""
+
+
+class Approvals:
+    def __init__(
+        self,
+        journal: Journal,
+        probe: LivenessProbe,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        humans: int = 1,
+    ) -> None:
+        """``humans``: how many uids are served, each with its share of the waiting cards."""
+        self._humans = humans
+        self._journal = journal
+        self._probe = probe
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._by_requester: dict[tuple[int, int, str], str] = {}
+        self._sessions: dict[str, SessionGrant] = {}
+        self._per_call: dict[str, Grant] = {}
+        self._listeners: list[Listener] = []
+        self._card_openers: list[Callable[[ApprovalCard], None]] = []
+
+    # -- the ladder's side ------------------------------------------------------------------
+
+    def obtain(
+        self,
+        requester: PeerIdentity,
+        request: ActionRequest,
+        *,
+        vault_epoch: int,
+        timeout_s: float,
+        session_max_s: float,
+    ) -> Grant:
+        """Return a grant for this request, asking a human when needed; blocks until decided."""
+        if request.scope == "session":
+            found = self._live_session(requester, request, vault_epoch)
+            if found is not None:
+                return Grant(
+                    found.id,
+                    "session",
+                    vault_epoch,
+                    found.expires_at,
+                    grant_binding(request, requester),
+                )
+        pending = self._open_card(requester, request, timeout_s, session_max_s)
+        finished = pending.done.wait(timeout_s)
+        with self._lock:
+            self._forget_card(pending.card)
+            if not finished and pending.outcome is None:
+                pending.outcome = "timeout"
+        self._notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
+        if pending.outcome == "timeout":
+            raise ApprovalTimedOut("no approver answered in time")
+        if pending.outcome != "approved":
+            assert pending.outcome is not None
+            raise ApprovalRefused(
+                pending.reason or "the approver denied it", outcome=pending.outcome
+            )
+        now = self._clock()
+        if request.scope == "session":
+            grant = SessionGrant(
+                id=_new_id("s"),
+                requester=held_requester(requester),
+                credential=request.credential,
+                policy_digest=request.policy_digest,
+                opened_at=now,
+                expires_at=now + session_max_s,
+                vault_epoch=vault_epoch,
+            )
+            self._journal.record(
+                "session.opened",
+                {
+                    "session": grant.id,
+                    "credential": grant.credential,
+                    "card": pending.card.id,
+                    "requester": requester.as_record(),
+                    "policy": grant.policy_digest,
+                },
+            )
+            with self._lock:
+                self._sessions[grant.id] = grant
+            return Grant(
+                grant.id,
+                "session",
+                vault_epoch,
+                grant.expires_at,
+                grant_binding(request, requester),
+            )
+        per_call = Grant(
+            pending.card.id,
+            "per-call",
+            vault_epoch,
+            now + PER_CALL_GRANT_S,
+            grant_binding(request, requester),
+        )
+        with self._lock:
+            self._per_call[per_call.id] = per_call
+        return per_call
+
+    def consume(
+        self, grant: Grant, requester: PeerIdentity, request: ActionRequest, vault_epoch: int
+    ) -> None:
+        """Check a grant right before execution; a per-call grant is spent by this call."""
+        now = self._clock()
+        if grant.vault_epoch != vault_epoch:
+            raise ApprovalRefused("the vault was locked since the approval", outcome="voided")
+        if grant.binding != grant_binding(request, requester):
+            raise ApprovalRefused("the grant does not cover this request", outcome="voided")
+        with self._lock:
+            if grant.scope == "per-call":
+                stored = self._per_call.pop(grant.id, None)
+                if stored is None:
+                    raise ApprovalRefused(
+                        "the approval was already used or voided", outcome="voided"
+                    )
+            elif grant.id not in self._sessions:
+                raise ApprovalRefused("the session grant has ended", outcome="voided")
+        if now > grant.expires_at:
+            raise ApprovalRefused("the approval expired before use", outcome="voided")
+
+    def withdraw(self, requester: PeerIdentity, request_id: str) -> bool:
+        """The agent cancelled: a pending card for that request is withdrawn (nothing runs)."""
+        with self._lock:
+            card_id = self._by_requester.get(requester.instance)
+            pending = self._pending.get(card_id) if card_id else None
+            if pending is None or pending.card.request.request_id != request_id:
+                return False
+            self._settle(pending, "cancelled", "the request was cancelled")
+            return True
+
+    # -- the approver's side ------------------------------------------------------------------
+
+    def cards(self) -> list[ApprovalCard]:
+        with self._lock:
+            return [pending.card for pending in self._pending.values()]
+
+    def card_views(self) -> list[dict[str, object]]:
+        """The pending cards as approvers see them, with the time left counted now."""
+        now = self._clock()
+        return [card.view(now) for card in self.cards()]
+
+    def decide(
+        self,
+        card_id: str,
+        approve: bool,
+        approver: PeerIdentity,
+        *,
+        allow_in_client: bool,
+    ) -> ApprovalCard:
+        with self._lock:
+            pending = self._pending.get(card_id)
+            if pending is None or pending.outcome is not None:
+                raise NoSuchCard(f"no pending card {card_id}", hint="it may have been decided")
+            card = pending.card
+            check_approver(approver, card.requester, allow_in_client=allow_in_client)
+            if approve and not card.showable:
+                raise ApproverRefused("this card cannot be shown whole, so it cannot be approved")
+            self._settle(pending, "approved" if approve else "denied", "the approver denied it")
+        self._journal.record(
+            "approval.decided",
+            {
+                "card": card.id,
+                "approved": approve,
+                "approver": approver.as_record(),
+                "request": card.request.shape(),
+            },
+        )
+        return card
+
+    def on_card_opened(self, callback: Callable[[ApprovalCard], None]) -> None:
+        """Call ``callback`` with each new card (the agent side uses it to tell its requester)."""
+        self._card_openers.append(callback)
+
+    def subscribe(self, listener: Listener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def sessions(self) -> list[SessionGrant]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def revoke(self, session_id: str, *, by: str) -> SessionGrant:
+        with self._lock:
+            grant = self._sessions.pop(session_id, None)
+        if grant is None:
+            raise NoSuchCard(f"no session {session_id}", hint="`sp sessions list` shows them")
+        let_go(grant)
+        self._journal.record("session.revoked", {"session": grant.id, "by": by})
+        return grant
+
+    def reap(self) -> list[SessionGrant]:
+        """End sessions whose process exited or whose time is up; journal each end."""
+        now = self._clock()
+        ended: list[tuple[SessionGrant, str]] = []
+        with self._lock:
+            grants = list(self._sessions.values())
+        for grant in grants:
+            if now > grant.expires_at:
+                ended.append((grant, "expired"))
+            elif not self._probe.alive(grant.requester):
+                ended.append((grant, "process exited"))
+        for grant, why in ended:
+            with self._lock:
+                if self._sessions.pop(grant.id, None) is None:
+                    continue
+            let_go(grant)
+            self._journal.record("session.ended", {"session": grant.id, "reason": why})
+        return [grant for grant, _ in ended]
+
+    def void_all(self, reason: str) -> int:
+        """Vault lock/unlock or stop: every pending card, session and per-call grant ends."""
+        with self._lock:
+            for pending in list(self._pending.values()):
+                self._settle(pending, "voided", reason)
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+            self._per_call.clear()
+        for grant in sessions:
+            let_go(grant)
+            self._journal.record("session.ended", {"session": grant.id, "reason": reason})
+        return len(sessions)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _live_session(
+        self, requester: PeerIdentity, request: ActionRequest, vault_epoch: int
+    ) -> SessionGrant | None:
+        now = self._clock()
+        with self._lock:
+            candidates = [
+                grant
+                for grant in self._sessions.values()
+                if grant.requester.instance == requester.instance
+                and grant.credential == request.credential
+                and grant.policy_digest == request.policy_digest
+            ]
+        for grant in candidates:
+            if (
+                grant.vault_epoch == vault_epoch
+                and now <= grant.expires_at
+                and self._probe.alive(grant.requester)
+            ):
+                return grant
+        self.reap()
+        return None
+
+    def _open_card(
+        self,
+        requester: PeerIdentity,
+        request: ActionRequest,
+        timeout_s: float,
+        session_max_s: float,
+    ) -> _Pending:
+        card = build_card(
+            _new_id("c"),
+            requester,
+            request,
+            now=self._clock(),
+            timeout_s=timeout_s,
+            session_max_s=session_max_s,
+        )
+        if not card.showable:
+            raise ApprovalRefused(
+                "the request cannot be shown whole on a card", outcome="unshowable"
+            )
+        with self._lock:
+            if requester.instance in self._by_requester:
+                raise ApprovalRefused(
+                    "another approval for this requester is already waiting", outcome="denied"
+                )
+            mine = sum(p.card.requester.uid == requester.uid for p in self._pending.values())
+            verdict = one_more(held_by_uid=mine, held_by_all=len(self._pending),
+                               ceiling=MAX_PENDING_CARDS, humans=self._humans)  # fmt: skip
+            if not verdict.fits:  # each human's share: one's agent cannot fill every place
+                reason = verdict.reason("waiting approvals")
+                raise ApprovalRefused(f"too many approvals are waiting: {reason}", outcome="denied")
+            pending = _Pending(card=card, done=threading.Event())
+            self._pending[card.id] = pending
+            self._by_requester[requester.instance] = card.id
+        self._notify("card", card.view(self._clock()))
+        for opened in list(self._card_openers):
+            opened(card)  # the requester's own side learns which card it waits on
+        return pending
+
+    def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:
+        """Caller holds the lock."""
+        if pending.outcome is None:
+            pending.outcome = outcome
+            pending.reason = reason
+            pending.done.set()
+
+    def _forget_card(self, card: ApprovalCard) -> None:
+        """Caller holds the lock."""
+        self._pending.pop(card.id, None)
+        if self._by_requester.get(card.requester.instance) == card.id:
+            del self._by_requester[card.requester.instance]
+
+    def _notify(self, event: str, data: dict[str, object]) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(event, data)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+__all__ = [
+    "ApprovalRefused",
+    "ApprovalTimedOut",
+    "Approvals",
+    "NoSuchCard",
+]

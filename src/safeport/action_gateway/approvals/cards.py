@@ -1,0 +1,198 @@
+"""What a human is asked to approve: the action request and its card, rendered inert (§8).
+
+Everything the agent chose (argument values, and anything derived from them: the rendered argv,
+the URL) is shown as plain text with control, ANSI, bidi and other invisible characters escaped,
+so a value cannot restyle a terminal, hide part of itself or fake a second line. A field that
+cannot be shown whole makes the card unshowable, and an unshowable card cannot be approved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pwd
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from safeport.action_gateway.executors.interface import HttpAction, SshAction
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.shared.visible_text import inert, inert_lines
+
+ActionKind = Literal["ssh_exec", "http_request"]
+ApprovalScope = Literal["session", "per-call"]
+MAX_FIELD_CHARS = 8192
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """A proposal that passed rungs 1 to 4: named, validated, resolved against the policy."""
+
+    request_id: str
+    kind: ActionKind
+    target_id: str
+    operation_id: str
+    credential: str
+    scope: ApprovalScope
+    args: Mapping[str, str | int]
+    policy_digest: str
+    read_only: bool
+    prepared: SshAction | HttpAction  # the one rendering: the card shows it, the executor runs it
+
+    @property
+    def args_digest(self) -> str:
+        canonical = json.dumps(dict(self.args), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def shape(self) -> dict[str, object]:
+        """The journal form: names, argument shapes and a digest, never the values."""
+        return {
+            "request_id": self.request_id,
+            "action": self.kind,
+            "target": self.target_id,
+            "operation": self.operation_id,
+            "credential": self.credential,
+            "scope": self.scope,
+            "args": {
+                name: {"type": type(value).__name__, "len": len(str(value))}
+                for name, value in sorted(self.args.items())
+            },
+            "args_sha256": self.args_digest,
+            "prepared_sha256": self.prepared.digest(),
+            "policy": self.policy_digest,
+        }
+
+
+@dataclass(frozen=True)
+class ApprovalCard:
+    """One pending question for a human."""
+
+    id: str
+    requester: PeerIdentity
+    request: ActionRequest
+    created_at: float
+    expires_at: float
+    session_max_s: float = 0.0
+    fields: tuple[tuple[str, str], ...] = field(default=())
+    showable: bool = True
+
+    def view(self, now: float) -> dict[str, object]:
+        """The card as control clients receive it (every text already inert)."""
+        client = self.requester.client()
+        request = self.request
+        return {
+            "id": self.id,
+            "user": requester_user(self.requester.uid),
+            "scope": request.scope,
+            "scope_text": scope_text(request, self.session_max_s),
+            "credential": request.credential,
+            "action": request.kind,
+            "target": request.target_id,
+            "operation": request.operation_id,
+            "read_only": request.read_only,
+            "effect": "read-only" if request.read_only else "may change things",
+            "fields": [[label, text] for label, text in self.fields],
+            "showable": self.showable,
+            "requester": [_process_line(proc) for proc in self.requester.chain],
+            "client": _process_line(client) if client else None,
+            "expires_in_s": max(0, round(self.expires_at - now)),
+            "timeout_s": round(self.expires_at - self.created_at),
+        }
+
+
+def requester_user(uid: int) -> dict[str, object]:
+    """Which human asks: with several humans served, one must never approve another's proposal
+    unknowingly. The name is the system's, for this uid, at the time the card is shown."""
+    try:
+        name: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    return {"uid": uid, "name": inert(name) if name is not None else None}
+
+
+def scope_text(request: ActionRequest, session_max_s: float) -> str:
+    """What a yes allows, in words."""
+    if request.scope == "session":
+        minutes = round(session_max_s / 60)
+        return (
+            f"this process may use {request.credential} without asking again until it exits, "
+            f"at most {minutes} minutes"
+        )
+    return "this one request only"
+
+
+def build_card(
+    card_id: str,
+    requester: PeerIdentity,
+    request: ActionRequest,
+    *,
+    now: float,
+    timeout_s: float,
+    session_max_s: float = 0.0,
+) -> ApprovalCard:
+    """Render the prepared action's lines inert; a line too long to show makes the card
+    unshowable (and so unapprovable) rather than cut."""
+    lines = request.prepared.card_lines()
+    fields = tuple(
+        (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
+    )
+    if request.args:
+        # A run of spaces is hard to count on a terminal; the length of each argument the agent
+        # chose tells "a  b" from "a   b" without counting.
+        fields += (("lengths", argument_lengths(request.args)),)
+    if request.prepared.holds_non_ascii():
+        # Escaping shows every invisible character; a Cyrillic a (U+0430) still looks Latin.
+        fields += (("note", "holds non-ASCII characters: look-alike letters are possible"),)
+    showable = all(len(text) <= MAX_FIELD_CHARS for _, text in fields)
+    return ApprovalCard(
+        id=card_id,
+        requester=requester,
+        request=request,
+        created_at=now,
+        expires_at=now + timeout_s,
+        session_max_s=session_max_s,
+        fields=fields,
+        showable=showable,
+    )
+
+
+def argument_lengths(args: Mapping[str, str | int]) -> str:
+    """Each argument's name and its length in characters, in name order."""
+    return ", ".join(
+        f"{inert(name)} {len(str(value))} character{'s' if len(str(value)) != 1 else ''}"
+        for name, value in sorted(args.items())
+    )
+
+
+def _process_line(proc: object) -> dict[str, object]:
+    """One process of the chain: its digest and what vouches for it (said once), the script
+    only for an interpreter — marked as the process's claim, with what the file at that path
+    is, never "matches" — and any variable in its environment that injects code."""
+    from safeport.action_gateway.identity.model import ProcessInfo, describe_claimed_script
+
+    assert isinstance(proc, ProcessInfo)
+    line: dict[str, object] = {
+        "pid": proc.pid,
+        "exe": inert(proc.exe),
+        "sha256": proc.exe_sha256,
+        "signature": proc.signature,
+        "verified": inert(proc.signature_text()),
+    }
+    if proc.team_id:
+        line["team_id"] = inert(proc.team_id)
+    if proc.interpreter:
+        line["interpreter"] = True
+        line["script"] = inert(proc.script) if proc.script else None
+        line["script_claimed"] = True
+        line["script_sha256"] = proc.script_sha256
+        if proc.script_signature is not None:
+            line["script_verified"] = inert(
+                describe_claimed_script(proc.script_signature, proc.script_origin)
+            )
+        if proc.script_changed:
+            line["script_changed"] = True
+    if proc.environ == "unreadable":
+        line["environ"] = "unreadable"
+    if proc.injected_env:
+        line["injected_env"] = [[inert(name), inert(value)] for name, value in proc.injected_env]
+    return line

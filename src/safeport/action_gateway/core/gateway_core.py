@@ -1,0 +1,394 @@
+"""The gateway's use cases in one place: what `sp` and agents may ask, whatever the socket.
+
+:class:`GatewayCore` owns the vault, the served policy, the approvals, the ladder and the
+journals, and offers one method per thing a client does (unlock, add a credential, accept a
+policy, decide a card, propose an action, ...). The socket handlers parse a request, call one
+of these and render the answer; none of them reaches through the core to its parts. It also
+reacts to vault events: unlock loads the accepted policy; lock voids every grant, drops pooled
+connections, journals and signs the journal heads. It does no socket I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from safeport.action_gateway.approvals.broker import Approvals, Listener
+from safeport.action_gateway.approvals.cards import ApprovalCard
+from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
+from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
+from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
+from safeport.action_gateway.core.vault_state import VaultState, should_auto_lock
+from safeport.action_gateway.evidence.alarms import JournalEvidence
+from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
+from safeport.action_gateway.evidence.journal_space import JournalSpace
+from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRecords
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.evidence.sealing import JournalSealing
+from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.ladder.resolve import Proposal
+from safeport.action_gateway.ladder.rungs import Ladder
+from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
+from safeport.action_gateway.policy.rate_limits import RateLimiter
+from safeport.action_gateway.policy.store import PolicyStore
+from safeport.errors import Denied, Error
+from safeport.shared.audit import JournalHead
+from safeport.shared.exception_summary import summarize
+from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas.catalog import Catalog
+from safeport.shared.schemas.config import GatewaySettings
+from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
+from safeport.vault.secrets import SecretBytes, SecretKind
+
+log = logging.getLogger("safeport.gateway")
+
+CredentialValue = Mapping[str, SecretBytes | str]
+
+
+class GatewayCore:
+    def __init__(self, paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimits) -> None:
+        self._paths = paths
+        self._parts = parts
+        self._limits = limits
+        self._started_at = time.time()
+        # Who may use either socket: this user, or the install's named humans.
+        self.admitted_uids = admitted_uids(paths)
+        self._sealing = JournalSealing(parts.sealer_for)
+        # A dedicated account's humans read (verify) the journals through its group.
+        journal_mode = 0o640 if paths.install is not None else 0o600
+        self._journals = GatewayJournals(
+            paths.audit_dir,
+            self._sealing.at_start(parts.vault_store),
+            file_mode=journal_mode,
+            segment_bytes=limits.journal_segment_bytes,
+        )
+        self._evidence = JournalEvidence(self._journals, paths.audit_dir / "checkpoint.json")
+        self._checkpoints = CheckpointKeeper(
+            self._journals,
+            self._evidence,
+            file=paths.audit_dir / "checkpoint.json",
+            file_mode=journal_mode,
+            syslog_setting=lambda: self.settings().syslog,
+            syslog_local_path=parts.syslog_local_path,
+        )
+        self._vault = VaultState(parts.vault_store)
+        self._policies = PolicyStore(paths.gateway_config)
+        humans = len(self.admitted_uids)
+        self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
+        self._refusals = RefusalRecords(
+            self._journals.actions,
+            RefusalBudget(
+                full_per_window=limits.refusals_per_window, window_s=limits.refusal_window_s
+            ),
+            JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
+        )
+        self._ladder = Ladder(
+            probe=parts.probe,
+            policies=self._policies,
+            vault=self._vault,
+            approvals=self._approvals,
+            journal=self._journals.actions,
+            executor=parts.executor,
+            rates=RateLimiter(humans=humans),
+            admitted_uids=self.admitted_uids,
+            budget=self._refusals.budget,
+            space=self._refusals.space.low_reason,
+        )
+        self._agents = ConnectedAgents()
+        self._approvals.subscribe(notify_card_waiting)
+        self._vault.on_unlock(self._unlocked)
+        self._vault.on_lock(self._locked)
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def settings(self) -> GatewaySettings:
+        served = self._policies.served
+        return served.policy.gateway if served else GatewaySettings()
+
+    def max_connections(self) -> int:
+        """agent.sock's budget (the policy's ``max_connections``)."""
+        return self.settings().max_connections
+
+    def control_max_connections(self) -> int:
+        """control.sock's own budget; agent connections never count against it."""
+        return self._limits.server.control_max_connections
+
+    @property
+    def serves_several_humans(self) -> bool:
+        return len(self.admitted_uids) > 1
+
+    # -- agents -------------------------------------------------------------------------------
+
+    def agent_connected(self, key: int, peer: PeerIdentity) -> None:
+        self._agents.add(key, peer)
+
+    def agent_left(self, key: int) -> None:
+        self._agents.remove(key)
+
+    def propose(
+        self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event
+    ) -> dict[str, object]:
+        """The whole decision ladder for one proposal (blocking: approvals wait for a human)."""
+        return self._ladder.propose(peer, proposal, cancel)
+
+    def withdraw(self, peer: PeerIdentity, request_id: str) -> bool:
+        return self._approvals.withdraw(peer, request_id)
+
+    def on_card_opened(self, callback: Callable[[ApprovalCard], None]) -> None:
+        self._approvals.on_card_opened(callback)
+
+    def catalog(self) -> Catalog:
+        """What the served policy lets agents propose; the vault's lock is what to fix first."""
+        served = self._policies.served
+        if served is None:
+            self._vault.current()  # VaultLocked while locked
+            raise Denied("no accepted policy is being served")
+        return catalog_of(served.policy, served.digest)
+
+    def reply_cap(self) -> int | None:
+        served = self._policies.served
+        return reply_cap(served.policy) if served is not None else None
+
+    # -- the vault ----------------------------------------------------------------------------
+
+    @property
+    def vault_unlocked(self) -> bool:
+        return self._vault.unlocked
+
+    def create_vault(self, passphrase: SecretBytes) -> VaultPublicKeys:
+        """`sp vault init` through the gateway (its account alone may write the vault file)."""
+        keys = self._vault.create(passphrase)
+        self._sealing.created(self._journals, keys)
+        self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
+        return keys
+
+    def prove_passphrase(self, passphrase: SecretBytes) -> None:
+        """Raise unless it is the vault's passphrase; a locked vault is unlocked with it."""
+        self._vault.prove(passphrase)
+
+    def unlock_with_keyring(self) -> bool:
+        return self._vault.unlock_with_keyring()
+
+    def lock(self, reason: str) -> bool:
+        """Lock now (no-op when locked): grants end, pooled connections close, heads are signed."""
+        return self._vault.lock(reason)
+
+    def lock_if_idle(self) -> None:
+        idle = self._vault.idle_for()
+        if should_auto_lock(self._vault.unlocked, idle, self.settings().auto_lock_minutes):
+            self._vault.lock("idle")
+
+    def describe_vault(self) -> dict[str, object]:
+        return self._vault.describe()
+
+    def public_file_view(self) -> dict[str, object]:
+        return self._vault.public_file_view()
+
+    def entries(self) -> list[EntryInfo]:
+        vault, _ = self._vault.current()
+        return vault.entries()
+
+    def add_credential(self, name: str, kind: SecretKind, value: CredentialValue) -> None:
+        vault, _ = self._vault.current()
+        vault.add(name, kind, value)
+        self._record_vault_save("vault.entry_added", {"name": name, "kind": kind}, vault)
+
+    def rotate_credential(self, name: str, value: CredentialValue) -> None:
+        vault, _ = self._vault.current()
+        vault.rotate(name, value)
+        # Pooled connections authenticated with the old value must not outlive it.
+        self._parts.executor.close_all()
+        self._record_vault_save("vault.entry_rotated", {"name": name}, vault)
+
+    def remove_credential(self, name: str) -> None:
+        vault, _ = self._vault.current()
+        vault.remove(name)
+        self._parts.executor.close_all()
+        self._record_vault_save("vault.entry_removed", {"name": name}, vault)
+
+    # -- the policy ---------------------------------------------------------------------------
+
+    def policy_status(self) -> dict[str, object]:
+        return self._policies.status()
+
+    def policy_snapshot(self) -> dict[str, object]:
+        """The status with the text served and the text on disk (one read), for `sp policy`."""
+        return self._policies.snapshot()
+
+    def accept_policy(self, shown_digest: str, text: str | None) -> str:
+        """Serve gateway.toml (or ``text``) if it is exactly the text whose digest was shown."""
+        vault, _ = self._vault.current()
+        served = self._policies.accept(vault, shown_digest, text=text)
+        self._record_vault_save("policy.accepted", {"policy": served.digest}, vault)
+        return served.digest
+
+    def reload(self) -> dict[str, object]:
+        """SIGHUP / `sp gateway reload`: re-read the accepted policy and the file's state."""
+        with contextlib.suppress(Error):  # locked: there is nothing accepted to re-read
+            vault, _ = self._vault.current()
+            self._policies.load_accepted(vault)
+        status = self._policies.status()
+        self.record_session("gateway.reloaded", dict(status))
+        if status["pending"]:
+            log.warning("gateway.toml differs from the accepted policy; run `sp policy accept`")
+        return status
+
+    # -- approvals and sessions ---------------------------------------------------------------
+
+    def check_approver(self, peer: PeerIdentity) -> None:
+        """Refuse a human-only request from inside any connected agent's process tree."""
+        self._agents.check_approver(peer, allow_in_client=self.settings().allow_approver_in_client)
+
+    def approver_started(self, peer: PeerIdentity) -> None:
+        self.record_session("approver.started", {"approver": peer.as_record()})
+
+    def card_views(self) -> list[dict[str, object]]:
+        return self._approvals.card_views()
+
+    def decide_card(self, card_id: str, approve: bool, approver: PeerIdentity) -> ApprovalCard:
+        allow = self.settings().allow_approver_in_client
+        card = self._approvals.decide(card_id, approve, approver, allow_in_client=allow)
+        self._vault.touch()
+        return card
+
+    def watch_cards(self, listener: Listener) -> None:
+        self._approvals.subscribe(listener)
+
+    def unwatch_cards(self, listener: Listener) -> None:
+        self._approvals.unsubscribe(listener)
+
+    def session_views(self, *, of_uid: int | None = None) -> list[dict[str, object]]:
+        """Open sessions as `sp sessions list` shows them; only one uid's when ``of_uid``."""
+        now = time.monotonic()
+        grants = self._approvals.sessions()
+        return [g.view(now) for g in grants if of_uid is None or g.requester.uid == of_uid]
+
+    def session_owner(self, session_id: str) -> int | None:
+        return next(
+            (g.requester.uid for g in self._approvals.sessions() if g.id == session_id), None
+        )
+
+    def revoke_session(self, session_id: str, *, by: str) -> str:
+        return self._approvals.revoke(session_id, by=by).id
+
+    # -- journals and housekeeping ------------------------------------------------------------
+
+    def record_session(self, kind: str, body: dict[str, object]) -> None:
+        self._journals.sessions.record(kind, body)
+
+    def record_refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+        """A requester's junk or refusal: whole within its uid's budget, else only counted."""
+        if self._refusals.budget.admit(uid, category):
+            self._journals.actions.record(kind, body)
+
+    def count_refusal(self, category: str) -> None:
+        """A connection refused before it was served: counted, journaled once per period."""
+        self._refusals.noise.add(category)
+
+    def flush_noise(self, *, everything: bool = False) -> None:
+        self._refusals.flush(everything=everything)
+
+    def reap(self) -> None:
+        self._approvals.reap()
+
+    def inspect_at_start(self) -> None:
+        """Before anything is served or written: judge the journals against the heads signed
+        before, learn the highest generation journaled, close interrupted intents."""
+        holding, highest = self._evidence.inspect_at_start(self._parts.vault_store.public_keys)
+        self._checkpoints.learned_at_start(holding, highest)
+
+    def checkpoint(self, vault: UnlockedVault | None = None) -> None:
+        """Sign the heads this process wrote; nothing to sign with while locked."""
+        if vault is None:
+            try:
+                vault, _ = self._vault.current()
+            except Error:
+                return
+        self._checkpoints.sign(vault)
+
+    def checkpoint_view(self) -> dict[str, Any]:
+        return self._checkpoints.view()
+
+    def status(self) -> dict[str, Any]:
+        journals = (self._journals.sessions, self._journals.actions)
+        return {
+            "pid": os.getpid(),
+            "account": self._paths.install.account if self._paths.install else None,
+            "uptime_s": round(time.time() - self._started_at),
+            "vault": "unlocked" if self._vault.unlocked else "locked",
+            "policy": self._policies.status(),
+            "sessions": len(self._approvals.sessions()),
+            "pending_cards": len(self._approvals.cards()),
+            "journals": {journal.name: _head_json(journal.head) for journal in journals},
+            "alarms": list(self._evidence.alarms),
+            "journal_space": self._refusals.view(),
+        }
+
+    def stop(self) -> None:
+        """The end of a run: grants voided, the last counts journaled, the vault locked."""
+        self._approvals.void_all("gateway stopped")
+        try:
+            self.flush_noise(everything=True)
+        except Exception as exc:  # the stop goes on; only the last noise counts are lost
+            log.warning("the refusal counts could not be journaled at stop: %s", summarize(exc))
+        self.record_session("gateway.stopped", {"pid": os.getpid()})
+        self._vault.lock("gateway stopped")
+        self._close_pooled("at stop")
+
+    def close(self) -> None:
+        self._checkpoints.close()
+        self._journals.close()
+
+    # -- vault events -------------------------------------------------------------------------
+
+    def _unlocked(self, vault: UnlockedVault) -> None:
+        generation = vault.generation
+        self._journals.sessions.record(
+            "vault.unlocked",
+            {"epoch": self._vault.epoch, "vault_generation": generation},
+            ref={"generation": generation},
+        )
+        self._checkpoints.judge_unlocked(vault)
+        self._sealing.unlocked(
+            self._journals,
+            vault,
+            alarm=lambda: self.record_session("vault.public_keys_mismatch", {"alarm": True}),
+        )
+        try:
+            served = self._policies.load_accepted(vault)
+        except Error as exc:
+            log.error("the accepted policy could not be loaded: %s", exc.diagnostic())
+            self.record_session("policy.invalid", {"reason": exc.message[:300]})
+            return
+        if served is not None:
+            self.record_session("policy.served", {"policy": served.digest})
+
+    def _locked(self, reason: str, vault: UnlockedVault) -> None:
+        ended = self._approvals.void_all("vault locked")
+        self._close_pooled("on lock")
+        self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
+        self.checkpoint(vault)
+
+    def _close_pooled(self, when: str) -> None:
+        try:
+            self._parts.executor.close_all()
+        except Exception as exc:  # the lock stands; pooled connections die with their keys
+            log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
+
+    def _record_vault_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
+        """Journal one of the gateway's own saves with the generation it reached, so putting
+        back the file as it was before the save is a rollback, across restarts too."""
+        generation = self._checkpoints.saved(vault)
+        self._journals.sessions.record(kind, body, ref={"generation": generation})
+        # Signed at once: until a head covers this record, a kill and a cut could remove it
+        # along with the newer file's only trace.
+        self.checkpoint(vault)
+
+
+def _head_json(head: JournalHead) -> dict[str, object]:
+    return {"seq": head.seq, "hash": head.hash}

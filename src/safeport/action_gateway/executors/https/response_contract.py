@@ -1,0 +1,117 @@
+"""Turn a JSON response body into the declared fields, and nothing else (pure).
+
+Only the operation's ``response_fields`` leave the gateway, each addressed by a dotted path
+(``deployment.state``, ``items.0.id``). Response headers are never read into a result. If the
+returned text holds the credential in any form the checker can name, the whole result is
+refused, never redacted, so a leak can never be silently partial: a service that echoes the
+request headers back must not turn the agent into a reader of the credential.
+
+What is searched: every string of every returned field (keys and scalars too), joined end to
+end, so a credential split across two fields is still whole; how it is searched (decoded views,
+any 16-byte run of the credential, linear time) is in ``credential_echo.py``. An encoding
+nobody could list (a server that encrypts the echo) cannot be caught here: the policy author
+decides which services get a credential. Bodies that cannot be represented safely (nesting
+past a fixed depth, numbers Python refuses to parse) are refused as malformed rather than
+crashing the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from safeport.action_gateway.executors.https.credential_echo import EchoCheck
+from safeport.action_gateway.executors.interface import ActionError
+
+# Deeper values cannot be serialised into a reply (pydantic stops well before Python's stack
+# does) and no declared field needs them.
+MAX_FIELD_DEPTH = 32
+
+
+def credential_forms(secret: str) -> list[str]:
+    """The texts of a credential that returned text must not hold, in any encoding
+    :class:`~safeport.action_gateway.executors.https.credential_echo.EchoCheck` decodes."""
+    return [secret] if secret else []
+
+
+def contains_credential(text: str, forms: Iterable[str]) -> bool:
+    return EchoCheck(forms).found_in(text)
+
+
+def extract_fields(body: bytes, fields: list[str], *, service_id: str) -> dict[str, Any]:
+    """The declared fields of a JSON body; raise ``bad_response`` on anything else."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        # ValueError covers invalid JSON and UTF-8, and integers too long to convert;
+        # RecursionError a document nested deeper than the parser's stack.
+        raise ActionError(
+            "bad_response", f"service {service_id!r} did not answer with JSON"
+        ) from None
+    result: dict[str, Any] = {}
+    for path in fields:
+        found, value = _lookup(document, path.split("."))
+        if not found:
+            raise ActionError(
+                "bad_response", f"service {service_id!r} answered without the field `{path}`"
+            )
+        if _deeper_than(value, MAX_FIELD_DEPTH):
+            raise ActionError(
+                "bad_response", f"service {service_id!r} answered a field `{path}` nested too deep"
+            )
+        result[path] = value
+    return result
+
+
+def refuse_credential_echo(
+    fields: dict[str, Any], credential_forms: Iterable[str], *, service_id: str
+) -> None:
+    """Raise ``bad_response`` if the returned text holds the credential, in one field or
+    spread across several (their strings joined end to end)."""
+    joined = "".join(text for value in fields.values() for text in _strings(value))
+    if EchoCheck(credential_forms).found_in(joined):
+        raise ActionError(
+            "bad_response",
+            f"service {service_id!r} echoed the credential in its answer; "
+            "the whole result was withheld",
+        )
+
+
+def _lookup(document: object, steps: list[str]) -> tuple[bool, object]:
+    current = document
+    for step in steps:
+        if isinstance(current, dict) and step in current:
+            current = current[step]
+        elif isinstance(current, list) and step.isdigit() and int(step) < len(current):
+            current = current[int(step)]
+        else:
+            return False, None
+    return True, current
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` levels (iterative: no stack to exhaust)."""
+    pending = [(value, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, dict | list):
+            if depth >= limit:
+                return True
+            items = current.values() if isinstance(current, dict) else current
+            pending.extend((item, depth + 1) for item in items)
+    return False
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif value is not None:
+        yield str(value)

@@ -1,0 +1,322 @@
+"""`sp gateway install` / `uninstall`: the gateway as its own OS account (dedicated-account mode).
+
+Planning is pure: :func:`plan_install` turns the options and the facts read from the system
+(:class:`SystemFacts`) into a list of ``install_steps.Step`` values, which `--print` shows and
+``install_steps.carry_out`` performs in order. Each step is one command with a fixed argv, one
+folder, or one file; nothing is run through a shell.
+
+What it sets up (Linux; macOS gets a LaunchDaemon and the same folders):
+- a system account (default ``safeport``) with its own group, no shell, no home of its own;
+- its folders: state (vault, accepted policy, journals; 0750, so the named humans, added to the
+  account's group, can read the journals and nothing else), cache (0700) and the run folder
+  for the sockets (0750: the account's group reaches them, only the account creates entries);
+- ``/etc/safeport/install.toml`` (root, 0644): the anchor `sp` and the context server trust;
+- a systemd system unit that runs the gateway as that account, with CAP_SYS_PTRACE as its only
+  capability (to read who is asking from other users' ``/proc`` entries).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from safeport.action_gateway.install import code_check
+from safeport.action_gateway.install.code_check import code_write_problem
+from safeport.action_gateway.install.service_files import launchd_daemon_plist, systemd_system_unit
+from safeport.action_gateway.install.start_checks import (
+    AUDIT_MODE,
+    CACHE_MODE,
+    RUN_MODE,
+    STATE_MODE,
+    code_roots,
+)
+from safeport.action_gateway.install.steps import Step, carry_out
+from safeport.errors import EnvironmentProblem, UsageError
+from safeport.shared.install_file import ENV_VARIABLE, DedicatedInstall, render_install
+from safeport.shared.launch import sp_command
+
+UNIT_NAME = "safeport-gateway.service"
+PLIST_NAME = "dev.safeport.gateway.plist"
+UNKNOWN_ID = -1  # an account useradd has not created yet (shown in --print)
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    account: str
+    humans: tuple[str, ...]
+    prefix: Path = Path("/")
+    platform: str = sys.platform
+    python: str = sys.executable
+    # The interpreter the venv was made from (root-owned, unlike the venv's own links) and the
+    # folders the gateway imports from: what the service checks before it starts the gateway.
+    base_python: str = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    code: tuple[Path, ...] = field(default_factory=lambda: tuple(code_roots()))
+
+    @property
+    def state_dir(self) -> Path:
+        return self._under("var/lib/safeport")
+
+    @property
+    def run_dir(self) -> Path:
+        return self._under("run/safeport")
+
+    @property
+    def install_file(self) -> Path:
+        return self._under("etc/safeport/install.toml")
+
+    @property
+    def check_file(self) -> Path:
+        return self._under("etc/safeport/check_code.py")
+
+    @property
+    def service_file(self) -> Path:
+        if self.platform == "darwin":
+            return self._under(f"Library/LaunchDaemons/{PLIST_NAME}")
+        return self._under(f"etc/systemd/system/{UNIT_NAME}")
+
+    @property
+    def standard(self) -> bool:
+        """Installed at the system's own locations (so systemd may manage the folders)."""
+        return self.prefix == Path("/")
+
+    def _under(self, relative: str) -> Path:
+        return self.prefix / relative
+
+
+@dataclass(frozen=True)
+class SystemFacts:
+    """What the plan depends on, read once from the system (see :func:`read_facts`)."""
+
+    account_uid: int | None
+    account_gid: int | None
+    humans: dict[str, int]  # name -> uid, for the names given
+
+
+def read_facts(options: InstallOptions) -> SystemFacts:
+    uid = gid = None
+    try:
+        entry = pwd.getpwnam(options.account)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    except KeyError:
+        pass
+    humans: dict[str, int] = {}
+    for name in options.humans:
+        try:
+            humans[name] = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            raise UsageError(f"there is no user named {name!r} to admit") from None
+    return SystemFacts(account_uid=uid, account_gid=gid, humans=humans)
+
+
+def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
+    """Every step of an install, in order (pure)."""
+    if not options.humans:
+        raise UsageError(
+            "name at least one human allowed to propose and approve: --human USER",
+            hint="run it with sudo from your own account and it defaults to you",
+        )
+    if options.account in options.humans:
+        raise UsageError("the gateway's account cannot be one of its humans")
+    steps: list[Step] = []
+    linux = options.platform != "darwin"
+    if facts.account_uid is None:
+        if not linux:
+            raise EnvironmentProblem(
+                f"there is no account {options.account!r}",
+                hint="create a hidden system account for the gateway (for example with "
+                "`sysadminctl -addUser`), then run this again",
+            )
+        steps.append(
+            Step(
+                f"create the system account {options.account} (own group, no shell, no login)",
+                run=(
+                    "useradd",
+                    "--system",
+                    "--user-group",
+                    "--home-dir",
+                    str(options.state_dir),
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    options.account,
+                ),
+            )
+        )
+    for name in options.humans:
+        steps.append(
+            Step(
+                f"let {name} read the journals (member of the group {options.account})",
+                run=("usermod", "--append", "--groups", options.account, name)
+                if linux
+                else ("dseditgroup", "-o", "edit", "-a", name, "-t", "user", options.account),
+            )
+        )
+    uid = facts.account_uid if facts.account_uid is not None else UNKNOWN_ID
+    gid = facts.account_gid if facts.account_gid is not None else UNKNOWN_ID
+    owner = (uid, gid)
+    for folder, mode, why in (
+        (options.state_dir, STATE_MODE, "vault, accepted policy and journals"),
+        (options.state_dir / "audit", AUDIT_MODE, "journals, readable by the group"),
+        (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
+        (options.run_dir, RUN_MODE, "the sockets: reached by the account's group only"),
+    ):
+        steps.append(Step(f"folder for {why}", folder=folder, mode=mode, owner=owner))
+    install = DedicatedInstall(
+        source=options.install_file,
+        account=options.account,
+        uid=uid,
+        gid=gid,
+        state_dir=options.state_dir,
+        run_dir=options.run_dir,
+        humans=tuple(sorted(facts.humans.values())),
+    )
+    names = {uid_: name for name, uid_ in facts.humans.items()}
+    steps.append(
+        Step(
+            "the code check the service runs before the gateway, with no site-packages loaded",
+            file=options.check_file,
+            content=Path(code_check.__file__).read_text(encoding="utf-8"),
+            mode=0o644,
+        )
+    )
+    steps.append(
+        Step(
+            "the install file `sp` and the context server trust (only root can change it)",
+            file=options.install_file,
+            content=render_install(install, names) if uid != UNKNOWN_ID else "(after useradd)",
+            mode=0o644,
+        )
+    )
+    argv = sp_command(["gateway", "run"], python=options.python)
+    env = {ENV_VARIABLE: str(options.install_file)}
+    precheck = [options.base_python, "-I", "-S", str(options.check_file), *map(str, options.code)]
+    if linux:
+        text = systemd_system_unit(
+            argv,
+            env,
+            precheck=precheck,
+            account=options.account,
+            state_dir=options.state_dir,
+            run_dir=options.run_dir,
+            standard=options.standard,
+        )
+    else:
+        text = launchd_daemon_plist(argv, env, account=options.account, precheck=precheck)
+    steps.append(
+        Step(
+            "the service that runs the gateway as that account",
+            file=options.service_file,
+            content=text,
+            mode=0o644,
+        )
+    )
+    return steps
+
+
+def plan_uninstall(options: InstallOptions, facts: SystemFacts, *, purge: bool) -> list[Step]:
+    """Undo an install (pure). The vault and journals stay unless ``purge``: evidence is never
+    destroyed by default."""
+    steps = [
+        Step("remove the service", file=options.service_file, remove=True),
+        Step("remove the install file", file=options.install_file, remove=True),
+        Step("remove the socket folder", folder=options.run_dir, remove=True),
+    ]
+    if purge:
+        steps.append(
+            Step(
+                "remove the vault, the accepted policy and the journals",
+                folder=options.state_dir,
+                remove=True,
+            )
+        )
+        if facts.account_uid is not None:
+            steps.append(
+                Step(
+                    f"remove the account {options.account} and its group",
+                    run=("userdel", options.account)
+                    if options.platform != "darwin"
+                    else ("dscl", ".", "-delete", f"/Users/{options.account}"),
+                )
+            )
+    return steps
+
+
+def check_code_is_root_owned(roots: Sequence[Path] | None = None) -> None:
+    """The gateway will run this installation's code as its account: refuse code a user could
+    change (a venv in a home folder), which would hand that user the account."""
+    problem = code_write_problem(code_roots() if roots is None else roots, trusted={0})
+    if problem:
+        raise EnvironmentProblem(
+            f"the gateway would run code another user can change: {problem}",
+            hint="install safeport where only root can write (for example "
+            "`sudo python3 -m venv /opt/safeport && sudo /opt/safeport/bin/pip install …`) "
+            "and run `sudo /opt/safeport/bin/sp gateway install` from there",
+        )
+
+
+def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:
+    """Plan (and unless ``dry_run``, perform) an install; returns the steps as planned.
+
+    The account is created first, then the rest is planned again with its real uid and gid, so
+    the install file and the folders name the account useradd actually made.
+    """
+    facts = read_facts(options)
+    steps = plan_install(options, facts)
+    if dry_run:
+        return steps
+    _require_root()
+    check_code_is_root_owned()
+    check_prefix(options.prefix)
+    if facts.account_uid is None:
+        carry_out(steps[:1])
+        facts = read_facts(options)
+        steps = plan_install(options, facts)
+    carry_out(steps)
+    return steps
+
+
+def uninstall(options: InstallOptions, *, purge: bool, dry_run: bool) -> list[Step]:
+    facts = SystemFacts(account_uid=_uid_of(options.account), account_gid=None, humans={})
+    steps = plan_uninstall(options, facts, purge=purge)
+    if not dry_run:
+        _require_root()
+        carry_out(steps)
+    return steps
+
+
+def check_prefix(prefix: Path) -> None:
+    """Every folder from / down to the prefix must be root's and closed to others: root will
+    create, chown and chmod beneath it, and a user who can rename entries there could point
+    those steps at files of their choosing."""
+    for folder in [prefix, *prefix.parents]:
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        sticky = bool(st.st_mode & 0o1000)
+        linked = stat.S_ISLNK(st.st_mode)
+        if st.st_uid != 0 or (st.st_mode & 0o022 and not sticky) or linked:
+            raise EnvironmentProblem(
+                f"{folder} is not a folder only root can change; refusing to install under it",
+                hint="choose a --prefix whose every folder is root's (the default is /)",
+            )
+
+
+def _uid_of(account: str) -> int | None:
+    try:
+        return pwd.getpwnam(account).pw_uid
+    except KeyError:
+        return None
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "creating the gateway's account and folders needs root",
+            hint="run it with sudo, or add --print to see every step without doing it",
+        )

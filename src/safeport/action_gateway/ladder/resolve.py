@@ -1,0 +1,119 @@
+"""Rung 4's product: a proposal resolved against the accepted policy and prepared.
+
+The names the agent sent must be in the policy, every argument valid, and the action buildable
+— all before the vault, a card or the network is touched.
+Each failure is a :class:`Refusal` with a fixed sentence; the agent's raw values never appear.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+
+from safeport.action_gateway.approvals.cards import ActionRequest
+from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
+from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
+from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
+from safeport.action_gateway.policy.store import ServedPolicy
+from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.wire import ProposeHttp, ProposeSsh
+
+Proposal = ProposeSsh | ProposeHttp
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A proposal resolved against the accepted policy and prepared (rung 4's product)."""
+
+    request: ActionRequest
+    max_output_bytes: int
+
+    @property
+    def action(self) -> SshAction | HttpAction:
+        return self.request.prepared
+
+
+def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
+    policy = served.policy
+    if isinstance(proposal, ProposeSsh):
+        host = policy.ssh.hosts.get(proposal.host_id)
+        if host is None:
+            raise Refusal("denied", 4, "unknown_action", "no such ssh host in the accepted policy")
+        command = host.commands.get(proposal.command_id)
+        if command is None:
+            raise Refusal("denied", 4, "unknown_action", "no such command for this host")
+        args = _validate(command.params, proposal.args, command.allow_leading_dash)
+        with _unpreparable():
+            prepared: SshAction | HttpAction = prepare_ssh(
+                proposal.host_id, host, proposal.command_id, command, args
+            )
+        credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
+    else:
+        service = policy.http.services.get(proposal.service_id)
+        if service is None:
+            raise Refusal(
+                "denied", 4, "unknown_action", "no such http service in the accepted policy"
+            )
+        operation = service.operations.get(proposal.operation_id)
+        if operation is None:
+            raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
+        args = _validate(operation.params, proposal.args, ())
+        with _unpreparable():
+            prepared = prepare_http(
+                proposal.service_id, service, proposal.operation_id, operation, args
+            )
+        credential_id, read_only = service.credential, operation.read_only
+        cap = service.max_response_bytes
+    request = ActionRequest(
+        request_id=proposal.id,
+        kind=proposal.action,
+        target_id=prepared.host_id if isinstance(prepared, SshAction) else prepared.service_id,
+        operation_id=(
+            prepared.command_id if isinstance(prepared, SshAction) else prepared.operation_id
+        ),
+        credential=credential_id,
+        scope=policy.credentials[credential_id].approval,
+        args=args,
+        policy_digest=served.digest,
+        read_only=read_only,
+        prepared=prepared,
+    )
+    return Resolved(request, cap)
+
+
+def proposal_target(proposal: Proposal) -> tuple[str, str, str]:
+    """Kind, target and operation names as the agent sent them (schema-valid identifiers)."""
+    if isinstance(proposal, ProposeSsh):
+        return "ssh", proposal.host_id, proposal.command_id
+    return "http", proposal.service_id, proposal.operation_id
+
+
+def proposal_names(proposal: Proposal) -> dict[str, object]:
+    """Names only (schema-valid identifiers); argument values are never journaled."""
+    _, target, operation = proposal_target(proposal)
+    return {
+        "action": proposal.action,
+        "target": target,
+        "operation": operation,
+        "arg_names": sorted(proposal.args)[:32],
+    }
+
+
+@contextlib.contextmanager
+def _unpreparable() -> Iterator[None]:
+    """An action that cannot be built safely is refused here, before any card or connection."""
+    try:
+        yield
+    except ActionError as exc:
+        raise Refusal("denied", 4, f"prepare_{exc.failure}", exc.message) from exc
+
+
+def _validate(
+    params: Mapping[str, ParamSpec], args: dict[str, str | int], allow_leading_dash: Collection[str]
+) -> dict[str, str | int]:
+    try:
+        return validate_args(params, args, allow_leading_dash=allow_leading_dash)
+    except ArgumentRejected as exc:
+        raise Refusal("denied", 4, "argument", exc.message) from exc

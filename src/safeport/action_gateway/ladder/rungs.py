@@ -1,0 +1,327 @@
+"""The decision ladder for one proposal, with every collaborator injected.
+
+Rungs, in order; the first that refuses ends the proposal and nothing past it is touched:
+
+1. frame, JSON and schema (the server, before this module) → ``invalid``; room on the
+   journals' disk (:mod:`journal_space`) → ``unavailable``
+2. peer identity unchanged since connect → ``denied``
+3. caller rules → ``denied``
+4. action named in the accepted policy, arguments valid, rate cap → ``denied``
+5. vault unlocked → ``locked``
+6. approval (session grant or a card) → ``denied`` / ``timeout``
+7. durable intent record → ``unavailable``
+8. execute with the credential injected here → ``upstream`` / ``denied``
+9. filter the result; durable outcome record → ``unavailable`` ("do not retry automatically")
+
+Every refusal is a :class:`Refusal` carrying its wire code, rung and category, and is journaled
+before the reply is sent: whole while the requester's uid has budget left, past that counted
+into one record per category and window (:mod:`refusal_budget`). Reasons are fixed sentences
+with names from the policy, never the agent's raw values.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals, ApprovalTimedOut
+from safeport.action_gateway.approvals.cards import ActionRequest
+from safeport.action_gateway.approvals.grants import Grant
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    Executor,
+    SshAction,
+)
+from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
+from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.resolve import (
+    Proposal,
+    Resolved,
+    proposal_names,
+    proposal_target,
+    resolve,
+)
+from safeport.action_gateway.ladder.result_filters import filter_http, filter_ssh, result_summary
+from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
+from safeport.action_gateway.policy.rate_limits import RateLimiter
+from safeport.action_gateway.policy.store import ServedPolicy
+from safeport.errors import Denied, Error
+from safeport.shared.audit import JournalHead
+from safeport.shared.schemas.wire import ErrorCode
+from safeport.vault import VaultLocked
+from safeport.vault.interface import UnlockedVault
+from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
+
+
+class ActionJournal(Protocol):
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead: ...
+
+
+class VaultView(Protocol):
+    """What the ladder reads of the vault's state (the core's ``VaultState`` is one): whether it
+    is unlocked, and the unlocked vault with its epoch, raising ``VaultLocked`` once locked."""
+
+    @property
+    def unlocked(self) -> bool: ...
+
+    def current(self) -> tuple[UnlockedVault, int]: ...
+
+
+class PolicySource(Protocol):
+    @property
+    def served(self) -> ServedPolicy | None: ...
+
+    def pending_declares(self, kind: str, target: str, action: str) -> bool:
+        """Whether an edited, not yet accepted gateway.toml declares this action."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ladder:
+    """The rungs over injected collaborators. The ladder keeps no state of its own between
+    proposals (grants live in ``approvals``, caps in ``rates``), so one instance serves every
+    worker thread."""
+
+    probe: IdentityProbe
+    policies: PolicySource
+    vault: VaultView
+    approvals: Approvals
+    journal: ActionJournal
+    executor: Executor
+    rates: RateLimiter
+    admitted_uids: frozenset[int]
+    clock: Callable[[], float] = field(default=time.monotonic)
+    budget: RefusalBudget = field(default_factory=RefusalBudget)
+    # Why the journals' disk has no room for a proposal now, or None (:mod:`journal_space`).
+    space: Callable[[], str | None] = field(default=lambda: None)
+
+    def propose(
+        self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
+    ) -> dict[str, object]:
+        """Run rungs 2 to 9; return the filtered result or raise a journaled :class:`Refusal`."""
+        request: ActionRequest | None = None
+        intent: int | None = None
+        low = self.space()
+        if low is not None:
+            # Nothing is written for it: the disk is what is short. Counted, journaled as one
+            # record when there is room again.
+            self.budget.count(peer.uid, "disk_space")
+            raise Refusal("unavailable", 1, "disk_space", low)
+        try:
+            served = self._rung_identity_and_callers(peer)
+            resolved = self._rung_action(peer, proposal, served)
+            request = resolved.request
+            vault_epoch = self._rung_vault()
+            grant = self._rung_approval(peer, request, served, vault_epoch)
+            self._rung_still_the_requester(peer)
+            if cancel is not None and cancel.is_set():
+                # The agent withdrew the request; nothing runs after a cancel.
+                raise Refusal("denied", 6, "approval_cancelled", "the request was cancelled")
+            intent = self._rung_intent(peer, request, grant.id)
+            return self._rung_execute_and_record(peer, resolved, grant, intent)
+        except Refusal as refusal:
+            self._journal_refusal(peer, proposal, request, refusal, intent)
+            raise
+
+    # -- rungs --------------------------------------------------------------------------------
+
+    def _rung_identity_and_callers(self, peer: PeerIdentity) -> ServedPolicy:
+        try:
+            self.probe.verify(peer)
+        except Denied as exc:
+            raise Refusal("denied", 2, "identity", exc.message) from exc
+        served = self.policies.served
+        if served is None:
+            # Nothing was ever accepted in this run; the accepted policy lives in the vault.
+            if not self.vault.unlocked:
+                raise Refusal("locked", 5, "locked", "the vault is locked")
+            raise Refusal("denied", 3, "no_policy", "no accepted policy; run `sp policy accept`")
+        try:
+            check_caller(served.policy.callers, peer, self.admitted_uids)
+        except CallerRefused as exc:
+            raise Refusal("denied", 3, "caller", exc.message) from exc
+        return served
+
+    def _rung_action(
+        self, peer: PeerIdentity, proposal: Proposal, served: ServedPolicy
+    ) -> Resolved:
+        policy = served.policy
+        try:
+            resolved = resolve(proposal, served)
+        except Refusal as refusal:
+            if refusal.category != "unknown_action" or not self.policies.pending_declares(
+                *proposal_target(proposal)
+            ):
+                raise
+            # The human's edit is there but not accepted: say so, or the agent (and the person
+            # reading its answer) would think the policy lacks the action.
+            raise Refusal(
+                refusal.code,
+                refusal.rung,
+                refusal.category,
+                f"{refusal.message}; gateway.toml declares it, but that policy change waits "
+                "for a human to run `sp policy accept`",
+            ) from None
+        credential = policy.credentials[resolved.request.credential]
+        try:
+            self.rates.take(resolved.request.credential, credential.rate_per_minute, peer.uid)
+        except Denied as exc:
+            raise Refusal("denied", 4, "rate", exc.message) from exc
+        return resolved
+
+    def _rung_vault(self) -> int:
+        try:
+            _, epoch = self.vault.current()
+        except VaultLocked as exc:
+            raise Refusal("locked", 5, "locked", "the vault is locked") from exc
+        return epoch
+
+    def _rung_approval(
+        self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
+    ) -> Grant:
+        settings = served.policy.gateway
+        try:
+            return self.approvals.obtain(
+                peer,
+                request,
+                vault_epoch=epoch,
+                timeout_s=settings.approval_timeout_s,
+                session_max_s=settings.session_max_minutes * 60.0,
+            )
+        except ApprovalTimedOut as exc:
+            raise Refusal("timeout", 6, "approval_timeout", exc.message) from exc
+        except ApprovalRefused as exc:
+            code: ErrorCode = (
+                "locked" if exc.outcome == "voided" and not self.vault.unlocked else "denied"
+            )
+            raise Refusal(code, 6, f"approval_{exc.outcome}", exc.message) from exc
+        except Error as exc:
+            raise Refusal("unavailable", 6, "journal", "the session could not be recorded") from exc
+
+    def _rung_still_the_requester(self, peer: PeerIdentity) -> None:
+        """An approval can take minutes: the process must still be the one the card showed
+        (not exited, its pid not reused, no exec of another program since it asked)."""
+        try:
+            self.probe.verify(peer)
+        except Denied as exc:
+            raise Refusal(
+                "denied", 6, "identity_after_approval", "the requester changed while it waited"
+            ) from exc
+
+    def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> int:
+        """Journal the intent; its sequence is what the record closing it names (in the clear,
+        so a restart finds an intent the gateway died before closing, vault locked or not)."""
+        try:
+            head = self.journal.record(
+                "action.intent",
+                {"request": request.shape(), "grant": grant_id, "requester": peer.as_record()},
+            )
+            return head.seq
+        except Error as exc:
+            raise Refusal("unavailable", 7, "journal", "the intent could not be recorded") from exc
+
+    def _rung_execute_and_record(
+        self, peer: PeerIdentity, resolved: Resolved, grant: Grant, intent: int
+    ) -> dict[str, object]:
+        request = resolved.request
+        try:
+            vault, now_epoch = self.vault.current()
+            self.approvals.consume(grant, peer, request, now_epoch)
+        except VaultLocked as exc:
+            raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
+        except ApprovalRefused as exc:
+            raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc
+        started = self.clock()
+        status = "ok"
+        result: dict[str, object] = {}
+        refusal: Refusal | None = None
+        try:
+            result = self._execute(vault.secret(request.credential), resolved)
+        except ActionError as exc:
+            status = exc.failure
+            refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+        except VaultLocked:
+            # A lock from control.sock between the check above and this read: nothing ran,
+            # and the agent hears `locked` (retry after an unlock), not an internal error.
+            status = "locked"
+            refusal = Refusal("locked", 8, "locked", "the vault was locked before execution")
+        except Error as exc:
+            status = "error"
+            refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
+        except Exception as exc:  # an executor bug must not kill the gateway or leak a trace
+            status = "error"
+            refusal = Refusal(
+                "internal", 8, "internal", f"the action failed ({type(exc).__name__})"
+            )
+        duration_ms = int((self.clock() - started) * 1000)
+        try:
+            self.journal.record(
+                "action.outcome",
+                {
+                    "request_id": request.request_id,
+                    "status": status,
+                    "duration_ms": duration_ms,
+                    **result_summary(result),
+                },
+                ref={"intent": intent},
+            )
+        except Error as exc:
+            raise Refusal(
+                "unavailable",
+                9,
+                "journal",
+                "the action ran but its outcome could not be recorded; do not retry automatically",
+            ) from exc
+        if refusal is not None:
+            raise refusal
+        return result
+
+    def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
+        action = resolved.action
+        if isinstance(action, SshAction):
+            if not isinstance(secret, SshKeySecret):
+                raise Error("the credential is not an ssh key")
+            ssh = self.executor.ssh_exec(action, secret)
+            return filter_ssh(ssh, resolved.max_output_bytes)
+        if not isinstance(secret, TokenSecret | BasicSecret):
+            raise Error("the credential is not a token or basic secret")
+        http = self.executor.http_request(action, secret)
+        return filter_http(http, action.operation.response_fields)
+
+    # -- journal ------------------------------------------------------------------------------
+
+    def _journal_refusal(
+        self,
+        peer: PeerIdentity,
+        proposal: Proposal,
+        request: ActionRequest | None,
+        refusal: Refusal,
+        intent: int | None,
+    ) -> None:
+        if refusal.rung >= 7 and refusal.category == "journal":
+            return  # the journal is what failed; the reply says so
+        if intent is None and not self.budget.admit(peer.uid, refusal.category):
+            return  # counted; journaled with its like in one `action.denied_many` record
+        body: dict[str, object] = {
+            "request_id": proposal.id,
+            "rung": refusal.rung,
+            "code": refusal.code,
+            "category": refusal.category,
+            "reason": refusal.message,
+            "requester": peer.as_record(),
+        }
+        body["request"] = request.shape() if request is not None else proposal_names(proposal)
+        served = self.policies.served
+        body["policy"] = served.digest if served is not None else None
+        try:
+            ref = None if intent is None else {"intent": intent}
+            self.journal.record("action.denied", body, ref=ref)
+        except Error:
+            # The refusal stands either way; a reply that nothing ran is still true.
+            refusal.code = "unavailable" if refusal.rung < 7 else refusal.code

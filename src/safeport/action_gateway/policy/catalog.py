@@ -1,0 +1,73 @@
+"""The catalog an agent sees, built from the accepted policy, and the reply cap it implies.
+
+Names, descriptions, param schemas and approval scope; never an address, a user,
+a URL or a credential's name.
+"""
+
+from __future__ import annotations
+
+from safeport.shared.schemas.catalog import (
+    Catalog,
+    CatalogEntry,
+    HttpCatalogEntry,
+    IntegerParam,
+    ParamSchema,
+    SshCatalogEntry,
+    StringParam,
+)
+from safeport.shared.schemas.config import GatewayPolicy, ParamSpec
+from safeport.shared.wire import MAX_REPLY_BYTES
+
+
+def catalog_of(policy: GatewayPolicy, digest: str) -> Catalog:
+    actions: list[CatalogEntry] = []
+    for host_id, host in sorted(policy.ssh.hosts.items()):
+        scope = policy.credentials[host.credential].approval
+        for command_id, command in sorted(host.commands.items()):
+            actions.append(
+                SshCatalogEntry(
+                    host_id=host_id,
+                    command_id=command_id,
+                    description=command.description,
+                    read_only=command.read_only,
+                    approval=scope,
+                    params={name: param_schema(spec) for name, spec in command.params.items()},
+                )
+            )
+    for service_id, service in sorted(policy.http.services.items()):
+        scope = policy.credentials[service.credential].approval
+        for operation_id, operation in sorted(service.operations.items()):
+            actions.append(
+                HttpCatalogEntry(
+                    service_id=service_id,
+                    operation_id=operation_id,
+                    method=operation.method,
+                    description=operation.description,
+                    read_only=operation.read_only,
+                    approval=scope,
+                    params={name: param_schema(spec) for name, spec in operation.params.items()},
+                )
+            )
+    return Catalog(policy=digest, actions=actions)
+
+
+def param_schema(spec: ParamSpec) -> ParamSchema:
+    """A JSON Schema fragment for one param."""
+    if spec.type == "int":
+        return IntegerParam(minimum=spec.min, maximum=spec.max)
+    return StringParam(max_length=spec.max_length, enum=spec.enum, pattern=spec.pattern)
+
+
+def reply_cap(policy: GatewayPolicy) -> int:
+    """The largest reply the policy's output limits allow, JSON escaping included.
+
+    Results are already cut to those limits on rung 9; this is the backstop on the wire.
+    """
+    # A byte of output can become up to 6 characters of JSON (\u00XX); stdout + stderr.
+    outputs = [
+        2 * command.max_output_bytes
+        for host in policy.ssh.hosts.values()
+        for command in host.commands.values()
+    ]
+    outputs += [service.max_response_bytes for service in policy.http.services.values()]
+    return min(MAX_REPLY_BYTES, 6 * max(outputs, default=0) + 64 * 1024)

@@ -1,0 +1,254 @@
+"""What one refresh of the search index re-reads: everything, or only what folder events name.
+
+The first refresh walks every root and watches each folder it enters (``watch.py``). Later ones
+ask the watch which entries were touched and walk only those (each with what is below it),
+through the same walk code and the same per-file step as a walk of everything, so the rows come
+out as a cold build would write them. Anything the events cannot vouch for (a new policy, an
+overflowed queue, a hard link appearing, the periodic check, a refresh that failed) makes the
+next refresh walk everything again.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from safeport.context_server.index import sqlite_store as store
+from safeport.context_server.index.inotify_watch import FolderWatch, Touched, open_folder_watch
+from safeport.context_server.index.shards import Shards
+from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, Outcome, Stored
+from safeport.context_server.policy.display_names import UndisplayableName, raw_name
+from safeport.context_server.policy.read_policy import ReadPolicy, Refused
+from safeport.context_server.workspace.descriptors import stat_entry
+from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.walk import WalkedFile
+
+# Even with a complete watch, everything is walked again this often: changes no folder event
+# reports (a write through a shared mapping, a hard link made from outside) are caught here.
+FULL_WALK_AFTER_S = 300.0
+# A commit flushes FTS5's pending terms into a new segment that later merges rewrite: fewer,
+# larger transactions are cheaper; a crash loses at most this many files' rows.
+_COMMIT_EVERY = 10_000
+
+Progress = Callable[[int, int], None]
+Linked = set[tuple[str, tuple[str, ...]]]
+
+
+class Tally:
+    """What one refresh did, counted as it goes."""
+
+    def __init__(self) -> None:
+        self.added = self.updated = self.removed = self.done = 0
+
+    def count(self, outcome: Outcome) -> None:
+        if outcome == "kept":
+            return
+        self.done += 1
+        if outcome == "added":
+            self.added += 1
+        elif outcome == "updated":
+            self.updated += 1
+        elif outcome == "dropped":
+            self.removed += 1
+
+
+class Refresher:
+    """The walk state between refreshes: the watch, and what the last walk of everything saw.
+    Used under the index's refresh lock only."""
+
+    def __init__(self, workspace: Workspace, *, watch: bool) -> None:
+        self.workspace = workspace
+        self._want_watch = watch
+        self._watch: FolderWatch | None = None
+        # The policy and time of the last walk of everything; events only say what changed
+        # since then, and only under that policy.
+        self._walked_policy: ReadPolicy | None = None
+        self._walked_at = 0.0
+        # Readable-looking files left out for their link count: when a link goes, they may
+        # come in, and no event names them.
+        self._linked: Linked = set()
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+
+    def run(
+        self, shards: Shards, progress: Progress | None, everything: bool
+    ) -> tuple[Tally, bool]:
+        """Refresh the rows in ``shards`` (not committed); the tally and whether it took events
+        only (False: everything was walked)."""
+        try:
+            tally = Tally()
+            touched = None if everything else self._touched_since_last_walk()
+            if touched is not None and self._refresh_touched(shards, touched, tally):
+                return tally, True
+            tally = Tally()
+            self._refresh_everything(shards, tally, progress)
+            return tally, False
+        except BaseException:
+            # The events drained are gone and the transaction is not: only a walk of
+            # everything can say what the index should hold now.
+            self._walked_policy = None
+            raise
+
+    @property
+    def watching(self) -> bool:
+        """Whether a refresh now would cost only what changed."""
+        recent = time.monotonic() - self._walked_at < FULL_WALK_AFTER_S
+        return self._watch is not None and self._watch.complete and recent
+
+    def _touched_since_last_walk(self) -> tuple[Touched, ...] | None:
+        """The entries to look at again, or None when only a walk of everything will do."""
+        if self._watch is None or self._walked_policy is not self.workspace.policy:
+            return None
+        if time.monotonic() - self._walked_at > FULL_WALK_AFTER_S:
+            return None
+        drained = self._watch.drain()
+        if not drained.complete:
+            return None
+        touched = list(drained.touched)
+        if self._linked and any(t.gone for t in touched):
+            # A link went: a file left out for its link count may be alone now.
+            touched += [Touched(root, parts, False) for root, parts in self._linked]
+        return tuple(touched)
+
+    def _refresh_everything(self, shards: Shards, tally: Tally, progress: Progress | None) -> None:
+        """Walk every root once; rows the walk did not see go."""
+        if self._watch is None and self._want_watch:
+            self._watch = open_folder_watch()
+        watch = self._watch
+        if watch is not None:
+            watch.begin_walk()
+        policy = self.workspace.policy
+        rows = shards.all_rows()
+        total = self._count_changed(rows) if progress is not None else 0
+        linked: set[tuple[str, tuple[str, ...]]] = set()
+        for root in self.workspace.roots:
+            for rel in self._walk_and_store(shards, root, (), None, rows, tally, linked, watch):
+                rows.pop((root.name, rel), None)
+                if progress is not None and tally.done and tally.done % 200 == 0:
+                    progress(tally.done, max(total, tally.done))
+        stale = [row[0] for row in rows.values()]
+        shards.delete(stale)
+        tally.removed += len(stale)
+        if progress is not None:
+            progress(tally.done, max(total, tally.done))
+        if watch is not None:
+            watch.end_walk()
+        self._linked = linked
+        self._walked_policy = policy
+        self._walked_at = time.monotonic()
+
+    def _refresh_touched(self, shards: Shards, touched: Iterable[Touched], tally: Tally) -> bool:
+        """Walk only the touched entries (each with what is below it); False if a hard link
+        appeared, which only a walk of everything can place."""
+        watch = self._watch
+        assert watch is not None
+        entries = _outermost({(t.root, t.parts) for t in touched})
+        by_name = {r.name: r for r in self.workspace.roots}
+        for root_name, parts in entries:
+            watch.forget(root_name, parts)  # re-added by the walk below if still a folder
+        previous = self._linked
+        kept = {e for e in previous if not any(_below(e, entry) for entry in entries)}
+        linked: set[tuple[str, tuple[str, ...]]] = set()
+        for root_name, parts in entries:
+            root = by_name.get(root_name)
+            if root is None or not parts:
+                continue
+            if (root_name, parts) not in previous and self._hard_linked(root, parts):
+                return False  # a new link to a file whose other names may be indexed
+            rows = {
+                (root_name, rel): row
+                for rel, row in shards.rows_under(root_name, "/".join(parts)).items()
+            }
+            walked = self._walk_and_store(
+                shards, root, parts[:-1], parts[-1], rows, tally, linked, watch
+            )
+            for rel in walked:
+                rows.pop((root_name, rel), None)
+            stale = [row[0] for row in rows.values()]
+            shards.delete(stale)
+            tally.removed += len(stale)
+        if linked - previous:
+            return False  # a new hard link: the other names of that file may be indexed
+        self._linked = kept | linked
+        return True
+
+    def _hard_linked(self, root: ServedRoot, parts: tuple[str, ...]) -> bool:
+        """Whether the entry is a regular file with more than one link, whatever its name
+        (the walk does not look at a file whose name it refuses)."""
+        try:
+            fd = self.workspace.descriptors.open_beneath(root, parts[:-1], final_dir=True)
+        except Refused:
+            return False
+        try:
+            st = stat_entry(fd, raw_name(parts[-1]))
+        except (OSError, UndisplayableName):
+            return False
+        finally:
+            os.close(fd)
+        return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+    def _walk_and_store(
+        self,
+        shards: Shards,
+        root: ServedRoot,
+        start: tuple[str, ...],
+        only: str | None,
+        rows: dict[tuple[str, str], Stored],
+        tally: Tally,
+        linked: set[tuple[str, tuple[str, ...]]],
+        watch: FolderWatch | None,
+    ) -> Iterator[str]:
+        """Walk (all of ``start``, or its entry ``only``) and store each file; yields the
+        relative path of every file walked, so the caller can tell which rows are stale."""
+
+        def wanted(found: WalkedFile) -> int | None:
+            current = store.unchanged(found, rows.get((root.name, found.relative)))
+            return None if current else MAX_INDEXED_BYTES + 1
+
+        def opened(parts: tuple[str, ...], fd: int) -> None:
+            if watch is not None:
+                watch.watch(root.name, parts, fd)
+
+        for item in self.workspace.walk(
+            root,
+            start,
+            max_bytes=MAX_INDEXED_BYTES,
+            scoped=False,
+            head_for=wanted,
+            opened=opened,
+            only=only,
+            linked=lambda parts: linked.add((root.name, parts)),
+        ):
+            if not isinstance(item, WalkedFile):
+                continue
+            tally.count(shards.store(item, rows.get((root.name, item.relative))))
+            if tally.done and tally.done % _COMMIT_EVERY == 0:
+                shards.commit()
+            yield item.relative
+
+    def _count_changed(self, rows: dict[tuple[str, str], Stored]) -> int:
+        """How many files a walk will re-read (a progress bar's total; one more walk)."""
+        return sum(
+            1
+            for root in self.workspace.roots
+            for found in self.workspace.walk_files(root, max_bytes=MAX_INDEXED_BYTES, scoped=False)
+            if not store.unchanged(found, rows.get((root.name, found.relative)))
+        )
+
+
+def _below(entry: tuple[str, tuple[str, ...]], top: tuple[str, tuple[str, ...]]) -> bool:
+    return entry[0] == top[0] and entry[1][: len(top[1])] == top[1]
+
+
+def _outermost(entries: set[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """The entries not below another one (its walk covers them), in path order."""
+    kept = []
+    for root, parts in sorted(entries):
+        if not any((root, parts[:i]) in entries for i in range(len(parts))):
+            kept.append((root, parts))
+    return kept

@@ -1,0 +1,214 @@
+"""The content search index: SQLite FTS5 with the trigram tokenizer, under the cache folder.
+
+The index is only a way to find candidates fast. It holds the text of files the walker found
+readable when it ran; whatever it returns is re-checked against the current policy and re-read
+from disk before a line or snippet is served, so a file that became private, moved behind a
+link or changed since indexing never leaks through a stale entry. The database lives in
+safeport's cache folder, never in the workspace.
+What one refresh re-reads (everything, or what folder events name) is ``index_refresh.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from safeport.context_server.index import sqlite_store as store
+from safeport.context_server.index.refresh import Progress, Refresher
+from safeport.context_server.index.shards import Shards, candidates, shard_paths
+from safeport.context_server.workspace.gate import Workspace
+from safeport.errors import EnvironmentProblem
+from safeport.shared.paths import ensure_private_dir
+
+log = logging.getLogger(__name__)
+
+REFRESH_AFTER_S = 30.0
+# With every folder watched a refresh costs what changed, so it may run far more often.
+WATCHED_REFRESH_AFTER_S = 1.0
+RETRY_AFTER_S = 5.0
+
+__all__ = ["Candidate", "IndexStats", "Progress", "SearchIndex", "index_path", "trigram_query"]
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    files: int
+    bytes: int
+    added: int
+    updated: int
+    removed: int
+    seconds: float
+    walked_everything: bool = True
+
+
+@dataclass(frozen=True)
+class Candidate:
+    root: str
+    rel: str
+
+
+def index_path(cache_dir: Path, workspace: Workspace) -> Path:
+    """One database per set of roots, named by a digest so no path appears in the name."""
+    key = "\0".join(sorted(str(r.path) for r in workspace.roots))
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return cache_dir / "context" / f"index-{digest}.sqlite"
+
+
+class SearchIndex:
+    """Build, refresh and query the trigram index; safe to use from several threads."""
+
+    def __init__(self, path: Path, workspace: Workspace, *, watch: bool = True) -> None:
+        self.path = path
+        self.workspace = workspace
+        self._local = threading.local()
+        self._refresh_lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self.last_refresh: float | None = None
+        self.last_stats: IndexStats | None = None
+        self.last_error: str | None = None
+        self._failed_at = 0.0
+        self._refresher = Refresher(workspace, watch=watch)
+        ensure_private_dir(path.parent)
+        with Shards(path) as shards:
+            shards.create_schema()
+            if shards.counts()[0] > 0:
+                self.last_refresh = path.stat().st_mtime
+
+    def close(self) -> None:
+        with self._refresh_lock:
+            self._refresher.close()
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        if self._worker is not None and self._worker.is_alive():
+            return "building" if self.last_refresh is None else "refreshing"
+        return "ready" if self.last_refresh is not None else "empty"
+
+    @property
+    def ready(self) -> bool:
+        return self.last_refresh is not None
+
+    def counts(self) -> dict[str, int]:
+        files = size = 0
+        for db in self._dbs():
+            row = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files").fetchone()
+            files, size = files + int(row[0]), size + int(row[1])
+        return {"files": files, "bytes": size}
+
+    # -- building -----------------------------------------------------------------------------
+
+    def refresh(self, progress: Progress | None = None, *, everything: bool = False) -> IndexStats:
+        """Bring the index in line with the workspace; only changed files are re-read.
+
+        Walks only what the folder watch reports as touched when it can vouch for the rest,
+        else everything (``everything`` forces that)."""
+        with self._refresh_lock, Shards(self.path) as shards:
+            started = time.monotonic()
+            tally, by_events = self._refresher.run(shards, progress, everything)
+            shards.commit()
+            if tally.updated or tally.removed:
+                shards.forget_removed()
+            count, size = shards.counts()
+            self.last_refresh = time.time()
+            self.last_error = None
+            self.last_stats = IndexStats(
+                int(count),
+                int(size),
+                tally.added,
+                tally.updated,
+                tally.removed,
+                time.monotonic() - started,
+                walked_everything=not by_events,
+            )
+            return self.last_stats
+
+    def refresh_in_background(self, *, force: bool = False) -> None:
+        """Start a refresh on a worker thread if none runs and the index is old enough; after
+        a failed refresh, the next call tries again (at most every few seconds)."""
+        if self._worker is not None and self._worker.is_alive():
+            return
+        now = time.time()
+        if not force:
+            if self.last_error is not None:
+                if now - self._failed_at < RETRY_AFTER_S:
+                    return
+            elif self.last_refresh is not None and now - self.last_refresh < self._refresh_after():
+                return
+        self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
+        self._worker.start()
+
+    def _refresh_after(self) -> float:
+        """How old the index may get before a search starts a refresh: short while a walk
+        of everything is recent and every folder is watched (a refresh then costs what
+        changed), else long."""
+        return WATCHED_REFRESH_AFTER_S if self._refresher.watching else REFRESH_AFTER_S
+
+    def wait(self, timeout: float) -> None:
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self.refresh()
+        except Exception as exc:  # the worker must report, never die silently
+            # Reported by category only: an OS message could carry a path.
+            self.last_error = f"the last index refresh failed ({type(exc).__name__}); retrying"
+            self._failed_at = time.time()
+            log.warning("index refresh failed: %s", type(exc).__name__)
+
+    # -- querying -----------------------------------------------------------------------------
+
+    def candidates(self, query: str, root: str, prefix: str, after: str) -> Iterator[Candidate]:
+        """Files whose text may contain ``query``, in path order, after the path ``after``
+        (every shard asked, their answers merged)."""
+        phrase = trigram_query(query)
+        # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
+        sql = (
+            "SELECT f.rel FROM files f "
+            "WHERE f.id IN (SELECT rowid FROM fts WHERE fts MATCH ?) AND f.root = ?"
+        )
+        params: list[object] = [phrase, root]
+        if prefix:
+            sql += " AND substr(f.rel, 1, ?) = ?"
+            params += [len(prefix) + 1, prefix + "/"]
+        if after:
+            sql += " AND f.rel > ?"
+            params.append(after)
+        sql += " ORDER BY f.rel"
+        try:
+            for rel in candidates(self._dbs(), sql, params):
+                yield Candidate(root, rel)
+        except sqlite3.Error as exc:
+            raise EnvironmentProblem(f"search index error ({type(exc).__name__})") from None
+
+    # -- sqlite -------------------------------------------------------------------------------
+
+    def _dbs(self) -> list[sqlite3.Connection]:
+        """This thread's connections, one per shard."""
+        dbs: list[sqlite3.Connection] | None = getattr(self._local, "dbs", None)
+        if dbs is None:
+            dbs = [store.connect(p) for p in shard_paths(self.path)]
+            self._local.dbs = dbs
+        return dbs
+
+
+def trigram_query(query: str, most: int = 24) -> str:
+    """An FTS5 query ANDing the query's trigrams.
+
+    The table keeps no positions (``detail='none'``, a third of the size), so a phrase cannot be
+    asked for; the trigrams narrow the candidates and the caller confirms each by reading it.
+    """
+    grams = list(dict.fromkeys(query[i : i + 3] for i in range(len(query) - 2)))
+    if len(grams) > most:  # spread the sample over the whole query
+        step = len(grams) / most
+        grams = [grams[int(i * step)] for i in range(most)] + [grams[-1]]
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)

@@ -1,0 +1,201 @@
+"""The search index as shards: one SQLite file each, written in parallel, read as one.
+
+FTS5's trigram tokenizer is most of a build's time and runs inside SQLite, which releases the
+interpreter lock while it steps a statement; one database has one writer, so the index is split
+into ``SHARDS`` files by a digest of each file's (root, relative path), and each shard gets its
+own writer thread and connection. The walk stays on the caller's thread and decides everything
+(kept, added, updated, dropped, the text); the writers only run the statements.
+
+A file's row always lives in the shard its path names, so its delete and insert are one
+transaction of one database: a crash between two shards' commits leaves rows missing or stale,
+never duplicated, and each row's size and time are those of the text it holds, so the next walk
+of everything (the first refresh of every process) puts it right.
+"""
+
+from __future__ import annotations
+
+import heapq
+import queue
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from safeport.context_server.index import sqlite_store as store
+from safeport.context_server.index.sqlite_store import Outcome, Row, Stored
+from safeport.context_server.workspace.walk import WalkedFile
+
+SHARDS = 2
+# The walk hands a writer its files in batches of about this much text (or this many rows),
+# so a writer takes the interpreter lock once a batch; a few batches wait at most.
+_BATCH_BYTES = 1 << 20
+_BATCH_ROWS = 400
+_QUEUE_DEPTH = 4
+
+# ("write", local ids to delete, rows to insert), ("commit", [], []) or ("stop", [], [])
+_Op = tuple[str, list[int], list[Row]]
+
+
+def shard_paths(path: Path) -> list[Path]:
+    """The shard files: ``path`` itself first, then ``path.1`` and on, beside it."""
+    return [path] + [path.with_name(f"{path.name}.{k}") for k in range(1, SHARDS)]
+
+
+def shard_of(root: str, rel: str) -> int:
+    key = f"{root}\0{rel}".encode("utf-8", "surrogateescape")
+    return zlib.crc32(key) % SHARDS
+
+
+def _global(local: int, shard: int) -> int:
+    # Row ids are per shard; the rest of the index sees one id that names its shard too.
+    return local * SHARDS + shard
+
+
+def candidates(dbs: list[sqlite3.Connection], sql: str, params: list[object]) -> Iterator[str]:
+    """The relative paths ``sql`` selects in each shard, merged into one path order (each
+    shard's query is ordered by path; a path is in one shard only)."""
+    streams = [(str(rel) for (rel,) in db.execute(sql, params)) for db in dbs]
+    return heapq.merge(*streams)
+
+
+class Shards:
+    """Open shards for one refresh: reads on the caller's thread, writes on one thread per
+    shard. Reads first wait for the writes queued before them."""
+
+    def __init__(self, path: Path) -> None:
+        self.dbs = [store.connect(p) for p in shard_paths(path)]
+        self._queues: list[queue.Queue[_Op]] = [queue.Queue(_QUEUE_DEPTH) for _ in self.dbs]
+        # What the walk has decided for each shard and not yet handed to its writer.
+        self._old: list[list[int]] = [[] for _ in self.dbs]
+        self._new: list[list[Row]] = [[] for _ in self.dbs]
+        self._bytes = [0 for _ in self.dbs]
+        self._error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> Shards:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the writers and close; whatever was not committed is rolled back."""
+        for shard, thread in enumerate(self._threads):
+            self._queues[shard].put(("stop", [], []))
+            thread.join()
+        self._threads = []
+        for db in self.dbs:
+            db.close()
+
+    # -- reading (after the writes queued so far) -----------------------------------------
+
+    def create_schema(self) -> None:
+        for db in self.dbs:
+            store.create_schema(db)
+
+    def counts(self) -> tuple[int, int]:
+        """(files, bytes) over every shard."""
+        self._drain()
+        files = size = 0
+        for db in self.dbs:
+            row = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files").fetchone()
+            files, size = files + int(row[0]), size + int(row[1])
+        return files, size
+
+    def all_rows(self) -> dict[tuple[str, str], Stored]:
+        self._drain()
+        found: dict[tuple[str, str], Stored] = {}
+        for shard, db in enumerate(self.dbs):
+            for key, (local, size, mtime) in store.all_rows(db).items():
+                found[key] = (_global(local, shard), size, mtime)
+        return found
+
+    def rows_under(self, root: str, rel: str) -> dict[str, Stored]:
+        self._drain()
+        found: dict[str, Stored] = {}
+        for shard, db in enumerate(self.dbs):
+            for path, (local, size, mtime) in store.rows_under(db, root, rel).items():
+                found[path] = (_global(local, shard), size, mtime)
+        return found
+
+    # -- writing --------------------------------------------------------------------------
+
+    def store(self, found: WalkedFile, stored: Stored | None) -> Outcome:
+        """``index_store.plan`` decides on this thread; the shard's writer runs it."""
+        outcome, text = store.plan(found, stored)
+        if outcome == "kept":
+            return outcome
+        shard = shard_of(found.root.name, found.relative)
+        if stored is not None:
+            assert stored[0] % SHARDS == shard, "a row outside its shard"
+            self._old[shard].append(stored[0] // SHARDS)
+        if text is not None:
+            self._new[shard].append(
+                (found.root.name, found.relative, found.size, found.mtime_ns, text)
+            )
+            self._bytes[shard] += len(text)
+            if self._bytes[shard] >= _BATCH_BYTES or len(self._new[shard]) >= _BATCH_ROWS:
+                self._flush(shard)
+        return outcome
+
+    def delete(self, ids: list[int]) -> None:
+        for i in ids:
+            self._old[i % SHARDS].append(i // SHARDS)
+
+    def commit(self) -> None:
+        for shard in range(len(self.dbs)):
+            self._flush(shard)
+            self._put(shard, ("commit", [], []))
+        self._drain()
+
+    def _flush(self, shard: int) -> None:
+        """Hand the shard's writer what the walk decided for it so far."""
+        if self._old[shard] or self._new[shard]:
+            self._put(shard, ("write", self._old[shard], self._new[shard]))
+            self._old[shard], self._new[shard], self._bytes[shard] = [], [], 0
+
+    def forget_removed(self) -> None:
+        self._drain()
+        for db in self.dbs:
+            store.forget_removed(db)
+
+    def _put(self, shard: int, op: _Op) -> None:
+        self._raise_failed()
+        if not self._threads:
+            self._threads = [
+                threading.Thread(target=self._write, args=(k,), daemon=True, name=f"index-{k}")
+                for k in range(len(self.dbs))
+            ]
+            for thread in self._threads:
+                thread.start()
+        self._queues[shard].put(op)
+
+    def _drain(self) -> None:
+        for shard, q in enumerate(self._queues):
+            self._flush(shard)
+            q.join()
+        self._raise_failed()
+
+    def _raise_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _write(self, shard: int) -> None:
+        """One shard's writer: runs what it is given in order until told to stop. After a
+        failure (of any shard) it only empties its queue."""
+        db, ops = self.dbs[shard], self._queues[shard]
+        while True:
+            what, old, row = ops.get()
+            try:
+                if what == "stop":
+                    return
+                if self._error is None:
+                    if what == "commit":
+                        db.commit()
+                    else:
+                        store.write(db, old, row)
+            except BaseException as exc:  # raised again on the walk's thread
+                self._error = exc
+            finally:
+                ops.task_done()

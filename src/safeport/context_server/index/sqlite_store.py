@@ -1,0 +1,134 @@
+"""The search index's SQLite file: schema, the rows a refresh compares with, and its writes.
+
+One ``files`` row per indexed file (root, relative path, size, mtime) and its text in an FTS5
+table with the trigram tokenizer. ``secure_delete`` zeroes what a removed or replaced row held,
+so the text of a file that became private does not linger in free pages of the database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+from safeport.context_server.policy.read_policy import looks_binary
+from safeport.context_server.workspace.walk import WalkedFile
+from safeport.errors import EnvironmentProblem
+
+MAX_INDEXED_BYTES = 1024 * 1024
+# 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
+SCHEMA_VERSION = 2
+
+Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
+Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
+Row = tuple[str, str, int, int, str]  # root, relative path, size, mtime_ns, text
+# 200 rows of 5 values stay far below SQLite's limit of bound values per statement.
+_ROWS_PER_STATEMENT = 200
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(path, timeout=10, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA secure_delete=ON")
+    except sqlite3.Error as exc:
+        raise EnvironmentProblem(
+            f"cannot open the search index ({type(exc).__name__})",
+            hint="remove the index file under the cache folder and run `sp context index`",
+        ) from None
+    return db
+
+
+def create_schema(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version not in (0, SCHEMA_VERSION):
+        db.execute("DROP TABLE IF EXISTS files")
+        db.execute("DROP TABLE IF EXISTS fts")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, root TEXT NOT NULL, "
+        "rel TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+        "UNIQUE(root, rel))"
+    )
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='trigram', detail='none')"
+    )
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.commit()
+
+
+def file_count(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def all_rows(db: sqlite3.Connection) -> dict[tuple[str, str], Stored]:
+    """Every row, by (root, relative path): one query, compared in memory by a full walk."""
+    rows = db.execute("SELECT id, root, rel, size, mtime_ns FROM files")
+    return {(root, rel): (int(i), int(s), int(m)) for i, root, rel, s, m in rows}
+
+
+def rows_under(db: sqlite3.Connection, root: str, rel: str) -> dict[str, Stored]:
+    """The row for ``rel`` and every row below it (a range on the (root, rel) index)."""
+    # Every path below `rel` starts with `rel/`; '/' + 1 is '0', the end of that range.
+    rows = db.execute(
+        "SELECT id, rel, size, mtime_ns FROM files WHERE root = ? "
+        "AND (rel = ? OR (rel >= ? AND rel < ?))",
+        (root, rel, rel + "/", rel + "0"),
+    )
+    return {r: (int(i), int(s), int(m)) for i, r, s, m in rows}
+
+
+def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
+    """Whether the index holds the file as the walk found it (same size and mtime)."""
+    return stored is not None and stored[1:] == (found.size, found.mtime_ns)
+
+
+def plan(found: WalkedFile, stored: Stored | None) -> tuple[Outcome, str | None]:
+    """What one walked file's row becomes, and the text to index: kept as is, (re)written
+    from its head, or dropped (read failed or binary). The walk read the head only if the row
+    was not current."""
+    if unchanged(found, stored):
+        return "kept", None
+    text = _text_of(found.head)
+    if text is None:
+        return ("dropped" if stored is not None else "skipped"), None
+    return ("updated" if stored is not None else "added"), text
+
+
+def write(db: sqlite3.Connection, old: list[int], rows: list[Row]) -> None:
+    """Delete the rows ``old`` and their text, then insert ``rows`` and their text.
+
+    Each statement takes many rows: SQLite tokenizes them all in one step, and the thread that
+    runs it needs the interpreter lock only once per statement, not once per file (a thread
+    waiting for the lock at every file while the walk holds it barely runs)."""
+    for start in range(0, len(old), 500):
+        chunk = old[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)  # noqa: S608
+        db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
+    if not rows:
+        return
+    # Ids picked here, inside the write transaction: one statement per table, no lastrowid.
+    first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        batch = rows[start : start + _ROWS_PER_STATEMENT]
+        ids = range(first + start, first + start + len(batch))
+        marks = ",".join("(?, ?, ?, ?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, *row[:4])]
+        db.execute(f"INSERT INTO files(id, root, rel, size, mtime_ns) VALUES {marks}", params)  # noqa: S608
+        marks = ",".join("(?, ?)" for _ in batch)
+        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, row[4])]
+        db.execute(f"INSERT INTO fts(rowid, body) VALUES {marks}", params)  # noqa: S608
+
+
+def forget_removed(db: sqlite3.Connection) -> None:
+    """Copy the log into the database and empty it: the log still holds the pages removed
+    rows were on (``secure_delete`` zeroes them in the database, not in the log)."""
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _text_of(head: bytes | None) -> str | None:
+    """The text to index, or None for a file unread, too large or binary to be worth it."""
+    if head is None or len(head) > MAX_INDEXED_BYTES or looks_binary(head):
+        return None
+    return head.decode("utf-8", "replace")

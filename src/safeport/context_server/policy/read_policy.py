@@ -1,0 +1,293 @@
+"""The read policy: which workspace paths an agent may see, decided without touching the disk.
+
+Everything here is pure. The workspace (the only I/O) asks these questions in a fixed order: the
+literal request is parsed (``request_path.py``) and checked for privacy before anything is
+looked up, so a private path gets the same answer whether or not it exists; the resolved path
+is then checked again (scope, ignored, private), and only then the file's type.
+
+Every listed entry and every walked file is judged, so what a name alone decides is cached per
+policy, by name and entry type (:meth:`ReadPolicy.name_verdict`). A verdict that also depends
+on where the entry is (safeport's own folders, the project allowlist, the client's roots) or on
+what it is beyond its type (a link's target, a hard link) is never cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Literal
+
+from safeport.context_server.policy.private_names import (
+    NameGlobs,
+    is_builtin_secret_form,
+    normalise,
+    undecorated_forms,
+)
+from safeport.context_server.policy.tables import (
+    BINARY_EXTENSIONS,
+    DEFAULT_IGNORED_FOLDERS,
+    DEFAULT_PRIVATE_FOLDERS,
+    DEFAULT_PRIVATE_PATTERNS,
+    IGNORED_SUFFIXES,
+    SECRET_DATA_HINT,
+    TEXT_EXTENSIONS,
+    TEXT_NAMES,
+)
+from safeport.errors import Denied
+
+BlockReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
+# What a name-only verdict is asked about: a folder is entered, a file is read, anything else
+# (a link, a special file) is judged elsewhere by what it is.
+NameKind = Literal["file", "directory", "other"]
+
+# Names repeat across calls and walks; a crude bound is enough (cleared when reached).
+_NAME_CACHE_SIZE = 50_000
+_UNKNOWN = object()
+
+
+class Refused(Denied):
+    """A tool request the read policy turned down; the message is a stable, path-free sentence."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# The sentences every tool returns. They name the rule, never the path or anything behind it.
+SENTENCES: dict[str, str] = {
+    "private": "refused: the path is private under the read policy",
+    "ignored": "refused: the path is inside an ignored (generated) folder",
+    "out-of-scope": "refused: the path is outside the served workspace",
+    "binary": "refused: the file is binary, not text",
+    "unreadable-type": "refused: not a readable text file (type, special file or hard link)",
+    "not-found": "not found: no such file or folder in the served workspace",
+    "changed": "refused: the file changed while it was being opened; try again",
+    "too-large": "refused: the file is over the size this tool reads",
+    "not-a-file": "refused: the path is a folder, not a file",
+    "not-a-folder": "refused: the path is a file, not a folder",
+    "too-many-links": "refused: the path follows more than 40 symbolic links (a loop or an "
+    "over-long chain)",
+}
+
+
+def refusal(reason: str) -> Refused:
+    return Refused(reason, SENTENCES[reason])
+
+
+class InvalidInput(Refused):
+    """Malformed input (a path, cursor or number); the sentence says what to send instead."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid", message)
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """What is private, ignored and readable; tightened (never loosened) by ``context.toml``."""
+
+    private_folders: frozenset[str] = frozenset(normalise(n) for n in DEFAULT_PRIVATE_FOLDERS)
+    private_patterns: tuple[str, ...] = tuple(normalise(p) for p in DEFAULT_PRIVATE_PATTERNS)
+    ignored_folders: frozenset[str] = frozenset(normalise(n) for n in DEFAULT_IGNORED_FOLDERS)
+    # Absolute locations that are private wherever a root contains them (safeport's own folders).
+    private_locations: tuple[PurePosixPath, ...] = ()
+    # Optional allowlist of top-level folders of each root; loose files at the root stay readable.
+    projects: frozenset[str] | None = None
+    max_read_bytes: int = 128 * 1024
+    max_file_bytes: int = 64 * 1024 * 1024
+    _globs: NameGlobs = field(init=False, repr=False, compare=False)
+    _locations: frozenset[str] = field(init=False, repr=False, compare=False)
+    _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
+    _verdicts: dict[tuple[str, str], BlockReason | None] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        # The check runs for every listed entry and every walked file: globs by shape.
+        object.__setattr__(self, "_globs", NameGlobs(self.private_patterns))
+        locations = frozenset(str(loc) for loc in self.private_locations)
+        prefixes = tuple(loc.rstrip("/") + "/" for loc in locations)
+        object.__setattr__(self, "_locations", locations)
+        object.__setattr__(self, "_location_prefixes", prefixes)
+        object.__setattr__(self, "_private_cache", {})
+        object.__setattr__(self, "_verdicts", {})
+
+    def tightened(
+        self,
+        *,
+        folders: Iterable[str] = (),
+        patterns: Iterable[str] = (),
+        locations: Iterable[PurePosixPath] = (),
+        projects: Iterable[str] | None = None,
+    ) -> ReadPolicy:
+        """A policy that hides more. There is deliberately no way to hide less."""
+        narrowed = self.projects
+        if projects is not None:
+            wanted = frozenset(normalise(p) for p in projects)
+            narrowed = wanted if narrowed is None else narrowed & wanted
+        return ReadPolicy(
+            private_folders=self.private_folders | {normalise(f) for f in folders},
+            private_patterns=self.private_patterns + tuple(normalise(p) for p in patterns),
+            ignored_folders=self.ignored_folders,
+            private_locations=self.private_locations + tuple(locations),
+            projects=narrowed,
+            max_read_bytes=self.max_read_bytes,
+            max_file_bytes=self.max_file_bytes,
+        )
+
+    # -- names --------------------------------------------------------------------------------
+
+    def name_verdict(self, name: str, kind: NameKind) -> BlockReason | None:
+        """What the name alone says about an entry of this kind: private, ignored, or (for a
+        file) its type. Cached per policy, by (name, kind): the verdict is a function of those
+        two and of this frozen policy only, so it can never go stale; a new policy starts empty.
+        The kind must come from the entry as it is now (a fresh ``d_type`` or ``lstat``)."""
+        key = (name, kind)
+        known = self._verdicts.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        verdict: BlockReason | None = None
+        if self.is_private_name(name):
+            verdict = "private"
+        elif self.is_ignored_name(name):
+            verdict = "ignored"
+        elif kind == "file":
+            verdict = self.type_verdict(name)
+        if len(self._verdicts) > _NAME_CACHE_SIZE:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
+
+    def is_private_name(self, name: str) -> bool:
+        known = self._private_cache.get(name)
+        if known is not None:
+            return known
+        verdict = any(self._is_private_form(form) for form in undecorated_forms(name))
+        if len(self._private_cache) > _NAME_CACHE_SIZE:
+            self._private_cache.clear()
+        self._private_cache[name] = verdict
+        return verdict
+
+    def _is_private_form(self, form: str) -> bool:
+        if form in self.private_folders or self._globs.match(form):
+            return True
+        return is_builtin_secret_form(form)
+
+    def is_ignored_name(self, name: str) -> bool:
+        folded = normalise(name)
+        return folded in self.ignored_folders or folded.endswith(IGNORED_SUFFIXES)
+
+    # -- whole paths --------------------------------------------------------------------------
+
+    def is_private(self, parts: Sequence[str], absolute: PurePosixPath | str | None = None) -> bool:
+        """Any private component, or a location inside one of safeport's own folders."""
+        if any(self.is_private_name(p) for p in parts):
+            return True
+        return absolute is not None and self.is_private_location(str(absolute))
+
+    def is_private_location(self, absolute: str) -> bool:
+        """Whether an absolute path is, or is inside, one of safeport's own folders."""
+        if not self._locations:
+            return False
+        # String prefixes ending in "/" compare whole components (a sibling such as
+        # /srv/ws/.sp-notes is not inside /srv/ws/.sp), and cost far less than pathlib.
+        return absolute in self._locations or (absolute + "/").startswith(self._location_prefixes)
+
+    def is_ignored(self, parts: Sequence[str]) -> bool:
+        return any(self.is_ignored_name(p) for p in parts)
+
+    def out_of_projects(self, parts: Sequence[str], *, is_dir: bool) -> bool:
+        """With a project allowlist, only its folders (and loose files at the root) are served."""
+        if self.projects is None or not parts:
+            return False
+        if len(parts) == 1 and not is_dir:
+            return False
+        return normalise(parts[0]) not in self.projects
+
+    def literal_verdict(
+        self, parts: Sequence[str], absolute: PurePosixPath | str
+    ) -> BlockReason | None:
+        """The first check, on the path exactly as requested, before anything is looked up."""
+        if self.is_private(parts, absolute):
+            return "private"
+        return None
+
+    def resolved_verdict(
+        self, parts: Sequence[str], absolute: PurePosixPath | str, *, is_dir: bool
+    ) -> BlockReason | None:
+        """The checks on the resolved path inside a root: ignored, private, project scope."""
+        if self.is_ignored(parts):
+            return "ignored"
+        if self.is_private(parts, absolute):
+            return "private"
+        if self.out_of_projects(parts, is_dir=is_dir):
+            return "out-of-scope"
+        return None
+
+    def type_verdict(self, name: str) -> BlockReason | None:
+        """Readable types: an allowlist of text extensions and names; files without one pass."""
+        folded = normalise(name)
+        if folded in TEXT_NAMES or folded.startswith(("readme", "license", "changelog")):
+            return None
+        dot = folded.rfind(".")
+        suffix = folded[dot:] if 0 < dot < len(folded) - 1 else ""
+        if suffix == "" or suffix in TEXT_EXTENSIONS:
+            return None
+        if suffix in BINARY_EXTENSIONS:
+            return "binary"
+        if folded.startswith(".") and folded.count(".") == 1:
+            return None  # dotfiles such as .bashrc (private ones are caught before this)
+        return "unreadable-type"
+
+    def summary(self) -> dict[str, object]:
+        """What a client may show a person about the rules in force."""
+        return {
+            "private_folders": sorted(self.private_folders),
+            "private_patterns": [
+                *self.private_patterns,
+                "id_<ssh key type><any suffix>",
+                "<name>_<ssh key type>[.pub]",
+                SECRET_DATA_HINT,
+                "credentials.<data extension>",
+                "<anything>.<key extension>.<anything>",
+            ],
+            "private_copies": "editor, backup and copy forms of every private name "
+            "(~, .bak, .old, -old, .orig, .swp, .save, .copy, .txt, (1), compressed …)",
+            "private_locations": len(self.private_locations),
+            "ignored_folders": [*sorted(self.ignored_folders), "*.egg-info"],
+            "projects": sorted(self.projects) if self.projects is not None else None,
+            "readable_extensions": len(TEXT_EXTENSIONS),
+            "max_read_bytes": self.max_read_bytes,
+        }
+
+
+def narrow_scope(configured: Sequence[str], client: Sequence[str]) -> tuple[str, ...]:
+    """Intersect the configured roots with a client's roots (all real, absolute paths).
+
+    A client root inside a configured root narrows to it; one that contains a configured root
+    leaves that root whole; one elsewhere adds nothing. Client roots never widen what is served.
+    """
+    scope: list[str] = []
+    for offered in client:
+        for root in configured:
+            if within(offered, (root,)):
+                scope.append(offered)
+            elif within(root, (offered,)):
+                scope.append(root)
+    return tuple(dict.fromkeys(scope))
+
+
+def within(path: str, prefixes: Sequence[str]) -> bool:
+    """Component-wise containment on normalised absolute path strings."""
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def is_above(path: str, scope: Sequence[str]) -> bool:
+    """Whether ``path`` is a folder that contains one of the scope's folders."""
+    return any(s.startswith(path.rstrip("/") + "/") for s in scope)
+
+
+def looks_binary(head: bytes) -> bool:
+    """A NUL byte in the first block marks binary content, as git and grep decide."""
+    return b"\x00" in head[:8192]

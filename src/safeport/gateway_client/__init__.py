@@ -1,0 +1,17 @@
+"""`sp`'s side of a running gateway: the control socket and its listener check, the
+approver's session and thread, the vault backend that routes through the gateway, and what `sp
+status`, `sp doctor` and `sp policy check` gather. Nothing under ``action_gateway`` imports it."""
+
+__all__ = [
+    "approver_session",
+    "approver_thread",
+    "control_socket",
+    "doctor",
+    "gateway_view",
+    "listener_check",
+    "policy_check",
+    "saved_checkpoint",
+    "status_overview",
+    "vault_backend",
+    "vault_route",
+]

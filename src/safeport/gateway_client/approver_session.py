@@ -1,0 +1,142 @@
+"""A human approver on control.sock: registered with the passphrase, shown cards, answering.
+
+`sp approvals watch` renders it two ways (line by line, and the live screen); both follow one
+session: it registers as the approver, asks for the cards already waiting, turns what the
+gateway pushes (a card, a card closed) into :data:`ApproverEvent` values, including the events
+that arrived while a reply was awaited, and carries the answers and revocations. When the
+gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it to listen again and
+registers again with the same passphrase, so the approver keeps its place.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from safeport.gateway_client.control_socket import (
+    GatewayClient,
+    GatewayClosed,
+    GatewayNotRunning,
+)
+from safeport.shared.paths import SafeportPaths
+from safeport.shared.wire import PeerClosed, recv_message
+from safeport.vault.secrets import SecretBytes
+
+
+@dataclass(frozen=True)
+class CardArrived:
+    card: dict[str, Any]
+    received_at: float  # when this side received it (monotonic): the card's time left counts
+
+
+@dataclass(frozen=True)
+class CardClosed:
+    card_id: str
+    outcome: str  # approved, denied, timeout, cancelled, voided
+
+
+ApproverEvent = CardArrived | CardClosed
+
+
+class ApproverSession:
+    """One registered approver on one connection."""
+
+    def __init__(
+        self, client: GatewayClient, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._client = client
+        self._clock = clock
+
+    def register(self, passphrase: SecretBytes) -> list[CardArrived]:
+        """Prove the passphrase (after the listener check) and follow the cards; returns the
+        ones already waiting. ``passphrase`` stays the caller's: a copy is sent."""
+        self._client.call_with_passphrase("approver.register", passphrase.copy())
+        first = self._client.call("approvals.watch")
+        now = self._clock()
+        return [CardArrived(card, now) for card in first.get("cards", [])]
+
+    @property
+    def connection(self) -> socket.socket:
+        """What to wait on (select) for the next pushed event."""
+        return self._client.connection
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._client.settimeout(timeout)
+
+    def pending(self) -> list[ApproverEvent]:
+        """Events pushed while a reply was awaited, in order; each is returned once."""
+        return [e for e in map(self._event, self._client.take_pushed()) if e is not None]
+
+    def receive(self) -> ApproverEvent | None:
+        """Read one pushed message (call when :attr:`connection` is readable); None for one
+        that is not an approver event. Raises :class:`GatewayClosed` when the gateway is gone."""
+        try:
+            message = recv_message(self._client.connection)
+        except (PeerClosed, OSError) as exc:
+            raise GatewayClosed() from exc
+        return self._event(message)
+
+    def decide(self, card_id: str, approve: bool) -> None:
+        """Answer one card; the gateway's refusal (too late, unknown) is raised."""
+        self._client.call("approvals.decide", id=card_id, approve=approve)
+
+    def revoke(self, session_id: str) -> None:
+        self._client.call("sessions.revoke", id=session_id)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The open session grants."""
+        return list(self._client.call("sessions.list").get("sessions", []))
+
+    def _event(self, message: dict[str, Any]) -> ApproverEvent | None:
+        event = message.get("result") or {}
+        if not isinstance(event, dict):
+            return None
+        if event.get("event") == "card":
+            return CardArrived(event, self._clock())
+        if event.get("event") == "card.closed":
+            return CardClosed(str(event.get("id")), str(event.get("outcome")))
+        return None
+
+
+def attend_gateway(
+    paths: SafeportPaths,
+    passphrase: SecretBytes,
+    serve: Callable[[ApproverSession, list[CardArrived], bool], None],
+    *,
+    lost: Callable[[], None],
+    keep_going: Callable[[], bool] = lambda: True,
+    sleep: Callable[[float], object] = time.sleep,
+    retry_s: float = 1.0,
+    timeout: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Register and ``serve(session, waiting cards, again)`` until ``keep_going`` says stop.
+
+    A gateway that is not running at the start is raised at once (the person should know);
+    once one was served, its stop is reported by ``lost()`` (once per stop) and the session
+    is opened again as soon as the gateway listens. A refusal (a wrong passphrase, an
+    impostor behind the socket) is raised: it is not a restart.
+    """
+    served_once = False
+    connected = False
+    while keep_going():
+        try:
+            with GatewayClient(paths, timeout=timeout) as client:
+                session = ApproverSession(client, clock=clock)
+                waiting = session.register(passphrase)
+                again, served_once, connected = served_once, True, True
+                serve(session, waiting, again)
+        except GatewayNotRunning:
+            if not served_once:
+                raise
+        except GatewayClosed:
+            pass
+        if not keep_going():
+            return
+        if connected:
+            lost()
+            connected = False
+        sleep(retry_s)

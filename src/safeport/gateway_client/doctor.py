@@ -1,0 +1,194 @@
+"""`sp doctor`'s checks of the gateway's side: folders, vault file, sockets, keyring, policy,
+and the hosts and services gateway.toml declares, each with its fix.
+
+Network checks go only to what gateway.toml declares, with the pinned identity: SSH hosts must
+offer a pinned key, HTTPS services must pass the certificate check the gateway makes (its own
+TLS context, not a second one).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import stat
+from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
+
+from safeport.errors import Error
+from safeport.gateway_client.control_socket import GatewayClient
+from safeport.gateway_client.gateway_view import gateway_view
+from safeport.shared.findings import Finding
+from safeport.shared.paths import SafeportPaths, check_socket_path, private_dir_problem
+
+_KEYRING_FIX = "start the Secret Service (gnome-keyring), or `sp vault keyring disable`"
+
+
+def diagnose(
+    paths: SafeportPaths, *, clients: Iterable[Finding] = (), network: bool = True
+) -> list[Finding]:
+    """Every check in the order `sp doctor` prints them; ``clients`` are the context server's
+    findings on the MCP clients' entries, which the gateway's side cannot read itself."""
+    return [
+        *_folders(paths),
+        *_vault_file(paths),
+        *_sockets(paths),
+        *_keyring(paths),
+        *clients,
+        *_policy(paths, network=network),
+    ]
+
+
+def _folders(paths: SafeportPaths) -> Iterator[Finding]:
+    uid = os.geteuid()
+    for folder in dict.fromkeys(paths.private_dirs()):
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue  # created private when first needed
+        problem = private_dir_problem(st, uid)
+        if problem:
+            yield Finding(f"folder {folder}", "fail", problem, f"chmod 700 {folder} (owned by you)")
+        else:
+            yield Finding(f"folder {folder}", "ok", "private (0700, yours)")
+
+
+def _vault_file(paths: SafeportPaths) -> Iterator[Finding]:
+    path = paths.vault_file
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        yield Finding("vault", "warn", f"no vault at {path}", "sp vault init")
+        return
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid() or mode & 0o077 or st.st_nlink > 1:
+        yield Finding(
+            "vault", "fail", f"{path} is a link, not yours, or open to others (mode {mode:04o})",
+            f"chmod 600 {path}, and make it a regular file you own",
+        )  # fmt: skip
+    else:
+        yield Finding("vault", "ok", f"{path} (0600, yours)")
+
+
+def _sockets(paths: SafeportPaths) -> Iterator[Finding]:
+    try:
+        check_socket_path(paths.control_socket)
+    except Error as exc:
+        yield Finding("sockets", "fail", exc.message, exc.hint or "")
+        return
+    try:
+        with GatewayClient(paths, timeout=5) as client:
+            status = client.call("status")
+    except Error as exc:
+        stale = paths.control_socket.exists()
+        yield Finding(
+            "gateway",
+            "warn",
+            ("a stale control.sock is left, and " if stale else "") + exc.message,
+            "sp gateway run (or install it as a service: sp gateway run --print-service systemd)",
+        )
+        return
+    vault = status.get("vault")
+    yield Finding("gateway", "ok", f"running (pid {status.get('pid')}), vault {vault}")
+    if vault != "unlocked":
+        yield Finding("vault unlocked", "warn", "the gateway's vault is locked", "sp vault unlock")
+
+
+def _keyring(paths: SafeportPaths) -> Iterator[Finding]:
+    from safeport.vault import FileVaultBackend, VaultFile
+
+    if not paths.vault_file.exists():
+        return
+    try:
+        enabled = FileVaultBackend(VaultFile.at(paths)).status().keyring_enabled
+    except Error as exc:
+        yield Finding("vault file", "fail", exc.message, exc.hint or "")
+        return
+    if not enabled:
+        yield Finding("keyring", "ok", "not used (unlock with the passphrase)")
+        return
+    try:
+        import keyring
+        import keyring.backends.fail
+
+        backend = keyring.get_keyring()
+    except Exception as exc:  # a keyring backend's own import or D-Bus errors
+        why = f"the OS keyring cannot be opened ({type(exc).__name__})"
+        yield Finding("keyring", "fail", why, _KEYRING_FIX)
+        return
+    if isinstance(backend, keyring.backends.fail.Keyring):
+        why = "keyring unlock is on but no OS keyring is available"
+        yield Finding("keyring", "fail", why, _KEYRING_FIX)
+    else:
+        yield Finding("keyring", "ok", f"keyring unlock on ({type(backend).__name__})")
+
+
+def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
+    from safeport.action_gateway.policy.review import review
+    from safeport.action_gateway.policy.store import PolicyStore
+    from safeport.shared.schemas.config import parse_gateway_policy
+
+    current = PolicyStore(paths.gateway_config).read_file()
+    if current.text is None:
+        yield Finding("policy", "warn", current.error or "no gateway.toml", "sp init")
+        return
+    try:
+        policy, digest = parse_gateway_policy(current.text)
+    except Error as exc:
+        yield Finding("policy", "fail", exc.message, f"edit {paths.gateway_config}")
+        return
+    view = gateway_view(paths)
+    problems = review(policy, current.text, view.vault_kinds)
+    for problem in problems:
+        yield Finding("policy", "fail", problem.text(), problem.fix)
+    if not problems:
+        yield Finding("policy", "ok", "gateway.toml parses; keys and credentials check out")
+    if view.running and view.served_digest != digest:
+        yield Finding("policy served", "warn", "gateway.toml has changes not accepted yet",
+                      "sp policy accept")  # fmt: skip
+    if not network:
+        return
+    for host_id, host in sorted(policy.ssh.hosts.items()):
+        yield _ssh_host(host_id, host.address, host.port, host.host_keys)
+    for service_id, service in sorted(policy.http.services.items()):
+        yield _https_service(service_id, service.base_url, service.ca_file)
+
+
+def _ssh_host(host_id: str, address: str, port: int, pinned: list[str]) -> Finding:
+    from safeport.action_gateway.executors.ssh.host_key_scan import scan_host_keys
+
+    name = f"ssh host {host_id}"
+    try:
+        offered = scan_host_keys(address, port, timeout_s=5)
+    except Error as exc:
+        return Finding(name, "fail", f"{address}:{port} unreachable: {exc.message}",
+                       "check the address and port, and that sshd runs there")  # fmt: skip
+    pins = {" ".join(line.split()[:2]) for line in pinned}
+    if not any(key.pin in pins for key in offered):
+        fix = f"check the server's key out of band; `sp ssh scan {address}:{port}`"
+        return Finding(name, "fail", f"{address}:{port} offers none of the pinned keys", fix)
+    return Finding(name, "ok", f"{address}:{port} offers a pinned key")
+
+
+def _https_service(service_id: str, base_url: str, ca_file: str | None) -> Finding:
+    name = f"https service {service_id}"
+    parts = urlsplit(base_url)
+    host, port = parts.hostname or "", parts.port or 443
+    from safeport.action_gateway.executors.https.tls import tls_context
+
+    try:
+        context = tls_context(service_id, ca_file)
+        with (
+            socket.create_connection((host, port), timeout=5) as sock,
+            context.wrap_socket(sock, server_hostname=host),
+        ):
+            pass
+    except Error as exc:  # a ca_file that cannot be read
+        return Finding(name, "fail", exc.message, "set ca_file to a readable PEM file")
+    except ssl.SSLCertVerificationError as exc:
+        return Finding(name, "fail", f"{host}:{port} certificate refused: {exc.verify_message}",
+                       "set ca_file for a private CA, or fix the server's certificate")  # fmt: skip
+    except (OSError, ssl.SSLError) as exc:
+        return Finding(name, "fail", f"{host}:{port} unreachable: {exc.strerror or exc}",
+                       "check base_url and that the service runs")  # fmt: skip
+    return Finding(name, "ok", f"{host}:{port} answers with a certificate the gateway accepts")

@@ -1,0 +1,132 @@
+"""`sp status`'s view of the installation, gathered without a secret.
+
+Each part is asked where it lives (the gateway on control.sock, the vault's public header, the
+journals on disk) and a part that cannot be asked says why, so the overview itself never fails
+on a half set-up machine. The clients' entries are the context server's to read: they are
+passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from safeport.errors import Error
+from safeport.gateway_client.control_socket import GatewayClient
+from safeport.gateway_client.gateway_view import gateway_view
+from safeport.shared.audit import discover_journals, verify_journal
+from safeport.shared.paths import SafeportPaths
+
+
+@dataclass(frozen=True)
+class Overview:
+    home: dict[str, str]
+    gateway: dict[str, Any]
+    vault: dict[str, Any]
+    policy: dict[str, Any]
+    journals: list[dict[str, Any]] = field(default_factory=list)
+    clients: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def overview(paths: SafeportPaths, *, clients: list[dict[str, Any]]) -> Overview:
+    return Overview(
+        home={
+            "config": str(paths.config_dir),
+            "audit": str(paths.audit_dir),
+            "run": str(paths.run_dir),
+            "SAFEPORT_HOME": os.environ.get("SAFEPORT_HOME", ""),
+        },
+        gateway=_gateway(paths),
+        vault=_vault(paths),
+        policy=_policy(paths),
+        journals=_journals(paths),
+        clients=clients,
+    )
+
+
+def _gateway(paths: SafeportPaths) -> dict[str, Any]:
+    try:
+        with GatewayClient(paths, timeout=5) as client:
+            status = client.call("status")
+    except Error as exc:
+        return {"running": False, "reason": exc.diagnostic()}
+    return {
+        "running": True,
+        "pid": status.get("pid"),
+        "uptime_s": status.get("uptime_s"),
+        "vault": status.get("vault"),
+        "sessions": status.get("sessions"),
+        "pending_cards": status.get("pending_cards"),
+        "journal_space": status.get("journal_space"),
+    }
+
+
+def _vault(paths: SafeportPaths) -> dict[str, Any]:
+    from safeport.vault import FileVaultBackend, VaultFile
+
+    try:
+        status = FileVaultBackend(VaultFile.at(paths)).status()
+    except Error as exc:
+        return {"exists": paths.vault_file.exists(), "problem": exc.diagnostic()}
+    return {
+        "path": str(status.path),
+        "exists": status.exists,
+        "entries": status.entries,
+        "keyring": status.keyring_enabled,
+    }
+
+
+def _policy(paths: SafeportPaths) -> dict[str, Any]:
+    from safeport.action_gateway.policy.store import PolicyStore
+
+    current = PolicyStore(paths.gateway_config).read_file()
+    view = gateway_view(paths)
+    return {
+        "file": str(paths.gateway_config),
+        "file_digest": current.digest,
+        "file_error": current.error,
+        "served": view.served_digest,
+        "pending": bool(view.running and current.digest and view.served_digest != current.digest),
+        "problems": [] if current.error else policy_problems(paths),
+    }
+
+
+def _journals(paths: SafeportPaths) -> list[dict[str, Any]]:
+    found = []
+    for path in discover_journals(paths.audit_dir):
+        try:
+            report = verify_journal(path)
+        except Error as exc:
+            found.append({"journal": path.stem, "ok": False, "verdict": exc.diagnostic()})
+            continue
+        found.append(
+            {
+                "journal": report.journal,
+                "records": report.records,
+                "ok": report.ok,
+                "verdict": report.verdict(),
+            }
+        )
+    return found
+
+
+def policy_problems(paths: SafeportPaths) -> list[str]:
+    """What `sp policy check` would report about gateway.toml now, as lines (empty: none)."""
+    from safeport.action_gateway.policy.review import review
+    from safeport.action_gateway.policy.store import PolicyStore
+    from safeport.shared.schemas.config import parse_gateway_policy
+
+    current = PolicyStore(paths.gateway_config).read_file()
+    if current.text is None:
+        return [current.error or "gateway.toml cannot be read"]
+    try:
+        policy, _ = parse_gateway_policy(current.text)
+    except Error as exc:
+        return [exc.diagnostic()]
+    return [
+        problem.text() for problem in review(policy, current.text, gateway_view(paths).vault_kinds)
+    ]

@@ -1,0 +1,198 @@
+"""The vault over control.sock: while a gateway runs it holds the unlocked state, so ask it.
+
+Implements the vault commands' :class:`~safeport.vault.backend.VaultBackend` over control.sock.
+Unlock, lock and entry changes go to the gateway, which holds the unlocked copy and saves the
+file (the passphrase and any value only after `sp` has checked who listens); status combines
+the file's header with the gateway's state. Changing the passphrase or keyring unlock while a
+gateway runs is refused with what to do, so the file and the gateway's copy never fork.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from safeport.errors import EnvironmentProblem, UsageError
+from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone
+from safeport.shared.paths import SafeportPaths
+from safeport.vault import (
+    Authority,
+    FileVaultBackend,
+    KdfParams,
+    UnlockReport,
+    VaultFile,
+    VaultStatus,
+)
+from safeport.vault.interface import EntryInfo, VaultPublicKeys
+from safeport.vault.secrets import SecretBytes, SecretKind
+
+
+class GatewayVaultBackend:
+    def __init__(self, paths: SafeportPaths) -> None:
+        self.paths = paths
+
+    def status(self) -> VaultStatus:
+        with GatewayClient(self.paths) as client:
+            state = client.call("status")
+            described = client.call("vault.describe") if self.paths.dedicated else None
+        holder = f"the gateway (pid {state.get('pid')}), {state.get('vault')}"
+        if described is None:
+            on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
+            return replace(on_disk, holder=holder)
+        install = self.paths.install
+        assert install is not None
+        return _described(described, f"{holder}, as {install.account}")
+
+    def init(self, passphrase: SecretBytes) -> VaultPublicKeys:
+        if not self.paths.dedicated:
+            self._refuse("create a vault")
+        with GatewayClient(self.paths) as client:
+            created = client.call_with_passphrase("vault.init", passphrase)
+        try:
+            return VaultPublicKeys(
+                audit_x25519=base64.b64decode(str(created["audit_x25519"]), validate=True),
+                checkpoint_ed25519=base64.b64decode(
+                    str(created["checkpoint_ed25519"]), validate=True
+                ),
+            )
+        except (KeyError, ValueError) as exc:
+            raise EnvironmentProblem("the gateway's answer to vault.init was malformed") from exc
+
+    def unlock(self, authority: Authority, *, rewrite_public_file: bool = False) -> UnlockReport:
+        with GatewayClient(self.paths) as client:
+            if authority.keyring:
+                result = client.call("vault.unlock_keyring")
+            else:
+                assert authority.passphrase is not None
+                secret = authority.passphrase()
+                try:
+                    result = client.call_with_passphrase("vault.unlock", secret)
+                finally:
+                    secret.wipe()
+        state = result.get("public_file", "matches")
+        if state == "mismatch" and rewrite_public_file:
+            self._refuse("rewrite vault.pub.json")
+        return UnlockReport(
+            held_by_gateway=True,
+            public_file=state if state in ("matches", "missing", "mismatch") else "matches",
+            public_file_rewritten=False,
+        )
+
+    def lock(self, passphrase: Callable[[], SecretBytes] | None = None) -> bool:
+        """Lock the gateway's vault; with several humans installed the passphrase is asked for
+        (locking stops every human's work)."""
+        with GatewayClient(self.paths) as client:
+            return bool(
+                call_for_everyone(client, "vault.lock", passphrase or _no_passphrase).get("changed")
+            )
+
+    def entries(self, authority: Authority) -> list[EntryInfo]:
+        with GatewayClient(self.paths) as client:
+            raw = client.call("vault.entries").get("entries", [])
+        return [EntryInfo.from_json(item) for item in raw]
+
+    def add(
+        self,
+        authority: Authority,
+        name: str,
+        kind: SecretKind,
+        value: Mapping[str, SecretBytes | str],
+    ) -> None:
+        self._with_passphrase(authority, "vault.add", name=name, kind=kind, value=_wire(value))
+
+    def remove(self, authority: Authority, name: str) -> None:
+        self._with_passphrase(authority, "vault.remove", name=name)
+
+    def rotate(
+        self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
+    ) -> None:
+        self._with_passphrase(authority, "vault.rotate", name=name, value=_wire(value))
+
+    def _with_passphrase(self, authority: Authority, op: str, **params: Any) -> None:
+        """Entry changes go to the gateway's unlocked copy, with the passphrase proven."""
+        if authority.passphrase is None:
+            self._refuse("change entries without the passphrase")
+        with GatewayClient(self.paths) as client:
+            secret = authority.passphrase()
+            try:
+                client.call_with_passphrase(op, secret, **params)
+            finally:
+                secret.wipe()
+
+    def change_passphrase(self, old: SecretBytes, new: SecretBytes) -> bool:
+        self._refuse("change the passphrase")
+
+    def backup(self, destination: Path) -> None:
+        if self.paths.dedicated:
+            self._refuse_dedicated("copy the vault file", "sudo cp --preserve=mode")
+        FileVaultBackend(VaultFile.at(self.paths)).backup(destination)
+
+    def keyring_enable(self, authority: Authority) -> None:
+        self._refuse("change keyring unlock")
+
+    def keyring_disable(self, authority: Authority) -> None:
+        self._refuse("change keyring unlock")
+
+    def unseal(self, authority: Authority, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.paths.dedicated:
+            self._refuse_dedicated("open sealed journal bodies", "sudo -u ACCOUNT sp audit show")
+        return FileVaultBackend(VaultFile.at(self.paths)).unseal(authority, records)
+
+    def _refuse_dedicated(self, what: str, how: str) -> NoReturn:
+        install = self.paths.install
+        assert install is not None
+        raise EnvironmentProblem(
+            f"the vault file belongs to the gateway account {install.account}, so `sp` cannot "
+            f"{what} as you",
+            hint=f"an administrator can: `{how.replace('ACCOUNT', install.account)}` "
+            f"(the file is {install.state_dir / 'vault.sp'})",
+        )
+
+    def _refuse(self, what: str) -> NoReturn:
+        if self.paths.dedicated:
+            self._refuse_dedicated(what, "sudo -u ACCOUNT sp vault …")
+        raise EnvironmentProblem(
+            f"a gateway is running; stop it to {what}",
+            hint="run `sp gateway stop`, the vault command, then `sp gateway run` again",
+        )
+
+
+def _no_passphrase() -> SecretBytes:
+    raise UsageError("with several humans installed, locking the vault needs the passphrase")
+
+
+def _described(data: dict[str, Any], holder: str) -> VaultStatus:
+    """`sp vault status` from the gateway's reading of its own file (dedicated mode)."""
+    kdf = data.get("kdf")
+    return VaultStatus(
+        path=Path(str(data.get("path", "?"))),
+        exists=bool(data.get("exists")),
+        holder=holder,
+        format_version=data.get("format_version"),
+        kdf=KdfParams(
+            memory_kib=int(kdf["memory_kib"]),
+            iterations=int(kdf["iterations"]),
+            lanes=int(kdf["lanes"]),
+        )
+        if isinstance(kdf, dict)
+        else None,
+        entries=data.get("entries"),
+        keyring_enabled=data.get("keyring_enabled"),
+        audit_key_fingerprint=data.get("audit_key_fingerprint"),
+        checkpoint_key_fingerprint=data.get("checkpoint_key_fingerprint"),
+        public_file=data.get("public_file"),
+    )
+
+
+def _wire(value: Mapping[str, SecretBytes | str]) -> dict[str, dict[str, str]]:
+    """Secret fields travel base64-encoded (only after the listener check), text as is."""
+    out: dict[str, dict[str, str]] = {}
+    for field, item in value.items():
+        if isinstance(item, SecretBytes):
+            out[field] = {"secret_b64": base64.b64encode(item.reveal()).decode("ascii")}
+        else:
+            out[field] = {"text": item}
+    return out
