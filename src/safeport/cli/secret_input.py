@@ -1,7 +1,7 @@
 """Reading passphrases and values: from a TTY prompt or a file (``-`` = stdin), never argv/env.
 
 Everything read here becomes a :class:`SecretBytes` at once. The prompt path goes through
-``click.prompt``, whose ``str`` result cannot be zeroed (SECURITY.md, vault).
+``click.prompt``, whose ``str`` result cannot be zeroed (docs/security/vault.md).
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ unchanged), so facts about a process that took the pid in between are never judg
 
 Reading another process's environment needs it to be dumpable; the real gateway is not (it
 hardens itself), so where the environment cannot be read the check rests on the gateway's own
-refusal to start with those variables (SECURITY.md says so). In dedicated mode none of this
-runs: the uid checked at connect is the proof, since only root can take the account's uid.
+refusal to start with those variables (docs/security/limits.md says so). In dedicated mode none
+of this runs: the uid checked at connect is the proof, since only root can take the account's
+uid.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def new_keyring_key() -> bytearray:
 
 
 def encode_keyring_key(key: bytearray) -> str:
-    # The keyring API takes str; that copy cannot be zeroed (SECURITY.md, vault).
+    # The keyring API takes str; that copy cannot be zeroed (docs/security/vault.md).
     return base64.b64encode(key).decode("ascii")
 
 

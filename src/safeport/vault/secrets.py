@@ -2,7 +2,7 @@
 
 Python cannot promise that no copy of a secret survives (the interpreter copies bytes freely);
 keeping values in ``bytearray``s that are zeroed on lock narrows the window and keeps them out of
-reprs, logs and exception texts. SECURITY.md states the limits.
+reprs, logs and exception texts. docs/security/vault.md states the limits.
 """
 
 from __future__ import annotations

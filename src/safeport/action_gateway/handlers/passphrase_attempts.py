@@ -1,4 +1,4 @@
-"""Failed passphrase proofs on control.sock, counted per peer uid (SECURITY.md).
+"""Failed passphrase proofs on control.sock, counted per peer uid (docs/security/gateway.md).
 
 The n-th failure in a row is answered after ``min(2 ** (n - 1), 30)`` seconds; a success resets
 the count. It is keyed by the peer's uid, not its connection or process: an agent with a shell

@@ -4,7 +4,7 @@ Sender check (Linux): agent.sock receives with ``SO_PASSCRED``, so every chunk t
 over carries the pid of the process that wrote it (``SCM_CREDENTIALS``; the kernel never merges
 the bytes of two writers into one chunk). macOS has no per-message credentials (LOCAL_PEERPID
 is connect-time only); there the connect-time identity and its re-check before each request
-stand alone (SECURITY.md).
+stand alone (docs/security/gateway.md).
 """
 
 from __future__ import annotations

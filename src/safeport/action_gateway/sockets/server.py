@@ -23,7 +23,7 @@ the bytes of two writers into one chunk). A frame any byte of which was written 
 process than the one that connected and was identified, such as a forked child holding an
 inherited socket or a process the socket was passed to, is refused ``denied`` and the connection
 closed. macOS has no per-message credentials (LOCAL_PEERPID is connect-time only); there the
-connect-time identity and its re-check before each request stand alone (SECURITY.md).
+connect-time identity and its re-check before each request stand alone (docs/security/gateway.md).
 """
 
 from __future__ import annotations
