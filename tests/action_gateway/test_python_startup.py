@@ -131,7 +131,9 @@ def test_a_root_owned_isolated_venv_is_admitted(shared: Path) -> None:
     assert not marker.exists()  # include-system-site-packages = false: no user site
     assert head.injected_env == () and not head.code_injected
     assert rule_matches(ANY_SCRIPT, _peer(head))
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))  # still a claim
+    assert not rule_matches(
+        CallerRule(exe=head.exe, signature="package"), _peer(head)
+    )  # still a claim
 
 
 @pytest.mark.parametrize("system_site", ["true", None])
