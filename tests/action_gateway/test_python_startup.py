@@ -191,3 +191,72 @@ def test_the_packaged_interpreter_without_its_user_site_is_admitted(shared: Path
         head = _run(PYTHON, home, *flags)
         assert not marker.exists() and head.injected_env == (), (flags, head.injected_env)
         assert rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def _stdlib_farm(shared: Path, marker: Path) -> Path:
+    """A prefix the agent owns holding the two files getpath and the codec start need: os.py
+    (the landmark) and an `encodings` package whose import writes ``marker``."""
+    farm = shared / "farm"
+    stdlib = farm / "lib" / "python3.11"
+    stdlib.mkdir(parents=True)
+    shutil.copy2("/usr/lib/python3.11/os.py", stdlib / "os.py")
+    shutil.copytree("/usr/lib/python3.11/encodings", stdlib / "encodings")
+    with open(stdlib / "encodings" / "__init__.py", "a") as init:
+        # `open` is not a builtin yet while the filesystem codec loads; _io.open is.
+        init.write(f"\nimport _io; _io.open({str(marker)!r}, 'w').write('ran')\n")
+    (farm / "bin").mkdir()
+    marker.parent.mkdir(exist_ok=True)
+    os.chown(marker.parent, AGENT, AGENT)
+    return farm
+
+
+def _run_as(argv0: str, path: str, home: Path) -> ProcessInfo:
+    """The packaged binary started with an argv[0] of the agent's choosing (`exec -a`)."""
+    argv = [
+        "setpriv", f"--reuid={AGENT}", f"--regid={AGENT}", "--clear-groups", "--",
+        "env", "-i", f"HOME={home}", f"PATH={path}", "/bin/bash", "-c",
+        f'exec -a "$0" {PYTHON} -c "$1"', argv0, SLEEP,
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd="/")
+    try:
+        time.sleep(0.5)
+        return LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("by_path", [False, True])
+def test_an_argv0_in_the_agents_folder_brings_its_standard_library(
+    shared: Path, by_path: bool
+) -> None:
+    """getpath searches up from argv[0] (or its PATH match), not from the binary the kernel
+    ran, for lib/python3.11/os.py: the packaged binary then imports the agent's encodings."""
+    marker = shared / "marks" / "stdlib-ran"
+    farm = _stdlib_farm(shared, marker)
+    program = farm / "bin" / "python3.11"
+    if by_path:
+        program.write_text("")
+        program.chmod(0o755)  # getpath's PATH search wants an executable file
+    _own(farm, AGENT)
+    argv0 = "python3.11" if by_path else str(program)
+    head = _run_as(argv0, f"{farm / 'bin'}:/usr/bin:/bin", _home(shared))
+    assert marker.exists()  # CPython ran the agent's encodings
+    assert head.exe == PYTHON and head.signature == "package"
+    assert "python stdlib" in _places(head), head.injected_env
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+    assert "INJECTS CODE: python stdlib=" in process_text(_process_line(head))
+
+
+def test_a_link_to_the_packaged_interpreter_in_the_agents_folder_keeps_its_stdlib(
+    shared: Path,
+) -> None:
+    """The legitimate twin: getpath follows a link to the binary's real folder, so the agent's
+    lib beside the link is never read, and nothing is flagged."""
+    marker = shared / "marks" / "stdlib-ran"
+    farm = _stdlib_farm(shared, marker)
+    (farm / "bin" / "python3.11").symlink_to(PYTHON)
+    _own(farm, AGENT)
+    head = _run_as(str(farm / "bin" / "python3.11"), "/usr/bin:/bin", shared / "no-home")
+    assert not marker.exists()
+    assert head.injected_env == () and rule_matches(ANY_SCRIPT, _peer(head))

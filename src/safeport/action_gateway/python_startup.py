@@ -56,8 +56,9 @@ def python_startup(
     ignore_env = bool(flags & {"E", "I"})
     found: list[Finding] = []
     looks = _Looks(files, trusted)
-    base_prefix = str(PurePosixPath(exe.removesuffix(" (deleted)")).parent.parent)
-    venv = _venv(files, argv, env)
+    program = _program(files, argv, env)
+    venv = _venv(files, program) if program else None
+    start = files.real_path(program) if program else None
     system_site = True
     sites: list[tuple[str, str]] = []
     if venv is not None:
@@ -69,17 +70,26 @@ def python_startup(
         home = settings.get("home")
         if home:
             # getpath looks for the standard library from here: os.py and encodings come from it.
-            base_prefix = str(PurePosixPath(home).parent)
-            for place in (home, f"{base_prefix}/lib/{lib}"):
+            start = files.real_path(f"{home}/{PurePosixPath(program).name}") or f"{home}/python"
+            for place in (home, f"{PurePosixPath(home).parent}/lib/{lib}"):
                 why = looks.changeable(place)
                 if why:
                     found.append(("python venv home", f"{cfg_path} home {home}: {why}"))
                     break
         sites += [("python venv", folder) for folder in _site_folders(prefix, lib, venv=True)]
+    prefixes = _prefixes(files, start, lib, exe)
+    for prefix in dict.fromkeys(prefixes):
+        zipped = f"{prefix}/lib/python{lib[6:].replace('.', '')}.zip"
+        for place in (f"{prefix}/lib/{lib}", zipped):
+            why = looks.changeable(place)
+            if why:
+                found.append(("python stdlib", f"{place} (found from {program}): {why}"))
+                break
     if "S" in flags:
         return tuple(found)  # no `site`: no .pth, no customize modules, no user site
     if system_site:
-        sites += [("python site", folder) for folder in _site_folders(base_prefix, lib)]
+        for prefix in dict.fromkeys(prefixes):
+            sites += [("python site", folder) for folder in _site_folders(prefix, lib)]
     user_site = _user_site(files, lib, env, ignore_env)
     no_user_site = bool(flags & {"s", "I"}) or bool(env.get("PYTHONNOUSERSITE") and not ignore_env)
     if user_site and system_site and not no_user_site:
@@ -157,12 +167,9 @@ def _user_site(files: PeerFiles, lib: str, env: dict[str, str], ignore_env: bool
     return f"{userbase}/lib/{lib}/site-packages" if userbase else None
 
 
-def _venv(
-    files: PeerFiles, argv: list[str], env: dict[str, str]
-) -> tuple[str, str, dict[str, str] | None] | None:
-    """(venv prefix, its pyvenv.cfg, its settings or None if unreadable) when the interpreter
-    started as a virtual environment's: ``pyvenv.cfg`` beside the program argv[0] names, or one
-    folder up, the first that exists (as Python itself looks)."""
+def _program(files: PeerFiles, argv: list[str], env: dict[str, str]) -> str:
+    """The program CPython's getpath starts from: argv[0], searched on PATH when it has no
+    slash (it need not be the binary the kernel ran: ``exec -a`` picks any argv[0])."""
     program = argv[0] if argv else ""
     if "/" not in program:
         found = [f"{d}/{program}" for d in env.get("PATH", "").split(":") if d.startswith("/")]
@@ -171,10 +178,31 @@ def _venv(
         try:
             program = f"{(files.base / 'cwd').readlink()}/{program}"
         except OSError:
-            return None
-    if not program:
-        return None
-    folder = PurePosixPath(os.path.normpath(program)).parent
+            return ""
+    return os.path.normpath(program) if program else ""
+
+
+def _prefixes(files: PeerFiles, start: str | None, lib: str, exe: str) -> tuple[str, str]:
+    """(prefix, exec_prefix) as getpath finds them: the first folder above the program's real
+    folder holding ``lib/pythonX.Y/os.py`` (the standard library) and ``…/lib-dynload``
+    (extension modules); the packaged binary's own prefix when none does."""
+    built = str(PurePosixPath(exe.removesuffix(" (deleted)")).parent.parent)
+    found = []
+    for landmarks in ((f"lib/{lib}/os.py", f"lib/{lib}/os.pyc"), (f"lib/{lib}/lib-dynload",)):
+        folder = PurePosixPath(start).parent if start else None
+        while folder is not None:
+            if any(files.exists(f"{folder}/{mark}") for mark in landmarks):
+                break
+            folder = folder.parent if folder != folder.parent else None
+        found.append(str(folder) if folder is not None else built)
+    return found[0], found[1]
+
+
+def _venv(files: PeerFiles, program: str) -> tuple[str, str, dict[str, str] | None] | None:
+    """(venv prefix, its pyvenv.cfg, its settings or None if unreadable) when the interpreter
+    started as a virtual environment's: ``pyvenv.cfg`` beside the program argv[0] names, or one
+    folder up, the first that exists (as Python itself looks)."""
+    folder = PurePosixPath(program).parent
     for cfg in (folder / "pyvenv.cfg", folder.parent / "pyvenv.cfg"):
         if not files.exists(str(cfg)):
             continue
