@@ -8,6 +8,7 @@ must still be admitted.
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from safeport.action_gateway.callers import rule_matches
 from safeport.action_gateway.cards import _process_line
 from safeport.action_gateway.identity import PeerIdentity, ProcessInfo
 from safeport.action_gateway.identity_linux import LinuxProbe
+from safeport.action_gateway.python_startup import group_has_outsider
 from safeport.cli.card_text import process_text
 from safeport.shared.schemas.config import CallerRule
 from tests.conftest import need
@@ -260,3 +262,76 @@ def test_a_link_to_the_packaged_interpreter_in_the_agents_folder_keeps_its_stdli
     head = _run_as(str(farm / "bin" / "python3.11"), "/usr/bin:/bin", shared / "no-home")
     assert not marker.exists()
     assert head.injected_env == () and rule_matches(ANY_SCRIPT, _peer(head))
+
+
+@pytest.fixture
+def group() -> Iterator[str]:
+    """A fresh group with no members, like Debian's `staff` on a machine nobody was added to."""
+    need(shutil.which("groupadd") is not None, "groupadd (passwd) is not installed")
+    name = f"spg{os.getpid() % 100000}"
+    subprocess.run(["groupadd", name], check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["groupdel", name], check=True)
+
+
+def _group_writable_site(shared: Path, group: str, marker: Path) -> Path:
+    """A root-owned venv whose site folder is root:GROUP 2775 (Debian's /usr/local/lib/python3.X
+    is root:staff 2775) and holds root's own .pth."""
+    venv = _venv(shared / "venv", system_site="false")
+    site = venv / SITE
+    (site / "root.pth").write_text(_marker_code(marker) + "\n")
+    os.chown(site, 0, grp.getgrnam(group).gr_gid)
+    site.chmod(0o2775)
+    return venv
+
+
+def test_a_site_folder_writable_by_a_group_nobody_else_holds_is_admitted(
+    shared: Path, group: str
+) -> None:
+    marker = shared / "marks" / "pth-ran"
+    venv = _group_writable_site(shared, group, marker)
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert marker.exists()  # root's .pth ran: that is the installation's own code
+    assert head.injected_env == () and rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_site_folder_writable_by_a_group_with_another_member_is_injected_code(
+    shared: Path, group: str
+) -> None:
+    venv = _group_writable_site(shared, group, shared / "marks" / "pth-ran")
+    subprocess.run(["gpasswd", "-a", "nobody", group], check=True, capture_output=True)
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert "python venv" in _places(head), head.injected_env
+    assert any(f"by group {grp.getgrnam(group).gr_gid}" in v for _, v in head.injected_env)
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_group_the_requester_holds_counts_even_when_no_account_lists_it(
+    shared: Path, group: str
+) -> None:
+    """The process's own groups are the kernel's word, whatever /etc/group says now."""
+    venv = _group_writable_site(shared, group, shared / "marks" / "pth-ran")
+    gid = grp.getgrnam(group).gr_gid
+    argv = [
+        "setpriv", f"--reuid={AGENT}", f"--regid={AGENT}", f"--groups={gid}", "--",
+        str(venv / "bin" / "python3"), "-c", SLEEP,
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    try:
+        time.sleep(0.5)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "python venv" in _places(head), head.injected_env
+
+
+def test_group_members_outside_the_trusted_owners_decide() -> None:
+    trusted = frozenset({0, 997})
+    assert not group_has_outsider(True, frozenset(), trusted)
+    assert not group_has_outsider(True, frozenset({0, 997}), trusted)
+    assert group_has_outsider(True, frozenset({0, 1000}), trusted)
+    assert group_has_outsider(True, frozenset({-1}), trusted)  # a listed name with no account
+    assert group_has_outsider(False, frozenset(), trusted)  # a group nobody knows

@@ -23,6 +23,7 @@ claim: it flags what it finds, it cannot prove that nothing else ran.
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -226,6 +227,7 @@ class _Looks:
         self.files = files
         self.trusted = trusted
         self._stats: dict[str, os.stat_result | None] = {}
+        self._groups: dict[int, bool] = {}
 
     def changeable(self, path: str) -> str | None:
         """Why a uid outside ``trusted`` could change ``path`` (it, or a folder above it), or
@@ -249,9 +251,44 @@ class _Looks:
         if st.st_uid not in self.trusted:
             return f"{place} is owned by uid {st.st_uid}"
         sticky = above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
-        if stat.S_IMODE(st.st_mode) & 0o022 and not sticky:
-            return f"{place} is writable by group or others"
+        if sticky:
+            return None
+        if st.st_mode & 0o002:
+            return f"{place} is writable by others"
+        if st.st_mode & 0o020 and self._outsiders_in(st.st_gid):
+            return f"{place} is writable by group {st.st_gid}, which has members besides root"
         return None
+
+    def _outsiders_in(self, gid: int) -> bool:
+        """Whether a uid outside ``trusted`` holds group ``gid``: the requester itself, a listed
+        member, or an account whose primary group it is. Debian's /usr/local/lib/python3.X is
+        root:staff 2775, and staff with no members lets no one else write there."""
+        if gid not in self._groups:
+            creds = self.files.credentials
+            held = gid == creds.fsgid or gid in creds.groups
+            self._groups[gid] = held or group_has_outsider(*_group_members(gid), self.trusted)
+        return self._groups[gid]
+
+
+def group_has_outsider(known: bool, members: frozenset[int], trusted: frozenset[int]) -> bool:
+    """Pure: a group no account database knows may be anyone's; else any member not trusted."""
+    return not known or bool(members - trusted)
+
+
+def _group_members(gid: int) -> tuple[bool, frozenset[int]]:
+    """(whether the group is known, the uids of its listed members and of accounts whose
+    primary group it is); a listed name with no account counts as an unknown uid."""
+    try:
+        listed = grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return False, frozenset()
+    uids = {entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid}
+    for name in listed:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            uids.add(-1)
+    return True, frozenset(uids)
 
 
 def _is_customize(entry: str) -> bool:
