@@ -79,7 +79,7 @@ def python_startup(
                     break
         sites += [("python venv", folder) for folder in _site_folders(prefix, lib, venv=True)]
     prefixes = _prefixes(files, start, lib, exe)
-    for prefix in dict.fromkeys(prefixes):
+    for prefix in dict.fromkeys(p for p in prefixes if p.startswith("/")):
         zipped = f"{prefix}/lib/python{lib[6:].replace('.', '')}.zip"
         for place in (f"{prefix}/lib/{lib}", zipped):
             why = looks.changeable(place)
@@ -238,9 +238,10 @@ class _Looks:
             why = self._problem(place, above=not first)
             if why:
                 return why
-            if place == "/":
-                return None
-            place, first = place.rsplit("/", 1)[0] or "/", False
+            parent = str(PurePosixPath(place).parent)
+            if parent == place:
+                return None  # the root, or the top of a path that was not absolute
+            place, first = parent, False
 
     def _problem(self, place: str, *, above: bool) -> str | None:
         if place not in self._stats:
