@@ -6,6 +6,7 @@ honest form still passes.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -364,3 +365,40 @@ def test_a_packaged_program_that_is_not_an_interpreter_is_admitted_by_its_binary
     assert not head.interpreter and head.signature == "package"
     assert rule_matches(CallerRule(signature="package", exe="/usr/bin/sleep"), _peer(head))
     assert rule_matches(CallerRule(exe_sha256=head.exe_sha256), _peer(head))
+
+
+def _trace_me() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME: the parent may now write its memory
+
+
+def test_a_traced_requester_counts_as_injected_code() -> None:
+    # Its tracer (any process of its uid, where Yama allows) can write code into the packaged
+    # binary's memory: the binary the kernel mapped is no longer all that runs.
+    proc = subprocess.Popen(["/usr/bin/sleep", "30"], preexec_fn=_trace_me)
+    try:
+        time.sleep(0.4)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ("traced", f"by pid {os.getpid()}") in head.injected_env and head.code_injected
+    assert not rule_matches(CallerRule(exe="/usr/bin/sleep", signature="package"), _peer(head))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ELECTRON_RUN_AS_NODE", "1"),  # the packaged Electron app runs `-e CODE` as node
+        ("OPENSSL_CONF", "/tmp/agent.cnf"),  # [provider_sect] module = /tmp/agent.so
+        ("OPENSSL_MODULES", "/tmp/agent-providers"),
+        ("GIO_EXTRA_MODULES", "/tmp/agent-gio"),
+    ],
+)
+def test_variables_that_make_a_library_load_the_agents_module_count_as_injected(
+    name: str, value: str
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", name: value}
+    head = _head(["/usr/bin/sleep", "30"], env=env)
+    assert (name, value) in head.injected_env and head.code_injected
+    assert not rule_matches(CallerRule(exe="/usr/bin/sleep", signature="package"), _peer(head))
