@@ -104,7 +104,8 @@ class CallerRule(_Strict):
     team_id: str | None = None
     ancestor_exe: str | None = None
     # "package": on Linux the executable is what a root-owned package record (dpkg, rpm, pip)
-    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only.
+    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only,
+    # and qualifies a rule that pins one (see the validator below).
     signature: Literal["package", "valid"] | None = None
     # A rule naming a program never admits an interpreter (python, node, sh, ld.so …): the script
     # it runs is read from its command line, which the process can rewrite, so no one can vouch
