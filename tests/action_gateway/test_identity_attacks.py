@@ -6,6 +6,7 @@ honest form still passes.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.action_gateway.policy.caller_rules import rule_matches
 from safeport.shared.schemas.config import CallerRule
+from tests.conftest import need
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -80,7 +82,7 @@ def test_an_unreadable_environment_defeats_every_program_rule() -> None:
         signature="package", environ="unreadable",
     )  # fmt: skip
     assert not rule_matches(CallerRule(exe="/usr/bin/sp"), _peer(head))
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
     assert rule_matches(CallerRule(uid=0), _peer(head))  # a uid rule names no program
     clean = ProcessInfo(**{**head.__dict__, "environ": "read"})
     assert rule_matches(CallerRule(exe="/usr/bin/sp", signature="package"), _peer(clean))
@@ -95,7 +97,7 @@ def test_a_packaged_interpreter_is_never_vouched_for_by_the_script_it_claims() -
         script="/usr/lib/python3.11/timeit.py", script_signature="package",
     )  # fmt: skip
     for rule in (
-        CallerRule(signature="package"),
+        CallerRule(exe=head.exe, signature="package"),
         CallerRule(exe="/usr/bin/python3.11"),
         CallerRule(exe_sha256="0" * 64, ancestor_exe=None),
     ):
@@ -114,7 +116,65 @@ def test_any_script_qualifies_only_a_rule_that_names_a_program() -> None:
         CallerRule(uid=0, interpreter="any script")
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"signature": "package"},
+        {"signature": "valid"},
+        {"signature": "package", "ancestor_exe": "/opt/claude/claude"},
+        {"signature": "package", "uid": 1000},
+    ],
+)
+def test_a_signature_alone_is_refused_as_a_rule(fields: dict[str, object]) -> None:
+    # "Any packaged program" holds gdb, tclsh, sqlite3 …, which run code they are given under
+    # names no list can hold: such a rule names no program, so the policy says so at once.
+    with pytest.raises(ValueError, match="`signature` alone admits every packaged program"):
+        CallerRule.model_validate(fields)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"signature": "package", "exe": "/usr/bin/sleep"},
+        {"signature": "package", "exe_sha256": "0" * 64},
+        {"signature": "valid", "team_id": "ABCDE12345"},
+        {"signature": "package", "interpreter": "any script", "ancestor_exe": "/opt/c/c"},
+    ],
+)
+def test_a_signature_that_qualifies_a_pinned_binary_or_says_any_script_is_a_rule(
+    fields: dict[str, object],
+) -> None:
+    CallerRule.model_validate(fields)
+
+
 # -- real processes ----------------------------------------------------------------------------
+
+
+_CODE_HOSTS = {
+    # A packaged binary told to run code: gdb's embedded Python, a Tcl script on stdin.
+    "/usr/bin/gdb": ["-batch", "-ex", "python import time; time.sleep(30)"],
+    "/usr/bin/tclsh8.6": ["/dev/stdin"],
+}
+
+
+@pytest.mark.parametrize("program", sorted(_CODE_HOSTS))
+def test_a_packaged_program_that_runs_code_it_is_given_is_an_interpreter(program: str) -> None:
+    need(Path(program).exists(), f"{program} is not installed")
+    with subprocess.Popen([program, *_CODE_HOSTS[program]], stdin=subprocess.PIPE) as proc:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b"after 30000\n")
+            proc.stdin.flush()
+            time.sleep(0.6)
+            head = LinuxProbe().chain(proc.pid)[0]
+        finally:
+            proc.kill()
+    assert head.signature == "package" and head.interpreter and head.script is None
+    assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(exe_sha256=head.exe_sha256), _peer(head))
+    assert rule_matches(
+        CallerRule(exe=head.exe, signature="package", interpreter="any script"), _peer(head)
+    )
 
 
 def test_padding_the_environment_past_the_limit_makes_it_unreadable_not_clean() -> None:
@@ -188,18 +248,18 @@ def test_a_program_from_stdin_is_not_vouched_for_by_the_packaged_file_after_it()
         proc.kill()
         proc.wait()
     assert head.script == "-" and head.script_sha256 is None
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
     for combined in (["-Ic", SLEEP, _PACKAGED_SCRIPT], ["-u", "-", _PACKAGED_SCRIPT]):
         head = _head(["/usr/bin/python3.11", *combined])
         assert head.script_sha256 is None
-        assert not rule_matches(CallerRule(signature="package"), _peer(head))
+        assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
 
 
 @pytest.mark.skipif(not Path(_PACKAGED_SCRIPT).exists(), reason="needs a packaged python")
 def test_a_packaged_script_run_by_a_packaged_interpreter_is_still_only_a_claim() -> None:
     head = _head(["/usr/bin/python3.11", "-X", "utf8", _PACKAGED_SCRIPT, "-n", "1", SLEEP])
     assert head.script == _PACKAGED_SCRIPT and head.script_signature == "package"
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
     assert rule_matches(CallerRule(signature="package", interpreter="any script"), _peer(head))
 
 
@@ -249,7 +309,7 @@ def test_the_loader_run_as_a_program_is_judged_by_the_program_it_runs(tmp_path: 
     head = _head([str(LOADER), str(tool), "30"])
     assert head.interpreter and head.script == str(tool)
     assert head.script_signature == "not-packaged"
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))
+    assert not rule_matches(CallerRule(exe=head.exe, signature="package"), _peer(head))
 
 
 @pytest.mark.skipif(not LOADER.exists(), reason="needs glibc's x86-64 loader")
@@ -264,7 +324,7 @@ def test_loader_options_that_preload_code_count_as_injected(tmp_path: Path) -> N
     if Path("/var/lib/dpkg/info").is_dir():
         # ld.so is an interpreter of native programs: what it loads is a command-line claim.
         assert honest.script_signature == "package"
-        assert not rule_matches(CallerRule(signature="package"), _peer(honest))
+        assert not rule_matches(CallerRule(exe=honest.exe, signature="package"), _peer(honest))
         assert rule_matches(
             CallerRule(signature="package", interpreter="any script"), _peer(honest)
         )
@@ -291,7 +351,6 @@ def test_an_interpreter_that_rewrites_its_command_line_is_not_admitted_on_its_cl
     assert head.script == _PACKAGED_SCRIPT and head.script_signature == "package"
     assert head.signature == "package" and not head.code_injected
     for rule in (
-        CallerRule(signature="package"),
         CallerRule(exe="/usr/bin/python3.11", signature="package"),
         CallerRule(exe_sha256=head.exe_sha256),
     ):
@@ -306,3 +365,40 @@ def test_a_packaged_program_that_is_not_an_interpreter_is_admitted_by_its_binary
     assert not head.interpreter and head.signature == "package"
     assert rule_matches(CallerRule(signature="package", exe="/usr/bin/sleep"), _peer(head))
     assert rule_matches(CallerRule(exe_sha256=head.exe_sha256), _peer(head))
+
+
+def _trace_me() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME: the parent may now write its memory
+
+
+def test_a_traced_requester_counts_as_injected_code() -> None:
+    # Its tracer (any process of its uid, where Yama allows) can write code into the packaged
+    # binary's memory: the binary the kernel mapped is no longer all that runs.
+    proc = subprocess.Popen(["/usr/bin/sleep", "30"], preexec_fn=_trace_me)
+    try:
+        time.sleep(0.4)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ("traced", f"by pid {os.getpid()}") in head.injected_env and head.code_injected
+    assert not rule_matches(CallerRule(exe="/usr/bin/sleep", signature="package"), _peer(head))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ELECTRON_RUN_AS_NODE", "1"),  # the packaged Electron app runs `-e CODE` as node
+        ("OPENSSL_CONF", "/tmp/agent.cnf"),  # [provider_sect] module = /tmp/agent.so
+        ("OPENSSL_MODULES", "/tmp/agent-providers"),
+        ("GIO_EXTRA_MODULES", "/tmp/agent-gio"),
+    ],
+)
+def test_variables_that_make_a_library_load_the_agents_module_count_as_injected(
+    name: str, value: str
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", name: value}
+    head = _head(["/usr/bin/sleep", "30"], env=env)
+    assert (name, value) in head.injected_env and head.code_injected
+    assert not rule_matches(CallerRule(exe="/usr/bin/sleep", signature="package"), _peer(head))

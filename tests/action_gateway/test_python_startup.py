@@ -8,6 +8,7 @@ must still be admitted.
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 from safeport.action_gateway.approvals.cards import _process_line
 from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
+from safeport.action_gateway.identity.python_startup import group_has_outsider
 from safeport.action_gateway.policy.caller_rules import rule_matches
 from safeport.cli.card_text import process_text
 from safeport.shared.schemas.config import CallerRule
@@ -131,7 +133,9 @@ def test_a_root_owned_isolated_venv_is_admitted(shared: Path) -> None:
     assert not marker.exists()  # include-system-site-packages = false: no user site
     assert head.injected_env == () and not head.code_injected
     assert rule_matches(ANY_SCRIPT, _peer(head))
-    assert not rule_matches(CallerRule(signature="package"), _peer(head))  # still a claim
+    assert not rule_matches(
+        CallerRule(exe=head.exe, signature="package"), _peer(head)
+    )  # still a claim
 
 
 @pytest.mark.parametrize("system_site", ["true", None])
@@ -189,3 +193,145 @@ def test_the_packaged_interpreter_without_its_user_site_is_admitted(shared: Path
         head = _run(PYTHON, home, *flags)
         assert not marker.exists() and head.injected_env == (), (flags, head.injected_env)
         assert rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def _stdlib_farm(shared: Path, marker: Path) -> Path:
+    """A prefix the agent owns holding the two files getpath and the codec start need: os.py
+    (the landmark) and an `encodings` package whose import writes ``marker``."""
+    farm = shared / "farm"
+    stdlib = farm / "lib" / "python3.11"
+    stdlib.mkdir(parents=True)
+    shutil.copy2("/usr/lib/python3.11/os.py", stdlib / "os.py")
+    shutil.copytree("/usr/lib/python3.11/encodings", stdlib / "encodings")
+    with open(stdlib / "encodings" / "__init__.py", "a") as init:
+        # `open` is not a builtin yet while the filesystem codec loads; _io.open is.
+        init.write(f"\nimport _io; _io.open({str(marker)!r}, 'w').write('ran')\n")
+    (farm / "bin").mkdir()
+    marker.parent.mkdir(exist_ok=True)
+    os.chown(marker.parent, AGENT, AGENT)
+    return farm
+
+
+def _run_as(argv0: str, path: str, home: Path) -> ProcessInfo:
+    """The packaged binary started with an argv[0] of the agent's choosing (`exec -a`)."""
+    argv = [
+        "setpriv", f"--reuid={AGENT}", f"--regid={AGENT}", "--clear-groups", "--",
+        "env", "-i", f"HOME={home}", f"PATH={path}", "/bin/bash", "-c",
+        f'exec -a "$0" {PYTHON} -c "$1"', argv0, SLEEP,
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd="/")
+    try:
+        time.sleep(0.5)
+        return LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("by_path", [False, True])
+def test_an_argv0_in_the_agents_folder_brings_its_standard_library(
+    shared: Path, by_path: bool
+) -> None:
+    """getpath searches up from argv[0] (or its PATH match), not from the binary the kernel
+    ran, for lib/python3.11/os.py: the packaged binary then imports the agent's encodings."""
+    marker = shared / "marks" / "stdlib-ran"
+    farm = _stdlib_farm(shared, marker)
+    program = farm / "bin" / "python3.11"
+    if by_path:
+        program.write_text("")
+        program.chmod(0o755)  # getpath's PATH search wants an executable file
+    _own(farm, AGENT)
+    argv0 = "python3.11" if by_path else str(program)
+    head = _run_as(argv0, f"{farm / 'bin'}:/usr/bin:/bin", _home(shared))
+    assert marker.exists()  # CPython ran the agent's encodings
+    assert head.exe == PYTHON and head.signature == "package"
+    assert "python stdlib" in _places(head), head.injected_env
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+    assert "INJECTS CODE: python stdlib=" in process_text(_process_line(head))
+
+
+def test_a_link_to_the_packaged_interpreter_in_the_agents_folder_keeps_its_stdlib(
+    shared: Path,
+) -> None:
+    """The legitimate twin: getpath follows a link to the binary's real folder, so the agent's
+    lib beside the link is never read, and nothing is flagged."""
+    marker = shared / "marks" / "stdlib-ran"
+    farm = _stdlib_farm(shared, marker)
+    (farm / "bin" / "python3.11").symlink_to(PYTHON)
+    _own(farm, AGENT)
+    head = _run_as(str(farm / "bin" / "python3.11"), "/usr/bin:/bin", shared / "no-home")
+    assert not marker.exists()
+    assert head.injected_env == () and rule_matches(ANY_SCRIPT, _peer(head))
+
+
+@pytest.fixture
+def group() -> Iterator[str]:
+    """A fresh group with no members, like Debian's `staff` on a machine nobody was added to."""
+    need(shutil.which("groupadd") is not None, "groupadd (passwd) is not installed")
+    name = f"spg{os.getpid() % 100000}"
+    subprocess.run(["groupadd", name], check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["groupdel", name], check=True)
+
+
+def _group_writable_site(shared: Path, group: str, marker: Path) -> Path:
+    """A root-owned venv whose site folder is root:GROUP 2775 (Debian's /usr/local/lib/python3.X
+    is root:staff 2775) and holds root's own .pth."""
+    venv = _venv(shared / "venv", system_site="false")
+    site = venv / SITE
+    (site / "root.pth").write_text(_marker_code(marker) + "\n")
+    os.chown(site, 0, grp.getgrnam(group).gr_gid)
+    site.chmod(0o2775)
+    return venv
+
+
+def test_a_site_folder_writable_by_a_group_nobody_else_holds_is_admitted(
+    shared: Path, group: str
+) -> None:
+    marker = shared / "marks" / "pth-ran"
+    venv = _group_writable_site(shared, group, marker)
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert marker.exists()  # root's .pth ran: that is the installation's own code
+    assert head.injected_env == () and rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_site_folder_writable_by_a_group_with_another_member_is_injected_code(
+    shared: Path, group: str
+) -> None:
+    venv = _group_writable_site(shared, group, shared / "marks" / "pth-ran")
+    subprocess.run(["gpasswd", "-a", "nobody", group], check=True, capture_output=True)
+    head = _run(str(venv / "bin" / "python3"), _home(shared))
+    assert "python venv" in _places(head), head.injected_env
+    assert any(f"by group {grp.getgrnam(group).gr_gid}" in v for _, v in head.injected_env)
+    assert not rule_matches(ANY_SCRIPT, _peer(head))
+
+
+def test_a_group_the_requester_holds_counts_even_when_no_account_lists_it(
+    shared: Path, group: str
+) -> None:
+    """The process's own groups are the kernel's word, whatever /etc/group says now."""
+    venv = _group_writable_site(shared, group, shared / "marks" / "pth-ran")
+    gid = grp.getgrnam(group).gr_gid
+    argv = [
+        "setpriv", f"--reuid={AGENT}", f"--regid={AGENT}", f"--groups={gid}", "--",
+        str(venv / "bin" / "python3"), "-c", SLEEP,
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    try:
+        time.sleep(0.5)
+        head = LinuxProbe().chain(proc.pid)[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "python venv" in _places(head), head.injected_env
+
+
+def test_group_members_outside_the_trusted_owners_decide() -> None:
+    trusted = frozenset({0, 997})
+    assert not group_has_outsider(True, frozenset(), trusted)
+    assert not group_has_outsider(True, frozenset({0, 997}), trusted)
+    assert group_has_outsider(True, frozenset({0, 1000}), trusted)
+    assert group_has_outsider(True, frozenset({-1}), trusted)  # a listed name with no account
+    assert group_has_outsider(False, frozenset(), trusted)  # a group nobody knows

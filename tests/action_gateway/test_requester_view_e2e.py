@@ -163,7 +163,9 @@ def test_an_absolute_script_is_read_through_the_requesters_own_mounts(
 def test_a_signature_rule_refuses_a_program_no_package_installed(gateway: Gateway) -> None:
     # This interpreter (and the agent's script) come from no package record: refused at rung 3,
     # while a uid rule in the same table shows the policy itself is served.
-    gateway.write_policy(POLICY + '\n[callers]\nrules = [{ signature = "package" }]\n')
+    gateway.write_policy(
+        POLICY + '\n[callers]\nrules = [{ signature = "package", interpreter = "any script" }]\n'
+    )
     gateway.accept_policy()
     agent = gateway.spawn_agent(["env"])
     assert agent.call(ssh("g1", command="nope"))["error"]["code"] == "denied"

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from safeport.action_gateway.identity.model import is_interpreter, is_launcher, is_shell
+from safeport.action_gateway.identity.model import (
+    is_code_host,
+    is_interpreter,
+    is_launcher,
+    is_shell,
+)
 
 # The dynamic loader run as a program (`ld.so /tmp/tool`): the loader is a packaged file, but
 # what runs is its operand, so it is treated as an interpreter whose script is that program.
@@ -44,8 +49,8 @@ def launch_role(name: str, argv: list[str]) -> LaunchRole:
     loader = bool(LOADER.match(name))
     interpreter = is_interpreter(name) or loader
     launcher = is_launcher(name) or (interpreter and not loader and runs_launcher(argv))
-    if not interpreter:
-        return LaunchRole(interpreter=False, launcher=launcher, script=None)
+    if not interpreter or is_code_host(name):
+        return LaunchRole(interpreter=interpreter, launcher=launcher, script=None)
     if loader:
         program, options = loader_program(argv)
         return LaunchRole(True, launcher, program, loader=True, loader_options=tuple(options))

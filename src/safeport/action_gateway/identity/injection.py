@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-Runtime = Literal["loader", "python", "node", "perl", "ruby", "shell", "java"]
+Runtime = Literal["loader", "python", "node", "perl", "ruby", "shell", "java", "library"]
 ALL_RUNTIMES: frozenset[Runtime] = frozenset(
-    {"loader", "python", "node", "perl", "ruby", "shell", "java"}
+    {"loader", "python", "node", "perl", "ruby", "shell", "java", "library"}
 )
 # The gateway and its listener check are Python programs started by the dynamic loader.
 GATEWAY_RUNTIMES: frozenset[Runtime] = frozenset({"loader", "python"})
@@ -48,6 +48,22 @@ _EXACT: dict[str, Runtime] = {
     "_JAVA_OPTIONS": "java",
     "JDK_JAVA_OPTIONS": "java",
     "CLASSPATH": "java",
+    "ELECTRON_RUN_AS_NODE": "node",  # an Electron app (a signed, packaged binary) becomes node
+    # Libraries that load modules named here into whatever program links them (any OpenSSL
+    # user loads a provider or engine from its configuration; GTK, GIO and Qt load plugins).
+    "OPENSSL_CONF": "library",
+    "OPENSSL_MODULES": "library",
+    "OPENSSL_ENGINES": "library",
+    "GTK_MODULES": "library",
+    "GTK3_MODULES": "library",
+    "GTK_PATH": "library",
+    "GIO_EXTRA_MODULES": "library",
+    "GIO_MODULE_DIR": "library",
+    "QT_PLUGIN_PATH": "library",
+    "QT_QPA_PLATFORM_PLUGIN_PATH": "library",
+    "GST_PLUGIN_PATH": "library",
+    "GST_PLUGIN_SYSTEM_PATH": "library",
+    "SASL_PATH": "library",
 }
 _PREFIXES: tuple[tuple[str, Runtime], ...] = (
     ("LD_PRELOAD", "loader"),  # also LD_PRELOAD_32/64 on some systems

@@ -51,6 +51,7 @@ from safeport.action_gateway.identity.procfs import (
     started_at,
     stat_fields,
     status_uid,
+    tracer_pid,
 )
 from safeport.action_gateway.identity.python_startup import python_startup
 
@@ -176,6 +177,11 @@ class LinuxProbe:
         injected: tuple[tuple[str, str], ...] = ()
         if environ:
             environ_status, injected, variables = injected_environment(base)
+            # A tracer can write any code into the requester; one that already detached left no
+            # mark (SECURITY.md: a program rule attests the binary, not its memory).
+            tracer = tracer_pid(base / "status")
+            if tracer:
+                injected += (("traced", f"by pid {tracer}"),)
             if role.interpreter and not role.loader and PYTHON_NAME.match(name):
                 startup = python_startup(
                     files, exe, name, argv, variables, trusted=_trusted_owners(uid)

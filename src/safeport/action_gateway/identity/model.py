@@ -43,6 +43,14 @@ _INTERPRETERS = re.compile(
     r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby[0-9.]*|perl[0-9.]*|php[0-9.]*|"
     r"sh|bash|dash|zsh|ksh|mksh|fish|tcsh|csh|busybox)$"
 )
+# Packaged programs that run code they are given (gdb's Python, a Tcl or Lua script, vim's
+# `libcall`, sqlite3's `.load`, a Java class): interpreters too, with no script grammar read here.
+# No list is complete, which is why `signature` alone is not a rule (schemas.config.CallerRule).
+_CODE_HOSTS = re.compile(
+    r"^(gdb|gdb-multiarch|lldb|tclsh[0-9.]*|wish[0-9.]*|expect|lua[0-9.]*|luajit|java|jshell|"
+    r"jrunscript|Rscript|R|julia|guile[0-9.]*|gawk|mawk|nawk|awk|original-awk|vim(\.\w+)?|"
+    r"nvim|emacs[\w.-]*|sqlite3?|gjs|osascript|pwsh|irb|erl|escript|sbcl|clisp|ocaml)$"
+)
 # Shells and launchers are *wrappers*: they start the next program and are nobody's MCP host.
 _SHELLS = re.compile(r"^(sh|bash|dash|zsh|ksh|mksh|fish|tcsh|csh|busybox)$")
 _LAUNCHERS = re.compile(
@@ -251,7 +259,12 @@ def describe_claimed_script(status: SignatureStatus, origin: str | None) -> str:
 
 
 def is_interpreter(name: str) -> bool:
-    return bool(_INTERPRETERS.match(name))
+    return bool(_INTERPRETERS.match(name)) or is_code_host(name)
+
+
+def is_code_host(name: str) -> bool:
+    """A program that runs code it is given but has no script operand (see _CODE_HOSTS)."""
+    return bool(_CODE_HOSTS.match(name))
 
 
 def is_launcher(name: str) -> bool:

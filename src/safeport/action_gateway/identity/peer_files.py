@@ -147,6 +147,25 @@ class PeerFiles:
         finally:
             os.close(handle)
 
+    def real_path(self, path: str) -> str:
+        """``path`` with its links resolved as the peer resolves them (``os.path.realpath``:
+        a missing last part is kept as written); as written when the peer's root is not ours."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        for known, rest in ((path, ""), (parent or "/", name)):
+            handle = self._walk(known, want=0)
+            if handle is None:
+                continue
+            try:
+                if (self.base / "root").readlink() != Path("/"):
+                    break
+                real = str(Path(f"/proc/self/fd/{handle}").readlink())
+            except OSError:
+                break
+            finally:
+                os.close(handle)
+            return f"{real.rstrip('/')}/{rest}" if rest else real
+        return os.path.normpath(path)
+
     def exists(self, path: str) -> bool:
         """Whether ``path`` names something the peer can reach (search on every folder)."""
         handle = self._walk(path, want=0)

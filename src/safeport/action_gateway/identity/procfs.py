@@ -125,6 +125,15 @@ def status_uid(path: Path) -> int:
     raise ProcessLookupError(str(path))
 
 
+def tracer_pid(path: Path) -> int:
+    """The pid tracing the process (``TracerPid`` of its status), 0 when none."""
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.startswith(b"TracerPid:"):
+                return int(line.split()[1])
+    return 0
+
+
 def cmdline(base: Path) -> list[str]:
     try:
         with open(base / "cmdline", "rb") as handle:

@@ -23,6 +23,7 @@ claim: it flags what it finds, it cannot prove that nothing else ran.
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -56,8 +57,9 @@ def python_startup(
     ignore_env = bool(flags & {"E", "I"})
     found: list[Finding] = []
     looks = _Looks(files, trusted)
-    base_prefix = str(PurePosixPath(exe.removesuffix(" (deleted)")).parent.parent)
-    venv = _venv(files, argv, env)
+    program = _program(files, argv, env)
+    venv = _venv(files, program) if program else None
+    start = files.real_path(program) if program else None
     system_site = True
     sites: list[tuple[str, str]] = []
     if venv is not None:
@@ -69,17 +71,26 @@ def python_startup(
         home = settings.get("home")
         if home:
             # getpath looks for the standard library from here: os.py and encodings come from it.
-            base_prefix = str(PurePosixPath(home).parent)
-            for place in (home, f"{base_prefix}/lib/{lib}"):
+            start = files.real_path(f"{home}/{PurePosixPath(program).name}") or f"{home}/python"
+            for place in (home, f"{PurePosixPath(home).parent}/lib/{lib}"):
                 why = looks.changeable(place)
                 if why:
                     found.append(("python venv home", f"{cfg_path} home {home}: {why}"))
                     break
         sites += [("python venv", folder) for folder in _site_folders(prefix, lib, venv=True)]
+    prefixes = _prefixes(files, start, lib, exe)
+    for prefix in dict.fromkeys(p for p in prefixes if p.startswith("/")):
+        zipped = f"{prefix}/lib/python{lib[6:].replace('.', '')}.zip"
+        for place in (f"{prefix}/lib/{lib}", zipped):
+            why = looks.changeable(place)
+            if why:
+                found.append(("python stdlib", f"{place} (found from {program}): {why}"))
+                break
     if "S" in flags:
         return tuple(found)  # no `site`: no .pth, no customize modules, no user site
     if system_site:
-        sites += [("python site", folder) for folder in _site_folders(base_prefix, lib)]
+        for prefix in dict.fromkeys(prefixes):
+            sites += [("python site", folder) for folder in _site_folders(prefix, lib)]
     user_site = _user_site(files, lib, env, ignore_env)
     no_user_site = bool(flags & {"s", "I"}) or bool(env.get("PYTHONNOUSERSITE") and not ignore_env)
     if user_site and system_site and not no_user_site:
@@ -157,12 +168,9 @@ def _user_site(files: PeerFiles, lib: str, env: dict[str, str], ignore_env: bool
     return f"{userbase}/lib/{lib}/site-packages" if userbase else None
 
 
-def _venv(
-    files: PeerFiles, argv: list[str], env: dict[str, str]
-) -> tuple[str, str, dict[str, str] | None] | None:
-    """(venv prefix, its pyvenv.cfg, its settings or None if unreadable) when the interpreter
-    started as a virtual environment's: ``pyvenv.cfg`` beside the program argv[0] names, or one
-    folder up, the first that exists (as Python itself looks)."""
+def _program(files: PeerFiles, argv: list[str], env: dict[str, str]) -> str:
+    """The program CPython's getpath starts from: argv[0], searched on PATH when it has no
+    slash (it need not be the binary the kernel ran: ``exec -a`` picks any argv[0])."""
     program = argv[0] if argv else ""
     if "/" not in program:
         found = [f"{d}/{program}" for d in env.get("PATH", "").split(":") if d.startswith("/")]
@@ -171,10 +179,31 @@ def _venv(
         try:
             program = f"{(files.base / 'cwd').readlink()}/{program}"
         except OSError:
-            return None
-    if not program:
-        return None
-    folder = PurePosixPath(os.path.normpath(program)).parent
+            return ""
+    return os.path.normpath(program) if program else ""
+
+
+def _prefixes(files: PeerFiles, start: str | None, lib: str, exe: str) -> tuple[str, str]:
+    """(prefix, exec_prefix) as getpath finds them: the first folder above the program's real
+    folder holding ``lib/pythonX.Y/os.py`` (the standard library) and ``…/lib-dynload``
+    (extension modules); the packaged binary's own prefix when none does."""
+    built = str(PurePosixPath(exe.removesuffix(" (deleted)")).parent.parent)
+    found = []
+    for landmarks in ((f"lib/{lib}/os.py", f"lib/{lib}/os.pyc"), (f"lib/{lib}/lib-dynload",)):
+        folder = PurePosixPath(start).parent if start else None
+        while folder is not None:
+            if any(files.exists(f"{folder}/{mark}") for mark in landmarks):
+                break
+            folder = folder.parent if folder != folder.parent else None
+        found.append(str(folder) if folder is not None else built)
+    return found[0], found[1]
+
+
+def _venv(files: PeerFiles, program: str) -> tuple[str, str, dict[str, str] | None] | None:
+    """(venv prefix, its pyvenv.cfg, its settings or None if unreadable) when the interpreter
+    started as a virtual environment's: ``pyvenv.cfg`` beside the program argv[0] names, or one
+    folder up, the first that exists (as Python itself looks)."""
+    folder = PurePosixPath(program).parent
     for cfg in (folder / "pyvenv.cfg", folder.parent / "pyvenv.cfg"):
         if not files.exists(str(cfg)):
             continue
@@ -198,6 +227,7 @@ class _Looks:
         self.files = files
         self.trusted = trusted
         self._stats: dict[str, os.stat_result | None] = {}
+        self._groups: dict[int, bool] = {}
 
     def changeable(self, path: str) -> str | None:
         """Why a uid outside ``trusted`` could change ``path`` (it, or a folder above it), or
@@ -208,9 +238,10 @@ class _Looks:
             why = self._problem(place, above=not first)
             if why:
                 return why
-            if place == "/":
-                return None
-            place, first = place.rsplit("/", 1)[0] or "/", False
+            parent = str(PurePosixPath(place).parent)
+            if parent == place:
+                return None  # the root, or the top of a path that was not absolute
+            place, first = parent, False
 
     def _problem(self, place: str, *, above: bool) -> str | None:
         if place not in self._stats:
@@ -221,9 +252,44 @@ class _Looks:
         if st.st_uid not in self.trusted:
             return f"{place} is owned by uid {st.st_uid}"
         sticky = above and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
-        if stat.S_IMODE(st.st_mode) & 0o022 and not sticky:
-            return f"{place} is writable by group or others"
+        if sticky:
+            return None
+        if st.st_mode & 0o002:
+            return f"{place} is writable by others"
+        if st.st_mode & 0o020 and self._outsiders_in(st.st_gid):
+            return f"{place} is writable by group {st.st_gid}, which has members besides root"
         return None
+
+    def _outsiders_in(self, gid: int) -> bool:
+        """Whether a uid outside ``trusted`` holds group ``gid``: the requester itself, a listed
+        member, or an account whose primary group it is. Debian's /usr/local/lib/python3.X is
+        root:staff 2775, and staff with no members lets no one else write there."""
+        if gid not in self._groups:
+            creds = self.files.credentials
+            held = gid == creds.fsgid or gid in creds.groups
+            self._groups[gid] = held or group_has_outsider(*_group_members(gid), self.trusted)
+        return self._groups[gid]
+
+
+def group_has_outsider(known: bool, members: frozenset[int], trusted: frozenset[int]) -> bool:
+    """Pure: a group no account database knows may be anyone's; else any member not trusted."""
+    return not known or bool(members - trusted)
+
+
+def _group_members(gid: int) -> tuple[bool, frozenset[int]]:
+    """(whether the group is known, the uids of its listed members and of accounts whose
+    primary group it is); a listed name with no account counts as an unknown uid."""
+    try:
+        listed = grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return False, frozenset()
+    uids = {entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid}
+    for name in listed:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            uids.add(-1)
+    return True, frozenset(uids)
 
 
 def _is_customize(entry: str) -> bool:

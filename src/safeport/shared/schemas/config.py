@@ -104,7 +104,8 @@ class CallerRule(_Strict):
     team_id: str | None = None
     ancestor_exe: str | None = None
     # "package": on Linux the executable is what a root-owned package record (dpkg, rpm, pip)
-    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only.
+    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only,
+    # and qualifies a rule that pins one (see the validator below).
     signature: Literal["package", "valid"] | None = None
     # A rule naming a program never admits an interpreter (python, node, sh, ld.so …): the script
     # it runs is read from its command line, which the process can rewrite, so no one can vouch
@@ -120,6 +121,15 @@ class CallerRule(_Strict):
             raise ValueError(
                 "`interpreter` only qualifies a rule that names a program "
                 "(`exe`, `exe_sha256`, `team_id` or `signature`)"
+            )
+        # `signature` alone is every packaged (or signed) program, and many run code they are
+        # given under names no list holds (gdb's Python, tclsh, sqlite3 `.load`): it names none.
+        pinned = any(value is not None for value in (self.exe, self.exe_sha256, self.team_id))
+        if self.signature is not None and not pinned and self.interpreter is None:
+            raise ValueError(
+                "`signature` alone admits every packaged program, and packaged programs run code "
+                "they are given (gdb, tclsh, sqlite3 …): pin the binary with `exe` or "
+                '`exe_sha256`, or say `interpreter = "any script"`'
             )
         return self
 
