@@ -40,7 +40,7 @@ from safeport.action_gateway.identity import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy_store import ServedPolicy
 from safeport.action_gateway.rate_limits import RateLimiter
 from safeport.action_gateway.refusal import Refusal
-from safeport.action_gateway.refusal_budget import RefusalBudget
+from safeport.action_gateway.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.resolution import (
     Proposal,
     Resolved,
@@ -296,8 +296,6 @@ class Ladder:
     ) -> None:
         if refusal.rung >= 7 and refusal.category == "journal":
             return  # the journal is what failed; the reply says so
-        if intent is None and not self.budget.admit(peer.uid, refusal.category):
-            return  # counted; journaled with its like in one `action.denied_many` record
         body: dict[str, object] = {
             "request_id": proposal.id,
             "rung": refusal.rung,
@@ -309,6 +307,8 @@ class Ladder:
         body["request"] = request.shape() if request is not None else proposal_names(proposal)
         served = self.policies.served
         body["policy"] = served.digest if served is not None else None
+        if intent is None and not self.budget.admit(peer.uid, refusal.category, record_size(body)):
+            return  # counted; journaled with its like in one `action.denied_many` record
         try:
             ref = None if intent is None else {"intent": intent}
             self.journal.record("action.denied", body, ref=ref)
