@@ -59,6 +59,7 @@ def main() -> int:
     )
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
+    parser.add_argument("--refusals-per-window", type=int, default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -89,6 +90,8 @@ def main() -> int:
         limits = replace(limits, journal_reserve_bytes=args.journal_reserve_bytes)
     if args.refusal_window is not None:
         limits = replace(limits, refusal_window_s=args.refusal_window)
+    if args.refusals_per_window is not None:
+        limits = replace(limits, refusals_per_window=args.refusals_per_window)
     try:
         run_gateway(paths, parts, limits)
     except Error as exc:

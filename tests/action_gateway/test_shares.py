@@ -12,7 +12,7 @@ import pytest
 
 from safeport.action_gateway.approvals.broker import MAX_PENDING_CARDS, ApprovalRefused, Approvals
 from safeport.action_gateway.evidence.journal_space import JournalSpace
-from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.shares import at_share, one_more, share
@@ -122,6 +122,20 @@ def test_refusals_past_the_budget_are_counted_per_uid_and_category_until_the_win
     assert budget.admit(1000, "caller")  # a new window, a new budget
     budget.put_back(tallies)  # not written: kept for the next flush
     assert budget.counted == 3 and len(budget.due(everything=True)) == 2
+
+
+def test_a_uids_whole_records_are_bounded_in_bytes_as_well_as_in_number() -> None:
+    """A requester pads what its records hold (its environment, its command line): past its
+    bytes, a uid's records are counted, however few they are; small ones still fit."""
+    clock, wall = Clock(), Clock()
+    budget = RefusalBudget(full_per_window=20, bytes_per_window=1000, clock=clock, wall=wall)
+    assert [budget.admit(1000, "caller", 400) for _ in range(3)] == [True, True, False]
+    assert budget.admit(1000, "caller", 150)  # an ordinary record still fits in what is left
+    assert not budget.admit(1000, "caller", 5000)  # one record over the whole budget: counted
+    assert budget.admit(1001, "caller", 900)  # another uid's bytes are its own
+    clock.now += 60
+    assert budget.admit(1000, "caller", 900)  # a new window, new bytes
+    assert record_size({"a": "é"}) == len('{"a":"é"}'.encode())
 
 
 def test_the_free_space_check_reads_the_folder(tmp_path: Path) -> None:

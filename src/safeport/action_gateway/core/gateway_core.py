@@ -81,8 +81,8 @@ class GatewayCore:
         humans = len(self.admitted_uids)
         self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
         self._refusals = RefusalRecords(
-            self._journals.actions,
-            RefusalBudget(
+            self._journals,
+            lambda: RefusalBudget(
                 full_per_window=limits.refusals_per_window, window_s=limits.refusal_window_s
             ),
             JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
@@ -227,13 +227,13 @@ class GatewayCore:
         self._record_vault_save("policy.accepted", {"policy": served.digest}, vault)
         return served.digest
 
-    def reload(self) -> dict[str, object]:
-        """SIGHUP / `sp gateway reload`: re-read the accepted policy and the file's state."""
+    def reload(self, uid: int | None = None) -> dict[str, object]:
+        """SIGHUP (``uid`` None) / `sp gateway reload`: re-read the accepted policy and file."""
         with contextlib.suppress(Error):  # locked: there is nothing accepted to re-read
             vault, _ = self._vault.current()
             self._policies.load_accepted(vault)
         status = self._policies.status()
-        self.record_session("gateway.reloaded", dict(status))
+        self.record_session_by(uid, "gateway.reloaded", dict(status))
         if status["pending"]:
             log.warning("gateway.toml differs from the accepted policy; run `sp policy accept`")
         return status
@@ -283,8 +283,10 @@ class GatewayCore:
 
     def record_refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
         """A requester's junk or refusal: whole within its uid's budget, else only counted."""
-        if self._refusals.budget.admit(uid, category):
-            self._journals.actions.record(kind, body)
+        self._refusals.refused(uid, category, kind, body)
+
+    def record_session_by(self, uid: int | None, kind: str, body: dict[str, object]) -> None:
+        self._refusals.session_by(uid, kind, body)  # within the uid's budget (RefusalRecords)
 
     def count_refusal(self, category: str) -> None:
         """A connection refused before it was served: counted, journaled once per period."""
@@ -302,8 +304,10 @@ class GatewayCore:
         holding, highest = self._evidence.inspect_at_start(self._parts.vault_store.public_keys)
         self._checkpoints.learned_at_start(holding, highest)
 
-    def checkpoint(self, vault: UnlockedVault | None = None) -> None:
-        """Sign the heads this process wrote; nothing to sign with while locked."""
+    def checkpoint(self, vault: UnlockedVault | None = None, *, if_moved: bool = False) -> None:
+        """Sign the heads (``if_moved``: if one moved since); nothing to sign with while locked."""
+        if if_moved and not self._checkpoints.moved():
+            return
         if vault is None:
             try:
                 vault, _ = self._vault.current()

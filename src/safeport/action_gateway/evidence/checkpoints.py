@@ -87,6 +87,15 @@ class CheckpointKeeper:
         self._highest_generation = max(self._highest_generation, vault.generation)
         return vault.generation
 
+    def moved(self) -> bool:
+        """Whether a journal's head differs from the one last signed (or none was signed)."""
+        with self._lock:
+            for journal in (self._journals.sessions, self._journals.actions):
+                signed = self._signed.get(journal.name)
+                if signed is None or signed.head != journal.head:
+                    return True
+            return False
+
     def sign(self, vault: UnlockedVault) -> None:
         """Sign the heads this process wrote, keep them in the file, the vault and syslog."""
         with self._lock:

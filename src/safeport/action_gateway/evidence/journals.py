@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from safeport.action_gateway.evidence.journal_space import JournalSpace
-from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
 
 SESSIONS = "sessions"
@@ -118,11 +119,31 @@ class RefusalRecords:
     requesters' budget of whole refusal records (:mod:`refusal_budget`), the free space
     proposals need (:mod:`journal_space`)."""
 
-    def __init__(self, actions: DurableJournal, budget: RefusalBudget, space: JournalSpace) -> None:
-        self._actions = actions
+    def __init__(
+        self,
+        journals: GatewayJournals,
+        budget: Callable[[], RefusalBudget],
+        space: JournalSpace,
+    ) -> None:
+        self._actions = journals.actions
+        self._sessions = journals.sessions
         self.noise = NoiseCounter()
-        self.budget = budget
+        self.budget = budget()
+        # What any admitted uid can make sessions.jsonl hold without the passphrase (failed
+        # proofs, reloads); its categories are the record kinds, aggregated as ``KIND_many``.
+        self.sessions_budget = budget()
         self.space = space
+
+    def refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+        """A requester's junk or refusal: whole within its uid's budget, else only counted."""
+        if self.budget.admit(uid, category, record_size(body)):
+            self._actions.record(kind, body)
+
+    def session_by(self, uid: int | None, kind: str, body: dict[str, object]) -> None:
+        """A sessions record ``uid`` caused: whole within its budget, else counted into one
+        ``KIND_many`` record per window. None: the account or root asked (SIGHUP); whole."""
+        if uid is None or self.sessions_budget.admit(uid, kind, record_size(body)):
+            self._sessions.record(kind, body)
 
     def flush(self, *, everything: bool = False) -> None:
         """Journal the noise counts and the refusal tallies whose window ended (``everything``
@@ -130,13 +151,22 @@ class RefusalRecords:
         counts = self.noise.drain()
         if counts:
             self._actions.record("input.refused", {"counts": counts})
-        tallies = self.budget.due(everything=everything)
-        for done, tally in enumerate(tallies):
-            try:
-                self._actions.record("action.denied_many", tally.body())
-            except Exception:
-                self.budget.put_back(tallies[done:])
-                raise
+        _flush_tallies(self.budget, self._actions, lambda _: "action.denied_many", everything)
+        _flush_tallies(self.sessions_budget, self._sessions, lambda c: f"{c}_many", everything)
 
     def view(self) -> dict[str, object]:
-        return {**self.space.view(), "refusals_counted": self.budget.counted}
+        counted = self.budget.counted + self.sessions_budget.counted
+        return {**self.space.view(), "refusals_counted": counted}
+
+
+def _flush_tallies(
+    budget: RefusalBudget, journal: DurableJournal, kind: Callable[[str], str], everything: bool
+) -> None:
+    """Journal the tallies whose window ended; one that could not be written is kept."""
+    tallies = budget.due(everything=everything)
+    for done, tally in enumerate(tallies):
+        try:
+            journal.record(kind(tally.category), tally.body())
+        except Exception:
+            budget.put_back(tallies[done:])
+            raise

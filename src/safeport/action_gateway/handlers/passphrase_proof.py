@@ -85,7 +85,12 @@ class PassphraseProof:
             "delay_s": delay,
         }
         try:
-            await self._in_thread(lambda: self._core.record_session("passphrase.rejected", body))
+            uid = conn.peer.uid
+            # Whole within the uid's budget, then counted: one failure a second from each uid
+            # would otherwise grow sessions.jsonl for as long as an agent keeps guessing.
+            await self._in_thread(
+                lambda: self._core.record_session_by(uid, "passphrase.rejected", body)
+            )
         except Error as exc:  # the refusal stands; the delay still applies
             log.error("a failed passphrase proof could not be journaled: %s", exc.diagnostic())
 

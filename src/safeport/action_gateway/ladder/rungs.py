@@ -30,7 +30,7 @@ from typing import Protocol
 from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals, ApprovalTimedOut
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.approvals.grants import Grant
-from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
+from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
@@ -306,8 +306,6 @@ class Ladder:
     ) -> None:
         if refusal.rung >= 7 and refusal.category == "journal":
             return  # the journal is what failed; the reply says so
-        if intent is None and not self.budget.admit(peer.uid, refusal.category):
-            return  # counted; journaled with its like in one `action.denied_many` record
         body: dict[str, object] = {
             "request_id": proposal.id,
             "rung": refusal.rung,
@@ -319,6 +317,8 @@ class Ladder:
         body["request"] = request.shape() if request is not None else proposal_names(proposal)
         served = self.policies.served
         body["policy"] = served.digest if served is not None else None
+        if intent is None and not self.budget.admit(peer.uid, refusal.category, record_size(body)):
+            return  # counted; journaled with its like in one `action.denied_many` record
         try:
             ref = None if intent is None else {"intent": intent}
             self.journal.record("action.denied", body, ref=ref)
