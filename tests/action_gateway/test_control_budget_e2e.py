@@ -170,9 +170,9 @@ def test_a_full_control_socket_makes_room_for_the_human_but_keeps_the_approver(
     time.sleep(0.6)
     took = _answer_time(gateway, "status")
     # Answered by making room, not because the gateway's 3 s first-message timeout closed the
-    # flood's sockets: most of them are still open when the answer comes.
+    # flood's sockets (which would have closed every one of them): many are still open.
     still_open = sum(_open(sock) for sock in flood)
-    assert still_open >= 200, still_open
+    assert still_open >= 50, still_open
     assert took < ANSWER_BOUND_S
     time.sleep(4)  # past the first-message timeout: the watcher, idle, is still open
     agent = gateway.spawn_agent()
