@@ -265,7 +265,8 @@ ROOM_ORDER = {
         ("daemon",),
     ],
     "context_server": [
-        ("policy", "mcp_clients", "gateway_link"),
+        # sdk_seam: the MCP SDK's private surface, which tools/ and transport/ both use.
+        ("policy", "mcp_clients", "gateway_link", "sdk_seam"),
         ("workspace",),
         ("index",),
         ("operations",),
