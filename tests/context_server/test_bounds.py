@@ -70,6 +70,13 @@ def make_service(
         service.journal.close()
 
 
+def with_scan_budget(service: WorkspaceService, seconds: float) -> WorkspaceService:
+    """The same workspace, index, feed and journal, with another search budget."""
+    return WorkspaceService(
+        service.workspace, service.index, service.feed, service.journal, scan_budget_s=seconds
+    )
+
+
 # -- walks: O(depth), not O(depth²) ---------------------------------------------------------
 
 
@@ -161,7 +168,7 @@ def test_with_no_time_left_each_page_handles_one_candidate_and_the_cursor_moves_
         service.index.refresh()
     everything = service.search_project(query, ".", 200, None)
     assert everything.method == method and everything.next_cursor is None
-    monkeypatch.setattr("safeport.context_server.operations.searching.SCAN_BUDGET_S", 0.0)
+    service = with_scan_budget(service, 0.0)
     seen_cursors: list[str] = []
     paged = []
     cursor = None
@@ -190,9 +197,9 @@ def test_a_search_with_a_short_budget_returns_after_about_that_budget(
     service = make_service(root)
     monkeypatch.setattr(service.index, "refresh_in_background", lambda **_: None)
     full = best_of(lambda: service.search_project("zz", ".", 200, None), rounds=1)
-    monkeypatch.setattr("safeport.context_server.operations.searching.SCAN_BUDGET_S", full / 10)
-    short = best_of(lambda: service.search_project("zz", ".", 200, None))
-    page = service.search_project("zz", ".", 200, None)
+    budgeted = with_scan_budget(service, full / 10)
+    short = best_of(lambda: budgeted.search_project("zz", ".", 200, None))
+    page = budgeted.search_project("zz", ".", 200, None)
     assert page.next_cursor is not None
     assert short <= full / 3, (short, full)
 

@@ -19,6 +19,8 @@ import pytest
 from mcp import Client
 
 from safeport.context_server import ServeOptions, build_server
+from safeport.context_server.index.search_index import SearchIndex
+from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.server import TERMINAL_NOTICE
 from safeport.context_server.tools.journaled_calls import INTERNAL
 from safeport.shared.audit import verify_journal
@@ -131,7 +133,11 @@ def test_a_failed_index_refresh_shows_as_degraded_with_its_reason_and_is_retried
 ) -> None:
     root, home = workspace(tmp_path)
     monkeypatch.setenv("SAFEPORT_HOME", str(home))
-    _, service = build_server(ServeOptions(roots=[str(root)]))
+    _, built = build_server(ServeOptions(roots=[str(root)]))
+    built.index.close()
+    # Retried at the next search, however soon: no wait between the failure and the retry.
+    index = SearchIndex(built.index.path, built.workspace, retry_after_s=0.0)
+    service = WorkspaceService(built.workspace, index, built.feed, built.journal)
     real_walk = service.workspace.walk
     failures = iter([UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")])
 
@@ -142,7 +148,6 @@ def test_a_failed_index_refresh_shows_as_degraded_with_its_reason_and_is_retried
         return real_walk(*args, **kwargs)
 
     monkeypatch.setattr(service.workspace, "walk", failing_once)
-    monkeypatch.setattr("safeport.context_server.index.search_index.RETRY_AFTER_S", 0.0)
     service.index.refresh_in_background(force=True)
     service.index.wait(30)
     health = service.get_health()

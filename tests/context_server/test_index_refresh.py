@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from safeport.context_server.index import refresh as index_module
 from safeport.context_server.index import sqlite_store as index_store
 from safeport.context_server.index.inotify_watch import FolderWatch, open_folder_watch
 from safeport.context_server.index.search_index import SearchIndex
@@ -279,10 +278,17 @@ def test_a_hard_link_removed_brings_its_twin_back_by_events(
 
 
 def test_the_periodic_walk_of_everything_still_runs_with_a_watch(
-    indexed: SearchIndex, monkeypatch: pytest.MonkeyPatch
+    indexed: SearchIndex, tree: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(index_module, "FULL_WALK_AFTER_S", 0.0)
-    assert indexed.refresh().walked_everything
+    assert not indexed.refresh().walked_everything  # the default period: events suffice
+    workspace = Workspace([ServedRoot("ws", tree)], ReadPolicy())
+    index = SearchIndex(tmp_path / "cache" / "walking.sqlite", workspace, full_walk_after_s=0.0)
+    try:
+        assert index.refresh().walked_everything
+        assert index.refresh().walked_everything  # watched, but the period has passed
+    finally:
+        index.close()
+        workspace.close()
 
 
 def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(

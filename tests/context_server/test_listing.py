@@ -13,6 +13,7 @@ from jsonschema.validators import validator_for
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.sdk_seam import find_tool
 from safeport.context_server.workspace.gate import ServedRoot, Workspace
 from tests.context_server.listed import listed
 
@@ -40,7 +41,7 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkspaceService
 def tool_schema(service: WorkspaceService, name: str) -> dict[str, Any]:
     """The output schema the server declares for a tool: what a client validates against."""
     server, _ = build_server(ServeOptions(roots=[str(service.workspace.roots[0].path)]))
-    tool = server._tool_manager.get_tool(name)
+    tool = find_tool(server, name)
     assert tool is not None and tool.output_schema is not None
     return tool.output_schema
 

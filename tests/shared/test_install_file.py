@@ -170,16 +170,19 @@ def test_a_listener_of_any_uid_but_the_accounts_is_refused(tmp_path: Path) -> No
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the anchor must be root's: only root can make one")
 def test_safeport_home_turning_a_named_human_away_from_the_dedicated_gateway_is_said(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     tmp_path.chmod(0o755)
     path = _write_install(tmp_path / "etc", GOOD)
-    monkeypatch.setattr(install_file, "DEFAULT_INSTALL_FILE", path)
-    notice = install_file.downgrade_notice({"SAFEPORT_HOME": "/tmp/h"}, 1000)
+    notice = install_file.downgrade_notice({"SAFEPORT_HOME": "/tmp/h"}, 1000, default=path)
     assert notice is not None and "not the safeport account's gateway" in notice
-    assert install_file.downgrade_notice({"SAFEPORT_HOME": "/tmp/h"}, 4242) is None  # not named
-    assert install_file.downgrade_notice({}, 1000) is None
     assert (
-        install_file.downgrade_notice({"SAFEPORT_HOME": "/h", "SAFEPORT_GATEWAY": str(path)}, 1000)
+        install_file.downgrade_notice({"SAFEPORT_HOME": "/tmp/h"}, 4242, default=path) is None
+    )  # not named
+    assert install_file.downgrade_notice({}, 1000, default=path) is None
+    assert (
+        install_file.downgrade_notice(
+            {"SAFEPORT_HOME": "/h", "SAFEPORT_GATEWAY": str(path)}, 1000, default=path
+        )
         is None
     )

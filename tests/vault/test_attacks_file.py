@@ -31,7 +31,6 @@ from safeport.vault import (
 )
 from safeport.vault import kdf as kdf_module
 from safeport.vault import store as store_module
-from safeport.vault import unlocked as unlocked_module
 from safeport.vault.format import MAX_HEADER_BYTES
 from safeport.vault.kdf import MAX_ITERATIONS, MAX_LANES, MAX_MEMORY_KIB
 from safeport.vault.secrets import SecretBytes, TokenSecret
@@ -360,18 +359,21 @@ def test_a_planted_lock_file_symlink_or_fifo_is_refused(tmp_path: Path) -> None:
     assert isinstance(error, UnsafeVaultFile) and "not a regular file" in str(error)
 
 
-def test_a_save_that_would_outgrow_what_unlock_reads_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store, vault = make_vault(tmp_path)
+def test_a_save_that_would_outgrow_what_unlock_reads_is_refused(tmp_path: Path) -> None:
+    store, _ = make_vault(tmp_path)
     before = store.path.read_bytes()
     limit = len(before) + 200
-    monkeypatch.setattr(unlocked_module, "MAX_VAULT_BYTES", limit)
+    small = VaultFile(store.path, keyring=MemoryKeyring(), max_bytes=limit)
+    vault = small.unlock(passphrase())
     with pytest.raises(EntryError, match="grow past"):
         vault.add("big", "token", {"token": SecretBytes(b"v" * 400)})
     assert store.path.read_bytes() == before
     assert "big" not in [e.name for e in vault.entries()]
     vault.add("small", "token", {"token": SecretBytes(b"v")})  # what fits is still saved
+    # The same limit on reading: a file over it is refused before it is parsed.
+    smaller = VaultFile(store.path, keyring=MemoryKeyring(), max_bytes=len(before) - 1)
+    with pytest.raises(UnsafeVaultFile, match="larger than any vault can be"):
+        smaller.header()
 
 
 def test_a_rolled_back_copy_opens_with_its_old_values_and_a_lower_generation(

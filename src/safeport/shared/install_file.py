@@ -120,17 +120,20 @@ def install_file_in(env: Mapping[str, str], *, use_default: bool) -> Path | None
     return DEFAULT_INSTALL_FILE if DEFAULT_INSTALL_FILE.exists() else None
 
 
-def downgrade_notice(env: Mapping[str, str], uid: int) -> str | None:
+def downgrade_notice(
+    env: Mapping[str, str], uid: int, *, default: Path = DEFAULT_INSTALL_FILE
+) -> str | None:
     """A warning when ``SAFEPORT_HOME`` turns a named human's `sp` away from the dedicated
-    gateway this machine has: one variable (set by an agent in a shell's rc file, say) would
-    otherwise switch to a same-user gateway without a word, right before a passphrase is typed.
+    gateway this machine has (its install file at ``default``): one variable (set by an agent
+    in a shell's rc file, say) would otherwise switch to a same-user gateway without a word,
+    right before a passphrase is typed.
     """
     if not env.get("SAFEPORT_HOME") or env.get(ENV_VARIABLE):
         return None
-    if not DEFAULT_INSTALL_FILE.exists():
+    if not default.exists():
         return None
     try:
-        install = load_install(DEFAULT_INSTALL_FILE)
+        install = load_install(default)
     except Error:
         return None
     if uid not in install.humans:

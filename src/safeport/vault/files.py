@@ -31,14 +31,20 @@ class VaultMissing(EnvironmentProblem):
 
 
 def read_private_file(
-    path: Path, *, what: str, allow_readable: bool = False, owner: int | None = None
+    path: Path,
+    *,
+    what: str,
+    allow_readable: bool = False,
+    owner: int | None = None,
+    max_bytes: int = MAX_VAULT_BYTES,
 ) -> bytes:
     """Read a file that must be a regular, single-link file we own, never through a symlink.
 
     ``allow_readable`` admits 0644 (the public key file); nothing may be writable by others,
     including the folder (whoever can write it can rename an old copy over the file). The file
     is opened relative to the folder checked, and non-blocking so that a FIFO or device planted
-    under the name is refused by the fstat check instead of hanging the open.
+    under the name is refused by the fstat check instead of hanging the open. A file over
+    ``max_bytes`` is refused as it is read.
     """
     uid = os.geteuid() if owner is None else owner
     folder = _open_folder(path, what=what, owner=uid)
@@ -73,7 +79,7 @@ def read_private_file(
         total = 0
         while chunk := os.read(fd, 1024 * 1024):
             total += len(chunk)
-            if total > MAX_VAULT_BYTES:
+            if total > max_bytes:
                 raise UnsafeVaultFile(f"{what} {path} is larger than any vault can be")
             chunks.append(chunk)
         return b"".join(chunks)

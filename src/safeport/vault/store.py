@@ -24,6 +24,7 @@ from safeport.shared.paths import SafeportPaths, ensure_owned_dir, ensure_privat
 from safeport.vault import envelope
 from safeport.vault.errors import KeyringProblem, VaultChanged
 from safeport.vault.files import (
+    MAX_VAULT_BYTES,
     FileLock,
     VaultMissing,
     create_exclusive,
@@ -63,8 +64,11 @@ class VaultFile:
         *,
         keyring: KeyringBackend | None = None,
         clock: Clock = _utc_now,
+        max_bytes: int = MAX_VAULT_BYTES,
     ) -> None:
+        """``max_bytes``: the largest vault file this reads, and so the largest it saves."""
         self.path = path
+        self.max_bytes = max_bytes
         self.public_path = public_path or path.with_name("vault.pub.json")
         self.keyring: KeyringBackend = keyring if keyring is not None else OsKeyring()
         self.clock = clock
@@ -81,7 +85,7 @@ class VaultFile:
 
     def header(self) -> Header:
         """The header as stored (unauthenticated until an unlock succeeds)."""
-        data = read_private_file(self.path, what="vault file")
+        data = read_private_file(self.path, what="vault file", max_bytes=self.max_bytes)
         header, _, _ = split_file(data, source=str(self.path))
         return header
 
@@ -193,7 +197,7 @@ class VaultFile:
         return self._open(unwrap)
 
     def _open(self, unwrap: Callable[[Header], bytearray]) -> OpenVault:
-        data = read_private_file(self.path, what="vault file")
+        data = read_private_file(self.path, what="vault file", max_bytes=self.max_bytes)
         header, aad, ciphertext = split_file(data, source=str(self.path))
         data_key = unwrap(header)
         try:
@@ -231,7 +235,7 @@ class VaultFile:
     def backup(self, destination: Path) -> None:
         """Copy the encrypted file byte for byte (still passphrase-protected) to a new file."""
         with self.locked():
-            data = read_private_file(self.path, what="vault file")
+            data = read_private_file(self.path, what="vault file", max_bytes=self.max_bytes)
             split_file(data, source=str(self.path))  # refuse to back up something that is no vault
             if destination.resolve() == self.path.resolve():
                 raise UsageError("the backup must be a different file than the vault")

@@ -20,7 +20,7 @@ from safeport.vault import envelope
 from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.credentials import check_name, check_value, to_secret
 from safeport.vault.errors import CannotUnlock, EntryError, KeyringProblem, VaultLocked
-from safeport.vault.files import MAX_VAULT_BYTES, VaultMissing
+from safeport.vault.files import VaultMissing
 from safeport.vault.format import Entry, Header, Payload, encode_payload, encode_prefix_and_header
 from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import KdfParams, derive_key, new_salt, zero
@@ -326,10 +326,11 @@ class OpenVault:
         prefix = encode_prefix_and_header(new_header)
         plaintext = encode_payload(payload)
         try:
-            if len(prefix) + len(plaintext) + 16 > MAX_VAULT_BYTES:
+            limit = self._store.max_bytes
+            if len(prefix) + len(plaintext) + 16 > limit:
                 # Reading refuses anything larger, so saving it would lock the owner out.
                 raise EntryError(
-                    f"the vault would grow past {MAX_VAULT_BYTES // (1024 * 1024)} MiB",
+                    f"the vault would grow past {limit // (1024 * 1024)} MiB",
                     hint="nothing was saved; remove entries you no longer need",
                 )
             ciphertext = envelope.seal_payload(key, new_header.payload_nonce, prefix, plaintext)

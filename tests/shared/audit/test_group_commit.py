@@ -13,7 +13,6 @@ import pytest
 
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, verify_journal
-from safeport.shared.audit import writer as writer_module
 
 
 @dataclass(frozen=True)
@@ -167,7 +166,6 @@ def test_a_rotation_fsyncs_the_old_file_even_with_nothing_of_its_own_pending(
     """Another writer's record, written but not yet fsynced, must be on disk before the first
     record of the next segment (which chains on it) can be."""
     path = tmp_path / "actions.jsonl"
-    monkeypatch.setattr(writer_module, "BATCH_WINDOW_S", 60.0)  # the other writer never flushes
     events: list[tuple[str, int]] = []
     real_fsync, real_rename = os.fsync, os.rename
 
@@ -180,7 +178,8 @@ def test_a_rotation_fsyncs_the_old_file_even_with_nothing_of_its_own_pending(
         real_rename(src, dst)  # type: ignore[arg-type]
 
     with (
-        JournalWriter(path, durability="batched", segment_bytes=4096) as other,
+        # A batch window the test outlasts: the other writer never flushes by itself.
+        JournalWriter(path, durability="batched", segment_bytes=4096, batch_window_s=60.0) as other,
         JournalWriter(path, durability="fsync", segment_bytes=4096) as rotating,
     ):
         rotating.append("test.event", {"first": True})
@@ -201,8 +200,7 @@ def test_batched_appends_return_before_any_fsync_and_flush_syncs_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk: _SlowDisk
 ) -> None:
     path = tmp_path / "reads.jsonl"
-    monkeypatch.setattr(writer_module, "BATCH_WINDOW_S", 60.0)
-    with JournalWriter(path, durability="batched") as writer:
+    with JournalWriter(path, durability="batched", batch_window_s=60.0) as writer:
         for index in range(3):
             writer.append("test.event", {"i": index})
         assert disk.syncs == []

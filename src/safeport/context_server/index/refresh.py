@@ -58,9 +58,12 @@ class Refresher:
     """The walk state between refreshes: the watch, and what the last walk of everything saw.
     Used under the index's refresh lock only."""
 
-    def __init__(self, workspace: Workspace, *, watch: bool) -> None:
+    def __init__(
+        self, workspace: Workspace, *, watch: bool, full_walk_after_s: float = FULL_WALK_AFTER_S
+    ) -> None:
         self.workspace = workspace
         self._want_watch = watch
+        self._full_walk_after_s = full_walk_after_s
         self._watch: FolderWatch | None = None
         # The policy and time of the last walk of everything; events only say what changed
         # since then, and only under that policy.
@@ -97,14 +100,14 @@ class Refresher:
     @property
     def watching(self) -> bool:
         """Whether a refresh now would cost only what changed."""
-        recent = time.monotonic() - self._walked_at < FULL_WALK_AFTER_S
+        recent = time.monotonic() - self._walked_at < self._full_walk_after_s
         return self._watch is not None and self._watch.complete and recent
 
     def _touched_since_last_walk(self) -> tuple[Touched, ...] | None:
         """The entries to look at again, or None when only a walk of everything will do."""
         if self._watch is None or self._walked_policy is not self.workspace.policy:
             return None
-        if time.monotonic() - self._walked_at > FULL_WALK_AFTER_S:
+        if time.monotonic() - self._walked_at > self._full_walk_after_s:
             return None
         drained = self._watch.drain()
         if not drained.complete:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.context_server.index import sqlite_store as store
-from safeport.context_server.index.refresh import Progress, Refresher
+from safeport.context_server.index.refresh import FULL_WALK_AFTER_S, Progress, Refresher
 from safeport.context_server.index.shards import Shards, candidates, shard_paths
 from safeport.context_server.workspace.gate import Workspace
 from safeport.errors import EnvironmentProblem
@@ -63,8 +63,19 @@ def index_path(cache_dir: Path, workspace: Workspace) -> Path:
 class SearchIndex:
     """Build, refresh and query the trigram index; safe to use from several threads."""
 
-    def __init__(self, path: Path, workspace: Workspace, *, watch: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        workspace: Workspace,
+        *,
+        watch: bool = True,
+        retry_after_s: float = RETRY_AFTER_S,
+        full_walk_after_s: float = FULL_WALK_AFTER_S,
+    ) -> None:
+        """``retry_after_s``: how soon a search may start another refresh after one failed;
+        ``full_walk_after_s``: how often everything is walked even with a complete watch."""
         self.path = path
+        self._retry_after_s = retry_after_s
         self.workspace = workspace
         self._local = threading.local()
         self._refresh_lock = threading.Lock()
@@ -73,7 +84,7 @@ class SearchIndex:
         self.last_stats: IndexStats | None = None
         self.last_error: str | None = None
         self._failed_at = 0.0
-        self._refresher = Refresher(workspace, watch=watch)
+        self._refresher = Refresher(workspace, watch=watch, full_walk_after_s=full_walk_after_s)
         ensure_private_dir(path.parent)
         with Shards(path) as shards:
             shards.create_schema()
@@ -138,7 +149,7 @@ class SearchIndex:
         now = time.time()
         if not force:
             if self.last_error is not None:
-                if now - self._failed_at < RETRY_AFTER_S:
+                if now - self._failed_at < self._retry_after_s:
                     return
             elif self.last_refresh is not None and now - self.last_refresh < self._refresh_after():
                 return

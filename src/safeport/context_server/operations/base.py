@@ -34,6 +34,10 @@ def iso_time(ns: int | None) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="seconds")
 
 
+# How long one search_project call may scan before it answers with a cursor to go on from.
+SCAN_BUDGET_S = 5.0
+
+
 class Operations:
     """The state the operations share, and the folders a requested path names."""
 
@@ -43,8 +47,11 @@ class Operations:
         index: SearchIndex,
         feed: ChangeFeed,
         journal: ReadsJournal,
+        *,
+        scan_budget_s: float = SCAN_BUDGET_S,
     ) -> None:
         self.workspace = workspace
+        self.scan_budget_s = scan_budget_s
         self.index = index
         self.feed = feed
         self.journal = journal

@@ -21,7 +21,6 @@ from safeport.shared.text_lines import split_lines
 MAX_QUERY_CHARS = 500
 HITS_PER_FILE = 5
 SNIPPET_CHARS = 200
-SCAN_BUDGET_S = 5.0
 # Search cursors also name the method: index and scan walk files in different orders.
 _SEARCH_CURSOR = re.compile(r"q2\.([is])\.([0-9]{1,3})\.([A-Za-z0-9_-]{0,8000})")
 
@@ -82,7 +81,7 @@ class SearchOperations(Operations):
         hits: list[SearchHit] = []
         next_cursor = None
         method = "i" if use_index else "s"
-        deadline = time.monotonic() + SCAN_BUDGET_S
+        deadline = time.monotonic() + self.scan_budget_s
         progressed = False
         for number in range(start_scope, len(scopes)):
             scope = scopes[number]

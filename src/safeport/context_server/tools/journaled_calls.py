@@ -19,9 +19,9 @@ from urllib.parse import unquote, urlparse
 import anyio.to_thread
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.mcpserver.resolve import AcceptedElicitation
 from mcp.types import CallToolResult, ListRootsResult, TextContent
 
+from safeport.context_server import sdk_seam
 from safeport.context_server.operations.reads_journal import CALL_RECORDED, bounded_text
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.operations.tool_results import MultipleFiles, ToolResult
@@ -45,11 +45,6 @@ INTERNAL = "internal error while reading the workspace; nothing was served"
 BOUNDED_TOOLS = frozenset(
     {"list_roots", "list_directory", "read_file", "read_file_excerpt", "get_file_info", "fetch"}
 )
-
-# The SDK wraps every resolved value in `AcceptedElicitation[Any]`; pydantic keeps parametrised
-# models only weakly, so without this reference each call would build that class anew (about
-# as long as the call itself).
-_ACCEPTED = AcceptedElicitation[Any]
 
 # The client's MCP roots, asked once per server (one stdio client per process) and then reused.
 _KNOWN_ROOTS: weakref.WeakKeyDictionary[Any, ListRootsResult] = weakref.WeakKeyDictionary()
@@ -102,8 +97,7 @@ class JournaledServer(MCPServer[Any]):
     ) -> Any:
         async def run() -> Any:
             # The raw return value: a result of ours is converted below, serialised once.
-            ctx = context or Context(mcp_server=self, subscriptions=self._subscriptions)
-            return await self._tool_manager.call_tool(name, arguments, ctx)
+            return await sdk_seam.call_tool_raw(self, name, arguments, context)
 
         result = await self._guarded(name, arguments, run)
         if isinstance(result, ToolResult):
@@ -111,17 +105,17 @@ class JournaledServer(MCPServer[Any]):
                 content=[TextContent(type="text", text=result.wire_json())],
                 structured_content=result.model_dump(mode="json"),
             )
-        tool = self._tool_manager.get_tool(name)
+        tool = sdk_seam.find_tool(self, name)
         if tool is None or isinstance(result, CallToolResult):
             return result
-        return tool.fn_metadata.convert_result(result)  # another profile's tools, as the SDK does
+        return sdk_seam.convert_result(tool, result)  # another profile's tools, as the SDK does
 
     async def call_direct(
         self, name: str, arguments: dict[str, Any], run: Callable[[], Awaitable[ToolResult]]
     ) -> ToolResult:
         """Run a tool body the transport called itself, under the same guard as
         :meth:`call_tool`; a ``ToolError`` carries the text the SDK would have sent."""
-        return await self._guarded(name, arguments, _as_tool_call(name, run))
+        return await self._guarded(name, arguments, sdk_seam.as_sdk_tool_call(name, run))
 
     async def _guarded(
         self, name: str, arguments: dict[str, Any], run: Callable[[], Awaitable[T]]
@@ -135,7 +129,7 @@ class JournaledServer(MCPServer[Any]):
             self._record_unrecorded(marker, name, arguments, "internal")
             raise ToolError(INTERNAL) from None
         except ToolError:
-            reason = "unknown-tool" if self._tool_manager.get_tool(name) is None else "invalid"
+            reason = "unknown-tool" if sdk_seam.find_tool(self, name) is None else "invalid"
             self._record_unrecorded(marker, name, arguments, reason)
             raise
         finally:
@@ -157,22 +151,6 @@ class JournaledServer(MCPServer[Any]):
             )
         except JournalUnavailable:
             raise ToolError(UNAVAILABLE) from None
-
-
-def _as_tool_call(
-    name: str, run: Callable[[], Awaitable[ToolResult]]
-) -> Callable[[], Awaitable[ToolResult]]:
-    """Wrap a tool body's failures as the SDK's tool runner does (its exact sentences)."""
-
-    async def call() -> ToolResult:
-        try:
-            return await run()
-        except ToolError as exc:
-            raise ToolError(f"Error executing tool {name}: {exc}") from exc
-        except Exception as exc:
-            raise UnexpectedToolError(f"Error executing tool {name}") from exc
-
-    return call
 
 
 class JournaledCalls:

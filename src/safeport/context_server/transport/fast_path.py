@@ -2,11 +2,12 @@
 
 The MCP SDK spends several times a read's own cost on each call (task and context set-up,
 middleware, three copies of the result through pydantic). Once a client has initialised a
-session in a protocol version whose tool results this module writes exactly as the SDK does,
-and once the first call has applied the client's roots, a plain ``tools/call`` of a bounded
-tool (:data:`BOUNDED_TOOLS`) is validated with the tool's own argument model, run through
-:meth:`JournaledServer.call_direct` (the same journal, scrubbing and error sentences) and
-written as one frame whose structured content and text copy are the same serialised JSON.
+session in a protocol version whose tool results the SDK seam writes exactly as the SDK does
+(:mod:`safeport.context_server.sdk_seam`), and once the first call has applied the client's
+roots, a plain ``tools/call`` of a bounded tool (:data:`BOUNDED_TOOLS`) is validated with the
+tool's own argument model, run through :meth:`JournaledServer.call_direct` (the same journal,
+scrubbing and error sentences) and written as one frame whose structured content and text copy
+are the same serialised JSON.
 
 Anything else, or anything this module is unsure of (other protocol versions, extra request
 members, arguments that do not validate, the first call), goes to the SDK unchanged.
@@ -14,7 +15,6 @@ members, arguments that do not validate, the first call), goes to the SDK unchan
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,16 +23,20 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
 from safeport.context_server.operations.tool_results import ToolResult
+from safeport.context_server.sdk_seam import (
+    DIRECT_VERSIONS,
+    call_body,
+    error_frame,
+    find_tool,
+    resolved_parameters,
+    result_frame,
+    validate_arguments,
+)
 from safeport.context_server.tools.journaled_calls import (
     BOUNDED_TOOLS,
     JournaledServer,
     known_roots,
 )
-
-# The protocol versions whose CallToolResult (content, structuredContent, isError and nothing
-# else for a plain call) the frames below reproduce. Older versions have no structured
-# content; newer ones add members; both stay with the SDK.
-DIRECT_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
 
 _REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
@@ -45,9 +49,9 @@ class DirectCalls:
         self._server = server
         self._tools: dict[str, Tool] = {}
         for name in BOUNDED_TOOLS:
-            tool = server._tool_manager.get_tool(name)
+            tool = find_tool(server, name)
             # Only the reader tools' shape: every argument from the client, plus the roots.
-            if tool is not None and set(tool.resolved_params) == {"roots"}:
+            if tool is not None and resolved_parameters(tool) == {"roots"}:
                 self._tools[name] = tool
         self._initialize_id: object = None
         self._version: str | None = None
@@ -86,12 +90,12 @@ class DirectCalls:
         if tool is None:
             return None
         try:
-            kwargs = tool.fn_metadata.validate_arguments(arguments)
+            kwargs = validate_arguments(tool, arguments)
         except Exception:  # the SDK validates again and answers with its own sentence
             return None
 
         async def run() -> ToolResult:
-            result = await tool.fn(**kwargs, roots=roots)
+            result = await call_body(tool, {**kwargs, "roots": roots})
             if not isinstance(result, ToolResult):
                 raise TypeError("a bounded tool returned something other than a tool result")
             return result
@@ -101,24 +105,6 @@ class DirectCalls:
         except ToolError as exc:
             return error_frame(request_id, str(exc))
         return result_frame(request_id, result.wire_json())
-
-
-def result_frame(request_id: int | str, result_json: str) -> bytes:
-    """A successful ``tools/call`` response: the result's JSON is its text copy as well."""
-    return _frame(request_id, result_json, f',"structuredContent":{result_json},"isError":false')
-
-
-def error_frame(request_id: int | str, text: str) -> bytes:
-    """A failed call: a tool result with ``isError``, as the SDK answers a ``ToolError``."""
-    return _frame(request_id, text, ',"isError":true')
-
-
-def _frame(request_id: int | str, text: str, rest: str) -> bytes:
-    content = json.dumps(text, ensure_ascii=False)
-    return (
-        f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":'
-        f'{{"content":[{{"type":"text","text":{content}}}]{rest}}}}}\n'
-    ).encode()
 
 
 def _plain_tool_call(message: object) -> tuple[int | str, str, dict[str, Any]] | None:

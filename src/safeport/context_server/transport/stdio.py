@@ -32,6 +32,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
+from safeport.context_server.sdk_seam import lowlevel_server
 from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.errors import EnvironmentProblem
 
@@ -206,7 +207,7 @@ async def _serve(
 ) -> None:
     to_sdk, sdk_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     sdk_out, from_sdk = anyio.create_memory_object_stream[SessionMessage](0)
-    lowlevel = server._lowlevel_server
+    lowlevel = lowlevel_server(server)
     in_flight = InFlight()
 
     async def run_sdk() -> None:

@@ -8,7 +8,8 @@ last line. A torn last line (a crash mid-write) is trimmed under the lock and re
 
 In ``fsync`` mode an append returns once its record is on disk; the fsync runs after the locks
 are released, so appends from other threads share it (:mod:`safeport.shared.audit.group_commit`).
-In ``batched`` mode records are written at once and fsynced within ``BATCH_WINDOW_S``.
+In ``batched`` mode records are written at once and fsynced within ``batch_window_s``
+(:data:`BATCH_WINDOW_S` unless given).
 """
 
 from __future__ import annotations
@@ -55,9 +56,11 @@ class JournalWriter:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         clock: Callable[[], float] = time.time,
         file_mode: int = 0o600,
+        batch_window_s: float = BATCH_WINDOW_S,
     ) -> None:
         """``file_mode`` 0640 lets the group read the journal (a dedicated account's humans
-        verify it that way); nothing but the owner may ever write it."""
+        verify it that way); nothing but the owner may ever write it. ``batch_window_s`` bounds
+        how long a ``batched`` record waits for its fsync."""
         if segment_bytes < 4096:
             raise ValueError("segment_bytes must be at least 4096")
         self.path = path
@@ -67,6 +70,7 @@ class JournalWriter:
         if file_mode & ~0o640:
             raise ValueError("a journal is at most 0640: only its writer may change it")
         self._file_mode = file_mode
+        self._batch_window_s = batch_window_s
         self._kinds = KindNames()
         self._timestamps = Timestamps(clock)
         self._mutex = threading.Lock()
@@ -276,7 +280,7 @@ class JournalWriter:
 
     def _schedule_flush(self) -> None:
         if self._timer is None:
-            self._timer = threading.Timer(BATCH_WINDOW_S, self._timed_flush)
+            self._timer = threading.Timer(self._batch_window_s, self._timed_flush)
             self._timer.daemon = True
             self._timer.start()
 
