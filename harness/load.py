@@ -37,6 +37,8 @@ from typing import Any
 from harness.gateway import PASSPHRASE, POLICY, REPO, Gateway, clean_env
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
+from safeport.shared.schemas import operations as ops
+from safeport.shared.schemas.results import StatusResult
 from safeport.shared.wire import recv_message, send_message
 
 PROPOSAL = {
@@ -156,11 +158,11 @@ def junk_main(home: Path, idle: int) -> None:
         time.sleep(0.01)
 
 
-def human_call(home: Path, op: str) -> dict[str, Any]:
-    """One request as `sp` sends it: a new connection through the CLI's own client (which
-    waits out a full listen queue), the reply's result or the gateway's error raised."""
+def human_call(home: Path) -> StatusResult:
+    """One `status` request as `sp` sends it: a new connection through the CLI's own client
+    (which waits out a full listen queue), the reply's result or the gateway's error raised."""
     with GatewayClient(locate(env=clean_env(home)), timeout=10) as client:
-        return client.call(op)
+        return client.call(ops.STATUS)
 
 
 def _max_ms(samples: list[float]) -> float | None:
@@ -250,7 +252,7 @@ def run_load(home: Path, *, clients: int, per_client: int, idle: int) -> dict[st
                         if not reply.get("ok"):
                             raise RuntimeError(str(reply.get("error")))
                     else:
-                        human_call(home, "status")
+                        human_call(home)
                 except Exception as exc:  # counted and reported: the human did not get through
                     probe_errors[kind].append(f"{type(exc).__name__}: {exc}"[:200])
                 probes[kind].append(time.perf_counter() - t0)

@@ -19,6 +19,7 @@ from safeport.gateway_client.approver_session import (
 )
 from safeport.gateway_client.control_socket import GatewayClient, GatewayNotRunning
 from safeport.shared.paths import SafeportPaths, layout, locate
+from safeport.shared.schemas import operations as ops
 from safeport.vault.secrets import SecretBytes
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
@@ -39,7 +40,7 @@ def serving(home: Path) -> Iterator[SafeportPaths]:
 
 def _cards_waiting(paths: SafeportPaths) -> int:
     with GatewayClient(paths, timeout=10) as client:
-        return len(client.call("approvals.list").get("cards", []))
+        return len(client.call(ops.APPROVALS_LIST).cards)
 
 
 def _until_closed(session: ApproverSession, seen: list[ApproverEvent]) -> CardClosed:

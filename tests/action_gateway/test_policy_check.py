@@ -10,6 +10,7 @@ import pytest
 from safeport.errors import Error
 from safeport.gateway_client.policy_check import check_policy, local_proposal
 from safeport.shared.paths import SafeportPaths, locate
+from safeport.shared.schemas.results import PolicySnapshot
 
 _POLICY = '[credentials.api-token]\nkind = "token"\n'
 
@@ -38,6 +39,13 @@ def test_the_local_proposal_is_pending_only_when_the_file_differs(tmp_path: Path
     paths = _paths(tmp_path)
     paths.gateway_config.write_text(_POLICY)
     digest = check_policy(paths).digest
-    assert local_proposal(paths.gateway_config, {"served": digest})["pending"] is False
-    proposal = local_proposal(paths.gateway_config, {"served": "other"})
-    assert proposal["pending"] is True and proposal["file_text"] == _POLICY
+    assert local_proposal(paths.gateway_config, _served(digest)).pending is False
+    proposal = local_proposal(paths.gateway_config, _served("other"))
+    assert proposal.pending is True and proposal.file_text == _POLICY
+
+
+def _served(digest: str) -> PolicySnapshot:
+    """What a gateway serving ``digest`` says before the human's own file is read."""
+    return PolicySnapshot(
+        served=digest, file=None, file_error=None, pending=False, served_text=None, file_text=None
+    )

@@ -17,6 +17,7 @@ from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
+from safeport.shared.schemas import operations as ops
 from safeport.shared.visible_text import inert
 from safeport.vault.secrets import SecretBytes
 
@@ -36,10 +37,10 @@ def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
         if passphrase_file is not None:
             secret = vault_passphrase(passphrase_file)()
             try:
-                client.call_with_passphrase("approver.register", secret)
+                client.call_with_passphrase(ops.APPROVER_REGISTER, secret)
             finally:
                 secret.wipe()
-        cards = client.call("approvals.list").get("cards", [])
+        cards = [card.model_dump() for card in client.call(ops.APPROVALS_LIST).cards]
     if as_json:
         click.echo(json.dumps(cards, indent=2, sort_keys=True))
         return
@@ -105,7 +106,7 @@ def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
     with GatewayClient(locate()) as client:
         secret = vault_passphrase(passphrase_file)()
         try:
-            client.call_with_passphrase("approvals.decide", secret, id=card_id, approve=approve)
+            client.call_with_passphrase(ops.APPROVALS_DECIDE, secret, id=card_id, approve=approve)
         finally:
             secret.wipe()
     click.echo(f"{'approved' if approve else 'denied'} {inert(card_id)}")

@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -34,6 +34,7 @@ from safeport.gateway_client.approver_thread import (
     Revoked,
     Sessions,
 )
+from safeport.shared.schemas.results import SessionView
 from safeport.shared.visible_text import inert
 
 _OUTCOMES = {
@@ -202,17 +203,16 @@ class ApprovalsApp(App[None]):
         deadline = arrived.received_at + int(arrived.card.get("expires_in_s") or 0)
         return max(0, round(deadline - self._clock()))
 
-    def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+    def _show_sessions(self, sessions: list[SessionView]) -> None:
         table = self.query_one("#sessions", DataTable)
         table.clear()
         for grant in sessions:
-            session_id = str(grant.get("id"))
             table.add_row(
-                inert(session_id),
-                inert(str(grant.get("credential"))),
-                inert(f"pid {grant.get('requester_pid')} {grant.get('requester_exe')}"),
-                f"{grant.get('expires_in_s')} s",
-                key=session_id,
+                inert(grant.id),
+                inert(grant.credential),
+                inert(f"pid {grant.requester_pid} {grant.requester_exe}"),
+                f"{grant.expires_in_s} s",
+                key=grant.id,
             )
 
     def _record(self, line: str) -> None:

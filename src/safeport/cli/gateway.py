@@ -18,6 +18,7 @@ from safeport.gateway_client.control_socket import (
 )
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
+from safeport.shared.schemas import operations as ops
 from safeport.shared.setup_state import missing_setup
 from safeport.shared.visible_text import inert
 
@@ -65,25 +66,24 @@ def run(print_service: str | None) -> None:
 def status(as_json: bool) -> None:
     """Show whether the gateway runs, the vault state, the served policy and open sessions."""
     with GatewayClient(locate()) as client:
-        result = client.call("status")
+        result = client.call(ops.STATUS)
     if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        click.echo(json.dumps(result.model_dump(), indent=2, sort_keys=True))
         return
-    policy: dict[str, Any] = result.get("policy", {})
-    served = policy.get("served")
+    served = result.policy.served
     lines = [
-        f"gateway: running (pid {result.get('pid')}, up {result.get('uptime_s')} s"
-        + (f", as its own account {result['account']})" if result.get("account") else ")"),
-        f"vault: {result.get('vault')}",
+        f"gateway: running (pid {result.pid}, up {result.uptime_s} s"
+        + (f", as its own account {result.account})" if result.account else ")"),
+        f"vault: {result.vault}",
         f"policy: {served[:16] if served else 'none accepted'}",
     ]
-    if policy.get("pending"):
+    if result.policy.pending:
         lines.append("policy: gateway.toml has changes that are NOT served; run `sp policy accept`")
     lines += [
-        f"sessions: {result.get('sessions')}",
-        f"pending approvals: {result.get('pending_cards')}",
+        f"sessions: {result.sessions}",
+        f"pending approvals: {result.pending_cards}",
     ]
-    lines += alarm_lines(result.get("alarms") or [])
+    lines += alarm_lines([alarm.model_dump() for alarm in result.alarms])
     from safeport.gateway_client.status_overview import policy_problems
 
     problems = policy_problems(locate())
@@ -125,7 +125,7 @@ def stop(passphrase_file: Path | None) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault)."""
     try:
         with GatewayClient(locate()) as client:
-            call_for_everyone(client, "gateway.stop", vault_passphrase(passphrase_file))
+            call_for_everyone(client, ops.GATEWAY_STOP, vault_passphrase(passphrase_file))
     except GatewayNotRunning:
         click.echo("gateway: not running")  # the state asked for already holds
         return
@@ -136,8 +136,8 @@ def stop(passphrase_file: Path | None) -> None:
 def reload() -> None:
     """Re-read gateway.toml; changes are served only once accepted with `sp policy accept`."""
     with GatewayClient(locate()) as client:
-        result = client.call("gateway.reload")
-    if result.get("pending"):
+        result = client.call(ops.GATEWAY_RELOAD)
+    if result.pending:
         click.echo("policy: gateway.toml differs from the accepted policy; run `sp policy accept`")
     else:
         click.echo("policy: gateway.toml is the accepted policy")

@@ -20,6 +20,7 @@ from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import GatewayView, gateway_view
 from safeport.gateway_client.policy_check import check_policy, local_proposal
 from safeport.shared.paths import locate
+from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.visible_text import inert, visible
 
@@ -97,20 +98,20 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
     """Show the diff against the accepted policy, prove the passphrase, serve the new one."""
     paths = locate()
     with GatewayClient(paths) as client:
-        status = client.call("policy.status")
+        status = client.call(ops.POLICY_STATUS)
         if paths.dedicated:
             # The gateway's account cannot read your home: the text is yours, sent with the
             # passphrase, and accepted only if it is exactly what was shown here.
             status = local_proposal(paths.gateway_config, status)
-        if status.get("file_error"):
-            raise ConfigError(str(status["file_error"]))
-        text = status.get("file_text")
-        if not isinstance(text, str):
+        if status.file_error:
+            raise ConfigError(status.file_error)
+        text = status.file_text
+        if text is None:
             raise Error("gateway.toml cannot be read by the gateway")
-        if not status.get("pending"):
+        if not status.pending:
             click.echo("no changes: gateway.toml is already the accepted policy")
             return
-        served = status.get("served_text")
+        served = status.served_text
         parsed, _ = parse_gateway_policy(text)
         problems = review(parsed, text, gateway_view(locate()).vault_kinds)
         if problems:
@@ -118,9 +119,9 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             raise Denied(
                 "not accepted: fix the problem(s) above first", hint="then run `sp policy accept`"
             )
-        if not isinstance(served, str):
+        if served is None:
             click.echo("no policy is accepted yet: every line below is new")
-        accepted = served if isinstance(served, str) else None
+        accepted = served
         click.echo(diff_text(policy_diff_lines(accepted, text), colour=sys.stdout.isatty()))
         # Beside the text, what it means: the two parsed policies compared, so an edit the
         # text hides (a table folded into a comment) is still said in words before the prompt.
@@ -133,8 +134,8 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             # The digest of the very text shown above, never one the gateway reported beside
             # it: the gateway accepts the file only if it is still exactly these bytes.
             result = client.call_with_passphrase(
-                "policy.accept", secret, digest=policy_digest(text), **extra
+                ops.POLICY_ACCEPT, secret, digest=policy_digest(text), **extra
             )
         finally:
             secret.wipe()
-    click.echo(f"accepted policy {str(result.get('policy'))[:16]}; the gateway serves it now")
+    click.echo(f"accepted policy {result.policy[:16]}; the gateway serves it now")

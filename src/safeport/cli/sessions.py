@@ -14,6 +14,7 @@ from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone
 from safeport.shared.paths import locate
+from safeport.shared.schemas import operations as ops
 from safeport.shared.visible_text import inert
 
 
@@ -27,9 +28,9 @@ def sessions() -> None:
 def list_sessions(as_json: bool) -> None:
     """Show every live session grant."""
     with GatewayClient(locate()) as client:
-        grants = client.call("sessions.list").get("sessions", [])
+        grants = client.call(ops.SESSIONS_LIST).sessions
     if as_json:
-        click.echo(json.dumps(grants, indent=2, sort_keys=True))
+        click.echo(json.dumps([g.model_dump() for g in grants], indent=2, sort_keys=True))
         return
     if not grants:
         click.echo("no sessions")
@@ -39,11 +40,11 @@ def list_sessions(as_json: bool) -> None:
         table.add_column(column)
     for grant in grants:
         table.add_row(
-            Text(inert(str(grant["id"]))),
-            Text(inert(str(grant["credential"]))),
-            Text(inert(f"pid {grant['requester_pid']} {grant['requester_exe']}")),
-            Text(f"{grant['age_s']} s"),
-            Text(f"{grant['expires_in_s']} s"),
+            Text(inert(grant.id)),
+            Text(inert(grant.credential)),
+            Text(inert(f"pid {grant.requester_pid} {grant.requester_exe}")),
+            Text(f"{grant.age_s} s"),
+            Text(f"{grant.expires_in_s} s"),
         )
     Console(highlight=False).print(table)
 
@@ -55,6 +56,6 @@ def revoke(session_id: str, passphrase_file: Path | None) -> None:
     """End a session grant now; its requester needs a new approval."""
     with GatewayClient(locate()) as client:
         call_for_everyone(
-            client, "sessions.revoke", vault_passphrase(passphrase_file), id=session_id
+            client, ops.SESSIONS_REVOKE, vault_passphrase(passphrase_file), id=session_id
         )
     click.echo(f"revoked {inert(session_id)}")

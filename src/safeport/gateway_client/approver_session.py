@@ -16,12 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayClosed,
     GatewayNotRunning,
 )
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import operations as ops
+from safeport.shared.schemas.results import APPROVAL_EVENT, CardOpened, SessionView
 from safeport.shared.wire import PeerClosed, recv_message
 from safeport.vault.secrets import SecretBytes
 
@@ -53,10 +57,10 @@ class ApproverSession:
     def register(self, passphrase: SecretBytes) -> list[CardArrived]:
         """Prove the passphrase (after the listener check) and follow the cards; returns the
         ones already waiting. ``passphrase`` stays the caller's: a copy is sent."""
-        self._client.call_with_passphrase("approver.register", passphrase.copy())
-        first = self._client.call("approvals.watch")
+        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy())
+        first = self._client.call(ops.APPROVALS_WATCH)
         now = self._clock()
-        return [CardArrived(card, now) for card in first.get("cards", [])]
+        return [CardArrived(card.model_dump(), now) for card in first.cards]
 
     @property
     def connection(self) -> socket.socket:
@@ -81,24 +85,25 @@ class ApproverSession:
 
     def decide(self, card_id: str, approve: bool) -> None:
         """Answer one card; the gateway's refusal (too late, unknown) is raised."""
-        self._client.call("approvals.decide", id=card_id, approve=approve)
+        self._client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve)
 
     def revoke(self, session_id: str) -> None:
-        self._client.call("sessions.revoke", id=session_id)
+        self._client.call(ops.SESSIONS_REVOKE, id=session_id)
 
-    def sessions(self) -> list[dict[str, Any]]:
+    def sessions(self) -> list[SessionView]:
         """The open session grants."""
-        return list(self._client.call("sessions.list").get("sessions", []))
+        return self._client.call(ops.SESSIONS_LIST).sessions
 
     def _event(self, message: dict[str, Any]) -> ApproverEvent | None:
-        event = message.get("result") or {}
-        if not isinstance(event, dict):
+        """A pushed approval event, or None for anything else: a malformed one is dropped
+        whole (never shown in part as a card a human could answer)."""
+        try:
+            event = APPROVAL_EVENT.validate_python(message.get("result"))
+        except ValidationError:
             return None
-        if event.get("event") == "card":
-            return CardArrived(event, self._clock())
-        if event.get("event") == "card.closed":
-            return CardClosed(str(event.get("id")), str(event.get("outcome")))
-        return None
+        if isinstance(event, CardOpened):
+            return CardArrived(event.model_dump(), self._clock())
+        return CardClosed(event.id, event.outcome)
 
 
 def attend_gateway(

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from safeport.errors import Error
 from safeport.gateway_client.approver_session import (
@@ -27,6 +26,7 @@ from safeport.gateway_client.approver_session import (
 )
 from safeport.gateway_client.control_socket import GatewayRefused
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas.results import SessionView
 from safeport.vault.secrets import SecretBytes
 
 SESSION_POLL_S = 2.0
@@ -51,7 +51,7 @@ class Answered:
 
 @dataclass(frozen=True)
 class Sessions:
-    sessions: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[SessionView] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

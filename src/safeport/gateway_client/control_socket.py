@@ -15,15 +15,20 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from safeport.errors import EnvironmentProblem, Error
 from safeport.gateway_client.listener_check import check_gateway_listener
 from safeport.shared.gateway_socket import check_listener, check_socket_folder
 from safeport.shared.paths import SafeportPaths, check_socket_path
-from safeport.shared.schemas.replies import ReplyOk, parse_reply
+from safeport.shared.schemas.operations import ControlOp
+from safeport.shared.schemas.replies import ReplyOk, parse_reply, parse_result
 from safeport.shared.wire import PeerClosed, recv_message, send_message
 from safeport.vault.secrets import SecretBytes
+
+Result = TypeVar("Result", bound=BaseModel)
 
 
 class GatewayNotRunning(Error):
@@ -143,8 +148,10 @@ class GatewayClient:
             hint="another process may be flooding it; see `sp gateway status` later",
         )
 
-    def call(self, op: str, **params: Any) -> dict[str, Any]:
-        """Send one request without secrets; return its result or raise the gateway's error."""
+    def call(self, op: ControlOp[Any, Result], **params: Any) -> Result:
+        """Send one request without secrets; return its result as the operation's model, or
+        raise the gateway's error (a result that does not match the model is a
+        :class:`~safeport.errors.WireError`: it is refused whole, never read in part)."""
         self._counter += 1
         request_id = f"sp-{self._counter}"
         # A refused connection is answered at once and closed, so the send can fail; the
@@ -152,13 +159,13 @@ class GatewayClient:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             send_message(
                 self._sock,
-                {"v": 1, "id": request_id, "type": "control", "op": op, "params": params},
+                {"v": 1, "id": request_id, "type": "control", "op": op.name, "params": params},
             )
-        return self._reply(request_id)
+        return parse_result(op.name, op.result, self._reply(request_id))
 
     def call_with_passphrase(
-        self, op: str, passphrase: SecretBytes, **params: Any
-    ) -> dict[str, Any]:
+        self, op: ControlOp[Any, Result], passphrase: SecretBytes, **params: Any
+    ) -> Result:
         """Check who listens, then send a request carrying the passphrase."""
         if not self._verified:
             if not self.paths.dedicated:
@@ -195,8 +202,11 @@ class GatewayClient:
 
 
 def call_for_everyone(
-    client: GatewayClient, op: str, passphrase: Callable[[], SecretBytes], **params: Any
-) -> dict[str, Any]:
+    client: GatewayClient,
+    op: ControlOp[Any, Result],
+    passphrase: Callable[[], SecretBytes],
+    **params: Any,
+) -> Result:
     """``op`` as an operation on every human's work: with several humans installed the gateway
     asks for the passphrase (being one of them is not enough), so it is asked for and sent."""
     install = client.paths.install

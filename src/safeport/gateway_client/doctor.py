@@ -20,6 +20,7 @@ from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import gateway_view
 from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths, check_socket_path, private_dir_problem
+from safeport.shared.schemas import operations as ops
 
 _KEYRING_FIX = "start the Secret Service (gnome-keyring), or `sp vault keyring disable`"
 
@@ -78,7 +79,7 @@ def _sockets(paths: SafeportPaths) -> Iterator[Finding]:
         return
     try:
         with GatewayClient(paths, timeout=5) as client:
-            status = client.call("status")
+            status = client.call(ops.STATUS)
     except Error as exc:
         stale = paths.control_socket.exists()
         yield Finding(
@@ -88,8 +89,8 @@ def _sockets(paths: SafeportPaths) -> Iterator[Finding]:
             "sp gateway run (or install it as a service: sp gateway run --print-service systemd)",
         )
         return
-    vault = status.get("vault")
-    yield Finding("gateway", "ok", f"running (pid {status.get('pid')}), vault {vault}")
+    vault = status.vault
+    yield Finding("gateway", "ok", f"running (pid {status.pid}), vault {vault}")
     if vault != "unlocked":
         yield Finding("vault unlocked", "warn", "the gateway's vault is locked", "sp vault unlock")
 

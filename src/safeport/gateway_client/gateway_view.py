@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from safeport.errors import Error
 from safeport.gateway_client.control_socket import GatewayClient, GatewayRefused
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import operations as ops
 
 
 @dataclass(frozen=True)
@@ -28,19 +29,18 @@ class GatewayView:
 def gateway_view(paths: SafeportPaths, *, timeout: float = 5.0) -> GatewayView:
     try:
         with GatewayClient(paths, timeout=timeout) as client:
-            status = client.call("policy.status")
-            served = status.get("served")
-            served_text = status.get("served_text")
+            status = client.call(ops.POLICY_STATUS)
+            served, served_text = status.served, status.served_text
             try:
-                entries = client.call("vault.entries").get("entries", [])
+                entries = client.call(ops.VAULT_ENTRIES).entries
             except GatewayRefused as exc:
                 return GatewayView(
                     True,
                     None,
                     f"the vault is locked ({exc.diagnostic()}); run `sp vault unlock` to check "
                     "the credentials too",
-                    served if isinstance(served, str) else None,
-                    served_text if isinstance(served_text, str) else None,
+                    served,
+                    served_text,
                 )
     except Error:
         return GatewayView(
@@ -50,11 +50,4 @@ def gateway_view(paths: SafeportPaths, *, timeout: float = 5.0) -> GatewayView:
             None,
             None,
         )
-    kinds = {str(e.get("name")): str(e.get("kind")) for e in entries if isinstance(e, dict)}
-    return GatewayView(
-        True,
-        kinds,
-        "",
-        served if isinstance(served, str) else None,
-        served_text if isinstance(served_text, str) else None,
-    )
+    return GatewayView(True, {e.name: e.kind for e in entries}, "", served, served_text)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from safeport.action_gateway.policy.meaning import MeaningChange, meaning_of_edit
 from safeport.action_gateway.policy.review import PolicyProblem, review
@@ -14,6 +13,7 @@ from safeport.errors import Error
 from safeport.gateway_client.gateway_view import GatewayView, gateway_view
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
+from safeport.shared.schemas.results import PolicySnapshot
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,15 @@ def _unaccepted(view: GatewayView, text: str, digest: str) -> int | None:
     return sum(1 for line in lines if line.kind in ("added", "removed"))
 
 
-def local_proposal(path: Path, status: dict[str, Any]) -> dict[str, Any]:
+def local_proposal(path: Path, status: PolicySnapshot) -> PolicySnapshot:
     """policy.status as if the gateway read the human's own gateway.toml (a dedicated
     gateway's account cannot read the human's home: the text is sent with the passphrase)."""
     current = PolicyStore(path).read_file()
-    served = status.get("served")
-    return {
-        **status,
-        "file": current.digest,
-        "file_text": current.text,
-        "file_error": current.error,
-        "pending": bool(current.digest and current.digest != served),
-    }
+    return status.model_copy(
+        update={
+            "file": current.digest,
+            "file_text": current.text,
+            "file_error": current.error,
+            "pending": bool(current.digest and current.digest != status.served),
+        }
+    )

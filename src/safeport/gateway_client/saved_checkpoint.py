@@ -18,6 +18,7 @@ from safeport.gateway_client.control_socket import (
     GatewayRefused,
 )
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import operations as ops
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,10 @@ class CheckpointText:
 def latest_checkpoint(paths: SafeportPaths) -> CheckpointText:
     try:
         with GatewayClient(paths) as client:
-            result = client.call("audit.checkpoint")
+            result = client.call(ops.AUDIT_CHECKPOINT)
     except (GatewayNotRunning, GatewayRefused, GatewayClosed) as exc:
         saved = paths.gateway_audit_dir / "checkpoint.json"
         if not saved.exists():
             raise
         return CheckpointText(saved.read_text(), exc)
-    return CheckpointText(json.dumps(result, indent=2, sort_keys=True))
+    return CheckpointText(json.dumps(result.model_dump(), indent=2, sort_keys=True))

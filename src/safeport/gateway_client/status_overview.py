@@ -17,6 +17,7 @@ from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import gateway_view
 from safeport.shared.audit import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import operations as ops
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,17 @@ def overview(paths: SafeportPaths, *, clients: list[dict[str, Any]]) -> Overview
 def _gateway(paths: SafeportPaths) -> dict[str, Any]:
     try:
         with GatewayClient(paths, timeout=5) as client:
-            status = client.call("status")
+            status = client.call(ops.STATUS)
     except Error as exc:
         return {"running": False, "reason": exc.diagnostic()}
     return {
         "running": True,
-        "pid": status.get("pid"),
-        "uptime_s": status.get("uptime_s"),
-        "vault": status.get("vault"),
-        "sessions": status.get("sessions"),
-        "pending_cards": status.get("pending_cards"),
-        "journal_space": status.get("journal_space"),
+        "pid": status.pid,
+        "uptime_s": status.uptime_s,
+        "vault": status.vault,
+        "sessions": status.sessions,
+        "pending_cards": status.pending_cards,
+        "journal_space": status.journal_space.model_dump(),
     }
 
 

@@ -18,6 +18,13 @@ from typing import Any, NoReturn
 from safeport.errors import EnvironmentProblem, UsageError
 from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import operations as ops
+from safeport.shared.schemas.operations import ControlOp
+from safeport.shared.schemas.results import (
+    VaultDescribeResult,
+    VaultKeyringUnlockedResult,
+    VaultUnlockedResult,
+)
 from safeport.vault import (
     Authority,
     FileVaultBackend,
@@ -36,9 +43,9 @@ class GatewayVaultBackend:
 
     def status(self) -> VaultStatus:
         with GatewayClient(self.paths) as client:
-            state = client.call("status")
-            described = client.call("vault.describe") if self.paths.dedicated else None
-        holder = f"the gateway (pid {state.get('pid')}), {state.get('vault')}"
+            state = client.call(ops.STATUS)
+            described = client.call(ops.VAULT_DESCRIBE) if self.paths.dedicated else None
+        holder = f"the gateway (pid {state.pid}), {state.vault}"
         if described is None:
             on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
             return replace(on_disk, holder=holder)
@@ -50,49 +57,43 @@ class GatewayVaultBackend:
         if not self.paths.dedicated:
             self._refuse("create a vault")
         with GatewayClient(self.paths) as client:
-            created = client.call_with_passphrase("vault.init", passphrase)
+            created = client.call_with_passphrase(ops.VAULT_INIT, passphrase)
         try:
             return VaultPublicKeys(
-                audit_x25519=base64.b64decode(str(created["audit_x25519"]), validate=True),
-                checkpoint_ed25519=base64.b64decode(
-                    str(created["checkpoint_ed25519"]), validate=True
-                ),
+                audit_x25519=base64.b64decode(created.audit_x25519, validate=True),
+                checkpoint_ed25519=base64.b64decode(created.checkpoint_ed25519, validate=True),
             )
-        except (KeyError, ValueError) as exc:
+        except ValueError as exc:
             raise EnvironmentProblem("the gateway's answer to vault.init was malformed") from exc
 
     def unlock(self, authority: Authority, *, rewrite_public_file: bool = False) -> UnlockReport:
+        result: VaultUnlockedResult | VaultKeyringUnlockedResult
         with GatewayClient(self.paths) as client:
             if authority.keyring:
-                result = client.call("vault.unlock_keyring")
+                result = client.call(ops.VAULT_UNLOCK_KEYRING)
             else:
                 assert authority.passphrase is not None
                 secret = authority.passphrase()
                 try:
-                    result = client.call_with_passphrase("vault.unlock", secret)
+                    result = client.call_with_passphrase(ops.VAULT_UNLOCK, secret)
                 finally:
                     secret.wipe()
-        state = result.get("public_file", "matches")
+        # Absent when the gateway's store cannot tell: nothing to warn about then.
+        state = result.public_file or "matches"
         if state == "mismatch" and rewrite_public_file:
             self._refuse("rewrite vault.pub.json")
-        return UnlockReport(
-            held_by_gateway=True,
-            public_file=state if state in ("matches", "missing", "mismatch") else "matches",
-            public_file_rewritten=False,
-        )
+        return UnlockReport(held_by_gateway=True, public_file=state, public_file_rewritten=False)
 
     def lock(self, passphrase: Callable[[], SecretBytes] | None = None) -> bool:
         """Lock the gateway's vault; with several humans installed the passphrase is asked for
         (locking stops every human's work)."""
         with GatewayClient(self.paths) as client:
-            return bool(
-                call_for_everyone(client, "vault.lock", passphrase or _no_passphrase).get("changed")
-            )
+            return call_for_everyone(client, ops.VAULT_LOCK, passphrase or _no_passphrase).changed
 
     def entries(self, authority: Authority) -> list[EntryInfo]:
         with GatewayClient(self.paths) as client:
-            raw = client.call("vault.entries").get("entries", [])
-        return [EntryInfo.from_json(item) for item in raw]
+            listed = client.call(ops.VAULT_ENTRIES).entries
+        return [EntryInfo.from_json(item.model_dump()) for item in listed]
 
     def add(
         self,
@@ -101,17 +102,19 @@ class GatewayVaultBackend:
         kind: SecretKind,
         value: Mapping[str, SecretBytes | str],
     ) -> None:
-        self._with_passphrase(authority, "vault.add", name=name, kind=kind, value=_wire(value))
+        self._with_passphrase(authority, ops.VAULT_ADD, name=name, kind=kind, value=_wire(value))
 
     def remove(self, authority: Authority, name: str) -> None:
-        self._with_passphrase(authority, "vault.remove", name=name)
+        self._with_passphrase(authority, ops.VAULT_REMOVE, name=name)
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
     ) -> None:
-        self._with_passphrase(authority, "vault.rotate", name=name, value=_wire(value))
+        self._with_passphrase(authority, ops.VAULT_ROTATE, name=name, value=_wire(value))
 
-    def _with_passphrase(self, authority: Authority, op: str, **params: Any) -> None:
+    def _with_passphrase(
+        self, authority: Authority, op: ControlOp[Any, Any], **params: Any
+    ) -> None:
         """Entry changes go to the gateway's unlocked copy, with the passphrase proven."""
         if authority.passphrase is None:
             self._refuse("change entries without the passphrase")
@@ -164,26 +167,22 @@ def _no_passphrase() -> SecretBytes:
     raise UsageError("with several humans installed, locking the vault needs the passphrase")
 
 
-def _described(data: dict[str, Any], holder: str) -> VaultStatus:
+def _described(data: VaultDescribeResult, holder: str) -> VaultStatus:
     """`sp vault status` from the gateway's reading of its own file (dedicated mode)."""
-    kdf = data.get("kdf")
+    kdf = data.kdf
     return VaultStatus(
-        path=Path(str(data.get("path", "?"))),
-        exists=bool(data.get("exists")),
+        path=Path(data.path),
+        exists=data.exists,
         holder=holder,
-        format_version=data.get("format_version"),
-        kdf=KdfParams(
-            memory_kib=int(kdf["memory_kib"]),
-            iterations=int(kdf["iterations"]),
-            lanes=int(kdf["lanes"]),
-        )
-        if isinstance(kdf, dict)
-        else None,
-        entries=data.get("entries"),
-        keyring_enabled=data.get("keyring_enabled"),
-        audit_key_fingerprint=data.get("audit_key_fingerprint"),
-        checkpoint_key_fingerprint=data.get("checkpoint_key_fingerprint"),
-        public_file=data.get("public_file"),
+        format_version=data.format_version,
+        kdf=None
+        if kdf is None
+        else KdfParams(memory_kib=kdf.memory_kib, iterations=kdf.iterations, lanes=kdf.lanes),
+        entries=data.entries,
+        keyring_enabled=data.keyring_enabled,
+        audit_key_fingerprint=data.audit_key_fingerprint,
+        checkpoint_key_fingerprint=data.checkpoint_key_fingerprint,
+        public_file=data.public_file,
     )
 
 

@@ -29,7 +29,7 @@ from safeport.shared.schemas.replies import (
     parse_reply,
     wire_form,
 )
-from safeport.shared.schemas.wire import AGENT_REQUEST
+from safeport.shared.schemas.wire import AGENT_REQUEST, CancelResult
 
 CANARY = "CANARY-PASSPHRASE-5e1d"
 
@@ -63,7 +63,7 @@ def test_a_changed_model_no_longer_matches_the_file_on_disk(
 
 def test_replies_the_gateway_builds_match_the_reply_schema_on_disk() -> None:
     schema = _on_disk("reply.json")
-    jsonschema.validate(wire_form(ok_reply("r1", {"exit_status": None})), schema)
+    jsonschema.validate(wire_form(ok_reply("r1", CancelResult(cancelled=False))), schema)
     jsonschema.validate(wire_form(error_reply("r2", "locked", "the vault is locked")), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"v": 1, "id": "r3", "ok": True, "result": {}, "extra": 1}, schema)

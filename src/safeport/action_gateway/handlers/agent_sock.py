@@ -30,12 +30,16 @@ from safeport.shared.schemas.wire import (
     AGENT_REQUEST,
     PROTOCOL_VERSION,
     Cancel,
+    CancelResult,
     CatalogRequest,
     Hello,
+    HelloResult,
+    HttpResult,
     PendingBody,
     PendingNotice,
     ProposeHttp,
     ProposeSsh,
+    SshExecResult,
 )
 from safeport.shared.wire import MAX_REPLY_BYTES
 
@@ -80,7 +84,7 @@ class AgentHandler(Handler):
             if "pending" in request.features:
                 self._hears_pending.add(id(conn))
             await conn.send(
-                ok_reply(request.id, {"version": PROTOCOL_VERSION, "server": "safeport"})
+                ok_reply(request.id, HelloResult(version=PROTOCOL_VERSION, server="safeport"))
             )
         elif isinstance(request, CatalogRequest):
             await self._catalog(conn, request)
@@ -89,7 +93,8 @@ class AgentHandler(Handler):
             if event is not None:
                 event.set()
             withdrawn = self._core.withdraw(conn.peer, request.target)
-            await conn.send(ok_reply(request.id, {"cancelled": event is not None or withdrawn}))
+            cancelled = CancelResult(cancelled=event is not None or withdrawn)
+            await conn.send(ok_reply(request.id, cancelled))
         else:
             await self._propose(conn, request)
 
@@ -107,9 +112,10 @@ class AgentHandler(Handler):
         async def run() -> None:
             loop = asyncio.get_running_loop()
             try:
-                result = await loop.run_in_executor(
+                raw = await loop.run_in_executor(
                     self._pool, self._core.propose, conn.peer, request, cancel
                 )
+                result = _result_model(request).model_validate(raw)
             except Refusal as refusal:
                 log.info(
                     "pid %d %s: %s (%s)",
@@ -162,7 +168,13 @@ class AgentHandler(Handler):
         except Error as exc:
             await conn.send_error(request.id, code_for(exc), exc.message)
             return
-        await conn.send(ok_reply(request.id, catalog.wire_form()))
+        await conn.send(ok_reply(request.id, catalog))
+
+
+def _result_model(request: ProposeSsh | ProposeHttp) -> type[SshExecResult | HttpResult]:
+    """The model of a proposal's result: what rung 9 let through, checked once more on its way
+    out (a result the contract does not describe is the gateway's failure, never sent)."""
+    return SshExecResult if isinstance(request, ProposeSsh) else HttpResult
 
 
 def _names(request: ProposeSsh | ProposeHttp) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
 from safeport.action_gateway.handlers.control_context import ControlContext
@@ -24,41 +23,50 @@ from safeport.shared.schemas.control import (
     SessionsRevokeRequest,
 )
 from safeport.shared.schemas.replies import ok_reply
+from safeport.shared.schemas.results import (
+    APPROVAL_EVENT,
+    ApproverResult,
+    CardsResult,
+    DecidedResult,
+    RevokedResult,
+    SessionsResult,
+    WatchingResult,
+)
 
 
 async def approver_register(
     ctx: ControlContext, conn: Connection, request: ApproverRegisterRequest
-) -> dict[str, Any]:
+) -> ApproverResult:
     await ctx.prove(conn, request.op, request.params.passphrase)
     ctx.make_approver(conn)
     await ctx.in_thread(lambda: ctx.core.approver_started(conn.peer))
-    return {"approver": True}
+    return ApproverResult(approver=True)
 
 
 async def approvals_list(
     ctx: ControlContext, conn: Connection, request: ApprovalsListRequest
-) -> dict[str, Any]:
-    cards = ctx.core.card_views()
+) -> CardsResult:
+    cards = CardsResult.model_validate({"cards": ctx.core.card_views()}).cards
     if ctx.sees_only_its_own(conn):
         # A card holds the requester's process chain, scripts and injected variables: facts
         # about another human's processes that only a proven approver is shown.
-        cards = [card for card in cards if _card_uid(card) == conn.peer.uid]
-    return {"cards": cards}
+        cards = [card for card in cards if card.user.uid == conn.peer.uid]
+    return CardsResult(cards=cards)
 
 
 async def approvals_decide(
     ctx: ControlContext, conn: Connection, request: ApprovalsDecideRequest
-) -> dict[str, Any]:
+) -> DecidedResult:
     params = request.params
     if not ctx.is_approver(conn):
         await ctx.prove(conn, request.op, params.passphrase)
     card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))
-    return {"id": card.id, "approved": params.approve}
+    return DecidedResult(id=card.id, approved=params.approve)
 
 
 async def approvals_watch(
     ctx: ControlContext, conn: Connection, request: ApprovalsWatchRequest
-) -> dict[str, Any]:
+) -> WatchingResult:
     if not ctx.is_approver(conn):
         raise ApproverRefused("register as an approver first (prove the passphrase)")
     loop = asyncio.get_running_loop()
@@ -66,25 +74,26 @@ async def approvals_watch(
 
     def listener(event: str, data: dict[str, object]) -> None:
         # Its own id: an event sent before the watch reply must not be taken for it.
-        message = ok_reply(f"{watch_id}:event", {"event": event, **data})
+        typed = APPROVAL_EVENT.validate_python({"event": event, **data})
+        message = ok_reply(f"{watch_id}:event", typed)
         with contextlib.suppress(RuntimeError):  # the loop is closing
             loop.call_soon_threadsafe(conn.spawn_send, message)
 
     ctx.watch(conn, listener)
     conn.subscribe()  # stays open while it waits for cards
-    return {"event": "watching", "cards": ctx.core.card_views()}
+    return WatchingResult.model_validate({"event": "watching", "cards": ctx.core.card_views()})
 
 
 async def sessions_list(
     ctx: ControlContext, conn: Connection, request: SessionsListRequest
-) -> dict[str, Any]:
+) -> SessionsResult:
     only = conn.peer.uid if ctx.sees_only_its_own(conn) else None
-    return {"sessions": ctx.core.session_views(of_uid=only)}
+    return SessionsResult.model_validate({"sessions": ctx.core.session_views(of_uid=only)})
 
 
 async def sessions_revoke(
     ctx: ControlContext, conn: Connection, request: SessionsRevokeRequest
-) -> dict[str, Any]:
+) -> RevokedResult:
     params = request.params
     if ctx.core.session_owner(params.id) != conn.peer.uid:
         # Another human's session, or none.
@@ -92,9 +101,4 @@ async def sessions_revoke(
     revoked = await ctx.in_thread(
         lambda: ctx.core.revoke_session(params.id, by=f"pid {conn.peer.pid}")
     )
-    return {"revoked": revoked}
-
-
-def _card_uid(card: dict[str, Any]) -> object:
-    user = card.get("user")
-    return user.get("uid") if isinstance(user, dict) else None
+    return RevokedResult(revoked=revoked)

@@ -8,10 +8,14 @@ call the core's use cases; the vault's are in :mod:`vault_ops`, the approvers' i
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.handlers import approval_ops, vault_ops
@@ -19,6 +23,7 @@ from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.passphrase_attempts import PassphraseAttempts
 from safeport.action_gateway.sockets.connection import Connection, Handler, code_for, parse_request
 from safeport.errors import Error
+from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.control import (
     CONTROL_REQUEST,
     AuditCheckpointRequest,
@@ -28,9 +33,21 @@ from safeport.shared.schemas.control import (
     PolicyStatusRequest,
     StatusRequest,
 )
+from safeport.shared.schemas.operations import ControlOp
 from safeport.shared.schemas.replies import ok_reply, readable_id
+from safeport.shared.schemas.results import (
+    CheckpointResult,
+    PolicyAcceptedResult,
+    PolicySnapshot,
+    PolicyState,
+    StatusResult,
+    StoppingResult,
+)
+from safeport.shared.schemas.wire import Envelope
 
-Op = Callable[[ControlContext, Connection, Any], Awaitable[dict[str, Any]]]
+log = logging.getLogger("safeport.gateway")
+Req = TypeVar("Req", bound=Envelope)
+Res = TypeVar("Res", bound=BaseModel)
 # A well-formed name the gateway does not serve is told apart from schema junk.
 _OP_NAME = re.compile(r"[a-z][a-z0-9_.]{0,63}")
 
@@ -58,78 +75,103 @@ class ControlHandler(Handler):
             await conn.send_error(readable_id(data), "invalid", str(problem))
             return
         try:
-            result = await OPERATIONS[request.op](self._ctx, conn, request)
+            result = await OPERATIONS[request.op].handler(self._ctx, conn, request)
         except Error as exc:
             await conn.send_error(request.id, code_for(exc), exc.diagnostic())
+            return
+        except ValidationError as exc:
+            # What the core returned is not what the operation promises: the gateway's own
+            # failure, answered as such rather than sent half-right or closing the connection.
+            where = sorted({".".join(map(str, error["loc"])) for error in exc.errors()})
+            log.error("%s: the result does not match its model at %s", request.op, where)
+            await conn.send_error(request.id, "internal", "the gateway failed on this request")
             return
         await conn.send(ok_reply(request.id, result))
 
 
-async def status(ctx: ControlContext, conn: Connection, request: StatusRequest) -> dict[str, Any]:
-    return ctx.core.status()
+async def status(ctx: ControlContext, conn: Connection, request: StatusRequest) -> StatusResult:
+    return StatusResult.model_validate(ctx.core.status())
 
 
 async def gateway_stop(
     ctx: ControlContext, conn: Connection, request: GatewayStopRequest
-) -> dict[str, Any]:
+) -> StoppingResult:
     await ctx.for_everyone(conn, request.op, request.params.passphrase)
     ctx.request_stop()
-    return {"stopping": True}
+    return StoppingResult(stopping=True)
 
 
 async def gateway_reload(
     ctx: ControlContext, conn: Connection, request: GatewayReloadRequest
-) -> dict[str, Any]:
+) -> PolicyState:
     uid = conn.peer.uid  # any admitted uid may reload: its records come from its budget
-    return dict(await ctx.in_thread(lambda: ctx.core.reload(uid)))
+    return PolicyState.model_validate(await ctx.in_thread(lambda: ctx.core.reload(uid)))
 
 
 async def policy_status(
     ctx: ControlContext, conn: Connection, request: PolicyStatusRequest
-) -> dict[str, Any]:
-    return ctx.core.policy_snapshot()
+) -> PolicySnapshot:
+    return PolicySnapshot.model_validate(ctx.core.policy_snapshot())
 
 
 async def policy_accept(
     ctx: ControlContext, conn: Connection, request: PolicyAcceptRequest
-) -> dict[str, Any]:
+) -> PolicyAcceptedResult:
     params = request.params
     await ctx.prove(conn, request.op, params.passphrase)
     digest = await ctx.in_thread(lambda: ctx.core.accept_policy(params.digest, params.text))
-    return {"policy": digest}
+    return PolicyAcceptedResult(policy=digest)
 
 
 async def audit_checkpoint(
     ctx: ControlContext, conn: Connection, request: AuditCheckpointRequest
-) -> dict[str, Any]:
+) -> CheckpointResult:
     # Signs only when a journal moved since the last signature: any admitted uid may ask, and
     # each signature is a syslog message and a file write, so asking again adds nothing.
     await ctx.in_thread(lambda: ctx.core.checkpoint(if_moved=True))
-    return ctx.core.checkpoint_view()
+    return CheckpointResult.model_validate(ctx.core.checkpoint_view())
+
+
+@dataclass(frozen=True)
+class Registered(Generic[Req, Res]):
+    """One operation's models and the handler that takes its request and returns its result."""
+
+    op: ControlOp[Req, Res]
+    handler: Callable[[ControlContext, Connection, Req], Awaitable[Res]]
+
+
+def register(
+    op: ControlOp[Req, Res], handler: Callable[[ControlContext, Connection, Req], Awaitable[Res]]
+) -> tuple[str, Registered[Any, Any]]:
+    """One entry of :data:`OPERATIONS`; mypy checks that ``handler`` takes the operation's
+    request and returns its result."""
+    return op.name, Registered(op, handler)
 
 
 # Every operation of the request union, by its ``op`` (a test checks the two name the same set).
-OPERATIONS: dict[str, Op] = {
-    "status": status,
-    "gateway.stop": gateway_stop,
-    "gateway.reload": gateway_reload,
-    "vault.status": vault_ops.vault_status,
-    "vault.describe": vault_ops.vault_describe,
-    "vault.init": vault_ops.vault_init,
-    "vault.unlock": vault_ops.vault_unlock,
-    "vault.lock": vault_ops.vault_lock,
-    "vault.unlock_keyring": vault_ops.vault_unlock_keyring,
-    "vault.entries": vault_ops.vault_entries,
-    "vault.add": vault_ops.vault_add,
-    "vault.rotate": vault_ops.vault_rotate,
-    "vault.remove": vault_ops.vault_remove,
-    "policy.status": policy_status,
-    "policy.accept": policy_accept,
-    "approver.register": approval_ops.approver_register,
-    "approvals.list": approval_ops.approvals_list,
-    "approvals.decide": approval_ops.approvals_decide,
-    "approvals.watch": approval_ops.approvals_watch,
-    "sessions.list": approval_ops.sessions_list,
-    "sessions.revoke": approval_ops.sessions_revoke,
-    "audit.checkpoint": audit_checkpoint,
-}
+OPERATIONS: dict[str, Registered[Any, Any]] = dict(
+    [
+        register(ops.STATUS, status),
+        register(ops.GATEWAY_STOP, gateway_stop),
+        register(ops.GATEWAY_RELOAD, gateway_reload),
+        register(ops.VAULT_STATUS, vault_ops.vault_status),
+        register(ops.VAULT_DESCRIBE, vault_ops.vault_describe),
+        register(ops.VAULT_INIT, vault_ops.vault_init),
+        register(ops.VAULT_UNLOCK, vault_ops.vault_unlock),
+        register(ops.VAULT_LOCK, vault_ops.vault_lock),
+        register(ops.VAULT_UNLOCK_KEYRING, vault_ops.vault_unlock_keyring),
+        register(ops.VAULT_ENTRIES, vault_ops.vault_entries),
+        register(ops.VAULT_ADD, vault_ops.vault_add),
+        register(ops.VAULT_ROTATE, vault_ops.vault_rotate),
+        register(ops.VAULT_REMOVE, vault_ops.vault_remove),
+        register(ops.POLICY_STATUS, policy_status),
+        register(ops.POLICY_ACCEPT, policy_accept),
+        register(ops.APPROVER_REGISTER, approval_ops.approver_register),
+        register(ops.APPROVALS_LIST, approval_ops.approvals_list),
+        register(ops.APPROVALS_DECIDE, approval_ops.approvals_decide),
+        register(ops.APPROVALS_WATCH, approval_ops.approvals_watch),
+        register(ops.SESSIONS_LIST, approval_ops.sessions_list),
+        register(ops.SESSIONS_REVOKE, approval_ops.sessions_revoke),
+        register(ops.AUDIT_CHECKPOINT, audit_checkpoint),
+    ]
+)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.passphrase_proof import secret_of
@@ -28,24 +27,38 @@ from safeport.shared.schemas.control import (
     VaultUnlockKeyringRequest,
     VaultUnlockRequest,
 )
+from safeport.shared.schemas.results import (
+    EntryAddedResult,
+    EntryRemovedResult,
+    EntryRotatedResult,
+    VaultCreatedResult,
+    VaultDescribeResult,
+    VaultEntriesResult,
+    VaultKeyringUnlockedResult,
+    VaultLockedResult,
+    VaultState,
+    VaultStateResult,
+    VaultUnlockedResult,
+)
 from safeport.vault.secrets import SecretBytes
 
 
 async def vault_status(
     ctx: ControlContext, conn: Connection, request: VaultStatusRequest
-) -> dict[str, Any]:
-    return {"vault": _state(ctx)}
+) -> VaultStateResult:
+    return VaultStateResult(vault=_state(ctx))
 
 
 async def vault_describe(
     ctx: ControlContext, conn: Connection, request: VaultDescribeRequest
-) -> dict[str, Any]:
-    return {**await ctx.in_thread(ctx.core.describe_vault), "vault": _state(ctx)}
+) -> VaultDescribeResult:
+    described = await ctx.in_thread(ctx.core.describe_vault)
+    return VaultDescribeResult.model_validate({**described, "vault": _state(ctx)})
 
 
 async def vault_init(
     ctx: ControlContext, conn: Connection, request: VaultInitRequest
-) -> dict[str, Any]:
+) -> VaultCreatedResult:
     """Create the vault: the first human to set a passphrase owns it, so the request is
     refused from an agent's process tree, like every other passphrase-carrying one."""
     ctx.core.check_approver(conn.peer)
@@ -54,67 +67,72 @@ async def vault_init(
         keys = await ctx.in_thread(lambda: ctx.core.create_vault(secret))
     finally:
         secret.wipe()
-    return {
-        "audit_x25519": base64.b64encode(keys.audit_x25519).decode("ascii"),
-        "checkpoint_ed25519": base64.b64encode(keys.checkpoint_ed25519).decode("ascii"),
-    }
+    return VaultCreatedResult(
+        audit_x25519=base64.b64encode(keys.audit_x25519).decode("ascii"),
+        checkpoint_ed25519=base64.b64encode(keys.checkpoint_ed25519).decode("ascii"),
+    )
 
 
 async def vault_unlock(
     ctx: ControlContext, conn: Connection, request: VaultUnlockRequest
-) -> dict[str, Any]:
+) -> VaultUnlockedResult:
     await ctx.prove(conn, request.op, request.params.passphrase)
-    return {"vault": "unlocked", "policy": ctx.core.policy_status(), **ctx.core.public_file_view()}
+    return VaultUnlockedResult.model_validate(
+        {"vault": "unlocked", "policy": ctx.core.policy_status(), **ctx.core.public_file_view()}
+    )
 
 
 async def vault_unlock_keyring(
     ctx: ControlContext, conn: Connection, request: VaultUnlockKeyringRequest
-) -> dict[str, Any]:
+) -> VaultKeyringUnlockedResult:
     changed = await ctx.in_thread(ctx.core.unlock_with_keyring)
-    return {"vault": "unlocked", "changed": bool(changed), **ctx.core.public_file_view()}
+    return VaultKeyringUnlockedResult.model_validate(
+        {"vault": "unlocked", "changed": bool(changed), **ctx.core.public_file_view()}
+    )
 
 
 async def vault_lock(
     ctx: ControlContext, conn: Connection, request: VaultLockRequest
-) -> dict[str, Any]:
+) -> VaultLockedResult:
     await ctx.for_everyone(conn, request.op, request.params.passphrase)
     locked = await ctx.in_thread(lambda: ctx.core.lock("sp vault lock"))
-    return {"vault": "locked", "changed": bool(locked)}
+    return VaultLockedResult(vault="locked", changed=bool(locked))
 
 
 async def vault_entries(
     ctx: ControlContext, conn: Connection, request: VaultEntriesRequest
-) -> dict[str, Any]:
-    return {"entries": [entry.as_json() for entry in ctx.core.entries()]}
+) -> VaultEntriesResult:
+    entries = [entry.as_json() for entry in ctx.core.entries()]
+    return VaultEntriesResult.model_validate({"entries": entries})
 
 
 async def vault_add(
     ctx: ControlContext, conn: Connection, request: VaultAddRequest
-) -> dict[str, Any]:
+) -> EntryAddedResult:
     params = request.params
     value = credential_value(params.value)
     await ctx.prove(conn, request.op, params.passphrase)
     await ctx.in_thread(lambda: ctx.core.add_credential(params.name, params.kind, value))
-    return {"added": params.name}
+    return EntryAddedResult(added=params.name)
 
 
 async def vault_rotate(
     ctx: ControlContext, conn: Connection, request: VaultRotateRequest
-) -> dict[str, Any]:
+) -> EntryRotatedResult:
     params = request.params
     value = credential_value(params.value)
     await ctx.prove(conn, request.op, params.passphrase)
     await ctx.in_thread(lambda: ctx.core.rotate_credential(params.name, value))
-    return {"rotated": params.name}
+    return EntryRotatedResult(rotated=params.name)
 
 
 async def vault_remove(
     ctx: ControlContext, conn: Connection, request: VaultRemoveRequest
-) -> dict[str, Any]:
+) -> EntryRemovedResult:
     params = request.params
     await ctx.prove(conn, request.op, params.passphrase)
     await ctx.in_thread(lambda: ctx.core.remove_credential(params.name))
-    return {"removed": params.name}
+    return EntryRemovedResult(removed=params.name)
 
 
 def credential_value(raw: EntryValue) -> dict[str, SecretBytes | str]:
@@ -132,5 +150,5 @@ def credential_value(raw: EntryValue) -> dict[str, SecretBytes | str]:
     return value
 
 
-def _state(ctx: ControlContext) -> str:
+def _state(ctx: ControlContext) -> VaultState:
     return "unlocked" if ctx.core.vault_unlocked else "locked"

@@ -36,7 +36,7 @@ from safeport.vault import VaultLocked
 
 log = logging.getLogger("safeport.gateway")
 
-Outgoing = ReplyOk | ReplyError | Welcome | PendingNotice
+Outgoing = ReplyOk[Any] | ReplyError | Welcome | PendingNotice
 Request = TypeVar("Request")
 
 

@@ -3,9 +3,10 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``control``, ``replies``, ``wire``).
+``control``, ``operations``, ``replies``, ``results``, ``wire``).
 """
 
+from safeport.shared.schemas import operations, results
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
 from safeport.shared.schemas.catalog import (
     Catalog,
@@ -37,6 +38,7 @@ from safeport.shared.schemas.replies import (
     error_reply,
     ok_reply,
     parse_reply,
+    parse_result,
     readable_id,
 )
 from safeport.shared.schemas.wire import (
@@ -95,10 +97,13 @@ __all__ = [
     "control_ops",
     "error_reply",
     "ok_reply",
+    "operations",
     "parse_gateway_policy",
     "parse_reply",
+    "parse_result",
     "policy_digest",
     "readable_id",
     "replies",
+    "results",
     "wire",
 ]

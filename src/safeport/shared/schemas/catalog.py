@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from safeport.shared.schemas.wire import ArgName, Identifier
 
@@ -18,6 +18,15 @@ class _Entry(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True
     )
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Absent constraints are left out, as in a hand-written JSON Schema (inside a reply
+        too, where the catalog is one field of the envelope)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
 
 class IntegerParam(_Entry):
@@ -89,4 +98,4 @@ class Catalog(_Entry):
 
     def wire_form(self) -> dict[str, Any]:
         """As sent: absent constraints are left out, as in a hand-written JSON Schema."""
-        return self.model_dump(mode="json", exclude_none=True)
+        return self.model_dump(mode="json")

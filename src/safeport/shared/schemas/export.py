@@ -10,21 +10,60 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from safeport.shared.schemas.audit import AuditRecord
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.control import CONTROL_REQUEST
+from safeport.shared.schemas.operations import AGENT_RESULTS, CONTROL_OPS
 from safeport.shared.schemas.replies import REPLY
-from safeport.shared.schemas.wire import AGENT_REQUEST, PendingNotice, Welcome
+from safeport.shared.schemas.results import APPROVAL_EVENT
+from safeport.shared.schemas.wire import (
+    AGENT_REQUEST,
+    Cancel,
+    CatalogRequest,
+    Hello,
+    PendingNotice,
+    ProposeHttp,
+    ProposeSsh,
+    Welcome,
+)
 
 SCHEMA_DIR = Path(__file__).parent
+
+
+def _by_name(title: str, models: dict[str, type[BaseModel]]) -> type[BaseModel]:
+    """One object whose property per operation is that operation's result: what an ``ok``
+    reply's ``result`` holds, told apart by the request it answers (the reply does not repeat
+    it)."""
+    fields: dict[str, Any] = {
+        name.replace(".", "_"): (model, Field(alias=name)) for name, model in models.items()
+    }
+    built: type[BaseModel] = create_model(title, __config__=ConfigDict(extra="forbid"), **fields)
+    return built
+
+
+CONTROL_RESULTS = _by_name("ControlResults", {name: op.result for name, op in CONTROL_OPS.items()})
+# The agent's requests by what tells them apart on the wire: ``type``, and a proposal's action.
+AGENT_RESULTS_BY_NAME = _by_name(
+    "AgentResults",
+    {
+        "hello": AGENT_RESULTS[Hello],
+        "catalog": AGENT_RESULTS[CatalogRequest],
+        "cancel": AGENT_RESULTS[Cancel],
+        "propose.ssh_exec": AGENT_RESULTS[ProposeSsh],
+        "propose.http_request": AGENT_RESULTS[ProposeHttp],
+    },
+)
 
 EXPORTED: dict[str, TypeAdapter[Any] | type[BaseModel]] = {
     "agent_request": AGENT_REQUEST,
     "control_request": CONTROL_REQUEST,
     "reply": REPLY,
+    "control_result": CONTROL_RESULTS,
+    "agent_result": AGENT_RESULTS_BY_NAME,
+    "approval_event": APPROVAL_EVENT,
     "catalog": Catalog,
     "pending_notice": PendingNotice,
     "welcome": Welcome,
@@ -38,7 +77,9 @@ def rendered_schemas() -> dict[str, str]:
     out: dict[str, str] = {}
     for name, model in EXPORTED.items():
         schema = (
-            model.json_schema() if isinstance(model, TypeAdapter) else model.model_json_schema()
+            model.json_schema()
+            if isinstance(model, TypeAdapter)
+            else model.model_json_schema(by_alias=True)
         )
         schema = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -70,6 +70,23 @@ AgentRequest = Annotated[
 AGENT_REQUEST: TypeAdapter[AgentRequest] = TypeAdapter(AgentRequest)
 
 
+class HelloResult(BaseModel):
+    """The answer to ``hello``: the protocol version both speak."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int
+    server: str
+
+
+class CancelResult(BaseModel):
+    """The answer to ``cancel``: whether a proposal was still waiting to be withdrawn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cancelled: bool
+
+
 class SshExecResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

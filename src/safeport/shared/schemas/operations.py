@@ -1,0 +1,107 @@
+"""Every operation of both sockets with its request model and its result model.
+
+The gateway registers one handler per :class:`ControlOp` (mypy checks that the handler takes
+the request and returns the result); `sp` sends a :class:`ControlOp` and gets back its result
+model, or a :class:`~safeport.errors.WireError` when the reply does not match it. A test checks
+that the request union, this table and the gateway's handlers name the same operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, get_args
+
+from pydantic import BaseModel
+
+from safeport.shared.schemas import control as rq
+from safeport.shared.schemas import results as rs
+from safeport.shared.schemas.catalog import Catalog
+from safeport.shared.schemas.wire import (
+    Cancel,
+    CancelResult,
+    CatalogRequest,
+    Envelope,
+    Hello,
+    HelloResult,
+    HttpResult,
+    ProposeHttp,
+    ProposeSsh,
+    SshExecResult,
+)
+
+Request = TypeVar("Request", bound=Envelope)
+Result = TypeVar("Result", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ControlOp(Generic[Request, Result]):
+    """One operation: the request model whose ``op`` names it, and the model of its result."""
+
+    request: type[Request]
+    result: type[Result]
+
+    @property
+    def name(self) -> str:
+        name: str = get_args(self.request.model_fields["op"].annotation)[0]
+        return name
+
+
+STATUS = ControlOp(rq.StatusRequest, rs.StatusResult)
+GATEWAY_STOP = ControlOp(rq.GatewayStopRequest, rs.StoppingResult)
+GATEWAY_RELOAD = ControlOp(rq.GatewayReloadRequest, rs.PolicyState)
+VAULT_STATUS = ControlOp(rq.VaultStatusRequest, rs.VaultStateResult)
+VAULT_DESCRIBE = ControlOp(rq.VaultDescribeRequest, rs.VaultDescribeResult)
+VAULT_INIT = ControlOp(rq.VaultInitRequest, rs.VaultCreatedResult)
+VAULT_UNLOCK = ControlOp(rq.VaultUnlockRequest, rs.VaultUnlockedResult)
+VAULT_LOCK = ControlOp(rq.VaultLockRequest, rs.VaultLockedResult)
+VAULT_UNLOCK_KEYRING = ControlOp(rq.VaultUnlockKeyringRequest, rs.VaultKeyringUnlockedResult)
+VAULT_ENTRIES = ControlOp(rq.VaultEntriesRequest, rs.VaultEntriesResult)
+VAULT_ADD = ControlOp(rq.VaultAddRequest, rs.EntryAddedResult)
+VAULT_ROTATE = ControlOp(rq.VaultRotateRequest, rs.EntryRotatedResult)
+VAULT_REMOVE = ControlOp(rq.VaultRemoveRequest, rs.EntryRemovedResult)
+POLICY_STATUS = ControlOp(rq.PolicyStatusRequest, rs.PolicySnapshot)
+POLICY_ACCEPT = ControlOp(rq.PolicyAcceptRequest, rs.PolicyAcceptedResult)
+APPROVER_REGISTER = ControlOp(rq.ApproverRegisterRequest, rs.ApproverResult)
+APPROVALS_LIST = ControlOp(rq.ApprovalsListRequest, rs.CardsResult)
+APPROVALS_DECIDE = ControlOp(rq.ApprovalsDecideRequest, rs.DecidedResult)
+APPROVALS_WATCH = ControlOp(rq.ApprovalsWatchRequest, rs.WatchingResult)
+SESSIONS_LIST = ControlOp(rq.SessionsListRequest, rs.SessionsResult)
+SESSIONS_REVOKE = ControlOp(rq.SessionsRevokeRequest, rs.RevokedResult)
+AUDIT_CHECKPOINT = ControlOp(rq.AuditCheckpointRequest, rs.CheckpointResult)
+
+CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
+    op.name: op
+    for op in (
+        STATUS,
+        GATEWAY_STOP,
+        GATEWAY_RELOAD,
+        VAULT_STATUS,
+        VAULT_DESCRIBE,
+        VAULT_INIT,
+        VAULT_UNLOCK,
+        VAULT_LOCK,
+        VAULT_UNLOCK_KEYRING,
+        VAULT_ENTRIES,
+        VAULT_ADD,
+        VAULT_ROTATE,
+        VAULT_REMOVE,
+        POLICY_STATUS,
+        POLICY_ACCEPT,
+        APPROVER_REGISTER,
+        APPROVALS_LIST,
+        APPROVALS_DECIDE,
+        APPROVALS_WATCH,
+        SESSIONS_LIST,
+        SESSIONS_REVOKE,
+        AUDIT_CHECKPOINT,
+    )
+}
+
+# agent.sock: each request's result (a proposal's depends on its action).
+AGENT_RESULTS: dict[type[Envelope], type[BaseModel]] = {
+    Hello: HelloResult,
+    CatalogRequest: Catalog,
+    Cancel: CancelResult,
+    ProposeSsh: SshExecResult,
+    ProposeHttp: HttpResult,
+}

@@ -1,0 +1,340 @@
+"""Results on control.sock: one model per operation, beside the requests in :mod:`.control`.
+
+The gateway's handlers return these models and `sp` parses every ``ok`` reply into the model of
+the operation it asked for (:mod:`.operations` pairs the two), so a reply that does not match is
+refused whole instead of read in part. Field names are the wire's: the models describe the
+replies the gateway has always sent.
+
+A few keys are sent only when they say something (a process line's ``team_id``, the public
+file's state after an unlock): :class:`Result` leaves out those of its ``_ABSENT_WHEN_NONE``
+that are ``None``, so the bytes on the wire are those of before.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
+
+VaultState = Literal["locked", "unlocked"]
+PublicFileState = Literal["matches", "missing", "mismatch"]
+
+
+class Result(BaseModel):
+    """What every result shares: no key the contract does not name, and no defaults except for
+    the keys that may be absent, so a reply missing a key is refused rather than filled in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    _ABSENT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self._ABSENT_WHEN_NONE:
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
+
+
+# -- the gateway and its policy --------------------------------------------------------------
+
+
+class PolicyState(Result):
+    """Which policy is served and what gateway.toml on disk holds (``gateway.reload`` too)."""
+
+    served: str | None
+    file: str | None
+    file_error: str | None
+    pending: bool
+
+
+class PolicySnapshot(PolicyState):
+    """``policy.status``: the state with both texts, from one read of the file."""
+
+    served_text: str | None
+    file_text: str | None
+
+
+class JournalHeadView(Result):
+    seq: int
+    hash: str
+
+
+class JournalSpace(Result):
+    """The disk under the journals (``free_bytes`` -1: it cannot be asked), and the refusals
+    only counted since their requester's uid spent its journal budget."""
+
+    free_bytes: int
+    reserve_bytes: int
+    low: bool
+    refusals_counted: int
+
+
+class Alarm(Result):
+    """An alarm the gateway raised about its own evidence; its body depends on its kind."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str
+    at: float
+
+
+class StatusResult(Result):
+    pid: int
+    account: str | None
+    uptime_s: int
+    vault: VaultState
+    policy: PolicyState
+    sessions: int
+    pending_cards: int
+    journals: dict[str, JournalHeadView]
+    alarms: list[Alarm]
+    journal_space: JournalSpace
+
+
+class StoppingResult(Result):
+    stopping: Literal[True]
+
+
+class PolicyAcceptedResult(Result):
+    policy: str
+
+
+class SignedHead(Result):
+    journal: str
+    seq: int
+    hash: str
+    signed_at: str
+    signer: str
+    signature: str
+
+
+class CheckpointResult(Result):
+    """``audit.checkpoint``: the latest signed heads, in the format of checkpoint.json."""
+
+    format: str
+    version: int
+    checkpoints: list[SignedHead]
+
+
+# -- the vault -------------------------------------------------------------------------------
+
+
+class VaultStateResult(Result):
+    vault: VaultState
+
+
+class KdfView(Result):
+    algorithm: str
+    memory_kib: int
+    iterations: int
+    lanes: int
+
+
+class VaultDescribeResult(Result):
+    """``vault.describe``: the header of the file only the gateway's account can read."""
+
+    _ABSENT_WHEN_NONE = frozenset(
+        {
+            "format_version",
+            "kdf",
+            "entries",
+            "keyring_enabled",
+            "audit_key_fingerprint",
+            "checkpoint_key_fingerprint",
+            "public_file",
+            "holder",
+        }
+    )
+
+    path: str
+    exists: bool
+    holder: str | None = None
+    format_version: int | None = None
+    kdf: KdfView | None = None
+    entries: int | None = None
+    keyring_enabled: bool | None = None
+    audit_key_fingerprint: str | None = None
+    checkpoint_key_fingerprint: str | None = None
+    public_file: Literal["matches header", "missing", "differs from header"] | None = None
+    vault: VaultState
+
+
+class VaultCreatedResult(Result):
+    """``vault.init``: the public keys of the new vault, base64."""
+
+    audit_x25519: str
+    checkpoint_ed25519: str
+
+
+class VaultUnlockedResult(Result):
+    _ABSENT_WHEN_NONE = frozenset({"public_file"})
+
+    vault: Literal["unlocked"]
+    policy: PolicyState
+    public_file: PublicFileState | None = None
+
+
+class VaultKeyringUnlockedResult(Result):
+    _ABSENT_WHEN_NONE = frozenset({"public_file"})
+
+    vault: Literal["unlocked"]
+    changed: bool
+    public_file: PublicFileState | None = None
+
+
+class VaultLockedResult(Result):
+    vault: Literal["locked"]
+    changed: bool
+
+
+class EntryView(Result):
+    """An entry as `sp vault list` shows it: never its value."""
+
+    name: str
+    kind: Literal["token", "basic", "ssh-key"]
+    created: str
+    rotated: str | None
+
+
+class VaultEntriesResult(Result):
+    entries: list[EntryView]
+
+
+class EntryAddedResult(Result):
+    added: str
+
+
+class EntryRotatedResult(Result):
+    rotated: str
+
+
+class EntryRemovedResult(Result):
+    removed: str
+
+
+# -- approvals and sessions ------------------------------------------------------------------
+
+
+class RequesterUser(Result):
+    uid: int
+    name: str | None
+
+
+class ProcessLine(Result):
+    """One process of a requester's chain, every text already inert; the script keys only for
+    an interpreter, the others only when they say something."""
+
+    _ABSENT_WHEN_NONE = frozenset(
+        {
+            "team_id",
+            "interpreter",
+            "script",
+            "script_claimed",
+            "script_sha256",
+            "script_verified",
+            "script_changed",
+            "environ",
+            "injected_env",
+        }
+    )
+
+    pid: int
+    exe: str
+    sha256: str | None
+    signature: str
+    verified: str
+    team_id: str | None = None
+    interpreter: Literal[True] | None = None
+    script: str | None = None
+    script_claimed: Literal[True] | None = None
+    script_sha256: str | None = None
+    script_verified: str | None = None
+    script_changed: Literal[True] | None = None
+    environ: Literal["unreadable"] | None = None
+    injected_env: list[tuple[str, str]] | None = None
+
+
+class CardView(Result):
+    """One approval card as an approver is shown it."""
+
+    id: str
+    user: RequesterUser
+    scope: Literal["session", "per-call"]
+    scope_text: str
+    credential: str
+    action: Literal["ssh_exec", "http_request"]
+    target: str
+    operation: str
+    read_only: bool
+    effect: str
+    fields: list[tuple[str, str]]
+    showable: bool
+    requester: list[ProcessLine]
+    client: ProcessLine | None
+    expires_in_s: int
+    timeout_s: int
+
+
+class ApproverResult(Result):
+    approver: Literal[True]
+
+
+class CardsResult(Result):
+    cards: list[CardView]
+
+
+class DecidedResult(Result):
+    id: str
+    approved: bool
+
+
+class WatchingResult(Result):
+    """``approvals.watch``: the cards already waiting; the later ones are pushed as events."""
+
+    event: Literal["watching"]
+    cards: list[CardView]
+
+
+class CardOpened(CardView):
+    """Pushed to a watching approver: a card to answer."""
+
+    event: Literal["card"]
+
+
+class CardClosed(Result):
+    """Pushed to a watching approver: a card was answered, timed out or withdrawn."""
+
+    event: Literal["card.closed"]
+    id: str
+    outcome: Literal["approved", "denied", "timeout", "cancelled", "voided", "unshowable"]
+
+
+ApprovalEvent = Annotated[CardOpened | CardClosed, Field(discriminator="event")]
+APPROVAL_EVENT: TypeAdapter[CardOpened | CardClosed] = TypeAdapter(ApprovalEvent)
+
+
+class SessionView(Result):
+    id: str
+    credential: str
+    requester_pid: int
+    requester_exe: str
+    policy: str
+    age_s: int
+    expires_in_s: int
+
+
+class SessionsResult(Result):
+    sessions: list[SessionView]
+
+
+class RevokedResult(Result):
+    revoked: str
