@@ -87,6 +87,11 @@ async def _drive(home: Path) -> None:
         await pilot.press("y")  # at once: meant for the screen before the card
         await until(lambda: "key ignored: this card was just shown" in app.outcomes[-1])
         await asyncio.sleep(1.6)
+        await pilot.press("y")  # this card (a long requester chain) goes on below the pane
+        await until(lambda: "PgDn to its end first" in app.outcomes[-1])
+        for _ in range(8):
+            await pilot.press("pagedown")
+        await pilot.pause()
         await pilot.press("y")
         await until(lambda: any("card" in line and ": approved" in line for line in app.outcomes))
         reply = agent.next(15)
@@ -148,9 +153,9 @@ def test_the_live_view_in_a_real_terminal_under_tmux(running: Path, tmp_path: Pa
         wait_until(lambda: "gateway: connected" in pane(socket, "w"), timeout=30)
         assert "no card is waiting" in pane(socket, "w")
         agent.send({**PROPOSAL, "id": "tmux"})
-        wait_until(lambda: "approve?" in pane(socket, "w"), timeout=20)
-        shown = pane(socket, "w")
-        assert "time left" in shown and "ssh_exec nowhere / uptime" in shown
+        # The card's top; its end (and the prompt) may be below the pane, PgDn away.
+        wait_until(lambda: "ssh_exec nowhere / uptime" in pane(socket, "w"), timeout=20)
+        assert "time left" in pane(socket, "w")
         time.sleep(1.6)
         subprocess.run(["tmux", "-L", socket, "send-keys", "-t", "w", "n"], check=True, timeout=10)
         assert agent.next(15)["error"]["code"] == "denied"

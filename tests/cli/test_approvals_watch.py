@@ -71,11 +71,11 @@ def test_a_card_never_shows_a_raw_control_character() -> None:
 class Watcher:
     """A real `sp approvals watch` on pipes, read without blocking."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, columns: int = 80) -> None:
         self.proc = subprocess.Popen(
             sp_command(["approvals", "watch", "--passphrase-file", str(home / "pw")]),
             cwd=REPO,
-            env={**clean_env(home), "COLUMNS": "80"},
+            env={**clean_env(home), "COLUMNS": str(columns)},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -166,6 +166,27 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
         watcher.close()
     assert watcher.proc.stderr is not None
     assert b"Traceback" not in watcher.proc.stderr.read()
+
+
+def test_a_terminal_too_narrow_to_show_a_card_takes_no_yes(running: Path) -> None:
+    # 20 columns: the card's lines would be wider than the terminal, which would wrap them
+    # where no mark shows it. The prompt says to widen it, and a yes typed anyway is not taken.
+    watcher = Watcher(running, columns=20)
+    agent = AgentProcess(running, ["flock", "-s", str(running / "client.lock")])
+    try:
+        watcher.until("watching for approval cards")
+        agent.send({**PROPOSAL, "id": "narrow"})
+        shown = watcher.until("approve? [y/n] (")
+        assert "widen it" in shown.replace("\n", " ") and "uptime" not in shown
+        time.sleep(1.6)
+        watcher.type("y\n")
+        watcher.until("y ignored: widen the terminal to read the card, then answer")
+        # Nobody could answer it: it expires, and nothing ran.
+        watcher.until("expired: nobody answered in time; nothing runs", timeout=15)
+        assert agent.next(10)["error"]["code"] == "timeout"
+        agent.exit()
+    finally:
+        watcher.close()
 
 
 def start_gateway(home: Path) -> subprocess.Popen[bytes]:

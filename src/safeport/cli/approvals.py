@@ -47,9 +47,8 @@ def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
     if not cards:
         click.echo("no pending approvals")
         return
-    width = min(shutil.get_terminal_size((80, 24)).columns, 120)
     for card in cards:
-        click.echo("\n".join(card_lines(card, width=width)))
+        click.echo("\n".join(card_lines(card, width=_terminal_width())))
 
 
 @approvals.command()
@@ -85,10 +84,13 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
         if not plain and sys.stdin.isatty() and sys.stdout.isatty():
             _watch_screen(secret)
             return
-        width = min(shutil.get_terminal_size((80, 24)).columns, 120)
-        watch_until_stopped(locate(), secret, stdout_writer, width=width)
+        watch_until_stopped(locate(), secret, stdout_writer, width=_terminal_width)
     finally:
         secret.wipe()
+
+
+def _terminal_width() -> int:
+    return min(shutil.get_terminal_size((80, 24)).columns, 120)
 
 
 def _watch_screen(secret: SecretBytes) -> None:

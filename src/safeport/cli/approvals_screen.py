@@ -10,6 +10,7 @@ arrives through :class:`~safeport.gateway_client.approver_thread.ApprovalLink`.
 from __future__ import annotations
 
 import contextlib
+import textwrap
 import time
 from collections import deque
 from collections.abc import Callable
@@ -18,11 +19,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Log, Static
 
 from safeport.cli.approver_prompt import GRACE_S
-from safeport.cli.card_text import card_lines
+from safeport.cli.card_text import card_lines, readable_at
 from safeport.gateway_client.approver_session import CardArrived, CardClosed
 from safeport.gateway_client.approver_thread import (
     Answered,
@@ -52,14 +54,17 @@ class ApprovalsApp(App[None]):
     TITLE = "safeport approvals"
     CSS = """
     #state { height: 1; background: $boost; }
-    #card { height: auto; min-height: 8; border: round $accent; padding: 0 1; }
+    #card-box { height: 3fr; min-height: 6; border: round $accent; scrollbar-gutter: stable; }
+    #card { height: auto; padding: 0 1; }
     #sessions { height: 8; border: round $panel; }
-    #outcomes { height: 1fr; border: round $panel; }
+    #outcomes { height: 1fr; min-height: 3; border: round $panel; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "approve"),
         Binding("n", "answer(False)", "deny"),
         Binding("r", "revoke", "revoke session"),
+        Binding("pagedown", "card_page(1)", "card down", priority=True),
+        Binding("pageup", "card_page(-1)", "card up", priority=True),
         Binding("q", "quit", "quit"),
     ]
 
@@ -72,13 +77,17 @@ class ApprovalsApp(App[None]):
         self._current: CardArrived | None = None
         self._shown_at = 0.0
         self._sent = False
+        self._lines_shown = 0  # the card's rows as last drawn, prompt included
+        self._readable = False  # whether the card could be drawn exactly at the pane's width
+        self._seen_whole = False  # whether its last row has been on screen since it was shown
         self.outcomes: list[str] = []  # what the outcomes pane shows, newest last
         self.failure: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("gateway: connecting…", id="state")
-            yield Static("no card is waiting", id="card")
+            with VerticalScroll(id="card-box"):
+                yield Static("no card is waiting", id="card")
             yield DataTable(id="sessions", cursor_type="row")
             yield Log(id="outcomes")
         yield Footer()
@@ -88,7 +97,9 @@ class ApprovalsApp(App[None]):
         table.border_title = "open sessions (r revokes the highlighted one)"
         table.add_columns("session", "credential", "requester", "expires in")
         self.query_one("#outcomes", Log).border_title = "latest outcomes"
-        self.query_one("#card", Static).border_title = "waiting for your answer"
+        box = self.query_one("#card-box", VerticalScroll)
+        box.border_title = "waiting for your answer"
+        self.watch(box, "scroll_y", lambda _: self._while_shown(self._note_seen), init=False)
         self._link = self._link_factory(self._from_link)
         self._link.start()
         self.set_interval(1.0, self._tick)
@@ -153,10 +164,22 @@ class ApprovalsApp(App[None]):
         if self._clock() - self._shown_at < GRACE_S:
             self._record("key ignored: this card was just shown; read it, then answer")
             return
+        if approve and not self._readable:
+            self._record("y ignored: the card could not be shown whole here; widen the terminal")
+            return
+        self._note_seen()
+        if approve and not self._seen_whole:
+            # The pane holds fewer rows than the card: what is below could be anything.
+            self._record("y ignored: the card goes on below: PgDn to its end first")
+            return
         assert self._link is not None
         self._sent = True
         self._link.answer(str(current.card.get("id")), approve)
-        self.query_one("#card", Static).border_subtitle = "approving…" if approve else "denying…"
+        self.query_one("#card-box").border_subtitle = "approving…" if approve else "denying…"
+
+    def action_card_page(self, pages: int) -> None:
+        box = self.query_one("#card-box", VerticalScroll)
+        (box.scroll_page_down if pages > 0 else box.scroll_page_up)(animate=False)
 
     def action_revoke(self) -> None:
         table = self.query_one("#sessions", DataTable)
@@ -177,27 +200,58 @@ class ApprovalsApp(App[None]):
                 self._current = arrived
                 self._shown_at = self._clock()
                 self._sent = False
+                self._seen_whole = False
                 break
         self._show()
+        self.query_one("#card-box", VerticalScroll).scroll_home(animate=False)
 
     def _show(self) -> None:
         card = self.query_one("#card", Static)
-        card.border_subtitle = ""
+        box = self.query_one("#card-box", VerticalScroll)
+        box.border_subtitle = ""
         if self._current is None:
             card.update("no card is waiting")
             return
-        width = max(40, min(self.size.width - 4, 120))
+        # Drawn at the pane's own width: a row wider than the pane would be wrapped (or cut)
+        # by the view, where no mark shows it, and two values could look alike.
+        inside = box.scrollable_content_region.width - 2  # the card's padding
+        width = min(inside if inside > 0 else self.size.width - 6, 120)
+        self._readable = readable_at(width)
         lines = card_lines(self._current.card, width=width, expires_in_s=self._left(self._current))
-        waiting = f"\n{len(self._queue)} more waiting" if self._queue else ""
-        prompt = "\napprove?  y = yes   n = no   (no default)"
-        card.update(Text("\n".join(lines) + waiting + prompt))
+        if self._queue:
+            lines.append(f"{len(self._queue)} more waiting")
+        lines += textwrap.wrap("approve?  y = yes   n = no   (no default)", max(width, 1))
+        self._lines_shown = len(lines)
+        card.update(Text("\n".join(lines)))
+        self.call_after_refresh(self._while_shown, self._note_seen)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._while_shown, self._show)
+
+    def _while_shown(self, draw: Callable[[], None]) -> None:
+        # A redraw asked for just before the view closes finds its widgets gone.
+        with contextlib.suppress(NoMatches):
+            draw()
+
+    def _note_seen(self) -> None:
+        """Remember that the card's last row has been on screen, once the pane is laid out for
+        the card as it is now drawn (a stale layout could show the end of another)."""
+        if self._current is None:
+            return
+        card = self.query_one("#card", Static)
+        box = self.query_one("#card-box", VerticalScroll)
+        drawn = card.size.height == self._lines_shown
+        if drawn and box.scroll_y + box.scrollable_content_region.height >= card.outer_size.height:
+            self._seen_whole = True
+        if not self._sent:
+            box.border_subtitle = "" if self._seen_whole else "the card goes on below: PgDn"
 
     def _tick(self) -> None:
         if self._current is not None and self._left(self._current) <= 0:
             self._current = None  # the gateway's card.closed follows and is recorded
             self._next()
         elif self._current is not None:
-            self._show()
+            self._while_shown(self._show)
 
     def _left(self, arrived: CardArrived) -> int:
         deadline = arrived.received_at + int(arrived.card.get("expires_in_s") or 0)

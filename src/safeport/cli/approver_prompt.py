@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from safeport.cli.card_text import card_lines
+from safeport.cli.card_text import card_lines, readable_at
 from safeport.gateway_client.approver_session import (
     ApproverEvent,
     ApproverSession,
@@ -49,6 +49,7 @@ class _Current:
     deadline: float
     shown_at: float
     reminded: set[int] = field(default_factory=set)
+    readable: bool = True  # shown exactly at the terminal's width (see card_text.readable_at)
 
 
 class ApproverPrompt:
@@ -58,13 +59,15 @@ class ApproverPrompt:
         write: Callable[[str], None],
         *,
         stdin_fd: int = 0,
-        width: int = 80,
+        width: int | Callable[[], int] = 80,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._session = session
         self._write = write
         self._stdin = stdin_fd
-        self._width = width
+        # Measured again for each card: a terminal made narrower since the start would wrap the
+        # card's lines itself, where no mark shows it.
+        self._width = width if callable(width) else lambda: width
         self._clock = clock
         self._queue: deque[tuple[float, dict[str, Any]]] = deque()  # (received at, card)
         self._current: _Current | None = None
@@ -134,12 +137,18 @@ class ApproverPrompt:
             # Reminders only for marks the card still has to reach.
             self._current = _Current(card, deadline, now, {m for m in REMINDERS if m >= left})
             self._forget_typing()  # keys pressed before this card was shown are not its answer
-            self._say("\n".join(card_lines(card, width=self._width)))
+            self._show(self._current)
             if not card.get("showable", True):
                 self._decide(False)
                 continue
             self._prompt()
             return
+
+    def _show(self, current: _Current) -> None:
+        width = self._width()
+        current.readable = readable_at(width)
+        current.shown_at = self._clock()
+        self._say("\n".join(card_lines(current.card, width=width)))
 
     def _prompt(self) -> None:
         if self._current is not None:
@@ -179,6 +188,14 @@ class ApproverPrompt:
         while b"\n" in self._typed and self._current is not None:
             line, _, self._typed = self._typed.partition(b"\n")
             answer = line.decode("utf-8", "replace").strip().lower()
+            if answer in ("y", "yes") and not self._current.readable:
+                # A yes needs the card read exactly; show it again if the terminal is wider now.
+                self._show(self._current)
+                if not self._current.readable:
+                    self._say("y ignored: widen the terminal to read the card, then answer")
+                self._forget_typing()  # what follows was typed before the card was shown again
+                self._prompt()
+                return
             if answer in ("y", "yes"):
                 self._decide(True)
             elif answer in ("n", "no"):
@@ -225,7 +242,7 @@ def watch_until_stopped(
     passphrase: SecretBytes,
     write: Callable[[str], None],
     *,
-    width: int = 80,
+    width: int | Callable[[], int] = 80,
     retry_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     keep_going: Callable[[], bool] = lambda: True,

@@ -10,6 +10,7 @@ an indented JSON body stays readable; nothing is cut.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from safeport.shared.visible_text import line_by_line, visible
@@ -20,12 +21,25 @@ LABEL_WIDTH = 11
 def card_lines(
     card: dict[str, Any], *, width: int = 80, expires_in_s: int | None = None
 ) -> list[str]:
-    """The card, top to bottom: what would run, what a yes allows, then who asks."""
+    """The card, top to bottom: what would run, what a yes allows, then who asks.
+
+    No line is wider than ``width`` columns: a terminal that wraps a line itself shows no mark
+    where it did, so it could make two values look alike. Below :data:`MIN_CARD_WIDTH` a card
+    cannot be laid out that way, and only that is said (see :func:`readable_at`)."""
+    card_id = visible(str(card.get("id")))
+    if not readable_at(width):
+        return textwrap.wrap(
+            f"card {card_id} is waiting, but this terminal is {width} columns wide and a card "
+            f"needs {MIN_CARD_WIDTH} to be shown exactly: widen it to read and answer the card",
+            max(width, 1),
+            break_on_hyphens=False,
+        )
     left = card.get("expires_in_s") if expires_in_s is None else expires_in_s
     effect = card.get("effect") or ("read-only" if card.get("read_only") else "may change things")
-    # Never cut: a narrow terminal wraps the header itself, and the id is what a human matches.
-    out: list[str] = [f"── approval requested · card {visible(str(card.get('id')))}"]
-    rows: list[tuple[str, str]] = [
+    header = f"── approval requested · card {card_id}"
+    out: list[str] = [header] if columns(header) <= width else ["── approval requested"]
+    rows: list[tuple[str, str]] = [] if columns(header) <= width else [("card", card_id)]
+    rows += [
         ("asked by", user_text(card.get("user"))),
         ("action", f"{card.get('action')} {card.get('target')} / {card.get('operation')}"),
         ("effect", str(effect)),
@@ -42,8 +56,14 @@ def card_lines(
     for label, value in rows:
         out += _row(visible(label), value, width)
     if not card.get("showable", True):
-        out.append("this card cannot be shown whole, so it cannot be approved")
+        out += textwrap.wrap("this card cannot be shown whole, so it cannot be approved", width)
     return out
+
+
+def readable_at(width: int) -> bool:
+    """Whether a card can be shown exactly at ``width`` columns; a client must not take a yes
+    for a card it could not show (it says so, and asks for a wider terminal)."""
+    return width >= MIN_CARD_WIDTH
 
 
 def user_text(user: object) -> str:
@@ -87,17 +107,22 @@ def _row(label: str, value: str, width: int) -> list[str]:
     character: a piece that ends in a space shows that last space as ``\\u0020`` (a terminal
     shows a trailing space as nothing, and two values differing only there would print the
     same), and a continuation carries ``WRAP_MARK`` in the label column, where no value is ever
-    written, so a wrapped line cannot pass for the value's own next line.
+    written, so a wrapped line cannot pass for the value's own next line. Widths are counted in
+    terminal columns (:func:`columns`), so no line is wider than the terminal and the terminal
+    never wraps one itself, where no mark would show it.
     """
     indent = " " * (LABEL_WIDTH + 1)
     mark = " " * (LABEL_WIDTH - 1) + WRAP_MARK + " "
-    room = max(width - len(indent), 20)
+    room = width - len(indent)
     lines: list[str] = []
     for number, raw in enumerate(line_by_line(visible, value).split("\n")):
         own = raw[: len(raw) - len(raw.lstrip(" "))]
         # Keep a wrapped JSON body readable: a continuation sits under its own line's text.
         hang = own + "  " if len(own) + 2 <= room // 2 else ""
-        for index, piece in enumerate(wrap_exactly(raw, room, len(hang))):
+        # The mark is one column on every terminal we know, but measured as any non-ASCII
+        # character is (two), so a terminal that draws it wide still does not wrap the line.
+        beside_mark = len(hang) + columns(WRAP_MARK) - 1
+        for index, piece in enumerate(wrap_exactly(raw, room, beside_mark)):
             if number == 0 and index == 0:
                 head = f"{label:<{LABEL_WIDTH}} "
             else:
@@ -107,32 +132,59 @@ def _row(label: str, value: str, width: int) -> list[str]:
 
 
 WRAP_MARK = "\u21aa"  # ↪
+# The label column and the narrowest room a value needs: a piece ending in an escaped space
+# (six columns), with a hang of at most half the room beside it.
+MIN_CARD_WIDTH = LABEL_WIDTH + 1 + 12
+
+
+def columns(text: str) -> int:
+    """The most terminal columns ``text`` can take: one per ASCII character, two for any other.
+
+    Terminals disagree on the width of many characters (East Asian "ambiguous" ones, emoji,
+    anything newer than their tables), and one that counts a character wider than the card
+    did wraps the line itself, where no mark shows it. Two columns is the most any terminal
+    gives one code point (those that take none are escaped before this is asked), so a line
+    measured this way is never wider on screen than it was here.
+    """
+    return len(text) if text.isascii() else sum(1 if char.isascii() else 2 for char in text)
 
 
 def wrap_exactly(text: str, room: int, hang: int) -> list[str]:
     """``text`` in pieces whose concatenation is ``text`` exactly (nothing dropped, trimmed or
     replaced). A piece breaks after a space where one falls in the second half of the line, else
     at the width; the first piece has ``room`` columns, the others ``room - hang``, and a piece
-    ending in a space keeps room for that space's escape."""
+    ending in a space keeps room for that space's escape. Widths are :func:`columns`."""
     pieces: list[str] = []
     rest = text
     while True:
         fits = room if not pieces else room - hang
-        if len(rest) <= fits and not (rest.endswith(" ") and len(rest) + _ESCAPED_SPACE > fits):
+        if _shown_columns(rest) <= fits:
             pieces.append(rest)
             return pieces
-        take = rest[:fits]
+        take = _longest_prefix(rest, fits)
         space = take.rfind(" ")
-        if space >= fits // 2:
+        if space >= 0 and columns(take[:space]) >= fits // 2:
             take = take[: space + 1]
-        while take.endswith(" ") and len(take) + _ESCAPED_SPACE > fits and len(take) > 1:
+        while take.endswith(" ") and _shown_columns(take) > fits and len(take) > 1:
             take = take[:-1]
         pieces.append(take)
         rest = rest[len(take) :]
 
 
-# "\u0020" is six columns where the space it stands for was one.
-_ESCAPED_SPACE = 5
+def _longest_prefix(text: str, fits: int) -> str:
+    """The longest start of ``text`` that takes at most ``fits`` columns (one character at
+    least, so a wrap always moves on)."""
+    used = 0
+    for index, char in enumerate(text):
+        used += columns(char)
+        if used > fits:
+            return text[: max(index, 1)]
+    return text
+
+
+def _shown_columns(piece: str) -> int:
+    # "\u0020" is six columns where the space it stands for was one.
+    return columns(piece) + (5 if piece.endswith(" ") else 0)
 
 
 def _shown_end(piece: str) -> str:
