@@ -132,6 +132,7 @@ SURFACES: dict[str, set[str]] = {
         "peer_credentials",
         "provenance",
         "schemas",
+        "secret_scan",
         "setup_state",
         "text_lines",
         "undumpable",
@@ -157,6 +158,14 @@ SURFACES: dict[str, set[str]] = {
         "verify_files",
         "verify_folder",
         "verify_journal",
+    },
+    "safeport.shared.secret_scan": {
+        "Finding",
+        "SecretSpan",
+        "find_secrets",
+        "marker",
+        "redact",
+        "redact_spans",
     },
     "safeport.shared.schemas": {
         "AGENT_REQUEST",

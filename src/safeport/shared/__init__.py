@@ -17,6 +17,7 @@ __all__ = [
     "peer_credentials",
     "provenance",
     "schemas",
+    "secret_scan",
     "setup_state",
     "text_lines",
     "undumpable",

@@ -1,0 +1,15 @@
+"""Find and redact secrets inside ordinary text: provider tokens by their published formats,
+private key blocks, credentials in URLs and config shapes, and random literals assigned to
+secret-like names.
+
+Pure and credential-free (no I/O, no state), so the context server and the gateway both use it.
+:func:`find_secrets` returns spans (offsets and a kind, never the value); :func:`redact` replaces
+each with ``[REDACTED:<kind>]`` keeping every line break, and returns findings (kind and lines).
+Known formats and private keys are what it guarantees; generic assignments are best effort.
+"""
+
+from safeport.shared.secret_scan.redaction import marker, redact, redact_spans
+from safeport.shared.secret_scan.scanner import find_secrets
+from safeport.shared.secret_scan.spans import Finding, SecretSpan
+
+__all__ = ["Finding", "SecretSpan", "find_secrets", "marker", "redact", "redact_spans"]

@@ -1,0 +1,336 @@
+"""Secrets by their surroundings rather than their shape: a random literal assigned to a
+secret-like name, a password inside a URL, an ``Authorization`` header.
+
+Each function starts at a keyword the prefilter found and looks only along that line, a bounded
+number of characters either way, so its cost is per keyword, never per byte of the file. One
+separator grammar covers code (``token = "…"``, ``api_key: str = '…'``, ``{"password": "…"}``,
+``password="…"`` as an argument), YAML, JSON, TOML, INI, properties, ``.env`` lines, XML elements
+and notebook JSON (whose quotes arrive escaped as ``\\"``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from safeport.shared.secret_scan.checks import is_basic_credential, is_placeholder, looks_random
+from safeport.shared.secret_scan.spans import SecretSpan
+
+GENERIC = "secret-assignment"
+MAX_NAME = 64
+MAX_VALUE = 256
+
+_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+_SEGMENTS = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_AFTER_NAME = re.compile(
+    r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
+    (?P<space>[ \t]{0,8})
+    (?::[ \t]{0,4}[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{0,4}(?==))?   # a type annotation
+    (?P<sep>:=|=>|=(?!=)|:|>|)
+    [ \t]{0,8}
+    (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
+    (?P<quote>\\?["'`]|)
+    """,
+    re.VERBOSE,
+)
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
+_UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
+_AUTH_SCHEME = re.compile(
+    r"(?i:bearer|basic|token|bot|digest|apikey|sso-key|negotiate)[ \t]+"
+    r"(?P<value>[A-Za-z0-9._~+/:\-]{8,2000}=*)"
+)
+_BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)")
+_URL_USERINFO = re.compile(
+    r"://(?P<user>[^\s/:@\"'<>\\]{0,128}):(?P<password>[^\s/@\"'<>\\]{1,256})@(?=[\w\[])"
+)
+
+# Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
+# "githubToken"), and pairs that do together ("api_key", "client_secret").
+_SECRET_SEGMENTS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "passphrase",
+        "secret",
+        "secrets",
+        "token",
+        "apikey",
+        "credential",
+        "credentials",
+        "cred",
+        "creds",
+        "auth",
+        "authtoken",
+        "authorization",
+        "bearer",
+        "privatekey",
+        "accesskey",
+        "secretkey",
+    }
+)
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd")
+_KEY_PARTNERS = frozenset(
+    {"api", "access", "private", "secret", "signing", "encryption", "master", "auth", "account"}
+)
+# A name whose last word is one of these holds something about a secret, not the secret.
+_ABOUT_SECRET = frozenset(
+    [
+        "url",
+        "uri",
+        "endpoint",
+        "path",
+        "file",
+        "filename",
+        "dir",
+        "type",
+        "name",
+        "id",
+        "ids",
+        "length",
+        "len",
+        "size",
+        "count",
+        "env",
+        "var",
+        "field",
+        "header",
+        "prefix",
+        "suffix",
+        "format",
+        "pattern",
+        "regex",
+        "re",
+        "policy",
+        "class",
+        "mode",
+        "method",
+        "kind",
+        "expiry",
+        "expires",
+        "expiration",
+        "ttl",
+        "timeout",
+        "required",
+        "enabled",
+        "label",
+        "placeholder",
+        "hint",
+        "help",
+        "message",
+        "msg",
+        "error",
+        "prompt",
+        "template",
+        "hash",
+        "digest",
+        "validator",
+        "location",
+        "source",
+        "provider",
+        "index",
+        "host",
+        "port",
+        "user",
+        "username",
+        "login",
+        "min",
+        "max",
+        "limit",
+        "version",
+        "algorithm",
+        "alg",
+        "lifetime",
+        "age",
+        "cache",
+        "manager",
+        "service",
+        "handler",
+        "factory",
+        "callback",
+        "param",
+        "params",
+        "parameter",
+        "arg",
+        "args",
+        "option",
+        "options",
+        "config",
+        "settings",
+        "schema",
+        "description",
+        "title",
+        "text",
+        "widget",
+        "input",
+        "form",
+        "reset",
+        "changed",
+        "strength",
+        "chars",
+        "encoding",
+        "key_id",
+        "keyid",
+        "location",
+        "store",
+        "command",
+        "cmd",
+        "flag",
+        "flags",
+        "opt",
+        "mask",
+        "pos",
+        "start",
+        "end",
+        "offset",
+        "lines",
+        "column",
+        "col",
+        "width",
+        "protocol",
+        "scheme",
+        "magic",
+        "ref",
+        "refs",
+        "marker",
+        "markers",
+        "char",
+        "start_char",
+        "regexp",
+        "spec",
+        "specs",
+        "sep",
+        "separator",
+        "delimiter",
+        "quote",
+        "style",
+    ]
+)
+_QUESTION_WORDS = frozenset(
+    [
+        "is",
+        "has",
+        "use",
+        "uses",
+        "should",
+        "get",
+        "enable",
+        "enabled",
+        "require",
+        "requires",
+        "check",
+        "validate",
+        "show",
+        "hide",
+        "forgot",
+        "num",
+        "max",
+        "min",
+        "no",
+        "n",
+    ]
+)
+
+
+def assignment_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> tuple[SecretSpan | None, int]:
+    """The value assigned to the name around the keyword at ``text[start:end]``, if that name is
+    secret-like and the value looks generated; and how far the judgement reached (a keyword
+    inside a value already judged needs no judgement of its own)."""
+    span, reach = _assignment(text, start, end, line_start, line_end)
+    return span, max(reach, end)
+
+
+def _assignment(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> tuple[SecretSpan | None, int]:
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    after = _AFTER_NAME.match(text, name_end, line_end)
+    if after is None or not (after.group("sep") or after.group("space")):
+        return None, 0
+    name = text[name_start:name_end].strip(".-")
+    words = [w.lower() for w in _SEGMENTS.split(name) if w]
+    if not words or not _secret_name(name, words):
+        return None, 0
+    if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
+        return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
+    prefix = (after.group("prefix") or "").lower()
+    if "r" in prefix or "f" in prefix:
+        return None, 0  # raw strings are patterns, f-strings are built from other values
+    if words[-1] == "authorization":
+        scheme = _AUTH_SCHEME.match(text, after.end(), line_end)
+        if scheme is not None and _token_like(scheme.group("value")):
+            span = SecretSpan(scheme.start("value"), scheme.end("value"), "authorization-header")
+            return span, span.end
+    quote = after.group("quote")
+    value_start = after.end()
+    if quote:
+        value_end = text.find(quote, value_start, min(line_end, value_start + MAX_VALUE + 2))
+        if value_end < 0:
+            return None, 0
+    else:
+        run = _UNQUOTED.match(text, value_start, line_end)
+        if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
+            return None, 0  # a call or an attribute: code, not a literal
+        closing = _ANNOTATION_END.match(text, run.end(), line_end)
+        annotation = after.group("sep") == ":" and closing and closing.group().strip()
+        if annotation and run.group()[:1].isupper():
+            return None, 0  # "private_key: Ed25519PrivateKey," is a parameter's type
+        value_end = run.end()
+    value = text[value_start:value_end]
+    if value.endswith("\\") and quote:
+        value, value_end = value[:-1], value_end - 1
+    if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
+        return None, value_end
+    return SecretSpan(value_start, value_end, _assignment_kind(name, words, value)), value_end
+
+
+def bearer_at(text: str, start: int, line_end: int) -> SecretSpan | None:
+    """A token after a bare ``Bearer`` (headers written in code, curl lines, docs)."""
+    found = _BEARER.match(text, start, line_end)
+    if found is None or not _token_like(found.group("value")):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), "authorization-header")
+
+
+def url_credential_at(text: str, start: int, line_end: int) -> SecretSpan | None:
+    """The password of ``scheme://user:password@host``; a placeholder password is left alone."""
+    found = _URL_USERINFO.match(text, start, line_end)
+    if found is None:
+        return None
+    password = found.group("password")
+    if is_placeholder(password) or password == found.group("user") or "," in password:
+        return None
+    return SecretSpan(found.start("password"), found.end("password"), "password-in-url")
+
+
+def _secret_name(name: str, words: list[str]) -> bool:
+    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+        return False
+    if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
+        return False
+    for index, word in enumerate(words):
+        if word in _SECRET_SEGMENTS or word.endswith(_SECRET_ENDINGS):
+            return True
+        if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
+            return True
+    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY.
+    return len(words) > 1 and words[-1] == "key" and name.isupper()
+
+
+def _assignment_kind(name: str, words: list[str], value: str) -> str:
+    if name.startswith("_auth") or name == "_password":
+        return "npm-auth-token"  # .npmrc: //registry/:_authToken=…, _auth=, _password=
+    if words == ["auth"] and is_basic_credential(value):
+        return "docker-auth"  # ~/.docker/config.json: "auths": {host: {"auth": base64(user:pass)}}
+    return GENERIC
+
+
+def _token_like(value: str) -> bool:
+    return not is_placeholder(value) and looks_random(value, quoted=True)

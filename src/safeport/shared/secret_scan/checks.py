@@ -1,0 +1,177 @@
+"""Value tests shared by the rules: is this literal random enough, or a placeholder, an
+identifier, a path? Each is a small pure function of one string.
+
+The thresholds were set on the labelled corpus of ``benchmarks/secret_corpus/`` (random
+provider bodies, generated passwords, placeholders, hashes and the code of installed packages);
+``benchmarks/bench_secret_scan.py`` measures what they buy.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections import Counter
+
+# Words that mark a value as an example or a stand-in rather than a credential.
+PLACEHOLDER_WORDS = (
+    "example",
+    "sample",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "your",
+    "dummy",
+    "fake",
+    "redacted",
+    "xxxx",
+    "****",
+    "....",
+    "insert",
+    "replace",
+    "todo",
+    "fixme",
+    "secret_here",
+    "here",
+    "mypassword",
+    "password",
+    "passwd",
+    "notasecret",
+    "not_a_secret",
+    "not-a-secret",
+    "test",
+    "secret",
+)
+PLACEHOLDER_VALUES = frozenset(
+    {
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "str",
+        "bytes",
+        "string",
+        "optional",
+        "required",
+        "secret",
+        "token",
+        "pass",
+        "pw",
+        "pwd",
+        "user",
+        "username",
+        "admin",
+        "root",
+        "guest",
+        "postgres",
+        "mysql",
+        "foo",
+        "bar",
+        "baz",
+        "qwerty",
+        "letmein",
+    }
+)
+# Lookups and expressions, not literals: environment reads, templates, format fields, calls.
+INDIRECTION = re.compile(
+    r"^(?:\$|%\(|\{|#\{|<|@|\*|&)|\$\{|\{\{|%\(|%[sdr]|\(\)|os\.environ|getenv|process\.env|"
+    r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]",
+    re.IGNORECASE,
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")
+_WORDS = re.compile(r"[a-z]+(?:[-_. ][a-z]+)*|[A-Z]+(?:[-_.][A-Z]+)*")
+_SEPARATED_WORDS = re.compile(r"[A-Za-z]+(?:[/._\-:@+][A-Za-z]+)+")
+_SPACE = re.compile(r"\s")
+_PATH = re.compile(r"^(?:/|\./|\.\./|~/|[A-Za-z]:\\|https?:|file:)")
+_NUMBERISH = re.compile(r"[\d.,:_\-+eE ]+")
+
+
+def shannon_bits(value: str) -> float:
+    """Shannon entropy of ``value``'s characters, in bits per character."""
+    if not value:
+        return 0.0
+    total = len(value)
+    return -sum(n / total * math.log2(n / total) for n in Counter(value).values())
+
+
+def character_classes(value: str) -> int:
+    """How many of lower, upper, digit and other characters ``value`` uses."""
+    return (
+        any(c.islower() for c in value)
+        + any(c.isupper() for c in value)
+        + any(c.isdigit() for c in value)
+        + any(not c.isalnum() for c in value)
+    )
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in (``<YOUR_KEY>``, ``${TOKEN}``, ``xxxx``, ``changeme``) or a lookup, not a
+    credential."""
+    lowered = value.lower()
+    if lowered in PLACEHOLDER_VALUES or "redacted" in lowered:
+        return True
+    if INDIRECTION.search(value):
+        return True
+    if len(set(lowered)) <= 3:
+        return True
+    return any(word in lowered for word in PLACEHOLDER_WORDS)
+
+
+def looks_random(value: str, *, quoted: bool) -> bool:
+    """A literal that could be a generated secret: long enough, varied enough, and neither an
+    identifier, a path, a number, a sentence nor a placeholder. Unquoted values (``.env``, YAML,
+    INI) must hold a digit, since an unquoted word in code is a variable."""
+    if not 8 <= len(value) <= 512 or _SPACE.search(value):
+        return False
+    if is_placeholder(value) or _PATH.match(value) or _NUMBERISH.fullmatch(value):
+        return False
+    if _WORDS.fullmatch(value):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    if not has_digit and _SEPARATED_WORDS.fullmatch(value):
+        return False  # paths, dotted names, media types: "io.example/clientInfo"
+    if not has_digit and _IDENTIFIER.fullmatch(value):
+        if not quoted or not value.isalpha():
+            return False
+        # Letters only: a camelCase name has a few capitals, a random string about half.
+        upper = sum(c.isupper() for c in value) / len(value)
+        return len(value) >= 12 and 0.25 <= upper <= 0.75 and shannon_bits(value) >= 3.3
+    if not quoted and not has_digit:
+        return False
+    if character_classes(value) < 2:
+        return False
+    return shannon_bits(value) >= (2.8 if len(value) < 16 else 3.0)
+
+
+def _b64decode(part: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def is_jwt(token: str) -> bool:
+    """Three base64url parts whose first decodes to a JSON object naming an ``alg``."""
+    header = _b64decode(token.split(".", 1)[0])
+    if header is None:
+        return False
+    try:
+        decoded = json.loads(header)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
+
+
+def is_basic_credential(value: str) -> bool:
+    """Base64 of ``user:password`` (docker ``auths``, ``Authorization: Basic``)."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    _user, colon, password = decoded.partition(b":")
+    return bool(colon and password) and not is_placeholder(password.decode("utf-8", "replace"))

@@ -1,0 +1,88 @@
+"""Private key blocks of every kind: PEM (``RSA``, ``EC``, ``DSA``, PKCS#8, encrypted PKCS#8,
+PGP), OpenSSH, SSH2 and PuTTY files; pasted plainly, indented in YAML, concatenated in code or
+JSON-escaped with a literal ``\\n`` inside one string (as in cloud service-account files).
+
+A ``BEGIN … PRIVATE KEY`` marker alone is not a key: parsers quote the marker in their code. A
+block is a key when what lies between its markers is base64, headers (``Proc-Type``,
+``DEK-Info``), line breaks, escapes, quotes and concatenation, and nothing else.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from safeport.shared.secret_scan.spans import SecretSpan
+
+KIND = "private-key"
+MAX_BLOCK = 64 * 1024  # a 16384-bit RSA key in PEM is about 12 KB
+MIN_BODY = 40  # base64 characters; no real key is shorter
+
+_BEGIN = re.compile(
+    r"-{4,5} ?BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+    r"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----"
+)
+_END = re.compile(r"-{4,5} ?END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_HEADER = re.compile(
+    r"(?m)^[ \t\"']*[A-Za-z][A-Za-z0-9-]{1,30}:[^\n]*$"
+    r"|(?<=\\n)[A-Za-z][A-Za-z0-9-]{1,30}: [^\\\n]*"  # the same, JSON-escaped
+)
+_ESCAPES = re.compile(r"\\+[nrt]|[\s\"'+,\\]")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
+# Without an END marker (a truncated paste), the block runs while lines look like key body.
+_BODY_RUN = re.compile(r"(?:[A-Za-z0-9+/=\"' \t\r\n,]|\\+[nr]){0,65536}")
+_PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})\r?\n")
+
+
+class KeyBlocks:
+    """The key blocks of one text, asked for at each anchor in text order. The END markers are
+    found in one pass the first time, so a text of many BEGIN markers stays linear."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._ends: list[re.Match[str]] | None = None
+        self._end_starts: list[int] = []
+
+    def at(self, start: int, line_start: int) -> SecretSpan | None:
+        """The key block whose BEGIN marker holds the anchor at ``start``."""
+        text = self._text
+        if text.startswith("PuTTY-User-Key-File", start):
+            return _putty_key(text, start)
+        begin = _BEGIN.search(text, max(line_start, start - 64), start + 64)
+        if begin is None:
+            return None
+        limit = min(len(text), begin.end() + MAX_BLOCK)
+        end = self._first_end(begin.end())
+        if end is not None and end.end() <= limit:
+            body = text[begin.end() : end.start()]
+            if "-----" not in body and _is_key_body(body):
+                return SecretSpan(begin.start(), end.end(), KIND)
+        run = _BODY_RUN.match(text, begin.end(), limit)
+        body = text[begin.end() : run.end() if run else begin.end()]
+        if _is_key_body(body):
+            trimmed = body.rstrip(" \t\r\n\"',")
+            return SecretSpan(begin.start(), begin.end() + len(trimmed), KIND)
+        return None
+
+    def _first_end(self, position: int) -> re.Match[str] | None:
+        if self._ends is None:
+            self._ends = list(_END.finditer(self._text))
+            self._end_starts = [found.start() for found in self._ends]
+        index = bisect.bisect_left(self._end_starts, position)
+        return self._ends[index] if index < len(self._ends) else None
+
+
+def _is_key_body(body: str) -> bool:
+    remainder = _ESCAPES.sub("", _HEADER.sub("", body))
+    return len(remainder) >= MIN_BODY and _BASE64.fullmatch(remainder) is not None
+
+
+def _putty_key(text: str, start: int) -> SecretSpan | None:
+    lines = _PUTTY_PRIVATE.search(text, start, start + 16 * 1024)
+    if lines is None:
+        return None
+    end = lines.end()
+    for _ in range(int(lines.group(1)) + 1):  # the private lines and the Private-MAC line
+        newline = text.find("\n", end)
+        end = len(text) if newline < 0 else newline + 1
+    return SecretSpan(lines.end(), end, KIND)

@@ -1,0 +1,81 @@
+"""Find every secret in a text: one prefilter pass, then only the checks its hits woke.
+
+Text with no anchor costs that one pass (``prefilter.py``). Each hit wakes the rules of its
+anchor at the hit itself (or along its line for tokens whose anchor sits inside them; a few lines
+around it for AWS secret keys; up to the END marker for key blocks), so real code full of the word
+``token`` pays per hit, not per rule per byte.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from safeport.shared.secret_scan.assignments import assignment_at, bearer_at, url_credential_at
+from safeport.shared.secret_scan.prefilter import hits
+from safeport.shared.secret_scan.private_keys import KeyBlocks
+from safeport.shared.secret_scan.provider_rules import TokenRule
+from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+
+
+def find_secrets(text: str) -> list[SecretSpan]:
+    """Every secret in ``text``, as non-overlapping spans in text order."""
+    spans: list[SecretSpan] = []
+    lead_regions: dict[TokenRule, list[tuple[int, int]]] = defaultdict(list)
+    line_start = line_end = 0
+    word_done = -1  # a name holding several words ("secret_token") is judged once
+    key_blocks: KeyBlocks | None = None
+    lead_lines: dict[TokenRule, int] = {}
+    for start, end, anchor in hits(text):
+        if start >= line_end:  # a new line: find its bounds once, however many hits it holds
+            line_start = text.rfind("\n", line_end, start) + 1
+            newline = text.find("\n", start)
+            line_end = len(text) if newline < 0 else newline
+        for rule in anchor.rules:
+            if rule.lead:
+                if lead_lines.get(rule) != line_start:  # each line once, however many hits
+                    lead_lines[rule] = line_start
+                    region = _around(text, line_start, line_end, rule.context_lines)
+                    lead_regions[rule].append(region)
+                continue
+            match = rule.pattern.match(text, start)
+            if match is not None:
+                group = "secret" if "secret" in rule.pattern.groupindex else 0
+                if rule.check is None or rule.check(match.group(group)):
+                    spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
+        found: SecretSpan | None = None
+        if anchor.word and start >= word_done:
+            found, word_done = assignment_at(text, start, end, line_start, line_end)
+            if found is None and text[start:end].lower() == "bearer":
+                found = bearer_at(text, start, line_end)
+        elif anchor.url:
+            found = url_credential_at(text, start, line_end)
+        elif anchor.key_block:
+            key_blocks = key_blocks or KeyBlocks(text)
+            found = key_blocks.at(start, line_start)
+        if found is not None:
+            spans.append(found)
+    for rule, regions in lead_regions.items():
+        spans.extend(_search_regions(text, rule, regions))
+    return merge_spans(spans)
+
+
+def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:
+    start, end = line_start, line_end
+    for _ in range(lines):
+        start = text.rfind("\n", 0, max(start - 1, 0)) + 1
+        newline = text.find("\n", end + 1)
+        end = len(text) if newline < 0 else newline
+    return start, end
+
+
+def _search_regions(text: str, rule: TokenRule, regions: list[tuple[int, int]]) -> list[SecretSpan]:
+    found = []
+    reached = -1
+    for start, end in regions:  # in text order; a line with many hits is searched once
+        if end <= reached:
+            continue
+        for match in rule.pattern.finditer(text, max(start, reached), end):
+            if rule.check is None or rule.check(match.group()):
+                found.append(SecretSpan(match.start(), match.end(), rule.kind))
+        reached = end
+    return found

@@ -1,0 +1,64 @@
+"""Redaction keeps line structure, names the kind, reports lines, never the value, and stays
+linear on hostile input."""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks.secret_corpus.tokens import TOKENS
+from safeport.shared.secret_scan import Finding, redact
+
+
+def test_lines_beside_a_secret_are_byte_for_byte_and_the_count_is_kept() -> None:
+    token = TOKENS["stripe-live"]()
+    text = "first line\r\n\tsecond: kept\nSTRIPE = '" + token + "'  # trailing\nlast"
+    redacted, findings = redact(text)
+    assert redacted.split("\n")[:2] == text.split("\n")[:2]
+    assert redacted.split("\n")[3] == "last"
+    assert redacted.split("\n")[2] == "STRIPE = '[REDACTED:stripe-key]'  # trailing"
+    assert findings == (Finding("stripe-key", 3, 3),)
+
+
+def test_findings_name_lines_and_kinds_and_redaction_is_idempotent() -> None:
+    text = "\n".join(
+        [
+            f"a = '{TOKENS['github-classic']()}'",
+            "nothing here",
+            f"b: {TOKENS['npm']()}",
+        ]
+    )
+    redacted, findings = redact(text)
+    assert [(f.kind, f.line) for f in findings] == [("github-token", 1), ("npm-token", 3)]
+    assert redact(redacted) == (redacted, ())
+
+
+def test_clean_text_comes_back_as_the_same_object() -> None:
+    text = "def f(x):\n    return x + 1\n"
+    redacted, findings = redact(text)
+    assert redacted is text and findings == ()
+
+
+def test_a_one_megabyte_line_of_near_misses_scans_in_linear_time() -> None:
+    near_misses = [
+        "ghp_" * 250_000,
+        "eyJ" * 330_000,
+        "password=" * 110_000,
+        "-----BEGIN PRIVATE KEY-----" * 37_000,
+        "sk-" + "a" * 1_000_000,
+        "://a:" * 200_000,
+        "AKIA" * 250_000,
+        ("glpat-" + "x" * 19) * 40_000,
+        "token: " + "Ab1" * 330_000,
+    ]
+    for line in near_misses:
+        started = time.perf_counter()
+        redacted, _ = redact(line)
+        assert time.perf_counter() - started < 10, line[:20]
+        assert "\n" not in redacted
+
+
+def test_a_huge_file_with_one_secret_in_the_middle() -> None:
+    token = TOKENS["huggingface"]()
+    text = "x = 1\n" * 200_000 + f"HF_TOKEN={token}\n" + "y = 2\n" * 200_000
+    redacted, findings = redact(text)
+    assert token not in redacted and findings == (Finding("huggingface-token", 200_001, 200_001),)
