@@ -1,17 +1,25 @@
 """One base error with a human diagnostic, and the few kinds the CLI needs to tell apart.
 
-Every error that can reach a person carries a one-sentence ``diagnostic()`` and an ``exit_code``
-(1 for a negative verdict, 2 for usage or environment). Messages never contain
-secrets: callers pass only names, ids and categories.
+Every error that can reach a person carries a one-sentence ``diagnostic()``, an ``exit_code``
+(1 for a negative verdict, 2 for usage or environment) and the ``wire_code`` the gateway answers
+it with on its sockets. Messages never contain secrets: callers pass only names, ids and
+categories.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from safeport.shared.schemas import ErrorCode
 
 
 class Error(Exception):
     """Base of every error safeport raises on purpose."""
 
     exit_code = 2
+    # Usage, a malformed value: ``invalid``. A negative verdict says ``denied``, a lock ``locked``.
+    wire_code: ClassVar[ErrorCode] = "invalid"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -57,3 +65,4 @@ class Denied(Error):
     """A negative verdict: policy, identity or a human said no."""
 
     exit_code = 1
+    wire_code: ClassVar[ErrorCode] = "denied"

@@ -61,6 +61,20 @@ def test_a_truncated_frame_times_out_and_is_journaled(gateway: Gateway) -> None:
     assert gateway.healthy()
 
 
+def test_bad_utf8_bad_json_and_a_frame_cut_short_are_each_counted_as_their_own_junk(
+    gateway: Gateway,
+) -> None:
+    conn = gateway.agent()
+    conn.send_raw(_frame(b"\xff\xfe"))
+    assert conn.recv()["error"] == {"code": "invalid", "reason": "frame is not valid UTF-8"}
+    conn.send_raw(_frame(b"{not json"))
+    assert conn.recv()["error"] == {"code": "invalid", "reason": "frame is not valid JSON"}
+    conn.send_raw(struct.pack(">I", 100) + b'{"v":1')
+    conn.close()  # mid-frame
+    wait_until(lambda: {"not_utf8": 1, "not_json": 1, "truncated": 1} in _invalid_records(gateway))
+    assert gateway.healthy()
+
+
 def test_a_slow_client_does_not_stall_another(gateway_home: Path) -> None:
     gw = Gateway(gateway_home)
     gw.write_policy()

@@ -27,12 +27,13 @@ from safeport.action_gateway.executors.interface import (
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityChanged, PeerIdentity, ProcessInfo
-from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.audit.record import canonical_json
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.wire import HttpResult, ProposeHttp, SshExecResult
 from safeport.vault.interface import UnlockedVault
@@ -380,6 +381,25 @@ def test_a_refusal_journal_that_works_keeps_the_rungs_own_code(tmp_path: Path) -
     assert (denial["rung"], denial["category"], denial["code"]) == (5, "locked", "locked")
     assert rig.policies.served is not None
     assert denial["policy"] == rig.policies.served.digest
+    # The rung is a plain number in the journal, as it was before rungs had names.
+    assert type(denial["rung"]) is int
+    assert b'"rung":5' in canonical_json(denial)
+
+
+def test_a_refusal_answered_with_another_code_leaves_the_raised_one_as_it_was() -> None:
+    raised = Refusal("locked", Rung.VAULT, "locked", "the vault is locked")
+    answered = raised.answered("unavailable")
+    assert (answered.code, answered.rung, answered.category, answered.message) == (
+        "unavailable",
+        Rung.VAULT,
+        "locked",
+        "the vault is locked",
+    )
+    assert raised.code == "locked"
+
+
+def test_the_rungs_are_numbered_in_the_order_the_ladder_climbs_them() -> None:
+    assert [rung.value for rung in Rung] == list(range(1, 10))
 
 
 def test_a_cancel_while_the_card_waits_withdraws_it_and_the_action_never_runs(

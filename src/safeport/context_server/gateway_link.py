@@ -42,6 +42,7 @@ class GatewayRefusal(Error):
     """The gateway answered with an error reply (denied, locked, timeout, …)."""
 
     exit_code = 1
+    wire_code = "denied"
 
     def __init__(self, code: str, reason: str) -> None:
         super().__init__(f"{code}: {reason}")

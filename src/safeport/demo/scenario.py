@@ -38,6 +38,7 @@ Ask = Callable[[dict[str, Any]], bool]
 
 class DemoFailed(Error):
     exit_code = 1
+    wire_code = "denied"
 
 
 @dataclass

@@ -30,6 +30,7 @@ class VaultLocked(Error):
     alike, so a lock at any moment of a request is answered ``locked``."""
 
     exit_code = 1
+    wire_code = "locked"
 
     def __init__(self) -> None:
         super().__init__("the vault is locked", hint="run `sp vault unlock` and retry")

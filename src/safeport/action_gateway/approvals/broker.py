@@ -56,6 +56,7 @@ class ApprovalTimedOut(Denied):
 
 class NoSuchCard(Error):
     exit_code = 1
+    wire_code = "denied"
 
 
 class Journal(Protocol):

@@ -24,6 +24,7 @@ from safeport.action_gateway.daemon.hardening import harden_process, tainted_env
 from safeport.action_gateway.handlers.agent_sock import AgentHandler
 from safeport.action_gateway.handlers.control_sock import ControlHandler
 from safeport.action_gateway.install.start_checks import prepare_account_folders
+from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.action_gateway.sockets.server import SocketServer
 from safeport.errors import EnvironmentProblem
@@ -123,15 +124,14 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     async def on_foreign_sender(
         conn: Connection, request_id: str | None, senders: list[int | None]
     ) -> None:
-        body: dict[str, object] = {
-            "request_id": request_id,
-            "rung": 2,
-            "code": "denied",
-            "category": "sender",
-            "reason": "a message on the requester's connection was written by another process",
-            "requester": conn.peer.as_record(),
-            "senders": senders,
-        }
+        refusal = Refusal(
+            "denied",
+            Rung.IDENTITY,
+            "sender",
+            "a message on the requester's connection was written by another process",
+        )
+        body = refusal_record(request_id, refusal, conn.peer)
+        body["senders"] = senders
         uid = conn.peer.uid
         await loop.run_in_executor(
             pools.agents, lambda: core.record_refused(uid, "sender", "action.denied", body)

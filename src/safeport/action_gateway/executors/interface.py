@@ -39,6 +39,7 @@ class ActionError(Error):
     """A remote action failed; ``failure`` is the category, the message never holds a secret."""
 
     exit_code = 1
+    wire_code = "denied"
 
     def __init__(self, failure: ActionFailure, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)

@@ -20,7 +20,6 @@ from safeport.action_gateway.ladder.refusal import Refusal
 from safeport.action_gateway.sockets.connection import (
     Connection,
     Handler,
-    code_for,
     parse_request,
 )
 from safeport.errors import Error
@@ -166,7 +165,7 @@ class AgentHandler(Handler):
         try:
             catalog = self._core.catalog()
         except Error as exc:
-            await conn.send_error(request.id, code_for(exc), exc.message)
+            await conn.send_error(request.id, exc.wire_code, exc.message)
             return
         await conn.send(ok_reply(request.id, catalog))
 

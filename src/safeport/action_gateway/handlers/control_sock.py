@@ -21,7 +21,7 @@ from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.handlers import approval_ops, vault_ops
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.passphrase_attempts import PassphraseAttempts
-from safeport.action_gateway.sockets.connection import Connection, Handler, code_for, parse_request
+from safeport.action_gateway.sockets.connection import Connection, Handler, parse_request
 from safeport.errors import Error
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.control import (
@@ -77,7 +77,7 @@ class ControlHandler(Handler):
         try:
             result = await OPERATIONS[request.op].handler(self._ctx, conn, request)
         except Error as exc:
-            await conn.send_error(request.id, code_for(exc), exc.diagnostic())
+            await conn.send_error(request.id, exc.wire_code, exc.diagnostic())
             return
         except ValidationError as exc:
             # What the core returned is not what the operation promises: the gateway's own

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
 from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
-from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.shared.schemas.config import ParamSpec
@@ -40,10 +40,12 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
     if isinstance(proposal, ProposeSsh):
         host = policy.ssh.hosts.get(proposal.host_id)
         if host is None:
-            raise Refusal("denied", 4, "unknown_action", "no such ssh host in the accepted policy")
+            raise Refusal(
+                "denied", Rung.ACTION, "unknown_action", "no such ssh host in the accepted policy"
+            )
         command = host.commands.get(proposal.command_id)
         if command is None:
-            raise Refusal("denied", 4, "unknown_action", "no such command for this host")
+            raise Refusal("denied", Rung.ACTION, "unknown_action", "no such command for this host")
         args = _validate(command.params, proposal.args, command.allow_leading_dash)
         with _unpreparable():
             prepared: SshAction | HttpAction = prepare_ssh(
@@ -54,11 +56,16 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         service = policy.http.services.get(proposal.service_id)
         if service is None:
             raise Refusal(
-                "denied", 4, "unknown_action", "no such http service in the accepted policy"
+                "denied",
+                Rung.ACTION,
+                "unknown_action",
+                "no such http service in the accepted policy",
             )
         operation = service.operations.get(proposal.operation_id)
         if operation is None:
-            raise Refusal("denied", 4, "unknown_action", "no such operation for this service")
+            raise Refusal(
+                "denied", Rung.ACTION, "unknown_action", "no such operation for this service"
+            )
         args = _validate(operation.params, proposal.args, ())
         with _unpreparable():
             prepared = prepare_http(
@@ -107,7 +114,7 @@ def _unpreparable() -> Iterator[None]:
     try:
         yield
     except ActionError as exc:
-        raise Refusal("denied", 4, f"prepare_{exc.failure}", exc.message) from exc
+        raise Refusal("denied", Rung.ACTION, f"prepare_{exc.failure}", exc.message) from exc
 
 
 def _validate(
@@ -116,4 +123,4 @@ def _validate(
     try:
         return validate_args(params, args, allow_leading_dash=allow_leading_dash)
     except ArgumentRejected as exc:
-        raise Refusal("denied", 4, "argument", exc.message) from exc
+        raise Refusal("denied", Rung.ACTION, "argument", exc.message) from exc

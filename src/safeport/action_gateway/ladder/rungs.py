@@ -37,7 +37,7 @@ from safeport.action_gateway.executors.interface import (
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
-from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.resolve import (
     Proposal,
     Resolved,
@@ -112,7 +112,7 @@ class Ladder:
             # Nothing is written for it: the disk is what is short. Counted, journaled as one
             # record when there is room again.
             self.budget.count(peer.uid, "disk_space")
-            raise Refusal("unavailable", 1, "disk_space", low)
+            raise Refusal("unavailable", Rung.INTAKE, "disk_space", low)
         try:
             served = self._rung_identity_and_callers(peer)
             resolved = self._rung_action(peer, proposal, served)
@@ -122,12 +122,16 @@ class Ladder:
             self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():
                 # The agent withdrew the request; nothing runs after a cancel.
-                raise Refusal("denied", 6, "approval_cancelled", "the request was cancelled")
+                raise Refusal(
+                    "denied", Rung.APPROVAL, "approval_cancelled", "the request was cancelled"
+                )
             intent = self._rung_intent(peer, request, grant.id)
             return self._rung_execute_and_record(peer, resolved, grant, intent)
         except Refusal as refusal:
-            self._journal_refusal(peer, proposal, request, refusal, intent)
-            raise
+            answered = self._journal_refusal(peer, proposal, request, refusal, intent)
+            if answered is refusal:
+                raise
+            raise answered from refusal
 
     # -- rungs --------------------------------------------------------------------------------
 
@@ -135,17 +139,19 @@ class Ladder:
         try:
             self.probe.verify(peer)
         except Denied as exc:
-            raise Refusal("denied", 2, "identity", exc.message) from exc
+            raise Refusal("denied", Rung.IDENTITY, "identity", exc.message) from exc
         served = self.policies.served
         if served is None:
             # Nothing was ever accepted in this run; the accepted policy lives in the vault.
             if not self.vault.unlocked:
-                raise Refusal("locked", 5, "locked", "the vault is locked")
-            raise Refusal("denied", 3, "no_policy", "no accepted policy; run `sp policy accept`")
+                raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked")
+            raise Refusal(
+                "denied", Rung.CALLER, "no_policy", "no accepted policy; run `sp policy accept`"
+            )
         try:
             check_caller(served.policy.callers, peer, self.admitted_uids)
         except CallerRefused as exc:
-            raise Refusal("denied", 3, "caller", exc.message) from exc
+            raise Refusal("denied", Rung.CALLER, "caller", exc.message) from exc
         return served
 
     def _rung_action(
@@ -172,14 +178,14 @@ class Ladder:
         try:
             self.rates.take(resolved.request.credential, credential.rate_per_minute, peer.uid)
         except Denied as exc:
-            raise Refusal("denied", 4, "rate", exc.message) from exc
+            raise Refusal("denied", Rung.ACTION, "rate", exc.message) from exc
         return resolved
 
     def _rung_vault(self) -> int:
         try:
             _, epoch = self.vault.current()
         except VaultLocked as exc:
-            raise Refusal("locked", 5, "locked", "the vault is locked") from exc
+            raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
         return epoch
 
     def _rung_approval(
@@ -195,14 +201,16 @@ class Ladder:
                 session_max_s=settings.session_max_minutes * 60.0,
             )
         except ApprovalTimedOut as exc:
-            raise Refusal("timeout", 6, "approval_timeout", exc.message) from exc
+            raise Refusal("timeout", Rung.APPROVAL, "approval_timeout", exc.message) from exc
         except ApprovalRefused as exc:
             code: ErrorCode = (
                 "locked" if exc.outcome == "voided" and not self.vault.unlocked else "denied"
             )
-            raise Refusal(code, 6, f"approval_{exc.outcome}", exc.message) from exc
+            raise Refusal(code, Rung.APPROVAL, f"approval_{exc.outcome}", exc.message) from exc
         except Error as exc:
-            raise Refusal("unavailable", 6, "journal", "the session could not be recorded") from exc
+            raise Refusal(
+                "unavailable", Rung.APPROVAL, "journal", "the session could not be recorded"
+            ) from exc
 
     def _rung_still_the_requester(self, peer: PeerIdentity) -> None:
         """An approval can take minutes: the process must still be the one the card showed
@@ -211,7 +219,10 @@ class Ladder:
             self.probe.verify(peer)
         except Denied as exc:
             raise Refusal(
-                "denied", 6, "identity_after_approval", "the requester changed while it waited"
+                "denied",
+                Rung.APPROVAL,
+                "identity_after_approval",
+                "the requester changed while it waited",
             ) from exc
 
     def _rung_intent(self, peer: PeerIdentity, request: ActionRequest, grant_id: str) -> int:
@@ -224,7 +235,9 @@ class Ladder:
             )
             return head.seq
         except Error as exc:
-            raise Refusal("unavailable", 7, "journal", "the intent could not be recorded") from exc
+            raise Refusal(
+                "unavailable", Rung.INTENT, "journal", "the intent could not be recorded"
+            ) from exc
 
     def _rung_execute_and_record(
         self, peer: PeerIdentity, resolved: Resolved, grant: Grant, intent: int
@@ -234,9 +247,11 @@ class Ladder:
             vault, now_epoch = self.vault.current()
             self.approvals.consume(grant, peer, request, now_epoch)
         except VaultLocked as exc:
-            raise Refusal("locked", 8, "locked", "the vault was locked before execution") from exc
+            raise Refusal(
+                "locked", Rung.EXECUTE, "locked", "the vault was locked before execution"
+            ) from exc
         except ApprovalRefused as exc:
-            raise Refusal("denied", 8, f"approval_{exc.outcome}", exc.message) from exc
+            raise Refusal("denied", Rung.EXECUTE, f"approval_{exc.outcome}", exc.message) from exc
         started = self.clock()
         status = "ok"
         result: dict[str, object] = {}
@@ -245,19 +260,23 @@ class Ladder:
             result = self._execute(vault.secret(request.credential), resolved)
         except ActionError as exc:
             status = exc.failure
-            refusal = Refusal(exc.code, 8, f"upstream_{exc.failure}", exc.message)
+            refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)
         except VaultLocked:
             # A lock from control.sock between the check above and this read: nothing ran,
             # and the agent hears `locked` (retry after an unlock), not an internal error.
             status = "locked"
-            refusal = Refusal("locked", 8, "locked", "the vault was locked before execution")
+            refusal = Refusal(
+                "locked", Rung.EXECUTE, "locked", "the vault was locked before execution"
+            )
         except Error as exc:
             status = "error"
-            refusal = Refusal("internal", 8, "internal", f"the action could not run: {exc.message}")
+            refusal = Refusal(
+                "internal", Rung.EXECUTE, "internal", f"the action could not run: {exc.message}"
+            )
         except Exception as exc:  # an executor bug must not kill the gateway or leak a trace
             status = "error"
             refusal = Refusal(
-                "internal", 8, "internal", f"the action failed ({type(exc).__name__})"
+                "internal", Rung.EXECUTE, "internal", f"the action failed ({type(exc).__name__})"
             )
         duration_ms = int((self.clock() - started) * 1000)
         try:
@@ -274,7 +293,7 @@ class Ladder:
         except Error as exc:
             raise Refusal(
                 "unavailable",
-                9,
+                Rung.OUTCOME,
                 "journal",
                 "the action ran but its outcome could not be recorded; do not retry automatically",
             ) from exc
@@ -303,25 +322,22 @@ class Ladder:
         request: ActionRequest | None,
         refusal: Refusal,
         intent: int | None,
-    ) -> None:
-        if refusal.rung >= 7 and refusal.category == "journal":
-            return  # the journal is what failed; the reply says so
-        body: dict[str, object] = {
-            "request_id": proposal.id,
-            "rung": refusal.rung,
-            "code": refusal.code,
-            "category": refusal.category,
-            "reason": refusal.message,
-            "requester": peer.as_record(),
-        }
+    ) -> Refusal:
+        """Journal ``refusal``; return the refusal to answer with (``unavailable`` before
+        rung 7 when its record could not be written)."""
+        if refusal.rung >= Rung.INTENT and refusal.category == "journal":
+            return refusal  # the journal is what failed; the reply says so
+        body = refusal_record(proposal.id, refusal, peer)
         body["request"] = request.shape() if request is not None else proposal_names(proposal)
         served = self.policies.served
         body["policy"] = served.digest if served is not None else None
         if intent is None and not self.budget.admit(peer.uid, refusal.category, record_size(body)):
-            return  # counted; journaled with its like in one `action.denied_many` record
+            return refusal  # counted; journaled with its like in one `action.denied_many` record
         try:
             ref = None if intent is None else {"intent": intent}
             self.journal.record("action.denied", body, ref=ref)
         except Error:
             # The refusal stands either way; a reply that nothing ran is still true.
-            refusal.code = "unavailable" if refusal.rung < 7 else refusal.code
+            if refusal.rung < Rung.INTENT:
+                return refusal.answered("unavailable")
+        return refusal

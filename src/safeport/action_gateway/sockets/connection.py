@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.sockets.peer_socket import PeerSocket, Sender
-from safeport.errors import Error, FrameTooLarge, WireError
+from safeport.errors import FrameTooLarge, WireError
 from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ReplyError, ReplyOk, error_reply, wire_form
 from safeport.shared.schemas.wire import ErrorCode, PendingNotice, Welcome
@@ -28,11 +28,13 @@ from safeport.shared.wire import (
     HEADER,
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
+    FrameCutShort,
+    FrameStalled,
+    NotUtf8,
     PeerClosed,
     encode_frame,
     frame_length,
 )
-from safeport.vault import VaultLocked
 
 log = logging.getLogger("safeport.gateway")
 
@@ -122,9 +124,9 @@ class Connection:
                     payload = b""
                 return payload, senders
         except TimeoutError:
-            raise WireError("partial frame timed out") from None
+            raise FrameStalled("partial frame timed out") from None
         except (asyncio.IncompleteReadError, PeerClosed, ConnectionError):
-            raise WireError("connection closed mid-frame") from None
+            raise FrameCutShort("connection closed mid-frame") from None
 
     async def send(self, message: Outgoing, *, limit: int = MAX_REPLY_BYTES) -> None:
         if self.closed:
@@ -185,9 +187,12 @@ def parse_request(
         return None, f"the message does not match the schema at `{where}` ({first['type']})"
 
 
-def code_for(exc: Error) -> ErrorCode:
-    """The reply code of one of our errors: a lock is ``locked``, a negative verdict ``denied``,
-    anything else (usage, a malformed value) ``invalid``."""
-    if isinstance(exc, VaultLocked):
-        return "locked"
-    return "denied" if exc.exit_code == 1 else "invalid"
+def frame_junk(exc: WireError) -> str:
+    """The junk count of a frame that could not be read whole: by the error's type, never its
+    text (a reason reworded must not move a frame from one count to another)."""
+    return "partial_frame" if isinstance(exc, FrameStalled) else "truncated"
+
+
+def payload_junk(exc: WireError) -> str:
+    """The junk count of a whole frame that does not decode to a JSON object: by type too."""
+    return "not_utf8" if isinstance(exc, NotUtf8) else "not_json"

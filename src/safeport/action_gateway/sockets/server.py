@@ -41,7 +41,13 @@ from pathlib import Path
 
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
 from safeport.action_gateway.policy.shares import Verdict, at_share, one_more
-from safeport.action_gateway.sockets.connection import Connection, Handler, ServerLimits
+from safeport.action_gateway.sockets.connection import (
+    Connection,
+    Handler,
+    ServerLimits,
+    frame_junk,
+    payload_junk,
+)
 from safeport.action_gateway.sockets.peer_socket import (
     SENDER_CHECK,
     PeerSocket,
@@ -319,7 +325,7 @@ class SocketServer:
                 await conn.send_error(None, "invalid", "the request is over the 64 KiB limit")
                 return
             except WireError as exc:
-                conn.junk["partial_frame" if "timed out" in exc.message else "truncated"] += 1
+                conn.junk[frame_junk(exc)] += 1
                 return
             if self._on_foreign_sender is not None and senders != {conn.peer.pid}:
                 await self._refuse_foreign(conn, payload, senders)
@@ -328,8 +334,7 @@ class SocketServer:
             try:
                 data = decode_payload(payload)
             except WireError as exc:
-                category = "not_utf8" if "UTF-8" in exc.message else "not_json"
-                conn.junk[category] += 1
+                conn.junk[payload_junk(exc)] += 1
                 await conn.send_error(None, "invalid", exc.message)
                 continue
             if data.get("v") != PROTOCOL_VERSION:
