@@ -35,6 +35,16 @@ PROPOSAL = {
 }
 
 
+# A whole result, as the ladder answers an SSH proposal (the reply is checked against its model).
+RESULT = {
+    "exit_status": 0,
+    "stdout": "ok\n",
+    "stderr": "",
+    "stdout_truncated": False,
+    "stderr_truncated": False,
+    "duration_ms": 3,
+}
+
 class LadderWithABug:
     """The core as the agent handler sees it, with a propose that fails like a bug would."""
 
@@ -59,7 +69,7 @@ class LadderWithABug:
     def propose(self, peer: PeerIdentity, proposal: object, cancel: threading.Event) -> Any:
         if self.failure is not None:
             raise self.failure
-        return {"exit_status": 0}
+        return dict(RESULT)
 
 
 async def _propose_through(core: LadderWithABug) -> dict[str, Any]:
@@ -99,7 +109,8 @@ def test_a_proposal_that_succeeds_is_answered_with_its_result_and_logs_no_error(
 ) -> None:
     caplog.set_level(logging.INFO, logger="safeport.gateway")
     reply = asyncio.run(_propose_through(LadderWithABug(None)))
-    assert reply == {"v": 1, "id": "p1", "ok": True, "result": {"exit_status": 0}}
+    assert reply["ok"] is True and reply["id"] == "p1"
+    assert {key: reply["result"][key] for key in RESULT} == RESULT
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
