@@ -45,6 +45,7 @@ RESULT = {
     "duration_ms": 3,
 }
 
+
 class LadderWithABug:
     """The core as the agent handler sees it, with a propose that fails like a bug would."""
 
