@@ -70,6 +70,20 @@ def test_a_secret_straddling_the_output_cap_is_withheld_whole() -> None:
     assert filtered["stdout_truncated"] is True and filtered["redacted"] == 1
 
 
+def test_a_stream_the_executor_cut_loses_its_partial_last_word_a_possible_secret_prefix() -> None:
+    token = github_token()
+    cut = SshExecResult(
+        exit_status=None,
+        stdout=f"line one\nexport TOKEN={token[:20]}",
+        stderr="",
+        stdout_truncated=True,
+        stderr_truncated=False,
+        duration_ms=1,
+    )
+    filtered = filter_ssh(cut, 1 << 20)
+    assert filtered["stdout"] == "line one\nexport " and filtered["stdout_truncated"] is True
+
+
 def test_secrets_nested_in_a_declared_field_and_in_its_keys_are_redacted_by_path() -> None:
     token, other = github_token(), github_token()
     result = HttpResult(

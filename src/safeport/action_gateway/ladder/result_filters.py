@@ -12,17 +12,29 @@ password a remote command prints, a token inside an API answer.
 
 from __future__ import annotations
 
+import re
+
 from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SshExecResult
 from safeport.shared.secret_scan import redact
+
+# Longer than any token format's prefix that could still be recognised whole; bounded so a
+# cut one-line answer (minified JSON) loses its end, not all of it.
+_PARTIAL_LAST_WORD = re.compile(r"\S{1,256}\Z")
 
 
 def filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
     data = result.model_dump()
     redactions: list[ResultRedaction] = []
     for stream in ("stdout", "stderr"):
-        # Redacted before the cap, so a secret straddling the cut is withheld whole rather than
-        # served as its first half.
-        text, found = _redacted(data[stream], stream)
+        text = data[stream]
+        assert isinstance(text, str)
+        if data[f"{stream}_truncated"]:
+            # The executor cut this stream at its cap: the last word may be the first part of a
+            # secret, too short for its format to be recognised, so it is not served.
+            text = _PARTIAL_LAST_WORD.sub("", text)
+        # Redacted before the cap here, so a secret straddling this cut is withheld whole
+        # rather than served as its first half.
+        text, found = _redacted(text, stream)
         redactions += found
         if len(text.encode("utf-8")) > cap:
             text = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
