@@ -71,8 +71,10 @@ class WrongPassphrase(Denied):
 class FakeVaultStore:
     """A vault in memory: one passphrase, token/ssh-key entries holding the canary."""
 
-    def __init__(self, passphrase: bytes, record: Recorder) -> None:
+    def __init__(self, passphrase: bytes, record: Recorder, ssh_key: bytes | None = None) -> None:
         self.path = Path("/nonexistent/vault.sp")
+        # A real private key for ssh-key entries when the harness drives a real sshd.
+        self.ssh_key = ssh_key
         self._passphrase = passphrase
         self._record = record
         self._accepted: AcceptedPolicy | None = None
@@ -150,7 +152,7 @@ class FakeUnlockedVault:
         self._check()
         self._store._record("vault.secret", name=name)
         if name.endswith("key"):
-            return SshKeySecret(private_key=SecretBytes(CANARY.encode()))
+            return SshKeySecret(private_key=SecretBytes(self._store.ssh_key or CANARY.encode()))
         if name.endswith("basic"):
             return BasicSecret(username="u", password=SecretBytes(CANARY.encode()))
         return TokenSecret(token=SecretBytes(CANARY.encode()))

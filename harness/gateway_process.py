@@ -2,6 +2,10 @@
 
     python -m harness.gateway_process --record FILE --passphrase-file FILE
 
+``--real-executor`` runs the gateway's own SSH and HTTPS executor instead (every name resolves
+to 127.0.0.1, where the tests' real sshd and TLS server listen), with ``--ssh-key-file`` as
+the key of every ssh-key credential.
+
 Locations come from SAFEPORT_HOME as for `sp gateway run`; timeouts are short so the suite
 stays fast. Everything else (sockets, identity, ladder, journals) is the real gateway.
 """
@@ -19,6 +23,7 @@ from harness.fakes import FakeVaultStore, Recorder, RecordingExecutor
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
 from safeport.action_gateway.daemon.run import run_gateway
 from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
+from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.sockets.connection import ServerLimits
@@ -57,6 +62,8 @@ def main() -> int:
         default=DEFAULT_SEGMENT_BYTES,
         help="rotate each journal at this size (small: rotations happen under the drill's kills)",
     )
+    parser.add_argument("--real-executor", action="store_true")
+    parser.add_argument("--ssh-key-file", type=Path, default=None)
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
     parser.add_argument("--refusals-per-window", type=int, default=None)
@@ -67,9 +74,15 @@ def main() -> int:
     store: VaultStore = (
         VaultFile.at(paths)
         if args.real_vault
-        else FakeVaultStore(args.passphrase_file.read_bytes().strip(), record)
+        else FakeVaultStore(
+            args.passphrase_file.read_bytes().strip(),
+            record,
+            ssh_key=args.ssh_key_file.read_bytes() if args.ssh_key_file else None,
+        )
     )
     executor: Executor = RecordingExecutor(record)
+    if args.real_executor:
+        executor = GatewayExecutor(resolver=lambda host, port: ["127.0.0.1"])
     if args.calls_dir is not None:
         executor = CallFileExecutor(args.calls_dir, paths.audit_dir / "actions.jsonl")
     parts = GatewayParts(

@@ -3,8 +3,9 @@
 It serves one certificate for two names (``api.safeport.test`` and ``other.safeport.test``);
 the executor reaches them through the injectable resolver, never /etc/hosts. Endpoints: JSON
 status, echo of the request target and Host, slow, huge, redirects (to the other name and to the
-metadata address), a header echo (to try to leak the credential), non-JSON and error answers.
-Every request is recorded so tests can prove that something never arrived.
+metadata address), a header echo (to try to leak the credential), non-JSON and error answers,
+and whatever JSON a test puts in ``answers`` for a path. Every request is recorded so tests can
+prove that something never arrived.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Recorded:
     requests: list[dict[str, Any]] = field(default_factory=list)
     connections: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # path (without query) -> the JSON a test wants served there, checked before the routes below
+    answers: dict[str, object] = field(default_factory=dict)
 
     def paths(self) -> list[str]:
         with self.lock:
@@ -71,7 +74,11 @@ class _Handler(BaseHTTPRequestHandler):
             )
         route = self.path.split("?", 1)[0]
         port = self.server.server_address[1]
-        if route.startswith("/v1/") and route.endswith("/status"):
+        with self.server.recorded.lock:
+            answer = self.server.recorded.answers.get(route)
+        if answer is not None:
+            self._json(200, answer)
+        elif route.startswith("/v1/") and route.endswith("/status"):
             parts = route.split("/")
             self._json(
                 200,

@@ -196,6 +196,7 @@ SURFACES: dict[str, set[str]] = {
         "Reply",
         "ReplyError",
         "ReplyOk",
+        "ResultRedaction",
         "SealedBody",
         "SshCatalogEntry",
         "SshCommand",

@@ -352,7 +352,12 @@ def test_with_every_rung_passing_the_action_runs_once_and_only_declared_fields_r
     tmp_path: Path,
 ) -> None:
     rig = Rig(tmp_path)
-    assert rig.propose() == {"status": 200, "fields": {"state": "ok"}}
+    assert rig.propose() == {
+        "status": 200,
+        "fields": {"state": "ok"},
+        "redacted": 0,
+        "redactions": [],
+    }
     assert rig.events == PASSING
     kinds = [(kind, ref) for kind, _, ref in rig.journal.records]
     assert kinds == [("action.intent", None), ("action.outcome", {"intent": 1})]

@@ -1,45 +1,110 @@
 """What of an executed action leaves the gateway (rung 9): to the agent and to the journal.
 
 The agent gets only what the policy declares (output capped per command, declared response
-fields per operation); the journal gets sizes and statuses, never served content.
+fields per operation), with every secret the detector finds replaced by ``[REDACTED:<kind>]``;
+the journal gets sizes, statuses and where secrets were withheld, never served content.
+
+The credential the gateway itself sent is caught earlier and differently: the HTTPS executor
+refuses a whole answer that echoes it in any encoding (``credential_echo.py``), because it knows
+the exact bytes. What is redacted here is every *other* secret a result may hold: a database
+password a remote command prints, a token inside an API answer.
 """
 
 from __future__ import annotations
 
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+import re
+
+from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SshExecResult
+from safeport.shared.secret_scan import redact
+
+# Longer than any token format's prefix that could still be recognised whole; bounded so a
+# cut one-line answer (minified JSON) loses its end, not all of it.
+_PARTIAL_LAST_WORD = re.compile(r"\S{1,256}\Z")
 
 
 def filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
     data = result.model_dump()
+    redactions: list[ResultRedaction] = []
     for stream in ("stdout", "stderr"):
         text = data[stream]
         assert isinstance(text, str)
+        if data[f"{stream}_truncated"]:
+            # The executor cut this stream at its cap: the last word may be the first part of a
+            # secret, too short for its format to be recognised, so it is not served.
+            text = _PARTIAL_LAST_WORD.sub("", text)
+        # Redacted before the cap here, so a secret straddling this cut is withheld whole
+        # rather than served as its first half.
+        text, found = _redacted(text, stream)
+        redactions += found
         if len(text.encode("utf-8")) > cap:
-            data[stream] = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
+            text = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
             data[f"{stream}_truncated"] = True
-    return data
+        data[stream] = text
+    return _with_redactions(data, redactions)
 
 
 def filter_http(result: HttpResult, response_fields: list[str]) -> dict[str, object]:
     allowed = set(response_fields)
-    return {
-        "status": result.status,
-        "fields": {name: value for name, value in result.fields.items() if name in allowed},
-    }
+    redactions: list[ResultRedaction] = []
+    fields: dict[str, object] = {}
+    for name, value in result.fields.items():
+        if name in allowed:
+            fields[name] = _redacted_value(value, name, redactions)
+    return _with_redactions({"status": result.status, "fields": fields}, redactions)
 
 
 def result_summary(result: dict[str, object]) -> dict[str, object]:
-    """Sizes and statuses only: served content never goes into a journal."""
+    """Sizes, statuses and redactions (kind, field, lines) only: served content never goes into
+    a journal."""
+    summary: dict[str, object] = {}
     if "exit_status" in result:
-        return {
+        summary = {
             "exit_status": result["exit_status"],
             "stdout_chars": len(str(result.get("stdout", ""))),
             "stderr_chars": len(str(result.get("stderr", ""))),
         }
-    if "status" in result:
+    elif "status" in result:
         fields = result.get("fields")
-        return {
+        summary = {
             "http_status": result["status"],
             "fields": sorted(fields) if isinstance(fields, dict) else [],
         }
-    return {}
+    redactions = result.get("redactions")
+    if redactions:
+        summary["redacted"] = redactions
+    return summary
+
+
+def _with_redactions(data: dict[str, object], found: list[ResultRedaction]) -> dict[str, object]:
+    data["redacted"] = len(found)
+    data["redactions"] = [item.model_dump() for item in found]
+    return data
+
+
+def _redacted(text: object, where: str) -> tuple[str, list[ResultRedaction]]:
+    assert isinstance(text, str)
+    clean, findings = redact(text)
+    return clean, [
+        ResultRedaction(field=where, kind=f.kind, line=f.line, end_line=f.end_line)
+        for f in findings
+    ]
+
+
+def _redacted_value(value: object, where: str, out: list[ResultRedaction]) -> object:
+    """``value`` (any JSON) with every string in it redacted, keys included: a hostile service
+    can put a token in a key as easily as in a value. Nested places are named by dotted path,
+    as declared fields are."""
+    if isinstance(value, str):
+        clean, found = _redacted(value, where)
+        out.extend(found)
+        return clean
+    if isinstance(value, list):
+        return [_redacted_value(item, f"{where}.{i}", out) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        cleaned: dict[str, object] = {}
+        for key, item in value.items():
+            clean_key, found = _redacted(str(key), f"{where} (key)")
+            out.extend(found)
+            cleaned[clean_key] = _redacted_value(item, f"{where}.{clean_key}", out)
+        return cleaned
+    return value

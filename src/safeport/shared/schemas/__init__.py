@@ -52,6 +52,7 @@ from safeport.shared.schemas.wire import (
     HttpResult,
     ProposeHttp,
     ProposeSsh,
+    ResultRedaction,
     SshExecResult,
 )
 
@@ -84,6 +85,7 @@ __all__ = [
     "Reply",
     "ReplyError",
     "ReplyOk",
+    "ResultRedaction",
     "SealedBody",
     "SshCatalogEntry",
     "SshCommand",

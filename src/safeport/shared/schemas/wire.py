@@ -87,6 +87,27 @@ class CancelResult(BaseModel):
     cancelled: bool
 
 
+class ResultRedaction(BaseModel):
+    """A secret the gateway withheld from an action's result: where it was and its kind, never
+    its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str = Field(
+        description="`stdout`, `stderr`, or the response field's path (`config.token`, `items.0`)"
+    )
+    kind: str = Field(description="what sort of secret (`github-token`, `private-key`, …)")
+    line: Annotated[int, Field(ge=1)]
+    end_line: Annotated[int, Field(ge=1)]
+
+
+REDACTED = (
+    "Secrets other than the policy's own credential found in the result, each replaced by "
+    "[REDACTED:<kind>] where named (kind, field and lines only; the value never leaves the "
+    "gateway)."
+)
+
+
 class SshExecResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -97,6 +118,8 @@ class SshExecResult(BaseModel):
     stderr_truncated: bool
     output_replaced: bool = False
     duration_ms: int
+    redacted: int = Field(default=0, ge=0, description="How many secrets were withheld.")
+    redactions: list[ResultRedaction] = Field(default_factory=list, description=REDACTED)
 
 
 class HttpResult(BaseModel):
@@ -104,6 +127,8 @@ class HttpResult(BaseModel):
 
     status: int
     fields: dict[str, Any]
+    redacted: int = Field(default=0, ge=0, description="How many secrets were withheld.")
+    redactions: list[ResultRedaction] = Field(default_factory=list, description=REDACTED)
 
 
 class Welcome(BaseModel):
