@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
+from benchmarks.secret_corpus.tokens import TOKENS
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.journaled_calls import JournaledServer
@@ -260,3 +265,74 @@ async def test_the_files_kept_on_disk_hold_no_secret_even_for_a_file_edited_afte
         data = file.read_bytes()
         for secret in secrets:
             assert not any(p.encode() in data for p in _pieces(secret)), (file.name, secret[:4])
+
+
+# -- property: a generated token in random text never shows through any excerpt -------------
+
+AROUND = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=120)
+SEPARATORS = st.sampled_from([" ", "\n", '"', "'", "=", ": ", "(", ",", "\t", "`"])
+
+
+@pytest.fixture(scope="module")
+def property_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceService]:
+    base = tmp_path_factory.mktemp("property")
+    (base / "ws").mkdir()
+    previous = os.environ.get("SAFEPORT_HOME")
+    os.environ["SAFEPORT_HOME"] = str(base / "home")
+    try:
+        _, service = _server(base / "ws")
+        yield service
+        service.journal.close()
+    finally:
+        if previous is None:
+            del os.environ["SAFEPORT_HOME"]
+        else:
+            os.environ["SAFEPORT_HOME"] = previous
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(TOKENS)),
+    before=AROUND,
+    left=SEPARATORS,
+    right=SEPARATORS,
+    after=AROUND,
+    pad=st.integers(0, 2100),
+    start_column=st.integers(1, 2300),
+    max_lines=st.integers(1, 3),
+)
+def test_a_generated_token_in_random_text_never_shows_through_an_excerpt(
+    property_service: WorkspaceService,
+    kind: str,
+    before: str,
+    left: str,
+    right: str,
+    after: str,
+    pad: int,
+    start_column: int,
+    max_lines: int,
+) -> None:
+    secret = TOKENS[kind]()
+    text = "x" * pad + before + left + secret + right + after + "\n"
+    root = Path(property_service.workspace.roots[0].path)
+    (root / "random.txt").write_text(text)
+    line = text[: text.index(secret)].count("\n") + 1
+    served: list[str] = []
+    excerpt = property_service.read_file_excerpt("random.txt", line, max_lines, start_column)
+    served += excerpt.lines
+    for _ in range(4):  # on through the splits of a long line
+        if excerpt.next_line is None:
+            break
+        excerpt = property_service.read_file_excerpt(
+            "random.txt",
+            excerpt.next_line,
+            max_lines,
+            excerpt.next_column or 1,
+            excerpt.next_cursor,
+        )
+        served += excerpt.lines
+    served.append(property_service.read_file("random.txt").text)
+    shown = "\n".join(served)
+    # No ten characters of the value's random tail are served anywhere (a generated sample may
+    # carry what is not secret before it: a connection string's account name, a URL's host).
+    assert not any(p in shown for p in _pieces(secret[-24:])), (kind, start_column)

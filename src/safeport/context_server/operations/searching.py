@@ -158,8 +158,13 @@ def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]
     # Numbered as read_file's excerpts number them (only "\n" ends a line), so a hit's line is
     # the line an excerpt from that number starts with. Searched in the redacted text (the
     # marker keeps every line): no query confirms any part of a secret, whether the candidate
-    # came from the index (which holds redacted text too) or from a scan of the files.
-    text, _ = redact(data.decode("utf-8", "replace"))
+    # came from the index (which holds redacted text too) or from a scan of the files. A file
+    # where the query is nowhere (as written, or as a marker's "[REDACTED") has no hit either
+    # way and is not redacted: a scan looks at every file.
+    text = data.decode("utf-8", "replace")
+    if needle not in text.casefold() and "redacted" not in needle and needle not in "[redacted:":
+        return []
+    text, _ = redact(text)
     for number, line in enumerate(split_lines(text), 1):
         at = line.casefold().find(needle)
         if at < 0:
