@@ -23,6 +23,7 @@ from benchmarks.secret_corpus.tokens import TOKENS
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.journaled_calls import JournaledServer
+from tests.context_server.test_direct import call, initialised
 
 pytestmark = pytest.mark.anyio
 
@@ -146,10 +147,36 @@ async def test_read_tools_withhold_each_secret_and_serve_the_lines_beside_byte_f
             assert fetched[0]["structured"]["metadata"]["redacted_lines"] == [2, 3]
             legit = await _call(client, "read_file", {"path": "app/legit.py"})
             assert legit["structured"]["text"] == LEGIT and legit["structured"]["redacted"] == 0
+            changes = await _call(client, "get_recent_changes", {})
+            assert changes["structured"]["changes"]  # paths and sizes, never content
             health = await _call(client, "get_health", {})
             assert health["structured"]["secrets_redacted"] == 2 * (2 + 1 + 1) + 4
-            for answer in (settings, ops, registry, many, *fetched, legit, health):
+            for answer in (settings, ops, registry, many, *fetched, legit, changes, health):
                 assert _leaks(answer["wire"], key) == []
+
+
+async def test_the_transport_direct_answers_are_redacted_as_the_sdk_answers(
+    served: tuple[Path, Path, str],
+) -> None:
+    root, _, key = served
+    server, _ = _server(root)
+    direct = initialised(server)
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": "app/settings.py"}),
+        ("read_file_excerpt", {"path": "app/settings.py", "start_line": 2, "start_column": 20}),
+        ("read_file_excerpt", {"path": "docs/ops.md", "start_line": 7}),
+    ]
+    with anyio.fail_after(30):
+        async with Client(server) as client:
+            for number, (name, args) in enumerate(cases, 1):
+                sdk = await _call(client, name, args)
+                frame = await direct.answer(call(number, name, args))
+                assert frame is not None
+                ours = json.loads(frame)["result"]
+                assert ours["structuredContent"] == sdk["structured"]
+                assert ours["structuredContent"]["redacted"] >= 1
+                assert _leaks(frame.decode(), key) == [] and _leaks(sdk["wire"], key) == []
+    server.service.journal.close()
 
 
 async def test_no_excerpt_shows_a_piece_of_a_secret_wherever_it_starts_or_is_cut(
