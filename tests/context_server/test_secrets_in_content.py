@@ -6,6 +6,7 @@ for byte."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from benchmarks.secret_corpus.tokens import TOKENS
-from safeport.context_server import ServeOptions, build_server
+from safeport.context_server import Refused, ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.journaled_calls import JournaledServer
 from tests.context_server.test_direct import call, initialised
@@ -147,6 +148,12 @@ async def test_read_tools_withhold_each_secret_and_serve_the_lines_beside_byte_f
             assert fetched[0]["structured"]["metadata"]["redacted_lines"] == [2, 3]
             legit = await _call(client, "read_file", {"path": "app/legit.py"})
             assert legit["structured"]["text"] == LEGIT and legit["structured"]["redacted"] == 0
+            # A hash would confirm a guess of what was withheld: refused for such a file only.
+            for path in ("app/settings.py", "docs/ops.md", "registry.json"):
+                hashed = await client.call_tool("get_file_info", {"path": path, "sha256": True})
+                assert hashed.is_error and "holds a secret" in str(hashed.content)
+            info = await _call(client, "get_file_info", {"path": "app/legit.py", "sha256": True})
+            assert info["structured"]["sha256"] == hashlib.sha256(LEGIT.encode()).hexdigest()
             changes = await _call(client, "get_recent_changes", {})
             assert changes["structured"]["changes"]  # paths and sizes, never content
             health = await _call(client, "get_health", {})
@@ -363,3 +370,24 @@ def test_a_generated_token_in_random_text_never_shows_through_an_excerpt(
     # No ten characters of the value's random tail are served anywhere (a generated sample may
     # carry what is not secret before it: a connection string's account name, a URL's host).
     assert not any(p in shown for p in _pieces(secret[-24:])), (kind, start_column)
+
+
+def test_a_secret_anywhere_in_a_large_file_is_seen_across_the_hashing_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAFEPORT_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    key = _key(tmp_path)
+    filler = "value = 1\n" * ((1 << 20) // 10 - 3)
+    (root / "key_across.md").write_text(filler + key + filler)
+    (root / "token_far.txt").write_text(filler * 3 + f"x = {TOKEN}\n")
+    (root / "clean.txt").write_text(filler * 2)
+    _, service = _server(root)
+    for path in ("key_across.md", "token_far.txt"):
+        with pytest.raises(Refused, match="holds a secret"):
+            service.get_file_info(path, sha256=True)
+    assert service.get_file_info("clean.txt", sha256=True).sha256 == (
+        hashlib.sha256((filler * 2).encode()).hexdigest()
+    )
+    service.journal.close()

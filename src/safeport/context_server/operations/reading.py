@@ -12,6 +12,7 @@ from safeport.context_server.operations.base import Operations, clamp, iso_time
 from safeport.context_server.operations.excerpt import Position, read_excerpt
 from safeport.context_server.operations.redacting import (
     LOOKAHEAD_BYTES,
+    SecretWatch,
     redact_excerpt,
     redact_head,
     redactions,
@@ -180,13 +181,20 @@ class ReadingOperations(Operations):
 
     def _sha256(self, located: Located) -> str:
         h = hashlib.sha256()
+        # The hash of a file holding a secret confirms a guess of that secret (a short password
+        # beside text the agent has read): it is refused, as the secret itself is withheld.
+        watch = SecretWatch()
         with self.workspace.open_checked(located) as (fd, size):
             if size > self.workspace.policy.max_file_bytes:
                 raise refusal("too-large")
             offset = 0
             while offset < size and (block := os.pread(fd, min(1 << 20, size - offset), offset)):
                 h.update(block)  # never past the size at open: a growing file is not chased
+                watch.feed(block)
                 offset += len(block)
+        watch.feed(b"", last=True)
+        if watch.found:
+            raise refusal("holds-secret")
         return h.hexdigest()
 
 

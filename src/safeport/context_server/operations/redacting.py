@@ -96,6 +96,31 @@ def redact_excerpt(
     return served, found
 
 
+class SecretWatch:
+    """Whether a file fed block by block holds a secret. Each block is judged with the last
+    :data:`CONTEXT_BYTES` before it, so a secret across two blocks (a key block too) is seen
+    whole in one of them."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self._tail = b""
+
+    def feed(self, block: bytes, last: bool = False) -> None:
+        if self.found:
+            return
+        data = self._tail + block
+        cut = len(data) if last else data.rfind(b"\n") + 1
+        if cut == 0 and len(data) > 4 * CONTEXT_BYTES:
+            cut = len(data)  # one long line: judged in pieces that overlap by CONTEXT_BYTES
+        if cut == 0:
+            self._tail = data
+            return
+        if find_secrets(data[:cut].decode("utf-8", "replace")):
+            self.found = True
+            return
+        self._tail = data[max(0, cut - CONTEXT_BYTES) :]
+
+
 def _byte_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
