@@ -1,8 +1,9 @@
 """The search index's SQLite file: schema, the rows a refresh compares with, and its writes.
 
-One ``files`` row per indexed file (root, relative path, size, mtime) and its text in an FTS5
-table with the trigram tokenizer. ``secure_delete`` zeroes what a removed or replaced row held,
-so the text of a file that became private does not linger in free pages of the database.
+One ``files`` row per indexed file (root, relative path, size, mtime) and its text, secrets
+withheld (``shared.secret_scan``), in an FTS5 table with the trigram tokenizer. ``secure_delete``
+zeroes what a removed or replaced row held, so the text of a file that became private does not
+linger in free pages of the database.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Literal
 from safeport.context_server.policy.read_policy import looks_binary
 from safeport.context_server.workspace.walk import WalkedFile
 from safeport.errors import EnvironmentProblem
+from safeport.shared.secret_scan import redact
 
 MAX_INDEXED_BYTES = 1024 * 1024
 # 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
-SCHEMA_VERSION = 2
+# 3: the text is stored redacted; an older file may hold secrets and is dropped.
+SCHEMA_VERSION = 3
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
@@ -131,4 +134,6 @@ def _text_of(head: bytes | None) -> str | None:
     """The text to index, or None for a file unread, too large or binary to be worth it."""
     if head is None or len(head) > MAX_INDEXED_BYTES or looks_binary(head):
         return None
-    return head.decode("utf-8", "replace")
+    # Only redacted text is ever stored: no query can confirm a piece of a secret, and the
+    # database file on disk holds none.
+    return redact(head.decode("utf-8", "replace"))[0]

@@ -79,6 +79,7 @@ class FeedOperations(Operations):
             ),
             index_error=self.index.last_error,
             journal_records_written=self.journal.head_seq,
+            secrets_redacted=self.secrets_redacted,
             policy=self.policy,
             instance=self.feed.instance,
         )

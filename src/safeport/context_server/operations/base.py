@@ -55,6 +55,8 @@ class Operations:
         self.index = index
         self.feed = feed
         self.journal = journal
+        # Secrets withheld from what this instance served (get_health); a count, never a value.
+        self.secrets_redacted = 0
 
     @property
     def policy(self) -> dict[str, object]:

@@ -35,6 +35,8 @@ class Excerpt:
     end_of_file: bool
     next: Position | None  # where the next excerpt starts; None at the end of the file
     reached: bool  # False: the scan budget ran out before the excerpt's start
+    # The file's bytes [start, end) each line was decoded from: what redaction looks around.
+    ranges: tuple[tuple[int, int], ...] = ()
 
 
 def read_excerpt(
@@ -51,7 +53,9 @@ def read_excerpt(
     """Lines from (``line``, ``column``), reading ``chunks`` (the file from ``origin.offset``)."""
     cur_line, cur_col = origin.line, origin.column
     lines: list[str] = []
+    ranges: list[tuple[int, int]] = []
     piece: list[str] = []
+    piece_at = origin.offset
     piece_len = 0
     piece_col = column
     collecting = cur_line > line or (cur_line == line and cur_col >= column)
@@ -73,6 +77,7 @@ def read_excerpt(
                     i = block.index(b"\n", i) + 1
                 cur_line, cur_col = line, 1
                 collecting = column <= 1
+                piece_at = base + i
                 continue
             nl = block.find(b"\n", i)
             end = nl if nl >= 0 else size_b
@@ -88,15 +93,18 @@ def read_excerpt(
                         collecting = True
                         piece_col = column
                         lines.append("")
+                        ranges.append((base + nl, base + nl))
                         cur_line, cur_col = cur_line + 1, 1
                         i = nl + 1
+                        piece_at = base + i
                         if len(lines) >= max_lines:
-                            return _stopped(lines, Position(base + i, cur_line, 1), size)
+                            return _stopped(lines, ranges, Position(base + i, cur_line, 1), size)
                     continue
                 i += len(text[:need].encode("utf-8", "surrogateescape"))
                 cur_col = column
                 collecting = True
                 piece_col = column
+                piece_at = base + i
                 continue
             room = MAX_LINE_CHARS - piece_len
             if len(text) > room or (len(text) == room and nl < 0 and base + end < size):
@@ -104,8 +112,13 @@ def read_excerpt(
                 piece.append(taken)
                 lines.append(_served("".join(piece)))
                 cut = i + len(taken.encode("utf-8", "surrogateescape"))
+                ranges.append((piece_at, base + cut))
                 return Excerpt(
-                    lines, False, Position(base + cut, cur_line, piece_col + MAX_LINE_CHARS), True
+                    lines,
+                    False,
+                    Position(base + cut, cur_line, piece_col + MAX_LINE_CHARS),
+                    True,
+                    tuple(ranges),
                 )
             piece.append(text)
             piece_len += len(text)
@@ -114,11 +127,13 @@ def read_excerpt(
                 i = end
                 continue
             lines.append(_served("".join(piece)))
+            ranges.append((piece_at, base + nl))
             piece, piece_len = [], 0
             cur_line, cur_col, piece_col = cur_line + 1, 1, 1
             i = nl + 1
+            piece_at = base + i
             if len(lines) >= max_lines or served >= max_chars:
-                return _stopped(lines, Position(base + i, cur_line, 1), size)
+                return _stopped(lines, ranges, Position(base + i, cur_line, 1), size)
         offset = base + size_b
         if not collecting:
             scanned += size_b
@@ -126,13 +141,14 @@ def read_excerpt(
                 return Excerpt([], False, Position(offset, cur_line, cur_col), False)
     if piece_len or (collecting and piece):
         lines.append(_served("".join(piece)))
-    return Excerpt(lines, True, None, True)
+        ranges.append((piece_at, offset))
+    return Excerpt(lines, True, None, True, tuple(ranges))
 
 
-def _stopped(lines: list[str], at: Position, size: int) -> Excerpt:
+def _stopped(lines: list[str], ranges: list[tuple[int, int]], at: Position, size: int) -> Excerpt:
     if at.offset >= size:
-        return Excerpt(lines, True, None, True)
-    return Excerpt(lines, False, at, True)
+        return Excerpt(lines, True, None, True, tuple(ranges))
+    return Excerpt(lines, False, at, True, tuple(ranges))
 
 
 def _served(text: str) -> str:

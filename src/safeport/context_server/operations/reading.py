@@ -10,6 +10,13 @@ from collections.abc import Sequence
 
 from safeport.context_server.operations.base import Operations, clamp, iso_time
 from safeport.context_server.operations.excerpt import Position, read_excerpt
+from safeport.context_server.operations.redacting import (
+    LOOKAHEAD_BYTES,
+    SecretWatch,
+    redact_excerpt,
+    redact_head,
+    redactions,
+)
 from safeport.context_server.operations.tool_results import (
     FileContent,
     FileExcerpt,
@@ -33,7 +40,7 @@ class ReadingOperations(Operations):
     def read_file(self, path: str) -> FileContent:
         located = self.workspace.readable_file(path)
         cap = self.workspace.policy.max_read_bytes
-        read = self.workspace.read_head(located, cap + 1)
+        read = self.workspace.read_head(located, cap + 1 + LOOKAHEAD_BYTES)
         data = read.data
         truncated = len(data) > cap
         if truncated:
@@ -41,7 +48,8 @@ class ReadingOperations(Operations):
             cut = data.rfind(b"\n")
             if cut >= cap // 2:
                 data = data[: cut + 1]  # whole lines read better than a torn one
-        text = data.decode("utf-8", "replace")
+        text, findings = redact_head(read.data, data)
+        self.secrets_redacted += len(findings)
         next_line = data.count(b"\n") + 1 if truncated else None
         hint = (
             f"the file is {read.total_bytes} bytes; this is the first {len(data)}. "
@@ -57,6 +65,8 @@ class ReadingOperations(Operations):
             served_bytes=len(data),
             next_line=next_line,
             hint=hint,
+            redacted=len(findings),
+            redactions=redactions(findings),
         )
 
     def read_file_excerpt(
@@ -84,6 +94,10 @@ class ReadingOperations(Operations):
                 max_lines=max_lines,
                 max_chars=self.workspace.policy.max_read_bytes,
             )
+        lines, withheld = redact_excerpt(
+            found.lines, found.ranges, start_line, lambda a, b: self._window(located, a, b)
+        )
+        self.secrets_redacted += len(withheld)
         nxt = found.next
         hint = None
         if not found.reached:
@@ -96,7 +110,7 @@ class ReadingOperations(Operations):
             path=path,
             start_line=start_line,
             start_column=start_column,
-            lines=found.lines,
+            lines=lines,
             end_of_file=found.end_of_file,
             next_line=(nxt.line if found.reached else start_line) if nxt else None,
             next_column=(
@@ -106,7 +120,22 @@ class ReadingOperations(Operations):
             ),
             next_cursor=_excerpt_cursor(located, nxt) if nxt else None,
             hint=hint,
+            redacted=len(withheld),
+            redactions=withheld,
         )
+
+    def _window(self, located: Located, start: int, end: int) -> bytes:
+        """The file's bytes [start, end) (fewer at its end): the context of an excerpt."""
+        blocks: list[bytes] = []
+        got = 0
+        chunks = self.workspace.iter_chunks(located, 1 << 16, start=start)
+        with contextlib.closing(chunks):
+            for block in chunks:
+                blocks.append(block[: end - start - got])
+                got += len(blocks[-1])
+                if got >= end - start:
+                    break
+        return b"".join(blocks)
 
     def read_multiple_files(self, paths: Sequence[str]) -> MultipleFiles:
         if not isinstance(paths, list) or not paths:
@@ -152,13 +181,20 @@ class ReadingOperations(Operations):
 
     def _sha256(self, located: Located) -> str:
         h = hashlib.sha256()
+        # The hash of a file holding a secret confirms a guess of that secret (a short password
+        # beside text the agent has read): it is refused, as the secret itself is withheld.
+        watch = SecretWatch()
         with self.workspace.open_checked(located) as (fd, size):
             if size > self.workspace.policy.max_file_bytes:
                 raise refusal("too-large")
             offset = 0
             while offset < size and (block := os.pread(fd, min(1 << 20, size - offset), offset)):
                 h.update(block)  # never past the size at open: a growing file is not chased
+                watch.feed(block)
                 offset += len(block)
+        watch.feed(b"", last=True)
+        if watch.found:
+            raise refusal("holds-secret")
         return h.hexdigest()
 
 

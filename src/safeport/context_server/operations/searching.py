@@ -16,6 +16,7 @@ from safeport.context_server.policy.private_names import normalise
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, looks_binary
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.context_server.workspace.walk import WalkedFile
+from safeport.shared.secret_scan import redact
 from safeport.shared.text_lines import split_lines
 
 MAX_QUERY_CHARS = 500
@@ -155,8 +156,16 @@ def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]
     needle = query.casefold()
     hits = []
     # Numbered as read_file's excerpts number them (only "\n" ends a line), so a hit's line is
-    # the line an excerpt from that number starts with.
-    for number, line in enumerate(split_lines(data.decode("utf-8", "replace")), 1):
+    # the line an excerpt from that number starts with. Searched in the redacted text (the
+    # marker keeps every line): no query confirms any part of a secret, whether the candidate
+    # came from the index (which holds redacted text too) or from a scan of the files. A file
+    # where the query is nowhere (as written, or as a marker's "[REDACTED") has no hit either
+    # way and is not redacted: a scan looks at every file.
+    text = data.decode("utf-8", "replace")
+    if needle not in text.casefold() and "redacted" not in needle and needle not in "[redacted:":
+        return []
+    text, _ = redact(text)
+    for number, line in enumerate(split_lines(text), 1):
         at = line.casefold().find(needle)
         if at < 0:
             continue

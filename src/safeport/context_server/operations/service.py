@@ -68,5 +68,7 @@ class WorkspaceService(FolderOperations, ReadingOperations, SearchOperations, Fe
                 "total_bytes": content.total_bytes,
                 "served_bytes": content.served_bytes,
                 "truncated": content.truncated,
+                "redacted": content.redacted,
+                "redacted_lines": sorted({r.line for r in content.redactions}),
             },
         )

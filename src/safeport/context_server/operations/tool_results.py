@@ -89,6 +89,20 @@ class DirectoryTree(EntryGroups):
     max_entries: int
 
 
+class Redaction(BaseModel):
+    """A secret withheld from the text served: its kind and lines, never its value."""
+
+    kind: str
+    line: int
+    end_line: int
+
+
+REDACTED = (
+    "Secrets found in the text, each replaced by [REDACTED:<kind>] on the lines named "
+    "(kind and lines only; the value is never served)."
+)
+
+
 class FileContent(ToolResult):
     path: str
     text: str
@@ -99,6 +113,8 @@ class FileContent(ToolResult):
         default=None, description="When truncated: continue with read_file_excerpt(start_line=…)."
     )
     hint: str | None = None
+    redacted: int = Field(default=0, description="How many secrets were withheld.")
+    redactions: list[Redaction] = Field(default_factory=list, description=REDACTED)
 
 
 class FileExcerpt(ToolResult):
@@ -117,6 +133,8 @@ class FileExcerpt(ToolResult):
         "start_column=next_column to continue without rescanning the file.",
     )
     hint: str | None = None
+    redacted: int = Field(default=0, description="How many served lines had a secret withheld.")
+    redactions: list[Redaction] = Field(default_factory=list, description=REDACTED)
 
 
 class MultiFileItem(BaseModel):
@@ -225,5 +243,8 @@ class Health(ToolResult):
     index_last_refresh: str | None
     index_error: str | None
     journal_records_written: int
+    secrets_redacted: int = Field(
+        default=0, description="Secrets withheld from reads this server instance served."
+    )
     policy: dict[str, object]
     instance: str

@@ -64,6 +64,7 @@ SENTENCES: dict[str, str] = {
     "not-found": "not found: no such file or folder in the served workspace",
     "changed": "refused: the file changed while it was being opened; try again",
     "too-large": "refused: the file is over the size this tool reads",
+    "holds-secret": "refused: the file holds a secret, and its hash would confirm a guess of it",
     "not-a-file": "refused: the path is a folder, not a file",
     "not-a-folder": "refused: the path is a file, not a folder",
     "too-many-links": "refused: the path follows more than 40 symbolic links (a loop or an "
