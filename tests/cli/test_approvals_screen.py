@@ -89,9 +89,11 @@ async def _drive(home: Path) -> None:
         await asyncio.sleep(1.6)
         await pilot.press("y")  # this card (a long requester chain) goes on below the pane
         await until(lambda: "PgDn to its end first" in app.outcomes[-1])
+        # Paged to its end: the view notes the last row once a refresh has drawn it, which on
+        # busy cores can come after the key, so wait for the note rather than a fixed pause.
         for _ in range(8):
             await pilot.press("pagedown")
-        await pilot.pause()
+        await until(lambda: app._seen_whole)
         await pilot.press("y")
         await until(lambda: any("card" in line and ": approved" in line for line in app.outcomes))
         reply = agent.next(15)

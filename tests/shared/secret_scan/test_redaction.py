@@ -62,3 +62,12 @@ def test_a_huge_file_with_one_secret_in_the_middle() -> None:
     text = "x = 1\n" * 200_000 + f"HF_TOKEN={token}\n" + "y = 2\n" * 200_000
     redacted, findings = redact(text)
     assert token not in redacted and findings == (Finding("huggingface-token", 200_001, 200_001),)
+
+
+def test_text_holding_a_lone_surrogate_is_scanned_not_refused() -> None:
+    # Bytes that were not UTF-8, decoded with surrogateescape, still get their secrets found.
+    token = "ghp_" + "a1B2" * 9
+    text = f"x \udc80 y\ntoken = {token}\n"
+    redacted, findings = redact(text)
+    assert token not in redacted and "\udc80" in redacted
+    assert [finding.line for finding in findings] == [2]

@@ -73,7 +73,14 @@ _AUTOMATON = ahocorasick_rs.AhoCorasick(LITERALS)
 
 def hits(text: str) -> list[tuple[int, int, Anchor]]:
     """Each anchor occurrence in ``text`` as (start, end, what it wakes), in text order."""
-    found = _AUTOMATON.find_matches_as_indexes(text, overlapping=True)
+    try:
+        found = _AUTOMATON.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:
+        # A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) cannot
+        # cross into the automaton; one U+FFFD in its place keeps every index where it was, and
+        # a scan that fails would serve the text unscanned.
+        clean = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+        found = _AUTOMATON.find_matches_as_indexes(clean, overlapping=True)
     if not found:
         return []
     found.sort(key=lambda hit: hit[1])
