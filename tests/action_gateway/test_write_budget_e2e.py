@@ -4,6 +4,7 @@ whose requester pads its identity, each bounded per uid beside the legitimate us
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -64,10 +65,14 @@ def test_failed_passphrase_proofs_past_the_uid_budget_are_counted_not_journaled_
     try:
         before = len(gw.journal("sessions"))
         guesses = 7
-        threads = [
-            threading.Thread(target=lambda: gw.control("vault.unlock", passphrase="wrong"))
-            for _ in range(guesses)
-        ]
+
+        def guess() -> None:
+            # The later guesses wait out delays longer than the harness's socket timeout; their
+            # answer does not matter here, only what the gateway journals.
+            with contextlib.suppress(TimeoutError):
+                gw.control("vault.unlock", passphrase="wrong")
+
+        threads = [threading.Thread(target=guess) for _ in range(guesses)]
         for thread in threads:
             thread.start()
         for thread in threads:
