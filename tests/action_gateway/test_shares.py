@@ -7,16 +7,18 @@ import contextlib
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from safeport.action_gateway.approvals.broker import MAX_PENDING_CARDS, ApprovalRefused, Approvals
 from safeport.action_gateway.evidence.journal_space import JournalSpace
+from safeport.action_gateway.evidence.journals import DurableJournal, _flush_tallies
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.shares import at_share, one_more, share
-from safeport.errors import Denied
+from safeport.errors import Denied, JournalUnavailable
 from tests.action_gateway.test_approvals_unit import INIT, Clock, Journal, Liveness, proc, request
 
 
@@ -145,3 +147,39 @@ def test_the_free_space_check_reads_the_folder(tmp_path: Path) -> None:
     assert low is not None and "almost full" in low
     view = JournalSpace(folder, reserve_bytes=2**62).view()
     assert view["low"] is True and int(str(view["free_bytes"])) > 0
+
+
+class JournalThatFails:
+    """Takes ``room`` records, then fails as a full disk would."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.written: list[str] = []
+
+    def record(self, kind: str, body: dict[str, object]) -> None:
+        if len(self.written) == self.room:
+            raise JournalUnavailable("journal actions.jsonl could not be written")
+        self.written.append(kind)
+
+
+def test_tallies_a_failing_journal_did_not_take_are_kept_and_the_failure_is_raised() -> None:
+    clock, wall = Clock(), Clock()
+    budget = RefusalBudget(full_per_window=0, window_s=60, clock=clock, wall=wall)
+    for category in ("caller", "rate", "junk"):
+        budget.admit(1000, category)
+    clock.now += 60
+    journal = JournalThatFails(room=1)
+    with pytest.raises(JournalUnavailable):
+        _flush_tallies(budget, cast(DurableJournal, journal), lambda c: f"{c}_many", False)
+    assert len(journal.written) == 1
+    kept = budget.due(everything=True)
+    assert len(kept) == 2 and sum(t.count for t in kept) == 2  # nothing counted twice or lost
+    # The legitimate flush: a journal with room takes every tally, and none is kept.
+    for category in ("caller", "rate"):
+        budget.admit(1000, category)
+    clock.now += 60
+    roomy = JournalThatFails(room=10)
+    _flush_tallies(budget, cast(DurableJournal, roomy), lambda c: f"{c}_many", False)
+    assert (
+        sorted(roomy.written) == ["caller_many", "rate_many"] and budget.due(everything=True) == []
+    )

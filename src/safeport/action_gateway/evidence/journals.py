@@ -164,9 +164,13 @@ def _flush_tallies(
 ) -> None:
     """Journal the tallies whose window ended; one that could not be written is kept."""
     tallies = budget.due(everything=everything)
-    for done, tally in enumerate(tallies):
-        try:
+    written = 0
+    try:
+        for tally in tallies:
             journal.record(kind(tally.category), tally.body())
-        except Exception:
-            budget.put_back(tallies[done:])
-            raise
+            written += 1
+    finally:
+        # Whatever stopped the loop (the journal's own error, raised on to the caller), the
+        # tallies not yet on disk go back to be written at the next try.
+        if written < len(tallies):
+            budget.put_back(tallies[written:])
