@@ -74,7 +74,9 @@ async def _drive(home: Path) -> None:
     secret = SecretBytes(PASSPHRASE.encode())
     app = ApprovalsApp(lambda tell: ApprovalLink(paths, secret, tell))
     agent = AgentProcess(home, ["flock", "-s", str(home / "client.lock")])
-    async with app.run_test(size=(110, 48)) as pilot:
+    # A short screen: the card (at least the requester, flock and the test run above them)
+    # must go on below its pane however few ancestors the run has, so the PgDn rule is met.
+    async with app.run_test(size=(110, 28)) as pilot:
         await until(lambda: text_of(app, "#state") == "gateway: connected")
         await pilot.press("y")
         await until(lambda: "no card is waiting; that key was ignored" in app.outcomes[-1])
@@ -87,7 +89,9 @@ async def _drive(home: Path) -> None:
         await pilot.press("y")  # at once: meant for the screen before the card
         await until(lambda: "key ignored: this card was just shown" in app.outcomes[-1])
         await asyncio.sleep(1.6)
-        await pilot.press("y")  # this card (a long requester chain) goes on below the pane
+        box = app.query_one("#card-box")
+        assert app._lines_shown > box.scrollable_content_region.height  # the premise
+        await pilot.press("y")  # this card goes on below the pane
         await until(lambda: "PgDn to its end first" in app.outcomes[-1])
         # Paged to its end: the view notes the last row once a refresh has drawn it, which on
         # busy cores can come after the key, so wait for the note rather than a fixed pause.
