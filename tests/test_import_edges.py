@@ -478,6 +478,8 @@ DECISION_MODULES = {
         "shared.schemas.audit",
         "shared.schemas.catalog",
         "shared.schemas.config",
+        "shared.schemas.config_gateway",
+        "shared.schemas.config_problems",
         "shared.schemas.control",
         "shared.schemas.replies",
         "shared.schemas.wire",

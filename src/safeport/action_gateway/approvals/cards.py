@@ -38,6 +38,8 @@ class ActionRequest:
     policy_digest: str
     read_only: bool
     prepared: SshAction | HttpAction  # the one rendering: the card shows it, the executor runs it
+    # For a session card: every `target.operation` the session lets this process run unasked.
+    session_covers: tuple[str, ...] = ()
 
     @property
     def args_digest(self) -> str:
@@ -114,9 +116,10 @@ def scope_text(request: ActionRequest, session_max_s: float) -> str:
     """What a yes allows, in words."""
     if request.scope == "session":
         minutes = round(session_max_s / 60)
+        covers = f" for {', '.join(request.session_covers)}" if request.session_covers else ""
         return (
-            f"this process may use {request.credential} without asking again until it exits, "
-            f"at most {minutes} minutes"
+            f"this process may use {request.credential}{covers} without asking again until it "
+            f"exits, at most {minutes} minutes"
         )
     return "this one request only"
 

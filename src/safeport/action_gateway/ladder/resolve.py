@@ -17,7 +17,7 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.config import GatewayPolicy, ParamSpec, approval_of
 from safeport.shared.schemas.wire import ProposeHttp, ProposeSsh
 
 Proposal = ProposeSsh | ProposeHttp
@@ -52,6 +52,7 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
                 proposal.host_id, host, proposal.command_id, command, args
             )
         credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
+        scope = approval_of(policy.credentials[credential_id], command)
     else:
         service = policy.http.services.get(proposal.service_id)
         if service is None:
@@ -73,6 +74,7 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
             )
         credential_id, read_only = service.credential, operation.read_only
         cap = service.max_response_bytes
+        scope = approval_of(policy.credentials[credential_id], operation)
     request = ActionRequest(
         request_id=proposal.id,
         kind=proposal.action,
@@ -81,13 +83,35 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
             prepared.command_id if isinstance(prepared, SshAction) else prepared.operation_id
         ),
         credential=credential_id,
-        scope=policy.credentials[credential_id].approval,
+        scope=scope,
+        session_covers=session_covers(policy, credential_id) if scope == "session" else (),
         args=args,
         policy_digest=served.digest,
         read_only=read_only,
         prepared=prepared,
     )
     return Resolved(request, cap)
+
+
+def session_covers(policy: GatewayPolicy, credential_id: str) -> tuple[str, ...]:
+    """Every action one session card for ``credential_id`` covers, as `target.operation`: a
+    session grant is bound to the credential, so the human is told all it lets run unasked."""
+    credential = policy.credentials[credential_id]
+    covered = [
+        f"{host_id}.{command_id}"
+        for host_id, host in sorted(policy.ssh.hosts.items())
+        if host.credential == credential_id
+        for command_id, command in sorted(host.commands.items())
+        if approval_of(credential, command) == "session"
+    ]
+    covered += [
+        f"{service_id}.{operation_id}"
+        for service_id, service in sorted(policy.http.services.items())
+        if service.credential == credential_id
+        for operation_id, operation in sorted(service.operations.items())
+        if approval_of(credential, operation) == "session"
+    ]
+    return tuple(covered)
 
 
 def proposal_target(proposal: Proposal) -> tuple[str, str, str]:

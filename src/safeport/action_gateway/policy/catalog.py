@@ -15,14 +15,14 @@ from safeport.shared.schemas.catalog import (
     SshCatalogEntry,
     StringParam,
 )
-from safeport.shared.schemas.config import GatewayPolicy, ParamSpec
+from safeport.shared.schemas.config import GatewayPolicy, ParamSpec, approval_of
 from safeport.shared.wire import MAX_REPLY_BYTES
 
 
 def catalog_of(policy: GatewayPolicy, digest: str) -> Catalog:
     actions: list[CatalogEntry] = []
     for host_id, host in sorted(policy.ssh.hosts.items()):
-        scope = policy.credentials[host.credential].approval
+        credential = policy.credentials[host.credential]
         for command_id, command in sorted(host.commands.items()):
             actions.append(
                 SshCatalogEntry(
@@ -30,12 +30,12 @@ def catalog_of(policy: GatewayPolicy, digest: str) -> Catalog:
                     command_id=command_id,
                     description=command.description,
                     read_only=command.read_only,
-                    approval=scope,
+                    approval=approval_of(credential, command),
                     params={name: param_schema(spec) for name, spec in command.params.items()},
                 )
             )
     for service_id, service in sorted(policy.http.services.items()):
-        scope = policy.credentials[service.credential].approval
+        credential = policy.credentials[service.credential]
         for operation_id, operation in sorted(service.operations.items()):
             actions.append(
                 HttpCatalogEntry(
@@ -44,7 +44,7 @@ def catalog_of(policy: GatewayPolicy, digest: str) -> Catalog:
                     method=operation.method,
                     description=operation.description,
                     read_only=operation.read_only,
-                    approval=scope,
+                    approval=approval_of(credential, operation),
                     params={name: param_schema(spec) for name, spec in operation.params.items()},
                 )
             )

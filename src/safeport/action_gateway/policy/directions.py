@@ -42,6 +42,7 @@ _COMMAND: dict[Path, Direction] = {
     ("max_output_bytes",): "bigger",
     # Advertised to the agent as safe to call; the gateway does not enforce it.
     ("read_only",): "true",
+    ("approval",): "rule",
     ("allow_leading_dash",): "more",
     ("params",): "any",
     ("params", "*"): "any",
@@ -58,6 +59,7 @@ _OPERATION: dict[Path, Direction] = {
     ("response_fields",): "more",
     ("description",): "words",
     ("read_only",): "true",
+    ("approval",): "rule",
     ("params",): "any",
     ("params", "*"): "any",
     **{("params", "*", *key): value for key, value in _PARAM.items()},

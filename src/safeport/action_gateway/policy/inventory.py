@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from safeport.action_gateway.policy.authorized_keys import advise
 from safeport.action_gateway.policy.caller_rules import describe_default
-from safeport.shared.schemas.config import GatewayPolicy, HttpOperation, HttpService
+from safeport.shared.schemas.config import GatewayPolicy, HttpOperation, HttpService, approval_of
 
 
 def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
@@ -27,6 +27,7 @@ def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
                         "id": command_id,
                         "argv": shlex.join(command.argv),
                         "read_only": command.read_only,
+                        "approval": approval_of(policy.credentials[host.credential], command),
                         "params": sorted(command.params),
                     }
                     for command_id, command in sorted(host.commands.items())
@@ -47,6 +48,7 @@ def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
                         "id": operation_id,
                         "request": _request_template(service, operation),
                         "read_only": operation.read_only,
+                        "approval": approval_of(policy.credentials[service.credential], operation),
                         "response_fields": list(operation.response_fields),
                         "params": sorted(operation.params),
                     }
@@ -92,7 +94,9 @@ def inventory_lines(data: dict[str, object]) -> list[str]:
         )
         for command in host["commands"]:
             mode = "read-only" if command["read_only"] else "may change things"
-            lines.append(f"  command {command['id']}: {command['argv']} ({mode})")
+            lines.append(
+                f"  command {command['id']}: {command['argv']} ({mode}; {_approved(command)})"
+            )
         lines.append(f"  authorized_keys on the server: {host['authorized_keys']['line']}")
         lines.extend(f"    {note}" for note in host["authorized_keys"]["notes"])
     for service in _items(data, "http_services"):
@@ -105,9 +109,14 @@ def inventory_lines(data: dict[str, object]) -> list[str]:
             mode = "read-only" if operation["read_only"] else "may change things"
             fields = ", ".join(operation["response_fields"]) or "none"
             lines.append(
-                f"  operation {operation['id']}: {operation['request']} ({mode}; returns {fields})"
+                f"  operation {operation['id']}: {operation['request']} "
+                f"({mode}; {_approved(operation)}; returns {fields})"
             )
     return lines
+
+
+def _approved(action: dict[str, Any]) -> str:
+    return "approved once per session" if action["approval"] == "session" else "approved per call"
 
 
 def _items(data: dict[str, object], key: str) -> list[dict[str, Any]]:

@@ -310,6 +310,27 @@ def _approval(path: Path, old: object, new: object, out: _Said) -> bool:
     return True
 
 
+def _action_approval(path: Path, old: object, new: object, out: _Said) -> bool:
+    """An action's own `approval`: said by what it makes of the calls, its credential's
+    approval filling in where the action sets none."""
+    before = old or _credential_approval(out.old, path)
+    after = new or _credential_approval(out.new, path)
+    if before == after:
+        _say(out, "changed", f"{where(path)} changes from {shown(old)} to {shown(new)}")
+    else:
+        _approval(path, before, after, out)
+    return True
+
+
+def _credential_approval(policy: GatewayPolicy, path: Path) -> str:
+    """The approval of the credential the host or service at ``path`` uses (per call when
+    the host or service is not in ``policy``)."""
+    tables = policy.ssh.hosts if path[0] == "ssh" else policy.http.services
+    owner = tables.get(path[2])
+    credential = policy.credentials.get(owner.credential) if owner is not None else None
+    return credential.approval if credential is not None else "per-call"
+
+
 def _rate_cap(path: Path, old: object, new: object, out: _Said) -> bool:
     place = where(path[:-1])
     if new is None:
@@ -364,6 +385,8 @@ _RULES: tuple[tuple[Path, Rule], ...] = (
     (("callers", "rules"), _caller_rules),
     (("credentials", "*", "approval"), _approval),
     (("credentials", "*", "rate_per_minute"), _rate_cap),
+    (("ssh", "hosts", "*", "commands", "*", "approval"), _action_approval),
+    (("http", "services", "*", "operations", "*", "approval"), _action_approval),
     (("gateway", "auto_lock_minutes"), _auto_lock),
     (("gateway", "syslog"), _syslog),
     (("ssh", "hosts", "*", "credential"), _credential_used),

@@ -14,11 +14,17 @@ import tomllib
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from safeport.errors import ConfigError
-from safeport.shared.schemas.audit import Hex64
-from safeport.shared.text_lines import split_lines
+
+# The [gateway] and [callers] tables live beside this module; their names stay importable here.
+from safeport.shared.schemas.config_gateway import SYSLOG_TARGET as SYSLOG_TARGET
+from safeport.shared.schemas.config_gateway import CallerRule as CallerRule
+from safeport.shared.schemas.config_gateway import Callers as Callers
+from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
+from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
+from safeport.shared.schemas.config_problems import describe_problem
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
@@ -39,19 +45,21 @@ PINNABLE_KEY_TYPES = frozenset(
 )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
 class ParamSpec(_Strict):
     """One argument's constraint: exactly one of pattern, enum, or int with bounds."""
 
     pattern: str | None = None
+    """A regular expression the whole value must match (anchor it: `^…$`)."""
     enum: list[str] | None = None
+    """The only values allowed."""
     type: Literal["str", "int"] = "str"
+    """"int" makes the value an integer, bounded by `min` and `max`."""
     min: StrictInt | None = None
+    """The smallest integer allowed (with `type = "int"`)."""
     max: StrictInt | None = None
+    """The largest integer allowed (with `type = "int"`)."""
     max_length: Annotated[int, Field(ge=1, le=4096)] = 256
+    """The longest string value allowed, in characters."""
 
     @model_validator(mode="after")
     def _one_constraint(self) -> ParamSpec:
@@ -70,88 +78,36 @@ class ParamSpec(_Strict):
         return self
 
 
-# Where signed checkpoint heads go besides checkpoint.json: the local syslog socket, a
-# collector over UDP or TCP (host name, IPv4, or [IPv6], and a port), or nowhere.
-SYSLOG_TARGET = re.compile(
-    r"(?:local|off|(?P<proto>udp|tcp)://"
-    r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5}))"
-)
-
-
-class GatewaySettings(_Strict):
-    approval_timeout_s: Annotated[int, Field(ge=1, le=3600)] = 120
-    auto_lock_minutes: Annotated[int, Field(ge=0, le=10080)] = 480
-    session_max_minutes: Annotated[int, Field(ge=1, le=10080)] = 720
-    max_connections: Annotated[int, Field(ge=1, le=1024)] = 32
-    allow_approver_in_client: bool = False
-    # "local" (/dev/log), "udp://HOST:PORT", "tcp://HOST:PORT" or "off".
-    syslog: str = "local"
-
-    @model_validator(mode="after")
-    def _syslog_target(self) -> GatewaySettings:
-        match = SYSLOG_TARGET.fullmatch(self.syslog)
-        if match is None or (match["port"] is not None and not 0 < int(match["port"]) < 65536):
-            raise ValueError(
-                '`syslog` must be "local", "off", "udp://HOST:PORT" or "tcp://HOST:PORT"'
-            )
-        return self
-
-
-class CallerRule(_Strict):
-    uid: int | None = None
-    exe: str | None = None
-    exe_sha256: Hex64 | None = None
-    team_id: str | None = None
-    ancestor_exe: str | None = None
-    # "package": on Linux the executable is what a root-owned package record (dpkg, rpm, pip)
-    # installed; "valid": on macOS, a valid code signature. Either vouches for the binary only,
-    # and qualifies a rule that pins one (see the validator below).
-    signature: Literal["package", "valid"] | None = None
-    # A rule naming a program never admits an interpreter (python, node, sh, ld.so …): the script
-    # it runs is read from its command line, which the process can rewrite, so no one can vouch
-    # for it. "any script" says out loud that the named interpreter may run anything.
-    interpreter: Literal["any script"] | None = None
-
-    @model_validator(mode="after")
-    def _interpreter_qualifies_a_program(self) -> CallerRule:
-        names_program = any(
-            value is not None for value in (self.exe, self.exe_sha256, self.team_id, self.signature)
-        )
-        if self.interpreter is not None and not names_program:
-            raise ValueError(
-                "`interpreter` only qualifies a rule that names a program "
-                "(`exe`, `exe_sha256`, `team_id` or `signature`)"
-            )
-        # `signature` alone is every packaged (or signed) program, and many run code they are
-        # given under names no list holds (gdb's Python, tclsh, sqlite3 `.load`): it names none.
-        pinned = any(value is not None for value in (self.exe, self.exe_sha256, self.team_id))
-        if self.signature is not None and not pinned and self.interpreter is None:
-            raise ValueError(
-                "`signature` alone admits every packaged program, and packaged programs run code "
-                "they are given (gdb, tclsh, sqlite3 …): pin the binary with `exe` or "
-                '`exe_sha256`, or say `interpreter = "any script"`'
-            )
-        return self
-
-
-class Callers(_Strict):
-    rules: list[CallerRule]
+Approval = Literal["session", "per-call"]
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class Credential(_Strict):
     kind: Literal["token", "basic", "ssh-key"]
-    approval: Literal["session", "per-call"] = "per-call"
+    """What the vault holds under this name: a bearer "token", a "basic" pair or an "ssh-key"."""
+    approval: Approval = "per-call"
+    """The default approval of calls using it: one card per "session" or per call."""
     rate_per_minute: Annotated[int, Field(ge=1, le=100000)] | None = None
+    """The most calls per minute with this credential, over every host and service using it."""
 
 
 class SshCommand(_Strict):
     argv: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    """The command run on the host, word by word; `{name}` is replaced by the param's value."""
     description: str = ""
+    """What the command does, in words the agent reads in its tool list."""
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30
+    """Seconds before the remote command is signalled and its channel closed."""
     max_output_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 65536
+    """The most output bytes returned, per stream (stdout and stderr)."""
     read_only: bool = False
+    """Your word that the command changes nothing: told to the agent and shown on the card."""
+    approval: Approval | None = None
+    """This command's approval, overriding the credential's (unset: the credential's)."""
     allow_leading_dash: list[ParamName] = Field(default_factory=list)
+    """Params whose value may start with `-` (otherwise refused, so no value becomes an option)."""
     params: dict[ParamName, ParamSpec] = Field(default_factory=dict)
+    """One constraint per `{name}` used in `argv`."""
 
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
@@ -167,12 +123,19 @@ class SshCommand(_Strict):
 
 class SshHost(_Strict):
     address: str
+    """A DNS name or a plain IP address."""
     port: Annotated[int, Field(ge=1, le=65535)] = 22
+    """The SSH port."""
     user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")]
+    """The remote account to log in as."""
     host_keys: Annotated[list[str], Field(min_length=1)]
+    """The host's public keys as in known_hosts ("type base64"); `sp ssh scan` prints them."""
     credential: Name
+    """The ssh-key credential (a name under `[credentials]`) to log in with."""
     connect_timeout_s: Annotated[float, Field(gt=0, le=120)] = 10
+    """Seconds to wait for the connection and login."""
     commands: dict[Name, SshCommand] = Field(default_factory=dict)
+    """The only commands an agent may ask to run there, by name."""
 
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
@@ -192,14 +155,25 @@ class SshHost(_Strict):
 
 class HttpOperation(_Strict):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+    """The HTTP method."""
     path: Annotated[str, Field(pattern=r"^/")]
+    """The path below `base_url`; `{name}` is replaced by the param's value, percent-encoded."""
     query: dict[str, str] = Field(default_factory=dict)
+    """Query parameters sent, each a fixed text or a `{name}` template."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Fixed request headers (never the credential's, which the gateway adds)."""
     json_body: dict[str, object] | None = None
+    """The JSON request body; any string in it may hold `{name}` templates."""
     response_fields: list[str] = Field(default_factory=list)
+    """The dotted paths of a 2xx JSON answer returned to the agent (`[]`: none of the body)."""
     description: str = ""
+    """What the operation does, in words the agent reads in its tool list."""
     read_only: bool = False
+    """The operation changes nothing: only GET or HEAD may say so."""
+    approval: Approval | None = None
+    """This operation's approval, overriding the credential's (unset: the credential's)."""
     params: dict[ParamName, ParamSpec] = Field(default_factory=dict)
+    """One constraint per `{name}` used in `path`, `query` or `json_body`."""
 
     @model_validator(mode="after")
     def _placeholders_declared(self) -> HttpOperation:
@@ -211,6 +185,11 @@ class HttpOperation(_Strict):
         for name in self.headers:
             if name.lower() in GATEWAY_HEADERS:
                 raise ValueError(f"header {name!r} is set by the gateway and cannot be declared")
+        if self.read_only and self.method in WRITE_METHODS:
+            raise ValueError(
+                f"`read_only = true` with method {self.method}: a {self.method} may change things;"
+                " remove `read_only` (or use GET/HEAD if the call only reads)"
+            )
         return self
 
 
@@ -229,16 +208,25 @@ GATEWAY_HEADERS = frozenset(
 
 class HttpService(_Strict):
     base_url: str
+    """The https:// URL every operation's path is appended to."""
     credential: Name
+    """The token or basic credential (a name under `[credentials]`) sent with each call."""
     auth: Annotated[str, Field(pattern=r"^(bearer|basic|header:[A-Za-z0-9-]{1,64})$")] = "bearer"
+    """How the credential is sent: "bearer", "basic" or "header:NAME" (the token as NAME)."""
     ca_file: str | None = None
+    """A root-owned PEM file of a private CA to trust instead of the system roots."""
     # The CA itself, in the policy text: bound by the digest the human accepts, shown in the
     # diff, and no file anyone could swap afterwards.
     ca_pem: Annotated[str, Field(max_length=256 * 1024)] | None = None
+    """A private CA's PEM text, inline: bound by the accepted policy's digest."""
     allow_private_addresses: bool = False
+    """Allow private, loopback and CGNAT answers (link-local and metadata are always refused)."""
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 30
+    """Seconds a call may take, connection included."""
     max_response_bytes: Annotated[int, Field(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024
+    """The largest answer read; a longer one is refused."""
     operations: dict[Name, HttpOperation] = Field(default_factory=dict)
+    """The only requests an agent may ask for, by name."""
 
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
@@ -258,20 +246,27 @@ class HttpService(_Strict):
 
 class SshSection(_Strict):
     hosts: dict[Name, SshHost] = Field(default_factory=dict)
+    """The SSH hosts, by name."""
 
 
 class HttpSection(_Strict):
     services: dict[Name, HttpService] = Field(default_factory=dict)
+    """The HTTPS services, by name."""
 
 
 class GatewayPolicy(_Strict):
     """The whole accepted policy; ``digest`` identifies it in every action record."""
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    """The gateway's own settings."""
     callers: Callers | None = None
+    """Which processes may propose actions (absent: any process of your user)."""
     credentials: dict[Name, Credential] = Field(default_factory=dict)
+    """The credentials the vault holds, by name; the secrets themselves are never here."""
     ssh: SshSection = Field(default_factory=SshSection)
+    """SSH hosts and their commands."""
     http: HttpSection = Field(default_factory=HttpSection)
+    """HTTPS services and their operations."""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:
@@ -283,6 +278,10 @@ class GatewayPolicy(_Strict):
                 )
             if cred.kind != "ssh-key":
                 raise ValueError(f"ssh host {name!r} needs an ssh-key credential, not {cred.kind}")
+            for command_id, command in host.commands.items():
+                _only_tightens(
+                    cred, host.credential, command, f"ssh host {name!r} command {command_id!r}"
+                )
         for name, service in self.http.services.items():
             cred = self.credentials.get(service.credential)
             if cred is None:
@@ -296,7 +295,27 @@ class GatewayPolicy(_Strict):
                     f"http service {name!r}: auth = {service.auth!r} cannot use a "
                     f"{cred.kind} credential (basic auth takes exactly a basic credential)"
                 )
+            for operation_id, operation in service.operations.items():
+                where = f"http service {name!r} operation {operation_id!r}"
+                _only_tightens(cred, service.credential, operation, where)
         return self
+
+
+def approval_of(credential: Credential, action: SshCommand | HttpOperation) -> Approval:
+    """How calls of ``action`` are approved: its own `approval`, else its credential's."""
+    return action.approval or credential.approval
+
+
+def _only_tightens(
+    credential: Credential, name: str, action: SshCommand | HttpOperation, what: str
+) -> None:
+    # One session card covers every session-approved action of the credential, so an action
+    # that may change things must not slip under a session its credential never grants.
+    if action.approval == "session" and credential.approval == "per-call" and not action.read_only:
+        raise ValueError(
+            f'credential {name!r} is approved per call, and approval = "session" would loosen '
+            f"it for {what}: only a `read_only = true` action may be approved once per session"
+        )
 
 
 def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:
@@ -308,74 +327,12 @@ def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:
     try:
         policy = GatewayPolicy.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, text)) from None
+        raise ConfigError(describe_problem(exc, text, GatewayPolicy)) from None
     return policy, policy_digest(text)
 
 
 def policy_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _describe(exc: ValidationError, text: str) -> str:
-    """The first problem in the words of gateway.toml: the key, its line, what is wrong."""
-    first = exc.errors()[0]
-    loc = [str(part) for part in first["loc"]]
-    message = _plain_message(first["type"], str(first["msg"]), first.get("ctx") or {})
-    line = _line_of(text, loc) if loc else _line_of_names(text, message)
-    at = f" line {line}" if line else ""
-    if first["type"] == "extra_forbidden":
-        return f"gateway.toml{at}: unknown key `{'.'.join(loc)}`"
-    if not loc:
-        return f"gateway.toml{at}: {message}"
-    joiner = ": " if first["type"] == "value_error" else " "
-    return f"gateway.toml{at}: `{'.'.join(loc)}`{joiner}{message}"
-
-
-def _plain_message(kind: str, message: str, ctx: dict[str, object]) -> str:
-    """Pydantic's sentence without pydantic's wording ("Value error, ", "Input should be")."""
-    if kind == "missing":
-        return "is required"
-    if kind == "string_pattern_mismatch":
-        return f"does not have the allowed form (it must match {ctx.get('pattern')})"
-    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if message.startswith("Input should be"):
-        return "should be" + message.removeprefix("Input should be")
-    return message
-
-
-def _line_of(text: str, loc: list[str]) -> int | None:
-    """Best-effort line of the key named by ``loc`` (TOML parsers keep no positions): the
-    longest table header on its path, then the first line below it naming its last key."""
-    keys = [key for key in loc if not key.isdigit()]
-    if not keys:
-        return None
-    lines = split_lines(text)  # as TOML counts them, so the line named is the parser's
-    start: int | None = None
-    for size in range(len(keys), 0, -1):
-        dotted = r"\s*\.\s*".join(rf'"?{re.escape(key)}"?' for key in keys[:size])
-        header = re.compile(rf"^\s*\[\s*{dotted}\s*\]")
-        hit = next((n for n, line in enumerate(lines) if header.match(line)), None)
-        if hit is not None:
-            if size == len(keys):
-                return hit + 1
-            start = hit
-            break
-    key = re.compile(rf'(?:^|[\s.{{,])"?{re.escape(keys[-1])}"?\s*(?:=|\.)')
-    for number in range(start or 0, len(lines)):
-        if key.search(lines[number]):
-            return number + 1
-    return None if start is None else start + 1  # a missing key: the table that lacks it
-
-
-def _line_of_names(text: str, message: str) -> int | None:
-    """For a problem across tables (an undeclared credential): the line holding the last
-    quoted name the message mentions, as a value or a table name."""
-    for name in reversed(re.findall(r"'([^']+)'", message)):
-        pattern = re.compile(rf'=\s*"{re.escape(name)}"|\.{re.escape(name)}\s*\]')
-        for number, line in enumerate(split_lines(text), start=1):
-            if pattern.search(line):
-                return number
-    return None
 
 
 def _check_placeholders(used: set[str], params: dict[str, ParamSpec], where: str) -> None:
