@@ -90,7 +90,10 @@ ALLOWED = {
     "gateway_client": {"gateway_client", "action_gateway", "vault", "shared", "errors", "safeport"},
     # The demo drives everything through `sp` subprocesses and MCP; it imports no credentialed code.
     "demo": {"demo", "shared", "errors", "safeport"},
+    # Writing policies (reference, example, scaffolds): only the CLI imports it.
+    "authoring": {"authoring", "action_gateway", "shared", "errors", "safeport"},
     "cli": {
+        "authoring",
         "cli",
         "context_server",
         "action_gateway",

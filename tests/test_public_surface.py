@@ -81,6 +81,9 @@ SURFACES: dict[str, set[str]] = {
         "main",
         "sp",
     },
+    "safeport.authoring": {
+        "reference",
+    },
     "safeport.context_server": {
         "PROFILES",
         "ReadPolicy",

@@ -41,6 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp policy": ("sp policy check", "sp policy accept"),
     "sp policy check": ("sp policy check", "sp policy check --json"),
     "sp policy accept": ("sp policy accept",),
+    "sp policy reference": ("sp policy reference > policy.md",),
     "sp context": ("sp context serve --root ~/src/app",),
     "sp context serve": (
         "sp context serve --root ~/src/app",

@@ -12,6 +12,7 @@ from safeport.action_gateway.policy.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
 from safeport.action_gateway.policy.review import PolicyProblem, review
 from safeport.action_gateway.policy.store import policy_diff_lines
+from safeport.authoring.reference import policy_reference
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
@@ -28,6 +29,12 @@ from safeport.shared.visible_text import inert, visible
 @click.group()
 def policy() -> None:
     """Check and accept the gateway policy (gateway.toml)."""
+
+
+@policy.command()
+def reference() -> None:
+    """Print every key gateway.toml accepts (type, default, meaning, example) as Markdown."""
+    click.echo(policy_reference(), nl=False)
 
 
 @policy.command()
