@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,3 +44,26 @@ def test_init_writes_templates_and_a_vault_then_keeps_them(tmp_path: Path) -> No
     assert "kept existing" in again.stdout
     assert (home / "gateway.toml").read_text() == "# mine\n"
     assert (home / "vault.sp").read_bytes() == vault_before
+
+
+def test_init_writes_a_complete_example_that_sp_policy_check_accepts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    passphrase = tmp_path / "pass"
+    passphrase.write_text("a long enough passphrase for the test\n")
+    assert sp(home, "init", "--passphrase-file", str(passphrase)).returncode == 0
+    text = (home / "gateway.toml").read_text()
+    assert sum(" # " in f" {line}" for line in text.splitlines()) >= 20  # a comment on most keys
+    check = sp(home, "policy", "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    out = check.stdout
+    assert "https service deploy-api: https://api.example.com" in out
+    assert "operation deployment_status: GET " in out and "approved once per session" in out
+    assert "operation create_issue: POST " in out
+    assert "ssh host staging: deploy@203.0.113.7:22" in out
+    assert "command read_service_status" in out and "command restart_service" in out
+    as_json = sp(home, "policy", "check", "--json")
+    assert as_json.returncode == 0
+    services = json.loads(as_json.stdout)["http_services"]
+    approvals = {op["id"]: op["approval"] for op in services[0]["operations"]}
+    assert approvals == {"deployment_status": "session", "create_issue": "per-call"}

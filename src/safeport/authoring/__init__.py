@@ -3,4 +3,5 @@
 
 __all__ = [
     "reference",
+    "starter",
 ]
