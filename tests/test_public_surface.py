@@ -83,6 +83,7 @@ SURFACES: dict[str, set[str]] = {
     },
     "safeport.authoring": {
         "reference",
+        "scaffold",
         "starter",
     },
     "safeport.context_server": {

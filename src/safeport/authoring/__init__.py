@@ -3,5 +3,6 @@
 
 __all__ = [
     "reference",
+    "scaffold",
     "starter",
 ]

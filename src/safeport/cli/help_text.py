@@ -42,6 +42,15 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp policy check": ("sp policy check", "sp policy check --json"),
     "sp policy accept": ("sp policy accept",),
     "sp policy reference": ("sp policy reference > policy.md",),
+    "sp policy add": ("sp policy add http github", "sp policy add ssh staging"),
+    "sp policy add http": (
+        "sp policy add http github --base-url https://api.github.com "
+        "--operation 'get_issue=GET /repos/{owner}/{repo}/issues/{number}'",
+    ),
+    "sp policy add ssh": (
+        "sp policy add ssh staging --address staging.example.com --user deploy "
+        "--host-key 'ssh-ed25519 AAAA…' --command 'uptime=uptime'",
+    ),
     "sp context": ("sp context serve --root ~/src/app",),
     "sp context serve": (
         "sp context serve --root ~/src/app",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,6 +14,12 @@ from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines,
 from safeport.action_gateway.policy.review import PolicyProblem, review
 from safeport.action_gateway.policy.store import policy_diff_lines
 from safeport.authoring.reference import policy_reference
+from safeport.authoring.scaffold import (
+    HttpServiceDraft,
+    SshHostDraft,
+    add_http_service,
+    add_ssh_host,
+)
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
@@ -35,6 +42,84 @@ def policy() -> None:
 def reference() -> None:
     """Print every key gateway.toml accepts (type, default, meaning, example) as Markdown."""
     click.echo(policy_reference(), nl=False)
+
+
+@policy.group()
+def add() -> None:
+    """Append an HTTPS service or an SSH host to gateway.toml, to narrow before accepting."""
+
+
+@add.command("http")
+@click.argument("name")
+@click.option("--base-url", metavar="URL", help="The API's https:// URL (asked when omitted).")
+@click.option("--credential", metavar="NAME", help="The token's vault name (NAME-token).")
+@click.option(
+    "--operation", "operations", multiple=True, metavar="SPEC",
+    help='One operation as ID="METHOD /path/{param}"; repeat for more (asked when omitted).',
+)  # fmt: skip
+def add_http(
+    name: str, base_url: str | None, credential: str | None, operations: tuple[str, ...]
+) -> None:
+    """Scaffold an HTTPS service: reads approved once per session, writes per call."""
+    draft = HttpServiceDraft(
+        name,
+        base_url or _ask("base URL (https://…)", "--base-url"),
+        credential or f"{name}-token",
+        operations or _ask_many("operation as ID=METHOD /path", "--operation"),
+    )
+    _write(lambda text: add_http_service(text, draft), f"http service {name}")
+
+
+@add.command("ssh")
+@click.argument("name")
+@click.option("--address", metavar="HOST", help="The host name or address (asked when omitted).")
+@click.option("--user", metavar="USER", help="The remote account (asked when omitted).")
+@click.option("--host-key", metavar="KEY", help="The pinned key, from `sp ssh scan HOST`.")
+@click.option("--port", type=int, default=22, show_default=True, metavar="N", help="The SSH port.")
+@click.option("--credential", metavar="NAME", help="The key's vault name (NAME-key).")
+@click.option(
+    "--command", "commands", multiple=True, metavar="SPEC",
+    help='One command as ID="argv words {param}"; repeat for more (asked when omitted).',
+)  # fmt: skip
+def add_ssh(
+    name: str, address: str | None, user: str | None, host_key: str | None, port: int,
+    credential: str | None, commands: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Scaffold an SSH host with its pinned key; every command approved per call."""
+    draft = SshHostDraft(
+        name,
+        address or _ask("address", "--address"),
+        user or _ask("remote user", "--user"),
+        host_key or _ask("host key (from `sp ssh scan HOST`)", "--host-key"),
+        credential or f"{name}-key",
+        port,
+        commands or _ask_many("command as ID=argv words", "--command"),
+    )
+    _write(lambda text: add_ssh_host(text, draft), f"ssh host {name}")
+
+
+def _ask(what: str, flag: str) -> str:
+    if not sys.stdin.isatty():
+        raise Error(f"{flag} is required", hint=f"give {flag}, or run in a terminal to be asked")
+    return str(click.prompt(what))
+
+
+def _ask_many(what: str, flag: str) -> tuple[str, ...]:
+    if not sys.stdin.isatty():
+        raise Error(f"{flag} is required", hint=f"give {flag} (repeat it for more)")
+    found: list[str] = []
+    while answer := str(click.prompt(f"{what} (empty to finish)", default="", show_default=False)):
+        found.append(answer)
+    return tuple(found)
+
+
+def _write(change: Callable[[str], str], what: str) -> None:
+    path = locate().gateway_config
+    if not path.exists():
+        raise Error(f"{path} does not exist", hint="run `sp init` first")
+    updated = change(path.read_text(encoding="utf-8"))  # parsed before anything is written
+    path.write_text(updated, encoding="utf-8")
+    click.echo(f"added {what} to {path}; narrow its params, then `sp policy check`")
 
 
 @policy.command()
