@@ -78,3 +78,20 @@ def test_a_key_without_a_description_fails_the_generation(monkeypatch: pytest.Mo
     monkeypatch.setattr(field, "description", None)
     with pytest.raises(UndocumentedKey, match=r"GatewayPolicy\.gateway has no description"):
         policy_reference()
+
+
+def test_sp_policy_check_answers_a_misspelt_key_with_the_nearest_one(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "gateway.toml").write_text(
+        '[credentials.t]\nkind = "token"\n\n[http.services.api]\n'
+        'base_url = "https://api.example.com"\ncredential = "t"\n\n'
+        '[http.services.api.operations.create]\nmethod = "POST"\npath = "/x"\n'
+        'body = { title = "x" }\n'
+    )
+    done = run(home, "policy", "check")
+    assert done.returncode != 0
+    assert (
+        "gateway.toml line 11: unknown key `http.services.api.operations.create.body`; "
+        "did you mean `json_body`?"
+    ) in done.stdout + done.stderr
