@@ -90,8 +90,11 @@ ALLOWED = {
     "gateway_client": {"gateway_client", "action_gateway", "vault", "shared", "errors", "safeport"},
     # The demo drives everything through `sp` subprocesses and MCP; it imports no credentialed code.
     "demo": {"demo", "shared", "errors", "safeport"},
+    # Writing policy: it reads the policy's models and decisions, and only the CLI uses it.
+    "authoring": {"authoring", "action_gateway", "shared", "errors", "safeport"},
     "cli": {
         "cli",
+        "authoring",
         "context_server",
         "action_gateway",
         "gateway_client",

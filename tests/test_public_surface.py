@@ -77,6 +77,9 @@ SURFACES: dict[str, set[str]] = {
         "store",
     },
     "safeport.action_gateway.sockets": set(),
+    "safeport.authoring": {
+        "openapi_import",
+    },
     "safeport.cli": {
         "main",
         "sp",
