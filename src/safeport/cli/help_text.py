@@ -41,6 +41,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp policy": ("sp policy check", "sp policy accept"),
     "sp policy check": ("sp policy check", "sp policy check --json"),
     "sp policy accept": ("sp policy accept",),
+    "sp policy import": ("sp policy import openapi api.json --operation repos/get",),
+    "sp policy import openapi": (
+        "sp policy import openapi api.json --operation repos/get --operation issues/create",
+        "sp policy import openapi api.yaml --operation getStatus --service status --write",
+    ),
     "sp context": ("sp context serve --root ~/src/app",),
     "sp context serve": (
         "sp context serve --root ~/src/app",

@@ -152,9 +152,15 @@ def import_() -> None:
 @click.argument("spec", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--operation", "operations", multiple=True, required=True, metavar="ID",
               help="An operationId to import (repeat for more).")  # fmt: skip
-@click.option("--service", help="The service name in gateway.toml (default: from the host).")
-@click.option("--credential", help="The credential it uses (default: the service name).")
-@click.option("--base-url", help="The https URL calls go to (default: the first server).")
+@click.option(
+    "--service", metavar="NAME", help="The service name in gateway.toml (default: from the host)."
+)
+@click.option(
+    "--credential", metavar="NAME", help="The credential it uses (default: the service name)."
+)
+@click.option(
+    "--base-url", metavar="URL", help="The https URL calls go to (default: the first server)."
+)
 @click.option("--optional", is_flag=True, help="Import optional parameters too.")
 @click.option("--write", is_flag=True, help="Append to gateway.toml instead of printing.")
 def openapi(
