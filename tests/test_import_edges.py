@@ -90,7 +90,7 @@ ALLOWED = {
     "gateway_client": {"gateway_client", "action_gateway", "vault", "shared", "errors", "safeport"},
     # The demo drives everything through `sp` subprocesses and MCP; it imports no credentialed code.
     "demo": {"demo", "shared", "errors", "safeport"},
-    # Writing policies (reference, example, scaffolds): only the CLI imports it.
+    # Writing policies (reference, example, scaffolds, OpenAPI import): only the CLI imports it.
     "authoring": {"authoring", "action_gateway", "shared", "errors", "safeport"},
     "cli": {
         "authoring",

@@ -82,6 +82,7 @@ SURFACES: dict[str, set[str]] = {
         "sp",
     },
     "safeport.authoring": {
+        "openapi_import",
         "reference",
         "scaffold",
         "starter",

@@ -51,6 +51,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "sp policy add ssh staging --address staging.example.com --user deploy "
         "--host-key 'ssh-ed25519 AAAA…' --command 'uptime=uptime'",
     ),
+    "sp policy import": ("sp policy import openapi api.json --operation repos/get",),
+    "sp policy import openapi": (
+        "sp policy import openapi api.json --operation repos/get --operation issues/create",
+        "sp policy import openapi api.yaml --operation getStatus --service status --write",
+    ),
     "sp context": ("sp context serve --root ~/src/app",),
     "sp context serve": (
         "sp context serve --root ~/src/app",

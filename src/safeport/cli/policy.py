@@ -1,4 +1,5 @@
-"""`sp policy check|accept`: review gateway.toml, and make it the policy the gateway serves."""
+"""`sp policy check|accept|import`: review gateway.toml, make it the policy the gateway serves,
+and start entries from an API description."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from safeport.action_gateway.policy.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
 from safeport.action_gateway.policy.review import PolicyProblem, review
 from safeport.action_gateway.policy.store import policy_diff_lines
+from safeport.authoring import openapi_import
 from safeport.authoring.reference import policy_reference
 from safeport.authoring.scaffold import (
     HttpServiceDraft,
@@ -231,3 +233,53 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         finally:
             secret.wipe()
     click.echo(f"accepted policy {result.policy[:16]}; the gateway serves it now")
+
+
+@policy.group("import")
+def import_() -> None:
+    """Start policy entries from a description of an API you already have."""
+
+
+@import_.command("openapi")
+@click.argument("spec", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--operation", "operations", multiple=True, required=True, metavar="ID",
+              help="An operationId to import (repeat for more).")  # fmt: skip
+@click.option(
+    "--service", metavar="NAME", help="The service name in gateway.toml (default: from the host)."
+)
+@click.option(
+    "--credential", metavar="NAME", help="The credential it uses (default: the service name)."
+)
+@click.option(
+    "--base-url", metavar="URL", help="The https URL calls go to (default: the first server)."
+)
+@click.option("--optional", is_flag=True, help="Import optional parameters too.")
+@click.option("--write", is_flag=True, help="Append to gateway.toml instead of printing.")
+def openapi(
+    spec: Path,
+    operations: tuple[str, ...],
+    service: str | None,
+    credential: str | None,
+    base_url: str | None,
+    optional: bool,
+    write: bool,
+) -> None:
+    """Turn chosen operations of an OpenAPI 3 description (JSON or YAML) into declared
+    operations, each param bounded by the description's schema; what it cannot bound is
+    marked `# REVIEW:` and listed here. Nothing is served before `sp policy accept`."""
+    policy_file = locate().gateway_config
+    current = policy_file.read_text(encoding="utf-8") if policy_file.exists() else None
+    if write and current is None:
+        raise ConfigError(f"{policy_file} does not exist", hint="run `sp init` first")
+    choice = openapi_import.ImportChoice(operations, service, credential, base_url, optional)
+    result = openapi_import.import_openapi(openapi_import.load_spec(spec), choice, current)
+    for warning in result.warnings():
+        click.echo(inert(f"review: {warning}"), err=True)
+    if not write:
+        click.echo(result.text, nl=False)
+        return
+    openapi_import.write_into(policy_file, result)
+    click.echo(
+        f"added {len(result.operations)} operation(s) to service {result.service!r} in "
+        f"{policy_file}; read the REVIEW lines, then `sp policy check` and `sp policy accept`"
+    )
