@@ -122,6 +122,9 @@ class Executor:
         self.failure: ActionError | None = None
         self.tokens: list[bytes] = []
 
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        return None  # nothing here resolves or connects
+
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         raise AssertionError("no ssh action is proposed here")
 
