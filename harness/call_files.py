@@ -60,6 +60,9 @@ class CallFileExecutor:
         tmp.write_bytes(data)
         tmp.rename(self._folder / name)
 
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        return None  # nothing here resolves or connects
+
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         self._leave_file(action.digest(), action.command_line)
         return SshExecResult(

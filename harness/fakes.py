@@ -210,6 +210,9 @@ class RecordingExecutor:
     def __init__(self, record: Recorder) -> None:
         self._record = record
 
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        return None  # nothing here resolves or connects
+
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         self._record(
             "executor.ssh",

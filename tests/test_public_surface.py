@@ -47,6 +47,7 @@ SURFACES: dict[str, set[str]] = {
         "HttpAction",
         "SshAction",
         "https",
+        "preflight",
         "ssh",
     },
     "safeport.action_gateway.executors.https": {

@@ -120,7 +120,12 @@ class Executor:
     def __init__(self, events: list[str]) -> None:
         self.events = events
         self.failure: ActionError | None = None
+        self.before_card: ActionError | None = None
         self.tokens: list[bytes] = []
+
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        if self.before_card is not None:
+            raise self.before_card  # what the real executor finds on resolving, say
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         raise AssertionError("no ssh action is proposed here")
@@ -466,3 +471,18 @@ def test_an_unlocked_vault_with_no_lock_in_between_still_runs(tmp_path: Path) ->
     rig.approvals.after_consume.append(lambda: None)
     assert rig.propose()["status"] == 200
     assert rig.executor.tokens == [CANARY_TOKEN]
+
+
+def test_what_the_executor_would_refuse_is_refused_at_rung_4_before_the_vault_or_a_card(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.executor.before_card = ActionError(
+        "address_refused", "service 'deploy-api': it resolves now to a loopback address"
+    )
+    refusal = rig.refused()
+    assert (refusal.code, refusal.rung, refusal.category) == (
+        "denied", Rung.ACTION, "preflight_address_refused",
+    )  # fmt: skip
+    assert rig.events == ["identity", "journal.action.denied"]  # no rate, vault or card
+    assert rig.denials()[0]["category"] == "preflight_address_refused"

@@ -99,7 +99,8 @@ def test_doctor_checks_an_https_service_with_the_identity_the_gateway_would_requ
         refused = sp(home, "doctor")
         assert refused.returncode == 1
         assert "FAIL  https service api:" in refused.stdout
-        assert "certificate refused" in refused.stdout and "fix: set ca_file" in refused.stdout
+        assert "certificate refused" in refused.stdout
+        assert "fix: paste a private CA into ca_pem" in refused.stdout
 
 
 def test_status_says_when_the_journals_disk_runs_low_and_is_quiet_when_it_does_not() -> None:

@@ -137,6 +137,7 @@ def check(as_json: bool) -> None:
     data = inventory(found.policy, digest)
     if as_json:
         data["problems"] = [{"line": p.line, "message": p.message, "fix": p.fix} for p in problems]
+        data["notes"] = list(found.notes)
         data["vault_checked"] = view.vault_kinds is not None
         data["served"] = view.served_digest == digest
         data["unaccepted_changes"] = changes
@@ -152,6 +153,8 @@ def check(as_json: bool) -> None:
     click.echo("\n".join(inert(line) for line in inventory_lines(data)))
     if view.vault_note:
         click.echo(f"note: {view.vault_note}")
+    for note in found.notes:
+        click.echo(inert(f"note: {note}"))
     _print_problems(problems)
     state = _served_state(view, digest, changes)
     click.echo(state.replace("is valid", "parses but has problems") if problems else state)

@@ -140,6 +140,11 @@ def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
         return
     view = gateway_view(paths)
     problems = review(policy, current.text, view.vault_kinds)
+    if network:
+        # What the gateway would refuse before a card (addresses, CA), as `sp policy check`.
+        from safeport.gateway_client.policy_check import target_problems
+
+        problems += target_problems(paths, policy, current.text)[0]
     for problem in problems:
         yield Finding("policy", "fail", problem.text(), problem.fix)
     if not problems:
@@ -152,7 +157,7 @@ def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
     for host_id, host in sorted(policy.ssh.hosts.items()):
         yield _ssh_host(host_id, host.address, host.port, host.host_keys)
     for service_id, service in sorted(policy.http.services.items()):
-        yield _https_service(service_id, service.base_url, service.ca_file)
+        yield _https_service(service_id, service.base_url, service.ca_file, service.ca_pem)
 
 
 def _ssh_host(host_id: str, address: str, port: int, pinned: list[str]) -> Finding:
@@ -171,24 +176,33 @@ def _ssh_host(host_id: str, address: str, port: int, pinned: list[str]) -> Findi
     return Finding(name, "ok", f"{address}:{port} offers a pinned key")
 
 
-def _https_service(service_id: str, base_url: str, ca_file: str | None) -> Finding:
+def _https_service(
+    service_id: str, base_url: str, ca_file: str | None, ca_pem: str | None
+) -> Finding:
     name = f"https service {service_id}"
     parts = urlsplit(base_url)
     host, port = parts.hostname or "", parts.port or 443
     from safeport.action_gateway.executors.https.tls import tls_context
 
     try:
-        context = tls_context(service_id, ca_file)
+        # The service's own trust, inline `ca_pem` included: the context the executor builds.
+        context = tls_context(service_id, ca_file, ca_pem)
         with (
             socket.create_connection((host, port), timeout=5) as sock,
             context.wrap_socket(sock, server_hostname=host),
         ):
             pass
-    except Error as exc:  # a ca_file that cannot be read
-        return Finding(name, "fail", exc.message, "set ca_file to a readable PEM file")
+    except Error as exc:  # a ca_file or ca_pem that cannot be read
+        key = "ca_file" if ca_file is not None else "ca_pem"
+        return Finding(name, "fail", exc.message, f"put the service's CA, PEM-encoded, in {key}")
     except ssl.SSLCertVerificationError as exc:
+        fix = (
+            "check that ca_pem holds the CA that signed the server's certificate"
+            if ca_pem is not None
+            else "paste a private CA into ca_pem, or fix the server's certificate"
+        )
         return Finding(name, "fail", f"{host}:{port} certificate refused: {exc.verify_message}",
-                       "set ca_file for a private CA, or fix the server's certificate")  # fmt: skip
+                       fix)  # fmt: skip
     except (OSError, ssl.SSLError) as exc:
         return Finding(name, "fail", f"{host}:{port} unreachable: {exc.strerror or exc}",
                        "check base_url and that the service runs")  # fmt: skip

@@ -204,12 +204,17 @@ def ensure_owned_dir(path: Path, *, mode: int, uid: int | None = None) -> Path:
     permission bit beyond ``mode`` (a dedicated account's folders are 0750: its humans
     may read or enter them, never create entries in them)."""
     uid = os.geteuid() if uid is None else uid
-    try:
-        path.mkdir(mode=mode, parents=True)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot create {path}: {exc.strerror}") from exc
+    missing = [path, *[parent for parent in path.parents if not parent.exists()]]
+    # Top down, each with ``mode``: `mkdir(parents=True)` gives the folders it adds above
+    # ``path`` the umask's mode (0755), and one of those is often safeport's own (the cache
+    # folder above its `context` index folder), which `sp doctor` then rightly flags.
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=mode)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot create {folder}: {exc.strerror}") from exc
     try:
         st = os.lstat(path)
     except OSError as exc:

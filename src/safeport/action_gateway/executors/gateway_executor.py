@@ -8,6 +8,7 @@ from safeport.action_gateway.executors.https.client import HttpsExecutor
 from safeport.action_gateway.executors.https.pinned_network import Resolver, system_resolver
 from safeport.action_gateway.executors.https.trust_files import trusted_owners
 from safeport.action_gateway.executors.interface import Executor, HttpAction, SshAction
+from safeport.action_gateway.executors.preflight import check_before_card
 from safeport.action_gateway.executors.ssh.pool import SshPool
 from safeport.action_gateway.executors.ssh.transport import run_command
 from safeport.shared.schemas.wire import HttpResult, SshExecResult
@@ -23,7 +24,12 @@ class GatewayExecutor:
         """``resolver``: the one DNS lookup per HTTPS connection (tests map names to loopback).
         ``served_uids``: the humans the gateway serves, whose files never decide trust."""
         self._ssh = SshPool()
-        self._https = HttpsExecutor(resolver, trust_owners=trusted_owners(served_uids))
+        self._resolver = resolver
+        self._trust_owners = trusted_owners(served_uids)
+        self._https = HttpsExecutor(resolver, trust_owners=self._trust_owners)
+
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        check_before_card(action, self._resolver, self._trust_owners)
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
         command = action.command_line  # prepared before approval; sent exactly as shown

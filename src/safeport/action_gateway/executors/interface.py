@@ -173,6 +173,12 @@ def _digest(parts: list[str], payload: bytes) -> str:
 
 
 class Executor(Protocol):
+    def check_before_card(self, action: SshAction | HttpAction) -> None:
+        """Raise the :class:`ActionError` a call would meet on what can be checked now (the
+        addresses a service's name resolves to, its trust files), so no card is shown for it;
+        the executor checks again when it connects."""
+        ...
+
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult: ...
 
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult: ...

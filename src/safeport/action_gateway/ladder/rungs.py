@@ -6,7 +6,8 @@ Rungs, in order; the first that refuses ends the proposal and nothing past it is
    journals' disk (:mod:`journal_space`) → ``unavailable``
 2. peer identity unchanged since connect → ``denied``
 3. caller rules → ``denied``
-4. action named in the accepted policy, arguments valid, rate cap → ``denied``
+4. action named in the accepted policy, arguments valid, checked as the executor would check
+   it now (the addresses a service resolves to, its CA), rate cap → ``denied``
 5. vault unlocked → ``locked``
 6. approval (session grant or a card) → ``denied`` / ``timeout``
 7. durable intent record → ``unavailable``
@@ -174,6 +175,12 @@ class Ladder:
                 f"{refusal.message}; gateway.toml declares it, but that policy change waits "
                 "for a human to run `sp policy accept`",
             ) from None
+        try:
+            # What the executor would refuse after approval (a name resolving to an address
+            # the service may not reach, an unusable CA), refused before any card is shown.
+            self.executor.check_before_card(resolved.action)
+        except ActionError as exc:
+            raise Refusal(exc.code, Rung.ACTION, f"preflight_{exc.failure}", exc.message) from exc
         credential = policy.credentials[resolved.request.credential]
         try:
             self.rates.take(resolved.request.credential, credential.rate_per_minute, peer.uid)

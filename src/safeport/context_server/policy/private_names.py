@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from safeport.context_server.policy.tables import (
     COMPRESSED,
@@ -130,3 +130,77 @@ def _strip_options(form: str) -> list[str]:
         if tail in DECORATION_WORDS or tail.isdigit() or (form[cut] == "." and tail in COMPRESSED):
             options.append(form[:cut])
     return options
+
+
+class PathGlobs:
+    """``[private]`` patterns holding ``/``: globs over a path relative to its root.
+
+    ``*``, ``?`` and ``[…]`` stay inside one component; ``**`` as a whole component stands for
+    any number of folders (none included): ``config/prod/*.yaml`` names the files of one folder,
+    ``**/secrets/*.json`` those of every ``secrets`` folder. A pattern that names a folder hides
+    everything below it, and each component is compared in its normalised, undecorated forms
+    (``config/prod/app.yaml~`` is the same file to a reader).
+    """
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(patterns)
+        joined = "|".join(f"(?:{_path_regex(p)})" for p in self.patterns)
+        self._regex = re.compile(joined, re.DOTALL) if joined else None
+
+    def match(self, parts: Sequence[str]) -> bool:
+        """Whether the path ``parts`` (relative to its root), or a folder above it, matches."""
+        if self._regex is None:
+            return False
+        folded = [normalise(part) for part in parts]
+        for depth in range(1, len(folded) + 1):
+            above = "/".join(folded[: depth - 1])
+            for form in undecorated_forms(parts[depth - 1]):
+                if self._regex.fullmatch(f"{above}/{form}" if above else form):
+                    return True
+        return False
+
+
+def path_pattern_problem(pattern: str) -> str | None:
+    """Why a pattern holding ``/`` cannot be a path pattern, or None."""
+    segments = pattern.strip("/").split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        return "a path pattern has no empty, `.` or `..` components (it is relative to the root)"
+    if any("**" in segment and segment != "**" for segment in segments):
+        return "`**` stands only as a whole component (`**/name`, `folder/**`)"
+    return None
+
+
+def _path_regex(pattern: str) -> str:
+    segments = pattern.strip("/").split("/")
+    out = []
+    for number, segment in enumerate(segments):
+        last = number == len(segments) - 1
+        if segment == "**":
+            out.append("(?:[^/]+/)*[^/]+" if last else "(?:[^/]+/)*")
+        else:
+            out.append(_segment_regex(segment) + ("" if last else "/"))
+    return "".join(out)
+
+
+def _segment_regex(segment: str) -> str:
+    out = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
+            body = segment[i + 1 : end]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            body = body.replace("\\", "\\\\").replace("[", "\\[")
+            if body.startswith("^"):
+                body = "\\" + body  # a literal caret, not a negation
+            out.append(f"[{'^/' if negate else ''}{body}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)

@@ -20,6 +20,7 @@ from typing import Literal
 
 from safeport.context_server.policy.private_names import (
     NameGlobs,
+    PathGlobs,
     is_builtin_secret_form,
     normalise,
     undecorated_forms,
@@ -89,6 +90,8 @@ class ReadPolicy:
 
     private_folders: frozenset[str] = frozenset(normalise(n) for n in DEFAULT_PRIVATE_FOLDERS)
     private_patterns: tuple[str, ...] = tuple(normalise(p) for p in DEFAULT_PRIVATE_PATTERNS)
+    # Patterns holding `/`: matched against the path relative to its root (PathGlobs).
+    private_paths: tuple[str, ...] = ()
     ignored_folders: frozenset[str] = frozenset(normalise(n) for n in DEFAULT_IGNORED_FOLDERS)
     # Absolute locations that are private wherever a root contains them (safeport's own folders).
     private_locations: tuple[PurePosixPath, ...] = ()
@@ -97,6 +100,7 @@ class ReadPolicy:
     max_read_bytes: int = 128 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
     _globs: NameGlobs = field(init=False, repr=False, compare=False)
+    _paths: PathGlobs = field(init=False, repr=False, compare=False)
     _locations: frozenset[str] = field(init=False, repr=False, compare=False)
     _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
@@ -107,6 +111,7 @@ class ReadPolicy:
     def __post_init__(self) -> None:
         # The check runs for every listed entry and every walked file: globs by shape.
         object.__setattr__(self, "_globs", NameGlobs(self.private_patterns))
+        object.__setattr__(self, "_paths", PathGlobs(self.private_paths))
         locations = frozenset(str(loc) for loc in self.private_locations)
         prefixes = tuple(loc.rstrip("/") + "/" for loc in locations)
         object.__setattr__(self, "_locations", locations)
@@ -127,9 +132,12 @@ class ReadPolicy:
         if projects is not None:
             wanted = frozenset(normalise(p) for p in projects)
             narrowed = wanted if narrowed is None else narrowed & wanted
+        # A folder or pattern holding `/` names a path below the root, never one name.
+        given = [normalise(p) for p in [*patterns, *(f for f in folders if "/" in f)]]
         return ReadPolicy(
-            private_folders=self.private_folders | {normalise(f) for f in folders},
-            private_patterns=self.private_patterns + tuple(normalise(p) for p in patterns),
+            private_folders=self.private_folders | {normalise(f) for f in folders if "/" not in f},
+            private_patterns=self.private_patterns + tuple(p for p in given if "/" not in p),
+            private_paths=self.private_paths + tuple(p for p in given if "/" in p),
             ignored_folders=self.ignored_folders,
             private_locations=self.private_locations + tuple(locations),
             projects=narrowed,
@@ -182,10 +190,15 @@ class ReadPolicy:
     # -- whole paths --------------------------------------------------------------------------
 
     def is_private(self, parts: Sequence[str], absolute: PurePosixPath | str | None = None) -> bool:
-        """Any private component, or a location inside one of safeport's own folders."""
-        if any(self.is_private_name(p) for p in parts):
+        """Any private component, a path a ``[private]`` path pattern names (``parts`` are
+        relative to their root), or a location inside one of safeport's own folders."""
+        if any(self.is_private_name(p) for p in parts) or self.is_private_path(parts):
             return True
         return absolute is not None and self.is_private_location(str(absolute))
+
+    def is_private_path(self, parts: Sequence[str]) -> bool:
+        """Whether a ``[private]`` pattern holding ``/`` names this path or a folder above it."""
+        return bool(self.private_paths) and self._paths.match(parts)
 
     def is_private_location(self, absolute: str) -> bool:
         """Whether an absolute path is, or is inside, one of safeport's own folders."""
@@ -255,6 +268,7 @@ class ReadPolicy:
             ],
             "private_copies": "editor, backup and copy forms of every private name "
             "(~, .bak, .old, -old, .orig, .swp, .save, .copy, .txt, (1), compressed …)",
+            "private_paths": list(self.private_paths),
             "private_locations": len(self.private_locations),
             "ignored_folders": [*sorted(self.ignored_folders), "*.egg-info"],
             "projects": sorted(self.projects) if self.projects is not None else None,

@@ -101,7 +101,7 @@ class _FolderLook:
     def entry(self, name: str, disk: str) -> Entry:
         """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
         policy = self.policy
-        if policy.is_private_name(name):
+        if policy.is_private_name(name) or policy.is_private_path((*self.folder.parts, name)):
             # Not even looked at: a private entry shows its name and nothing about it.
             return Entry(name, "other", None, "private")
         try:

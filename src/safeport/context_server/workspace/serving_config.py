@@ -6,8 +6,11 @@ projects = ["app", "lib"]        # optional allowlist of top-level folders of ea
 
 [private]
 folders = ["secrets", "customer-exports"]
-patterns = ["*.vault", "prod-*.yaml"]
+patterns = ["*.vault", "prod-*.yaml", "config/prod/*.yaml", "**/secrets/*.json"]
 ```
+
+A pattern without ``/`` matches one name anywhere; one with ``/`` matches the path relative to
+each root (``**`` for any number of folders), and hides everything below a folder it names.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.policy.private_names import path_pattern_problem
 from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.errors import ConfigError, UsageError
@@ -31,6 +35,15 @@ class PrivateSettings(BaseModel):
 
     folders: list[str] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("folders", "patterns")
+    @classmethod
+    def _paths_are_plain(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            problem = path_pattern_problem(pattern) if "/" in pattern else None
+            if problem:
+                raise ValueError(f"pattern {pattern!r}: {problem}")
+        return patterns
 
 
 class ContextSettings(BaseModel):

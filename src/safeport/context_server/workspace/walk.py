@@ -110,6 +110,8 @@ def walk_tree(
             subdirs: list[tuple[str, str]] = []
             for name, disk, kind in _scan(policy, fd, only if parts == base else None):
                 child = (*parts, name)
+                if policy.private_paths and policy.is_private_path(child):
+                    continue  # a `[private]` path pattern names it (names were judged by _scan)
                 path = f"{folder_text}/{name}" if paths_needed else ""
                 if kind == "directory":
                     if after is not None and child < after and after[: len(child)] != child:
