@@ -246,14 +246,16 @@ def assignment_at(
 def _assignment(
     text: str, start: int, end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    # What follows the name first: most words in code (``passed``, ``Token(``) have no
+    # separator after them, and those need no walk back to the name's start.
     name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     after = _AFTER_NAME.match(text, name_end, line_end)
     if after is None or not (after.group("sep") or after.group("space")):
         return None, 0
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
     name = text[name_start:name_end].strip(".-")
     words = [w.lower() for w in _SEGMENTS.split(name) if w]
     if not words or not _secret_name(name, words):

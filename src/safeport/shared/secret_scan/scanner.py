@@ -16,6 +16,10 @@ from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
 
+# A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
+# after it on that line: no assignment or bearer check can find one there.
+_LINE_ENDS = ("\n", "")
+
 
 def find_secrets(text: str) -> list[SecretSpan]:
     """Every secret in ``text``, as non-overlapping spans in text order."""
@@ -43,7 +47,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        if anchor.word and start >= word_done:
+        if anchor.word and start >= word_done and text[end : end + 1] not in _LINE_ENDS:
             found, word_done = assignment_at(text, start, end, line_start, line_end)
             if found is None and text[start:end].lower() == "bearer":
                 found = bearer_at(text, start, line_end)
