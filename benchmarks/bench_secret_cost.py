@@ -2,6 +2,7 @@
 
     python benchmarks/bench_secret_cost.py [--files 20000] [--mb 40] [--rounds 200]
                                            [--index-rounds 2] [--real-mb 10] [--dir DIR]
+    python benchmarks/bench_secret_cost.py --quick     # 300 files, 10 rounds: what CI runs
 
 In one process, on one machine state, alternating on and off so both see the same load:
   1. ``read_file`` of a clean 1 MB source file (installed packages' ``.py`` files, joined, with
@@ -198,7 +199,11 @@ def main() -> None:
     parser.add_argument("--index-rounds", type=int, default=2)
     parser.add_argument("--real-mb", type=float, default=10.0)
     parser.add_argument("--dir", type=Path, default=None, help="where to build the workspaces")
+    parser.add_argument("--quick", action="store_true", help="a short profile: what CI runs")
+    parser.add_argument("--json", action="store_true", help="(the report is always JSON)")
     args = parser.parse_args()
+    if args.quick:
+        args.files, args.mb, args.rounds, args.index_rounds, args.real_mb = 300, 1, 10, 2, 1.0
     report: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     base = Path(tempfile.mkdtemp(prefix="bench-secret-cost-", dir=args.dir))
     try:
