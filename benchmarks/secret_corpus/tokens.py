@@ -92,6 +92,8 @@ TOKENS: dict[str, Callable[[], str]] = {
     "telegram": lambda: f"{rand(10, string.digits)}:AA{rand(33, B64URL)}",
     "doppler": lambda: f"dp.pt.{rand(43)}",
     "atlassian": lambda: f"ATATT3xFfGF0{rand(180, B64URL)}",
+    "bitbucket-app-password": lambda: f"ATBB{rand(24)}{rand(8, HEX.upper())}",
+    "bitbucket-access-token": lambda: f"BBDC-{rand(44, ALNUM + '+/')}",
     "jwt": _jwt,
     "azure-storage": _azure,
 }

@@ -296,7 +296,7 @@ def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(
 ) -> None:
     (tree / "src" / "app" / "main.py").write_text("changed = True\n")
 
-    def broken(*_args: object) -> str:
+    def broken(*_args: object, **_options: object) -> str:
         raise sqlite3.OperationalError("disk I/O error")
 
     with monkeypatch.context() as patch:

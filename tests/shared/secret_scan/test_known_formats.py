@@ -52,3 +52,17 @@ def test_spans_carry_offsets_and_a_kind_never_the_value() -> None:
     assert text[span.start : span.end] == token
     assert span.kind == "github-token"
     assert token not in repr(span)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ATBB_PREFIX = 'ATBB'\n",  # the prefix alone
+        "id = 'XATBB" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6'\n",  # glued to a word on its left
+        "short = 'ATBB" + "a1B2c3D4e5F6g7H8i9J0'\n",  # too short for an app password
+        "ticket BBDC-1234 was closed\n",  # an issue key in the same project prefix
+        "body = 'BBDC-" + "A" * 50 + "'\n",  # longer than an access token
+    ],
+)
+def test_bitbucket_look_alikes_are_left_alone(line: str) -> None:
+    assert redact(line) == (line, ())

@@ -71,10 +71,15 @@ class SearchIndex:
         watch: bool = True,
         retry_after_s: float = RETRY_AFTER_S,
         full_walk_after_s: float = FULL_WALK_AFTER_S,
+        redact_secrets: bool = True,
     ) -> None:
         """``retry_after_s``: how soon a search may start another refresh after one failed;
-        ``full_walk_after_s``: how often everything is walked even with a complete watch."""
+        ``full_walk_after_s``: how often everything is walked even with a complete watch;
+        ``redact_secrets=False`` stores text as read, secrets and all: only for
+        ``benchmarks/bench_secret_cost.py`` to measure what redaction costs. No setting, flag or
+        configuration reaches it."""
         self.path = path
+        self._redact_secrets = redact_secrets
         self._retry_after_s = retry_after_s
         self.workspace = workspace
         self._local = threading.local()
@@ -121,7 +126,7 @@ class SearchIndex:
 
         Walks only what the folder watch reports as touched when it can vouch for the rest,
         else everything (``everything`` forces that)."""
-        with self._refresh_lock, Shards(self.path) as shards:
+        with self._refresh_lock, Shards(self.path, redact_secrets=self._redact_secrets) as shards:
             started = time.monotonic()
             tally, by_events = self._refresher.run(shards, progress, everything)
             shards.commit()

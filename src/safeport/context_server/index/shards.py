@@ -63,7 +63,8 @@ class Shards:
     """Open shards for one refresh: reads on the caller's thread, writes on one thread per
     shard. Reads first wait for the writes queued before them."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, redact_secrets: bool = True) -> None:
+        self._redact_secrets = redact_secrets
         self.dbs = [store.connect(p) for p in shard_paths(path)]
         self._queues: list[queue.Queue[_Op]] = [queue.Queue(_QUEUE_DEPTH) for _ in self.dbs]
         # What the walk has decided for each shard and not yet handed to its writer.
@@ -123,7 +124,7 @@ class Shards:
 
     def store(self, found: WalkedFile, stored: Stored | None) -> Outcome:
         """``index_store.plan`` decides on this thread; the shard's writer runs it."""
-        outcome, text = store.plan(found, stored)
+        outcome, text = store.plan(found, stored, redact_secrets=self._redact_secrets)
         if outcome == "kept":
             return outcome
         shard = shard_of(found.root.name, found.relative)

@@ -86,13 +86,15 @@ def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
     return stored is not None and stored[1:] == (found.size, found.mtime_ns)
 
 
-def plan(found: WalkedFile, stored: Stored | None) -> tuple[Outcome, str | None]:
+def plan(
+    found: WalkedFile, stored: Stored | None, *, redact_secrets: bool = True
+) -> tuple[Outcome, str | None]:
     """What one walked file's row becomes, and the text to index: kept as is, (re)written
     from its head, or dropped (read failed or binary). The walk read the head only if the row
     was not current."""
     if unchanged(found, stored):
         return "kept", None
-    text = _text_of(found.head)
+    text = _text_of(found.head, redact_secrets)
     if text is None:
         return ("dropped" if stored is not None else "skipped"), None
     return ("updated" if stored is not None else "added"), text
@@ -130,10 +132,11 @@ def forget_removed(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def _text_of(head: bytes | None) -> str | None:
+def _text_of(head: bytes | None, redact_secrets: bool) -> str | None:
     """The text to index, or None for a file unread, too large or binary to be worth it."""
     if head is None or len(head) > MAX_INDEXED_BYTES or looks_binary(head):
         return None
     # Only redacted text is ever stored: no query can confirm a piece of a secret, and the
     # database file on disk holds none.
-    return redact(head.decode("utf-8", "replace"))[0]
+    text = head.decode("utf-8", "replace")
+    return redact(text)[0] if redact_secrets else text

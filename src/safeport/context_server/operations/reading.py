@@ -23,6 +23,7 @@ from safeport.context_server.operations.tool_results import (
     FileInfo,
     MultiFileItem,
     MultipleFiles,
+    Redaction,
 )
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, refusal
 from safeport.context_server.policy.request_path import parse_request_path
@@ -48,7 +49,10 @@ class ReadingOperations(Operations):
             cut = data.rfind(b"\n")
             if cut >= cap // 2:
                 data = data[: cut + 1]  # whole lines read better than a torn one
-        text, findings = redact_head(read.data, data)
+        if self.redact_secrets:
+            text, findings = redact_head(read.data, data)
+        else:
+            text, findings = data.decode("utf-8", "replace"), ()
         self.secrets_redacted += len(findings)
         next_line = data.count(b"\n") + 1 if truncated else None
         hint = (
@@ -94,9 +98,12 @@ class ReadingOperations(Operations):
                 max_lines=max_lines,
                 max_chars=self.workspace.policy.max_read_bytes,
             )
-        lines, withheld = redact_excerpt(
-            found.lines, found.ranges, start_line, lambda a, b: self._window(located, a, b)
-        )
+        lines: list[str] = found.lines
+        withheld: list[Redaction] = []
+        if self.redact_secrets:
+            lines, withheld = redact_excerpt(
+                found.lines, found.ranges, start_line, lambda a, b: self._window(located, a, b)
+            )
         self.secrets_redacted += len(withheld)
         nxt = found.next
         hint = None

@@ -32,6 +32,9 @@ _AFTER_NAME = re.compile(
     """,
     re.VERBOSE,
 )
+# What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
+# backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
+_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}[:=>]""")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
@@ -233,6 +236,13 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+def may_assign(text: str, start: int, end: int, line_end: int) -> bool:
+    """A cheap first look: whether the keyword at ``text[start:end]`` could start a value on its
+    line (a separator follows its name, or it is ``pass``, which netrc follows with a space).
+    Most words in code (``token = tokenize(…)`` aside) are not, and skip the full judgement."""
+    return text[start:end].lower() == "pass" or _SEPARATED.match(text, end, line_end) is not None
+
+
 def assignment_at(
     text: str, start: int, end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
@@ -246,14 +256,18 @@ def assignment_at(
 def _assignment(
     text: str, start: int, end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    # What follows the name first: most words in code (``passed``, ``Token(``) have no
+    # separator after them, and those need no walk back to the name's start.
     name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     after = _AFTER_NAME.match(text, name_end, line_end)
     if after is None or not (after.group("sep") or after.group("space")):
         return None, 0
+    if not after.group("sep") and text[start:end].lower() != "pass":
+        return None, 0  # a bare space takes a value only after "password" (below): prose
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
     name = text[name_start:name_end].strip(".-")
     words = [w.lower() for w in _SEGMENTS.split(name) if w]
     if not words or not _secret_name(name, words):

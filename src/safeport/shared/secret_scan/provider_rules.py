@@ -145,6 +145,10 @@ RULES: tuple[TokenRule, ...] = (
     _rule("telegram-bot-token", ":AA", B + r"\d{8,10}:AA[A-Za-z0-9_\-]{33}" + E, lead=True),
     _rule("doppler-token", "dp.", B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,60}"),
     _rule("atlassian-token", ("ATATT3", "ATCTT3"), r"AT(?:ATT|CTT)3[A-Za-z0-9_\-=]{100,300}"),
+    # Bitbucket Cloud app passwords: ATBB, then 32 letters and digits (the last 8 a checksum).
+    _rule("bitbucket-app-password", "ATBB", B + r"ATBB[A-Za-z0-9]{32}" + E),
+    # Bitbucket Data Center HTTP access tokens: BBDC-, then 44 base64 characters.
+    _rule("bitbucket-access-token", "BBDC-", B + r"BBDC-[A-Za-z0-9+/]{44}" + E),
     _rule(
         "jwt",
         "eyJ",

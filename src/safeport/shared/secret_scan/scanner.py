@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from safeport.shared.secret_scan.assignments import assignment_at, bearer_at, url_credential_at
+from safeport.shared.secret_scan.assignments import (
+    assignment_at,
+    bearer_at,
+    may_assign,
+    url_credential_at,
+)
 from safeport.shared.secret_scan.prefilter import hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+
+# A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
+# after it on that line: no assignment or bearer check can find one there.
+_LINE_ENDS = ("\n", "")
 
 
 def find_secrets(text: str) -> list[SecretSpan]:
@@ -43,10 +52,12 @@ def find_secrets(text: str) -> list[SecretSpan]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        if anchor.word and start >= word_done:
-            found, word_done = assignment_at(text, start, end, line_start, line_end)
-            if found is None and text[start:end].lower() == "bearer":
-                found = bearer_at(text, start, line_end)
+        if anchor.word:
+            if start >= word_done and text[end : end + 1] not in _LINE_ENDS:
+                if may_assign(text, start, end, line_end):
+                    found, word_done = assignment_at(text, start, end, line_start, line_end)
+                if found is None and text[start:end].lower() == "bearer":
+                    found = bearer_at(text, start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.key_block:

@@ -1,0 +1,57 @@
+"""The third-party sample evaluation reads a checkout in CredSweeper's layout and scores it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.secret_corpus.tokens import TOKENS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _finding(rule: str, path: str, line: int) -> dict[str, object]:
+    return {"rule": rule, "line_data_list": [{"path": path, "line_num": line}]}
+
+
+def test_labelled_findings_are_scored_per_rule_and_other_flags_counted(tmp_path: Path) -> None:
+    samples = tmp_path / "tests" / "samples"
+    samples.mkdir(parents=True)
+    (tmp_path / "tests" / "data").mkdir()
+    token = TOKENS["github-classic"]()
+    stray = TOKENS["slack-bot"]()
+    (samples / "github").write_text(f"# a sample\nGITHUB = '{token}'\n")
+    (samples / "words").write_text("name:master pw:correct horse\n")
+    (samples / "other").write_text(f"SLACK = '{stray}'\n")
+    output = [
+        _finding("Github Classic Token", "tests/samples/github", 2),
+        _finding("Password", "tests/samples/words", 1),
+    ]
+    (tmp_path / "tests" / "data" / "output.json").write_text(json.dumps(output))
+    run = subprocess.run(
+        [sys.executable, "benchmarks/bench_third_party_samples.py", "--credsweeper", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    report = json.loads(run.stdout)
+    assert report["sample_files"] == 3 and report["labelled_findings"] == 2
+    assert report["per_rule"] == {"Github Classic Token": "1/1", "Password": "0/1"}
+    assert report["withheld"] == 1 and report["recall"] == 0.5
+    assert report["flags_on_lines_not_labelled"] == 1  # the Slack token nobody labelled
+
+
+def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "benchmarks/bench_third_party_samples.py", "--credsweeper", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode != 0 and "not a CredSweeper checkout" in run.stderr
