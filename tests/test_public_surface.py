@@ -160,9 +160,12 @@ SURFACES: dict[str, set[str]] = {
         "verify_journal",
     },
     "safeport.shared.secret_scan": {
+        "ALLOWABLE_KINDS",
         "Finding",
         "SecretSpan",
         "find_secrets",
+        "fingerprint",
+        "is_fingerprint",
         "marker",
         "redact",
         "redact_spans",

@@ -32,6 +32,7 @@ from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.context_server.transport.stdio import serve_stdio
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.serving_config import (
+    content_secrets,
     load_settings,
     read_policy,
     served_roots,
@@ -81,7 +82,8 @@ def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> 
     settings = load_settings(paths.context_config)
     served = served_roots(roots, settings)
     verify_outside_served_roots([root.path for root in served])
-    return Workspace(served, read_policy(settings, paths))
+    secrets = content_secrets(settings, paths, served)
+    return Workspace(served, read_policy(settings, paths), secrets)
 
 
 def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple[int, float]:
@@ -139,6 +141,7 @@ def serve(options: ServeOptions) -> None:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )
     server, service = build_server(options)
+    _warn_of_secret_rules(service)
     if options.profile == "agent" and locate().dedicated:
         # The gateway binds a per-session approval to this process; a same-uid process that
         # could ptrace it (Yama off) would use that grant as its own. Only where the gateway's
@@ -155,6 +158,23 @@ def serve(options: ServeOptions) -> None:
         anyio.run(serve_stdio, server, DirectCalls(server))
     finally:
         service.journal.close()  # writes and fsyncs the records still queued
+
+
+def _warn_of_secret_rules(service: WorkspaceService) -> None:
+    """Say on stderr, at start, what the person turned off: it must never go unnoticed."""
+    secrets = service.workspace.secrets
+    for root in service.workspace.roots:
+        if root.path in secrets.unredacted_roots:
+            log.warning(
+                "secret redaction is OFF for the root %s ([secrets] redaction_off in "
+                "context.toml): secrets inside its files are served as written",
+                display_name(os.fsencode(root.path)),
+            )
+    if secrets.allowed and secrets.key is None:
+        log.warning(
+            "[secrets] allow lists fingerprints but there is no fingerprint key yet: "
+            "every value stays withheld (run `sp context scan` to make the key)"
+        )
 
 
 def _on_terminal() -> bool:

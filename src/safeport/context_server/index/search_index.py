@@ -56,6 +56,11 @@ class Candidate:
 def index_path(cache_dir: Path, workspace: Workspace) -> Path:
     """One database per set of roots, named by a digest so no path appears in the name."""
     key = "\0".join(sorted(str(r.path) for r in workspace.roots))
+    # The index holds text as withheld under the rules in force: other rules (a value allowed
+    # back, a root's redaction turned on again) get another index, never rows held under these.
+    rules = workspace.secrets.rules_digest()
+    if rules:
+        key += "\0" + rules
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return cache_dir / "context" / f"index-{digest}.sqlite"
 

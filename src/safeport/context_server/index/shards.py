@@ -24,6 +24,7 @@ from pathlib import Path
 
 from safeport.context_server.index import sqlite_store as store
 from safeport.context_server.index.sqlite_store import Outcome, Row, Stored
+from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.workspace.walk import WalkedFile
 
 SHARDS = 2
@@ -121,9 +122,10 @@ class Shards:
 
     # -- writing --------------------------------------------------------------------------
 
-    def store(self, found: WalkedFile, stored: Stored | None) -> Outcome:
-        """``index_store.plan`` decides on this thread; the shard's writer runs it."""
-        outcome, text = store.plan(found, stored)
+    def store(self, found: WalkedFile, stored: Stored | None, find: SecretFinder) -> Outcome:
+        """``index_store.plan`` decides on this thread (``find``: what to withhold from the
+        text); the shard's writer runs it."""
+        outcome, text = store.plan(found, stored, find)
         if outcome == "kept":
             return outcome
         shard = shard_of(found.root.name, found.relative)

@@ -48,7 +48,8 @@ class ReadingOperations(Operations):
             cut = data.rfind(b"\n")
             if cut >= cap // 2:
                 data = data[: cut + 1]  # whole lines read better than a torn one
-        text, findings = redact_head(read.data, data)
+        find = self.workspace.secrets.finder(located.root.path)
+        text, findings = redact_head(read.data, data, find)
         self.secrets_redacted += len(findings)
         next_line = data.count(b"\n") + 1 if truncated else None
         hint = (
@@ -95,7 +96,11 @@ class ReadingOperations(Operations):
                 max_chars=self.workspace.policy.max_read_bytes,
             )
         lines, withheld = redact_excerpt(
-            found.lines, found.ranges, start_line, lambda a, b: self._window(located, a, b)
+            found.lines,
+            found.ranges,
+            start_line,
+            lambda a, b: self._window(located, a, b),
+            self.workspace.secrets.finder(located.root.path),
         )
         self.secrets_redacted += len(withheld)
         nxt = found.next
@@ -183,7 +188,7 @@ class ReadingOperations(Operations):
         h = hashlib.sha256()
         # The hash of a file holding a secret confirms a guess of that secret (a short password
         # beside text the agent has read): it is refused, as the secret itself is withheld.
-        watch = SecretWatch()
+        watch = SecretWatch(self.workspace.secrets.finder(located.root.path))
         with self.workspace.open_checked(located) as (fd, size):
             if size > self.workspace.policy.max_file_bytes:
                 raise refusal("too-large")

@@ -7,6 +7,10 @@ projects = ["app", "lib"]        # optional allowlist of top-level folders of ea
 [private]
 folders = ["secrets", "customer-exports"]
 patterns = ["*.vault", "prod-*.yaml"]
+
+[secrets]
+allow = ["fp1:…"]                # values allowed back, by keyed fingerprint (`sp context allow`)
+redaction_off = ["~/src/app"]    # roots served without redaction: loud (status, doctor, journal)
 ```
 """
 
@@ -17,13 +21,16 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from safeport.context_server.policy.content_secrets import ContentSecrets
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.workspace.fingerprint_key import load_key
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.errors import ConfigError, UsageError
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.secret_scan import is_fingerprint
 
 
 class PrivateSettings(BaseModel):
@@ -33,12 +40,32 @@ class PrivateSettings(BaseModel):
     patterns: list[str] = Field(default_factory=list)
 
 
+class SecretsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = Field(default_factory=list)
+    redaction_off: list[str] = Field(default_factory=list)
+
+    @field_validator("allow")
+    @classmethod
+    def _fingerprints_only(cls, values: list[str]) -> list[str]:
+        for number, value in enumerate(values):
+            if not is_fingerprint(value):
+                # The entry itself is never repeated: it may be a value pasted by mistake.
+                raise ValueError(
+                    f"entry {number + 1} is not a fingerprint (fp1: and 64 hex digits, as "
+                    "`sp context scan` prints them); never write a secret's value here"
+                )
+        return values
+
+
 class ContextSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     roots: list[str] = Field(default_factory=list)
     projects: list[str] | None = None
     private: PrivateSettings = Field(default_factory=PrivateSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 
 
 def load_settings(path: Path) -> ContextSettings:
@@ -102,3 +129,25 @@ def read_policy(settings: ContextSettings, paths: SafeportPaths) -> ReadPolicy:
         locations=dict.fromkeys(locations),
         projects=settings.projects,
     )
+
+
+def unredacted_roots(settings: ContextSettings, roots: Sequence[ServedRoot]) -> list[ServedRoot]:
+    """The served roots ``[secrets] redaction_off`` names (a path that is no served root,
+    or is only inside one, turns nothing off)."""
+    wanted = {Path(os.path.realpath(Path(p).expanduser())) for p in settings.secrets.redaction_off}
+    return [root for root in roots if root.path in wanted]
+
+
+def content_secrets(
+    settings: ContextSettings,
+    paths: SafeportPaths,
+    roots: Sequence[ServedRoot],
+    *,
+    create_key: bool = False,
+) -> ContentSecrets:
+    """What the served roots' files are withheld of. Without a key (none made yet), no
+    fingerprint can match: every value stays withheld."""
+    allowed = frozenset(settings.secrets.allow)
+    key = load_key(paths, create=create_key) if allowed or create_key else None
+    off = frozenset(root.path for root in unredacted_roots(settings, roots))
+    return ContentSecrets(allowed=allowed, key=key, unredacted_roots=off)
