@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -22,7 +23,17 @@ from mcp.server.mcpserver import MCPServer
 from safeport import __version__
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
+from safeport.context_server.operations.allow_back import (
+    AllowedValue,
+    values_on_line,
+    values_with_fingerprint,
+)
 from safeport.context_server.operations.reads_journal import ReadsJournal
+from safeport.context_server.operations.secret_report import (
+    ScanProgress,
+    ScanReport,
+    scan_workspace,
+)
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.tools.agent_tools import register_agent_tools
@@ -30,6 +41,7 @@ from safeport.context_server.tools.journaled_calls import JournaledServer
 from safeport.context_server.tools.reader_tools import register_reader_tools
 from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.context_server.transport.stdio import serve_stdio
+from safeport.context_server.workspace.allow_list import add_allowed
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.serving_config import (
     content_secrets,
@@ -76,13 +88,16 @@ PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {
 }
 
 
-def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> Workspace:
-    """The served roots behind the effective read policy (raises a clear error without a root)."""
+def open_workspace(
+    roots: Sequence[str], paths: SafeportPaths | None = None, *, create_key: bool = False
+) -> Workspace:
+    """The served roots behind the effective read policy (raises a clear error without a root);
+    ``create_key`` makes the fingerprint key if there is none yet."""
     paths = paths or locate()
     settings = load_settings(paths.context_config)
     served = served_roots(roots, settings)
     verify_outside_served_roots([root.path for root in served])
-    secrets = content_secrets(settings, paths, served)
+    secrets = content_secrets(settings, paths, served, create_key=create_key)
     return Workspace(served, read_policy(settings, paths), secrets)
 
 
@@ -104,6 +119,39 @@ def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple
     finally:
         workspace.close()
     return stats.files, stats.seconds
+
+
+def scan_roots(roots: Sequence[str], progress: ScanProgress | None = None) -> ScanReport:
+    """What the server would withhold from the roots and what its policy refuses (`sp context
+    scan`); makes the fingerprint key on first use, so each finding that may be allowed back
+    comes with its fingerprint."""
+    paths = locate()
+    workspace = open_workspace(roots, paths, create_key=True)
+    try:
+        return scan_workspace(workspace, progress)
+    finally:
+        workspace.close()
+
+
+def allow_secret(
+    roots: Sequence[str], *, fingerprint: str | None = None, at: tuple[Path, int] | None = None
+) -> tuple[list[AllowedValue], list[str]]:
+    """Allow back the value a fingerprint or a (file, line) names (`sp context allow`): the
+    places it is written, and the fingerprints newly added to context.toml."""
+    paths = locate()
+    workspace = open_workspace(roots, paths, create_key=True)
+    try:
+        key = workspace.secrets.key
+        if key is None:  # made by open_workspace; never reached
+            raise EnvironmentProblem("the fingerprint key could not be made")
+        if at is not None:
+            found = values_on_line(workspace, key, *at)
+        else:
+            found = values_with_fingerprint(workspace, key, fingerprint or "")
+    finally:
+        workspace.close()
+    added = add_allowed(paths.context_config, [(v.fingerprint, v.where) for v in found])
+    return found, added
 
 
 def build_server(options: ServeOptions) -> tuple[JournaledServer, WorkspaceService]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from safeport.errors import ConfigError
 from safeport.shared.paths import SafeportPaths, ensure_private_dir
-from safeport.shared.secret_scan.fingerprints import KEY_BYTES
+from safeport.shared.secret_scan import KEY_BYTES
 
 
 def key_path(paths: SafeportPaths) -> Path:

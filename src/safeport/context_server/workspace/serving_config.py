@@ -29,6 +29,7 @@ from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.workspace.fingerprint_key import load_key
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.errors import ConfigError, UsageError
+from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.secret_scan import is_fingerprint
 
@@ -151,3 +152,27 @@ def content_secrets(
     key = load_key(paths, create=create_key) if allowed or create_key else None
     off = frozenset(root.path for root in unredacted_roots(settings, roots))
     return ContentSecrets(allowed=allowed, key=key, unredacted_roots=off)
+
+
+def redaction_off(paths: SafeportPaths) -> list[str]:
+    """The folders ``[secrets] redaction_off`` names, as real paths (`sp status`, `sp doctor`):
+    each is served without redaction whenever it is a served root."""
+    settings = load_settings(paths.context_config)
+    return [os.path.realpath(Path(p).expanduser()) for p in settings.secrets.redaction_off]
+
+
+def redaction_findings(paths: SafeportPaths) -> list[Finding]:
+    """`sp doctor`'s word on ``[secrets]``: a warning for each root served unredacted."""
+    try:
+        off = redaction_off(paths)
+    except ConfigError as exc:
+        return [Finding("context.toml", "fail", exc.message, "fix the file, or remove it")]
+    return [
+        Finding(
+            f"secret redaction {root}",
+            "warn",
+            "OFF: secrets inside this root's files are served to agents as written",
+            f"remove it from redaction_off under [secrets] in {paths.context_config}",
+        )
+        for root in off
+    ]

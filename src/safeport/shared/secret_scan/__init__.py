@@ -10,13 +10,19 @@ Known formats and private keys are what it guarantees; generic assignments are b
 (:data:`ALLOWABLE_KINDS`) can be allowed back without writing the value anywhere.
 """
 
-from safeport.shared.secret_scan.fingerprints import ALLOWABLE_KINDS, fingerprint, is_fingerprint
+from safeport.shared.secret_scan.fingerprints import (
+    ALLOWABLE_KINDS,
+    KEY_BYTES,
+    fingerprint,
+    is_fingerprint,
+)
 from safeport.shared.secret_scan.redaction import marker, redact, redact_spans
 from safeport.shared.secret_scan.scanner import find_secrets
 from safeport.shared.secret_scan.spans import Finding, SecretSpan
 
 __all__ = [
     "ALLOWABLE_KINDS",
+    "KEY_BYTES",
     "Finding",
     "SecretSpan",
     "find_secrets",
