@@ -278,8 +278,21 @@ async def test_a_root_with_redaction_off_is_said_everywhere(
             health = await client.call_tool("get_health", {})
             assert isinstance(health.structured_content, dict)
             assert health.structured_content["redaction_off"] == ["ws"]
+    service.index.refresh()
     service.journal.close()
     records = [r["body"] for r in read_records(home / "audit" / "reads.jsonl")]
     reads = {r["args"].get("path"): r for r in records if r["tool"] == "read_file"}
     assert reads["ws/app/settings.py"]["unredacted_roots"] == [str(root.resolve())]
     assert "unredacted_roots" not in reads["lib/conf.py"]
+
+    # Turned back on: the index built while it was off (holding the token) is removed.
+    held_open = {p.name for p in (home / "cache" / "context").iterdir()}
+    assert any(TOKEN.encode() in p.read_bytes() for p in (home / "cache" / "context").iterdir())
+    (home / "context.toml").write_text("")
+    _, again = build_server(ServeOptions(roots=[str(root), str(other)], origin="tests"))
+    again.index.refresh()
+    again.journal.close()
+    now = {p.name for p in (home / "cache" / "context").iterdir()}
+    assert now and not now & {name for name in held_open if "-off-" in name}
+    assert not any(TOKEN.encode() in p.read_bytes() for p in (home / "cache" / "context").iterdir())
+    assert again.search_project(TOKEN[4:14], ".", 50, None).hits == []

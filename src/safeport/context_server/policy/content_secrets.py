@@ -41,6 +41,8 @@ class ContentSecrets:
     # The fingerprint key: never printed, logged or compared outside ``fingerprint``.
     key: bytes | None = field(default=None, repr=False)
     unredacted_roots: frozenset[Path] = frozenset()
+    # Whether context.toml turns redaction off for any folder at all (served here or not).
+    off_anywhere: bool = False
 
     def finder(self, root: Path) -> SecretFinder:
         """The spans to withhold from a text of a file under ``root``."""

@@ -151,7 +151,12 @@ def content_secrets(
     allowed = frozenset(settings.secrets.allow)
     key = load_key(paths, create=create_key) if allowed or create_key else None
     off = frozenset(root.path for root in unredacted_roots(settings, roots))
-    return ContentSecrets(allowed=allowed, key=key, unredacted_roots=off)
+    return ContentSecrets(
+        allowed=allowed,
+        key=key,
+        unredacted_roots=off,
+        off_anywhere=bool(settings.secrets.redaction_off),
+    )
 
 
 def redaction_off(paths: SafeportPaths) -> list[str]:
