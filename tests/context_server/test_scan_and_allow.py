@@ -66,7 +66,8 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
     (root / "prod-db.yaml").write_text("a: b\n")
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (root / "nul.txt").write_bytes(b"a\x00b\n")
-    with open(root / "huge.txt", "wb") as huge:  # sparse: over the size any tool reads
+    with open(root / "huge.txt", "wb") as huge:  # sparse: over the size excerpts read
+        huge.write(b"# notes\n" * 2000 + f'late_secret = "{NEIGHBOUR}"\n'.encode())
         huge.truncate(65 * 1024 * 1024)
     home.mkdir(mode=0o700)
     (home / "context.toml").write_text(
@@ -96,7 +97,7 @@ def test_the_scan_reports_kinds_lines_and_refusals_and_never_a_piece_of_a_value(
     assert ".env: private by name" in out
     assert "ledger: private: a [private] folder in context.toml" in out
     assert "prod-db.yaml: private: a [private] pattern in context.toml" in out
-    assert "huge.txt: too large to serve" in out
+    assert "huge.txt: over the size excerpts read: only its head" in out
     assert "logo.png: not text" in out and "nul.txt: not text" in out
     # The key is made on first need, private, in safeport's folder and not in the workspace.
     made = home / "fingerprint.key"
@@ -122,7 +123,8 @@ def test_the_scan_reports_kinds_lines_and_refusals_and_never_a_piece_of_a_value(
     deploy = by_path["app/deploy.md"].findings
     assert deploy[0].kind == "private-key" and deploy[0].end_line > deploy[0].line
     assert deploy[0].fingerprint is None
-    assert report.secrets_found == report.secrets_withheld == 6
+    assert [(f.kind, f.line) for f in by_path["huge.txt"].findings] == [("secret-assignment", 2001)]
+    assert report.secrets_found == report.secrets_withheld == 7
     reasons = {(r.path, r.reason) for r in report.refused}
     assert {(".env", "credential-name"), ("ledger", "private-folder")} <= reasons
     assert {("prod-db.yaml", "private-pattern"), ("huge.txt", "too-large")} <= reasons

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from safeport.context_server.operations.redacting import LOOKAHEAD_BYTES
 from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
 from safeport.context_server.workspace.gate import ServedRoot, Workspace
 from safeport.context_server.workspace.walk import RefusalHook, WalkedFile
@@ -36,7 +37,8 @@ REASONS: dict[str, str] = {
     "private-location": "private: one of safeport's own folders",
     "binary": "not text (a binary type or content)",
     "unreadable-type": "not a readable text type",
-    "too-large": "too large to serve",
+    "too-large": "over the size excerpts read: only its head (what read_file serves) is "
+    "served, and scanned here",
     "hard-link": "a file with more than one link (never served)",
 }
 
@@ -152,8 +154,7 @@ def scanned_files(
         walked = workspace.walk(
             root,
             start,
-            max_bytes=policy.max_file_bytes,
-            head_for=lambda _found: policy.max_file_bytes,
+            head_for=lambda found: _served_bytes(policy, found),
             linked=linked,
             refused=heard,
             only=only,
@@ -167,6 +168,8 @@ def scanned_files(
             if looks_binary(item.head):
                 heard(item.parts, "binary")
                 continue
+            if item.size > policy.max_file_bytes:
+                heard(item.parts, "too-large")  # its head is still served, and scanned
             text = item.head.decode("utf-8", "replace")
             yield ScannedText(root, item.relative, text, find_secrets(text))
     if progress is not None:
@@ -207,11 +210,19 @@ def _refused(
     )
 
 
+def _served_bytes(policy: ReadPolicy, found: WalkedFile) -> int:
+    """How much of a file an agent can read: all of it up to the size excerpts read, else the
+    head read_file serves (and the bytes it looks past it for a torn secret)."""
+    if found.size <= policy.max_file_bytes:
+        return policy.max_file_bytes
+    return policy.max_read_bytes + LOOKAHEAD_BYTES
+
+
 def _count(workspace: Workspace) -> int:
     """How many files the scan will read (the progress bar's total; one more walk, no reads)."""
     return sum(
         1
         for root in workspace.roots
-        for item in workspace.walk(root, max_bytes=workspace.policy.max_file_bytes)
+        for item in workspace.walk(root)
         if isinstance(item, WalkedFile)
     )
