@@ -15,8 +15,9 @@ In one process, on one machine state, alternating on and off so both see the sam
      Budget: on <= 1.25x off.
   3. the detector alone (``find_secrets``) on --real-mb of installed packages' files, CPU time
      on one core. Budget: >= 50 MB/s.
-"off" is the internal ``redact_secrets=False`` of ``WorkspaceService`` and ``SearchIndex``, which
-no setting reaches. Ratios are on / off (lower is better). Prints one JSON object, with the load
+"off" is the product's own per-root switch (``[secrets] redaction_off`` in context.toml, or the
+``ContentSecrets`` it builds, in process), so the benchmark measures what a user turning it off
+gets. Ratios are on / off (lower is better). Prints one JSON object, with the load
 average before and after.
 """
 
@@ -42,24 +43,18 @@ from safeport.context_server.index.change_feed import ChangeFeed  # noqa: E402
 from safeport.context_server.index.search_index import SearchIndex  # noqa: E402
 from safeport.context_server.operations.reads_journal import ReadsJournal  # noqa: E402
 from safeport.context_server.operations.service import WorkspaceService  # noqa: E402
+from safeport.context_server.policy.content_secrets import ContentSecrets  # noqa: E402
 from safeport.context_server.policy.read_policy import ReadPolicy  # noqa: E402
 from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
+from safeport.shared.paths import locate  # noqa: E402
 from safeport.shared.secret_scan import find_secrets  # noqa: E402
 
 MB = 1_000_000
-# The context server as `python -m safeport.context_server` starts it, with its service's
-# redaction set by the first argument: the benchmark's switch, not a setting of the product.
-SERVE = """
-import sys
-from safeport.context_server import server
-build = server.build_server
-def built(options):
-    made = build(options)
-    made[1].redact_secrets = sys.argv[1] == "on"
-    return made
-server.build_server = built
-server.serve(server.ServeOptions(roots=sys.argv[2:], origin="bench"))
-"""
+
+
+def off_for(root: Path) -> ContentSecrets:
+    """The rules ``[secrets] redaction_off = [root]`` builds: nothing withheld under ``root``."""
+    return ContentSecrets(unredacted_roots=frozenset({root.resolve()}))
 
 
 def clean_source(size: int = MB) -> str:
@@ -89,11 +84,11 @@ def read_file_costs(base: Path, rounds: int) -> dict[str, Any]:
         ("read_file_1mb_default_cap", ReadPolicy()),
     ):
         workspace = Workspace([ServedRoot("ws", root)], policy)
+        unredacted = Workspace([ServedRoot("ws", root)], policy, off_for(root))
         index = SearchIndex(base / f"cache-{label}" / "index.sqlite", workspace, watch=False)
         journal = ReadsJournal(base / f"audit-{label}", "bench", [str(root)])
-        feed = ChangeFeed(workspace)
-        on = WorkspaceService(workspace, index, feed, journal)
-        off = WorkspaceService(workspace, index, feed, journal, redact_secrets=False)
+        on = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
+        off = WorkspaceService(unredacted, index, ChangeFeed(unredacted), journal)
         times: dict[str, list[float]] = {"on": [], "off": []}
         try:
             for number in range(rounds):
@@ -107,6 +102,7 @@ def read_file_costs(base: Path, rounds: int) -> dict[str, Any]:
             index.close()
             journal.close()
             workspace.close()
+            unredacted.close()
         p50_on, p50_off = statistics.median(times["on"]), statistics.median(times["off"])
         report[label] = {
             "served_bytes": served.served_bytes,
@@ -126,7 +122,12 @@ def read_file_over_stdio(base: Path, root: Path, rounds: int) -> dict[str, Any]:
         home = base / f"home-{name}"
         home.mkdir(mode=0o700)
         env = {"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]}
-        clients[name] = BareClient([sys.executable, "-c", SERVE, name, str(root)], env)
+        if name == "off":
+            config = locate(env).context_config
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(f"[secrets]\nredaction_off = [{json.dumps(str(root))}]\n")
+        serve = [sys.executable, "-m", "safeport", "context", "serve", "--root", str(root)]
+        clients[name] = BareClient(serve, env)
     call = ("read_file", {"path": "big_module.py"})
     times: dict[str, list[float]] = {"on": [], "off": []}
     try:
@@ -152,7 +153,10 @@ def index_costs(base: Path, files: int, mb: int, rounds: int) -> dict[str, Any]:
     root = base / "ws"
     root.mkdir()
     generate(root, files, mb)
-    workspace = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    workspaces = {
+        "on": Workspace([ServedRoot("ws", root)], ReadPolicy()),
+        "off": Workspace([ServedRoot("ws", root)], ReadPolicy(), off_for(root)),
+    }
     times: dict[str, list[float]] = {"on": [], "off": []}
     indexed = 0
     try:
@@ -160,7 +164,7 @@ def index_costs(base: Path, files: int, mb: int, rounds: int) -> dict[str, Any]:
             order = ("on", "off") if number % 2 == 0 else ("off", "on")
             for name in order:
                 path = base / f"index-{name}-{number}" / "index.sqlite"
-                index = SearchIndex(path, workspace, watch=False, redact_secrets=name == "on")
+                index = SearchIndex(path, workspaces[name], watch=False)
                 try:
                     started = time.perf_counter()
                     indexed = index.refresh().files
@@ -169,7 +173,8 @@ def index_costs(base: Path, files: int, mb: int, rounds: int) -> dict[str, Any]:
                     index.close()
                 shutil.rmtree(path.parent)
     finally:
-        workspace.close()
+        for workspace in workspaces.values():
+            workspace.close()
     on, off = sum(times["on"]), sum(times["off"])
     return {
         "files": files,

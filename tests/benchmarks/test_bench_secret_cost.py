@@ -10,6 +10,7 @@ import secrets
 import string
 from pathlib import Path
 
+from benchmarks.bench_secret_cost import off_for
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.operations.reads_journal import ReadsJournal
@@ -39,7 +40,7 @@ def test_the_redaction_cost_benchmark_reports_read_index_and_detector_figures(
     assert list(tmp_path.iterdir()) == []  # the benchmark cleans up after itself
 
 
-def test_the_switch_the_benchmark_turns_off_serves_and_indexes_the_secret_and_on_withholds_it(
+def test_the_off_switch_the_benchmark_turns_serves_and_indexes_the_secret_and_on_withholds_it(
     tmp_path: Path,
 ) -> None:
     alphabet = string.ascii_letters + string.digits
@@ -47,24 +48,27 @@ def test_the_switch_the_benchmark_turns_off_serves_and_indexes_the_secret_and_on
     root = tmp_path / "ws"
     root.mkdir()
     (root / "settings.py").write_text(f"GITHUB = '{token}'\nDEBUG = True\n")
-    workspace = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    workspaces = {
+        True: Workspace([ServedRoot("ws", root)], ReadPolicy()),
+        False: Workspace([ServedRoot("ws", root)], ReadPolicy(), off_for(root)),
+    }
     journal = ReadsJournal(tmp_path / "audit", "test", [str(root)])
     try:
         served: dict[bool, str] = {}
         stored: dict[bool, bytes] = {}
         for redact in (True, False):
             path = tmp_path / f"cache-{redact}" / "index.sqlite"
-            index = SearchIndex(path, workspace, watch=False, redact_secrets=redact)
+            workspace = workspaces[redact]
+            index = SearchIndex(path, workspace, watch=False)
             index.refresh()
             index.close()
             stored[redact] = b"".join(p.read_bytes() for p in path.parent.iterdir())
-            service = WorkspaceService(
-                workspace, index, ChangeFeed(workspace), journal, redact_secrets=redact
-            )
+            service = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
             served[redact] = service.read_file("settings.py").text
         assert token not in served[True] and "[REDACTED:github-token]" in served[True]
         assert served[False] == f"GITHUB = '{token}'\nDEBUG = True\n"
         assert token.encode() not in stored[True] and token.encode() in stored[False]
     finally:
         journal.close()
-        workspace.close()
+        for workspace in workspaces.values():
+            workspace.close()

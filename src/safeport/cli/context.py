@@ -1,13 +1,19 @@
-"""`sp context`: serve a workspace read-only over MCP stdio, and build its search index."""
+"""`sp context`: serve a workspace read-only over MCP stdio, build its search index, and show
+(and allow back) the secrets it withholds."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from safeport.cli.options import profile_option
-from safeport.context_server import ServeOptions, build_index, serve
+from safeport.context_server import ServeOptions, allow_secret, build_index, scan_roots, serve
+from safeport.shared.visible_text import inert
 
 
 @click.group()
@@ -39,12 +45,78 @@ def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
 def index_command(roots: tuple[str, ...]) -> None:
     """Build or refresh the search index ahead of time (progress on stderr)."""
     console = Console(stderr=True)
-    columns = (TextColumn("indexing"), BarColumn(), MofNCompleteColumn())
+    with _progress(console, "indexing") as progress:
+        files, seconds = build_index(roots, progress)
+    console.print(f"indexed {files} files in {seconds:.1f} s", highlight=False)
+
+
+@context.command("scan")
+@click.option(
+    "--root", "roots", multiple=True, metavar="DIR", help="A folder to scan (repeatable)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
+def scan_command(roots: tuple[str, ...], as_json: bool) -> None:
+    """What the server would withhold from each file (kind, line, fingerprint; never a
+    value), and what its read policy refuses and why. Without --root, context.toml's roots."""
+    with _progress(Console(stderr=True), "scanning") as progress:
+        report = scan_roots(roots, progress)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+        return
+    many = len(report.roots) > 1
+    for root in report.roots:
+        if root.redaction_off:
+            click.echo(inert(f"WARNING: redaction is OFF for {root.path}: served as written"))
+    for file in report.files:
+        click.echo(inert(f"{file.root}/{file.path}" if many else file.path))
+        for found in file.findings:
+            state = "served as written" if found.served_as_written else "withheld"
+            lines = f"{found.line}" + (f"-{found.end_line}" if found.end_line > found.line else "")
+            mark = f"  {found.fingerprint}" if found.fingerprint else ""
+            click.echo(f"  line {lines:<8} {found.kind:<24} {state}{mark}")
+    if report.refused:
+        click.echo("refused by the read policy:")
+    for entry in report.refused:
+        shown = f"{entry.root}/{entry.path}" if many else entry.path
+        click.echo(inert(f"  {shown}: {entry.why}"))
+    click.echo(
+        f"{report.secrets_found} secret(s) in {len(report.files)} of {report.files_scanned} "
+        f"file(s), {report.secrets_withheld} withheld; {len(report.refused)} refused"
+    )
+    if any(f.fingerprint for file in report.files for f in file.findings):
+        click.echo("a false positive with a fingerprint: `sp context allow FINGERPRINT`")
+
+
+@context.command("allow")
+@click.argument("fingerprint", required=False)
+@click.option("--file", "file", type=click.Path(path_type=Path), help="The file holding it.")
+@click.option("--line", "line", type=click.IntRange(min=1), help="Its line in --file.")
+@click.option("--root", "roots", multiple=True, metavar="DIR", help="A served folder (repeatable).")
+def allow_command(
+    fingerprint: str | None, file: Path | None, line: int | None, roots: tuple[str, ...]
+) -> None:
+    """Serve a false positive as written: the value FINGERPRINT names (from `sp context
+    scan`), or the one on --line of --file, is added to [secrets] allow in context.toml.
+    Only generic assignments may be allowed back; known formats and private keys never."""
+    if (fingerprint is None) == (file is None) or (file is None) != (line is None):
+        raise click.UsageError("give a FINGERPRINT, or --file and --line")
+    at = (file, line) if file is not None and line is not None else None
+    found, added = allow_secret(roots, fingerprint=fingerprint, at=at)
+    for value in found:
+        state = "allowed" if value.fingerprint in added else "already allowed"
+        click.echo(inert(f"{state}: {value.kind} at {value.where}  {value.fingerprint}"))
+    if added:
+        click.echo("served as written from the next start of the context server")
+
+
+@contextmanager
+def _progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A transient bar on stderr, fed (done, total)."""
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("index", total=None)
+        task = bar.add_task(label, total=None)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        files, seconds = build_index(roots, progress)
-    console.print(f"indexed {files} files in {seconds:.1f} s", highlight=False)
+        yield progress

@@ -18,10 +18,14 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 def status(as_json: bool) -> None:
     """Gateway, vault, served and pending policy, sessions, cards, journals and clients."""
     from safeport.cli.status_text import overview_lines
+    from safeport.context_server import redaction_findings
     from safeport.context_server.mcp_clients.checks import client_overview
     from safeport.gateway_client.status_overview import overview
 
-    view = overview(locate(), clients=client_overview(Path.cwd().resolve()))
+    paths = locate()
+    secrets = [{"check": f.check, "state": f.state, "detail": f.detail, "fix": f.fix}
+               for f in redaction_findings(paths)]  # fmt: skip
+    view = overview(paths, clients=client_overview(Path.cwd().resolve()), secrets=secrets)
     if as_json:
         click.echo(json.dumps(view.as_json(), indent=2, sort_keys=True))
         return
@@ -35,11 +39,13 @@ def status(as_json: bool) -> None:
 def doctor(offline: bool) -> None:
     """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
     problem, with the fix for each."""
+    from safeport.context_server import redaction_findings
     from safeport.context_server.mcp_clients.checks import client_findings
     from safeport.gateway_client.doctor import diagnose
 
-    clients = client_findings(Path.cwd().resolve())
-    findings = diagnose(locate(), clients=clients, network=not offline)
+    paths = locate()
+    context = [*client_findings(Path.cwd().resolve()), *redaction_findings(paths)]
+    findings = diagnose(paths, clients=context, network=not offline)
     for finding in findings:
         click.echo(inert(f"{_MARKS[finding.state]}  {finding.check}: {finding.detail}"))
         if finding.fix and finding.state != "ok":

@@ -60,6 +60,9 @@ def overview_lines(view: Overview) -> list[str]:
         lines.append(f"client    {client['client']}{scope} profile {client['profile']}: {state}")
     if not view.clients:
         lines.append("client    none for this folder — `sp client install CLIENT`")
+    for finding in view.secrets:
+        mark = "WARNING" if finding["state"] == "warn" else "PROBLEM"
+        lines.append(f"secrets   {mark} {finding['check']}: {finding['detail']}")
     return lines
 
 

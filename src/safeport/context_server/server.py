@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -22,7 +23,17 @@ from mcp.server.mcpserver import MCPServer
 from safeport import __version__
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
+from safeport.context_server.operations.allow_back import (
+    AllowedValue,
+    values_on_line,
+    values_with_fingerprint,
+)
 from safeport.context_server.operations.reads_journal import ReadsJournal
+from safeport.context_server.operations.secret_report import (
+    ScanProgress,
+    ScanReport,
+    scan_workspace,
+)
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.tools.agent_tools import register_agent_tools
@@ -30,8 +41,10 @@ from safeport.context_server.tools.journaled_calls import JournaledServer
 from safeport.context_server.tools.reader_tools import register_reader_tools
 from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.context_server.transport.stdio import serve_stdio
+from safeport.context_server.workspace.allow_list import add_allowed
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.serving_config import (
+    content_secrets,
     load_settings,
     read_policy,
     served_roots,
@@ -75,13 +88,17 @@ PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {
 }
 
 
-def open_workspace(roots: Sequence[str], paths: SafeportPaths | None = None) -> Workspace:
-    """The served roots behind the effective read policy (raises a clear error without a root)."""
+def open_workspace(
+    roots: Sequence[str], paths: SafeportPaths | None = None, *, create_key: bool = False
+) -> Workspace:
+    """The served roots behind the effective read policy (raises a clear error without a root);
+    ``create_key`` makes the fingerprint key if there is none yet."""
     paths = paths or locate()
     settings = load_settings(paths.context_config)
     served = served_roots(roots, settings)
     verify_outside_served_roots([root.path for root in served])
-    return Workspace(served, read_policy(settings, paths))
+    secrets = content_secrets(settings, paths, served, create_key=create_key)
+    return Workspace(served, read_policy(settings, paths), secrets)
 
 
 def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple[int, float]:
@@ -102,6 +119,39 @@ def build_index(roots: Sequence[str], progress: Progress | None = None) -> tuple
     finally:
         workspace.close()
     return stats.files, stats.seconds
+
+
+def scan_roots(roots: Sequence[str], progress: ScanProgress | None = None) -> ScanReport:
+    """What the server would withhold from the roots and what its policy refuses (`sp context
+    scan`); makes the fingerprint key on first use, so each finding that may be allowed back
+    comes with its fingerprint."""
+    paths = locate()
+    workspace = open_workspace(roots, paths, create_key=True)
+    try:
+        return scan_workspace(workspace, progress)
+    finally:
+        workspace.close()
+
+
+def allow_secret(
+    roots: Sequence[str], *, fingerprint: str | None = None, at: tuple[Path, int] | None = None
+) -> tuple[list[AllowedValue], list[str]]:
+    """Allow back the value a fingerprint or a (file, line) names (`sp context allow`): the
+    places it is written, and the fingerprints newly added to context.toml."""
+    paths = locate()
+    workspace = open_workspace(roots, paths, create_key=True)
+    try:
+        key = workspace.secrets.key
+        if key is None:  # made by open_workspace; never reached
+            raise EnvironmentProblem("the fingerprint key could not be made")
+        if at is not None:
+            found = values_on_line(workspace, key, *at)
+        else:
+            found = values_with_fingerprint(workspace, key, fingerprint or "")
+    finally:
+        workspace.close()
+    added = add_allowed(paths.context_config, [(v.fingerprint, v.where) for v in found])
+    return found, added
 
 
 def build_server(options: ServeOptions) -> tuple[JournaledServer, WorkspaceService]:
@@ -139,6 +189,7 @@ def serve(options: ServeOptions) -> None:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
     )
     server, service = build_server(options)
+    _warn_of_secret_rules(service)
     if options.profile == "agent" and locate().dedicated:
         # The gateway binds a per-session approval to this process; a same-uid process that
         # could ptrace it (Yama off) would use that grant as its own. Only where the gateway's
@@ -155,6 +206,23 @@ def serve(options: ServeOptions) -> None:
         anyio.run(serve_stdio, server, DirectCalls(server))
     finally:
         service.journal.close()  # writes and fsyncs the records still queued
+
+
+def _warn_of_secret_rules(service: WorkspaceService) -> None:
+    """Say on stderr, at start, what the person turned off: it must never go unnoticed."""
+    secrets = service.workspace.secrets
+    for root in service.workspace.roots:
+        if root.path in secrets.unredacted_roots:
+            log.warning(
+                "secret redaction is OFF for the root %s ([secrets] redaction_off in "
+                "context.toml): secrets inside its files are served as written",
+                display_name(os.fsencode(root.path)),
+            )
+    if secrets.allowed and secrets.key is None:
+        log.warning(
+            "[secrets] allow lists fingerprints but there is no fingerprint key yet: "
+            "every value stays withheld (run `sp context scan` to make the key)"
+        )
 
 
 def _on_terminal() -> bool:

@@ -28,12 +28,19 @@ class Overview:
     policy: dict[str, Any]
     journals: list[dict[str, Any]] = field(default_factory=list)
     clients: list[dict[str, Any]] = field(default_factory=list)
+    # The context server's word on its [secrets] rules (each root served unredacted), passed in.
+    secrets: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def overview(paths: SafeportPaths, *, clients: list[dict[str, Any]]) -> Overview:
+def overview(
+    paths: SafeportPaths,
+    *,
+    clients: list[dict[str, Any]],
+    secrets: list[dict[str, Any]] | None = None,
+) -> Overview:
     return Overview(
         home={
             "config": str(paths.config_dir),
@@ -46,6 +53,7 @@ def overview(paths: SafeportPaths, *, clients: list[dict[str, Any]]) -> Overview
         policy=_policy(paths),
         journals=_journals(paths),
         clients=clients,
+        secrets=secrets or [],
     )
 
 

@@ -217,6 +217,7 @@ class Refresher:
             if watch is not None:
                 watch.watch(root.name, parts, fd)
 
+        find = self.workspace.secrets.finder(root.path)
         for item in self.workspace.walk(
             root,
             start,
@@ -229,7 +230,7 @@ class Refresher:
         ):
             if not isinstance(item, WalkedFile):
                 continue
-            tally.count(shards.store(item, rows.get((root.name, item.relative))))
+            tally.count(shards.store(item, rows.get((root.name, item.relative)), find))
             if tally.done and tally.done % _COMMIT_EVERY == 0:
                 shards.commit()
             yield item.relative

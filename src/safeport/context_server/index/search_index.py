@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -32,6 +33,9 @@ REFRESH_AFTER_S = 30.0
 # With every folder watched a refresh costs what changed, so it may run far more often.
 WATCHED_REFRESH_AFTER_S = 1.0
 RETRY_AFTER_S = 5.0
+# An index's name without its rules part: the files of one set of roots under any rules.
+_FAMILY = re.compile(r"index-[0-9a-f]{20}")
+_OFF = re.compile(r"index-[0-9a-f]{20}-off-")
 
 __all__ = ["Candidate", "IndexStats", "Progress", "SearchIndex", "index_path", "trigram_query"]
 
@@ -54,10 +58,30 @@ class Candidate:
 
 
 def index_path(cache_dir: Path, workspace: Workspace) -> Path:
-    """One database per set of roots, named by a digest so no path appears in the name."""
+    """One database per set of roots, named by a digest so no path appears in the name; and
+    per set of secret rules (``ContentSecrets.rules_digest``), as the index holds text withheld
+    under them: other rules (a value allowed back, a root's redaction turned on again) get
+    another index, never rows held under these."""
     key = "\0".join(sorted(str(r.path) for r in workspace.roots))
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-    return cache_dir / "context" / f"index-{digest}.sqlite"
+    rules = workspace.secrets.rules_digest()
+    off = "off-" if workspace.secrets.unredacted_roots else ""
+    name = f"index-{digest}-{off}{rules[:16]}.sqlite" if rules else f"index-{digest}.sqlite"
+    return cache_dir / "context" / name
+
+
+def drop_other_rules(path: Path, *, none_off: bool) -> None:
+    """Remove the indexes of the same roots kept under other secret rules, and (``none_off``:
+    no root's redaction is off any more) every index built while one was: such an index holds
+    that root's secrets as written, and must not outlive the switch."""
+    family = _FAMILY.match(path.name)
+    if family is None:
+        return  # not a name index_path gives
+    for entry in path.parent.iterdir():
+        if entry.name.startswith(path.name):
+            continue
+        if entry.name.startswith(family.group()) or (none_off and _OFF.match(entry.name)):
+            entry.unlink(missing_ok=True)
 
 
 class SearchIndex:
@@ -71,15 +95,10 @@ class SearchIndex:
         watch: bool = True,
         retry_after_s: float = RETRY_AFTER_S,
         full_walk_after_s: float = FULL_WALK_AFTER_S,
-        redact_secrets: bool = True,
     ) -> None:
         """``retry_after_s``: how soon a search may start another refresh after one failed;
-        ``full_walk_after_s``: how often everything is walked even with a complete watch;
-        ``redact_secrets=False`` stores text as read, secrets and all: only for
-        ``benchmarks/bench_secret_cost.py`` to measure what redaction costs. No setting, flag or
-        configuration reaches it."""
+        ``full_walk_after_s``: how often everything is walked even with a complete watch."""
         self.path = path
-        self._redact_secrets = redact_secrets
         self._retry_after_s = retry_after_s
         self.workspace = workspace
         self._local = threading.local()
@@ -91,6 +110,7 @@ class SearchIndex:
         self._failed_at = 0.0
         self._refresher = Refresher(workspace, watch=watch, full_walk_after_s=full_walk_after_s)
         ensure_private_dir(path.parent)
+        drop_other_rules(path, none_off=not workspace.secrets.off_anywhere)
         with Shards(path) as shards:
             shards.create_schema()
             if shards.counts()[0] > 0:
@@ -126,7 +146,7 @@ class SearchIndex:
 
         Walks only what the folder watch reports as touched when it can vouch for the rest,
         else everything (``everything`` forces that)."""
-        with self._refresh_lock, Shards(self.path, redact_secrets=self._redact_secrets) as shards:
+        with self._refresh_lock, Shards(self.path) as shards:
             started = time.monotonic()
             tally, by_events = self._refresher.run(shards, progress, everything)
             shards.commit()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from safeport.context_server.index import sqlite_store as store
 from safeport.context_server.index.sqlite_store import Outcome, Row, Stored
+from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.workspace.walk import WalkedFile
 
 SHARDS = 2
@@ -63,8 +64,7 @@ class Shards:
     """Open shards for one refresh: reads on the caller's thread, writes on one thread per
     shard. Reads first wait for the writes queued before them."""
 
-    def __init__(self, path: Path, *, redact_secrets: bool = True) -> None:
-        self._redact_secrets = redact_secrets
+    def __init__(self, path: Path) -> None:
         self.dbs = [store.connect(p) for p in shard_paths(path)]
         self._queues: list[queue.Queue[_Op]] = [queue.Queue(_QUEUE_DEPTH) for _ in self.dbs]
         # What the walk has decided for each shard and not yet handed to its writer.
@@ -122,9 +122,10 @@ class Shards:
 
     # -- writing --------------------------------------------------------------------------
 
-    def store(self, found: WalkedFile, stored: Stored | None) -> Outcome:
-        """``index_store.plan`` decides on this thread; the shard's writer runs it."""
-        outcome, text = store.plan(found, stored, redact_secrets=self._redact_secrets)
+    def store(self, found: WalkedFile, stored: Stored | None, find: SecretFinder) -> Outcome:
+        """``index_store.plan`` decides on this thread (``find``: what to withhold from the
+        text); the shard's writer runs it."""
+        outcome, text = store.plan(found, stored, find)
         if outcome == "kept":
             return outcome
         shard = shard_of(found.root.name, found.relative)

@@ -12,10 +12,11 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.policy.read_policy import looks_binary
 from safeport.context_server.workspace.walk import WalkedFile
 from safeport.errors import EnvironmentProblem
-from safeport.shared.secret_scan import redact
+from safeport.shared.secret_scan import redact_spans
 
 MAX_INDEXED_BYTES = 1024 * 1024
 # 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
@@ -87,14 +88,14 @@ def unchanged(found: WalkedFile, stored: Stored | None) -> bool:
 
 
 def plan(
-    found: WalkedFile, stored: Stored | None, *, redact_secrets: bool = True
+    found: WalkedFile, stored: Stored | None, find: SecretFinder
 ) -> tuple[Outcome, str | None]:
     """What one walked file's row becomes, and the text to index: kept as is, (re)written
     from its head, or dropped (read failed or binary). The walk read the head only if the row
     was not current."""
     if unchanged(found, stored):
         return "kept", None
-    text = _text_of(found.head, redact_secrets)
+    text = _text_of(found.head, find)
     if text is None:
         return ("dropped" if stored is not None else "skipped"), None
     return ("updated" if stored is not None else "added"), text
@@ -132,11 +133,12 @@ def forget_removed(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def _text_of(head: bytes | None, redact_secrets: bool) -> str | None:
+def _text_of(head: bytes | None, find: SecretFinder) -> str | None:
     """The text to index, or None for a file unread, too large or binary to be worth it."""
     if head is None or len(head) > MAX_INDEXED_BYTES or looks_binary(head):
         return None
     # Only redacted text is ever stored: no query can confirm a piece of a secret, and the
     # database file on disk holds none.
     text = head.decode("utf-8", "replace")
-    return redact(text)[0] if redact_secrets else text
+    spans = find(text)
+    return redact_spans(text, spans)[0] if spans else text

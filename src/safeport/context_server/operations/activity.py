@@ -80,6 +80,11 @@ class FeedOperations(Operations):
             index_error=self.index.last_error,
             journal_records_written=self.journal.head_seq,
             secrets_redacted=self.secrets_redacted,
+            redaction_off=[
+                r.name
+                for r in self.workspace.roots
+                if r.path in self.workspace.secrets.unredacted_roots
+            ],
             policy=self.policy,
             instance=self.feed.instance,
         )

@@ -49,13 +49,8 @@ class Operations:
         journal: ReadsJournal,
         *,
         scan_budget_s: float = SCAN_BUDGET_S,
-        redact_secrets: bool = True,
     ) -> None:
         self.workspace = workspace
-        # False serves file reads as they are, secrets and all: only for
-        # benchmarks/bench_secret_cost.py to measure what redaction costs. No setting, flag or
-        # configuration reaches it.
-        self.redact_secrets = redact_secrets
         self.scan_budget_s = scan_budget_s
         self.index = index
         self.feed = feed

@@ -23,7 +23,6 @@ from safeport.context_server.operations.tool_results import (
     FileInfo,
     MultiFileItem,
     MultipleFiles,
-    Redaction,
 )
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, refusal
 from safeport.context_server.policy.request_path import parse_request_path
@@ -49,10 +48,8 @@ class ReadingOperations(Operations):
             cut = data.rfind(b"\n")
             if cut >= cap // 2:
                 data = data[: cut + 1]  # whole lines read better than a torn one
-        if self.redact_secrets:
-            text, findings = redact_head(read.data, data)
-        else:
-            text, findings = data.decode("utf-8", "replace"), ()
+        find = self.workspace.secrets.finder(located.root.path)
+        text, findings = redact_head(read.data, data, find)
         self.secrets_redacted += len(findings)
         next_line = data.count(b"\n") + 1 if truncated else None
         hint = (
@@ -98,12 +95,13 @@ class ReadingOperations(Operations):
                 max_lines=max_lines,
                 max_chars=self.workspace.policy.max_read_bytes,
             )
-        lines: list[str] = found.lines
-        withheld: list[Redaction] = []
-        if self.redact_secrets:
-            lines, withheld = redact_excerpt(
-                found.lines, found.ranges, start_line, lambda a, b: self._window(located, a, b)
-            )
+        lines, withheld = redact_excerpt(
+            found.lines,
+            found.ranges,
+            start_line,
+            lambda a, b: self._window(located, a, b),
+            self.workspace.secrets.finder(located.root.path),
+        )
         self.secrets_redacted += len(withheld)
         nxt = found.next
         hint = None
@@ -190,7 +188,7 @@ class ReadingOperations(Operations):
         h = hashlib.sha256()
         # The hash of a file holding a secret confirms a guess of that secret (a short password
         # beside text the agent has read): it is refused, as the secret itself is withheld.
-        watch = SecretWatch()
+        watch = SecretWatch(self.workspace.secrets.finder(located.root.path))
         with self.workspace.open_checked(located) as (fd, size):
             if size > self.workspace.policy.max_file_bytes:
                 raise refusal("too-large")

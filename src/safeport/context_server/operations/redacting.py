@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from safeport.context_server.operations.tool_results import Redaction
-from safeport.shared.secret_scan import Finding, find_secrets, marker, redact, redact_spans
+from safeport.context_server.policy.content_secrets import SecretFinder
+from safeport.shared.secret_scan import Finding, marker, redact_spans
 
 # How far around the served bytes the detector looks: more than the longest key block the
 # detector knows (64 KiB), so an excerpt starting inside one still sees its BEGIN marker.
@@ -30,21 +31,26 @@ def redactions(findings: Sequence[Finding]) -> list[Redaction]:
     return [Redaction(kind=f.kind, line=f.line, end_line=f.end_line) for f in findings]
 
 
-def redact_head(head: bytes, served: bytes) -> tuple[str, tuple[Finding, ...]]:
-    """The text of ``served`` (a prefix of ``head``) with every secret withheld, judged on all
-    of ``head``: a secret cut by the end of ``served`` is withheld up to the cut."""
+def redact_head(head: bytes, served: bytes, find: SecretFinder) -> tuple[str, tuple[Finding, ...]]:
+    """The text of ``served`` (a prefix of ``head``) with every secret ``find`` finds withheld,
+    judged on all of ``head``: a secret cut by the end of ``served`` is withheld up to the cut."""
     text = served.decode("utf-8", "replace")
     if len(head) == len(served):
-        return redact(text)
+        spans = find(text)
+        return redact_spans(text, spans) if spans else (text, ())
     whole = head.decode("utf-8", "replace")
     # Up to the last character of ``served`` (which the cut may have torn), both decodings agree.
-    spans = [s for s in find_secrets(whole) if s.start < len(text)]
+    spans = [s for s in find(whole) if s.start < len(text)]
     clipped = [type(s)(s.start, min(s.end, len(text)), s.kind) for s in spans]
     return redact_spans(text, clipped) if clipped else (text, ())
 
 
 def redact_excerpt(
-    lines: list[str], ranges: Sequence[tuple[int, int]], first_line: int, read: ReadWindow
+    lines: list[str],
+    ranges: Sequence[tuple[int, int]],
+    first_line: int,
+    read: ReadWindow,
+    find: SecretFinder,
 ) -> tuple[list[str], list[Redaction]]:
     """``lines`` (decoded from the file's bytes ``ranges``, from line ``first_line`` on) with
     every part of a secret withheld; ``read(start, end)`` gives the file's bytes there."""
@@ -67,7 +73,7 @@ def redact_excerpt(
     text = window.decode("utf-8", "surrogateescape")
     # The detector takes valid Unicode: a byte that is not UTF-8 is judged as U+FFFD, one
     # character for one, so offsets in ``text`` still map back to the file's bytes.
-    spans = find_secrets(_ESCAPED_BYTE.sub("\ufffd", text))
+    spans = find(_ESCAPED_BYTE.sub("\ufffd", text))
     if not spans:
         return lines, []
     plain = window.isascii()
@@ -101,8 +107,9 @@ class SecretWatch:
     :data:`CONTEXT_BYTES` before it, so a secret across two blocks (a key block too) is seen
     whole in one of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, find: SecretFinder) -> None:
         self.found = False
+        self._find = find
         self._tail = b""
 
     def feed(self, block: bytes, last: bool = False) -> None:
@@ -115,7 +122,7 @@ class SecretWatch:
         if cut == 0:
             self._tail = data
             return
-        if find_secrets(data[:cut].decode("utf-8", "replace")):
+        if self._find(data[:cut].decode("utf-8", "replace")):
             self.found = True
             return
         self._tail = data[max(0, cut - CONTEXT_BYTES) :]

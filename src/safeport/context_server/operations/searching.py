@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES
 from safeport.context_server.operations.base import Operations, clamp
 from safeport.context_server.operations.tool_results import FileMatches, SearchHit, SearchResults
+from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.policy.private_names import normalise
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, looks_binary
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.context_server.workspace.walk import WalkedFile
-from safeport.shared.secret_scan import redact
+from safeport.shared.secret_scan import redact_spans
 from safeport.shared.text_lines import split_lines
 
 MAX_QUERY_CHARS = 500
@@ -130,7 +131,8 @@ class SearchOperations(Operations):
             rel = "/".join(item.parts)
             if isinstance(item, WalkedFile):
                 shown = self.workspace.display(scope.root, item.parts)
-                yield rel, _hits_in_text(shown, item.head, query)
+                find = self.workspace.secrets.finder(scope.root.path)
+                yield rel, _hits_in_text(shown, item.head, query, find)
             else:
                 yield rel, None
 
@@ -142,7 +144,7 @@ class SearchOperations(Operations):
             data = self.workspace.read_head(located, MAX_INDEXED_BYTES)
         except Refused:
             return []
-        return _hits_in_text(shown, data.data, query)
+        return _hits_in_text(shown, data.data, query, self.workspace.secrets.finder(root.path))
 
     def _scopes(self, path: str) -> list[Scope]:
         folders = self._folders(path)
@@ -150,7 +152,9 @@ class SearchOperations(Operations):
         return [Scope(f.root, f.parts, by_root[f.root.name]) for f in folders]
 
 
-def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]:
+def _hits_in_text(
+    shown: str, data: bytes | None, query: str, find: SecretFinder
+) -> list[SearchHit]:
     if data is None or looks_binary(data):
         return []
     needle = query.casefold()
@@ -164,7 +168,9 @@ def _hits_in_text(shown: str, data: bytes | None, query: str) -> list[SearchHit]
     text = data.decode("utf-8", "replace")
     if needle not in text.casefold() and "redacted" not in needle and needle not in "[redacted:":
         return []
-    text, _ = redact(text)
+    spans = find(text)
+    if spans:
+        text, _ = redact_spans(text, spans)
     for number, line in enumerate(split_lines(text), 1):
         at = line.casefold().find(needle)
         if at < 0:

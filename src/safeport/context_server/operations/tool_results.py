@@ -246,5 +246,9 @@ class Health(ToolResult):
     secrets_redacted: int = Field(
         default=0, description="Secrets withheld from reads this server instance served."
     )
+    redaction_off: list[str] = Field(
+        default_factory=list,
+        description="Roots whose files are served without secret redaction (the user's choice).",
+    )
     policy: dict[str, object]
     instance: str

@@ -42,6 +42,10 @@ BlockReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadabl
 # (a link, a special file) is judged elsewhere by what it is.
 NameKind = Literal["file", "directory", "other"]
 
+PrivateRule = Literal["credential-name", "private-folder", "private-pattern"]
+_DEFAULT_FOLDERS = frozenset(normalise(n) for n in DEFAULT_PRIVATE_FOLDERS)
+_DEFAULT_GLOBS = NameGlobs(normalise(p) for p in DEFAULT_PRIVATE_PATTERNS)
+
 # Names repeat across calls and walks; a crude bound is enough (cleared when reached).
 _NAME_CACHE_SIZE = 50_000
 _UNKNOWN = object()
@@ -182,6 +186,22 @@ class ReadPolicy:
         if form in self.private_folders or self._globs.match(form):
             return True
         return is_builtin_secret_form(form)
+
+    def private_rule(self, name: str) -> PrivateRule | None:
+        """Which rule makes a name private: safeport's own (credential and key files, and
+        their copies), or the ``[private]`` folders or patterns of ``context.toml``. For the
+        person's scan report; the agent only ever hears "private"."""
+        forms = undecorated_forms(name)
+        if any(
+            f in _DEFAULT_FOLDERS or _DEFAULT_GLOBS.match(f) or is_builtin_secret_form(f)
+            for f in forms
+        ):
+            return "credential-name"
+        if any(f in self.private_folders for f in forms):
+            return "private-folder"
+        if any(self._globs.match(f) for f in forms):
+            return "private-pattern"
+        return None
 
     def is_ignored_name(self, name: str) -> bool:
         folded = normalise(name)

@@ -11,6 +11,7 @@ dispatch.
 from __future__ import annotations
 
 import logging
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, TypeVar
@@ -25,6 +26,8 @@ from safeport.context_server import sdk_seam
 from safeport.context_server.operations.reads_journal import CALL_RECORDED, bounded_text
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.operations.tool_results import MultipleFiles, ToolResult
+from safeport.context_server.policy.content_secrets import UNREDACTED_ROOTS
+from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.policy.read_policy import Refused
 from safeport.errors import EnvironmentProblem, Error, JournalUnavailable
 
@@ -185,6 +188,16 @@ class JournaledCalls:
         _KNOWN_ROOTS[self.server] = roots  # only now: a direct call must see the narrowed scope
 
     def _run(self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT]) -> ResultT:
+        unredacted: set[str] = set()
+        token = UNREDACTED_ROOTS.set(unredacted)
+        try:
+            return self._run_noted(tool, args, op, unredacted)
+        finally:
+            UNREDACTED_ROOTS.reset(token)
+
+    def _run_noted(
+        self, tool: str, args: Mapping[str, Any], op: Callable[[], ResultT], unredacted: set[str]
+    ) -> ResultT:
         try:
             result = op()
         except Refused as exc:
@@ -213,10 +226,13 @@ class JournaledCalls:
             log.warning("tool %s result failed to serialise: %s", tool, type(exc).__name__)
             self._record(tool, args, 0, "internal")
             raise ToolError(INTERNAL) from None
-        extra = None
+        extra: dict[str, object] = {}
         if isinstance(result, MultipleFiles):
-            extra = {"refused_items": sum(1 for f in result.files if not f.ok)}
-        self._record(tool, args, size, None, extra)
+            extra["refused_items"] = sum(1 for f in result.files if not f.ok)
+        if unredacted:
+            # Text from a root whose redaction the user turned off: said on every such record.
+            extra["unredacted_roots"] = sorted(display_name(os.fsencode(r)) for r in unredacted)
+        self._record(tool, args, size, None, extra or None)
         return result
 
     def _record(

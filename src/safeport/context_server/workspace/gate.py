@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from safeport.context_server.policy.content_secrets import ContentSecrets
 from safeport.context_server.policy.read_policy import (
     ReadPolicy,
     Refused,
@@ -78,11 +79,18 @@ class FileRead:
 class Workspace:
     """The served roots behind one read policy."""
 
-    def __init__(self, roots: Sequence[ServedRoot], policy: ReadPolicy) -> None:
+    def __init__(
+        self,
+        roots: Sequence[ServedRoot],
+        policy: ReadPolicy,
+        secrets: ContentSecrets | None = None,
+    ) -> None:
         if not roots:
             raise ValueError("at least one root is required")
         self.roots = tuple(roots)
         self.policy = policy
+        # What is withheld from each file's text (every read path and the index ask it).
+        self.secrets = secrets or ContentSecrets()
         self._by_name = {r.name: r for r in self.roots}
         self.descriptors = RootDescriptors(self.roots)
         self.folder_names = FolderNames()

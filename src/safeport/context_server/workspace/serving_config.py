@@ -7,6 +7,10 @@ projects = ["app", "lib"]        # optional allowlist of top-level folders of ea
 [private]
 folders = ["secrets", "customer-exports"]
 patterns = ["*.vault", "prod-*.yaml", "config/prod/*.yaml", "**/secrets/*.json"]
+
+[secrets]
+allow = ["fp1:…"]                # values allowed back, by keyed fingerprint (`sp context allow`)
+redaction_off = ["~/src/app"]    # roots served without redaction: loud (status, doctor, journal)
 ```
 
 A pattern without ``/`` matches one name anywhere; one with ``/`` matches the path relative to
@@ -22,12 +26,16 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from safeport.context_server.policy.content_secrets import ContentSecrets
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.policy.private_names import path_pattern_problem
 from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.workspace.fingerprint_key import load_key
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.errors import ConfigError, UsageError
+from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.secret_scan import is_fingerprint
 
 
 class PrivateSettings(BaseModel):
@@ -46,12 +54,32 @@ class PrivateSettings(BaseModel):
         return patterns
 
 
+class SecretsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = Field(default_factory=list)
+    redaction_off: list[str] = Field(default_factory=list)
+
+    @field_validator("allow")
+    @classmethod
+    def _fingerprints_only(cls, values: list[str]) -> list[str]:
+        for number, value in enumerate(values):
+            if not is_fingerprint(value):
+                # The entry itself is never repeated: it may be a value pasted by mistake.
+                raise ValueError(
+                    f"entry {number + 1} is not a fingerprint (fp1: and 64 hex digits, as "
+                    "`sp context scan` prints them); never write a secret's value here"
+                )
+        return values
+
+
 class ContextSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     roots: list[str] = Field(default_factory=list)
     projects: list[str] | None = None
     private: PrivateSettings = Field(default_factory=PrivateSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 
 
 def load_settings(path: Path) -> ContextSettings:
@@ -115,3 +143,54 @@ def read_policy(settings: ContextSettings, paths: SafeportPaths) -> ReadPolicy:
         locations=dict.fromkeys(locations),
         projects=settings.projects,
     )
+
+
+def unredacted_roots(settings: ContextSettings, roots: Sequence[ServedRoot]) -> list[ServedRoot]:
+    """The served roots ``[secrets] redaction_off`` names (a path that is no served root,
+    or is only inside one, turns nothing off)."""
+    wanted = {Path(os.path.realpath(Path(p).expanduser())) for p in settings.secrets.redaction_off}
+    return [root for root in roots if root.path in wanted]
+
+
+def content_secrets(
+    settings: ContextSettings,
+    paths: SafeportPaths,
+    roots: Sequence[ServedRoot],
+    *,
+    create_key: bool = False,
+) -> ContentSecrets:
+    """What the served roots' files are withheld of. Without a key (none made yet), no
+    fingerprint can match: every value stays withheld."""
+    allowed = frozenset(settings.secrets.allow)
+    key = load_key(paths, create=create_key) if allowed or create_key else None
+    off = frozenset(root.path for root in unredacted_roots(settings, roots))
+    return ContentSecrets(
+        allowed=allowed,
+        key=key,
+        unredacted_roots=off,
+        off_anywhere=bool(settings.secrets.redaction_off),
+    )
+
+
+def redaction_off(paths: SafeportPaths) -> list[str]:
+    """The folders ``[secrets] redaction_off`` names, as real paths (`sp status`, `sp doctor`):
+    each is served without redaction whenever it is a served root."""
+    settings = load_settings(paths.context_config)
+    return [os.path.realpath(Path(p).expanduser()) for p in settings.secrets.redaction_off]
+
+
+def redaction_findings(paths: SafeportPaths) -> list[Finding]:
+    """`sp doctor`'s word on ``[secrets]``: a warning for each root served unredacted."""
+    try:
+        off = redaction_off(paths)
+    except ConfigError as exc:
+        return [Finding("context.toml", "fail", exc.message, "fix the file, or remove it")]
+    return [
+        Finding(
+            f"secret redaction {root}",
+            "warn",
+            "OFF: secrets inside this root's files are served to agents as written",
+            f"remove it from redaction_off under [secrets] in {paths.context_config}",
+        )
+        for root in off
+    ]

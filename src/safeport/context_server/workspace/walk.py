@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 # Called with each folder's parts and descriptor as the walk opens it, before its entries are
 # read (a change watch added there misses nothing the walk does not see).
 FolderHook = Callable[[tuple[str, ...], int], None]
+# Called with the parts of each entry the walk leaves out by the read policy, and why: a private
+# or unreadable name, one of safeport's own folders, a file over ``max_bytes``. Ignored
+# (generated) folders are not reported: they are left out by design, not refused.
+RefusalHook = Callable[[tuple[str, ...], str], None]
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ def walk_tree(
     opened: FolderHook | None = None,
     only: str | None = None,
     linked: Callable[[tuple[str, ...]], None] | None = None,
+    refused: RefusalHook | None = None,
 ) -> Iterator[Walked]:
     """Files (and, with ``folders``, each folder before it is entered) in path order.
 
@@ -85,7 +90,8 @@ def walk_tree(
     read through the walk's folder descriptor, so reading costs O(1) per file however deep.
     ``only`` limits the start folder to that one entry (and, if it is a folder, what is under
     it), judged exactly as a walk of the whole folder would judge it. ``linked`` hears of each
-    regular file left out for having more than one link.
+    regular file left out for having more than one link, ``refused`` of each entry the policy
+    leaves out (see :data:`RefusalHook`).
     """
     policy = workspace.policy
     scope = workspace.scope if scoped else None
@@ -108,7 +114,10 @@ def walk_tree(
             here_ident = ident(fd)
             folder_text = "/".join((root_text, *parts)) if paths_needed else ""
             subdirs: list[tuple[str, str]] = []
-            for name, disk, kind in _scan(policy, fd, only if parts == base else None):
+            heard = None
+            if refused is not None:
+                heard = _prefixed(refused, parts)
+            for name, disk, kind in _scan(policy, fd, only if parts == base else None, heard):
                 child = (*parts, name)
                 if policy.private_paths and policy.is_private_path(child):
                     continue  # a `[private]` path pattern names it (names were judged by _scan)
@@ -119,6 +128,8 @@ def walk_tree(
                     if rel_chars + len(name) > MAX_PATH_CHARS:
                         continue  # deeper than any path a client can send
                     if paths_needed and policy.is_private((), path):
+                        if refused is not None:
+                            refused(child, "private-location")
                         continue
                     if scope is not None and not (within(path, scope) or is_above(path, scope)):
                         continue
@@ -139,6 +150,8 @@ def walk_tree(
                         linked(child)
                     continue
                 if max_bytes is not None and cst.st_size > max_bytes:
+                    if refused is not None:
+                        refused(child, "too-large")
                     continue
                 if scope is not None and not within(path, scope):
                     continue
@@ -201,8 +214,15 @@ def _climb(
     return -1
 
 
+def _prefixed(hook: RefusalHook, parts: tuple[str, ...]) -> Callable[[str, str], None]:
+    return lambda name, reason: hook((*parts, name), reason)
+
+
 def _scan(
-    policy: ReadPolicy, dir_fd: int, only: str | None = None
+    policy: ReadPolicy,
+    dir_fd: int,
+    only: str | None = None,
+    refused: Callable[[str, str], None] | None = None,
 ) -> Iterator[tuple[str, str, NameKind]]:
     """(display name, name on disk, kind) of the folders and files a walk may use, in display
     name order. The kind is the folder's own ``d_type`` (``lstat`` only where the file system
@@ -227,8 +247,11 @@ def _scan(
                     continue
                 disk = entry.name
                 name = display_name(disk)
-                if policy.name_verdict(name, kind) is None:
+                verdict = policy.name_verdict(name, kind)
+                if verdict is None:
                     kept.append((name, disk, kind))
+                elif refused is not None and verdict != "ignored":
+                    refused(name, verdict)
     except OSError:
         return
     kept.sort()
