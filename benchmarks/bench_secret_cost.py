@@ -74,14 +74,30 @@ def clean_source(size: int = MB) -> str:
     return "".join(parts)[:size]
 
 
+ROUND_MARK = "# round {:08d}\n"
+
+
+def write_round(path: Path, source: str, number: int) -> None:
+    """The file as round ``number`` finds it: the same megabyte under a new first line, so the
+    detector cannot have seen these bytes before (each round is a first read)."""
+    mark = ROUND_MARK.format(number)
+    path.write_text(mark + source[len(mark) :], encoding="ascii")
+
+
 def read_file_costs(base: Path, rounds: int) -> dict[str, Any]:
+    """Each case twice: the same bytes read again and again (the detector remembers a large
+    text's answer by digest), and a file that changes every round (every read a first read)."""
     root = base / "read"
     root.mkdir()
-    (root / "big_module.py").write_text(clean_source(), encoding="ascii")
-    report: dict[str, Any] = {"file_bytes": (root / "big_module.py").stat().st_size}
-    for label, policy in (
-        ("read_file_1mb_whole", ReadPolicy(max_read_bytes=2 * 1024 * 1024)),
-        ("read_file_1mb_default_cap", ReadPolicy()),
+    source = clean_source()
+    target = root / "big_module.py"
+    write_round(target, source, 0)
+    report: dict[str, Any] = {"file_bytes": target.stat().st_size}
+    for label, policy, fresh in (
+        ("read_file_1mb_whole", ReadPolicy(max_read_bytes=2 * 1024 * 1024), False),
+        ("read_file_1mb_whole_first_read", ReadPolicy(max_read_bytes=2 * 1024 * 1024), True),
+        ("read_file_1mb_default_cap", ReadPolicy(), False),
+        ("read_file_1mb_default_cap_first_read", ReadPolicy(), True),
     ):
         workspace = Workspace([ServedRoot("ws", root)], policy)
         unredacted = Workspace([ServedRoot("ws", root)], policy, off_for(root))
@@ -92,6 +108,8 @@ def read_file_costs(base: Path, rounds: int) -> dict[str, Any]:
         times: dict[str, list[float]] = {"on": [], "off": []}
         try:
             for number in range(rounds):
+                if fresh:
+                    write_round(target, source, number + 1)
                 order = (("on", on), ("off", off)) if number % 2 else (("off", off), ("on", on))
                 for name, service in order:
                     started = time.perf_counter()
@@ -111,12 +129,19 @@ def read_file_costs(base: Path, rounds: int) -> dict[str, Any]:
             "ratio": round(p50_on / p50_off, 3),
         }
     report["read_file_1mb_default_cap_over_stdio"] = read_file_over_stdio(base, root, rounds)
+    report["read_file_1mb_default_cap_over_stdio_first_read"] = read_file_over_stdio(
+        base, root, rounds, source
+    )
     return report
 
 
-def read_file_over_stdio(base: Path, root: Path, rounds: int) -> dict[str, Any]:
+def read_file_over_stdio(
+    base: Path, root: Path, rounds: int, changing: str | None = None
+) -> dict[str, Any]:
     """The call as an agent makes it: JSON-RPC over stdio to a server process (its direct path
-    for bounded tools), one server with redaction and one without, calls alternating."""
+    for bounded tools), one server with redaction and one without, calls alternating; with
+    ``changing``, the file is rewritten before each round (every read a first read)."""
+    base = Path(tempfile.mkdtemp(dir=base))
     clients: dict[str, BareClient] = {}
     for name in ("on", "off"):
         home = base / f"home-{name}"
@@ -136,6 +161,8 @@ def read_file_over_stdio(base: Path, root: Path, rounds: int) -> dict[str, Any]:
             for _ in range(10):  # the first calls (roots, caches) are not the steady state
                 client.timed_call(call)
         for number in range(rounds):
+            if changing is not None:
+                write_round(root / "big_module.py", changing, 1_000_000 + number)
             for name in ("on", "off") if number % 2 else ("off", "on"):
                 times[name].append(clients[name].timed_call(call))
     finally:

@@ -28,8 +28,11 @@ def test_the_redaction_cost_benchmark_reports_read_index_and_detector_figures(
     assert reads["file_bytes"] == 1_000_000
     for case in (
         "read_file_1mb_whole",
+        "read_file_1mb_whole_first_read",
         "read_file_1mb_default_cap",
+        "read_file_1mb_default_cap_first_read",
         "read_file_1mb_default_cap_over_stdio",
+        "read_file_1mb_default_cap_over_stdio_first_read",
     ):
         assert all(positive(reads[case][k]) for k in ("on_p50_ms", "off_p50_ms", "ratio"))
     assert reads["read_file_1mb_whole"]["served_bytes"] == 1_000_000
