@@ -98,7 +98,9 @@ def test_a_client_started_before_the_gateway_gets_the_typed_tools_once_a_policy_
                 listed = await client.call_tool("list_actions", {})
                 seen["actions"] = listed.structured_content["actions"]
 
-                approver = threading.Thread(target=_approve_next, args=(gateway,), daemon=True)
+                approver = threading.Thread(
+                    target=_approve_next, args=(gateway, seen), daemon=True
+                )
                 approver.start()
                 seen["typed"] = await client.call_tool(TYPED, {"service": "api"})
                 approver.join(30)
@@ -121,6 +123,8 @@ def test_a_client_started_before_the_gateway_gets_the_typed_tools_once_a_policy_
     assert all(a["tool"] for a in seen["actions"])  # every action has its typed tool
     assert not seen["typed"].is_error, seen["typed"]
     assert seen["typed"].structured_content["stdout"] == "active (running)\n"
+    # The card names the label the client's entry gave the server (--origin).
+    assert seen["card"]["client_label"] == "agent-test"
 
 
 async def _listen(client: Client, heard: Heard, *, task_status: Any) -> None:
@@ -130,6 +134,7 @@ async def _listen(client: Client, heard: Heard, *, task_status: Any) -> None:
             await heard(types.ToolListChangedNotification())
 
 
-def _approve_next(gateway: Gateway) -> None:
+def _approve_next(gateway: Gateway, seen: dict[str, Any]) -> None:
     card = wait_card(gateway, timeout=30)
+    seen["card"] = card
     decide(gateway, card["id"], True)
