@@ -286,8 +286,11 @@ def make_setup(human_names: list[str]) -> DedicatedSetup:
     return setup
 
 
-def install(setup: DedicatedSetup, *humans: str) -> subprocess.CompletedProcess[str]:
-    args = ["gateway", "install", "--account", setup.account, "--prefix", str(setup.prefix)]
+def install(
+    setup: DedicatedSetup, *humans: str, init: str = "systemd"
+) -> subprocess.CompletedProcess[str]:
+    args = ["gateway", "install", "--account", setup.account, "--prefix", str(setup.prefix),
+            "--init", init]  # fmt: skip
     for name in humans:
         args += ["--human", name]
     return subprocess.run(

@@ -244,3 +244,32 @@ def test_a_file_steps_content_is_shown_one_line_per_line_the_file_holds() -> Non
     step = Step("write the unit", file=Path("/etc/x"), content="a\u2028b\x85c\rd\nnext\n")
     shown = split_lines(step.render())
     assert shown[-2:] == ["    | a\u2028b\x85c\rd", "    | next"]
+
+
+def test_a_short_print_names_the_account_and_leaves_file_contents_to_verbose() -> None:
+    steps = plan_install(OPTIONS, NEW)
+    short = "\n".join(step.render(verbose=False) for step in steps)
+    assert "owner -1" not in short and "owner safeport" in short
+    assert "[Service]" not in short and "--verbose shows it" in short
+    assert len(short.splitlines()) <= 2 * len(steps)  # two lines a step, whatever the files hold
+    whole = "\n".join(step.render() for step in steps)
+    assert "[Service]" in whole and "owner -1" not in whole
+
+
+def test_without_systemd_a_start_script_becomes_the_account_with_the_units_two_capabilities() -> (
+    None
+):
+    options = InstallOptions(**{**OPTIONS.__dict__, "init": "script"})
+    [script] = [s for s in plan_install(options, EXISTING) if s.file == options.service_file]
+    assert script.file == Path("/etc/safeport/gateway-start") and script.mode == 0o755
+    text = script.content
+    assert text.startswith("#!/bin/sh\n") and "set -eu" in text
+    precheck, start = [line for line in text.splitlines() if line.startswith(("setpriv", "exec"))]
+    for line in (precheck, start):
+        assert "--reuid=safeport --regid=safeport --init-groups" in line
+        assert "--bounding-set=-all,+sys_ptrace,+dac_read_search --no-new-privs" in line
+        assert "/usr/bin/env -i" in line and "SAFEPORT_GATEWAY=/etc/safeport/install.toml" in line
+    assert "/usr/bin/python3.11 -I -S /etc/safeport/check_code.py /opt/safeport" in precheck
+    assert start.startswith("exec ") and start.endswith("gateway run")
+    uninstall = plan_uninstall(OPTIONS, EXISTING, purge=False)
+    assert Path("/etc/safeport/gateway-start") in {step.file for step in uninstall}

@@ -112,7 +112,8 @@ def test_install_print_shows_every_step_and_changes_nothing(setup: DedicatedSetu
     ghost = unique("spno")
     alice, _ = humans(setup)
     done = subprocess.run(
-        sp_command(["gateway", "install", "--print", "--account", ghost, "--human", alice.name,
+        sp_command(["gateway", "install", "--print", "--verbose", "--init", "systemd",
+                    "--account", ghost, "--human", alice.name,
                     "--prefix", str(setup.base / "ghost")]),
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -77,3 +77,14 @@ def test_the_launch_role_reads_interpreters_loaders_and_launchers_from_name_and_
     plain = launch_role("claude", ["claude", "-c", "x"])  # -c means nothing to a plain program
     assert (plain.interpreter, plain.launcher, plain.script) == (False, False, None)
     assert launch_role("env", ["env", "python3"]).launcher
+
+
+def test_a_context_servers_client_label_is_read_from_its_origin_and_nothing_else_has_one() -> None:
+    from safeport.action_gateway.identity.argv import client_label
+
+    serve = ["python3", "-I", "-m", "safeport", "context", "serve", "--profile", "agent"]
+    assert client_label([*serve, "--origin", "claude-code"]) == "claude-code"
+    assert client_label([*serve, "--origin=cursor"]) == "cursor"
+    assert client_label(serve) is None
+    assert client_label(["node", "cli.js", "--origin", "claude-code"]) is None
+    assert client_label([*serve, "--origin", "x" * 200]) == "x" * 64

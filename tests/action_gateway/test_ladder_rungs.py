@@ -486,3 +486,29 @@ def test_what_the_executor_would_refuse_is_refused_at_rung_4_before_the_vault_or
     )  # fmt: skip
     assert rig.events == ["identity", "journal.action.denied"]  # no rate, vault or card
     assert rig.denials()[0]["category"] == "preflight_address_refused"
+
+
+def test_the_approver_hears_what_an_answered_card_led_to_and_nothing_for_a_reused_session(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.policies = Policies(POLICY)  # no rate cap: four calls in a row
+    heard: list[tuple[str, dict[str, object]]] = []
+    rig.approvals.subscribe(lambda event, data: heard.append((event, data)))
+    rig.propose()  # a card, approved: the session opens and the call runs
+    rig.propose()  # the same session covers it: no card, so nothing to tell
+    rig.executor.failure = ActionError("bad_response", "the service answered 503")
+    for grant in rig.approvals.sessions():
+        rig.approvals.revoke(grant.id, by="test")
+    rig.refused()  # a new card, approved, and the service fails
+    rig.executor.failure = ActionError("address_refused", "the host resolves to loopback")
+    for grant in rig.approvals.sessions():
+        rig.approvals.revoke(grant.id, by="test")
+    rig.refused()  # refused by a check made at execution
+    cards = [data["id"] for event, data in heard if event == "card"]
+    outcomes = [data for event, data in heard if event == "card.outcome"]
+    assert outcomes == [
+        {"id": cards[0], "outcome": "done", "detail": "200"},
+        {"id": cards[1], "outcome": "failed", "detail": "the service answered 503"},
+        {"id": cards[2], "outcome": "refused", "detail": "the host resolves to loopback"},
+    ]

@@ -88,6 +88,12 @@ async def _drive(home: Path) -> None:
         assert "no default" in card
         await pilot.press("y")  # at once: meant for the screen before the card
         await until(lambda: "key ignored: this card was just shown" in app.outcomes[-1])
+        # One line per process until `c` asks for the whole chain (digests and all).
+        assert "sha256" not in text_of(app, "#card") and "c: the whole chain" in card
+        await pilot.press("c")
+        await until(lambda: "sha256" in text_of(app, "#card"))
+        await pilot.press("c")
+        await until(lambda: "sha256" not in text_of(app, "#card"))
         await asyncio.sleep(1.6)
         box = app.query_one("#card-box")
         assert app._lines_shown > box.scrollable_content_region.height  # the premise
@@ -102,6 +108,10 @@ async def _drive(home: Path) -> None:
         await until(lambda: any("card" in line and ": approved" in line for line in app.outcomes))
         reply = agent.next(15)
         assert reply["id"] == "first"  # it ran (and failed: nothing listens on port 1)
+        # What the yes led to is on the card's outcome line, named by its action.
+        await until(lambda: any("failed · " in line for line in app.outcomes))
+        ran = next(line for line in app.outcomes if "failed · " in line)
+        assert "(ssh_exec nowhere / uptime)" in ran
 
         table = app.query_one("#sessions", DataTable)
         await until(lambda: table.row_count == 1)

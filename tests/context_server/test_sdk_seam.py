@@ -50,7 +50,9 @@ def test_a_server_lacking_an_attribute_fails_the_check_naming_the_installed_vers
     # A stand-in for a later SDK: the tool manager has lost call_tool, the bus is gone.
     later = SimpleNamespace(
         _tool_manager=SimpleNamespace(get_tool=None),
-        _lowlevel_server=SimpleNamespace(run=None, create_initialization_options=None),
+        _lowlevel_server=SimpleNamespace(
+            run=None, create_initialization_options=None, middleware=[]
+        ),
     )
     assert missing_attributes(later, SERVER_SURFACE) == [
         "_tool_manager.call_tool",

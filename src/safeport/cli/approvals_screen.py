@@ -1,10 +1,12 @@
 """`sp approvals watch` on a terminal: a live full-screen view (Textual).
 
-The card waiting for an answer, with the time left, on top; the open sessions (revoke the
-highlighted one with ``r``); the latest outcomes below. ``y`` approves and ``n`` denies: there
-is no default, and a key pressed within a moment of a new card appearing is ignored, as in the
-line mode, because it was meant for what was on screen before. Everything from the gateway
-arrives through :class:`~safeport.gateway_client.approver_thread.ApprovalLink`.
+The card waiting for an answer, with the time left, on top (the requester's chain one line per
+process; ``c`` shows it whole); the open sessions (revoke the highlighted one with ``r``); the
+latest outcomes below, each answered card with what its action did ("done · 201"). ``y``
+approves and ``n`` denies: there is no default, and a key pressed within a moment of a new card
+appearing is ignored, as in the line mode, because it was meant for what was on screen before.
+Everything from the gateway arrives through
+:class:`~safeport.gateway_client.approver_thread.ApprovalLink`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Log, Static
 
 from safeport.cli.approver_prompt import GRACE_S
-from safeport.cli.card_text import card_lines, readable_at
-from safeport.gateway_client.approver_session import CardArrived, CardClosed
+from safeport.cli.card_text import card_lines, human_duration, outcome_text, readable_at, shown
+from safeport.gateway_client.approver_session import CardArrived, CardClosed, CardResult
 from safeport.gateway_client.approver_thread import (
     Answered,
     ApprovalLink,
@@ -50,6 +52,13 @@ _OUTCOMES = {
 LinkFactory = Callable[[Callable[[News], None]], ApprovalLink]
 
 
+def _action_of(card: dict[str, object]) -> str:
+    """``ssh_exec host / command``: enough to tell one outcome line from another."""
+    return inert(
+        f"{shown(card.get('action'))} {shown(card.get('target'))} / {shown(card.get('operation'))}"
+    )
+
+
 class ApprovalsApp(App[None]):
     TITLE = "safeport approvals"
     CSS = """
@@ -63,6 +72,7 @@ class ApprovalsApp(App[None]):
         Binding("y", "answer(True)", "approve"),
         Binding("n", "answer(False)", "deny"),
         Binding("r", "revoke", "revoke session"),
+        Binding("c", "chain", "whole chain"),
         Binding("pagedown", "card_page(1)", "card down", priority=True),
         Binding("pageup", "card_page(-1)", "card up", priority=True),
         Binding("q", "quit", "quit"),
@@ -80,6 +90,8 @@ class ApprovalsApp(App[None]):
         self._lines_shown = 0  # the card's rows as last drawn, prompt included
         self._readable = False  # whether the card could be drawn exactly at the pane's width
         self._seen_whole = False  # whether its last row has been on screen since it was shown
+        self._whole_chain = False  # the requester's chain: one line per process, or whole
+        self._asked: dict[str, str] = {}  # card id → its action, for the outcome lines
         self.outcomes: list[str] = []  # what the outcomes pane shows, newest last
         self.failure: str | None = None
 
@@ -130,16 +142,23 @@ class ApprovalsApp(App[None]):
             self._current = None
             self._show()
         elif isinstance(news, CardArrived):
+            self._asked[shown(news.card.get("id"))] = _action_of(news.card)
             self._queue.append(news)
             if self._current is None:
                 self._next()
         elif isinstance(news, CardClosed):
             self._queue = deque(c for c in self._queue if str(c.card.get("id")) != news.card_id)
             why = _OUTCOMES.get(news.outcome, news.outcome)
-            self._record(f"card {inert(news.card_id)}: {why}")
+            if news.outcome != "approved":
+                self._asked.pop(news.card_id, None)  # nothing runs: no outcome follows
+            self._record(f"card {self._card_name(news.card_id)}: {why}")
             if self._current is not None and str(self._current.card.get("id")) == news.card_id:
                 self._current = None
                 self._next()
+        elif isinstance(news, CardResult):
+            done = outcome_text(news.outcome, news.detail)
+            self._record(f"card {self._card_name(news.card_id)}: {inert(done)}")
+            self._asked.pop(news.card_id, None)
         elif isinstance(news, Answered):
             if news.error:
                 self._record(f"card {inert(news.card_id)}: not recorded: {inert(news.error)}")
@@ -176,6 +195,13 @@ class ApprovalsApp(App[None]):
         self._sent = True
         self._link.answer(str(current.card.get("id")), approve)
         self.query_one("#card-box").border_subtitle = "approving…" if approve else "denying…"
+
+    def action_chain(self) -> None:
+        """Show the requester's chain whole (digests, scripts), or one line per process."""
+        self._whole_chain = not self._whole_chain
+        if self._current is not None:
+            self._seen_whole = False  # the card is drawn anew: its end must be seen again
+            self._show()
 
     def action_card_page(self, pages: int) -> None:
         box = self.query_one("#card-box", VerticalScroll)
@@ -217,9 +243,16 @@ class ApprovalsApp(App[None]):
         inside = box.scrollable_content_region.width - 2  # the card's padding
         width = min(inside if inside > 0 else self.size.width - 6, 120)
         self._readable = readable_at(width)
-        lines = card_lines(self._current.card, width=width, expires_in_s=self._left(self._current))
+        lines = card_lines(
+            self._current.card,
+            width=width,
+            expires_in_s=self._left(self._current),
+            whole_chain=self._whole_chain,
+        )
         if self._queue:
             lines.append(f"{len(self._queue)} more waiting")
+        chain = "c: one line per process" if self._whole_chain else "c: the whole chain"
+        lines.append(chain)
         lines += textwrap.wrap("approve?  y = yes   n = no   (no default)", max(width, 1))
         self._lines_shown = len(lines)
         card.update(Text("\n".join(lines)))
@@ -265,9 +298,14 @@ class ApprovalsApp(App[None]):
                 inert(grant.id),
                 inert(grant.credential),
                 inert(f"pid {grant.requester_pid} {grant.requester_exe}"),
-                f"{grant.expires_in_s} s",
+                human_duration(grant.expires_in_s),
                 key=grant.id,
             )
+
+    def _card_name(self, card_id: str) -> str:
+        """The card's id with its action, when this view saw the card."""
+        asked = self._asked.get(card_id)
+        return f"{inert(card_id)} ({asked})" if asked else inert(card_id)
 
     def _record(self, line: str) -> None:
         stamped = f"{time.strftime('%H:%M:%S')}  {line}"

@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from safeport.cli.card_text import card_lines, readable_at
+from safeport.cli.card_text import card_lines, outcome_text, readable_at
 from safeport.gateway_client.approver_session import (
     ApproverEvent,
     ApproverSession,
     CardArrived,
+    CardResult,
     attend_gateway,
 )
 from safeport.gateway_client.control_socket import GatewayClosed, GatewayRefused
@@ -112,6 +113,11 @@ class ApproverPrompt:
     def _on_event(self, event: ApproverEvent) -> None:
         if isinstance(event, CardArrived):
             self._queue.append((event.received_at, event.card))
+            return
+        if isinstance(event, CardResult):
+            self._say(
+                f"card {inert(event.card_id)}: {inert(outcome_text(event.outcome, event.detail))}"
+            )
             return
         card_id = event.card_id
         self._queue = deque(item for item in self._queue if str(item[1].get("id")) != card_id)

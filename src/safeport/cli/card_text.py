@@ -10,6 +10,7 @@ an indented JSON body stays readable; nothing is cut.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import Any
 
@@ -19,14 +20,20 @@ LABEL_WIDTH = 11
 
 
 def card_lines(
-    card: dict[str, Any], *, width: int = 80, expires_in_s: int | None = None
+    card: dict[str, Any],
+    *,
+    width: int = 80,
+    expires_in_s: int | None = None,
+    whole_chain: bool = True,
 ) -> list[str]:
     """The card, top to bottom: what would run, what a yes allows, then who asks.
 
+    ``whole_chain`` False gives one short line per process of the requester's chain (what it
+    runs and what vouches for it, and every warning); True adds digests, scripts and variables.
     No line is wider than ``width`` columns: a terminal that wraps a line itself shows no mark
     where it did, so it could make two values look alike. Below :data:`MIN_CARD_WIDTH` a card
     cannot be laid out that way, and only that is said (see :func:`readable_at`)."""
-    card_id = visible(str(card.get("id")))
+    card_id = visible(shown(card.get("id")))
     if not readable_at(width):
         return textwrap.wrap(
             f"card {card_id} is waiting, but this terminal is {width} columns wide and a card "
@@ -39,25 +46,80 @@ def card_lines(
     header = f"── approval requested · card {card_id}"
     out: list[str] = [header] if columns(header) <= width else ["── approval requested"]
     rows: list[tuple[str, str]] = [] if columns(header) <= width else [("card", card_id)]
+    action = f"{shown(card.get('action'))} {shown(card.get('target'))} / "
     rows += [
         ("asked by", user_text(card.get("user"))),
-        ("action", f"{card.get('action')} {card.get('target')} / {card.get('operation')}"),
-        ("effect", str(effect)),
-        ("credential", str(card.get("credential"))),
-        ("a yes", str(card.get("scope_text") or card.get("scope"))),
-        ("time left", f"{left} s" if left is not None else "unknown"),
+        ("action", action + shown(card.get("operation"))),
+        ("effect", shown(effect)),
+        ("credential", shown(card.get("credential"))),
+        ("a yes", shown(card.get("scope_text") or card.get("scope"))),
+        ("time left", human_duration(left)),
     ]
-    rows += [(str(label), str(value)) for label, value in card.get("fields", [])]
-    for index, proc in enumerate(card.get("requester", [])):
-        rows.append(("requester" if index == 0 else f"parent {index}", process_text(proc)))
+    # A field's value is shown exactly, an empty one as nothing at all.
+    rows += [(shown(label), shown(value, "")) for label, value in _pairs(card.get("fields"))]
+    describe = process_text if whole_chain else process_brief
+    for index, proc in enumerate(_dicts(card.get("requester"))):
+        rows.append(("requester" if index == 0 else f"parent {index}", describe(proc)))
     client = card.get("client")
-    if client:
-        rows.append(("client", f"pid {client.get('pid')} {client.get('exe')}"))
+    label = card.get("client_label")
+    if (isinstance(client, dict) and client) or label:
+        rows.append(("client", client_text(client if isinstance(client, dict) else {}, label)))
     for label, value in rows:
         out += _row(visible(label), value, width)
     if not card.get("showable", True):
         out += textwrap.wrap("this card cannot be shown whole, so it cannot be approved", width)
     return out
+
+
+def shown(value: object, absent: str = "-") -> str:
+    """A value as a card shows it: absent (None, empty) is ``absent``, never Python's None."""
+    if value is None or value == "":
+        return absent
+    if isinstance(value, str | int | float):
+        return str(value)
+    # Not a shape the gateway sends: shown as the JSON it came as (null, not None).
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def human_duration(seconds: object) -> str:
+    """``42 s``, ``5 min``, ``12 h``, ``3 d``: the unit a person reads at a glance (rounded)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return "unknown"
+    left = max(0, round(seconds))
+    if left < 120:
+        return f"{left} s"
+    if left < 2 * 3600:
+        return f"{round(left / 60)} min"
+    if left < 2 * 86400:
+        return f"{round(left / 3600)} h"
+    return f"{round(left / 86400)} d"
+
+
+def outcome_text(outcome: object, detail: object) -> str:
+    """What an approved card's action did: ``done · 201``, ``refused · why``, ``failed · why``."""
+    return f"{shown(outcome, 'unknown')} · {shown(detail, 'no detail')}"
+
+
+def client_text(client: dict[str, Any], label: object = None) -> str:
+    """The program the requester runs under, and the label its MCP client entry gives the
+    context server (``--origin``; the process's own claim)."""
+    named = f"entry {shown(label)} (claimed)" if label else ""
+    if not client:
+        return named or "unknown"
+    text = f"pid {shown(client.get('pid'))} {shown(client.get('exe'))}"
+    return f"{text} · {named}" if named else text
+
+
+def _pairs(value: object) -> list[tuple[object, object]]:
+    if not isinstance(value, list | tuple):
+        return []
+    return [
+        (item[0], item[1]) for item in value if isinstance(item, list | tuple) and len(item) == 2
+    ]
+
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def readable_at(width: int) -> bool:
@@ -72,7 +134,16 @@ def user_text(user: object) -> str:
     if not isinstance(user, dict):
         return "unknown user"
     name = user.get("name")
-    return f"{name if name else 'no such user'} (uid {user.get('uid')})"
+    return f"{shown(name, 'no such user')} (uid {shown(user.get('uid'))})"
+
+
+def process_brief(proc: dict[str, Any]) -> str:
+    """One process in a short line: pid, program, what vouches for it, and every warning (an
+    unreadable environment, code injected, a script changed); digests are in the whole chain."""
+    words = [f"pid {shown(proc.get('pid'))} {shown(proc.get('exe'))} ({_vouched(proc)})"]
+    if proc.get("interpreter"):
+        words.append(f"script (claimed) {shown(proc.get('script'))}")
+    return "; ".join(words + _warnings(proc))
 
 
 def process_text(proc: dict[str, Any]) -> str:
@@ -81,23 +152,36 @@ def process_text(proc: dict[str, Any]) -> str:
 
     The binary is what the kernel maps, so it is attested; an interpreter's script is what its
     command line says, which the process can rewrite, so it is labelled a claim."""
-    digest = (proc.get("sha256") or "unreadable")[:16]
-    verified = proc.get("verified") or f"signature {proc.get('signature')}"
+    digest = shown(proc.get("sha256"), "unreadable")[:16]
     kind = "interpreter (attested) " if proc.get("interpreter") else ""
-    words = [f"pid {proc.get('pid')} {kind}{proc.get('exe')} sha256 {digest} ({verified})"]
+    words = [
+        f"pid {shown(proc.get('pid'))} {kind}{shown(proc.get('exe'))} sha256 {digest} "
+        f"({_vouched(proc)})"
+    ]
     if proc.get("interpreter"):
-        script_digest = (proc.get("script_sha256") or "-")[:16]
+        script_digest = shown(proc.get("script_sha256"))[:16]
         script_verified = proc.get("script_verified")
         words.append(
-            f"script (claimed by the process) {proc.get('script')} sha256 {script_digest}"
-            + (f" ({script_verified})" if script_verified else "")
+            f"script (claimed by the process) {shown(proc.get('script'))} sha256 {script_digest}"
+            + (f" ({shown(script_verified)})" if script_verified else "")
             + (" CHANGED after the process started" if proc.get("script_changed") else "")
         )
+    return "; ".join(words + _warnings(proc, with_script=False))
+
+
+def _vouched(proc: dict[str, Any]) -> str:
+    return shown(proc.get("verified") or f"signature {shown(proc.get('signature'), 'unknown')}")
+
+
+def _warnings(proc: dict[str, Any], *, with_script: bool = True) -> list[str]:
+    words = []
+    if with_script and proc.get("interpreter") and proc.get("script_changed"):
+        words.append("script CHANGED after the process started")
     if proc.get("environ") == "unreadable":
         words.append("ENVIRONMENT UNREADABLE")
-    for name, value in proc.get("injected_env") or []:
-        words.append(f"INJECTS CODE: {name}={value}")
-    return "; ".join(words)
+    for pair in _pairs(proc.get("injected_env")):
+        words.append(f"INJECTS CODE: {shown(pair[0])}={shown(pair[1], '')}")
+    return words
 
 
 def _row(label: str, value: str, width: int) -> list[str]:
@@ -115,6 +199,10 @@ def _row(label: str, value: str, width: int) -> list[str]:
     mark = " " * (LABEL_WIDTH - 1) + WRAP_MARK + " "
     room = width - len(indent)
     lines: list[str] = []
+    if columns(label) > LABEL_WIDTH:
+        # A label wider than its column stands on a line of its own, the value under it.
+        lines += [_shown_end(piece) for piece in wrap_exactly(label, width, 0)]
+        label = ""
     for number, raw in enumerate(line_by_line(visible, value).split("\n")):
         own = raw[: len(raw) - len(raw.lstrip(" "))]
         # Keep a wrapped JSON body readable: a continuation sits under its own line's text.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -30,6 +31,9 @@ _prefix = click.option(
 _print = click.option(
     "--print", "dry_run", is_flag=True, help="Show every step without doing anything."
 )
+_verbose = click.option(
+    "--verbose", is_flag=True, help="Show the content of every file a step writes."
+)
 
 
 @click.command("install")
@@ -41,23 +45,54 @@ _print = click.option(
     metavar="USER",
     help="A user allowed to propose and approve (repeat for more; default: the sudo user).",
 )
+@click.option(
+    "--init",
+    type=click.Choice(["systemd", "script"]),
+    default=None,
+    help="What starts the gateway on Linux: a systemd unit, or a start script for any other "
+    "init system (default: systemd when it runs this machine).",
+)
 @_prefix
 @_print
-def install_command(account: str, humans: tuple[str, ...], prefix: Path, dry_run: bool) -> None:
+@_verbose
+def install_command(
+    account: str,
+    humans: tuple[str, ...],
+    init: str | None,
+    prefix: Path,
+    dry_run: bool,
+    verbose: bool,
+) -> None:
     """Create the gateway's account, folders, install file and service.
 
     Run it as root (sudo) from a root-owned installation, such as /opt/safeport/bin/sp.
     """
     if not humans and os.environ.get("SUDO_USER"):
         humans = (os.environ["SUDO_USER"],)
-    options = InstallOptions(account=account, humans=humans, prefix=prefix.resolve())
+    started_by: Literal["systemd", "script"] = (
+        "systemd" if (init or _running_init()) == "systemd" else "script"
+    )
+    options = InstallOptions(
+        account=account, humans=humans, prefix=prefix.resolve(), init=started_by
+    )
     steps = install(options, dry_run=dry_run)
-    _show(steps, dry_run)
-    if not dry_run:
+    _show(steps, dry_run, verbose)
+    later = (
+        f"as each human: `sp vault init` (log in again first, so the group {account} that "
+        "reads the journals applies)"
+    )
+    if dry_run:
+        click.echo(f"\nthe gateway would run as the account {account}; nothing was changed")
+    elif started_by == "systemd":
         click.echo(
             "\nnext: `sudo systemctl daemon-reload && sudo systemctl enable --now "
-            "safeport-gateway`, then, as each human: `sp vault init` (log in again first, so "
-            f"the group {account} that reads the journals applies)"
+            f"safeport-gateway`, then, {later}"
+        )
+    else:
+        click.echo(
+            f"\nnext: have your init system run `{options.service_file}` as root in the "
+            "foreground and restart it when it exits (docs/guides/dedicated-account.md has "
+            f"OpenRC, runit and supervisord entries), then, {later}"
         )
 
 
@@ -78,10 +113,15 @@ def uninstall_command(account: str, prefix: Path, purge: bool, dry_run: bool) ->
         click.echo(f"kept: {options.state_dir} and the account {account} (--purge removes them)")
 
 
-def _show(steps: list[Step], dry_run: bool) -> None:
+def _running_init() -> str:
+    """``systemd`` when systemd runs this machine (its documented test), else ``script``."""
+    return "systemd" if Path("/run/systemd/system").is_dir() else "script"
+
+
+def _show(steps: list[Step], dry_run: bool, verbose: bool = True) -> None:
     verb = "would do" if dry_run else "done"
     for number, step in enumerate(steps, start=1):
         # Only the rendering's own "\n" breaks a line; any other break character inside a
         # file's content is shown escaped, so the step read is the step run.
-        lines = split_lines(step.render())
+        lines = split_lines(step.render(verbose=verbose))
         click.echo("\n".join([f"{number}. [{verb}] {inert(lines[0])}", *map(inert, lines[1:])]))

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from safeport.cli.card_text import human_duration
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone
@@ -43,8 +44,8 @@ def list_sessions(as_json: bool) -> None:
             Text(inert(grant.id)),
             Text(inert(grant.credential)),
             Text(inert(f"pid {grant.requester_pid} {grant.requester_exe}")),
-            Text(f"{grant.age_s} s"),
-            Text(f"{grant.expires_in_s} s"),
+            Text(human_duration(grant.age_s)),
+            Text(human_duration(grant.expires_in_s)),
         )
     Console(highlight=False).print(table)
 

@@ -22,11 +22,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import AcceptedElicitation
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.session import ServerSession
 
 WRITTEN_AGAINST = "2.3"
 _MAJOR, _MINOR = WRITTEN_AGAINST.split(".")
@@ -41,6 +43,7 @@ SERVER_SURFACE = (
     "_subscriptions",
     "_lowlevel_server.run",
     "_lowlevel_server.create_initialization_options",
+    "_lowlevel_server.middleware",
 )
 # What the seam reads on a registered tool.
 TOOL_SURFACE = (
@@ -168,6 +171,42 @@ def _frame(request_id: int | str, text: str, rest: str) -> bytes:
         f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":'
         f'{{"content":[{{"type":"text","text":{content}}}]{rest}}}}}\n'
     ).encode()
+
+
+class ClientSessions:
+    """The sessions of the clients connected to one server, to tell them the tools changed.
+
+    The SDK announces a changed tool list from inside a request (``ctx.session``); a tool list
+    that changes because the gateway came up has no request to ride on. A middleware (the SDK's
+    own hook on every inbound message) keeps each handshake session once the client said it is
+    initialised; clients on the 2026 protocol hear the change on their listen stream instead.
+    """
+
+    def __init__(self, server: MCPServer[Any]) -> None:
+        self._server = server
+        self._sessions: list[ServerSession] = []
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized":
+            self._sessions = [ctx.session]  # stdio: one client per process, the latest counts
+        return result
+
+    async def tools_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every initialised client."""
+        for session in self._sessions:
+            await session.send_tool_list_changed()
+        context = Context(mcp_server=self._server, subscriptions=self._server._subscriptions)
+        await context.notify_tools_changed()
+
+
+def track_sessions(server: MCPServer[Any]) -> ClientSessions:
+    """Keep ``server``'s client sessions from now on, to announce tool-list changes to them."""
+    sessions = ClientSessions(server)
+    lowlevel_server(server).middleware.append(sessions)
+    return sessions
 
 
 def _check_installed_sdk() -> None:

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -80,8 +80,10 @@ class ServeOptions:
     origin: str = "unknown"
 
 
-# Seam for other profiles: a profile maps to the functions that add its tools.
-ToolRegistrar = Callable[[MCPServer[Any], WorkspaceService], None]
+# Seam for other profiles: a profile maps to the functions that add its tools; one may return
+# a task to run beside the session (the agent profile's watch on the gateway).
+Background = Callable[[], Coroutine[Any, Any, None]]
+ToolRegistrar = Callable[[MCPServer[Any], WorkspaceService], Background | None]
 PROFILES: dict[str, tuple[ToolRegistrar, ...]] = {
     "reader": (register_reader_tools,),
     "agent": (register_reader_tools, register_agent_tools),
@@ -170,7 +172,9 @@ def build_server(options: ServeOptions) -> tuple[JournaledServer, WorkspaceServi
         log_level="WARNING",
     )
     for register in PROFILES[options.profile]:
-        register(server, service)
+        task = register(server, service)
+        if task is not None:
+            server.background.append(task)
     _add_resources(server, service)
     _add_prompts(server)
     return server, service
@@ -203,7 +207,7 @@ def serve(options: ServeOptions) -> None:
         sys.stderr.flush()
     service.index.refresh_in_background(force=True)
     try:
-        anyio.run(serve_stdio, server, DirectCalls(server))
+        anyio.run(_serve_session, server)
     finally:
         service.journal.close()  # writes and fsyncs the records still queued
 
@@ -223,6 +227,15 @@ def _warn_of_secret_rules(service: WorkspaceService) -> None:
             "[secrets] allow lists fingerprints but there is no fingerprint key yet: "
             "every value stays withheld (run `sp context scan` to make the key)"
         )
+
+
+async def _serve_session(server: JournaledServer) -> None:
+    """Serve stdio, with the profile's background tasks running until the client leaves."""
+    async with anyio.create_task_group() as tasks:
+        for task in server.background:
+            tasks.start_soon(task)
+        await serve_stdio(server, DirectCalls(server), tools_change=bool(server.background))
+        tasks.cancel_scope.cancel()
 
 
 def _on_terminal() -> bool:

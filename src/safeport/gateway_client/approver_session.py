@@ -2,10 +2,10 @@
 
 `sp approvals watch` renders it two ways (line by line, and the live screen); both follow one
 session: it registers as the approver, asks for the cards already waiting, turns what the
-gateway pushes (a card, a card closed) into :data:`ApproverEvent` values, including the events
-that arrived while a reply was awaited, and carries the answers and revocations. When the
-gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it to listen again and
-registers again with the same passphrase, so the approver keeps its place.
+gateway pushes (a card, a card closed, what its action did) into :data:`ApproverEvent` values,
+including the events that arrived while a reply was awaited, and carries the answers and
+revocations. When the gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it
+to listen again and registers again with the same passphrase, so the approver keeps its place.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from safeport.gateway_client.control_socket import (
 )
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
-from safeport.shared.schemas.results import APPROVAL_EVENT, CardOpened, SessionView
+from safeport.shared.schemas.results import APPROVAL_EVENT, CardOpened, CardOutcome, SessionView
 from safeport.shared.wire import PeerClosed, recv_message
 from safeport.vault.secrets import SecretBytes
 
@@ -42,7 +42,16 @@ class CardClosed:
     outcome: str  # approved, denied, timeout, cancelled, voided
 
 
-ApproverEvent = CardArrived | CardClosed
+@dataclass(frozen=True)
+class CardResult:
+    """What an approved card's action did: done (with its status), refused or failed."""
+
+    card_id: str
+    outcome: str  # done, refused, failed
+    detail: str
+
+
+ApproverEvent = CardArrived | CardClosed | CardResult
 
 
 class ApproverSession:
@@ -103,6 +112,8 @@ class ApproverSession:
             return None
         if isinstance(event, CardOpened):
             return CardArrived(event.model_dump(), self._clock())
+        if isinstance(event, CardOutcome):
+            return CardResult(event.id, event.outcome, event.detail)
         return CardClosed(event.id, event.outcome)
 
 

@@ -22,6 +22,7 @@ from safeport.gateway_client.approver_session import (
     ApproverSession,
     CardArrived,
     CardClosed,
+    CardResult,
     attend_gateway,
 )
 from safeport.gateway_client.control_socket import GatewayRefused
@@ -65,7 +66,17 @@ class Failed:
     message: str  # the view cannot go on (a wrong passphrase, no gateway at the start)
 
 
-News = Connected | Disconnected | CardArrived | CardClosed | Answered | Sessions | Revoked | Failed
+News = (
+    Connected
+    | Disconnected
+    | CardArrived
+    | CardClosed
+    | CardResult
+    | Answered
+    | Sessions
+    | Revoked
+    | Failed
+)
 
 
 class ApprovalLink:

@@ -125,7 +125,7 @@ class Approvals:
             self._forget_card(pending.card)
             if not finished and pending.outcome is None:
                 pending.outcome = "timeout"
-        self._notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
+        self.notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
         if pending.outcome == "timeout":
             raise ApprovalTimedOut("no approver answered in time")
         if pending.outcome != "approved":
@@ -162,6 +162,7 @@ class Approvals:
                 vault_epoch,
                 grant.expires_at,
                 grant_binding(request, requester),
+                card=pending.card.id,
             )
         per_call = Grant(
             pending.card.id,
@@ -169,6 +170,7 @@ class Approvals:
             vault_epoch,
             now + PER_CALL_GRANT_S,
             grant_binding(request, requester),
+            card=pending.card.id,
         )
         with self._lock:
             self._per_call[per_call.id] = per_call
@@ -361,7 +363,7 @@ class Approvals:
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
             self._by_requester[requester.instance] = card.id
-        self._notify("card", card.view(self._clock()))
+        self.notify("card", card.view(self._clock()))
         for opened in list(self._card_openers):
             opened(card)  # the requester's own side learns which card it waits on
         return pending
@@ -379,7 +381,8 @@ class Approvals:
         if self._by_requester.get(card.requester.instance) == card.id:
             del self._by_requester[card.requester.instance]
 
-    def _notify(self, event: str, data: dict[str, object]) -> None:
+    def notify(self, event: str, data: dict[str, object]) -> None:
+        """Tell every watching approver (a card, its closing, what its action did)."""
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
@@ -390,9 +393,4 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(6)}"
 
 
-__all__ = [
-    "ApprovalRefused",
-    "ApprovalTimedOut",
-    "Approvals",
-    "NoSuchCard",
-]
+__all__ = ["ApprovalRefused", "ApprovalTimedOut", "Approvals", "NoSuchCard"]

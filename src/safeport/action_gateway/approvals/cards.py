@@ -97,6 +97,7 @@ class ApprovalCard:
             "showable": self.showable,
             "requester": [_process_line(proc) for proc in self.requester.chain],
             "client": _process_line(client) if client else None,
+            "client_label": next((inert(p.label) for p in self.requester.chain if p.label), None),
             "expires_in_s": max(0, round(self.expires_at - now)),
             "timeout_s": round(self.expires_at - self.created_at),
         }

@@ -48,6 +48,7 @@ class Grant:
     vault_epoch: int
     expires_at: float
     binding: tuple[object, ...]
+    card: str | None = None  # the card a human answered for this call (none: a session reused)
 
 
 def held_requester(requester: PeerIdentity) -> PeerIdentity:

@@ -210,3 +210,17 @@ def python_flags(argv: list[str]) -> set[str]:
                 return flags | {letter}
             flags.add(letter)
     return flags
+
+
+def client_label(argv: list[str]) -> str | None:
+    """The label an MCP client's entry gives a context server (``sp context serve … --origin
+    claude-code``), or None for any other command line. The process wrote its own command
+    line, so this is what it claims to be run as, never evidence of who runs it."""
+    if "context" not in argv or "serve" not in argv:
+        return None
+    for index, arg in enumerate(argv):
+        if arg == "--origin" and index + 1 < len(argv):
+            return argv[index + 1][:64] or None
+        if arg.startswith("--origin="):
+            return arg.removeprefix("--origin=")[:64] or None
+    return None

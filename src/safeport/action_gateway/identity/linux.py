@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.action_gateway.identity.argv import PYTHON_NAME, launch_role
+from safeport.action_gateway.identity.argv import PYTHON_NAME, client_label, launch_role
 from safeport.action_gateway.identity.digests import DigestCache
 from safeport.action_gateway.identity.model import (
     EnvironStatus,
@@ -213,6 +213,7 @@ class LinuxProbe:
             script_signature=script_checked.signature if script_checked else None,
             script_origin=script_checked.origin if script_checked else None,
             script_changed=changed,
+            label=client_label(argv),
             environ=environ_status,
             injected_env=injected,
         )

@@ -99,6 +99,7 @@ class ProcessInfo:
     script_changed: bool = False  # the script file changed after the process started
     environ: EnvironStatus = "unsupported"
     injected_env: tuple[tuple[str, str], ...] = ()  # (name, value) of code-injecting variables
+    label: str | None = None  # a context server's --origin: its client entry's label (claimed)
 
     @property
     def instance(self) -> tuple[int, int]:

@@ -24,10 +24,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from safeport.action_gateway.install import code_check
 from safeport.action_gateway.install.code_check import code_write_problem
-from safeport.action_gateway.install.service_files import launchd_daemon_plist, systemd_system_unit
+from safeport.action_gateway.install.service_files import (
+    launchd_daemon_plist,
+    start_script,
+    systemd_system_unit,
+)
 from safeport.action_gateway.install.start_checks import (
     AUDIT_MODE,
     CACHE_MODE,
@@ -56,6 +61,9 @@ class InstallOptions:
     # folders the gateway imports from: what the service checks before it starts the gateway.
     base_python: str = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     code: tuple[Path, ...] = field(default_factory=lambda: tuple(code_roots()))
+    # What starts the gateway on Linux: a systemd unit, or a start script for any other init
+    # system (OpenRC, runit, supervisord) or none at all.
+    init: Literal["systemd", "script"] = "systemd"
 
     @property
     def state_dir(self) -> Path:
@@ -77,7 +85,13 @@ class InstallOptions:
     def service_file(self) -> Path:
         if self.platform == "darwin":
             return self._under(f"Library/LaunchDaemons/{PLIST_NAME}")
+        if self.init == "script":
+            return self.start_file
         return self._under(f"etc/systemd/system/{UNIT_NAME}")
+
+    @property
+    def start_file(self) -> Path:
+        return self._under("etc/safeport/gateway-start")
 
     @property
     def standard(self) -> bool:
@@ -165,7 +179,15 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
         (options.run_dir, RUN_MODE, "the sockets: reached by the account's group only"),
     ):
-        steps.append(Step(f"folder for {why}", folder=folder, mode=mode, owner=owner))
+        steps.append(
+            Step(
+                f"folder for {why}",
+                folder=folder,
+                mode=mode,
+                owner=owner,
+                owner_name=options.account,
+            )
+        )
     install = DedicatedInstall(
         source=options.install_file,
         account=options.account,
@@ -195,7 +217,13 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
     argv = sp_command(["gateway", "run"], python=options.python)
     env = {ENV_VARIABLE: str(options.install_file)}
     precheck = [options.base_python, "-I", "-S", str(options.check_file), *map(str, options.code)]
-    if linux:
+    mode = 0o644
+    if linux and options.init == "script":
+        text = start_script(
+            argv, env, account=options.account, run_dir=options.run_dir, precheck=precheck
+        )
+        mode = 0o755
+    elif linux:
         text = systemd_system_unit(
             argv,
             env,
@@ -209,10 +237,12 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         text = launchd_daemon_plist(argv, env, account=options.account, precheck=precheck)
     steps.append(
         Step(
-            "the service that runs the gateway as that account",
+            "the service that runs the gateway as that account"
+            if options.init == "systemd" or not linux
+            else "the start script that runs the gateway as that account (run it as root)",
             file=options.service_file,
             content=text,
-            mode=0o644,
+            mode=mode,
         )
     )
     return steps
@@ -223,6 +253,11 @@ def plan_uninstall(options: InstallOptions, facts: SystemFacts, *, purge: bool) 
     destroyed by default."""
     steps = [
         Step("remove the service", file=options.service_file, remove=True),
+        *(
+            [Step("remove the start script", file=options.start_file, remove=True)]
+            if options.platform != "darwin" and options.init == "systemd"
+            else []
+        ),
         Step("remove the install file", file=options.install_file, remove=True),
         Step("remove the socket folder", folder=options.run_dir, remove=True),
     ]

@@ -1,5 +1,6 @@
 """Service definitions that start the gateway: at login as the user (a systemd user unit, a
-LaunchAgent), or at boot as its own account (a systemd system unit, a LaunchDaemon)."""
+LaunchAgent), or at boot as its own account (a systemd system unit, a LaunchDaemon, or a start
+script any other init system runs)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,52 @@ def systemd_system_unit(
         "\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
+    )
+
+
+# What the gateway's account holds and nothing more (the system unit's AmbientCapabilities).
+GATEWAY_CAPS = "+sys_ptrace,+dac_read_search"
+
+
+def start_script(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    account: str,
+    run_dir: Path,
+    precheck: Sequence[str] = (),
+) -> str:
+    """A start script (/etc/safeport/gateway-start) for machines without systemd.
+
+    Run as root, in the foreground, by whatever supervises services there (OpenRC's
+    ``command``, runit's ``run``, supervisord's ``command``): it makes the sockets folder
+    (``/run`` is emptied at boot), runs the code check, then becomes the account with the two
+    read capabilities of the system unit and nothing else (``setpriv``: bounding set, no new
+    privileges) and replaces itself with the gateway in an emptied environment. The unit's
+    sandboxing (ProtectSystem, PrivateTmp…) has no equivalent here; the account's own file
+    permissions are what confine it.
+    """
+    become = (
+        f"setpriv --reuid={shlex.quote(account)} --regid={shlex.quote(account)} --init-groups "
+        f"--inh-caps={GATEWAY_CAPS} --ambient-caps={GATEWAY_CAPS} "
+        f"--bounding-set=-all,{GATEWAY_CAPS} --no-new-privs --"
+    )
+    environment = " ".join(
+        shlex.quote(f"{name}={value}")
+        for name, value in sorted({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **env}.items())
+    )
+    check = f"{become} /usr/bin/env -i {environment} {shlex.join(precheck)}\n" if precheck else ""
+    return (
+        "#!/bin/sh\n"
+        f"# safeport gateway as the account {account}, for a machine without systemd.\n"
+        "# Run it as root in the foreground from your init system; it never returns while the\n"
+        "# gateway runs. Restart it when it exits: `sp gateway stop` needs no passphrase.\n"
+        "set -eu\n"
+        "umask 0027\n"
+        f"install -d -m 0750 -o {shlex.quote(account)} -g {shlex.quote(account)} "
+        f"{shlex.quote(str(run_dir))}\n"
+        f"{check}"
+        f"exec {become} /usr/bin/env -i {environment} {shlex.join(argv)}\n"
     )
 
 

@@ -30,21 +30,27 @@ class Step:
     content: str = ""
     mode: int = 0o644
     owner: tuple[int, int] = (0, 0)
+    owner_name: str = "root"  # the owner as a person reads it (before useradd, no uid yet)
     remove: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
-    def render(self) -> str:
+    def render(self, *, verbose: bool = True) -> str:
+        """The step: what and how; a file's content only when ``verbose``."""
         if self.run is not None:
             return f"{self.what}\n    $ {' '.join(self.run)}"
         target = self.folder or self.file
         if self.remove:
             return f"{self.what}\n    remove {target}"
         kind = "folder" if self.folder is not None else "file"
-        head = f"{self.what}\n    {kind} {target} mode {self.mode:04o} owner {self.owner[0]}"
-        if self.file is not None:
-            body = "".join(f"    | {line}\n" for line in split_lines(self.content))
-            return f"{head}\n{body}".rstrip("\n")
-        return head
+        head = f"{self.what}\n    {kind} {target} mode {self.mode:04o} owner {self.owner_name}"
+        if self.file is None:
+            return head
+        lines = split_lines(self.content)
+        if not verbose:
+            count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
+            return f"{head} ({count}; --verbose shows it)"
+        body = "".join(f"    | {line}\n" for line in lines)
+        return f"{head}\n{body}".rstrip("\n")
 
 
 def carry_out(steps: Sequence[Step]) -> None:

@@ -304,9 +304,28 @@ class Ladder:
                 "journal",
                 "the action ran but its outcome could not be recorded; do not retry automatically",
             ) from exc
+        self._tell_approvers(grant, result, refusal)
         if refusal is not None:
             raise refusal
         return result
+
+    def _tell_approvers(
+        self, grant: Grant, result: dict[str, object], refusal: Refusal | None
+    ) -> None:
+        """The human who answered the card sees what the yes led to: done (the status or exit
+        code), refused by a check made at execution, or failed upstream."""
+        if grant.card is None:
+            return  # a call an open session covered: no card was answered for it
+        if refusal is None:
+            verdict = "done"
+            status = result.get("status", result.get("exit_status"))
+            detail = f"exit {status}" if "exit_status" in result else str(status)
+        else:
+            verdict = "refused" if refusal.code == "denied" else "failed"
+            detail = refusal.message
+        self.approvals.notify(
+            "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
+        )
 
     def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
         action = resolved.action

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -94,6 +94,8 @@ class JournaledServer(MCPServer[Any]):
     def __init__(self, service: WorkspaceService, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.service = service
+        # Tasks that run beside the session (a profile's watch), started by whoever serves it.
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

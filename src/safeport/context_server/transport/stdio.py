@@ -29,6 +29,7 @@ import anyio
 import mcp_types as types
 import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
@@ -49,13 +50,20 @@ BUSY = -32000  # JSON-RPC's range for server errors
 BUSY_MESSAGE = f"server busy: {MAX_IN_FLIGHT} requests in flight; read their answers first"
 
 
-async def serve_stdio(server: MCPServer[Any], direct: DirectCalls | None = None) -> None:
-    """Serve MCP on this process's stdin/stdout until the client closes stdin."""
+async def serve_stdio(
+    server: MCPServer[Any], direct: DirectCalls | None = None, *, tools_change: bool = False
+) -> None:
+    """Serve MCP on this process's stdin/stdout until the client closes stdin.
+
+    ``tools_change``: the tool list may change during the session, and the client is told
+    (the ``listChanged`` capability)."""
     with claimed_stdio() as (wire_in, wire_out):
         lines = await LineSource.open(wire_in)
         frames = await FrameSink.open(wire_out)
         try:
-            await _serve(server, lines, frames, direct)
+            await _serve(
+                server, lines, frames, direct, NotificationOptions(tools_changed=tools_change)
+            )
         finally:
             lines.close()
             await frames.aclose()
@@ -203,7 +211,11 @@ class FrameSink:
 
 
 async def _serve(
-    server: MCPServer[Any], lines: LineSource, frames: FrameSink, direct: DirectCalls | None
+    server: MCPServer[Any],
+    lines: LineSource,
+    frames: FrameSink,
+    direct: DirectCalls | None,
+    notifications: NotificationOptions,
 ) -> None:
     to_sdk, sdk_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     sdk_out, from_sdk = anyio.create_memory_object_stream[SessionMessage](0)
@@ -212,7 +224,8 @@ async def _serve(
 
     async def run_sdk() -> None:
         async with sdk_out:
-            await lowlevel.run(sdk_in, sdk_out, lowlevel.create_initialization_options())
+            options = lowlevel.create_initialization_options(notifications)
+            await lowlevel.run(sdk_in, sdk_out, options)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_send_sdk_frames, from_sdk, frames, direct, in_flight)

@@ -280,6 +280,7 @@ class CardView(Result):
     showable: bool
     requester: list[ProcessLine]
     client: ProcessLine | None
+    client_label: str | None  # the label its MCP client's entry gives the context server
     expires_in_s: int
     timeout_s: int
 
@@ -318,8 +319,17 @@ class CardClosed(Result):
     outcome: Literal["approved", "denied", "timeout", "cancelled", "voided", "unshowable"]
 
 
-ApprovalEvent = Annotated[CardOpened | CardClosed, Field(discriminator="event")]
-APPROVAL_EVENT: TypeAdapter[CardOpened | CardClosed] = TypeAdapter(ApprovalEvent)
+class CardOutcome(Result):
+    """Pushed to a watching approver: what an approved card's action did once it ran."""
+
+    event: Literal["card.outcome"]
+    id: str
+    outcome: Literal["done", "refused", "failed"]
+    detail: str  # the status or exit code, or the reason it was refused or failed
+
+
+ApprovalEvent = Annotated[CardOpened | CardClosed | CardOutcome, Field(discriminator="event")]
+APPROVAL_EVENT: TypeAdapter[CardOpened | CardClosed | CardOutcome] = TypeAdapter(ApprovalEvent)
 
 
 class SessionView(Result):
