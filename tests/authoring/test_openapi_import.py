@@ -273,3 +273,23 @@ def test_the_descriptions_text_cannot_write_a_key_or_hide_one(tmp_path: Path) ->
     assert service.operations["make_allow_private_addresses_true"].description == (
         "Make an item\u202e, reads only"
     )
+
+
+def test_a_fixed_header_the_description_requires_is_flagged(tmp_path: Path) -> None:
+    override = {
+        "name": "X-HTTP-Method-Override",
+        "in": "header",
+        "required": True,
+        "schema": {"type": "string", "enum": ["DELETE"]},
+    }
+    described = {
+        "openapi": "3.0.3",
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {"/items": {"get": {"operationId": "listItems", "parameters": [override]}}},
+    }
+    path = tmp_path / "override.json"
+    path.write_text(json.dumps(described))
+    result = import_openapi(load_spec(path), ImportChoice(("listItems",)), None)
+    flagged = "header 'X-HTTP-Method-Override' is sent as 'DELETE' on every call: check it"
+    assert f"# REVIEW: {flagged}" in result.text
+    assert result.warnings() == [f"listItems: {flagged}"]
