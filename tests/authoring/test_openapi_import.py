@@ -228,3 +228,68 @@ def test_a_description_without_an_https_server_needs_a_base_url(tmp_path: Path) 
     given = ImportChoice(("listDeployments",), service="deploy", base_url="https://d.example/api")
     text = import_openapi(load_spec(path), given, None).text
     assert parse_gateway_policy(text)[0].http.services["deploy"].base_url == "https://d.example/api"
+
+
+def test_the_descriptions_text_cannot_write_a_key_or_hide_one(tmp_path: Path) -> None:
+    # Line breaks in what ends up in comments (a path, a media type, property names, the id)
+    # would end the comment and add a key to the table above: here the service's.
+    injected = "\nallow_private_addresses = true\n#"
+    hostile = {
+        "openapi": "3.0.3",
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {
+            f"/items{injected}": {
+                "post": {
+                    "operationId": f"make{injected}",
+                    "summary": "Make an item\u202e, reads only",
+                    "requestBody": {
+                        "content": {
+                            f"text/plain{injected}": {},
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        f"name{injected}": {"type": "string"},
+                                        "size": {"type": "integer", "maximum": 9},
+                                    },
+                                    "required": ["size"],
+                                }
+                            },
+                        }
+                    },
+                }
+            }
+        },
+    }
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile))
+    result = import_openapi(load_spec(path), ImportChoice((f"make{injected}",)), None)
+    policy, _ = parse_gateway_policy(result.text)
+    service = policy.http.services["example"]
+    assert not service.allow_private_addresses
+    assert not any(line.startswith("allow") for line in result.text.splitlines()), result.text
+    assert "\\u000aallow_private_addresses = true\\u000a#" in result.text  # shown, escaped
+    assert all(ch.isprintable() for ch in result.text.replace("\n", "")), result.text
+    assert service.operations["make_allow_private_addresses_true"].description == (
+        "Make an item\u202e, reads only"
+    )
+
+
+def test_a_fixed_header_the_description_requires_is_flagged(tmp_path: Path) -> None:
+    override = {
+        "name": "X-HTTP-Method-Override",
+        "in": "header",
+        "required": True,
+        "schema": {"type": "string", "enum": ["DELETE"]},
+    }
+    described = {
+        "openapi": "3.0.3",
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {"/items": {"get": {"operationId": "listItems", "parameters": [override]}}},
+    }
+    path = tmp_path / "override.json"
+    path.write_text(json.dumps(described))
+    result = import_openapi(load_spec(path), ImportChoice(("listItems",)), None)
+    flagged = "header 'X-HTTP-Method-Override' is sent as 'DELETE' on every call: check it"
+    assert f"# REVIEW: {flagged}" in result.text
+    assert result.warnings() == [f"listItems: {flagged}"]

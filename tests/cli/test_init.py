@@ -67,3 +67,19 @@ def test_init_writes_a_complete_example_that_sp_policy_check_accepts(tmp_path: P
     services = json.loads(as_json.stdout)["http_services"]
     approvals = {op["id"]: op["approval"] for op in services[0]["operations"]}
     assert approvals == {"deployment_status": "session", "create_issue": "per-call"}
+
+
+def test_init_never_writes_through_a_dangling_link(tmp_path: Path) -> None:
+    # A dangling link "does not exist" to a check by name; writing the template through it
+    # would create (or truncate) whatever it points at, with the mode that file gets there.
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere.toml"
+    (home / "gateway.toml").symlink_to(elsewhere)
+    passphrase = tmp_path / "pass"
+    passphrase.write_text("a long enough passphrase for the test\n")
+    done = sp(home, "init", "--passphrase-file", str(passphrase))
+    assert done.returncode == 0, done.stderr
+    assert not elsewhere.exists()
+    assert "kept existing" in done.stdout and (home / "gateway.toml").is_symlink()
+    assert (home / "context.toml").stat().st_mode & 0o777 == 0o600

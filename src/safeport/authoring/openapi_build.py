@@ -97,6 +97,9 @@ def build_operation(spec: Spec, op: SpecOperation, *, optional: bool) -> Importe
             fixed = _fixed_value(schema)
             if required and fixed is not None and where == "header":
                 headers[raw] = fixed
+                # A fixed header can change what a call does (`X-HTTP-Method-Override`
+                # makes a GET delete): the description chose it, a person keeps it.
+                notes.append(f"header {raw!r} is sent as {fixed!r} on every call: check it")
             elif required:
                 notes.append(f"{where} parameter {raw!r} is required but not imported: set it")
             continue

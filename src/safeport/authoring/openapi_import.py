@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -146,8 +147,10 @@ def _service_name(base_url: str) -> str:
 
 
 def _operation_text(service: str, op: ImportedOperation) -> str:
-    lines = [f"# operationId {op.operation_id}: {op.method} {op.path}"]
-    lines += [f"# REVIEW: {note}" for note in op.notes]
+    # Comments carry the description's own text (ids, paths, media types, property names):
+    # a line break in one would end the comment and write a key the human reads past.
+    lines = [_comment(f"operationId {op.operation_id}: {op.method} {op.path}")]
+    lines += [_comment(f"REVIEW: {note}") for note in op.notes]
     lines.append(f"[http.services.{_key(service)}.operations.{_key(op.name)}]")
     lines.append(f"method = {_string(op.method)}")
     lines.append(f"path = {_string(op.path)}")
@@ -165,7 +168,7 @@ def _operation_text(service: str, op: ImportedOperation) -> str:
         items = "".join(f"  {_string(name)},\n" for name in op.response_fields)
         lines.append(f"response_fields = [\n{items}]")
     for param in op.params:
-        lines += [f"# REVIEW: {flag}" for flag in param.mapped.flags]
+        lines += [_comment(f"REVIEW: {flag}") for flag in param.mapped.flags]
         lines.append(f"params.{_key(param.name)} = {_spec_text(param.mapped.spec)}")
     return "\n".join(lines) + "\n"
 
@@ -208,5 +211,28 @@ def _key(key: str) -> str:
 def _string(text: str) -> str:
     """A TOML basic string: JSON's escapes, with every control character escaped as TOML
     requires (JSON leaves DEL raw) and non-ASCII text kept readable."""
-    body = json.dumps(text, ensure_ascii=False)[1:-1]
-    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", body) + '"'
+    return '"' + _inert(json.dumps(text, ensure_ascii=False)[1:-1]) + '"'
+
+
+def _comment(text: str) -> str:
+    """One comment line, whatever ``text`` holds."""
+    return "# " + _inert(text)
+
+
+def _inert(text: str) -> str:
+    """``text`` with every character that could break a line or change how the rest of it
+    reads (controls, bidirectional and other format characters, line and paragraph separators)
+    written as a TOML escape, so the file shows what it holds; other text stays readable."""
+    return "".join(_escape(char) for char in text)
+
+
+# Controls, format characters (bidirectional overrides among them), line and paragraph
+# separators, and code points with no character assigned.
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def _escape(char: str) -> str:
+    if unicodedata.category(char) not in _UNSEEN:
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -5,6 +5,7 @@ Nothing existing is overwritten: each file that is already there is left alone a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -38,11 +39,15 @@ def init(passphrase_file: Path | None) -> None:
         (paths.gateway_config, GATEWAY_TEMPLATE),
         (paths.context_config, CONTEXT_TEMPLATE),
     ):
-        if path.exists():
+        try:
+            # One open that creates the file or fails: never through a link (a dangling one
+            # passes a check by name), never over a file that appeared since a check.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
             click.echo(f"kept existing {path}")
             continue
-        path.touch(mode=0o600)
-        path.write_text(text, encoding="utf-8")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
         click.echo(f"wrote {path}")
     if paths.vault_file.exists():
         click.echo(f"kept existing vault {paths.vault_file}")

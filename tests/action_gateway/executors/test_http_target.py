@@ -125,6 +125,11 @@ def test_hosts_are_compared_after_idna_and_lowercase(host: str, normal: str) -> 
         ("2130706433", "IP literal"),
         ("0x7f.1", "IP literal"),
         ("169.254.169.254", "IP literal"),
+        # IDNA maps these to an IP address: fullwidth digits, an ideographic full stop, a
+        # zero-width space it drops.
+        ("\uff11\uff12\uff17.\uff10.\uff10.\uff11", "IP literal"),
+        ("169\u3002254\u3002169\u3002254", "IP literal"),
+        ("10.0.0.1\u200b", "IP literal"),
         ("\u0430pi.example.com", "mixes scripts"),  # Cyrillic a + Latin pi
         ("xn--pi-6kc.example.com", "mixes scripts"),  # the same look-alike in punycode
         ("a..b", "not a valid"),

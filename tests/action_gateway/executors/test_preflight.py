@@ -79,7 +79,8 @@ def test_an_unresolved_name_is_a_note_here_and_a_refusal_before_a_card() -> None
 
 
 @pytest.mark.parametrize(
-    "base_url", ["https://10.0.0.5", "https://[::1]:8443", "https://2130706433"]
+    "base_url",
+    ["https://10.0.0.5", "https://[::1]:8443", "https://2130706433", "https://\uff11\uff10.0.0.5"],
 )
 def test_an_ip_literal_base_url_is_refused_naming_base_url(base_url: str) -> None:
     [(key, severity, message)] = _problems(_policy(base_url), "93.184.216.34")

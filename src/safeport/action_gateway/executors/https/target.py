@@ -78,6 +78,10 @@ def normalise_host(host: str) -> str:
     if ascii_host.endswith("."):
         # The same, reached through a Unicode full stop (U+3002, U+FF0E) that IDNA maps to `.`.
         raise _invalid("the host has a trailing dot")
+    if _is_ip_literal(ascii_host):
+        # The same, reached through what IDNA maps to digits and dots (fullwidth forms, an
+        # ideographic full stop) or drops (a zero-width space).
+        raise _invalid("the host is an IP literal; a service must be named by a DNS name")
     for label in ascii_host.split("."):
         if _mixes_scripts(label):
             raise _invalid("the host has a label that mixes scripts (a look-alike name)")
