@@ -143,3 +143,10 @@ def test_arrays_and_objects_are_flagged() -> None:
     assert array.flags == ("an array: exactly one item is sent",)
     obj = map_schema({"type": "object", "additionalProperties": True}, "query")
     assert obj.flags[0] == "an object: sent as text" and obj.spec.max_length == 256
+
+
+@pytest.mark.parametrize("bound", [float("inf"), float("-inf"), float("nan")])
+def test_an_infinite_or_nan_bound_says_nothing_and_is_flagged_as_no_bound(bound: float) -> None:
+    mapped = map_schema({"type": "integer", "minimum": bound, "maximum": bound}, "query")
+    assert mapped.spec == ParamSpec(type="int", min=0)
+    assert mapped.flags and "no maximum" in mapped.flags[0]

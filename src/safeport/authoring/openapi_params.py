@@ -180,8 +180,8 @@ def _bound(node: Mapping[str, Any], key: str, exclusive: str, step: int) -> int 
     excl = node.get(exclusive)
     if isinstance(excl, (int, float)) and not isinstance(excl, bool):  # OpenAPI 3.1
         value, excl = excl, True
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return None  # no bound said (an infinite or NaN one says nothing either)
     bound = math.ceil(value) if step > 0 else math.floor(value)
     return bound + step if excl is True and bound == value else bound
 
