@@ -31,7 +31,7 @@ from safeport.shared.wire import recv_message, send_message
 # holder opens a closed one again at once, so a starved request would wait for `sp`'s own 60 s
 # limit or fail). The bounds below are generous for two busy cores; how fast the answer comes
 # is measured by `python benchmarks/bench_load.py`, not asserted here.
-ANSWER_BOUND_S = 5.0  # a control request sent straight to the socket
+ANSWER_BOUND_S = 15.0  # a control request sent straight to the socket, far below 60 s
 SP_BOUND_S = 30.0  # a whole `sp` command: interpreter start-up on cores the flood shares
 
 # Opens idle agent and control connections in each of several processes and keeps them open: a
