@@ -276,6 +276,27 @@ async def test_searches_never_confirm_a_piece_of_a_secret_by_index_or_by_scan(
     service.journal.close()
 
 
+async def test_a_file_grown_past_the_index_limit_since_indexing_confirms_no_torn_secret(
+    served: tuple[Path, Path, str],
+) -> None:
+    root, _, key = served
+    _, service = _server(root)
+    (root / "grown.txt").write_text("zzmarker here\n")
+    service.index.refresh()
+    # Grown since: the token sits across the first MiB, on the line the query finds.
+    limit = 1024 * 1024
+    filler = "x = 1\n" * ((limit - 100) // 6)
+    line = "zzmarker " + " " * (limit - len(filler) - 9 - 12) + TOKEN + "\n"
+    assert len(filler + line) > limit and (filler + line).index(TOKEN) < limit
+    (root / "grown.txt").write_text(filler + line)
+    found = service.search_project("zzmarker", ".", 50, None)
+    assert found.method == "index"
+    assert _leaks(json.dumps([h.model_dump() for h in found.hits]), key) == []
+    assert all(TOKEN[:8] not in h.snippet for h in found.hits)
+    service.journal.close()
+    service.index.close()
+
+
 async def test_the_files_kept_on_disk_hold_no_secret_even_for_a_file_edited_after_indexing(
     served: tuple[Path, Path, str],
 ) -> None:

@@ -125,7 +125,7 @@ class SearchOperations(Operations):
             max_bytes=MAX_INDEXED_BYTES,
             after=tuple(after.split("/")) if after else None,
             folders=True,
-            head_for=lambda _found: MAX_INDEXED_BYTES,
+            head_for=lambda _found: MAX_INDEXED_BYTES + 1,
         )
         for item in walked:
             rel = "/".join(item.parts)
@@ -141,7 +141,7 @@ class SearchOperations(Operations):
         shown = self.workspace.display(root, parts)
         try:
             located = self.workspace.readable_file(shown)
-            data = self.workspace.read_head(located, MAX_INDEXED_BYTES)
+            data = self.workspace.read_head(located, MAX_INDEXED_BYTES + 1)
         except Refused:
             return []
         return _hits_in_text(shown, data.data, query, self.workspace.secrets.finder(root.path))
@@ -155,7 +155,10 @@ class SearchOperations(Operations):
 def _hits_in_text(
     shown: str, data: bytes | None, query: str, find: SecretFinder
 ) -> list[SearchHit]:
-    if data is None or looks_binary(data):
+    # Only a file read whole is searched, as only such a file is indexed: the head of one grown
+    # past the limit since (or while) it was walked ends where it was cut, and a secret torn
+    # there is no longer whole enough to be recognised, though its first part would show.
+    if data is None or len(data) > MAX_INDEXED_BYTES or looks_binary(data):
         return []
     needle = query.casefold()
     hits = []

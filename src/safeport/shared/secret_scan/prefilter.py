@@ -40,6 +40,34 @@ COMPOUND_WORDS = (
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
 URL_ANCHOR = "://"
+# Characters a reader drops without noticing, which split a token for every rule: the scanner
+# judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)
+# and JSON's escaped slash are ASCII; the rest (zero-width and joiners, soft hyphen, BOM,
+# variation selectors, combining marks) are only looked for in text that is not ASCII.
+HIDDEN_ASCII = ("\x00", "\\/")
+HIDDEN = tuple(
+    chr(code)
+    for low, high in (
+        (0xAD, 0xAD),
+        (0x34F, 0x34F),
+        (0x61C, 0x61C),
+        (0x115F, 0x1160),
+        (0x17B4, 0x17B5),
+        (0x180B, 0x180F),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x206F),
+        (0x3164, 0x3164),
+        (0xFE00, 0xFE0F),
+        (0xFEFF, 0xFEFF),
+        (0x300, 0x36F),
+        (0x1AB0, 0x1AFF),
+        (0x1DC0, 0x1DFF),
+        (0x20D0, 0x20FF),
+        (0xFE20, 0xFE2F),
+    )
+    for code in range(low, high + 1)
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +78,7 @@ class Anchor:
     word: bool = False
     url: bool = False
     key_block: bool = False
+    hidden: bool = False
 
 
 def _table() -> tuple[list[str], list[Anchor]]:
@@ -64,6 +93,8 @@ def _table() -> tuple[list[str], list[Anchor]]:
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)
+    for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
+        anchors[literal] = Anchor(hidden=True)
     return list(anchors), list(anchors.values())
 
 
@@ -75,7 +106,7 @@ LITERALS, ANCHORS = _table()
 _DFA = ahocorasick_rs.Implementation.DFA
 _AUTOMATON = ahocorasick_rs.AhoCorasick(LITERALS, implementation=_DFA)
 _ASCII_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
-    [literal.encode("ascii") for literal in LITERALS], implementation=_DFA
+    [literal.encode("ascii") for literal in LITERALS if literal.isascii()], implementation=_DFA
 )
 
 

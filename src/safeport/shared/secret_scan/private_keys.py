@@ -1,6 +1,8 @@
 """Private key blocks of every kind: PEM (``RSA``, ``EC``, ``DSA``, PKCS#8, encrypted PKCS#8,
 PGP), OpenSSH, SSH2 and PuTTY files; pasted plainly, indented in YAML, concatenated in code or
-JSON-escaped with a literal ``\\n`` inside one string (as in cloud service-account files).
+JSON-escaped with a literal ``\\n`` inside one string (as in cloud service-account files),
+commented out or quoted behind a gutter on every line (``# ``, ``> ``, `` * ``, a diff's ``-``),
+or with markup for line breaks (``<br>``, ``&#10;``).
 
 A ``BEGIN … PRIVATE KEY`` marker alone is not a key: parsers quote the marker in their code. A
 block is a key when what lies between its markers is base64, headers (``Proc-Type``,
@@ -27,10 +29,15 @@ _HEADER = re.compile(
     r"(?m)^[ \t\"']*[A-Za-z][A-Za-z0-9-]{1,30}:[^\n]*$"
     r"|(?<=\\n)[A-Za-z][A-Za-z0-9-]{1,30}: [^\\\n]*"  # the same, JSON-escaped
 )
-_ESCAPES = re.compile(r"\\+[nrt]|[\s\"'+,\\]")
+_ESCAPES = re.compile(r"\\+[nrt]|<br ?/?>|&#(?:1[03]|x[aAdD]);|[\s\"'+,\\]")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]*")
 # Without an END marker (a truncated paste), the block runs while lines look like key body.
 _BODY_RUN = re.compile(r"(?:[A-Za-z0-9+/=\"' \t\r\n,]|\\+[nr]){0,65536}")
+# What wraps every line of a key commented out or quoted (``# ``, ``> ``, `` * ``, ``-- ``, a
+# diff's ``-``, ``echo "…" >> file``): the text around the BEGIN marker on its own line. Short,
+# or it is a line of code that only mentions the marker.
+MAX_GUTTER = 16
+_BODY_LINE = re.compile(r"[A-Za-z0-9+/=\"' \t\r,]*|[A-Za-z][A-Za-z0-9-]{1,30}:[^\n]*")
 _PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})\r?\n")
 
 
@@ -51,15 +58,22 @@ class KeyBlocks:
         begin = _BEGIN.search(text, max(line_start, start - 64), start + 64)
         if begin is None:
             return None
+        newline = text.find("\n", begin.end())
+        line_end = len(text) if newline < 0 else newline
+        gutter = _Gutter(text[line_start : begin.start()], text[begin.end() : line_end])
         limit = min(len(text), begin.end() + MAX_BLOCK)
         end = self._first_end(begin.end())
         if end is not None and end.end() <= limit:
             body = text[begin.end() : end.start()]
-            if "-----" not in body and _is_key_body(body):
+            if "-----" not in body and _is_key_body(gutter.strip(body)):
                 return SecretSpan(begin.start(), end.end(), KIND)
-        run = _BODY_RUN.match(text, begin.end(), limit)
-        body = text[begin.end() : run.end() if run else begin.end()]
-        if _is_key_body(body):
+        if gutter:
+            stop = gutter.run(text, begin.end(), limit)
+        else:
+            run = _BODY_RUN.match(text, begin.end(), limit)
+            stop = run.end() if run else begin.end()
+        body = text[begin.end() : stop]
+        if _is_key_body(gutter.strip(body)):
             trimmed = body.rstrip(" \t\r\n\"',")
             return SecretSpan(begin.start(), begin.end() + len(trimmed), KIND)
         return None
@@ -70,6 +84,43 @@ class KeyBlocks:
             self._end_starts = [found.start() for found in self._ends]
         index = bisect.bisect_left(self._end_starts, position)
         return self._ends[index] if index < len(self._ends) else None
+
+
+class _Gutter:
+    """The text before and after the BEGIN marker on its line, when it wraps every line."""
+
+    def __init__(self, before: str, after: str) -> None:
+        before, after = before.strip(), after.strip()
+        self.before = before if len(before) <= MAX_GUTTER else ""
+        self.after = after if len(after) <= MAX_GUTTER else ""
+        self._lead = re.compile(r"(?m)^[ \t]*" + re.escape(self.before)) if self.before else None
+        self._tail = re.compile(re.escape(self.after) + r"[ \t\r]*$", re.M) if self.after else None
+
+    def __bool__(self) -> bool:
+        # Quotes and concatenation are a key's own syntax in code (``"…\n" +``), judged as is.
+        return bool(self.before.strip("\"'+") or self.after.strip("\"'+,;)"))
+
+    def strip(self, body: str) -> str:
+        if self._tail is not None:
+            body = self._tail.sub("", body)
+        if self._lead is not None:
+            body = self._lead.sub("", body)
+        return body
+
+    def run(self, text: str, start: int, limit: int) -> int:
+        """Where a block with no END marker stops: the first line that is not gutter and body."""
+        position = text.find("\n", start, limit)
+        while 0 <= position < limit:
+            newline = text.find("\n", position + 1, limit)
+            stop = limit if newline < 0 else newline
+            line = text[position + 1 : stop].strip()
+            if self.before and not line.startswith(self.before):
+                return position  # the gutter ends where the pasted key does
+            line = self.strip(line).strip()
+            if not line or _BODY_LINE.fullmatch(line) is None:
+                return position
+            position = stop if newline >= 0 else -1
+        return limit
 
 
 def _is_key_body(body: str) -> bool:

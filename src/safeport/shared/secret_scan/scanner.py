@@ -4,11 +4,20 @@ Text with no anchor costs that one pass (``prefilter.py``). Each hit wakes the r
 anchor at the hit itself (or along its line for tokens whose anchor sits inside them; a few lines
 around it for AWS secret keys; up to the END marker for key blocks), so real code full of the word
 ``token`` pays per hit, not per rule per byte.
+
+Characters a reader drops without noticing (zero-width spaces and joiners, soft hyphens, a BOM
+or combining mark mid-token, the NULs of UTF-16 text read as UTF-8) and JSON's optional ``\\/``
+would split a token for every rule while hiding nothing from whoever reads it. The lines around
+each are judged a second time without them, each span found mapped back over what was dropped.
+The prefilter finds them in its one pass, so a text without any pays nothing more, and one with
+some pays again only for the lines around them.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import re
 import threading
 from collections import OrderedDict, defaultdict
 
@@ -18,10 +27,15 @@ from safeport.shared.secret_scan.assignments import (
     may_assign,
     url_credential_at,
 )
-from safeport.shared.secret_scan.prefilter import hits
+from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+
+_HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
+# How many lines around a hidden character are judged again: a token is on one line; an AWS
+# secret key's id may be this many lines away.
+_HIDDEN_CONTEXT_LINES = 3
 
 # A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
 # after it on that line: no assignment or bearer check can find one there.
@@ -59,13 +73,58 @@ def find_secrets(text: str) -> list[SecretSpan]:
 
 def scan_text(text: str) -> list[SecretSpan]:
     """``find_secrets`` without remembering: every secret in ``text``, scanned now."""
+    spans, hidden = _find(text)
+    if hidden:
+        spans = merge_spans([*spans, *_find_through_hidden(text, hidden)])
+    return spans
+
+
+def _find_through_hidden(text: str, hidden: list[int]) -> list[SecretSpan]:
+    """The secrets of the lines around each hidden character at ``hidden``, judged with every
+    hidden character dropped, as spans of ``text``. A key block may be long: a text holding
+    one is judged again whole."""
+    if "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text:
+        regions = [(0, len(text))]
+    else:
+        regions = []
+        for at in hidden:
+            if regions and at < regions[-1][1]:
+                continue
+            line_start = text.rfind("\n", 0, at) + 1
+            newline = text.find("\n", at)
+            line_end = len(text) if newline < 0 else newline
+            start, end = _around(text, line_start, line_end, _HIDDEN_CONTEXT_LINES)
+            if regions and start <= regions[-1][1]:
+                start = regions[-1][0]
+                regions.pop()
+            regions.append((start, end))
+    found = []
+    for start, end in regions:
+        piece = text[start:end]
+        # The k-th dropped character sat before position dropped[k] - k of the shorter text.
+        shifted = [m.start() - k for k, m in enumerate(_HIDDEN.finditer(piece))]
+
+        def original(at: int, shifted: list[int] = shifted, start: int = start) -> int:
+            return start + at + bisect.bisect_right(shifted, at)
+
+        spans, _ = _find(_HIDDEN.sub("", piece))
+        found += [SecretSpan(original(s.start), original(s.end - 1) + 1, s.kind) for s in spans]
+    return found
+
+
+def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
+    """The secrets of ``text`` as written, and where it holds a hidden character."""
     spans: list[SecretSpan] = []
+    hidden: list[int] = []
     lead_regions: dict[TokenRule, list[tuple[int, int]]] = defaultdict(list)
     line_start = line_end = 0
     word_done = -1  # a name holding several words ("secret_token") is judged once
     key_blocks: KeyBlocks | None = None
     lead_lines: dict[TokenRule, int] = {}
     for start, end, anchor in hits(text):
+        if anchor.hidden:
+            hidden.append(start)
+            continue
         if start >= line_end:  # a new line: find its bounds once, however many hits it holds
             line_start = text.rfind("\n", line_end, start) + 1
             newline = text.find("\n", start)
@@ -98,7 +157,7 @@ def scan_text(text: str) -> list[SecretSpan]:
             spans.append(found)
     for rule, regions in lead_regions.items():
         spans.extend(_search_regions(text, rule, regions))
-    return merge_spans(spans)
+    return merge_spans(spans), hidden
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:
