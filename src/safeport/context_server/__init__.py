@@ -4,20 +4,34 @@ Public surface: :func:`serve` runs it over stdio, :func:`build_server` assembles
 and other profiles), :func:`build_index` refreshes the search index ahead of time,
 :func:`scan_roots` and :func:`allow_secret` show and allow back what it withholds, and
 :class:`ReadPolicy` is the pure decision code every path goes through.
+
+Each name is imported on first use: ``sp client …``, ``sp status`` and the other commands that
+need only the client entries or the settings would otherwise load the MCP SDK the server is
+built on, a second or more of start-up for every command.
 """
 
-from safeport.context_server.policy.read_policy import ReadPolicy, Refused
-from safeport.context_server.server import (
-    PROFILES,
-    ServeOptions,
-    allow_secret,
-    build_index,
-    build_server,
-    open_workspace,
-    scan_roots,
-    serve,
-)
-from safeport.context_server.workspace.serving_config import redaction_findings, redaction_off
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from safeport.context_server import mcp_clients
+    from safeport.context_server.policy.read_policy import ReadPolicy, Refused
+    from safeport.context_server.server import (
+        PROFILES,
+        ServeOptions,
+        allow_secret,
+        build_index,
+        build_server,
+        open_workspace,
+        scan_roots,
+        serve,
+    )
+    from safeport.context_server.workspace.serving_config import (
+        redaction_findings,
+        redaction_off,
+    )
 
 __all__ = [
     "PROFILES",
@@ -34,3 +48,30 @@ __all__ = [
     "scan_roots",
     "serve",
 ]
+
+_SERVER = "safeport.context_server.server"
+_HOMES = {
+    "PROFILES": _SERVER,
+    "ServeOptions": _SERVER,
+    "allow_secret": _SERVER,
+    "build_index": _SERVER,
+    "build_server": _SERVER,
+    "open_workspace": _SERVER,
+    "scan_roots": _SERVER,
+    "serve": _SERVER,
+    "ReadPolicy": "safeport.context_server.policy.read_policy",
+    "Refused": "safeport.context_server.policy.read_policy",
+    "redaction_findings": "safeport.context_server.workspace.serving_config",
+    "redaction_off": "safeport.context_server.workspace.serving_config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "mcp_clients":
+        value: Any = importlib.import_module(f"{__name__}.mcp_clients")
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
