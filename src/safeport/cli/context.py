@@ -90,7 +90,7 @@ def scan_command(roots: tuple[str, ...], as_json: bool) -> None:
 @context.command("allow")
 @click.argument("fingerprint", required=False)
 @click.option("--file", "file", type=click.Path(path_type=Path), help="The file holding it.")
-@click.option("--line", "line", type=click.IntRange(min=1), help="Its line in --file.")
+@click.option("--line", "line", type=click.IntRange(min=1), metavar="N", help="Its line in --file.")
 @click.option("--root", "roots", multiple=True, metavar="DIR", help="A served folder (repeatable).")
 def allow_command(
     fingerprint: str | None, file: Path | None, line: int | None, roots: tuple[str, ...]

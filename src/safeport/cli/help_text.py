@@ -62,6 +62,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "sp context serve --root ~/src/app --profile agent --origin claude-code",
     ),
     "sp context index": ("sp context index --root ~/src/app",),
+    "sp context scan": ("sp context scan --root ~/src/app", "sp context scan --json"),
+    "sp context allow": ("sp context allow fp1:…", "sp context allow --file settings.py --line 12"),
     "sp demo": ("sp demo", "sp demo --yes --keep"),
     "sp ssh": ("sp ssh scan build.example.com",),
     "sp ssh scan": ("sp ssh scan build.example.com", "sp ssh scan '[::1]:2222' --json"),
