@@ -18,24 +18,18 @@ import ahocorasick_rs
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
 WORDS = ("pass", "pwd", "secret", "token", "auth", "cred", "bearer")
+# Compound names in every spelling of each half joined three ways: code writes ``api_key``,
+# ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
+# ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
+# spelling is a literal of the same one pass.
 COMPOUND_WORDS = (
-    "apikey",
-    "apiKey",
-    "ApiKey",
-    "APIKEY",
-    "api_key",
-    "API_KEY",
-    "api-key",
-    "Api-Key",
-    "API-KEY",
-    "access_key",
-    "accessKey",
-    "AccessKey",
-    "ACCESS_KEY",
-    "private_key",
-    "privateKey",
-    "PrivateKey",
-    "PRIVATE_KEY",
+    *(
+        first + joint + second
+        for left, right in (("api", "key"), ("access", "key"), ("private", "key"))
+        for first in (left, left.capitalize(), left.upper())
+        for joint in ("", "_", "-")
+        for second in (right, right.capitalize(), right.upper())
+    ),
     "_KEY",
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
