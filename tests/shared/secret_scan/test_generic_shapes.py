@@ -56,3 +56,19 @@ def test_header_names_in_any_capitalisation(template: str) -> None:
 )
 def test_header_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["PW: {value}\n", "pw={value}\n", 'pwd = "{value}"\n', "passwd: {value}\n", "DB_PW={value}\n"],
+)
+def test_short_password_names(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["PW: ${DB_PW}\n", "pw=changeme\n", "pwd = os.getcwd()\n", "passwd: hunter\n", "pw = 0.25\n"],
+)
+def test_short_name_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)

@@ -54,6 +54,7 @@ _SECRET_SEGMENTS = frozenset(
         "password",
         "passwd",
         "pwd",
+        "pw",
         "pass",
         "passphrase",
         "secret",

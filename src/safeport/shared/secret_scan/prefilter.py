@@ -17,7 +17,7 @@ import ahocorasick_rs
 
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
-WORDS = ("pass", "pwd", "secret", "token", "auth", "cred", "bearer")
+WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer")
 # Compound names in every spelling of each half joined three ways: code writes ``api_key``,
 # ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
 # ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
