@@ -72,3 +72,32 @@ def test_short_password_names(template: str) -> None:
 )
 def test_short_name_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("postgres://user:p@ss0rdX9@db.internal/app", "p@ss0rdX9"),
+        ("mongodb://admin:Zq8@x@K2m@mongo:27017/", "Zq8@x@K2m"),
+        ("redis://:s3cr@tValue7@cache:6379/0", "s3cr@tValue7"),
+    ],
+)
+def test_url_password_holding_an_at_sign_is_withheld_to_the_last_at(
+    url: str, password: str
+) -> None:
+    text = f'DATABASE_URL = "{url}"\n'
+    at = text.index(password)
+    assert [(span.start, span.end) for span in find_secrets(text)] == [(at, at + len(password))]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "url = 'https://user:${DB_PASSWORD}@db/app'\n",
+        "see https://host:8080/path?to=a@b.net\n",
+        "pip install git+https://github.com/org/repo@v1.2\n",
+        "https://user:pass@host?mail=a@b.net\n",
+    ],
+)
+def test_url_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)

@@ -43,8 +43,12 @@ _AUTH_SCHEME = re.compile(
     r"(?P<value>[A-Za-z0-9._~+/:\-]{8,2000}=*)"
 )
 _BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)")
+# A password may hold an unescaped "@" (``user:p@ss@host``): the userinfo ends at the LAST "@"
+# before the host, as URL parsers read it. The parts after the first "@" stop at "?" and "#" too,
+# so an address in the query (``host?to=a@b``) is not taken for the end of a password.
 _URL_USERINFO = re.compile(
-    r"://(?P<user>[^\s/:@\"'<>\\]{0,128}):(?P<password>[^\s/@\"'<>\\]{1,256})@(?=[\w\[])"
+    r"://(?P<user>[^\s/:@\"'<>\\]{0,128})"
+    r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
 # Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
