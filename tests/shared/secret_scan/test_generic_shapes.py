@@ -101,3 +101,82 @@ def test_url_password_holding_an_at_sign_is_withheld_to_the_last_at(
 )
 def test_url_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '<add key="Password" value="{value}"/>\n',
+        '  <add name="ApiKey" value="{value}">\n',
+        "<add key='DbPassword' value='{value}' />\n",
+    ],
+)
+def test_xml_config_key_and_value_attributes(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '<add key="Password" value="$(DB_PASSWORD)"/>\n',
+        '<add key="Password" value="changeme"/>\n',
+        '<add key="PasswordLength" value="Zq8xK2mW9pL4vT7a"/>\n',
+        '<add name="ApiKey" value="ConfigurationManager"/>\n',
+    ],
+)
+def test_xml_config_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"name": "db_password", "value": "{value}"}}\n',
+        '[\n  {{\n    "name": "DB_PASSWORD",\n    "value": "{value}"\n  }}\n]\n',
+        'env:\n  - name: API_TOKEN\n    value: "{value}"\n',
+        'env:\n  - name: "STRIPE_KEY"\n    value: {value}\n',
+    ],
+)
+def test_name_value_pairs_in_json_and_yaml(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "db_password", "value": "${DB_PASSWORD}"}\n',
+        '{"name": "db_password_file", "value": "Zq8xK2mW9pL4vT7a"}\n',
+        "env:\n  - name: API_TOKEN\n    valueFrom:\n      secretKeyRef: {name: api}\n",
+        "env:\n  - name: API_TOKEN\n    value: $(TOKEN_FROM_FILE)\n",
+        "env:\n  - name: API_TOKEN\n    value: rotating\n",
+    ],
+)
+def test_name_value_look_alikes_read_unchanged(text: str) -> None:
+    assert_clean(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'auth = ("password", "{value}")\n',
+        'config.set("api_key", "{value}")\n',
+        "pairs = [('client_secret', '{value}')]\n",
+        'headers["X-Api-Key"] = "{value}"\n',
+    ],
+)
+def test_tuple_and_call_argument_pairs(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'auth = ("password", password)\n',
+        'config.set("api_key", os.environ["API_KEY"])\n',
+        'form.add("password", "Password")\n',
+        'parser.add_argument("--password", "-p")\n',
+        'value = kwargs.get("token", "")\n',
+    ],
+)
+def test_tuple_and_call_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
