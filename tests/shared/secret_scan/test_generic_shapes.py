@@ -180,3 +180,30 @@ def test_tuple_and_call_argument_pairs(template: str) -> None:
 )
 def test_tuple_and_call_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "mysql -u root -p{value} -h db.internal app\n",
+        "mysqldump -h db -uadmin -p'{value}' app > dump.sql\n",
+        'RUN mysql --user=app --password="{value}" < schema.sql\n',
+        "mysql --password={value} app\n",
+    ],
+)
+def test_mysql_password_on_the_command_line(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "mysql -u root -p app\n",
+        'mysql -u root -p"$MYSQL_ROOT_PASSWORD" app\n',
+        "mysql -uroot -proot\n",
+        "mysql -h db -P3306 -p${DB_PASS}\n",
+        "import mysql.connector  # -p is asked for interactively\n",
+    ],
+)
+def test_mysql_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)

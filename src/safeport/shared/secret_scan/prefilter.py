@@ -34,6 +34,9 @@ COMPOUND_WORDS = (
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
 URL_ANCHOR = "://"
+# Clients that take a password glued to a flag (``mysql -pS3cret``, also ``mysqldump`` and
+# ``mysqladmin``): the flag alone is too common a literal to anchor on.
+COMMAND_ANCHORS = ("mysql",)
 # Characters a reader drops without noticing, which split a token for every rule: the scanner
 # judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)
 # and JSON's escaped slash are ASCII; the rest (zero-width and joiners, soft hyphen, BOM,
@@ -73,6 +76,7 @@ class Anchor:
     url: bool = False
     key_block: bool = False
     hidden: bool = False
+    command: bool = False
 
 
 def _table() -> tuple[list[str], list[Anchor]]:
@@ -87,6 +91,8 @@ def _table() -> tuple[list[str], list[Anchor]]:
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)
+    for literal in COMMAND_ANCHORS:
+        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
         anchors[literal] = Anchor(hidden=True)
     return list(anchors), list(anchors.values())

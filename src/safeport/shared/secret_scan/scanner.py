@@ -27,7 +27,7 @@ from safeport.shared.secret_scan.assignments import (
     may_assign,
     url_credential_at,
 )
-from safeport.shared.secret_scan.pairs import may_pair, pair_at
+from safeport.shared.secret_scan.pairs import command_password_at, may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
@@ -144,17 +144,22 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
         if anchor.word and start >= word_done:
+            separated = False
             if text[end : end + 1] not in _LINE_ENDS:
                 if may_assign(text, start, end, line_end):
+                    separated = text[start:end].lower() != "pass"  # "pass" may need no sign
                     found, word_done = assignment_at(text, start, end, line_start, line_end)
                 if found is None and text[start:end].lower() == "bearer":
                     found = bearer_at(text, start, line_end)
             # A name that is itself a field's value (``key="Password" value="…"``, a YAML
-            # ``name:`` ending its line) names the secret of the field beside it.
-            if found is None and may_pair(text, end, line_end):
+            # ``name:`` ending its line) names the secret of the field beside it; a name a
+            # separator follows is not one.
+            if found is None and not separated and may_pair(text, end, line_end):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
+        elif anchor.command:
+            found = command_password_at(text, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
