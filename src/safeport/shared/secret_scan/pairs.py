@@ -32,8 +32,10 @@ from safeport.shared.secret_scan.spans import SecretSpan
 _QUOTE = r"""\\?["']"""
 # A cheap first look from the keyword's end: the name closes with a quote followed by a comma
 # or a ``value`` attribute, or it ends its line (a YAML ``name:`` entry).
+# The name's characters are taken possessively: none is a quote or a space, so giving any back
+# could not match, and a miss (most calls) costs one pass over the name.
 _MAY_PAIR = re.compile(
-    rf"[\w.\-]{{0,{MAX_NAME}}}(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\r?$)|[ \t]*\r?$)", re.MULTILINE
+    rf"[\w.\-]{{0,{MAX_NAME}}}+(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\r?$)|[ \t]*\r?$)", re.MULTILINE
 )
 _NAME_CHARS = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
 # What stands before the name's opening quote (searched in a short window that ends there).
@@ -75,12 +77,16 @@ def pair_at(
 ) -> tuple[SecretSpan | None, int]:
     """The value paired with the name around the keyword at ``text[start:end]``, if that name is
     secret-like and the value looks generated; and how far the judgement reached."""
+    # Most keywords reaching here are words of prose or code ending their line (``pass``): with
+    # no quote and no ``name`` before them, no walk back to the name's start is needed.
+    lead = text[max(line_start, start - MAX_NAME - _BEFORE_WINDOW) : start]
+    if '"' not in lead and "'" not in lead and "name" not in lead:
+        return None, end
     name_start = start
     floor = max(line_start, start - MAX_NAME)
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
-    # Most names reaching here are words of prose or code ending their line: only a quoted
-    # name, or one after YAML's ``name:``, is worth the search of what precedes it.
+    # Only a quoted name, or one after YAML's ``name:``, is worth the search of what precedes.
     if (
         text[name_start - 1 : name_start] not in ("'", '"')
         and "name" not in text[max(line_start, name_start - _BEFORE_WINDOW) : name_start]

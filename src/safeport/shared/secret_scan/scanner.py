@@ -41,6 +41,10 @@ _HIDDEN_CONTEXT_LINES = 3
 # A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
 # after it on that line: no assignment or bearer check can find one there.
 _LINE_ENDS = ("\n", "")
+# What may follow a keyword inside a name that closes with a quote or its line: more of the
+# name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
+# paired name without a pattern match.
+_NAME_GOES_ON = frozenset(("", "\n", "\r", "_", ".", "-", '"', "'", "\\"))
 
 
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
@@ -154,7 +158,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             # A name that is itself a field's value (``key="Password" value="…"``, a YAML
             # ``name:`` ending its line) names the secret of the field beside it; a name a
             # separator follows is not one.
-            if found is None and not separated and may_pair(text, end, line_end):
+            after = text[end : end + 1]
+            if (
+                found is None
+                and not separated
+                and (after in _NAME_GOES_ON or after.isalnum())
+                and may_pair(text, end, line_end)
+            ):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
