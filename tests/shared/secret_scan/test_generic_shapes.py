@@ -207,3 +207,12 @@ def test_mysql_password_on_the_command_line(template: str) -> None:
 )
 def test_mysql_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+def test_a_long_line_of_near_misses_scans_in_linear_time() -> None:
+    import time
+
+    line = ("mysql " * 50_000) + ('("password", ' * 20_000) + ("- name: pw " * 20_000)
+    started = time.process_time()
+    assert find_secrets(line) == []
+    assert time.process_time() - started < 3.0

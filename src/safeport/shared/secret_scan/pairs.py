@@ -64,6 +64,7 @@ _AFTER = {
 _GLUED_PASSWORD = re.compile(
     r"""[ \t]-p(?P<quote>["']?)(?P<value>[^\s"'`;|&<>()]{1,256})(?P=quote)"""
 )
+_COMMAND_REACH = 512
 _UNQUOTED = re.compile(rf"[^\s\"'`,;<>()\[\]{{}}\\#]{{1,{MAX_VALUE}}}")
 
 
@@ -131,7 +132,8 @@ def pair_at(
 def command_password_at(text: str, end: int, line_end: int) -> SecretSpan | None:
     """The password glued to ``-p`` on the command line of the client named just before
     ``end``, if it looks generated."""
-    found = _GLUED_PASSWORD.search(text, end, line_end)
+    # A bounded reach keeps a line of many client names linear: each looks at most this far.
+    found = _GLUED_PASSWORD.search(text, end, min(line_end, end + _COMMAND_REACH))
     if found is None or not looks_random(found.group("value"), quoted=bool(found.group("quote"))):
         return None
     return SecretSpan(found.start("value"), found.end("value"), GENERIC)
