@@ -43,8 +43,12 @@ _AUTH_SCHEME = re.compile(
     r"(?P<value>[A-Za-z0-9._~+/:\-]{8,2000}=*)"
 )
 _BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)")
+# A password may hold an unescaped "@" (``user:p@ss@host``): the userinfo ends at the LAST "@"
+# before the host, as URL parsers read it. The parts after the first "@" stop at "?" and "#" too,
+# so an address in the query (``host?to=a@b``) is not taken for the end of a password.
 _URL_USERINFO = re.compile(
-    r"://(?P<user>[^\s/:@\"'<>\\]{0,128}):(?P<password>[^\s/@\"'<>\\]{1,256})@(?=[\w\[])"
+    r"://(?P<user>[^\s/:@\"'<>\\]{0,128})"
+    r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
 # Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
@@ -54,6 +58,7 @@ _SECRET_SEGMENTS = frozenset(
         "password",
         "passwd",
         "pwd",
+        "pw",
         "pass",
         "passphrase",
         "secret",
@@ -269,8 +274,8 @@ def _assignment(
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
     name = text[name_start:name_end].strip(".-")
-    words = [w.lower() for w in _SEGMENTS.split(name) if w]
-    if not words or not _secret_name(name, words):
+    words = name_words(name)
+    if not words or not secret_name(name, words):
         return None, 0
     if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
         return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
@@ -324,7 +329,15 @@ def url_credential_at(text: str, start: int, line_end: int) -> SecretSpan | None
     return SecretSpan(found.start("password"), found.end("password"), "password-in-url")
 
 
-def _secret_name(name: str, words: list[str]) -> bool:
+def name_words(name: str) -> list[str]:
+    """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
+    all give ``["db", "password"]`` (the last after an ``x``)."""
+    return [word.lower() for word in _SEGMENTS.split(name) if word]
+
+
+def secret_name(name: str, words: list[str]) -> bool:
+    """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
+    than something about one (``password_url``, ``is_token``)."""
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
         return False
     if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:

@@ -17,29 +17,26 @@ import ahocorasick_rs
 
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
-WORDS = ("pass", "pwd", "secret", "token", "auth", "cred", "bearer")
+WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer")
+# Compound names in every spelling of each half joined three ways: code writes ``api_key``,
+# ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
+# ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
+# spelling is a literal of the same one pass.
 COMPOUND_WORDS = (
-    "apikey",
-    "apiKey",
-    "ApiKey",
-    "APIKEY",
-    "api_key",
-    "API_KEY",
-    "api-key",
-    "Api-Key",
-    "API-KEY",
-    "access_key",
-    "accessKey",
-    "AccessKey",
-    "ACCESS_KEY",
-    "private_key",
-    "privateKey",
-    "PrivateKey",
-    "PRIVATE_KEY",
+    *(
+        first + joint + second
+        for left, right in (("api", "key"), ("access", "key"), ("private", "key"))
+        for first in (left, left.capitalize(), left.upper())
+        for joint in ("", "_", "-")
+        for second in (right, right.capitalize(), right.upper())
+    ),
     "_KEY",
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
 URL_ANCHOR = "://"
+# Clients that take a password glued to a flag (``mysql -pS3cret``, also ``mysqldump`` and
+# ``mysqladmin``): the flag alone is too common a literal to anchor on.
+COMMAND_ANCHORS = ("mysql",)
 # Characters a reader drops without noticing, which split a token for every rule: the scanner
 # judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)
 # and JSON's escaped slash are ASCII; the rest (zero-width and joiners, soft hyphen, BOM,
@@ -79,6 +76,7 @@ class Anchor:
     url: bool = False
     key_block: bool = False
     hidden: bool = False
+    command: bool = False
 
 
 def _table() -> tuple[list[str], list[Anchor]]:
@@ -93,6 +91,8 @@ def _table() -> tuple[list[str], list[Anchor]]:
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)
+    for literal in COMMAND_ANCHORS:
+        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
         anchors[literal] = Anchor(hidden=True)
     return list(anchors), list(anchors.values())

@@ -27,6 +27,7 @@ from safeport.shared.secret_scan.assignments import (
     may_assign,
     url_credential_at,
 )
+from safeport.shared.secret_scan.pairs import command_password_at, may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
@@ -40,6 +41,10 @@ _HIDDEN_CONTEXT_LINES = 3
 # A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
 # after it on that line: no assignment or bearer check can find one there.
 _LINE_ENDS = ("\n", "")
+# What may follow a keyword inside a name that closes with a quote or its line: more of the
+# name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
+# paired name without a pattern match.
+_NAME_GOES_ON = frozenset(("", "\n", "\r", "_", ".", "-", '"', "'", "\\"))
 
 
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
@@ -142,14 +147,29 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        if anchor.word:
-            if start >= word_done and text[end : end + 1] not in _LINE_ENDS:
+        if anchor.word and start >= word_done:
+            separated = False
+            if text[end : end + 1] not in _LINE_ENDS:
                 if may_assign(text, start, end, line_end):
+                    separated = text[start:end].lower() != "pass"  # "pass" may need no sign
                     found, word_done = assignment_at(text, start, end, line_start, line_end)
                 if found is None and text[start:end].lower() == "bearer":
                     found = bearer_at(text, start, line_end)
+            # A name that is itself a field's value (``key="Password" value="…"``, a YAML
+            # ``name:`` ending its line) names the secret of the field beside it; a name a
+            # separator follows is not one.
+            after = text[end : end + 1]
+            if (
+                found is None
+                and not separated
+                and (after in _NAME_GOES_ON or after.isalnum())
+                and may_pair(text, end, line_end)
+            ):
+                found, word_done = pair_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
+        elif anchor.command:
+            found = command_password_at(text, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)

@@ -1,0 +1,139 @@
+"""Secrets whose name is not followed by its value: the name is itself a value, held in a
+field beside the secret's.
+
+- XML and .NET configuration: ``<add key="Password" value="…"/>``, ``<add name="ApiKey" …>``;
+- JSON name/value objects: ``{"name": "db_password", "value": "…"}`` (ECS task definitions,
+  Terraform and CI variables), on one line or two;
+- Kubernetes environment entries: ``- name: API_TOKEN`` with ``value: "…"`` on the next line;
+- tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``;
+- a password glued to a command's flag: ``mysql -u root -pS3cret`` (``--password=…`` is an
+  assignment like any other).
+
+Like ``assignments.py`` each look starts at a keyword the prefilter found and reaches at most
+one line further, so its cost is per keyword. The name must be secret-like by the same words and
+the value random by the same ``looks_random``; a call argument's value must be quoted, since an
+unquoted one is a variable.
+"""
+
+from __future__ import annotations
+
+import re
+
+from safeport.shared.secret_scan.assignments import (
+    GENERIC,
+    MAX_NAME,
+    MAX_VALUE,
+    name_words,
+    secret_name,
+)
+from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.spans import SecretSpan
+
+_QUOTE = r"""\\?["']"""
+# A cheap first look from the keyword's end: the name closes with a quote followed by a comma
+# or a ``value`` attribute, or it ends its line (a YAML ``name:`` entry).
+# The name's characters are taken possessively: none is a quote or a space, so giving any back
+# could not match, and a miss (most calls) costs one pass over the name.
+_MAY_PAIR = re.compile(
+    rf"[\w.\-]{{0,{MAX_NAME}}}+(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\r?$)|[ \t]*\r?$)", re.MULTILINE
+)
+_NAME_CHARS = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
+# What stands before the name's opening quote (searched in a short window that ends there).
+_BEFORE = re.compile(
+    rf"""(?:
+        (?P<xml>(?<![\w-])(?i:key|name)[ \t]*=[ \t]*)
+      | (?P<json>{_QUOTE}(?i:name|key){_QUOTE}[ \t]*:[ \t]*)
+      | (?P<yaml>^[ \t]*(?:-[ \t]+)?name[ \t]*:[ \t]*)
+      | (?P<call>[(\[][ \t]*)
+    )(?P<quote>{_QUOTE}|)\Z""",
+    re.VERBOSE | re.MULTILINE,
+)
+_BEFORE_WINDOW = 24
+# What follows the name's closing quote, for each shape, up to the value's opening quote.
+_AFTER = {
+    "xml": re.compile(rf"{_QUOTE}[ \t]+(?i:value)[ \t]*=[ \t]*(?P<quote>{_QUOTE})"),
+    "json": re.compile(
+        rf"{_QUOTE}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?{_QUOTE}(?i:value){_QUOTE}[ \t]*:[ \t]*"
+        rf"(?P<quote>{_QUOTE}|)"
+    ),
+    "yaml": re.compile(rf"(?:{_QUOTE})?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]*(?P<quote>[\"']|)"),
+    "call": re.compile(rf"{_QUOTE}[ \t]*,[ \t]*(?P<quote>{_QUOTE})"),
+}
+# MySQL's clients read ``-p`` directly followed by a value as the password (``-p`` alone asks
+# for one); the flag stands after a space, its value ends at a space or a shell operator.
+_GLUED_PASSWORD = re.compile(
+    r"""[ \t]-p(?P<quote>["']?)(?P<value>[^\s"'`;|&<>()]{1,256})(?P=quote)"""
+)
+_COMMAND_REACH = 512
+_UNQUOTED = re.compile(rf"[^\s\"'`,;<>()\[\]{{}}\\#]{{1,{MAX_VALUE}}}")
+
+
+def may_pair(text: str, end: int, line_end: int) -> bool:
+    """Whether the keyword ending at ``end`` could close a name held in a field of its own."""
+    return _MAY_PAIR.match(text, end, line_end) is not None
+
+
+def pair_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> tuple[SecretSpan | None, int]:
+    """The value paired with the name around the keyword at ``text[start:end]``, if that name is
+    secret-like and the value looks generated; and how far the judgement reached."""
+    # Most keywords reaching here are words of prose or code ending their line (``pass``): with
+    # no quote and no ``name`` before them, no walk back to the name's start is needed.
+    lead = text[max(line_start, start - MAX_NAME - _BEFORE_WINDOW) : start]
+    if '"' not in lead and "'" not in lead and "name" not in lead:
+        return None, end
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
+    # Only a quoted name, or one after YAML's ``name:``, is worth the search of what precedes.
+    if (
+        text[name_start - 1 : name_start] not in ("'", '"')
+        and "name" not in text[max(line_start, name_start - _BEFORE_WINDOW) : name_start]
+    ):
+        return None, end
+    before = _BEFORE.search(text, max(line_start, name_start - _BEFORE_WINDOW), name_start)
+    if before is None:
+        return None, end
+    shape = next(group for group in ("xml", "json", "yaml", "call") if before.group(group))
+    if shape != "yaml" and not before.group("quote"):
+        return None, end  # an unquoted name in code is a variable, not a field's value
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    name = text[name_start:name_end]
+    words = name_words(name)
+    if not words or not secret_name(name, words):
+        return None, end
+    # The value may sit on the next line (YAML, pretty-printed JSON): look one line further.
+    next_newline = text.find("\n", line_end + 1)
+    limit = len(text) if next_newline < 0 else next_newline
+    after = _AFTER[shape].match(text, name_end, limit)
+    if after is None:
+        return None, end
+    quote = after.group("quote")
+    value_start = after.end()
+    if quote:
+        value_end = text.find(quote, value_start, min(limit, value_start + MAX_VALUE + 2))
+        if value_end < 0:
+            return None, end
+    else:
+        run = _UNQUOTED.match(text, value_start, limit)
+        if run is None:
+            return None, end
+        value_end = run.end()
+    value = text[value_start:value_end]
+    if value.endswith("\\") and quote:
+        value, value_end = value[:-1], value_end - 1
+    if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
+        return None, value_end
+    return SecretSpan(value_start, value_end, GENERIC), value_end
+
+
+def command_password_at(text: str, end: int, line_end: int) -> SecretSpan | None:
+    """The password glued to ``-p`` on the command line of the client named just before
+    ``end``, if it looks generated."""
+    # A bounded reach keeps a line of many client names linear: each looks at most this far.
+    found = _GLUED_PASSWORD.search(text, end, min(line_end, end + _COMMAND_REACH))
+    if found is None or not looks_random(found.group("value"), quoted=bool(found.group("quote"))):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)
