@@ -13,6 +13,7 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ def converse(
         writer.start()  # megabytes of requests: written while the answers are read
         if read_after_writing:
             writer.join(timeout=15)
-            wait_until_output_stalls(proc.stdout.fileno())
+            wait_until_output_stalls(proc.stdout.fileno(), lambda: not writer.is_alive())
         try:
             while not waiting <= answers.keys():
                 line = proc.stdout.readline()
@@ -104,14 +105,22 @@ def converse(
     return answers, home / "audit" / "reads.jsonl"
 
 
-def wait_until_output_stalls(fd: int) -> None:
-    """Until the server's unread answers stop growing for a second (the pipe is full, or
-    everything is answered)."""
+F_GETPIPE_SZ = 1032  # Linux: a pipe's capacity in bytes
+
+
+def wait_until_output_stalls(fd: int, written: Callable[[], bool]) -> None:
+    """Until the server's unread answers stop growing (three looks, a second apart) with the
+    pipe full (the server's next answer waits for the client) or every line written (all is
+    answered). A pause of a busy server alone is not a stall: on loaded cores it can last a
+    second with the pipe half empty, and reading then would never let the pipe fill."""
+    capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
     deadline = time.monotonic() + 60
     seen: list[int] = []
     while time.monotonic() < deadline:
         seen.append(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])
-        if len(seen) >= 3 and seen[-1] > 0 and seen[-1] == seen[-2] == seen[-3]:
+        stable = len(seen) >= 3 and seen[-1] > 0 and seen[-1] == seen[-2] == seen[-3]
+        # A write of up to 8 KiB blocks whole while the pipe has less room than it needs.
+        if stable and (seen[-1] >= capacity - 8192 or written()):
             return
         time.sleep(0.5)
 
