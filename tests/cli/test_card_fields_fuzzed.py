@@ -104,3 +104,12 @@ def test_the_client_row_carries_the_label_of_the_entry_that_started_the_server()
 def test_an_outcome_reads_as_verdict_then_detail() -> None:
     assert outcome_text("done", "201") == "done · 201"
     assert outcome_text("refused", None) == "refused · no detail"
+
+
+def test_a_label_with_a_wide_character_is_padded_by_columns_not_characters() -> None:
+    # Found by the property above: the label column was padded by len(), one column short
+    # for each character a terminal draws two columns wide.
+    lines = card_lines({"fields": [["¡", [None, None]]]}, width=24)
+    assert all(columns(line) <= 24 for line in lines)
+    row = next(line for line in lines if line.startswith("¡"))
+    assert columns(row[: row.index("[")]) == 12  # the value starts where every value does

@@ -212,7 +212,8 @@ def _row(label: str, value: str, width: int) -> list[str]:
         beside_mark = len(hang) + columns(WRAP_MARK) - 1
         for index, piece in enumerate(wrap_exactly(raw, room, beside_mark)):
             if number == 0 and index == 0:
-                head = f"{label:<{LABEL_WIDTH}} "
+                # Padded by columns, not characters: a wide label character takes two.
+                head = label + " " * (LABEL_WIDTH - columns(label) + 1)
             else:
                 head = indent if index == 0 else mark + hang
             lines.append((head + _shown_end(piece)).rstrip())
