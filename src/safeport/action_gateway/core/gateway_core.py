@@ -30,6 +30,7 @@ from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRecords
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
 from safeport.action_gateway.evidence.sealing import JournalSealing
+from safeport.action_gateway.executors import privileged_role_check
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
@@ -223,7 +224,8 @@ class GatewayCore:
     def accept_policy(self, shown_digest: str, text: str | None) -> str:
         """Serve gateway.toml (or ``text``) if it is exactly the text whose digest was shown."""
         vault, _ = self._vault.current()
-        served = self._policies.accept(vault, shown_digest, text=text)
+        inspect = privileged_role_check(self._parts.executor, vault.secret)
+        served = self._policies.accept(vault, shown_digest, text=text, inspect=inspect)
         self._record_vault_save("policy.accepted", {"policy": served.digest}, vault)
         return served.digest
 

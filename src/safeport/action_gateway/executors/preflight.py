@@ -38,10 +38,11 @@ from safeport.action_gateway.executors.interface import (
     ActionError,
     ActionFailure,
     HttpAction,
+    SqlAction,
     SshAction,
 )
 from safeport.action_gateway.executors.ssh.transport import is_plain_address
-from safeport.shared.schemas.config import GatewayPolicy, HttpService, SshHost
+from safeport.shared.schemas.config import GatewayPolicy, HttpService, SqlDatabase, SshHost
 
 Severity = Literal["problem", "note"]
 
@@ -59,9 +60,13 @@ class TargetProblem:
 
 
 def check_before_card(
-    action: SshAction | HttpAction, resolver: Resolver, trust_owners: frozenset[int]
+    action: SshAction | HttpAction | SqlAction, resolver: Resolver, trust_owners: frozenset[int]
 ) -> None:
     """Raise the :class:`ActionError` the executor would meet after approval, before any card."""
+    if isinstance(action, SqlAction):
+        for problem in _database_problems(action.database_id, action.database):
+            raise ActionError("tls_failed", problem.message, hint=problem.fix)
+        return
     if isinstance(action, SshAction):
         for problem in _host_problems(action.host_id, action.host):
             raise ActionError("invalid_target", problem.message)
@@ -89,6 +94,8 @@ def policy_target_problems(
         found += _host_problems(host_id, host)
     for service_id, service in sorted(policy.http.services.items()):
         found += _service_problems(service_id, service, resolver, trust_owners)
+    for database_id, database in sorted(policy.sql.databases.items()):
+        found += _database_problems(database_id, database)
     return found
 
 
@@ -109,6 +116,22 @@ def _host_problems(host_id: str, host: SshHost) -> Iterator[TargetProblem]:
             f"ssh host {host_id!r} has an address that is not plain",
             "give a host name or an IP address, nothing else (no `user@`, spaces or options)",
         )
+
+
+def _database_problems(database_id: str, database: SqlDatabase) -> Iterator[TargetProblem]:
+    for key in ("ca_pem", "client_cert_pem"):
+        pem = getattr(database, key)
+        if pem is None:
+            continue
+        try:
+            tls_context(database_id, None, pem)
+        except ActionError:
+            yield TargetProblem(
+                f"sql.databases.{database_id}",
+                key,
+                f"sql database {database_id!r}: its {key} cannot be read as PEM certificates",
+                f"put the PEM certificate(s) in `{key}`",
+            )
 
 
 def _service_problems(

@@ -1,0 +1,158 @@
+"""One declared query on an open connection: read-only, one statement, capped, rolled back.
+
+Each call is one transaction: ``BEGIN READ ONLY``; the statement, lock and idle timeouts set
+for that transaction only, with the role's privileges read again in the same round trip; the
+statement declared as a server-side cursor (one statement through the extended protocol:
+``DECLARE … CURSOR FOR`` takes only a SELECT or VALUES, and no data-modifying WITH); rows
+fetched in small batches up to ``max_rows`` and ``max_bytes``; always ``ROLLBACK``. A
+watchdog cancels the query from outside when ``timeout_s`` passes, in case the statement
+changed its own timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import ipaddress
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+
+from safeport.action_gateway.executors.interface import ActionError, SqlAction
+from safeport.action_gateway.executors.sql.role import (
+    PRIVILEGE_QUERY,
+    RolePrivileges,
+    role_problems,
+)
+from safeport.shared.schemas.wire import SqlResult
+from safeport.shared.sql_statement import driver_text
+
+_BATCH = 100
+# Constant text: the timeouts are bound values, the role query has none.
+_LIMITS = (
+    "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true),"
+    " set_config('idle_in_transaction_session_timeout', %s, true), p.*"
+)
+_LIMITS_AND_ROLE = " ".join((_LIMITS, "FROM (", PRIVILEGE_QUERY, ") p"))
+Connection = psycopg.Connection[tuple[object, ...]]
+
+
+def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlResult:
+    """Run ``action`` read-only on ``conn``; the caller translates psycopg's errors and drops
+    the connection if this raises."""
+    query = action.query
+    started = time.monotonic()
+    timed_out = threading.Event()
+
+    def cancel() -> None:
+        timed_out.set()
+        conn.cancel_safe(timeout=2.0)
+
+    watchdog = threading.Timer(query.timeout_s + 0.5, cancel)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        conn.read_only = True  # psycopg opens each transaction with BEGIN READ ONLY
+        _limit_transaction(conn, action)
+        with conn.cursor(name="safeport_query") as cursor:
+            cursor.execute(driver_text(query.statement), dict(action.bound))
+            columns = [column.name for column in cursor.description or ()]
+            rows, truncated = _fetch(cursor, query.max_rows, query.max_bytes)
+    except psycopg.errors.QueryCanceled:
+        if timed_out.is_set():
+            raise ActionError(
+                "timeout", f"sql database {action.database_id!r}: the query ran out of time"
+            ) from None
+        raise
+    finally:
+        watchdog.cancel()
+        if not conn.closed:
+            conn.rollback()
+    values = [[_json_value(value) for value in row] for row in rows]
+    if password and _echoes(values, password):
+        raise ActionError(
+            "bad_response",
+            f"sql database {action.database_id!r}: the result holds the credential; withheld whole",
+        )
+    return SqlResult(
+        columns=columns,
+        rows=values,
+        row_count=len(values),
+        truncated=truncated,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _limit_transaction(conn: Connection, action: SqlAction) -> None:
+    """The timeouts for this transaction only, and the role read again in the same round trip."""
+    ms = str(int(action.query.timeout_s * 1000))
+    idle = str(int(action.query.timeout_s * 1000) + 5000)
+    row = conn.execute(_LIMITS_AND_ROLE, (ms, ms, idle)).fetchone()
+    assert row is not None
+    file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
+    role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles)
+    problems = role_problems(action.database_id, action.database, role)
+    if problems:
+        raise ActionError("role_refused", problems[0] + "; the query was not run")
+
+
+def _fetch(
+    cursor: psycopg.ServerCursor[tuple[object, ...]], max_rows: int, max_bytes: int
+) -> tuple[list[Sequence[object]], bool]:
+    """Rows up to the caps, in batches, so memory stays flat however large the result; one row
+    past ``max_rows`` is asked for only to know whether there were more."""
+    rows: list[Sequence[object]] = []
+    size = 0
+    while True:
+        batch = cursor.fetchmany(min(_BATCH, max_rows + 1 - len(rows)))
+        if not batch:
+            return rows, False
+        for row in batch:
+            if len(rows) == max_rows:
+                return rows, True
+            size += sum(_size(value) for value in row)
+            if size > max_bytes:
+                return rows, True
+            rows.append(row)
+
+
+def _size(value: object) -> int:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    return len(str(value).encode("utf-8", "replace"))
+
+
+def _json_value(value: object) -> object:
+    """A value as JSON carries it: numbers, text, booleans, null, and JSON itself; dates in ISO
+    form; bytes as base64; everything else as PostgreSQL's text of it."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if isinstance(value, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
+        return str(value)
+    return str(value)
+
+
+def _echoes(value: object, password: str) -> bool:
+    if isinstance(value, str):
+        return password in value
+    if isinstance(value, list):
+        return any(_echoes(item, password) for item in value)
+    if isinstance(value, dict):
+        return any(_echoes(k, password) or _echoes(v, password) for k, v in value.items())
+    return False
