@@ -148,7 +148,8 @@ def running_postgres() -> Iterator[Postgres]:
             ),
             stdout=log, stderr=log,
         )  # fmt: skip
-        server = Postgres(port, ca.cert_pem.bytes().decode(), other.cert_pem.bytes().decode(), workdir)
+        pems = (ca.cert_pem.bytes().decode(), other.cert_pem.bytes().decode())
+        server = Postgres(port, *pems, workdir)
         _wait_ready(server, proc, workdir / "server.log")
         _setup(bin_dir, server)
         yield server

@@ -66,6 +66,10 @@ class GatewayExecutor:
     def pooled_ssh_connections(self) -> int:
         return len(self._ssh)
 
+    @property
+    def pooled_sql_connections(self) -> int:
+        return len(self._sql)
+
 
 def _conforms(executor: GatewayExecutor) -> Executor:
     """Checked by mypy: the class satisfies the gateway's Executor protocol."""

@@ -33,7 +33,10 @@ def open_connection(
 ) -> psycopg.Connection[tuple[object, ...]]:
     """A connection as the database's role, TLS verified against the pinned CA, read-only by
     default for every transaction it opens."""
-    with _tls_files(database, secret) as files, translate_errors(database_id, secret):
+    with (
+        _tls_files(database, secret) as files,
+        translate_errors(database_id, secret, connecting=True),
+    ):
         params: dict[str, str | int] = {
             "host": database.host,
             "port": database.port,
@@ -64,7 +67,9 @@ def open_connection(
 
 
 @contextlib.contextmanager
-def translate_errors(database_id: str, secret: DbSecret) -> Iterator[None]:
+def translate_errors(
+    database_id: str, secret: DbSecret, *, connecting: bool = False
+) -> Iterator[None]:
     """psycopg's errors as :class:`ActionError`s, each message cut to what the server said and
     scrubbed of the secret (a DSN or a driver message may quote it)."""
     try:
@@ -83,6 +88,10 @@ def translate_errors(database_id: str, secret: DbSecret) -> Iterator[None]:
         raise ActionError("query_refused", _said(database_id, exc, secret)) from None
     except psycopg.OperationalError as exc:
         text = _said(database_id, exc, secret)
+        if exc.sqlstate is not None and not connecting:
+            # The server answered the statement (dblink refused its own login, say): it is the
+            # query that was refused, not this connection.
+            raise ActionError("query_refused", text) from None
         failure: ActionFailure = (
             "tls_failed" if "certificate" in text or "SSL" in text else "unreachable"
         )

@@ -121,8 +121,8 @@ def inspect_roles(
     policy: GatewayPolicy, secret_of: Callable[[str], object]
 ) -> tuple[list[str], list[str]]:
     """Connect to each declared database as its role: what its role holds beyond what the
-    policy allows (problems), and what could not be judged now (notes: unreachable, refused
-    TLS or login), in words."""
+    policy allows, a CA or credential it refuses (problems), and what could not be judged now
+    (notes: a server that does not answer), in words."""
     problems: list[str] = []
     notes: list[str] = []
     for database_id, database in sorted(policy.sql.databases.items()):
@@ -135,7 +135,9 @@ def inspect_roles(
         try:
             connect_inspected(database_id, database, secret).close()
         except ActionError as exc:
-            (problems if exc.failure == "role_refused" else notes).append(exc.message)
+            # A server that cannot be reached now is a note (nothing runs without this check
+            # on connect); one that refuses the pinned CA or the credential is a problem.
+            (notes if exc.failure in ("unreachable", "timeout") else problems).append(exc.message)
         finally:
             secret.wipe()
     return problems, notes
