@@ -101,8 +101,8 @@ def test_a_role_that_can_write_is_refused_and_if_allowed_the_transaction_still_s
         "SELECT pg_ls_dir('.') AS v",
         "SELECT lo_export(lo_from_bytea(0, 'x'), '/tmp/sp-pwned') AS v",
         "SELECT value AS v FROM secrets_table",
-        "SELECT dblink_exec('host=127.0.0.1 dbname=app user=sp_admin', 'CREATE TABLE pwned (a int)')"
-        " AS v",
+        "SELECT dblink_exec('host=127.0.0.1 dbname=app user=sp_admin',"
+        " 'CREATE TABLE pwned (a int)') AS v",
         "SELECT set_config('default_transaction_read_only', 'off', false) AS v, add_order() AS w",
     ],
 )

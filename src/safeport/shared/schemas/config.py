@@ -27,7 +27,7 @@ from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
 from safeport.shared.schemas.config_problems import describe_problem
 from safeport.shared.schemas.config_sql import SqlDatabase as SqlDatabase
 from safeport.shared.schemas.config_sql import SqlQuery as SqlQuery
-from safeport.shared.schemas.config_sql import SqlSection
+from safeport.shared.schemas.config_sql import SqlSection as SqlSection
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
