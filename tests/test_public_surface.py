@@ -219,6 +219,7 @@ SURFACES: dict[str, set[str]] = {
         "ReplyOk",
         "ResultRedaction",
         "SealedBody",
+        "SqlCatalogEntry",
         "SqlResult",
         "SshCatalogEntry",
         "SshCommand",

@@ -14,6 +14,7 @@ from safeport.shared.schemas.catalog import (
     HttpCatalogEntry,
     IntegerParam,
     ParamSchema,
+    SqlCatalogEntry,
     SshCatalogEntry,
     StringParam,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "ReplyOk",
     "ResultRedaction",
     "SealedBody",
+    "SqlCatalogEntry",
     "SqlResult",
     "SshCatalogEntry",
     "SshCommand",

@@ -121,9 +121,11 @@ def _fetch(
 
 
 def _size(value: object) -> int:
+    """The value's bytes and its JSON punctuation (quotes, comma), so that the reply's size is
+    bounded by a multiple of ``max_bytes`` however small each value is."""
     if isinstance(value, bytes | bytearray | memoryview):
-        return len(value)
-    return len(str(value).encode("utf-8", "replace"))
+        return 4 * len(value) // 3 + 6  # sent as base64
+    return len(str(value).encode("utf-8", "replace")) + 3
 
 
 def _json_value(value: object) -> object:
