@@ -20,6 +20,7 @@ can change between the card and the call, and that check stays the guard.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,17 +122,24 @@ def _host_problems(host_id: str, host: SshHost) -> Iterator[TargetProblem]:
 def _database_problems(database_id: str, database: SqlDatabase) -> Iterator[TargetProblem]:
     for key in ("ca_pem", "client_cert_pem"):
         pem = getattr(database, key)
-        if pem is None:
-            continue
-        try:
-            tls_context(database_id, None, pem)
-        except ActionError:
+        if pem is not None and not _loads_as_pem(pem):
             yield TargetProblem(
                 f"sql.databases.{database_id}",
                 key,
                 f"sql database {database_id!r}: its {key} cannot be read as PEM certificates",
                 f"put the PEM certificate(s) in `{key}`",
             )
+
+
+@functools.lru_cache(maxsize=64)
+def _loads_as_pem(pem: str) -> bool:
+    """Whether a TLS context loads ``pem`` (the text is the accepted policy's, so the answer is
+    kept: loading a CA costs more than the rest of a query's checks)."""
+    try:
+        tls_context("sql", None, pem)
+    except ActionError:
+        return False
+    return True
 
 
 def _service_problems(

@@ -62,7 +62,9 @@ def open_connection(
             params["password"] = secret.token.reveal().decode("utf-8")
         elif secret.passphrase is not None:
             params["sslpassword"] = secret.passphrase.reveal().decode("utf-8")
-        conn: psycopg.Connection[tuple[object, ...]] = psycopg.connect(**params)  # type: ignore[arg-type]
+        # Autocommit: psycopg opens no transaction of its own; each query's BEGIN READ ONLY
+        # and ROLLBACK are sent explicitly (sql/query.py).
+        conn: psycopg.Connection[tuple[object, ...]] = psycopg.connect(autocommit=True, **params)  # type: ignore[arg-type]
         return conn
 
 

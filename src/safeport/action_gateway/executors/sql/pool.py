@@ -103,11 +103,8 @@ def connect_inspected(database_id: str, database: SqlDatabase, secret: DbSecret)
 
 def read_role(conn: Connection) -> RolePrivileges:
     """Everything :func:`role_problems` judges, read in one read-only transaction."""
-    try:
-        privileges = conn.execute(PRIVILEGE_QUERY).fetchone()
-        writes = conn.execute(WRITE_QUERY).fetchone()
-    finally:
-        conn.rollback()
+    privileges = conn.execute(PRIVILEGE_QUERY).fetchone()  # autocommit: read-only by default
+    writes = conn.execute(WRITE_QUERY).fetchone()
     assert privileges is not None and writes is not None
     return RolePrivileges(
         superuser=bool(privileges[0]),

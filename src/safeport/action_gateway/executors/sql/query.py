@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Sequence
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from safeport.action_gateway.executors.interface import ActionError, SqlAction
 from safeport.action_gateway.executors.sql.role import (
@@ -38,6 +39,7 @@ _LIMITS = (
     " set_config('idle_in_transaction_session_timeout', %s, true), p.*"
 )
 _LIMITS_AND_ROLE = " ".join((_LIMITS, "FROM (", PRIVILEGE_QUERY, ") p"))
+_DECLARE = "DECLARE safeport_query NO SCROLL CURSOR FOR "
 Connection = psycopg.Connection[tuple[object, ...]]
 
 
@@ -56,12 +58,7 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
     watchdog.daemon = True
     watchdog.start()
     try:
-        conn.read_only = True  # psycopg opens each transaction with BEGIN READ ONLY
-        _limit_transaction(conn, action)
-        with conn.cursor(name="safeport_query") as cursor:
-            cursor.execute(driver_text(query.statement), dict(action.bound))
-            columns = [column.name for column in cursor.description or ()]
-            rows, truncated = _fetch(cursor, query.max_rows, query.max_bytes)
+        columns, rows, truncated = _pipelined(conn, action)
     except psycopg.errors.QueryCanceled:
         if timed_out.is_set():
             raise ActionError(
@@ -70,8 +67,8 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
         raise
     finally:
         watchdog.cancel()
-        if not conn.closed:
-            conn.rollback()
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")  # an error stopped the pipeline before its own ROLLBACK
     values = [[_json_value(value) for value in row] for row in rows]
     if password and _echoes(values, password):
         raise ActionError(
@@ -87,37 +84,56 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
     )
 
 
-def _limit_transaction(conn: Connection, action: SqlAction) -> None:
-    """The timeouts for this transaction only, and the role read again in the same round trip."""
-    ms = str(int(action.query.timeout_s * 1000))
-    idle = str(int(action.query.timeout_s * 1000) + 5000)
-    row = conn.execute(_LIMITS_AND_ROLE, (ms, ms, idle)).fetchone()
+def _pipelined(
+    conn: Connection, action: SqlAction
+) -> tuple[list[str], list[Sequence[object]], bool]:
+    """BEGIN READ ONLY, the limits with the role's privileges, the cursor's DECLARE and its
+    first FETCH, sent in one round trip (psycopg's pipeline mode); the role is judged before
+    any row is kept, and further batches are fetched only while the caps allow."""
+    query = action.query
+    ms = str(int(query.timeout_s * 1000))
+    idle = str(int(query.timeout_s * 1000) + 5000)
+    first = min(_BATCH, query.max_rows + 1)
+    # A query whose every row fits one batch ends its transaction in the same round trip.
+    whole = first == query.max_rows + 1
+    with conn.pipeline():
+        conn.execute("BEGIN READ ONLY")
+        limits = conn.execute(_LIMITS_AND_ROLE, (ms, ms, idle))
+        # DECLARE takes one SELECT or VALUES (never a data-modifying WITH); the statement is the
+        # declared text, its values bound through the extended protocol.
+        conn.execute(_DECLARE + driver_text(query.statement), dict(action.bound), prepare=False)
+        batch = conn.execute(f"FETCH FORWARD {first} FROM safeport_query", prepare=False)
+        if whole:
+            conn.execute("ROLLBACK")
+    _check_role(limits.fetchone(), action)
+    columns = [column.name for column in batch.description or ()]
+    rows: list[Sequence[object]] = []
+    size = 0
+    fetched = batch.fetchall()
+    while True:
+        for row in fetched:
+            if len(rows) == query.max_rows:
+                return columns, rows, True
+            size += sum(_size(value) for value in row)
+            if size > query.max_bytes:
+                return columns, rows, True
+            rows.append(row)
+        if len(fetched) < first:
+            return columns, rows, False
+        first = min(_BATCH, query.max_rows + 1 - len(rows))
+        fetched = conn.execute(f"FETCH FORWARD {first} FROM safeport_query").fetchall()
+    # (the transaction, and the cursor with it, is rolled back by run_query)
+
+
+def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
+    """The role read again inside this transaction: made superuser (or given a server-file
+    role) since its connection opened, its rows are never returned."""
     assert row is not None
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
     role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles)
     problems = role_problems(action.database_id, action.database, role)
     if problems:
-        raise ActionError("role_refused", problems[0] + "; the query was not run")
-
-
-def _fetch(
-    cursor: psycopg.ServerCursor[tuple[object, ...]], max_rows: int, max_bytes: int
-) -> tuple[list[Sequence[object]], bool]:
-    """Rows up to the caps, in batches, so memory stays flat however large the result; one row
-    past ``max_rows`` is asked for only to know whether there were more."""
-    rows: list[Sequence[object]] = []
-    size = 0
-    while True:
-        batch = cursor.fetchmany(min(_BATCH, max_rows + 1 - len(rows)))
-        if not batch:
-            return rows, False
-        for row in batch:
-            if len(rows) == max_rows:
-                return rows, True
-            size += sum(_size(value) for value in row)
-            if size > max_bytes:
-                return rows, True
-            rows.append(row)
+        raise ActionError("role_refused", problems[0] + "; nothing it read is returned")
 
 
 def _size(value: object) -> int:
