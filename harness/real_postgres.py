@@ -37,6 +37,7 @@ from harness.fakes import CANARY
 _BINS = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 INITDB: str | None = _BINS[-1] if _BINS else None
 READER = "reader"
+CERT_USER = "certreader"  # logs in with a client certificate only
 WRITER = "writer"
 WRITER_PASSWORD = "writer-password-5e1d"
 
@@ -44,9 +45,10 @@ _SETUP = f"""
 CREATE DATABASE app;
 \\c app
 CREATE ROLE {READER} LOGIN PASSWORD '{CANARY}';
+CREATE ROLE {CERT_USER} LOGIN;
 CREATE ROLE {WRITER} LOGIN PASSWORD '{WRITER_PASSWORD}';
 REVOKE ALL ON SCHEMA public FROM PUBLIC;
-GRANT USAGE ON SCHEMA public TO {READER}, {WRITER};
+GRANT USAGE ON SCHEMA public TO {READER}, {WRITER}, {CERT_USER};
 CREATE TABLE orders (id int PRIMARY KEY, customer text NOT NULL, total numeric(10,2),
                      note text, created date DEFAULT '2026-01-02');
 INSERT INTO orders VALUES
@@ -56,7 +58,7 @@ INSERT INTO orders VALUES
 CREATE TABLE secrets_table (value text);
 INSERT INTO secrets_table VALUES ('never-served');
 CREATE SEQUENCE order_ids;
-GRANT SELECT ON orders TO {READER}, {WRITER};
+GRANT SELECT ON orders TO {READER}, {WRITER}, {CERT_USER};
 GRANT USAGE, SELECT ON SEQUENCE order_ids TO {READER};
 GRANT INSERT ON orders TO {WRITER};
 CREATE FUNCTION add_order() RETURNS int LANGUAGE sql VOLATILE
@@ -71,6 +73,9 @@ class Postgres:
     ca_pem: str
     other_ca_pem: str  # a CA that did not sign the server's certificate
     socket_dir: Path
+    # A client certificate for CERT_USER (its common name), from the server's CA, and its key.
+    client_cert_pem: str = ""
+    client_key_pem: bytes = b""
 
     def admin(self, database: str = "app") -> psycopg.Connection[tuple[object, ...]]:
         """The superuser, over the server's private Unix socket, autocommit."""
@@ -113,16 +118,20 @@ def running_postgres() -> Iterator[Postgres]:
     data = workdir / "data"
     ca, other = trustme.CA(), trustme.CA()
     cert = ca.issue_cert("127.0.0.1", "localhost")
+    client = ca.issue_cert(CERT_USER, common_name=CERT_USER)
     port = _free_port()
     proc: subprocess.Popen[bytes] | None = None
     try:
         data.mkdir()
         cert.cert_chain_pems[0].write_to_path(str(workdir / "server.crt"))
         cert.private_key_pem.write_to_path(str(workdir / "server.key"))
+        ca.cert_pem.write_to_path(str(workdir / "client-ca.crt"))
         (workdir / "server.key").chmod(0o600)
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")
-            for path in (workdir, data, workdir / "server.crt", workdir / "server.key"):
+            for name in ("server.crt", "server.key", "client-ca.crt"):
+                os.chown(workdir / name, account.pw_uid, account.pw_gid)
+            for path in (workdir, data):
                 os.chown(path, account.pw_uid, account.pw_gid)
         subprocess.run(
             _as_server_account(
@@ -133,6 +142,7 @@ def running_postgres() -> Iterator[Postgres]:
         )  # fmt: skip
         (data / "pg_hba.conf").write_text(
             "local all sp_admin trust\n"
+            f"hostssl all {CERT_USER} 127.0.0.1/32 cert\n"
             "hostssl all all 127.0.0.1/32 scram-sha-256\n"
             "host all all 0.0.0.0/0 reject\n"
         )
@@ -143,13 +153,17 @@ def running_postgres() -> Iterator[Postgres]:
                  "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={workdir}",
                  "-c", "ssl=on", "-c", f"ssl_cert_file={workdir / 'server.crt'}",
                  "-c", f"ssl_key_file={workdir / 'server.key'}", "-c", "fsync=off",
+                 "-c", f"ssl_ca_file={workdir / 'client-ca.crt'}",
                  "-c", "shared_buffers=16MB", "-c", "max_connections=60",
                  "-c", "password_encryption=scram-sha-256"]
             ),
             stdout=log, stderr=log,
         )  # fmt: skip
         pems = (ca.cert_pem.bytes().decode(), other.cert_pem.bytes().decode())
-        server = Postgres(port, *pems, workdir)
+        server = Postgres(
+            port, *pems, workdir,
+            client.cert_chain_pems[0].bytes().decode(), client.private_key_pem.bytes(),
+        )  # fmt: skip
         _wait_ready(server, proc, workdir / "server.log")
         _setup(bin_dir, server)
         yield server

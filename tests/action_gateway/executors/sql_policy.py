@@ -40,6 +40,7 @@ def policy_text(
     *,
     user: str = READER,
     credential: str = "db-password",
+    kind: str = "token",
     ca_pem: str | None = None,
     extra: str = "",
     queries: str = QUERIES,
@@ -50,7 +51,7 @@ approval_timeout_s = 10
 auto_lock_minutes = 0
 
 [credentials.{credential}]
-kind = "token"
+kind = "{kind}"
 
 [sql.databases.app]
 host = "127.0.0.1"

@@ -97,7 +97,7 @@ def translate_errors(
         failure: ActionFailure = (
             "tls_failed" if "certificate" in text or "SSL" in text else "unreachable"
         )
-        if "authentication" in text or "password" in text:
+        if any(word in text for word in ("authentication", "password", "client certificate")):
             failure = "auth_failed"
         raise ActionError(failure, text) from None
     except psycopg.Error as exc:
