@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import tracemalloc
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,8 +25,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def executor() -> GatewayExecutor:
-    return GatewayExecutor()
+def executor() -> Iterator[GatewayExecutor]:
+    executor = GatewayExecutor()
+    yield executor
+    executor.close_all()
 
 
 def _refused(executor: GatewayExecutor, sql: object, secret: object = None) -> ActionError:
