@@ -97,6 +97,18 @@ def policy_target_problems(
         found += _service_problems(service_id, service, resolver, trust_owners)
     for database_id, database in sorted(policy.sql.databases.items()):
         found += _database_problems(database_id, database)
+        # Only the gateway holds the credential, and it logs in only for a policy the human
+        # accepts (with the passphrase): never for a file any process of the user could edit.
+        found.append(
+            TargetProblem(
+                f"sql.databases.{database_id}",
+                "user",
+                f"sql database {database_id!r}: its role is inspected when you accept (the "
+                "gateway logs in and refuses a superuser, a server-file role or write privileges)",
+                "",
+                severity="note",
+            )
+        )
     return found
 
 
