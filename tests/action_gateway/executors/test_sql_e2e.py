@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.fakes import CANARY
-from harness.gateway import PASSPHRASE, Gateway, decide, wait_card
+from harness.gateway import PASSPHRASE, Gateway, decide, wait_card, wait_until
 from harness.real_postgres import Postgres
 from tests.action_gateway.executors.sql_policy import policy_text
 
@@ -120,4 +120,29 @@ def test_accepting_a_policy_whose_role_can_write_is_refused_until_it_says_why(
     assert ["role", f"role may write: {reason}"] in card["fields"]
     assert decide(gateway, card["id"])["ok"]
     assert agent.next(30)["result"]["rows"] == [[4]]
+    agent.exit()
+
+
+def _gateway_connections(postgres: Postgres) -> int:
+    with postgres.admin() as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = 'safeport' AND usename = 'reader'"
+        ).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_the_pooled_connection_is_closed_when_the_vault_locks(
+    gateway: Gateway, postgres: Postgres
+) -> None:
+    agent = gateway.spawn_agent()
+    agent.send(_query("c1", "order_count", min_id=0))
+    assert decide(gateway, wait_card(gateway)["id"])["ok"]
+    assert agent.next(30)["result"]["rows"] == [[4]]
+    assert _gateway_connections(postgres) == 1  # pooled, logged in as the role
+    assert gateway.control("vault.lock")["ok"]
+    wait_until(lambda: _gateway_connections(postgres) == 0, timeout=10)
+    locked = agent.call(_query("c2", "order_count", min_id=0))
+    assert locked["error"]["code"] == "locked"
     agent.exit()

@@ -57,18 +57,23 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
     watchdog = threading.Timer(query.timeout_s + 0.5, cancel)
     watchdog.daemon = True
     watchdog.start()
+    out_of_time = ActionError(
+        "timeout", f"sql database {action.database_id!r}: the query ran out of time"
+    )
     try:
         columns, rows, truncated = _pipelined(conn, action)
     except psycopg.errors.QueryCanceled:
         if timed_out.is_set():
-            raise ActionError(
-                "timeout", f"sql database {action.database_id!r}: the query ran out of time"
-            ) from None
+            raise out_of_time from None
         raise
     finally:
         watchdog.cancel()
         if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
             conn.execute("ROLLBACK")  # an error stopped the pipeline before its own ROLLBACK
+    if timed_out.is_set():
+        # The watchdog fired as the query ended: its cancel request may still reach the server
+        # and would cancel the next query on this connection, so the connection is dropped.
+        raise out_of_time
     values = [[_json_value(value) for value in row] for row in rows]
     if password and _echoes(values, password):
         raise ActionError(
