@@ -18,7 +18,7 @@ import pytest
 from harness.fakes import CANARY
 from harness.gateway import PASSPHRASE, Gateway, decide, wait_card, wait_until
 from harness.real_postgres import Postgres
-from tests.action_gateway.executors.sql_policy import policy_text
+from tests.action_gateway.executors.sql_policy import QUERIES, policy_text
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def test_a_declared_query_runs_after_approval_with_only_its_columns_and_secrets_
 
 
 def test_a_refused_query_reaches_the_agent_as_a_refusal_without_the_credential(
-    gateway: Gateway,
+    gateway: Gateway, postgres: Postgres
 ) -> None:
     agent = gateway.spawn_agent()
     invalid = agent.call(_query("bad", "order_count", min_id="1; DROP TABLE orders"))
@@ -89,6 +89,11 @@ def test_a_refused_query_reaches_the_agent_as_a_refusal_without_the_credential(
     capped = agent.next(30)["result"]
     assert capped["truncated"] and capped["row_count"] < 50
     assert CANARY not in str(invalid) + str(unknown) + str(capped)
+    # Declared in the file but not accepted yet: the refusal says what waits.
+    added = QUERIES + '[sql.databases.app.queries.drop_everything]\nstatement = "SELECT 1"\n'
+    gateway.write_policy(policy_text(postgres, queries=added))
+    pending = agent.call(_query("nope2", "drop_everything"))
+    assert "waits for a human to run `sp policy accept`" in pending["error"]["reason"]
     agent.exit()
 
 

@@ -134,6 +134,9 @@ class PolicyStore:
         if kind == "ssh":
             host = policy.ssh.hosts.get(target)
             return host is not None and action in host.commands
+        if kind == "sql":
+            database = policy.sql.databases.get(target)
+            return database is not None and action in database.queries
         service = policy.http.services.get(target)
         return service is not None and action in service.operations
 
