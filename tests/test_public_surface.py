@@ -224,6 +224,7 @@ SURFACES: dict[str, set[str]] = {
         "control",
         "control_ops",
         "error_reply",
+        "key_wire",
         "ok_reply",
         "operations",
         "parse_gateway_policy",
