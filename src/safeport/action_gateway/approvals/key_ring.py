@@ -27,6 +27,7 @@ from safeport.action_gateway.approvals.key_checks import (
     verify_assertion,
     verify_registration,
 )
+from safeport.action_gateway.policy.approval_factor import key_factor
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied
 from safeport.shared.schemas.config import GatewayPolicy
@@ -73,29 +74,6 @@ class KeyRing:
     def new(cls) -> KeyRing:
         # An id of this installation's own: a key enrolled here signs for nothing else.
         return cls(f"gw-{secrets.token_hex(6)}.safeport.invalid", secrets.token_bytes(16), ())
-
-
-def key_factor(policy: GatewayPolicy | None, credential: str | None = None) -> bool:
-    """Whether a yes for ``credential`` (any, when None) needs an enrolled key's touch."""
-    if policy is None:
-        return False
-    if policy.approvals.approval_factor == "key":
-        return True
-    if credential is None:
-        return any(c.approval_factor == "key" for c in policy.credentials.values())
-    found = policy.credentials.get(credential)
-    return found is not None and found.approval_factor == "key"
-
-
-def loosens_factor(old: GatewayPolicy | None, new: GatewayPolicy) -> bool:
-    """Whether ``new`` lets a card be approved without a key where ``old`` needed one."""
-    if old is None:
-        return False
-    if old.approvals.approval_factor == "key" and new.approvals.approval_factor != "key":
-        return True
-    if old.approvals.user_verification and not new.approvals.user_verification:
-        return True
-    return any(key_factor(old, name) and not key_factor(new, name) for name in old.credentials)
 
 
 class KeyApprovals:

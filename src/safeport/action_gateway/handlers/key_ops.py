@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from safeport.action_gateway.approvals.key_ring import loosens_factor
 from safeport.action_gateway.handlers.control_context import ControlContext
+from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
