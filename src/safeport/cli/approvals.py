@@ -16,9 +16,8 @@ from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
 from safeport.gateway_client.approver_keys import enroll_key, list_keys, remove_key
-from safeport.gateway_client.approver_session import sign_with_first_key
+from safeport.gateway_client.approver_session import sign_with_enrolled_key
 from safeport.gateway_client.control_socket import GatewayClient
-from safeport.gateway_client.security_key import KeySigner, first_key
 from safeport.shared.paths import locate
 from safeport.shared.schemas import operations as ops
 from safeport.shared.visible_text import inert
@@ -119,7 +118,7 @@ def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
         card = next((card for card in cards if card.id == card_id), None)
         if approve and card is not None and card.key is not None:
             click.echo(f"touch your security key now: it signs card {inert(card_id)} only")
-            extra["assertion"] = sign_with_first_key(card.key.model_dump())
+            extra["assertion"] = sign_with_enrolled_key(card.key.model_dump())
         client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve, **extra)
     click.echo(f"{'approved' if approve else 'denied'} {inert(card_id)}")
 
@@ -136,8 +135,8 @@ def enroll(name: str, passphrase_file: Path | None) -> None:
     """Register a security key (touch it). The first key is enrolled with the passphrase;
     once one is enrolled, a touch of an enrolled key approves each change."""
     with GatewayClient(locate()) as client:
-        signer = KeySigner(first_key(), on_touch=lambda: click.echo("touch your security key"))
-        key_id = enroll_key(client, signer, name, vault_passphrase(passphrase_file))
+        touch = lambda: click.echo("touch your security key")  # noqa: E731
+        key_id = enroll_key(client, name, vault_passphrase(passphrase_file), on_touch=touch)
     click.echo(f"enrolled {inert(name)} ({inert(key_id)})")
 
 
@@ -163,5 +162,5 @@ def list_keys_command(as_json: bool) -> None:
 def remove(key_id: str) -> None:
     """Remove an enrolled key (a touch of an enrolled key approves it)."""
     with GatewayClient(locate()) as client:
-        remove_key(client, KeySigner(first_key()), key_id)
+        remove_key(client, key_id)
     click.echo(f"removed {inert(key_id)}")

@@ -31,7 +31,6 @@ from safeport.gateway_client.approver_keys import list_keys, policy_assertion
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import GatewayView, gateway_view
 from safeport.gateway_client.policy_check import check_policy, local_proposal
-from safeport.gateway_client.security_key import KeySigner, first_key
 from safeport.shared.paths import locate
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
@@ -234,8 +233,7 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             old = parse_gateway_policy(served)[0] if served is not None else None
             if loosens_factor(old, parsed) and list_keys(client).keys:
                 click.echo("this turns the security key off: touch an enrolled key to accept it")
-                signer = KeySigner(first_key())
-                extra["assertion"] = policy_assertion(client, signer, policy_digest(text))
+                extra["assertion"] = policy_assertion(client, policy_digest(text))
             # The digest of the very text shown above, never one the gateway reported beside
             # it: the gateway accepts the file only if it is still exactly these bytes.
             result = client.call_with_passphrase(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fido2.ctap import CtapDevice
 
 from safeport.gateway_client.control_socket import GatewayClient
-from safeport.gateway_client.security_key import KeySigner, visible_keys
+from safeport.gateway_client.security_key import KeySigner, NoSecurityKey, visible_keys
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.key_wire import ApproverKeysResult, KeyChoice, KeyRequest
 from safeport.vault.secrets import SecretBytes
@@ -23,15 +23,28 @@ PassphraseSource = Callable[[], SecretBytes]
 
 
 def enroll_key(
-    client: GatewayClient, signer: KeySigner, name: str, passphrase: PassphraseSource
+    client: GatewayClient,
+    name: str,
+    passphrase: PassphraseSource,
+    *,
+    on_touch: Callable[[], None] = lambda: None,
 ) -> str:
-    """Register a new credential on ``signer``'s key; returns its id. With a key enrolled,
-    ``signer`` must also be an enrolled key: one touch registers, one signs the change."""
+    """Register a new credential on a key that holds none yet; returns its id. With a key
+    enrolled, one in reach must sign the change: one touch registers, the other approves."""
     enrolled = client.call(ops.APPROVER_KEYS)
     issued = client.call(ops.APPROVER_KEY_CHALLENGE, purpose="enroll", subject=name)
-    registration = signer.register(issued, name).model_dump()
+    choices = issued.request.keys
+    fresh = next(
+        (KeySigner(d, on_touch=on_touch) for d in visible_keys()
+         if not choices or not KeySigner(d).holds(issued.request.rp_id, choices)),
+        None,
+    )  # fmt: skip
+    if fresh is None:
+        raise NoSecurityKey("no security key without an enrolled credential is in reach")
+    registration = fresh.register(issued, name).model_dump()
     if enrolled.keys:
-        assertion = signer.sign(issued.request).model_dump()
+        approver = signer_for(issued.request, on_touch=on_touch)
+        assertion = approver.sign(issued.request).model_dump()
         done = client.call(
             ops.APPROVER_ENROLL, name=name, registration=registration, assertion=assertion
         )
@@ -46,16 +59,28 @@ def enroll_key(
     return done.id
 
 
-def remove_key(client: GatewayClient, signer: KeySigner, key_id: str) -> None:
+def remove_key(client: GatewayClient, key_id: str) -> None:
     issued = client.call(ops.APPROVER_KEY_CHALLENGE, purpose="remove", subject=key_id)
-    assertion = signer.sign(issued.request).model_dump()
+    assertion = signer_for(issued.request).sign(issued.request).model_dump()
     client.call(ops.APPROVER_REMOVE, id=key_id, assertion=assertion)
 
 
-def policy_assertion(client: GatewayClient, signer: KeySigner, digest: str) -> dict[str, str]:
+def policy_assertion(client: GatewayClient, digest: str) -> dict[str, str]:
     """An enrolled key's touch over accepting the policy text whose digest is ``digest``."""
     issued = client.call(ops.APPROVER_KEY_CHALLENGE, purpose="policy", subject=digest)
-    return signer.sign(issued.request).model_dump()
+    return signer_for(issued.request).sign(issued.request).model_dump()
+
+
+def signer_for(request: KeyRequest, *, on_touch: Callable[[], None] = lambda: None) -> KeySigner:
+    """The first authenticator in reach that holds one of ``request``'s enrolled keys (asked
+    without a touch), so a spare key plugged in beside it is never the one asked to sign."""
+    for device in visible_keys():
+        if KeySigner(device).holds(request.rp_id, request.keys):
+            return KeySigner(device, on_touch=on_touch)
+    if not request.keys:
+        raise NoSecurityKey("no security key is enrolled with the gateway (`sp approver enroll`)")
+    names = ", ".join(key.name for key in request.keys)
+    raise NoSecurityKey(f"no security key found that holds an enrolled key ({names})")
 
 
 def list_keys(client: GatewayClient) -> ApproverKeysResult:
@@ -82,9 +107,13 @@ def keys_seen(enrolled: ApproverKeysResult) -> list[SeenKey]:
     return seen
 
 
-def sign_card(signer: KeySigner, key: dict[str, object]) -> dict[str, str]:
-    """The assertion that answers a card whose ``key`` block says what to sign."""
-    return signer.sign(KeyRequest.model_validate(key)).model_dump()
+def sign_card(
+    key: dict[str, object], *, on_touch: Callable[[], None] = lambda: None
+) -> dict[str, str]:
+    """The assertion that answers a card whose ``key`` block says what to sign (one touch of
+    the enrolled key in reach)."""
+    request = KeyRequest.model_validate(key)
+    return signer_for(request, on_touch=on_touch).sign(request).model_dump()
 
 
 def _describe(device: CtapDevice) -> str:

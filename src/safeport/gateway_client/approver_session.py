@@ -24,7 +24,6 @@ from safeport.gateway_client.control_socket import (
     GatewayClosed,
     GatewayNotRunning,
 )
-from safeport.gateway_client.security_key import KeySigner, first_key
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.results import APPROVAL_EVENT, CardOpened, CardOutcome, SessionView
@@ -69,7 +68,7 @@ class ApproverSession:
         self._client = client
         self._clock = clock
         # A yes to a card that names a key is signed by the approver's key (one touch).
-        self._sign = sign or sign_with_first_key
+        self._sign = sign or sign_with_enrolled_key
         self._keys: dict[str, dict[str, object]] = {}
 
     def register(self, passphrase: SecretBytes) -> list[CardArrived]:
@@ -142,9 +141,9 @@ class ApproverSession:
         return CardArrived(card, now)
 
 
-def sign_with_first_key(key: dict[str, object]) -> dict[str, str]:
-    """Sign a card's challenge with the first security key this process reaches."""
-    return sign_card(KeySigner(first_key()), key)
+def sign_with_enrolled_key(key: dict[str, object]) -> dict[str, str]:
+    """Sign a card's challenge with the enrolled security key this process reaches."""
+    return sign_card(key)
 
 
 def attend_gateway(

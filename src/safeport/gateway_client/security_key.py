@@ -73,13 +73,6 @@ def visible_keys() -> list[CtapDevice]:
     return found
 
 
-def first_key() -> CtapDevice:
-    keys = visible_keys()
-    if not keys:
-        raise NoSecurityKey("no security key found")
-    return keys[0]
-
-
 class KeySigner:
     """One authenticator, driven through python-fido2's ``Fido2Client``."""
 
