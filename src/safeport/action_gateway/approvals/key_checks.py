@@ -16,6 +16,7 @@ so; such a key's assertions are still single-use, because each card's challenge 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -170,7 +171,10 @@ def _inner(response: Mapping[str, object]) -> Mapping[str, object]:
     return inner
 
 
+@functools.lru_cache(maxsize=8)
 def _server(rp_id: str) -> Fido2Server:
+    # Holds no per-request state (the challenge travels in ``state``); building one costs half
+    # a check (it lists every COSE algorithm), so one per relying party is kept.
     origin = origin_of(rp_id)
     return Fido2Server(
         PublicKeyCredentialRpEntity(name="safeport", id=rp_id),
