@@ -57,6 +57,7 @@ class Knobs:
     rp_id: str | None = None  # sign for this relying party instead of the one asked
     counter_fixed: int | None = None  # report this counter (0: a key without a counter)
     ignore_allow_list: bool = False  # sign with its own key even when another is asked for
+    built_in_uv: bool = False  # a fingerprint reader: verifies its user with each touch
 
 
 @dataclass
@@ -114,7 +115,12 @@ class SoftAuthenticator(CtapDevice):
     # -- CTAP2 commands -------------------------------------------------------------------------
 
     def _info(self) -> dict[int, Any]:
-        return {1: ["FIDO_2_0"], 3: AAGUID, 4: {"rk": False, "up": True, "plat": False}}
+        options = {"rk": False, "up": True, "plat": False}
+        info: dict[int, Any] = {1: ["FIDO_2_0"], 3: AAGUID, 4: options}
+        if self.knobs.built_in_uv:  # CTAP 2.0's built-in verification, no PIN token
+            options["uv"] = True
+            info[6] = [1]
+        return info
 
     def _make_credential(
         self, request: dict[int, Any], present: Callable[[], bool]
@@ -164,6 +170,8 @@ class SoftAuthenticator(CtapDevice):
                 raise CtapError(CtapError.ERR.USER_ACTION_TIMEOUT)
             if not self.knobs.clear_up:
                 flags |= _FLAG.UP
+            if options.get("uv") and self.knobs.built_in_uv:
+                flags |= _FLAG.UV
         stored.counter = max(0, stored.counter + self.knobs.counter_step)
         counter = stored.counter if self.knobs.counter_fixed is None else self.knobs.counter_fixed
         auth_data = AuthenticatorData.create(_rp_hash(self.knobs.rp_id or rp_id), flags, counter)

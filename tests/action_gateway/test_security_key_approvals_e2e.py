@@ -265,3 +265,20 @@ def test_turning_the_factor_off_needs_a_key(keyed: Any) -> None:
     )
     assert accepted["ok"], accepted
     wait_until(lambda: gw.control("approver.keys")["result"]["factor_in_use"] is False)
+
+
+def test_user_verification_the_policy_asks_for_is_required(keyed: Any) -> None:
+    gw, key = keyed
+    gw.write_policy(KEYED + "\n[approvals]\nuser_verification = true\n")
+    gw.accept_policy()  # tightening: the passphrase is enough
+    agent = gw.spawn_agent()
+    agent.send(ssh("v1", service="web"))
+    card = card_of(gw)
+    assert card["key"]["user_verification"] is True
+    # A client that asks the key for presence only: the gateway wants the verified flag.
+    presence_only = request_of(card).model_copy(update={"user_verification": False})
+    refused = answer(gw, card, sign(key, presence_only))
+    assert not refused["ok"] and "verif" in refused["error"]["reason"].lower()
+    key.knobs.built_in_uv = True  # a fingerprint reader verifies its user with the touch
+    assert answer(gw, card, sign(key, request_of(card)))["ok"] and agent.next()["ok"]
+    agent.exit()

@@ -15,8 +15,7 @@ from safeport.cli.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
-from safeport.gateway_client.approver_keys import enroll_key, list_keys, remove_key
-from safeport.gateway_client.approver_session import sign_with_enrolled_key
+from safeport.gateway_client.approver_keys import enroll_key, list_keys, remove_key, sign_card
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.schemas import operations as ops
@@ -118,9 +117,17 @@ def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
         card = next((card for card in cards if card.id == card_id), None)
         if approve and card is not None and card.key is not None:
             click.echo(f"touch your security key now: it signs card {inert(card_id)} only")
-            extra["assertion"] = sign_with_enrolled_key(card.key.model_dump())
+            extra["assertion"] = sign_card(card.key.model_dump(), ask_pin=_key_pin)
         client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve, **extra)
     click.echo(f"{'approved' if approve else 'denied'} {inert(card_id)}")
+
+
+def _key_pin() -> str | None:
+    """A key that verifies its user with a PIN asks for it here (on a terminal only)."""
+    if not sys.stdin.isatty():
+        return None
+    pin: str = click.prompt("security key PIN", hide_input=True)
+    return pin
 
 
 @click.group()

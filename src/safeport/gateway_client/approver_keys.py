@@ -71,12 +71,17 @@ def policy_assertion(client: GatewayClient, digest: str) -> dict[str, str]:
     return signer_for(issued.request).sign(issued.request).model_dump()
 
 
-def signer_for(request: KeyRequest, *, on_touch: Callable[[], None] = lambda: None) -> KeySigner:
+def signer_for(
+    request: KeyRequest,
+    *,
+    on_touch: Callable[[], None] = lambda: None,
+    ask_pin: Callable[[], str | None] = lambda: None,
+) -> KeySigner:
     """The first authenticator in reach that holds one of ``request``'s enrolled keys (asked
     without a touch), so a spare key plugged in beside it is never the one asked to sign."""
     for device in visible_keys():
         if KeySigner(device).holds(request.rp_id, request.keys):
-            return KeySigner(device, on_touch=on_touch)
+            return KeySigner(device, on_touch=on_touch, ask_pin=ask_pin)
     if not request.keys:
         raise NoSecurityKey("no security key is enrolled with the gateway (`sp approver enroll`)")
     names = ", ".join(key.name for key in request.keys)
@@ -108,12 +113,12 @@ def keys_seen(enrolled: ApproverKeysResult) -> list[SeenKey]:
 
 
 def sign_card(
-    key: dict[str, object], *, on_touch: Callable[[], None] = lambda: None
+    key: dict[str, object], *, ask_pin: Callable[[], str | None] = lambda: None
 ) -> dict[str, str]:
     """The assertion that answers a card whose ``key`` block says what to sign (one touch of
-    the enrolled key in reach)."""
+    the enrolled key in reach; ``ask_pin`` for a key that verifies its user with a PIN)."""
     request = KeyRequest.model_validate(key)
-    return signer_for(request, on_touch=on_touch).sign(request).model_dump()
+    return signer_for(request, ask_pin=ask_pin).sign(request).model_dump()
 
 
 def _describe(device: CtapDevice) -> str:

@@ -76,7 +76,14 @@ def visible_keys() -> list[CtapDevice]:
 class KeySigner:
     """One authenticator, driven through python-fido2's ``Fido2Client``."""
 
-    def __init__(self, device: CtapDevice, *, on_touch: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        device: CtapDevice,
+        *,
+        on_touch: Callable[[], None] = lambda: None,
+        ask_pin: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self._ask_pin = ask_pin
         self._device = device
         self._on_touch = on_touch
 
@@ -140,7 +147,7 @@ class KeySigner:
 
     def _guarded(self, call: Callable[[Fido2Client], _T]) -> _T:
         try:
-            client = Fido2Client(self._device, _Collector(), _Touch(self._on_touch))
+            client = Fido2Client(self._device, _Collector(), _Touch(self._on_touch, self._ask_pin))
             return call(client)
         except ClientError as exc:
             if exc.code == ClientError.ERR.TIMEOUT:
@@ -156,8 +163,15 @@ class KeySigner:
 
 
 class _Touch(UserInteraction):
-    def __init__(self, on_touch: Callable[[], None]) -> None:
+    """python-fido2 asks through this for a touch and, when the policy asks the key to verify
+    its user and the key has a PIN rather than a fingerprint reader, for the PIN."""
+
+    def __init__(self, on_touch: Callable[[], None], ask_pin: Callable[[], str | None]) -> None:
         self._on_touch = on_touch
+        self._ask_pin = ask_pin
+
+    def request_pin(self, permissions: object, rp_id: str | None) -> str | None:
+        return self._ask_pin()
 
     def prompt_up(self) -> None:
         self._on_touch()
