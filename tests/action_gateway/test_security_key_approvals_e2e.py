@@ -121,6 +121,8 @@ def test_the_correct_passphrase_without_a_key_is_refused(keyed: Any) -> None:
     assert "security key" in refused["error"]["reason"]
     assert "passphrase alone" in refused["error"]["reason"]
     assert runs(gw) == 0
+    journaled = [r["body"] for r in gw.journal("sessions") if r["kind"] == "approval.key_refused"]
+    assert [entry["card"] for entry in journaled] == [card["id"]]
     # The human's touch still answers the same card.
     assert answer(gw, card, sign(key, request_of(card)))["ok"]
     assert agent.next()["ok"] and runs(gw) == 1

@@ -63,7 +63,7 @@ async def approvals_decide(
     if not ctx.is_approver(conn):
         await ctx.prove(conn, request.op, params.passphrase)
     if params.approve:
-        await check_yes(ctx, params.id, params.assertion)
+        await check_yes(ctx, conn, params.id, params.assertion)
     card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))
     return DecidedResult(id=card.id, approved=params.approve)
 

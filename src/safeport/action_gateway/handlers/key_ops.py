@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.sockets.connection import Connection
-from safeport.errors import ConfigError
+from safeport.errors import ConfigError, Denied
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.schemas.control import (
     ApproverEnrollRequest,
@@ -78,13 +78,26 @@ async def approver_remove(
     return KeyRemovedResult(id=params.id)
 
 
-async def check_yes(ctx: ControlContext, card_id: str, assertion: KeyAssertion | None) -> None:
+async def check_yes(
+    ctx: ControlContext, conn: Connection, card_id: str, assertion: KeyAssertion | None
+) -> None:
     """A yes to a card whose credential needs a key: refused without an enrolled key's touch
-    over exactly that card (its id, action, requester and expiry)."""
+    over exactly that card (its id, action, requester and expiry). A refusal is journaled
+    (within the uid's budget): a key answer that does not hold is evidence of an attempt."""
     card = next((c for c in ctx.core.card_views() if c["id"] == card_id), None)
     if card is None or not ctx.core.keys.factor_in_use(str(card["credential"])):
         return  # no such card is the broker's to say; no factor: the passphrase approves
-    await ctx.in_thread(lambda: ctx.core.keys.check_card(card, assertion))
+    try:
+        await ctx.in_thread(lambda: ctx.core.keys.check_card(card, assertion))
+    except Denied as exc:
+        body: dict[str, object] = {
+            "card": card_id,
+            "reason": exc.message[:300],
+            "approver": conn.peer.as_record(),
+        }
+        uid = conn.peer.uid
+        await ctx.in_thread(lambda: ctx.core.record_session_by(uid, "approval.key_refused", body))
+        raise
 
 
 async def check_policy(ctx: ControlContext, params: PolicyAcceptParams) -> None:
