@@ -93,7 +93,7 @@ class KeyApprovals:
         self._clock = clock
         self._lock = threading.Lock()
         self._issued: dict[tuple[str, str], tuple[str, float]] = {}
-        self._answered: set[str] = set()
+        self._answered: dict[str, int] = {}  # card id -> its expiry: answered once
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -126,14 +126,17 @@ class KeyApprovals:
                 hint="answer it in `sp approvals watch` (or `sp approvals approve`) and touch "
                 "your enrolled key",
             )
-        card_id = str(card["id"])
-        if int(str(card["expires_unix"])) < time.time():
+        card_id, expires = str(card["id"]), int(str(card["expires_unix"]))
+        now = time.time()
+        if expires < now:
             raise KeyRefused("the card expired before the key's answer arrived")
         with self._lock:
             if card_id in self._answered:
                 raise KeyRefused("this card was already answered by a key")
             self._verify(assertion, _card_challenge(card))
-            self._answered.add(card_id)
+            # An expired card can no longer be answered at all, so it need not be remembered.
+            self._answered = {k: v for k, v in self._answered.items() if v >= now}
+            self._answered[card_id] = expires
 
     # -- enrolment, removal and policy -------------------------------------------------------
 
