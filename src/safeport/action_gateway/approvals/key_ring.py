@@ -29,7 +29,7 @@ from safeport.action_gateway.approvals.key_checks import (
 )
 from safeport.action_gateway.policy.approval_factor import key_factor
 from safeport.action_gateway.policy.store import PolicyStore
-from safeport.errors import Denied
+from safeport.errors import Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.key_wire import KeyAssertion, KeyRegistration
 from safeport.vault.interface import UnlockedVault
@@ -112,7 +112,10 @@ class KeyApprovals:
         """What the approver's key must sign for a yes to ``card`` (None: no key needed)."""
         if not self.factor_in_use(str(card["credential"])):
             return None
-        ring = self.ring() or KeyRing("", b"", ())
+        try:
+            ring = self.ring() or KeyRing("", b"", ())
+        except Error:  # locked this moment: the yes fails closed (check_card reads it again)
+            ring = KeyRing("", b"", ())
         return self._request(ring, _card_challenge(card))
 
     # -- cards ------------------------------------------------------------------------------
@@ -154,7 +157,6 @@ class KeyApprovals:
             "request": self._request(ring, admin_challenge(purpose, subject, nonce)),
             "user_id": websafe_encode(ring.user_id),
             "expires_in_s": int(CHALLENGE_S),
-            "rp_id": ring.rp_id,
         }
 
     def needs_key(self) -> bool:

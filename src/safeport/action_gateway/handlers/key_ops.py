@@ -56,7 +56,6 @@ async def approver_key_challenge(
     ctx.core.check_approver(conn.peer)
     params = request.params
     issued = await ctx.in_thread(lambda: ctx.core.keys.challenge(params.purpose, params.subject))
-    issued.pop("rp_id")
     return KeyChallengeResult.model_validate(issued)
 
 
