@@ -4,6 +4,8 @@ real P-256 keys and a touch the test gives. Each attack sits beside the legitima
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,3 +286,18 @@ def test_user_verification_the_policy_asks_for_is_required(keyed: Any) -> None:
     key.knobs.built_in_uv = True  # a fingerprint reader verifies its user with the touch
     assert answer(gw, card, sign(key, request_of(card)))["ok"] and agent.next()["ok"]
     agent.exit()
+
+
+def test_the_first_enrolment_from_inside_an_agent_is_refused(gateway: Gateway) -> None:
+    # No key is enrolled yet, so the passphrase enrols: but never from an agent's process tree.
+    agent = gateway.spawn_agent()
+    agent.call({"v": 1, "id": "h", "type": "hello"})  # connected: its tree is an agent's
+    registration = {"client_data": "eyJ9", "attestation_object": "oA"}
+    params = json.dumps({"name": "rogue", "registration": registration, "passphrase": PASSPHRASE})
+    argv = [sys.executable, "-m", "tests.action_gateway.control_client", "approver.enroll", params]
+    reply = json.loads(agent.spawn(argv)["out"])
+    assert reply["ok"] is False and "inside the requesting process" in reply["error"]["reason"]
+    agent.exit()
+    # From outside every agent's tree, the human enrols with the passphrase.
+    assert enroll(gateway, SoftAuthenticator(), "blue", passphrase=PASSPHRASE)["ok"]
+    assert [k["name"] for k in gateway.control("approver.keys")["result"]["keys"]] == ["blue"]
