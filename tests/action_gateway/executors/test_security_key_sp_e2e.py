@@ -140,7 +140,9 @@ def test_enrol_then_a_touch_approves_the_card_and_the_command_runs(keyed: Keyed)
         agent.exit()
 
 
-def test_without_a_key_the_passphrase_alone_approves_nothing(keyed: Keyed) -> None:
+def test_without_a_key_the_passphrase_alone_approves_nothing_nor_turns_the_key_off(
+    keyed: Keyed,
+) -> None:
     pw = str(keyed.home / "pw")
     keyed.key.touch.set()
     assert keyed.sp("approver", "enroll", "--passphrase-file", pw).returncode == 0
@@ -161,3 +163,14 @@ def test_without_a_key_the_passphrase_alone_approves_nothing(keyed: Keyed) -> No
         assert [key["name"] for key in listed["keys"]] == ["security key"]
     finally:
         agent.exit()
+    # A policy that turns the key off: accepted only with an enrolled key's touch.
+    toml = keyed.home / "gateway.toml"
+    toml.write_text(toml.read_text().replace('approval_factor = "key"\n', ""))
+    refused = keyed.sp("policy", "accept", "--passphrase-file", pw, "--yes", env=missing)
+    assert refused.returncode != 0 and "LOOSENED" in refused.stdout
+    assert json.loads(keyed.sp("approver", "list", "--json").stdout)["factor_in_use"]
+    keyed.key.touch.set()
+    accepted = keyed.sp("policy", "accept", "--passphrase-file", pw, "--yes")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "touch an enrolled key" in accepted.stdout
+    assert not json.loads(keyed.sp("approver", "list", "--json").stdout)["factor_in_use"]
