@@ -228,6 +228,9 @@ class ApproverPrompt:
             return
         except Error as exc:  # no key, or no touch: nothing was approved
             self._say(f"not approved: {inert(exc.diagnostic())}")
+            self._current = current  # the card still waits: it can be answered again
+            self._forget_typing()
+            self._prompt()
             return
         self._say("approved" if approve else "denied")
 
