@@ -89,6 +89,7 @@ class FakeVaultStore:
         self._checkpoint_key = Ed25519PrivateKey.from_private_bytes(seed)
         self._audit_key = X25519PrivateKey.from_private_bytes(hashlib.sha256(seed).digest())
         self.evidence: VaultEvidence | None = None
+        self.approver_keys: str | None = None
         self._secrets: dict[str, CredentialSecret] = {}
         self.generation = 1
 
@@ -201,6 +202,15 @@ class FakeUnlockedVault:
     def record_evidence(self, evidence: VaultEvidence) -> None:
         self._check()
         self._store.evidence = evidence
+
+    def approver_keys(self) -> str | None:
+        self._check()
+        return self._store.approver_keys
+
+    def record_approver_keys(self, text: str) -> None:
+        # Held for the process's life, like the accepted policy above.
+        self._check()
+        self._store.approver_keys = text
 
     def lock(self) -> None:
         self._store._record("vault.lock")

@@ -140,7 +140,9 @@ def test_misspelt_keys_elsewhere_are_answered_too() -> None:
     )
     assert param.endswith("did you mean `pattern`?")
     far = _refusal('[credentials.tok]\nkind = "token"\nzzz = 1\n')
-    assert far.endswith("keys allowed here: `kind`, `approval`, `rate_per_minute`")
+    assert far.endswith(
+        "keys allowed here: `kind`, `approval`, `rate_per_minute`, `approval_factor`"
+    )
 
 
 def test_allowed_keys_steps_over_names_and_list_positions() -> None:

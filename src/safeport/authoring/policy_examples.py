@@ -11,6 +11,9 @@ HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9ok
 EXAMPLES: dict[str, str] = {
     "GatewayPolicy.gateway": "[gateway]",
     "GatewayPolicy.callers": "[[callers.rules]]",
+    "GatewayPolicy.approvals": "[approvals]",
+    "ApprovalsSettings.approval_factor": 'approval_factor = "key"',
+    "ApprovalsSettings.user_verification": "user_verification = true",
     "GatewayPolicy.credentials": "[credentials.deploy-token]",
     "GatewayPolicy.ssh": "[ssh.hosts.staging]",
     "GatewayPolicy.http": "[http.services.github]",
@@ -32,6 +35,7 @@ EXAMPLES: dict[str, str] = {
     "Credential.kind": 'kind = "token"',
     "Credential.approval": 'approval = "session"',
     "Credential.rate_per_minute": "rate_per_minute = 30",
+    "Credential.approval_factor": 'approval_factor = "key"',
     "SshSection.hosts": "[ssh.hosts.staging]",
     "SshHost.address": 'address = "staging.example.com"',
     "SshHost.port": "port = 2222",

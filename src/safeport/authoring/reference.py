@@ -16,6 +16,7 @@ from pydantic_core import PydanticUndefined
 
 from safeport.authoring.policy_examples import EXAMPLES
 from safeport.shared.schemas.config import (
+    ApprovalsSettings,
     CallerRule,
     Callers,
     Credential,
@@ -48,6 +49,11 @@ class Section:
 SECTIONS = (
     Section("The file", GatewayPolicy, "The tables at the top of gateway.toml."),
     Section("[gateway]", GatewaySettings, "The gateway's own settings; every key is optional."),
+    Section(
+        "[approvals]",
+        ApprovalsSettings,
+        "How a yes is proven (see [Security keys](../guides/security-keys.md)).",
+    ),
     Section("[callers]", Callers, "Absent, any process of your user may propose actions."),
     Section(
         "[[callers.rules]]",

@@ -48,6 +48,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Connect MCP clients (Claude Code, Claude Desktop, Codex, Cursor, VS Code).",
     ),
     "approvals": ("safeport.cli.approvals", "approvals", "Answer the gateway's approval cards."),
+    "approver": (
+        "safeport.cli.approvals", "approver", "Enrol the security keys that sign approvals."
+    ),
     "sessions": ("safeport.cli.sessions", "sessions", "List and revoke session grants."),
     "audit": ("safeport.cli.audit", "audit", "Verify and read the hash-chained audit journals."),
     "context": (

@@ -15,6 +15,7 @@ from safeport.cli.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Error
+from safeport.gateway_client.approver_keys import enroll_key, list_keys, remove_key, sign_card
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
 from safeport.shared.schemas import operations as ops
@@ -108,7 +109,65 @@ def _decide(card_id: str, approve: bool, passphrase_file: Path | None) -> None:
     with GatewayClient(locate()) as client:
         secret = vault_passphrase(passphrase_file)()
         try:
-            client.call_with_passphrase(ops.APPROVALS_DECIDE, secret, id=card_id, approve=approve)
+            client.call_with_passphrase(ops.APPROVER_REGISTER, secret)
         finally:
             secret.wipe()
+        extra: dict[str, object] = {}
+        cards = client.call(ops.APPROVALS_LIST).cards
+        card = next((card for card in cards if card.id == card_id), None)
+        if approve and card is not None and card.key is not None:
+            click.echo(f"touch your security key now: it signs card {inert(card_id)} only")
+            extra["assertion"] = sign_card(card.key.model_dump(), ask_pin=_key_pin)
+        client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve, **extra)
     click.echo(f"{'approved' if approve else 'denied'} {inert(card_id)}")
+
+
+def _key_pin() -> str | None:
+    """A key that verifies its user with a PIN asks for it here (on a terminal only)."""
+    if not sys.stdin.isatty():
+        return None
+    pin: str = click.prompt("security key PIN", hide_input=True)
+    return pin
+
+
+@click.group()
+def approver() -> None:
+    """Enrol the security keys that sign approvals."""
+
+
+@approver.command()
+@click.option("--name", default="security key", show_default=True, help="What cards call it.")
+@passphrase_file_option
+def enroll(name: str, passphrase_file: Path | None) -> None:
+    """Register a security key (touch it). The first key is enrolled with the passphrase;
+    once one is enrolled, a touch of an enrolled key approves each change."""
+    with GatewayClient(locate()) as client:
+        touch = lambda: click.echo("touch your security key")  # noqa: E731
+        key_id = enroll_key(client, name, vault_passphrase(passphrase_file), on_touch=touch)
+    click.echo(f"enrolled {inert(name)} ({inert(key_id)})")
+
+
+@approver.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_keys_command(as_json: bool) -> None:
+    """The enrolled security keys and whether any approval needs one."""
+    with GatewayClient(locate()) as client:
+        found = list_keys(client)
+    if as_json:
+        click.echo(json.dumps(found.model_dump(), indent=2, sort_keys=True))
+        return
+    for key in found.keys:
+        click.echo(f"{inert(key.id)}  {inert(key.name)}  counter {key.counter}  {key.enrolled_at}")
+    if not found.keys:
+        click.echo("no security key is enrolled (`sp approver enroll`)")
+    factor = "needs" if found.factor_in_use else "does not need"
+    click.echo(f"the policy {factor} a key for approvals")
+
+
+@approver.command()
+@click.argument("key_id")
+def remove(key_id: str) -> None:
+    """Remove an enrolled key (a touch of an enrolled key approves it)."""
+    with GatewayClient(locate()) as client:
+        remove_key(client, key_id)
+    click.echo(f"removed {inert(key_id)}")

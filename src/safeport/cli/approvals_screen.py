@@ -194,7 +194,9 @@ class ApprovalsApp(App[None]):
         assert self._link is not None
         self._sent = True
         self._link.answer(str(current.card.get("id")), approve)
-        self.query_one("#card-box").border_subtitle = "approving…" if approve else "denying…"
+        signing = approve and isinstance(current.card.get("key"), dict)
+        subtitle = "touch your security key…" if signing else "approving…"
+        self.query_one("#card-box").border_subtitle = subtitle if approve else "denying…"
 
     def action_chain(self) -> None:
         """Show the requester's chain whole (digests, scripts), or one line per process."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from safeport.cli.card_text import card_lines, outcome_text, readable_at
+from safeport.errors import Error
 from safeport.gateway_client.approver_session import (
     ApproverEvent,
     ApproverSession,
@@ -216,10 +217,20 @@ class ApproverPrompt:
             return
         self._current = None
         card_id = str(current.card.get("id"))
+        if approve and self._session.key_of(card_id) is not None:
+            self._say(
+                f"touch your security key now: it signs card {inert(card_id)} and nothing else"
+            )
         try:
             self._session.decide(card_id, approve)
         except GatewayRefused as exc:
             self._say(f"not recorded: {inert(exc.message)} (too late for card {inert(card_id)})")
+            return
+        except Error as exc:  # no key, or no touch: nothing was approved
+            self._say(f"not approved: {inert(exc.diagnostic())}")
+            self._current = current  # the card still waits: it can be answered again
+            self._forget_typing()
+            self._prompt()
             return
         self._say("approved" if approve else "denied")
 

@@ -55,6 +55,11 @@ def card_lines(
         ("a yes", shown(card.get("scope_text") or card.get("scope"))),
         ("time left", human_duration(left)),
     ]
+    key = card.get("key")
+    if isinstance(key, dict):  # which key will sign, or what to do when none is enrolled
+        names = ", ".join(shown(k.get("name")) for k in _dicts(key.get("keys")))
+        rows.append(("signed by", f"a touch of security key {names}" if names else
+                     "no security key is enrolled: run `sp approver enroll`"))  # fmt: skip
     # A field's value is shown exactly, an empty one as nothing at all.
     rows += [(shown(label), shown(value, "")) for label, value in _pairs(card.get("fields"))]
     describe = process_text if whole_chain else process_brief

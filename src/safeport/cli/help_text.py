@@ -35,6 +35,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp approvals approve": ("sp approvals approve c-7f3a",),
     "sp approvals deny": ("sp approvals deny c-7f3a",),
     "sp approvals watch": ("sp approvals watch", "sp approvals watch --passphrase-file pw.txt"),
+    "sp approver": ("sp approver enroll --name blue-key", "sp approver list"),
+    "sp approver enroll": (
+        "sp approver enroll --name blue-key",
+        "SAFEPORT_SECURITY_KEY_SOCKET=/run/user/1000/fido.sock sp approver enroll",
+    ),
+    "sp approver list": ("sp approver list", "sp approver list --json"),
+    "sp approver remove": ("sp approver remove 3q2-Xa9F",),
     "sp sessions": ("sp sessions list",),
     "sp sessions list": ("sp sessions list --json",),
     "sp sessions revoke": ("sp sessions revoke s-1a2b",),

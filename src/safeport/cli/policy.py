@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.policy.inventory import inventory, inventory_lines
 from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
 from safeport.action_gateway.policy.review import PolicyProblem, review
@@ -26,6 +27,7 @@ from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
+from safeport.gateway_client.approver_keys import list_keys, policy_assertion
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import GatewayView, gateway_view
 from safeport.gateway_client.policy_check import check_policy, local_proposal
@@ -227,7 +229,11 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             raise Error("not accepted", hint="nothing changed")
         secret = vault_passphrase(passphrase_file)()
         try:
-            extra = {"text": text} if paths.dedicated else {}
+            extra: dict[str, object] = {"text": text} if paths.dedicated else {}
+            old = parse_gateway_policy(served)[0] if served is not None else None
+            if loosens_factor(old, parsed) and list_keys(client).keys:
+                click.echo("this turns the security key off: touch an enrolled key to accept it")
+                extra["assertion"] = policy_assertion(client, policy_digest(text))
             # The digest of the very text shown above, never one the gateway reported beside
             # it: the gateway accepts the file only if it is still exactly these bytes.
             result = client.call_with_passphrase(

@@ -3,14 +3,17 @@ approver's session and thread, the vault backend that routes through the gateway
 status`, `sp doctor` and `sp policy check` gather. Nothing under ``action_gateway`` imports it."""
 
 __all__ = [
+    "approver_keys",
     "approver_session",
     "approver_thread",
     "control_socket",
+    "ctap_socket",
     "doctor",
     "gateway_view",
     "listener_check",
     "policy_check",
     "saved_checkpoint",
+    "security_key",
     "status_overview",
     "vault_backend",
     "vault_route",

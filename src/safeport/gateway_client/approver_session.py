@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from safeport.gateway_client.approver_keys import sign_card
 from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayClosed,
@@ -58,10 +59,17 @@ class ApproverSession:
     """One registered approver on one connection."""
 
     def __init__(
-        self, client: GatewayClient, *, clock: Callable[[], float] = time.monotonic
+        self,
+        client: GatewayClient,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sign: Callable[[dict[str, object]], dict[str, str]] | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
+        # A yes to a card that names a key is signed by the approver's key (one touch).
+        self._sign = sign or sign_with_enrolled_key
+        self._keys: dict[str, dict[str, object]] = {}
 
     def register(self, passphrase: SecretBytes) -> list[CardArrived]:
         """Prove the passphrase (after the listener check) and follow the cards; returns the
@@ -69,7 +77,7 @@ class ApproverSession:
         self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy())
         first = self._client.call(ops.APPROVALS_WATCH)
         now = self._clock()
-        return [CardArrived(card.model_dump(), now) for card in first.cards]
+        return [self._arrived(card.model_dump(), now) for card in first.cards]
 
     @property
     def connection(self) -> socket.socket:
@@ -93,8 +101,18 @@ class ApproverSession:
         return self._event(message)
 
     def decide(self, card_id: str, approve: bool) -> None:
-        """Answer one card; the gateway's refusal (too late, unknown) is raised."""
-        self._client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve)
+        """Answer one card; the gateway's refusal (too late, unknown) is raised. A yes to a
+        card that needs a security key is signed first (the key waits for a touch)."""
+        key = self._keys.get(card_id) if approve else None
+        if key is None:
+            self._client.call(ops.APPROVALS_DECIDE, id=card_id, approve=approve)
+            return
+        assertion = self._sign(key)
+        self._client.call(ops.APPROVALS_DECIDE, id=card_id, approve=True, assertion=assertion)
+
+    def key_of(self, card_id: str) -> dict[str, object] | None:
+        """What a yes to this card must have signed by a key (None: no key needed)."""
+        return self._keys.get(card_id)
 
     def revoke(self, session_id: str) -> None:
         self._client.call(ops.SESSIONS_REVOKE, id=session_id)
@@ -111,10 +129,21 @@ class ApproverSession:
         except ValidationError:
             return None
         if isinstance(event, CardOpened):
-            return CardArrived(event.model_dump(), self._clock())
+            return self._arrived(event.model_dump(), self._clock())
         if isinstance(event, CardOutcome):
             return CardResult(event.id, event.outcome, event.detail)
+        self._keys.pop(event.id, None)
         return CardClosed(event.id, event.outcome)
+
+    def _arrived(self, card: dict[str, Any], now: float) -> CardArrived:
+        if isinstance(card.get("key"), dict):
+            self._keys[str(card["id"])] = card["key"]
+        return CardArrived(card, now)
+
+
+def sign_with_enrolled_key(key: dict[str, object]) -> dict[str, str]:
+    """Sign a card's challenge with the enrolled security key this process reaches."""
+    return sign_card(key)
 
 
 def attend_gateway(

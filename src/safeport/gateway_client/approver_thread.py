@@ -175,7 +175,7 @@ class ApprovalLink:
             if kind == "answer":
                 try:
                     session.decide(target, approve)
-                except GatewayRefused as exc:
+                except Error as exc:  # refused, or no key or no touch: nothing was approved
                     self._tell(Answered(target, approve, exc.message))
                 else:
                     self._tell(Answered(target, approve))

@@ -37,6 +37,7 @@ def diagnose(
         *_keyring(paths),
         *clients,
         *_policy(paths, network=network),
+        *_security_keys(paths),
     ]
 
 
@@ -158,6 +159,39 @@ def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
         yield _ssh_host(host_id, host.address, host.port, host.host_keys)
     for service_id, service in sorted(policy.http.services.items()):
         yield _https_service(service_id, service.base_url, service.ca_file, service.ca_pem)
+
+
+def _security_keys(paths: SafeportPaths) -> Iterator[Finding]:
+    """The authenticators `sp` can reach, each asked without a touch which enrolled key it
+    holds; a policy that approves with a key and no enrolled key in reach is a warning."""
+    from fido2.ctap import CtapError
+
+    from safeport.gateway_client.approver_keys import keys_seen, list_keys
+
+    try:
+        with GatewayClient(paths, timeout=5) as client:
+            enrolled = list_keys(client)
+    except Error:
+        return  # the gateway's own finding says why
+    try:
+        seen = keys_seen(enrolled)
+    except (CtapError, OSError, ValueError) as exc:  # a key that answers badly is a finding
+        yield Finding("security keys", "warn", f"a security key could not be asked: {exc}")
+        return
+    for key in seen:
+        if key.holds:
+            names = ", ".join(held.name for held in key.holds)
+            yield Finding(f"security key {key.device}", "ok", f"holds enrolled key {names}")
+        else:
+            yield Finding(
+                f"security key {key.device}", "warn", "not enrolled with this gateway",
+                "sp approver enroll --name NAME (with this key plugged in)",
+            )  # fmt: skip
+    if enrolled.factor_in_use and not any(key.holds for key in seen):
+        yield Finding(
+            "security keys", "warn", "approvals need a security key and none enrolled is in reach",
+            "plug in an enrolled key (or set SAFEPORT_SECURITY_KEY_SOCKET to its socket)",
+        )  # fmt: skip
 
 
 def _ssh_host(host_id: str, address: str, port: int, pinned: list[str]) -> Finding:

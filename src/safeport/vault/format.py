@@ -84,6 +84,7 @@ class Payload:
     public: VaultPublicKeys
     policy: AcceptedPolicy | None
     evidence: VaultEvidence | None = None
+    approver_keys: str | None = None  # the enrolled security keys (JSON), integrity-protected
 
     def wipe(self) -> None:
         for entry in self.entries.values():
@@ -247,6 +248,8 @@ def encode_payload(payload: Payload) -> bytearray:
             },
             "highest_generation": payload.evidence.highest_generation,
         }
+    if payload.approver_keys is not None:
+        meta["approver_keys"] = payload.approver_keys
     meta_bytes = _canonical(meta)
     # One allocation of the final size: growing a bytearray reallocates and frees the old
     # buffer without zeroing it, which would leave copies of values behind.
@@ -325,6 +328,7 @@ def _payload_from(meta: Any, blobs: list[SecretBytes]) -> Payload:
             accepted_at=datetime.fromisoformat(policy["accepted_at"]),
         ),
         evidence=None if evidence is None else _evidence_from(evidence),
+        approver_keys=None if meta.get("approver_keys") is None else _str(meta["approver_keys"]),
     )
 
 

@@ -129,6 +129,18 @@ class OpenVault:
                 return
             self._commit(dataclasses.replace(self._payload, evidence=evidence))
 
+    def approver_keys(self) -> str | None:
+        with self._mutex:
+            self._require_open()
+            return self._payload.approver_keys
+
+    def record_approver_keys(self, text: str) -> None:
+        """Save the enrolled security keys (their counters move with every approval)."""
+        with self._mutex:
+            self._require_open()
+            if self._payload.approver_keys != text:
+                self._commit(dataclasses.replace(self._payload, approver_keys=text))
+
     def audit_opener(self) -> AuditOpener:
         """Opens sealed journal bodies (for `sp audit show`); unusable after lock."""
         with self._mutex:

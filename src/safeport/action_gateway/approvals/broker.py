@@ -344,6 +344,7 @@ class Approvals:
             now=self._clock(),
             timeout_s=timeout_s,
             session_max_s=session_max_s,
+            wall_now=time.time(),
         )
         if not card.showable:
             raise ApprovalRefused(

@@ -79,6 +79,15 @@ class ApprovalCard:
     session_max_s: float = 0.0
     fields: tuple[tuple[str, str], ...] = field(default=())
     showable: bool = True
+    # Wall-clock expiry, whole seconds: what a security key's challenge binds (the monotonic
+    # ``expires_at`` means nothing outside this process).
+    expires_unix: int = 0
+
+    @property
+    def requester_sha256(self) -> str:
+        """A digest of who asks, as the card shows it: bound into a key's challenge."""
+        record = json.dumps(self.requester.as_record(), sort_keys=True, default=str)
+        return hashlib.sha256(record.encode("utf-8")).hexdigest()
 
     def view(self, now: float) -> dict[str, object]:
         """The card as control clients receive it (every text already inert)."""
@@ -102,6 +111,9 @@ class ApprovalCard:
             "client_label": next((inert(p.label) for p in self.requester.chain if p.label), None),
             "expires_in_s": max(0, round(self.expires_at - now)),
             "timeout_s": round(self.expires_at - self.created_at),
+            "prepared_sha256": request.prepared.digest(),
+            "requester_sha256": self.requester_sha256,
+            "expires_unix": self.expires_unix,
         }
 
 
@@ -135,6 +147,7 @@ def build_card(
     now: float,
     timeout_s: float,
     session_max_s: float = 0.0,
+    wall_now: float = 0.0,
 ) -> ApprovalCard:
     """Render the prepared action's lines inert; a line too long to show makes the card
     unshowable (and so unapprovable) rather than cut."""
@@ -159,6 +172,7 @@ def build_card(
         session_max_s=session_max_s,
         fields=fields,
         showable=showable,
+        expires_unix=int(wall_now + timeout_s) if wall_now else 0,
     )
 
 

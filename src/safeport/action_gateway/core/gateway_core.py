@@ -1,10 +1,9 @@
 """The gateway's use cases in one place: what `sp` and agents may ask, whatever the socket.
 
-:class:`GatewayCore` owns the vault, the served policy, the approvals, the ladder and the
-journals, and offers one method per thing a client does (unlock, add a credential, accept a
-policy, decide a card, propose an action, ...). The socket handlers parse a request, call one
-of these and render the answer; none of them reaches through the core to its parts. It also
-reacts to vault events: unlock loads the accepted policy; lock voids every grant, drops pooled
+:class:`GatewayCore` owns the vault, the served policy, the approvals (and the security keys
+that sign them), the ladder and the journals, and offers one method per thing a client does.
+The socket handlers parse a request, call one of these and render the answer. It reacts to
+vault events: unlock loads the accepted policy; lock voids every grant, drops pooled
 connections, journals and signs the journal heads. It does no socket I/O.
 """
 
@@ -22,6 +21,7 @@ from safeport.action_gateway.approvals.broker import Approvals, Listener
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
 from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
+from safeport.action_gateway.approvals.key_ring import KeyApprovals
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.vault_state import VaultState, should_auto_lock
 from safeport.action_gateway.evidence.alarms import JournalEvidence
@@ -101,6 +101,7 @@ class GatewayCore:
             space=self._refusals.space.low_reason,
         )
         self._agents = ConnectedAgents()
+        self.keys = KeyApprovals(self._vault, self._policies, self._record_vault_save)
         self._approvals.subscribe(notify_card_waiting)
         self._vault.on_unlock(self._unlocked)
         self._vault.on_lock(self._locked)
@@ -301,8 +302,7 @@ class GatewayCore:
         self._approvals.reap()
 
     def inspect_at_start(self) -> None:
-        """Before anything is served or written: judge the journals against the heads signed
-        before, learn the highest generation journaled, close interrupted intents."""
+        """Before anything is served: judge the journals, learn the highest generation."""
         holding, highest = self._evidence.inspect_at_start(self._parts.vault_store.public_keys)
         self._checkpoints.learned_at_start(holding, highest)
 

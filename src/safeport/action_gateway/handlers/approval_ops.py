@@ -13,6 +13,7 @@ import contextlib
 
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
 from safeport.action_gateway.handlers.control_context import ControlContext
+from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.shared.schemas.control import (
     ApprovalsDecideRequest,
@@ -46,7 +47,8 @@ async def approver_register(
 async def approvals_list(
     ctx: ControlContext, conn: Connection, request: ApprovalsListRequest
 ) -> CardsResult:
-    cards = CardsResult.model_validate({"cards": ctx.core.card_views()}).cards
+    views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
+    cards = CardsResult.model_validate({"cards": views}).cards
     if ctx.sees_only_its_own(conn):
         # A card holds the requester's process chain, scripts and injected variables: facts
         # about another human's processes that only a proven approver is shown.
@@ -60,6 +62,8 @@ async def approvals_decide(
     params = request.params
     if not ctx.is_approver(conn):
         await ctx.prove(conn, request.op, params.passphrase)
+    if params.approve:
+        await check_yes(ctx, conn, params.id, params.assertion)
     card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))
     return DecidedResult(id=card.id, approved=params.approve)
 
@@ -73,6 +77,8 @@ async def approvals_watch(
     watch_id = request.id
 
     def listener(event: str, data: dict[str, object]) -> None:
+        if event == "card":  # what a key must sign for a yes, when one is needed
+            data = with_key_requests(ctx, [data])[0]
         # Its own id: an event sent before the watch reply must not be taken for it.
         typed = APPROVAL_EVENT.validate_python({"event": event, **data})
         message = ok_reply(f"{watch_id}:event", typed)
@@ -81,7 +87,8 @@ async def approvals_watch(
 
     ctx.watch(conn, listener)
     conn.subscribe()  # stays open while it waits for cards
-    return WatchingResult.model_validate({"event": "watching", "cards": ctx.core.card_views()})
+    views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
+    return WatchingResult.model_validate({"event": "watching", "cards": views})
 
 
 async def sessions_list(

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from safeport.action_gateway.core.gateway_core import GatewayCore
-from safeport.action_gateway.handlers import approval_ops, vault_ops
+from safeport.action_gateway.handlers import approval_ops, key_ops, vault_ops
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.passphrase_attempts import PassphraseAttempts
 from safeport.action_gateway.sockets.connection import Connection, Handler, parse_request
@@ -119,6 +119,7 @@ async def policy_accept(
 ) -> PolicyAcceptedResult:
     params = request.params
     await ctx.prove(conn, request.op, params.passphrase)
+    await key_ops.check_policy(ctx, params)
     digest = await ctx.in_thread(lambda: ctx.core.accept_policy(params.digest, params.text))
     return PolicyAcceptedResult(policy=digest)
 
@@ -167,6 +168,10 @@ OPERATIONS: dict[str, Registered[Any, Any]] = dict(
         register(ops.POLICY_STATUS, policy_status),
         register(ops.POLICY_ACCEPT, policy_accept),
         register(ops.APPROVER_REGISTER, approval_ops.approver_register),
+        register(ops.APPROVER_KEYS, key_ops.approver_keys),
+        register(ops.APPROVER_KEY_CHALLENGE, key_ops.approver_key_challenge),
+        register(ops.APPROVER_ENROLL, key_ops.approver_enroll),
+        register(ops.APPROVER_REMOVE, key_ops.approver_remove),
         register(ops.APPROVALS_LIST, approval_ops.approvals_list),
         register(ops.APPROVALS_DECIDE, approval_ops.approvals_decide),
         register(ops.APPROVALS_WATCH, approval_ops.approvals_watch),

@@ -3,6 +3,7 @@ caps and each uid's share, the catalog an agent sees, and the review and diff of
 reads before accepting an edit."""
 
 __all__ = [
+    "approval_factor",
     "authorized_keys",
     "inventory",
     "meaning",

@@ -25,7 +25,8 @@ Path = tuple[str, ...]
 # "true": True allows more; "more": items added to the list allow more; "any": no direction
 # can be computed, so any change may allow more; "words": decides nothing; "rule": said by a
 # sentence of its own in policy_meaning.
-Direction = Literal["bigger", "smaller", "true", "more", "any", "words", "rule"]
+# "factor": "key" (or True) proves more than the passphrase, so turning it off loosens.
+Direction = Literal["bigger", "smaller", "true", "more", "any", "words", "rule", "factor"]
 
 _PARAM: dict[Path, Direction] = {
     ("pattern",): "any",
@@ -124,6 +125,10 @@ DIRECTIONS: dict[Path, Direction] = {
     ("gateway", "max_connections"): "bigger",
     ("gateway", "allow_approver_in_client"): "true",
     ("gateway", "syslog"): "rule",
+    ("approvals",): "any",
+    ("approvals", "approval_factor"): "factor",
+    ("approvals", "user_verification"): "factor",
+    ("credentials", "*", "approval_factor"): "factor",
     ("callers",): "rule",
     ("callers", "rules"): "rule",
     ("credentials",): "any",

@@ -209,6 +209,8 @@ def _value_changed(path: Path, old: object, new: object, out: _Said) -> None:
     weight = _unknown(path)
     if way == "true" and isinstance(old, bool) and isinstance(new, bool):
         weight = "loosened" if new else "tightened"
+    elif way == "factor":  # a security key turned on tightens; turned off, it loosens
+        weight = "tightened" if new in ("key", True) else "loosened"
     elif way in ("bigger", "smaller") and _bound(old) and _bound(new):
         # None is no bound at all: the biggest upper bound, the smallest lower one.
         wider = _wider(old, new) if way == "bigger" else _wider(new, old)

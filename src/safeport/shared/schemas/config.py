@@ -20,6 +20,8 @@ from safeport.errors import ConfigError
 
 # The [gateway] and [callers] tables live beside this module; their names stay importable here.
 from safeport.shared.schemas.config_gateway import SYSLOG_TARGET as SYSLOG_TARGET
+from safeport.shared.schemas.config_gateway import ApprovalFactor as ApprovalFactor
+from safeport.shared.schemas.config_gateway import ApprovalsSettings as ApprovalsSettings
 from safeport.shared.schemas.config_gateway import CallerRule as CallerRule
 from safeport.shared.schemas.config_gateway import Callers as Callers
 from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
@@ -92,6 +94,8 @@ class Credential(_Strict):
     """The default approval of calls using it: one card per "session" or per call."""
     rate_per_minute: Annotated[int, Field(ge=1, le=100000)] | None = None
     """The most calls per minute with this credential, over every host and service using it."""
+    approval_factor: ApprovalFactor = "passphrase"
+    """"key": a yes for its calls needs a touch of an enrolled security key, not the passphrase."""
 
 
 class SshCommand(_Strict):
@@ -264,6 +268,8 @@ class GatewayPolicy(_Strict):
     """The gateway's own settings."""
     callers: Callers | None = None
     """Which processes may propose actions (absent: any process of your user)."""
+    approvals: ApprovalsSettings = Field(default_factory=ApprovalsSettings)
+    """How a yes is proven for every credential (a security key, or the passphrase)."""
     credentials: dict[Name, Credential] = Field(default_factory=dict)
     """The credentials the vault holds, by name; the secrets themselves are never here."""
     ssh: SshSection = Field(default_factory=SshSection)

@@ -55,6 +55,16 @@ class GatewaySettings(PolicyTable):
         return self
 
 
+ApprovalFactor = Literal["passphrase", "key"]
+
+
+class ApprovalsSettings(PolicyTable):
+    approval_factor: ApprovalFactor = "passphrase"
+    """"key": every yes needs a touch of an enrolled security key (`sp approver enroll`)."""
+    user_verification: bool = False
+    """With a key: the key must also verify its user (a PIN or a fingerprint) for each yes."""
+
+
 class CallerRule(PolicyTable):
     uid: int | None = None
     """The user id the proposing process must run as."""

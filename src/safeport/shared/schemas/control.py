@@ -19,6 +19,7 @@ from pydantic import (
     TypeAdapter,
 )
 
+from safeport.shared.schemas.key_wire import KeyAssertion, KeyPurpose, KeyRegistration
 from safeport.shared.schemas.wire import Envelope
 
 MAX_PASSPHRASE_CHARS = 4096
@@ -84,6 +85,8 @@ class PolicyAcceptParams(WithPassphrase):
     # Dedicated mode: the human's own gateway.toml (the gateway's account cannot read their
     # home); accepted only if it is the text shown.
     text: Annotated[StrictStr, Field(max_length=MAX_POLICY_CHARS)] | None = None
+    # An enrolled key's signature over this digest: needed when the policy turns a key off.
+    assertion: KeyAssertion | None = None
 
 
 class ApprovalsDecideParams(MaybePassphrase):
@@ -91,6 +94,30 @@ class ApprovalsDecideParams(MaybePassphrase):
 
     id: StrictStr
     approve: StrictBool
+    # A touch of an enrolled key over this card's challenge: needed for a yes when the card's
+    # credential (or the whole gateway) has `approval_factor = "key"`.
+    assertion: KeyAssertion | None = None
+
+
+class KeyChallengeParams(_Params):
+    purpose: KeyPurpose
+    subject: Annotated[StrictStr, Field(max_length=256)]
+
+
+class KeyProof(_Params):
+    """The first key is enrolled with the passphrase; later changes need an enrolled key."""
+
+    passphrase: Passphrase | None = None
+    assertion: KeyAssertion | None = None
+
+
+class ApproverEnrollParams(KeyProof):
+    name: Annotated[StrictStr, Field(min_length=1, max_length=64)]
+    registration: KeyRegistration
+
+
+class ApproverRemoveParams(KeyProof):
+    id: Annotated[StrictStr, Field(max_length=4096)]
 
 
 class SessionsRevokeParams(MaybePassphrase):
@@ -181,6 +208,26 @@ class ApproverRegisterRequest(_Control):
     params: WithPassphrase
 
 
+class ApproverKeysRequest(_Control):
+    op: Literal["approver.keys"]
+    params: NoParams = Field(default_factory=NoParams)
+
+
+class ApproverKeyChallengeRequest(_Control):
+    op: Literal["approver.key_challenge"]
+    params: KeyChallengeParams
+
+
+class ApproverEnrollRequest(_Control):
+    op: Literal["approver.enroll"]
+    params: ApproverEnrollParams
+
+
+class ApproverRemoveRequest(_Control):
+    op: Literal["approver.remove"]
+    params: ApproverRemoveParams
+
+
 class ApprovalsListRequest(_Control):
     op: Literal["approvals.list"]
     params: NoParams = Field(default_factory=NoParams)
@@ -228,6 +275,10 @@ ControlRequest = Annotated[
     | PolicyStatusRequest
     | PolicyAcceptRequest
     | ApproverRegisterRequest
+    | ApproverKeysRequest
+    | ApproverKeyChallengeRequest
+    | ApproverEnrollRequest
+    | ApproverRemoveRequest
     | ApprovalsListRequest
     | ApprovalsDecideRequest
     | ApprovalsWatchRequest

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar, get_args
 from pydantic import BaseModel
 
 from safeport.shared.schemas import control as rq
+from safeport.shared.schemas import key_wire as kw
 from safeport.shared.schemas import results as rs
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.wire import (
@@ -64,6 +65,10 @@ VAULT_REMOVE = ControlOp(rq.VaultRemoveRequest, rs.EntryRemovedResult)
 POLICY_STATUS = ControlOp(rq.PolicyStatusRequest, rs.PolicySnapshot)
 POLICY_ACCEPT = ControlOp(rq.PolicyAcceptRequest, rs.PolicyAcceptedResult)
 APPROVER_REGISTER = ControlOp(rq.ApproverRegisterRequest, rs.ApproverResult)
+APPROVER_KEYS = ControlOp(rq.ApproverKeysRequest, kw.ApproverKeysResult)
+APPROVER_KEY_CHALLENGE = ControlOp(rq.ApproverKeyChallengeRequest, kw.KeyChallengeResult)
+APPROVER_ENROLL = ControlOp(rq.ApproverEnrollRequest, kw.KeyEnrolledResult)
+APPROVER_REMOVE = ControlOp(rq.ApproverRemoveRequest, kw.KeyRemovedResult)
 APPROVALS_LIST = ControlOp(rq.ApprovalsListRequest, rs.CardsResult)
 APPROVALS_DECIDE = ControlOp(rq.ApprovalsDecideRequest, rs.DecidedResult)
 APPROVALS_WATCH = ControlOp(rq.ApprovalsWatchRequest, rs.WatchingResult)
@@ -90,6 +95,10 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         POLICY_STATUS,
         POLICY_ACCEPT,
         APPROVER_REGISTER,
+        APPROVER_KEYS,
+        APPROVER_KEY_CHALLENGE,
+        APPROVER_ENROLL,
+        APPROVER_REMOVE,
         APPROVALS_LIST,
         APPROVALS_DECIDE,
         APPROVALS_WATCH,

@@ -23,6 +23,8 @@ from pydantic import (
     model_serializer,
 )
 
+from safeport.shared.schemas.key_wire import KeyRequest
+
 VaultState = Literal["locked", "unlocked"]
 PublicFileState = Literal["matches", "missing", "mismatch"]
 
@@ -283,6 +285,12 @@ class CardView(Result):
     client_label: str | None  # the label its MCP client's entry gives the context server
     expires_in_s: int
     timeout_s: int
+    prepared_sha256: str
+    requester_sha256: str
+    expires_unix: int
+    key: KeyRequest | None = None  # set when a yes needs a touch of an enrolled security key
+
+    _ABSENT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"key"})
 
 
 class ApproverResult(Result):
