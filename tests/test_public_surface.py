@@ -70,6 +70,7 @@ SURFACES: dict[str, set[str]] = {
         "steps",
     },
     "safeport.action_gateway.ladder": set(),
+    "safeport.action_gateway.remote_clients": set(),
     "safeport.action_gateway.policy": {
         "authorized_keys",
         "inventory",
@@ -224,6 +225,7 @@ SURFACES: dict[str, set[str]] = {
         "control",
         "control_ops",
         "error_reply",
+        "oauth_wire",
         "ok_reply",
         "operations",
         "parse_gateway_policy",

@@ -98,6 +98,7 @@ __all__ = [
     "control",
     "control_ops",
     "error_reply",
+    "oauth_wire",
     "ok_reply",
     "operations",
     "parse_gateway_policy",
