@@ -65,6 +65,7 @@ class ActionRequest:
             "args_sha256": self.args_digest,
             "prepared_sha256": self.prepared.digest(),
             "policy": self.policy_digest,
+            **({"remote_client": self.remote_client} if self.remote_client else {}),
         }
 
 
