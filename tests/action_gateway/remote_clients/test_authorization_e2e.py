@@ -304,6 +304,12 @@ def test_a_client_revokes_its_own_refresh_token_rfc7009(gateway: Gateway, relay:
     )
     assert answer["status"] == 200
     assert relay.check(client_id, jti)["active"] is False
+    # An access token revokes the family it came from as well.
+    other = relay.tokens(client_id, pkce(), roots=("docs", "notes"))
+    other_jti = claims(relay, other["access_token"])["jti"]
+    form = {"token": other["access_token"], "client_id": client_id}
+    assert relay.result("oauth_revoke", public_url=PUBLIC, form=form)["status"] == 200
+    assert relay.check(client_id, other_jti)["active"] is False
     # An unknown token is answered the same (nothing learned).
     unknown = relay.result("oauth_revoke", public_url=PUBLIC, form={"token": "nothing"})
     assert unknown["status"] == 200
