@@ -98,10 +98,12 @@ SURFACES: dict[str, set[str]] = {
         "build_server",
         "mcp_clients",
         "open_workspace",
+        "parse_endpoint",
         "redaction_findings",
         "redaction_off",
         "scan_roots",
         "serve",
+        "serve_http",
     },
     "safeport.context_server.index": set(),
     "safeport.context_server.mcp_clients": {
@@ -112,6 +114,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.context_server.operations": set(),
     "safeport.context_server.policy": set(),
     "safeport.context_server.tools": set(),
+    "safeport.context_server.http": set(),
     "safeport.context_server.transport": set(),
     "safeport.context_server.workspace": set(),
     "safeport.demo": {
@@ -224,6 +227,7 @@ SURFACES: dict[str, set[str]] = {
         "control",
         "control_ops",
         "error_reply",
+        "oauth_wire",
         "ok_reply",
         "operations",
         "parse_gateway_policy",
