@@ -322,6 +322,7 @@ ROOM_ORDER = {
         ("operations",),
         ("tools",),
         ("transport",),
+        ("http",),
         ("server",),
         ("__main__",),
     ],

@@ -103,6 +103,11 @@ class GatewayLink:
         }
         return await self._call(message, on_pending)
 
+    async def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """One request of the given ``type`` (the OAuth messages), its ok result or the
+        gateway's refusal raised."""
+        return await self._call(dict(message))
+
     async def _call(
         self, message: dict[str, Any], on_pending: OnPending | None = None
     ) -> dict[str, Any]:

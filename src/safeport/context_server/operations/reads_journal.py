@@ -59,6 +59,22 @@ CALL_RECORDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVa
 
 
 @dataclass(frozen=True)
+class RemoteClient:
+    """The approved remote client a call comes from, as its access token proves it: the
+    client id (``sub``) and the name the human approved (``sp_client``)."""
+
+    client_id: str
+    name: str
+
+
+# Set by the HTTP server for each request whose token held; every record queued while it is
+# set names the client (a declared origin is only a label, this one is proven).
+REMOTE_CLIENT: contextvars.ContextVar[RemoteClient | None] = contextvars.ContextVar(
+    "remote_client", default=None
+)
+
+
+@dataclass(frozen=True)
 class _Queued:
     """One call's record as it was asked; bounded and written by the writer thread."""
 
@@ -68,6 +84,7 @@ class _Queued:
     served_bytes: int
     refused: str | None
     extra: Mapping[str, object] | None
+    client: RemoteClient | None = None
 
 
 class ReadsJournal:
@@ -105,7 +122,8 @@ class ReadsJournal:
         failed, so the caller withholds its answer."""
         if self._closed or self._failed:
             raise JournalUnavailable(f"journal {self.path.name} cannot be written")
-        queued = _Queued(tool, dict(args), is_private, served_bytes, refused, extra)
+        client = REMOTE_CLIENT.get()
+        queued = _Queued(tool, dict(args), is_private, served_bytes, refused, extra, client)
         with self._queue_lock:
             self._queue.append(queued)
             first = len(self._queue) == 1
@@ -191,6 +209,11 @@ class ReadsJournal:
         }
         if queued.extra:
             body.update(queued.extra)
+        if queued.client is not None:
+            body["client"] = {
+                "id": bounded_text(queued.client.client_id),
+                "name": bounded_text(queued.client.name),
+            }
         return body
 
 

@@ -1,0 +1,92 @@
+"""The HTTP server's ASGI app: guards, the resource server and the relay, assembled.
+
+Outermost first: :class:`TransportGuard` (Host, Origin, body size and time), the SDK's bearer
+authentication with :class:`GatewayTokenVerifier` (a token that fails any check is no token),
+:class:`RateGate` (per client, or the anonymous bucket), then the routes: the protected-resource
+metadata (the SDK's, RFC 9728), the relayed authorization endpoints, and ``/mcp`` behind the
+SDK's ``RequireAuthMiddleware`` (401 with ``resource_metadata``) and the per-request
+``oauth_check``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from safeport.context_server.http.admission import Admission
+from safeport.context_server.http.endpoint import (
+    MCP_PATH,
+    HttpEndpoint,
+    host_header_values,
+    origin_values,
+)
+from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.guard import RateGate, TransportGuard
+from safeport.context_server.http.relay import relay_routes
+from safeport.context_server.http.tenants import McpEndpoint, ServerFactory, Tenants
+from safeport.context_server.http.tokens import GatewayTokenVerifier, SigningKeys, TokenChecker
+from safeport.shared.schemas.oauth_wire import Profile
+
+
+@dataclass(frozen=True)
+class RemoteService:
+    """What the HTTP server serves: the root names and the profiles remote clients may get."""
+
+    roots: Sequence[str]
+    profiles: Sequence[Profile] = ("reader",)
+
+
+def build_app(
+    endpoint: HttpEndpoint,
+    service: RemoteService,
+    gateway: OAuthGateway,
+    make_server: ServerFactory,
+    admission: Admission | None = None,
+) -> Starlette:
+    resource = AnyHttpUrl(endpoint.resource)
+    metadata_url = str(build_resource_metadata_url(resource))
+    checker = TokenChecker(SigningKeys(gateway.keys), endpoint.public_url, endpoint.resource)
+    tenants = Tenants(make_server, service.roots, service.profiles)
+    mcp = McpEndpoint(tenants, gateway, metadata_url)
+    routes = [
+        *create_protected_resource_routes(
+            resource_url=resource,
+            authorization_servers=[AnyHttpUrl(endpoint.public_url)],
+            resource_name="safeport workspace",
+        ),
+        *relay_routes(gateway, list(service.roots), service.profiles[0]),
+        Route(
+            MCP_PATH,
+            endpoint=RequireAuthMiddleware(mcp, [], AnyHttpUrl(metadata_url)),
+            methods=["GET", "POST", "DELETE"],
+        ),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            tenants.attach(tasks)
+            yield
+            tasks.cancel_scope.cancel()
+
+    middleware = [
+        Middleware(
+            TransportGuard, hosts=host_header_values(endpoint), origins=origin_values(endpoint)
+        ),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=BearerAuthBackend(GatewayTokenVerifier(checker), resource_server_url=resource),
+        ),
+        Middleware(RateGate, admission=admission or Admission()),
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
