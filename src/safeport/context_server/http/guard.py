@@ -24,6 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from safeport.context_server.http.admission import Admission
 
 MAX_BODY_BYTES = 1024 * 1024
+# h11 bounds a head that arrives in pieces; one that arrives whole is bounded here.
+MAX_HEADER_BYTES = 16 * 1024
 BODY_DEADLINE_S = 10.0
 
 
@@ -50,6 +52,9 @@ class TransportGuard:
             return
         if scope["type"] != "http":
             return  # no websockets here
+        if sum(len(k) + len(v) + 4 for k, v in scope["headers"]) > MAX_HEADER_BYTES:
+            await plain(send, 431, "request headers too large")
+            return
         headers = Headers(scope=scope)
         if headers.get("host", "").lower() not in self.hosts:
             await plain(send, 421, "misdirected request: unknown Host")
@@ -147,5 +152,6 @@ _ERROR_CODES = {
     413: "request_too_large",
     421: "misdirected_request",
     429: "rate_limited",
+    431: "request_too_large",
     503: "temporarily_unavailable",
 }

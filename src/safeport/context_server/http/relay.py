@@ -147,10 +147,12 @@ def _json_error(status: int, error: str, description: str) -> Response:
 
 
 def _single_values(values: ImmutableMultiDict[str, str]) -> dict[str, str]:
-    keys = list(values.keys())
-    if len(keys) != len(set(keys)):
-        raise BadRequest("a parameter is given more than once")
-    return dict(values.items())
+    found: dict[str, str] = {}
+    for key, value in values.multi_items():
+        if key in found:
+            raise BadRequest("a parameter is given more than once")
+        found[key] = value
+    return found
 
 
 async def _form(request: Request) -> dict[str, str]:

@@ -18,11 +18,11 @@ from starlette.applications import Starlette
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from safeport.context_server.http.endpoint import HttpEndpoint
+from safeport.context_server.http.guard import MAX_HEADER_BYTES
 
 log = logging.getLogger(__name__)
 
 HEADER_DEADLINE_S = 10.0
-MAX_HEADER_BYTES = 16 * 1024
 MAX_CONNECTIONS = 256
 KEEP_ALIVE_S = 5
 

@@ -115,13 +115,19 @@ class TokenChecker:
                 algorithms=["EdDSA"],
                 audience=self._resource,
                 issuer=self._issuer,
-                leeway=LEEWAY_S,
-                options={"require": ["exp", "iat", "iss", "aud", "sub", "jti"]},
+                # Times are checked below against this checker's clock.
+                options={
+                    "require": ["exp", "iat", "iss", "aud", "sub", "jti"],
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                },
             )
             claims = AccessClaims.model_validate(raw)
         except (jwt.PyJWTError, ValidationError):
             return None
-        if claims.exp + LEEWAY_S < self._clock() or not claims.sp_roots:
+        now = self._clock()
+        if claims.exp + LEEWAY_S < now or claims.iat - LEEWAY_S > now or not claims.sp_roots:
             return None
         return VerifiedToken(claims, token)
 
