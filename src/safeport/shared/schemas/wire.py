@@ -49,6 +49,9 @@ class ProposeSsh(Envelope):
     host_id: Identifier
     command_id: Identifier
     args: Args = Field(default_factory=dict)
+    # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
+    # client on the card and asks for every call; absent for local agents.
+    remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
 
 
 class ProposeHttp(Envelope):
@@ -57,6 +60,9 @@ class ProposeHttp(Envelope):
     service_id: Identifier
     operation_id: Identifier
     args: Args = Field(default_factory=dict)
+    # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
+    # client on the card and asks for every call; absent for local agents.
+    remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
 
 
 class Cancel(Envelope):
