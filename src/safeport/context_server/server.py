@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
 from safeport.context_server.http.app import RemoteService, build_app
 from safeport.context_server.http.endpoint import HttpEndpoint
 from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.tenants import TenantServer
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
 from safeport.context_server.operations.allow_back import (
@@ -236,17 +236,17 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
     configured = open_workspace(options.roots, paths)
     servers: list[WorkspaceService] = []
 
-    def make(visible: frozenset[str], profile: Profile) -> Server[Any]:
+    def make(visible: frozenset[str], profile: Profile) -> TenantServer:
         roots = [r for r in configured.roots if r.name in visible]
         workspace = Workspace(roots, configured.policy, configured.secrets)
         server, service = _assemble(workspace, paths, replace(options, profile=profile))
         without_client_roots(server)
         service.index.refresh_in_background(force=True)
         servers.append(service)
-        return lowlevel_server(server)
+        return TenantServer(lowlevel_server(server), tuple(server.background))
 
     _warn_of_secret_rules_in(configured)
-    remote = RemoteService(roots=[r.name for r in configured.roots])
+    remote = RemoteService(roots=[r.name for r in configured.roots], profile=options.profile)
     app = build_app(endpoint, remote, OAuthGateway(paths, endpoint.public_url), make)
     try:
         run_http(app, endpoint)

@@ -40,10 +40,15 @@ from safeport.shared.schemas.oauth_wire import Profile
 
 @dataclass(frozen=True)
 class RemoteService:
-    """What the HTTP server serves: the root names and the profiles remote clients may get."""
+    """What the HTTP server serves: the root names, and the profile remote clients are offered
+    (the agent profile only when remote actions are turned on; reader tokens stay readers)."""
 
     roots: Sequence[str]
-    profiles: Sequence[Profile] = ("reader",)
+    profile: Profile = "reader"
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        return ("reader", "agent") if self.profile == "agent" else ("reader",)
 
 
 def build_app(
@@ -64,7 +69,7 @@ def build_app(
             authorization_servers=[AnyHttpUrl(endpoint.public_url)],
             resource_name="safeport workspace",
         ),
-        *relay_routes(gateway, list(service.roots), service.profiles[0]),
+        *relay_routes(gateway, list(service.roots), service.profile),
         Route(
             MCP_PATH,
             endpoint=RequireAuthMiddleware(mcp, [], AnyHttpUrl(metadata_url)),

@@ -11,7 +11,8 @@ kept; the gateway only issues tokens for roots the human approved, so there are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -30,8 +31,18 @@ from safeport.shared.schemas.oauth_wire import Profile
 
 log = logging.getLogger(__name__)
 
-# Builds the low-level MCP server for a set of root names and a profile.
-ServerFactory = Callable[[frozenset[str], Profile], Server[Any]]
+
+@dataclass(frozen=True)
+class TenantServer:
+    """The low-level MCP server for one (roots, profile), and the tasks that run beside it
+    (the agent profile's watch on the gateway's catalog)."""
+
+    server: Server[Any]
+    background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
+
+
+# Builds the server for a set of root names and a profile (called on a worker thread).
+ServerFactory = Callable[[frozenset[str], Profile], TenantServer]
 MAX_TENANTS = 32
 
 
@@ -67,11 +78,13 @@ class Tenants:
             if key not in self._managers:
                 if len(self._managers) >= MAX_TENANTS or self._tasks is None:
                     return None
-                server = await anyio.to_thread.run_sync(self._make, visible, profile)
+                made = await anyio.to_thread.run_sync(self._make, visible, profile)
                 manager = StreamableHTTPSessionManager(
-                    app=server, stateless=True, max_request_body_size=MAX_BODY_BYTES
+                    app=made.server, stateless=True, max_request_body_size=MAX_BODY_BYTES
                 )
                 await self._tasks.start(_run_manager, manager)
+                for task in made.background:
+                    self._tasks.start_soon(task)
                 self._managers[key] = manager
             return self._managers[key]
 
@@ -115,7 +128,9 @@ class McpEndpoint:
         if manager is None:
             await plain(send, 403, "the token grants nothing this server serves")
             return
-        token = REMOTE_CLIENT.set(RemoteClient(claims.sub, claims.sp_client))
+        token = REMOTE_CLIENT.set(
+            RemoteClient(claims.sub, claims.sp_client, user.access_token.token)
+        )
         try:
             await manager.handle_request(scope, receive, send)
         finally:

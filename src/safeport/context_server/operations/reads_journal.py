@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,12 @@ CALL_RECORDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVa
 @dataclass(frozen=True)
 class RemoteClient:
     """The approved remote client a call comes from, as its access token proves it: the
-    client id (``sub``) and the name the human approved (``sp_client``)."""
+    client id (``sub``) and the name the human approved (``sp_client``). The token itself is
+    carried for the gateway (a remote proposal names it); it is never journaled or shown."""
 
     client_id: str
     name: str
+    access_token: str = field(default="", repr=False, compare=False)
 
 
 # Set by the HTTP server for each request whose token held; every record queued while it is
