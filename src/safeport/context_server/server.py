@@ -239,7 +239,12 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
     def make(visible: frozenset[str], profile: Profile) -> TenantServer:
         roots = [r for r in configured.roots if r.name in visible]
         workspace = Workspace(roots, configured.policy, configured.secrets)
-        server, service = _assemble(workspace, paths, replace(options, profile=profile))
+        # The journal's declared origin says the calls came over HTTP; each record also names
+        # the client its token proves.
+        origin = "remote" if options.origin == "unknown" else options.origin
+        server, service = _assemble(
+            workspace, paths, replace(options, profile=profile, origin=origin)
+        )
         without_client_roots(server)
         service.index.refresh_in_background(force=True)
         servers.append(service)
