@@ -309,6 +309,7 @@ ROOM_ORDER = {
         ("sockets",),
         ("executors",),
         ("approvals",),
+        ("remote_clients",),
         ("ladder",),
         ("core",),
         ("handlers",),

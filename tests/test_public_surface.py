@@ -70,6 +70,7 @@ SURFACES: dict[str, set[str]] = {
         "steps",
     },
     "safeport.action_gateway.ladder": set(),
+    "safeport.action_gateway.remote_clients": set(),
     "safeport.action_gateway.policy": {
         "authorized_keys",
         "inventory",

@@ -25,6 +25,7 @@ from safeport.shared.schemas.config import (
     HttpSection,
     HttpService,
     ParamSpec,
+    RemoteSettings,
     SshCommand,
     SshHost,
     SshSection,
@@ -70,6 +71,11 @@ SECTIONS = (
         "[http.services.NAME.operations.NAME]",
         HttpOperation,
         "One request an agent may ask for: a fixed method and path with validated `{param}` parts.",
+    ),
+    Section(
+        "[remote]",
+        RemoteSettings,
+        "Remote MCP clients reached over HTTP (`sp context serve --http`); every key is optional.",
     ),
     Section(
         "params.NAME",

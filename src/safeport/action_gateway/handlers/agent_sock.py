@@ -16,6 +16,7 @@ from typing import Any
 
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.core.gateway_core import GatewayCore
+from safeport.action_gateway.handlers.oauth_requests import answer_oauth, is_oauth
 from safeport.action_gateway.ladder.refusal import Refusal
 from safeport.action_gateway.sockets.connection import (
     Connection,
@@ -71,6 +72,9 @@ class AgentHandler(Handler):
             self._core.withdraw(conn.peer, request_id)
 
     async def message(self, conn: Connection, data: dict[str, Any]) -> None:
+        if is_oauth(data):  # a remote client's OAuth, relayed: the gateway is its server
+            await answer_oauth(self._core.remote, self._pool, conn, data)
+            return
         request, problem = parse_request(AGENT_REQUEST, data)
         if request is None:
             conn.junk["schema"] += 1

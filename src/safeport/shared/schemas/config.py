@@ -24,6 +24,7 @@ from safeport.shared.schemas.config_gateway import CallerRule as CallerRule
 from safeport.shared.schemas.config_gateway import Callers as Callers
 from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
+from safeport.shared.schemas.config_gateway import RemoteSettings as RemoteSettings
 from safeport.shared.schemas.config_problems import describe_problem
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
@@ -267,6 +268,8 @@ class GatewayPolicy(_Strict):
     """SSH hosts and their commands."""
     http: HttpSection = Field(default_factory=HttpSection)
     """HTTPS services and their operations."""
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    """Remote MCP clients (the desktop tunnel): their tokens and whether they may act."""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:

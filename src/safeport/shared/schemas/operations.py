@@ -67,6 +67,8 @@ APPROVALS_DECIDE = ControlOp(rq.ApprovalsDecideRequest, rs.DecidedResult)
 APPROVALS_WATCH = ControlOp(rq.ApprovalsWatchRequest, rs.WatchingResult)
 SESSIONS_LIST = ControlOp(rq.SessionsListRequest, rs.SessionsResult)
 SESSIONS_REVOKE = ControlOp(rq.SessionsRevokeRequest, rs.RevokedResult)
+CLIENTS_LIST = ControlOp(rq.ClientsListRequest, rs.RemoteClientsResult)
+CLIENTS_REVOKE = ControlOp(rq.ClientsRevokeRequest, rs.RevokedResult)
 AUDIT_CHECKPOINT = ControlOp(rq.AuditCheckpointRequest, rs.CheckpointResult)
 
 CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
@@ -93,6 +95,8 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         APPROVALS_WATCH,
         SESSIONS_LIST,
         SESSIONS_REVOKE,
+        CLIENTS_LIST,
+        CLIENTS_REVOKE,
         AUDIT_CHECKPOINT,
     )
 }
