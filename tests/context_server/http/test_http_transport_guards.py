@@ -37,7 +37,7 @@ def test_the_protected_resource_metadata_names_the_public_url(server: HttpServer
     answer = get(server, META)
     assert answer.status_code == 200
     assert answer.json()["resource"] == "https://tunnel.safeport.test/mcp"
-    assert answer.json()["authorization_servers"] == ["https://tunnel.safeport.test/"]
+    assert answer.json()["authorization_servers"] == ["https://tunnel.safeport.test"]
 
 
 def test_an_attackers_host_is_misdirected_and_the_tunnels_host_is_served(

@@ -11,16 +11,19 @@ SDK's ``RequireAuthMiddleware`` (401 with ``resource_metadata``) and the per-req
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.routes import build_resource_metadata_url
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from safeport.context_server.http.admission import Admission
@@ -64,11 +67,7 @@ def build_app(
     tenants = Tenants(make_server, service.roots, service.profiles)
     mcp = McpEndpoint(tenants, gateway, metadata_url)
     routes = [
-        *create_protected_resource_routes(
-            resource_url=resource,
-            authorization_servers=[AnyHttpUrl(endpoint.public_url)],
-            resource_name="safeport workspace",
-        ),
+        Route(urlsplit(metadata_url).path, resource_metadata(endpoint), methods=["GET"]),
         *relay_routes(gateway, list(service.roots), service.profile),
         Route(
             MCP_PATH,
@@ -95,3 +94,22 @@ def build_app(
         Middleware(RateGate, admission=admission or Admission()),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def resource_metadata(endpoint: HttpEndpoint) -> Callable[[Request], Awaitable[Response]]:
+    """RFC 9728 metadata, at the path the SDK's client looks for (``build_resource_metadata_url``).
+
+    Written out rather than through the SDK's route: its URL type renders the issuer with a
+    trailing slash (``https://host/``), and the SDK's own client then refuses the gateway's
+    metadata, whose issuer (like the tokens' ``iss``) is the public URL exactly."""
+    document = {
+        "resource": endpoint.resource,
+        "authorization_servers": [endpoint.public_url],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "safeport workspace",
+    }
+
+    async def serve(_: Request) -> Response:
+        return JSONResponse(document, headers={"cache-control": "max-age=300"})
+
+    return serve
