@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -37,9 +38,16 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    home: Path, root: Path, *extra: str, env: dict[str, str] | None = None
+    home: Path,
+    root: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    client: bool = False,
 ) -> Iterator[HttpServer]:
-    port = free_port()
+    """``client``: run it under ``flock`` as a client program would start it, so that the
+    gateway sees the test's `sp approvals` as a human outside the requester's client."""
+    port = port or free_port()
     stderr = home / f"http-{port}.log"
     argv = [
         sys.executable,
@@ -51,19 +59,23 @@ def http_server(
         str(root),
     ]
     argv += ["--http", f"127.0.0.1:{port}", *extra]
+    if client:
+        argv = ["flock", str(home / "client.lock"), *argv]
     environment = {**os.environ, "SAFEPORT_HOME": str(home), **(env or {})}
     with stderr.open("wb") as errors:
-        process = subprocess.Popen(argv, env=environment, stdout=errors, stderr=errors)
+        process = subprocess.Popen(
+            argv, env=environment, stdout=errors, stderr=errors, start_new_session=True
+        )
     server = HttpServer(f"http://127.0.0.1:{port}", port, home, root, process, stderr)
     try:
         _wait_listening(server)
         yield server
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)  # the server under flock as well
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
 

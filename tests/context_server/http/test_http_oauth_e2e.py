@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness.gateway import POLICY, Gateway
+from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.http.remote_flow import (
     Browser,
     MemoryTokens,
@@ -27,23 +27,17 @@ CANARY = "CANARYsmallworkspace"
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("gw")
-    gw = Gateway(home)
-    gw.write_policy(POLICY.replace("approval_timeout_s = 3", "approval_timeout_s = 60"))
-    gw.start()
-    gw.unlock()
-    gw.accept_policy()
-    try:
-        yield gw
-    finally:
-        assert gw.stop() == 0, gw.stderr_path.read_text()
+    home.chmod(0o700)
+    with real_gateway(home):
+        yield home
 
 
 @pytest.fixture(scope="module")
-def server(gateway: Gateway) -> Iterator[HttpServer]:
-    root, _ = small_workspace(gateway.home / "ws")
-    with http_server(gateway.home, root) as running:
+def server(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    root, _ = small_workspace(tmp_path_factory.mktemp("ws"))
+    with http_server(home, root, client=True) as running:
         yield running
 
 
@@ -53,9 +47,9 @@ def reads_journal(home: Path) -> list[dict[str, object]]:
 
 
 def test_dynamic_registration_then_read_and_search_with_the_client_journaled(
-    gateway: Gateway, server: HttpServer
+    home: Path, server: HttpServer
 ) -> None:
-    browser = Browser(gateway.home)
+    browser = Browser(home)
     storage = MemoryTokens()
     auth = provider(server.url + "/mcp", browser, storage)
     session = anyio.run(read_remotely, server.url + "/mcp", auth, "legacy")
@@ -63,6 +57,6 @@ def test_dynamic_registration_then_read_and_search_with_the_client_journaled(
     assert session.read["text"] == "zebra crossing\n"
     assert session.search["results"][0]["id"] == "notes.md"
     assert browser.seen_codes and browser.seen_codes[0] in json.dumps(browser.cards[0])
-    records = [r for r in reads_journal(gateway.home) if r.get("tool") == "read_file"]
+    records = [r for r in reads_journal(home) if r.get("tool") == "read_file"]
     assert records and all(r["client"]["name"] == "Test remote client" for r in records)
-    assert CANARY not in server.log() + gateway.stderr_path.read_text()
+    assert CANARY not in server.log() + (home / "gateway.stderr").read_text()
