@@ -323,6 +323,7 @@ ROOM_ORDER = {
         ("operations",),
         ("tools",),
         ("transport",),
+        ("http",),
         ("server",),
         ("__main__",),
     ],

@@ -99,10 +99,12 @@ SURFACES: dict[str, set[str]] = {
         "build_server",
         "mcp_clients",
         "open_workspace",
+        "parse_endpoint",
         "redaction_findings",
         "redaction_off",
         "scan_roots",
         "serve",
+        "serve_http",
     },
     "safeport.context_server.index": set(),
     "safeport.context_server.mcp_clients": {
@@ -113,6 +115,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.context_server.operations": set(),
     "safeport.context_server.policy": set(),
     "safeport.context_server.tools": set(),
+    "safeport.context_server.http": set(),
     "safeport.context_server.transport": set(),
     "safeport.context_server.workspace": set(),
     "safeport.demo": {

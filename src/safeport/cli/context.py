@@ -15,7 +15,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from safeport.cli.options import profile_option, several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
-from safeport.context_server import ServeOptions, allow_secret, build_index, scan_roots, serve
+from safeport.context_server import (
+    ServeOptions,
+    allow_secret,
+    build_index,
+    parse_endpoint,
+    scan_roots,
+    serve,
+    serve_http,
+)
 from safeport.gateway_client.remote_clients import list_clients, revoke_client
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
@@ -32,15 +40,37 @@ def context() -> None:
 )
 @profile_option
 @click.option("--origin", default="unknown", show_default=True, help="A label for the journal.")
-def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
-    """Serve the roots over stdio (stdout carries only JSON-RPC).
+@click.option(
+    "--http",
+    "bind",
+    metavar="HOST:PORT",
+    help="Serve remote clients over Streamable HTTP here instead of stdio (loopback unless TLS).",
+)
+@click.option("--public-url", metavar="URL", help="The https URL remote clients reach (tunnel).")
+@click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False), help="PEM cert.")
+@click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False), help="PEM key.")
+def serve_command(
+    roots: tuple[str, ...],
+    profile: str,
+    origin: str,
+    bind: str | None,
+    public_url: str | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+) -> None:
+    """Serve the roots over stdio (stdout carries only JSON-RPC), or with --http to remote
+    clients that the gateway approved (OAuth; the reader profile).
 
     Without --root, the roots come from `roots = [...]` in context.toml."""
-    serve(
-        ServeOptions(
-            roots=roots, profile="agent" if profile == "agent" else "reader", origin=origin
-        )
+    options = ServeOptions(
+        roots=roots, profile="agent" if profile == "agent" else "reader", origin=origin
     )
+    if bind is None:
+        if public_url or tls_cert or tls_key:
+            raise click.UsageError("--public-url and --tls-* go with --http")
+        serve(options)
+        return
+    serve_http(options, parse_endpoint(bind, public_url, tls_cert, tls_key))
 
 
 @context.command("index")

@@ -77,14 +77,17 @@ class GatewayLink:
         command_id: str,
         args: Mapping[str, str | int],
         on_pending: OnPending | None = None,
+        remote_token: str | None = None,
     ) -> dict[str, Any]:
-        message = {
+        message: dict[str, Any] = {
             "type": "propose",
             "action": "ssh_exec",
             "host_id": host_id,
             "command_id": command_id,
             "args": dict(args),
         }
+        if remote_token:
+            message["remote_token"] = remote_token
         return await self._call(message, on_pending)
 
     async def propose_http(
@@ -93,15 +96,25 @@ class GatewayLink:
         operation_id: str,
         args: Mapping[str, str | int],
         on_pending: OnPending | None = None,
+        remote_token: str | None = None,
     ) -> dict[str, Any]:
-        message = {
+        message: dict[str, Any] = {
             "type": "propose",
             "action": "http_request",
             "service_id": service_id,
             "operation_id": operation_id,
             "args": dict(args),
         }
+        if remote_token:
+            # A remote client's proposal: the gateway verifies the token, names the client on
+            # the card and asks for this call alone.
+            message["remote_token"] = remote_token
         return await self._call(message, on_pending)
+
+    async def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """One request of the given ``type`` (the OAuth messages), its ok result or the
+        gateway's refusal raised."""
+        return await self._call(dict(message))
 
     async def _call(
         self, message: dict[str, Any], on_pending: OnPending | None = None

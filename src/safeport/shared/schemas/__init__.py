@@ -3,7 +3,7 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``control``, ``operations``, ``replies``, ``results``, ``wire``).
+``control``, ``oauth_wire``, ``operations``, ``replies``, ``results``, ``wire``).
 """
 
 from safeport.shared.schemas import operations, results
