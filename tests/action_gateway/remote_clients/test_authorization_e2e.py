@@ -340,5 +340,27 @@ def test_a_locked_vault_issues_nothing_and_honours_nothing(gateway: Gateway, rel
     assert relay.check(client_id, jti)["active"] is False
     again = relay.authorize(client_id, pkce())
     assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    time.sleep(0)  # the card list stays empty: nothing to answer
     assert gateway.control("approvals.list")["result"]["cards"] == []
+
+
+def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
+    gateway: Gateway, relay: Relay
+) -> None:
+    first_id = relay.register()["body"]["client_id"]
+    second_id = relay.register()["body"]["client_id"]
+    first = relay.authorize(first_id, pkce())
+    second = relay.authorize(second_id, pkce())
+    assert first["kind"] == second["kind"] == "wait"
+    assert first["user_code"] != second["user_code"]
+    deadline = time.monotonic() + 5
+    cards: list[dict[str, object]] = []
+    while len(cards) < 2 and time.monotonic() < deadline:
+        cards = gateway.control("approvals.list")["result"]["cards"]
+        time.sleep(0.02)
+    by_code = {fields_of(card)["code"]: card for card in cards}
+    assert set(by_code) == {first["user_code"], second["user_code"]}
+    # The human approves the second and denies the first, each by its code.
+    assert decide(gateway, str(by_code[second["user_code"]]["id"]))["ok"]
+    assert decide(gateway, str(by_code[first["user_code"]]["id"]), approve=False)["ok"]
+    assert relay.wait(second["request_id"])["state"] == "approved"
+    assert relay.wait(first["request_id"])["state"] == "denied"
