@@ -118,3 +118,16 @@ def test_a_document_must_name_its_own_url_and_safe_redirects(documents_server: T
         documents_server, "/clients/secret.json", token_endpoint_auth_method="client_secret_basic"
     )
     assert "public" in _refusal(documents, secret)
+
+
+def test_an_address_written_into_the_url_is_judged_like_a_resolved_one() -> None:
+    documents = MetadataDocuments(FetchRules())  # the real resolver, the default rules
+    for url in (
+        "https://127.0.0.1/client.json",
+        "https://[::1]/client.json",
+        "https://[::ffff:127.0.0.1]/client.json",
+        "https://169.254.169.254/latest/meta-data",
+        "https://10.0.0.1/client.json",
+        "https://localhost/client.json",
+    ):
+        assert "address" in _refusal(documents, url), url
