@@ -226,7 +226,9 @@ class AuthorizationEndpoint:
                         ask.redirect_uri, binding.roots, binding.profile, self._issuer.clock()
                     ),
                 )
-                code = self._issuer.ledger.new_code(binding, ask.redirect_uri, ask.code_challenge)
+                code = self._issuer.ledger.new_code(
+                    binding, ask.redirect_uri, ask.code_challenge, redirect_named=ask.redirect_named
+                )
             except Exception:  # locked meanwhile: the answer is a denial
                 approved = False
             else:
