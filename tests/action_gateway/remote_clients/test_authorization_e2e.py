@@ -182,6 +182,14 @@ def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) 
     assert good["status"] == 201 and good["body"]["token_endpoint_auth_method"] == "none"
 
 
+def test_a_registration_flood_is_cut_off_and_journaled_once(gateway: Gateway, relay: Relay) -> None:
+    answers = [relay.register()["status"] for _ in range(14)]
+    assert answers[:10] == [201] * 10 and answers[10:] == [429] * 4
+    kinds = gateway.kinds("sessions")
+    assert kinds.count("oauth.client_registered") == 10
+    assert kinds.count("oauth.registrations_throttled") == 1
+
+
 def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirect_uri(
     relay: Relay,
 ) -> None:

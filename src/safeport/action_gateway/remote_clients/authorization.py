@@ -22,6 +22,7 @@ from safeport.action_gateway.remote_clients.client_book import Approval, ClientS
 from safeport.action_gateway.remote_clients.issuer import Issuer
 from safeport.action_gateway.remote_clients.metadata_documents import (
     DocumentRefused,
+    DocumentRefusedAgain,
     MetadataDocuments,
     is_document_url,
 )
@@ -143,6 +144,8 @@ class AuthorizationEndpoint:
             return book.get(client_id) if client_id else None
         try:
             document = self._documents.get(client_id)
+        except DocumentRefusedAgain:
+            return None
         except DocumentRefused as exc:
             self._issuer.journal(
                 "oauth.document_refused", {"client": client_id[:200], "reason": exc.message}
