@@ -373,3 +373,17 @@ def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
     assert decide(gateway, str(by_code[first["user_code"]]["id"]), approve=False)["ok"]
     assert relay.wait(second["request_id"])["state"] == "approved"
     assert relay.wait(first["request_id"])["state"] == "denied"
+
+
+def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce())  # approved once: later asks need no card
+    for _ in range(29):
+        again = relay.authorize(client_id, pkce())
+        assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
+    refused = relay.authorize(client_id, pkce())
+    assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
+    assert relay.authorize(client_id, pkce())["kind"] == "error"
+    assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1

@@ -26,6 +26,7 @@ from safeport.action_gateway.remote_clients.metadata_documents import (
     MetadataDocuments,
     is_document_url,
 )
+from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.action_gateway.remote_clients.token_ledger import Binding
 from safeport.shared.schemas.oauth_wire import (
     OAuthAuthorize,
@@ -35,6 +36,7 @@ from safeport.shared.schemas.oauth_wire import (
 )
 
 MAX_WAITING = 16
+PER_MINUTE = 30  # authorization requests that reach a card or a code, from every client
 # After its card closes, an answer waits this long for the browser page to collect it.
 COLLECT_S = 120.0
 
@@ -70,6 +72,7 @@ class AuthorizationEndpoint:
         self._asker = asker
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
+        self._requests = Throttle(PER_MINUTE, 60.0, issuer.clock)
 
     def authorize(self, peer: PeerIdentity, request: OAuthAuthorize) -> OAuthAuthorizeResult:
         params = request.params
@@ -102,7 +105,12 @@ class AuthorizationEndpoint:
             roots,
             request.profile,
         )
-        waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
+        budget = self._requests.take()
+        if budget == "refused_first":
+            self._issuer.journal("oauth.authorizations_throttled", {"per_minute": PER_MINUTE})
+        waiting = None
+        if budget == "ok":
+            waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
         if waiting is None:
             return _error_page(rules.Problem("temporarily_unavailable", "too many requests wait"))
         if state.approved_for(redirect_uri, roots, request.profile):
