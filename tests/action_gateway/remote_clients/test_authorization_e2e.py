@@ -183,10 +183,10 @@ def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) 
 
 
 def test_a_registration_flood_is_cut_off_and_journaled_once(gateway: Gateway, relay: Relay) -> None:
-    answers = [relay.register()["status"] for _ in range(14)]
-    assert answers[:10] == [201] * 10 and answers[10:] == [429] * 4
+    answers = [relay.register()["status"] for _ in range(63)]
+    assert answers[:60] == [201] * 60 and answers[60:] == [429] * 3
     kinds = gateway.kinds("sessions")
-    assert kinds.count("oauth.client_registered") == 10
+    assert kinds.count("oauth.client_registered") == 60
     assert kinds.count("oauth.registrations_throttled") == 1
 
 
@@ -380,7 +380,7 @@ def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
 ) -> None:
     client_id = relay.register()["body"]["client_id"]
     relay.tokens(client_id, pkce())  # approved once: later asks need no card
-    for _ in range(29):
+    for _ in range(59):
         again = relay.authorize(client_id, pkce())
         assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
     refused = relay.authorize(client_id, pkce())

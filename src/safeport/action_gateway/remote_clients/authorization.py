@@ -36,7 +36,7 @@ from safeport.shared.schemas.oauth_wire import (
 )
 
 MAX_WAITING = 16
-PER_MINUTE = 30  # authorization requests that reach a card or a code, from every client
+PER_MINUTE = 60  # authorization requests that reach a card or a code, from every client
 # After its card closes, an answer waits this long for the browser page to collect it.
 COLLECT_S = 120.0
 

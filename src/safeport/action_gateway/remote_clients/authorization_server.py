@@ -29,7 +29,7 @@ from safeport.shared.schemas.oauth_wire import (
     OAuthRegister,
 )
 
-REGISTRATIONS_PER_MINUTE = 10
+REGISTRATIONS_PER_MINUTE = 60
 
 
 class NoSuchClient(Error):
