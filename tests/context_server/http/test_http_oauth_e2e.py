@@ -7,6 +7,7 @@ stops it at its next request."""
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import threading
 import time
@@ -15,8 +16,10 @@ from pathlib import Path
 
 import anyio
 import httpx
+import jwt
 import pytest
 
+from harness.real_nginx import nginx_installed, running_nginx
 from tests.conftest import need
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.http.remote_flow import (
@@ -25,7 +28,7 @@ from tests.context_server.http.remote_flow import (
     provider,
     read_remotely,
 )
-from tests.context_server.http.served import HttpServer, http_server
+from tests.context_server.http.served import HttpServer, free_port, http_server
 from tests.context_server.test_inspector import INSPECTOR
 from tests.context_server.test_server import small_workspace
 
@@ -179,3 +182,27 @@ def test_the_mcp_inspector_connects_over_http_with_a_token_the_flow_issued(
         argv[:5] + argv[7:], capture_output=True, text=True, timeout=120, check=False
     )
     assert anonymous.returncode != 0
+
+
+def test_the_flow_through_nginx_terminating_tls_with_the_public_url_set_to_it(
+    home: Path, tmp_path: Path
+) -> None:
+    need(nginx_installed(), "nginx is not installed (Debian package nginx)")
+    root, _ = small_workspace(tmp_path / "ws")
+    public_port = free_port()
+    public_url = f"https://localhost:{public_port}"
+    with (
+        http_server(home, root, "--public-url", public_url, client=True) as behind,
+        running_nginx(tmp_path / "nginx", behind.port, public_port) as nginx,
+    ):
+        ca = ssl.create_default_context(cafile=str(nginx.ca_file))
+        browser, storage = Browser(home, verify=ca), MemoryTokens()
+        auth = provider(public_url + "/mcp", browser, storage)
+        session = anyio.run(read_remotely, public_url + "/mcp", auth, "auto", ca)
+        assert session.read["text"] == "zebra crossing\n"
+        assert session.search["results"][0]["id"] == "notes.md"
+        token = access_token(storage)
+        assert jwt.decode(token, options={"verify_signature": False})["aud"] == (
+            public_url + "/mcp"
+        )
+        assert CANARY not in behind.log()
