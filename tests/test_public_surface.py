@@ -129,6 +129,7 @@ SURFACES: dict[str, set[str]] = {
         "gateway_view",
         "listener_check",
         "policy_check",
+        "remote_clients",
         "saved_checkpoint",
         "status_overview",
         "vault_backend",

@@ -10,6 +10,7 @@ __all__ = [
     "gateway_view",
     "listener_check",
     "policy_check",
+    "remote_clients",
     "saved_checkpoint",
     "status_overview",
     "vault_backend",

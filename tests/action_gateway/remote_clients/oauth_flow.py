@@ -56,7 +56,12 @@ class Relay:
         return self.result("oauth_register", public_url=PUBLIC, client_metadata=body)
 
     def authorize(
-        self, client_id: str, code: Pkce | None, roots: tuple[str, ...] = ("docs",), **params: str
+        self,
+        client_id: str,
+        code: Pkce | None,
+        roots: tuple[str, ...] = ("docs",),
+        profile: str = "reader",
+        **params: str,
     ) -> dict[str, Any]:
         query = {
             "response_type": "code",
@@ -70,7 +75,7 @@ class Relay:
         query |= params
         query = {k: v for k, v in query.items() if v != "-"}
         return self.result(
-            "oauth_authorize", public_url=PUBLIC, params=query, roots=list(roots), profile="reader"
+            "oauth_authorize", public_url=PUBLIC, params=query, roots=list(roots), profile=profile
         )
 
     def wait(self, request_id: str, wait_s: float = 10) -> dict[str, Any]:
@@ -83,10 +88,15 @@ class Relay:
         return self.result("oauth_check", client_id=client_id, token_id=token_id)
 
     def approved_code(
-        self, client_id: str, code: Pkce, approve: bool = True, roots: tuple[str, ...] = ("docs",)
+        self,
+        client_id: str,
+        code: Pkce,
+        approve: bool = True,
+        roots: tuple[str, ...] = ("docs",),
+        profile: str = "reader",
     ) -> tuple[dict[str, Any], dict[str, list[str]]]:
         """Authorize, answer the card, collect the redirect: (the card, the redirect's query)."""
-        started = self.authorize(client_id, code, roots)
+        started = self.authorize(client_id, code, roots, profile)
         assert started["kind"] == "wait", started
         card = wait_card(self.gateway)
         assert decide(self.gateway, card["id"], approve)["ok"]
@@ -96,9 +106,13 @@ class Relay:
         return card, parse_qs(urlsplit(answer["location"]).query)
 
     def tokens(
-        self, client_id: str, code: Pkce, roots: tuple[str, ...] = ("docs",)
+        self,
+        client_id: str,
+        code: Pkce,
+        roots: tuple[str, ...] = ("docs",),
+        profile: str = "reader",
     ) -> dict[str, Any]:
-        _, query = self.approved_code(client_id, code, roots=roots)
+        _, query = self.approved_code(client_id, code, roots=roots, profile=profile)
         answer = self.token(
             grant_type="authorization_code",
             code=query["code"][0],

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from harness.gateway import PASSPHRASE, Gateway, decide, wait_card
+from harness.gateway import Gateway, decide, wait_card
 from tests.action_gateway.remote_clients.oauth_flow import (
     PUBLIC,
     REDIRECT,
@@ -20,6 +20,7 @@ from tests.action_gateway.remote_clients.oauth_flow import (
     fields_of,
     pkce,
 )
+from tests.cli.cli_runner import run_sp
 
 
 @pytest.fixture
@@ -275,12 +276,15 @@ def test_a_revoked_client_is_stopped_at_its_next_request_and_listed_as_revoked(
     client_id = relay.register()["body"]["client_id"]
     body = relay.tokens(client_id, pkce())
     jti = claims(relay, body["access_token"])["jti"]
-    listed = gateway.control("clients.list")["result"]["clients"]
+    # `sp context clients list|revoke`, as the human runs them.
+    listed = json.loads(run_sp("context", "clients", "list", "--json", home=gateway.home).stdout)
     assert [c["client_id"] for c in listed] == [client_id]
     assert listed[0]["last_used"] is None and listed[0]["approved"][0]["roots"] == ["docs"]
     assert relay.check(client_id, jti)["active"] is True
-    revoked = gateway.control("clients.revoke", id=client_id, passphrase=PASSPHRASE)
-    assert revoked["ok"] and revoked["result"]["revoked"] == client_id
+    shown = run_sp("context", "clients", "list", home=gateway.home).stdout
+    assert "Test Client" in shown and "approved: docs as reader" in shown
+    revoked = run_sp("context", "clients", "revoke", client_id, home=gateway.home)
+    assert revoked.returncode == 0 and client_id in revoked.stdout
     assert relay.check(client_id, jti)["active"] is False
     refresh = relay.token(
         grant_type="refresh_token", refresh_token=body["refresh_token"], client_id=client_id
@@ -304,6 +308,12 @@ def test_a_client_revokes_its_own_refresh_token_rfc7009(gateway: Gateway, relay:
     )
     assert answer["status"] == 200
     assert relay.check(client_id, jti)["active"] is False
+    # An access token revokes the family it came from as well.
+    other = relay.tokens(client_id, pkce(), roots=("docs", "notes"))
+    other_jti = claims(relay, other["access_token"])["jti"]
+    form = {"token": other["access_token"], "client_id": client_id}
+    assert relay.result("oauth_revoke", public_url=PUBLIC, form=form)["status"] == 200
+    assert relay.check(client_id, other_jti)["active"] is False
     # An unknown token is answered the same (nothing learned).
     unknown = relay.result("oauth_revoke", public_url=PUBLIC, form={"token": "nothing"})
     assert unknown["status"] == 200

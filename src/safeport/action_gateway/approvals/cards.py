@@ -65,6 +65,7 @@ class ActionRequest:
             "args_sha256": self.args_digest,
             "prepared_sha256": self.prepared.digest(),
             "policy": self.policy_digest,
+            **({"remote_client": self.remote_client} if self.remote_client else {}),
         }
 
 
@@ -102,6 +103,7 @@ class ClientAuthorization:
             ("tokens", f"access {self.token_minutes} min, refreshed until revoked"),
             ("code", self.user_code),
             ("note", "the browser page shows this code; approve only if they match"),
+            ("later", "this client, redirect and roots will get new tokens without a card"),
         )
 
     def shape(self) -> dict[str, object]:

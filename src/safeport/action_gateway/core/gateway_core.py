@@ -99,6 +99,7 @@ class GatewayCore:
             admitted_uids=self.admitted_uids,
             budget=self._refusals.budget,
             space=self._refusals.space.low_reason,
+            remote_caller=lambda token: self.remote.remote_caller(token).label,
         )
         self._agents = ConnectedAgents()
         self._approvals.subscribe(notify_card_waiting)

@@ -66,8 +66,11 @@ class SigningKey:
             claims.model_dump(), self.private, algorithm="EdDSA", headers={"kid": self.kid}
         )
 
-    def verify(self, token: str, *, issuer: str, audience: str, now: float) -> AccessClaims:
-        """The token's claims if this key signed it, for this audience, not expired."""
+    def verify(
+        self, token: str, *, issuer: str, audience: str, now: float, expired_ok: bool = False
+    ) -> AccessClaims:
+        """The token's claims if this key signed it, for this audience, not expired (unless
+        ``expired_ok``: revoking a token that has expired is harmless)."""
         public: Ed25519PublicKey = self.private.public_key()
         try:
             header = jwt.get_unverified_header(token)
@@ -82,12 +85,14 @@ class SigningKey:
                 options={
                     "require": ["exp", "iat", "jti", "sub", "aud", "iss"],
                     "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
                 },
             )
             claims = AccessClaims.model_validate(decoded)
         except (jwt.PyJWTError, ValidationError, ValueError) as exc:
             raise TokenRejected() from exc
-        if claims.exp <= now:  # our clock, not PyJWT's (time is a parameter)
+        if (claims.exp <= now and not expired_ok) or claims.iat > now + 60:  # our clock
             raise TokenRejected()
         return claims
 

@@ -155,7 +155,11 @@ class TokenEndpoint:
         issuer = rules.issuer_of(public_url)
         try:
             claims = self._issuer.key().verify(
-                token, issuer=issuer, audience=rules.resource_of(public_url), now=0.0
+                token,
+                issuer=issuer,
+                audience=rules.resource_of(public_url),
+                now=self._issuer.clock(),
+                expired_ok=True,
             )
         except TokenRejected:
             return None
