@@ -27,6 +27,7 @@ from tests.context_server.http.remote_flow import (
     MemoryTokens,
     provider,
     read_remotely,
+    sp,
 )
 from tests.context_server.http.served import HttpServer, free_port, http_server
 from tests.context_server.test_inspector import INSPECTOR
@@ -206,3 +207,52 @@ def test_the_flow_through_nginx_terminating_tls_with_the_public_url_set_to_it(
             public_url + "/mcp"
         )
         assert CANARY not in behind.log()
+
+
+def test_revoking_a_client_stops_it_at_its_next_request(home: Path, server: HttpServer) -> None:
+    browser, storage = Browser(home), MemoryTokens()
+    auth = provider(server.url + "/mcp", browser, storage)
+    anyio.run(read_remotely, server.url + "/mcp", auth, "legacy")
+    token = access_token(storage)
+    assert mcp_post(server.url, token, "tools/list").status_code == 200
+    client_id = jwt.decode(token, options={"verify_signature": False})["sub"]
+    listed = json.loads(sp(home, "context", "clients", "list", "--json").stdout)
+    assert client_id in json.dumps(listed)
+    sp(home, "context", "clients", "revoke", client_id)
+    refused = mcp_post(server.url, token, "tools/list")
+    assert refused.status_code == 401
+    assert "resource_metadata" in refused.headers["www-authenticate"]
+
+
+def test_a_token_reads_only_the_roots_it_was_approved_for(home: Path, tmp_path: Path) -> None:
+    root, _ = small_workspace(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "elsewhere.md").write_text("zebra elsewhere\n")
+    port = free_port()
+    browser, storage = Browser(home), MemoryTokens()
+    with http_server(home, root, port=port, client=True) as first:
+        auth = provider(first.url + "/mcp", browser, storage)
+        anyio.run(read_remotely, first.url + "/mcp", auth, "legacy")
+    token = access_token(storage)
+    assert jwt.decode(token, options={"verify_signature": False})["sp_roots"] == ["proj"]
+    # The same public URL now serves a second root: this token still sees only its own.
+    with http_server(home, root, "--root", str(other), port=port, client=True) as both:
+        roots = call(both.url, token, "list_roots", {})
+        assert [r["name"] for r in roots["structuredContent"]["roots"]] == ["proj"]
+        found = call(both.url, token, "search_project", {"query": "zebra"})
+        assert [hit["path"] for hit in found["structuredContent"]["hits"]] == ["notes.md"]
+        for path in ("other/elsewhere.md", "../other/elsewhere.md", str(other / "elsewhere.md")):
+            refused = call(both.url, token, "read_file", {"path": path})
+            assert refused["isError"] is True
+            assert "zebra elsewhere" not in json.dumps(refused)
+
+
+def call(base: str, token: str, tool: str, arguments: dict[str, object]) -> dict[str, object]:
+    answer = mcp_post(base, token, "tools/call", {"name": tool, "arguments": arguments})
+    assert answer.status_code == 200, answer.text
+    for line in answer.text.splitlines():
+        if line.startswith("data:"):
+            result: dict[str, object] = json.loads(line[5:])["result"]
+            return result
+    raise AssertionError(answer.text)
