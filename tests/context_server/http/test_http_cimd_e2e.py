@@ -12,15 +12,15 @@ import anyio
 import pytest
 
 from harness.gateway import Gateway
+from harness.http_context import HttpServer, http_server
 from harness.real_tls import TlsServer, running_tls_server
-from tests.context_server.http.remote_flow import (
+from harness.remote_flow import (
     REDIRECT_URI,
     Browser,
     MemoryTokens,
     provider,
     read_remotely,
 )
-from tests.context_server.http.served import HttpServer, http_server
 from tests.context_server.test_server import small_workspace
 
 DOCUMENT_PATH = "/apps/remote-client.json"

@@ -19,17 +19,17 @@ import httpx
 import jwt
 import pytest
 
+from harness.http_context import HttpServer, free_port, http_server
 from harness.real_nginx import nginx_installed, running_nginx
-from tests.conftest import need
-from tests.context_server.http.real_gateway import real_gateway
-from tests.context_server.http.remote_flow import (
+from harness.remote_flow import (
     Browser,
     MemoryTokens,
     provider,
     read_remotely,
     sp,
 )
-from tests.context_server.http.served import HttpServer, free_port, http_server
+from tests.conftest import need
+from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_inspector import INSPECTOR
 from tests.context_server.test_server import small_workspace
 

@@ -136,10 +136,14 @@ def _attribute(html: str, name: str) -> str:
 
 
 def provider(
-    mcp_url: str, browser: Browser, storage: MemoryTokens, metadata_url: str | None = None
+    mcp_url: str,
+    browser: Browser,
+    storage: MemoryTokens,
+    metadata_url: str | None = None,
+    client_name: str = "Test remote client",
 ) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(
-        client_name="Test remote client",
+        client_name=client_name,
         redirect_uris=[REDIRECT_URI],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
