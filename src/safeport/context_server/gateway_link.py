@@ -188,8 +188,11 @@ class GatewayLink:
         on_pending: OnPending | None = None,
     ) -> dict[str, Any]:
         request_id = request_id or f"{self._prefix}{next(self._ids)}"
-        writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
-        await writer.drain()
+        try:
+            writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
+            await writer.drain()
+        except OSError as exc:  # the gateway closed this connection (stopped, or idle)
+            raise GatewayUnavailable("the connection to the action gateway broke") from exc
         try:
             async with asyncio.timeout(self.reply_timeout_s):
                 while True:

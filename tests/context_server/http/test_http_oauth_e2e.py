@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -51,7 +52,7 @@ def server(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Htt
         yield running
 
 
-def reads_journal(home: Path) -> list[dict[str, object]]:
+def reads_journal(home: Path) -> list[dict[str, Any]]:
     path = home / "audit" / "reads.jsonl"
     return [json.loads(line)["body"] for line in path.read_text().splitlines() if line]
 
@@ -248,11 +249,11 @@ def test_a_token_reads_only_the_roots_it_was_approved_for(home: Path, tmp_path: 
             assert "zebra elsewhere" not in json.dumps(refused)
 
 
-def call(base: str, token: str, tool: str, arguments: dict[str, object]) -> dict[str, object]:
+def call(base: str, token: str, tool: str, arguments: dict[str, object]) -> dict[str, Any]:
     answer = mcp_post(base, token, "tools/call", {"name": tool, "arguments": arguments})
     assert answer.status_code == 200, answer.text
     for line in answer.text.splitlines():
         if line.startswith("data:"):
-            result: dict[str, object] = json.loads(line[5:])["result"]
+            result: dict[str, Any] = json.loads(line[5:])["result"]
             return result
     raise AssertionError(answer.text)
