@@ -86,11 +86,12 @@ http {{
 }}
 """
     )
-    process = subprocess.Popen(
-        [NGINX, "-p", str(workdir), "-c", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=(workdir / "stderr.log").open("wb"),
-    )
+    with (workdir / "stderr.log").open("wb") as errors:
+        process = subprocess.Popen(
+            [NGINX, "-p", str(workdir), "-c", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
     try:
         _wait_listening(listen, process, workdir)
         yield Nginx(listen, ca_file)

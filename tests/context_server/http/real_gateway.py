@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.gateway import PASSPHRASE, REPO, clean_env, wait_until
+from harness.remote_flow import sp
 from safeport.shared.launch import sp_command
-from tests.context_server.http.remote_flow import sp
 
 POLICY = """[gateway]
 approval_timeout_s = 60

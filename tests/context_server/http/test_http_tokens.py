@@ -112,7 +112,7 @@ async def test_a_token_signed_by_another_key_under_a_known_kid_is_refused() -> N
 async def test_unsigned_and_symmetric_tokens_are_refused() -> None:
     signer = Signer()
     claims = jwt.decode(signer.token(), options={"verify_signature": False})
-    none_token = jwt.encode(claims, None, algorithm="none", headers={"kid": "k1"})
+    none_token = jwt.encode(claims, "", algorithm="none", headers={"kid": "k1"})
     # HS256 keyed with the public key's text: the classic algorithm-confusion forgery.
     hs_token = jwt.encode(claims, signer.public().x, algorithm="HS256", headers={"kid": "k1"})
     check = checker(Keys(signer))

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.context_server.http.served import HttpServer, http_server
+from harness.http_context import HttpServer, http_server
 from tests.context_server.test_server import small_workspace
 
 CANARY = "CANARYsmallworkspace"

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from safeport.context_server.gateway_link import GatewayLink, GatewayUnavailable
+from safeport.context_server.gateway_link import GatewayLink, GatewayUnavailable, HeldLink
 from safeport.shared.gateway_socket import check_listener as check_listener_uid
 from safeport.shared.gateway_socket import check_socket_folder
 from safeport.shared.paths import SafeportPaths
@@ -55,8 +55,12 @@ class OAuthGateway:
             check_listener_uid(sock, paths)
 
         self.public_url = public_url
-        self._quick = GatewayLink(
-            paths.agent_socket, reply_timeout_s=CHECK_TIMEOUT_S, check_listener=check_listener
+        # Keys and checks (every request) share one held connection; the rest, rare and
+        # sometimes long (the authorization page's wait), get a connection each.
+        self._quick = HeldLink(
+            GatewayLink(
+                paths.agent_socket, reply_timeout_s=CHECK_TIMEOUT_S, check_listener=check_listener
+            )
         )
         self._slow = GatewayLink(
             paths.agent_socket, reply_timeout_s=WAIT_TIMEOUT_S, check_listener=check_listener
@@ -113,7 +117,9 @@ class OAuthGateway:
         )
         return await self._ask(self._slow, message, OAuthHttpAnswer)
 
-    async def _ask(self, link: GatewayLink, message: BaseModel, result: type[ResultT]) -> ResultT:
+    async def _ask(
+        self, link: GatewayLink | HeldLink, message: BaseModel, result: type[ResultT]
+    ) -> ResultT:
         body = message.model_dump(mode="json", exclude={"v", "id"}, exclude_none=True)
         answer = await link.ask(body)
         try:

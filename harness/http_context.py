@@ -60,7 +60,7 @@ def http_server(
     ]
     argv += ["--http", f"127.0.0.1:{port}", *extra]
     if client:
-        argv = ["flock", str(home / "client.lock"), *argv]
+        argv = ["flock", str(home / f"client-{port}.lock"), *argv]
     environment = {**os.environ, "SAFEPORT_HOME": str(home), **(env or {})}
     with stderr.open("wb") as errors:
         process = subprocess.Popen(

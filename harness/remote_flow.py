@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import subprocess
 import sys
 import time
@@ -67,7 +68,7 @@ class Browser:
     """Opens the authorization URL, shows the code, waits for the human, follows the redirect."""
 
     home: Path
-    verify: str | bool = True
+    verify: ssl.SSLContext | bool = True
     approve: bool = True
     # The harness gateway (which `sp approvals` refuses to talk to, rightly: it is not `sp
     # gateway run`) is answered through its control socket, the same approvals.decide.
@@ -135,10 +136,14 @@ def _attribute(html: str, name: str) -> str:
 
 
 def provider(
-    mcp_url: str, browser: Browser, storage: MemoryTokens, metadata_url: str | None = None
+    mcp_url: str,
+    browser: Browser,
+    storage: MemoryTokens,
+    metadata_url: str | None = None,
+    client_name: str = "Test remote client",
 ) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(
-        client_name="Test remote client",
+        client_name=client_name,
         redirect_uris=[REDIRECT_URI],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
@@ -162,7 +167,7 @@ class Session:
 
 
 async def read_remotely(
-    mcp_url: str, auth: httpx2.Auth, mode: str = "auto", verify: str | bool = True
+    mcp_url: str, auth: httpx2.Auth, mode: str = "auto", verify: ssl.SSLContext | bool = True
 ) -> Session:
     """List the tools, read notes.md and search for 'zebra', as a remote client does."""
     async with httpx2.AsyncClient(auth=auth, verify=verify, timeout=60) as http:
