@@ -182,6 +182,14 @@ def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) 
     assert good["status"] == 201 and good["body"]["token_endpoint_auth_method"] == "none"
 
 
+def test_a_registration_flood_is_cut_off_and_journaled_once(gateway: Gateway, relay: Relay) -> None:
+    answers = [relay.register()["status"] for _ in range(63)]
+    assert answers[:60] == [201] * 60 and answers[60:] == [429] * 3
+    kinds = gateway.kinds("sessions")
+    assert kinds.count("oauth.client_registered") == 60
+    assert kinds.count("oauth.registrations_throttled") == 1
+
+
 def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirect_uri(
     relay: Relay,
 ) -> None:
@@ -225,8 +233,9 @@ def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
         {"redirect_uri": "http://127.0.0.1:9/other"},
         {"client_id": other_id},
         {"resource": "https://other.example/mcp"},
+        {"redirect_uri": "-"},  # named in the request, so the token request must repeat it
     ):
-        answer = relay.token(**(good | change))
+        answer = relay.token(**{k: v for k, v in (good | change).items() if v != "-"})
         assert answer["status"] == 400, change
     assert relay.token(**good)["status"] == 200
 
@@ -340,5 +349,41 @@ def test_a_locked_vault_issues_nothing_and_honours_nothing(gateway: Gateway, rel
     assert relay.check(client_id, jti)["active"] is False
     again = relay.authorize(client_id, pkce())
     assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    time.sleep(0)  # the card list stays empty: nothing to answer
     assert gateway.control("approvals.list")["result"]["cards"] == []
+
+
+def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
+    gateway: Gateway, relay: Relay
+) -> None:
+    first_id = relay.register()["body"]["client_id"]
+    second_id = relay.register()["body"]["client_id"]
+    first = relay.authorize(first_id, pkce())
+    second = relay.authorize(second_id, pkce())
+    assert first["kind"] == second["kind"] == "wait"
+    assert first["user_code"] != second["user_code"]
+    deadline = time.monotonic() + 5
+    cards: list[dict[str, object]] = []
+    while len(cards) < 2 and time.monotonic() < deadline:
+        cards = gateway.control("approvals.list")["result"]["cards"]
+        time.sleep(0.02)
+    by_code = {fields_of(card)["code"]: card for card in cards}
+    assert set(by_code) == {first["user_code"], second["user_code"]}
+    # The human approves the second and denies the first, each by its code.
+    assert decide(gateway, str(by_code[second["user_code"]]["id"]))["ok"]
+    assert decide(gateway, str(by_code[first["user_code"]]["id"]), approve=False)["ok"]
+    assert relay.wait(second["request_id"])["state"] == "approved"
+    assert relay.wait(first["request_id"])["state"] == "denied"
+
+
+def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce())  # approved once: later asks need no card
+    for _ in range(59):
+        again = relay.authorize(client_id, pkce())
+        assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
+    refused = relay.authorize(client_id, pkce())
+    assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
+    assert relay.authorize(client_id, pkce())["kind"] == "error"
+    assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1

@@ -118,3 +118,32 @@ def test_a_document_must_name_its_own_url_and_safe_redirects(documents_server: T
         documents_server, "/clients/secret.json", token_endpoint_auth_method="client_secret_basic"
     )
     assert "public" in _refusal(documents, secret)
+
+
+def test_an_address_written_into_the_url_is_judged_like_a_resolved_one() -> None:
+    documents = MetadataDocuments(FetchRules())  # the real resolver, the default rules
+    for url in (
+        "https://127.0.0.1/client.json",
+        "https://[::1]/client.json",
+        "https://[::ffff:127.0.0.1]/client.json",
+        "https://169.254.169.254/latest/meta-data",
+        "https://10.0.0.1/client.json",
+        "https://localhost/client.json",
+    ):
+        assert "address" in _refusal(documents, url), url
+
+
+def test_a_refusal_is_remembered_and_fetches_have_a_budget(documents_server: TlsServer) -> None:
+    documents = _test_only(documents_server, fetches_per_minute=3)
+    wrong = _serve(documents_server, "/clients/wrong.json", client_id="https://evil.example/c")
+    _refusal(documents, wrong)
+    asked = documents_server.recorded.paths().count("/clients/wrong.json")
+    _refusal(documents, wrong)  # remembered: the server is not asked again
+    assert documents_server.recorded.paths().count("/clients/wrong.json") == asked
+    good = _serve(documents_server, "/clients/budget-1.json")
+    assert documents.get(good).name == "Doc Client"
+    _refusal(documents, f"{documents_server.base_url()}/clients/budget-2.json")  # a 404
+    # A flood of new URLs is cut off without a request; a cached document still answers.
+    assert "wait a minute" in _refusal(documents, _serve(documents_server, "/clients/b3.json"))
+    assert "/clients/b3.json" not in documents_server.recorded.paths()
+    assert documents.get(good).name == "Doc Client"

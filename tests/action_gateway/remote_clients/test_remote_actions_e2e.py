@@ -55,6 +55,10 @@ def test_a_remote_call_is_asked_every_time_and_its_card_names_the_client(
         assert relay.agent.next()["ok"]
     assert gateway.control("sessions.list")["result"]["sessions"] == []
     assert token not in json.dumps(gateway.journal("actions") + gateway.journal("sessions"))
+    # Locked, the token is honoured no more (and nothing is asked).
+    assert gateway.control("vault.lock")["ok"]
+    locked = relay.agent.call(ssh("r3", command="uptime") | {"remote_token": token})
+    assert locked["error"]["code"] == "locked"
 
 
 def test_a_reader_a_revoked_or_a_forged_token_cannot_propose(

@@ -90,7 +90,7 @@ class Approvals:
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
-        self._by_requester: dict[tuple[int, int, str], str] = {}
+        self._by_requester: dict[tuple[object, ...], str] = {}
         self._sessions: dict[str, SessionGrant] = {}
         self._per_call: dict[str, Grant] = {}
         self._listeners: list[Listener] = []
@@ -338,7 +338,7 @@ class Approvals:
                 "the request cannot be shown whole on a card", outcome="unshowable"
             )
         with self._lock:
-            if requester.instance in self._by_requester:
+            if _slot(card) in self._by_requester:
                 raise ApprovalRefused(
                     "another approval for this requester is already waiting", outcome="denied"
                 )
@@ -354,7 +354,7 @@ class Approvals:
                 raise ApprovalRefused(f"too many approvals are waiting: {reason}", outcome="denied")
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
-            self._by_requester[requester.instance] = card.id
+            self._by_requester[_slot(card)] = card.id
         self.notify("card", card.view(self._clock()))
         for opened in list(self._card_openers):
             opened(card)  # the requester's own side learns which card it waits on
@@ -367,17 +367,16 @@ class Approvals:
         return pending
 
     def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:
-        """Caller holds the lock."""
         if pending.outcome is None:
             pending.outcome = outcome
             pending.reason = reason
             pending.done.set()
 
     def _forget_card(self, card: ApprovalCard) -> None:
-        """Caller holds the lock."""
+        """Caller holds the lock (as for ``_settle``)."""
         self._pending.pop(card.id, None)
-        if self._by_requester.get(card.requester.instance) == card.id:
-            del self._by_requester[card.requester.instance]
+        if self._by_requester.get(_slot(card)) == card.id:
+            del self._by_requester[_slot(card)]
 
     def notify(self, event: str, data: dict[str, object]) -> None:
         """Tell every watching approver (a card, its closing, what its action did)."""
@@ -385,6 +384,13 @@ class Approvals:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(event, data)
+
+
+def _slot(card: ApprovalCard) -> tuple[object, ...]:
+    """One waiting card per requester; a relay's remote clients each have their own slot."""
+    if isinstance(card.request, ClientAuthorization):
+        return (*card.requester.instance, card.request.client_id)
+    return card.requester.instance
 
 
 def _new_id(prefix: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.core.gateway_core import GatewayCore
-from safeport.action_gateway.handlers.oauth_requests import answer_oauth, is_oauth
+from safeport.action_gateway.handlers.oauth_requests import answer_oauth
 from safeport.action_gateway.ladder.refusal import Refusal
 from safeport.action_gateway.sockets.connection import (
     Connection,
@@ -28,6 +28,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ok_reply, readable_id
 from safeport.shared.schemas.wire import (
     AGENT_REQUEST,
+    OAUTH_REQUESTS,
     PROTOCOL_VERSION,
     Cancel,
     CancelResult,
@@ -72,15 +73,14 @@ class AgentHandler(Handler):
             self._core.withdraw(conn.peer, request_id)
 
     async def message(self, conn: Connection, data: dict[str, Any]) -> None:
-        if is_oauth(data):  # a remote client's OAuth, relayed: the gateway is its server
-            await answer_oauth(self._core.remote, self._pool, conn, data)
-            return
         request, problem = parse_request(AGENT_REQUEST, data)
         if request is None:
             conn.junk["schema"] += 1
             await conn.send_error(readable_id(data), "invalid", str(problem))
             return
-        if isinstance(request, Hello):
+        if isinstance(request, OAUTH_REQUESTS):  # a remote client's OAuth, relayed
+            await answer_oauth(self._core.remote, self._pool, conn, request)
+        elif isinstance(request, Hello):
             if PROTOCOL_VERSION not in request.versions:
                 await conn.send_error(request.id, "invalid", "no common protocol version")
                 return

@@ -1,11 +1,10 @@
 """agent.sock's ``oauth_*`` requests: the context server relays a remote client's OAuth traffic
 and the gateway, as the authorization server, answers it.
 
-They arrive on the same connection as proposals, from a peer identified the same way; each is
+They arrive on the same connection as proposals, from a peer identified the same way, parsed
+with the agent's union (:mod:`safeport.shared.schemas.oauth_wire` holds their models); each is
 answered in a worker thread (a metadata document is fetched, an authorization waits for the
-human's answer) while the connection keeps reading. The requests are the contract's
-(:mod:`safeport.shared.schemas.oauth_wire`); they are parsed with their own adapter because the
-contract's models build on the agent envelope (one union would import in a circle).
+human's answer) while the connection keeps reading.
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import Executor
-from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel
 
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.remote_clients.authorization_server import AuthorizationServer
-from safeport.action_gateway.sockets.connection import Connection, parse_request
+from safeport.action_gateway.sockets.connection import Connection
 from safeport.errors import Error
 from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.oauth_wire import (
@@ -32,13 +30,13 @@ from safeport.shared.schemas.oauth_wire import (
     OAuthRevoke,
     OAuthToken,
 )
-from safeport.shared.schemas.replies import ok_reply, readable_id
+from safeport.shared.schemas.replies import ok_reply
 
 log = logging.getLogger("safeport.gateway")
 # Per connection: waits for a human hold a worker each, and the workers are the proposals' too.
 MAX_INFLIGHT = 16
 
-OAuthRequest = Annotated[
+OAuthRequest = (
     OAuthKeys
     | OAuthMetadata
     | OAuthRegister
@@ -46,38 +44,14 @@ OAuthRequest = Annotated[
     | OAuthAuthorizeWait
     | OAuthToken
     | OAuthRevoke
-    | OAuthCheck,
-    Field(discriminator="type"),
-]
-OAUTH_REQUEST: TypeAdapter[OAuthRequest] = TypeAdapter(OAuthRequest)
-OAUTH_TYPES = frozenset(
-    {
-        "oauth_keys",
-        "oauth_metadata",
-        "oauth_register",
-        "oauth_authorize",
-        "oauth_authorize_wait",
-        "oauth_token",
-        "oauth_revoke",
-        "oauth_check",
-    }
+    | OAuthCheck
 )
 
 
-def is_oauth(data: dict[str, Any]) -> bool:
-    return data.get("type") in OAUTH_TYPES
-
-
 async def answer_oauth(
-    server: AuthorizationServer, pool: Executor, conn: Connection, data: dict[str, Any]
+    server: AuthorizationServer, pool: Executor, conn: Connection, request: OAuthRequest
 ) -> None:
-    """Parse, then answer in a worker thread without holding up the connection's reading."""
-    request, problem = parse_request(OAUTH_REQUEST, data)
-    if request is None:
-        conn.junk["schema"] += 1
-        await conn.send_error(readable_id(data), "invalid", str(problem))
-        return
-
+    """Answer in a worker thread without holding up the connection's reading."""
     if sum(task.get_name() == "oauth" for task in conn.tasks) >= MAX_INFLIGHT:
         await conn.send_error(request.id, "denied", "too many OAuth requests in progress")
         return
@@ -99,7 +73,7 @@ async def answer_oauth(
     task.add_done_callback(conn.tasks.discard)
 
 
-def _dispatch(server: AuthorizationServer, peer: PeerIdentity, request: Any) -> BaseModel:
+def _dispatch(server: AuthorizationServer, peer: PeerIdentity, request: OAuthRequest) -> BaseModel:
     if isinstance(request, OAuthKeys):
         return server.keys()
     if isinstance(request, OAuthMetadata):
@@ -114,5 +88,4 @@ def _dispatch(server: AuthorizationServer, peer: PeerIdentity, request: Any) -> 
         return server.tokens.token(request)
     if isinstance(request, OAuthRevoke):
         return server.tokens.revoke(request)
-    assert isinstance(request, OAuthCheck)
     return server.check(request)

@@ -198,6 +198,8 @@ class Ladder:
         """A remote client's proposal: its token proven; asked every call, naming the client."""
         try:
             client = self.remote_caller(token)
+        except VaultLocked as exc:
+            raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
         except Denied as exc:
             raise Refusal("denied", Rung.ACTION, "remote_client", exc.message) from exc
         request = dataclasses.replace(

@@ -22,9 +22,11 @@ from safeport.action_gateway.remote_clients.client_book import Approval, ClientS
 from safeport.action_gateway.remote_clients.issuer import Issuer
 from safeport.action_gateway.remote_clients.metadata_documents import (
     DocumentRefused,
+    DocumentRefusedAgain,
     MetadataDocuments,
     is_document_url,
 )
+from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.action_gateway.remote_clients.token_ledger import Binding
 from safeport.shared.schemas.oauth_wire import (
     OAuthAuthorize,
@@ -34,6 +36,7 @@ from safeport.shared.schemas.oauth_wire import (
 )
 
 MAX_WAITING = 16
+PER_MINUTE = 60  # authorization requests that reach a card or a code, from every client
 # After its card closes, an answer waits this long for the browser page to collect it.
 COLLECT_S = 120.0
 
@@ -69,6 +72,7 @@ class AuthorizationEndpoint:
         self._asker = asker
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
+        self._requests = Throttle(PER_MINUTE, 60.0, issuer.clock)
 
     def authorize(self, peer: PeerIdentity, request: OAuthAuthorize) -> OAuthAuthorizeResult:
         params = request.params
@@ -101,7 +105,12 @@ class AuthorizationEndpoint:
             roots,
             request.profile,
         )
-        waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
+        budget = self._requests.take()
+        if budget == "refused_first":
+            self._issuer.journal("oauth.authorizations_throttled", {"per_minute": PER_MINUTE})
+        waiting = None
+        if budget == "ok":
+            waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
         if waiting is None:
             return _error_page(rules.Problem("temporarily_unavailable", "too many requests wait"))
         if state.approved_for(redirect_uri, roots, request.profile):
@@ -143,6 +152,8 @@ class AuthorizationEndpoint:
             return book.get(client_id) if client_id else None
         try:
             document = self._documents.get(client_id)
+        except DocumentRefusedAgain:
+            return None
         except DocumentRefused as exc:
             self._issuer.journal(
                 "oauth.document_refused", {"client": client_id[:200], "reason": exc.message}
@@ -226,7 +237,9 @@ class AuthorizationEndpoint:
                         ask.redirect_uri, binding.roots, binding.profile, self._issuer.clock()
                     ),
                 )
-                code = self._issuer.ledger.new_code(binding, ask.redirect_uri, ask.code_challenge)
+                code = self._issuer.ledger.new_code(
+                    binding, ask.redirect_uri, ask.code_challenge, redirect_named=ask.redirect_named
+                )
             except Exception:  # locked meanwhile: the answer is a denial
                 approved = False
             else:

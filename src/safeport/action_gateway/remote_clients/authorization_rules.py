@@ -45,6 +45,8 @@ class AuthorizeAsk:
     state: str | None
     code_challenge: str
     resource: str
+    # Named in the request (then the token request must repeat it), or the client's only one.
+    redirect_named: bool = True
 
 
 def issuer_of(public_url: str) -> str:
@@ -173,6 +175,7 @@ def authorize_ask(params: Mapping[str, str], redirect_uri: str) -> AuthorizeAsk:
         state=params.get("state"),
         code_challenge=params["code_challenge"],
         resource=params["resource"],
+        redirect_named="redirect_uri" in params,
     )
 
 

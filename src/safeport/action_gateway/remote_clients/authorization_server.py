@@ -15,6 +15,7 @@ from safeport.action_gateway.remote_clients.client_book import RemoteClient
 from safeport.action_gateway.remote_clients.issuer import Issuer
 from safeport.action_gateway.remote_clients.metadata_documents import MetadataDocuments
 from safeport.action_gateway.remote_clients.signing_key import TokenRejected
+from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.action_gateway.remote_clients.token_endpoint import NO_STORE, TokenEndpoint
 from safeport.errors import Denied, Error
 from safeport.shared.schemas.oauth_wire import (
@@ -27,6 +28,8 @@ from safeport.shared.schemas.oauth_wire import (
     OAuthMetadataResult,
     OAuthRegister,
 )
+
+REGISTRATIONS_PER_MINUTE = 60
 
 
 class NoSuchClient(Error):
@@ -55,6 +58,7 @@ class AuthorizationServer:
         self._issuer = issuer
         self.authorization = AuthorizationEndpoint(issuer, documents, asker)
         self.tokens = TokenEndpoint(issuer)
+        self._registrations = Throttle(REGISTRATIONS_PER_MINUTE, 60.0, issuer.clock)
 
     def keys(self) -> OAuthKeysResult:
         return OAuthKeysResult(keys=[self._issuer.key().public])
@@ -72,6 +76,13 @@ class AuthorizationServer:
         if problem is not None:
             body = {"error": problem.error, "error_description": problem.description}
             return OAuthHttpAnswer(status=400, body=body, headers=NO_STORE)
+        throttled = self._registrations.take()
+        if throttled == "refused_first":
+            per_minute: dict[str, object] = {"per_minute": REGISTRATIONS_PER_MINUTE}
+            self._issuer.journal("oauth.registrations_throttled", per_minute)
+        if throttled != "ok":
+            body = {"error": "temporarily_unavailable", "error_description": "too many, wait"}
+            return OAuthHttpAnswer(status=429, body=body, headers=NO_STORE)
         now = self._issuer.clock()
         client = RemoteClient(
             client_id=f"sp-{secrets.token_urlsafe(16)}",

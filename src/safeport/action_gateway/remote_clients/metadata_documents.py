@@ -37,15 +37,22 @@ from safeport.action_gateway.remote_clients.authorization_rules import (
     client_name_of,
     registration_problem,
 )
+from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.errors import Denied
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 CACHE_TTL_S = 300.0
+REFUSAL_TTL_S = 60.0
 MAX_CACHED = 128
+FETCHES_PER_MINUTE = 30
 
 
 class DocumentRefused(Denied):
     """The metadata document could not be used (a fixed reason, never the server's text)."""
+
+
+class DocumentRefusedAgain(DocumentRefused):
+    """A refusal remembered, or the fetch budget spent: nothing was fetched (nor journaled)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class FetchRules:
     ca_file: str | None = None
     timeout_s: float = 5.0
     max_bytes: int = MAX_DOCUMENT_BYTES
+    fetches_per_minute: int = FETCHES_PER_MINUTE
 
 
 @dataclass(frozen=True)
@@ -76,19 +84,32 @@ class MetadataDocuments:
         self._rules = rules
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[float, ClientDocument]] = {}
+        self._cache: dict[str, tuple[float, ClientDocument | DocumentRefused]] = {}
+        self._fetches = Throttle(rules.fetches_per_minute, 60.0, clock)
 
     def get(self, url: str) -> ClientDocument:
+        """The document at ``url``; a refusal is remembered for a minute (asking again with the
+        same URL fetches nothing), and at most 30 fetches a minute are made in all."""
         with self._lock:
             cached = self._cache.get(url)
-            if cached is not None and cached[0] > self._clock():
-                return cached[1]
-        document = self._fetch(url)
+        if cached is not None and cached[0] > self._clock():
+            if isinstance(cached[1], DocumentRefused):
+                raise DocumentRefusedAgain(cached[1].message)
+            return cached[1]
+        if self._fetches.take() != "ok":
+            raise DocumentRefusedAgain("too many metadata documents were fetched; wait a minute")
+        try:
+            answer: ClientDocument | DocumentRefused = self._fetch(url)
+        except DocumentRefused as exc:
+            answer = exc
+        ttl = REFUSAL_TTL_S if isinstance(answer, DocumentRefused) else CACHE_TTL_S
         with self._lock:
             if len(self._cache) >= MAX_CACHED:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[url] = (self._clock() + CACHE_TTL_S, document)
-        return document
+            self._cache[url] = (self._clock() + ttl, answer)
+        if isinstance(answer, DocumentRefused):
+            raise answer
+        return answer
 
     def _fetch(self, url: str) -> ClientDocument:
         host = _document_host(url)

@@ -2,9 +2,9 @@
 
 The key's 32-byte seed is a vault entry (``oauth-signing-key``, kind token), created the first
 time a token is needed; ``kid`` is a digest of the public key, so the context server can tell
-keys apart after a rotation (removing the entry makes a new key at the next use, and every token
-signed with the old one stops verifying). Verification errors all read the same: a caller learns
-that a token is not good, never which check failed.
+keys apart after a rotation (removing the entry, then locking and unlocking the vault, makes a
+new key at the next use, and every token signed with the old one stops verifying). Verification
+errors all read the same: a caller learns that a token is not good, never which check failed.
 """
 
 from __future__ import annotations

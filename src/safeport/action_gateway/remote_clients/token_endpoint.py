@@ -100,7 +100,9 @@ class TokenEndpoint:
             binding = record.binding
             if binding.client_id != client_id or state is None or state.revoked_at is not None:
                 return "invalid_grant"
-            if redirect_uri is None or redirect_uri != record.redirect_uri:
+            if redirect_uri is None and record.redirect_named:
+                return "invalid_grant"
+            if redirect_uri is not None and redirect_uri != record.redirect_uri:
                 return "invalid_grant"
             if resource is not None and resource != binding.resource:
                 return "invalid_target"

@@ -45,6 +45,7 @@ class CodeRecord:
     redirect_uri: str
     code_challenge: str
     expires_at: float
+    redirect_named: bool = True  # the token request must repeat the redirect URI (RFC 6749)
     used: bool = False
     family: str | None = None  # the family the code started, once redeemed
 
@@ -77,14 +78,17 @@ class TokenLedger:
         self._by_refresh: dict[str, str] = {}  # refresh digest (current or rotated) -> family
         self._by_access: dict[str, str] = {}  # jti -> family
 
-    def new_code(self, binding: Binding, redirect_uri: str, challenge: str) -> str:
+    def new_code(
+        self, binding: Binding, redirect_uri: str, challenge: str, *, redirect_named: bool = True
+    ) -> str:
         code = secrets.token_urlsafe(32)
         with self._lock:
             self._expire()
             if len(self._codes) >= MAX_CODES:
                 oldest = min(self._codes, key=lambda key: self._codes[key].expires_at)
                 del self._codes[oldest]
-            record = CodeRecord(binding, redirect_uri, challenge, self._clock() + CODE_TTL_S)
+            expires = self._clock() + CODE_TTL_S
+            record = CodeRecord(binding, redirect_uri, challenge, expires, redirect_named)
             self._codes[token_digest(code)] = record
         return code
 

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar, get_args
 from pydantic import BaseModel
 
 from safeport.shared.schemas import control as rq
+from safeport.shared.schemas import oauth_wire as ow
 from safeport.shared.schemas import results as rs
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.wire import (
@@ -108,4 +109,12 @@ AGENT_RESULTS: dict[type[Envelope], type[BaseModel]] = {
     Cancel: CancelResult,
     ProposeSsh: SshExecResult,
     ProposeHttp: HttpResult,
+    ow.OAuthKeys: ow.OAuthKeysResult,
+    ow.OAuthMetadata: ow.OAuthMetadataResult,
+    ow.OAuthRegister: ow.OAuthHttpAnswer,
+    ow.OAuthAuthorize: ow.OAuthAuthorizeResult,
+    ow.OAuthAuthorizeWait: ow.OAuthAuthorizeWaitResult,
+    ow.OAuthToken: ow.OAuthHttpAnswer,
+    ow.OAuthRevoke: ow.OAuthHttpAnswer,
+    ow.OAuthCheck: ow.OAuthCheckResult,
 }

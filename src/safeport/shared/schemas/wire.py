@@ -11,10 +11,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
+# The envelope lives in its own module so that the OAuth messages (which build on it) can join
+# the agent's union below without an import circle; its names stay importable from here.
+from safeport.shared.schemas.envelope import Envelope as Envelope
+from safeport.shared.schemas.envelope import RequestId as RequestId
+from safeport.shared.schemas.oauth_wire import OAUTH_REQUESTS as OAUTH_REQUESTS
+from safeport.shared.schemas.oauth_wire import (
+    OAuthAuthorize,
+    OAuthAuthorizeWait,
+    OAuthCheck,
+    OAuthKeys,
+    OAuthMetadata,
+    OAuthRegister,
+    OAuthRevoke,
+    OAuthToken,
+)
+
 PROTOCOL_VERSION = 1
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
-RequestId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
 ArgName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 ArgValue = StrictStr | StrictInt
 Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
@@ -22,21 +37,14 @@ Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
 ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
 
 
-class Envelope(BaseModel):
-    """What every request carries: the protocol version and the id its reply names."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    v: Literal[1]
-    id: RequestId
-
-
 class Hello(Envelope):
     type: Literal["hello"]
     versions: Annotated[list[StrictInt], Field(min_length=1, max_length=8)]
     client: Annotated[str, Field(max_length=64)] = "unknown"
     # Optional messages the client understands; "pending": PendingNotice while a card waits.
-    features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
+    features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = Field(
+        default_factory=list
+    )
 
 
 class CatalogRequest(Envelope):
@@ -71,7 +79,21 @@ class Cancel(Envelope):
 
 
 AgentRequest = Annotated[
-    Hello | CatalogRequest | ProposeSsh | ProposeHttp | Cancel, Field(union_mode="left_to_right")
+    Hello
+    | CatalogRequest
+    | ProposeSsh
+    | ProposeHttp
+    | Cancel
+    # A remote client's OAuth, relayed by the context server (the gateway is its server).
+    | OAuthKeys
+    | OAuthMetadata
+    | OAuthRegister
+    | OAuthAuthorize
+    | OAuthAuthorizeWait
+    | OAuthToken
+    | OAuthRevoke
+    | OAuthCheck,
+    Field(union_mode="left_to_right"),
 ]
 AGENT_REQUEST: TypeAdapter[AgentRequest] = TypeAdapter(AgentRequest)
 
