@@ -11,7 +11,9 @@ authorization server:
      the same file; the calls alternate, one to each, so both see the same load; budget <= 1.3x;
   2. ``--clients`` approved clients (each went through the flow: its own card and token), all
      at once, ``--calls`` reads each; errors must be 0;
-  3. our server's resident memory after that.
+  3. the same round trips as plain JSON-RPC POSTs (no client-side output-schema validation,
+     which the SDK client applies to our typed results and not to the peer's plain dict);
+  4. our server's resident memory after that.
 Ratios are ours / peer (lower is better). The load average before and after is in the report.
 """
 
@@ -50,11 +52,16 @@ FILE_TEXT = "".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" f
 
 def serve_peer(port: int, source: Path) -> None:
     """The SDK's minimal Streamable HTTP server: one `read_file` tool, a static bearer check."""
+    import logging
+
     import uvicorn
     from mcp.server.mcpserver import MCPServer
+
+    # As ours: no per-request log lines (the SDK would log each stateless request at INFO).
+    logging.basicConfig(level=logging.WARNING, force=True)
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    server = MCPServer(name="peer")
+    server = MCPServer(name="peer", log_level="WARNING")
 
     @server.tool()
     def read_file(path: str) -> dict[str, Any]:
@@ -135,6 +142,35 @@ async def side_by_side(ours: str, token: str, peer: str, rounds: int) -> tuple[l
     return mine, theirs
 
 
+async def bare_side_by_side(
+    ours: str, token: str, peer: str, rounds: int
+) -> tuple[list[float], list[float]]:
+    """The same calls as plain JSON-RPC POSTs (no client-side schema validation, no session)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"path": "notes.md"}},
+    }
+    mine: list[float] = []
+    theirs: list[float] = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        for index in range(rounds + 10):
+            for url, secret, out in ((ours, token, mine), (peer, PEER_TOKEN, theirs)):
+                headers = {
+                    "authorization": f"Bearer {secret}",
+                    "accept": "application/json, text/event-stream",
+                    "mcp-protocol-version": "2025-11-25",
+                }
+                started = time.perf_counter()
+                answer = await http.post(url, json=body, headers=headers)
+                elapsed = time.perf_counter() - started
+                assert answer.status_code == 200 and '"isError":false' in answer.text
+                if index >= 10:
+                    out.append(elapsed)
+    return mine, theirs
+
+
 async def concurrent(url: str, tokens: list[str], calls: int) -> tuple[int, int, float]:
     """Every client at once, ``calls`` reads each: (ok, errors, seconds)."""
     done = {"ok": 0, "errors": 0}
@@ -191,11 +227,15 @@ def measure(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             mine, theirs = anyio.run(
                 side_by_side, server.url + "/mcp", tokens[0], peer, args.rounds
             )
+            bare = anyio.run(bare_side_by_side, server.url + "/mcp", tokens[0], peer, args.rounds)
             ok, errors, seconds = anyio.run(concurrent, server.url + "/mcp", tokens, args.calls)
             ms = 1000.0
             report["read_file_p50_ms"] = round(p50(mine) * ms, 3)
             report["sdk_minimal_server_read_file_p50_ms"] = round(p50(theirs) * ms, 3)
             report["read_file_vs_sdk_minimal_server"] = round(p50(mine) / p50(theirs), 2)
+            report["bare_read_file_p50_ms"] = round(p50(bare[0]) * ms, 3)
+            report["bare_sdk_minimal_server_read_file_p50_ms"] = round(p50(bare[1]) * ms, 3)
+            report["bare_read_file_vs_sdk_minimal_server"] = round(p50(bare[0]) / p50(bare[1]), 2)
             report["concurrent_clients"] = args.clients
             report["concurrent_calls_ok"] = ok
             report["concurrent_errors"] = errors

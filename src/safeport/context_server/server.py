@@ -229,8 +229,11 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
     from safeport.context_server.http.serving import run as run_http
 
     verify_installed_package()
+    # force: the MCP SDK configures the root logger at INFO when its first server is made
+    # (this module's import makes one); at INFO every request would be logged, and rendered,
+    # on stderr -- a third of a request's time, measured.
     logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s"
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s", force=True
     )
     paths = locate()
     configured = open_workspace(options.roots, paths)
