@@ -141,9 +141,10 @@ class FakeUnlockedVault:
         # The credentials support.POLICY names, with the kinds secret() answers for them, so
         # `sp policy check` against the harness sees a vault that holds what it serves.
         created = datetime(2026, 1, 1, tzinfo=UTC)
+        added: list[tuple[str, SecretKind]] = [(name, "token") for name in self._store._secrets]
         return [
             EntryInfo(name=name, kind=kind, created=created, rotated=None)
-            for name, kind in HELD_CREDENTIALS
+            for name, kind in (*HELD_CREDENTIALS, *added)
         ]
 
     def public_keys(self) -> VaultPublicKeys:
@@ -157,6 +158,8 @@ class FakeUnlockedVault:
             self._locked.wait(10)
         self._check()
         self._store._record("vault.secret", name=name)
+        if name in self._store._secrets:
+            return self._store._secrets[name]
         if name.endswith("key"):
             return SshKeySecret(private_key=SecretBytes(self._store.ssh_key or CANARY.encode()))
         if name.endswith("basic"):
@@ -164,7 +167,13 @@ class FakeUnlockedVault:
         return TokenSecret(token=SecretBytes(CANARY.encode()))
 
     def add(self, name: str, kind: SecretKind, value: Mapping[str, SecretBytes | str]) -> None:
-        raise NotImplementedError
+        # Token entries only (the gateway adds its OAuth signing key as one on first use).
+        self._check()
+        token = value.get("token")
+        if kind != "token" or not isinstance(token, SecretBytes) or name in self._store._secrets:
+            raise NotImplementedError
+        self._store._secrets[name] = TokenSecret(token=token.copy())
+        self._store.generation += 1
 
     def remove(self, name: str) -> None:
         raise NotImplementedError

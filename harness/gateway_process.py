@@ -26,6 +26,7 @@ from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.remote_clients.metadata_documents import FetchRules
 from safeport.action_gateway.sockets.connection import ServerLimits
 from safeport.errors import Error
 from safeport.shared.audit.writer import DEFAULT_SEGMENT_BYTES
@@ -67,6 +68,13 @@ def main() -> int:
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
     parser.add_argument("--refusals-per-window", type=int, default=None)
+    parser.add_argument(
+        "--unsafe-documents-on-loopback",
+        type=Path,
+        default=None,
+        help="CA file: client metadata documents are fetched from 127.0.0.1 with this CA "
+        "(the test TLS server); never how a gateway runs",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     record = Recorder(args.record)
@@ -85,12 +93,21 @@ def main() -> int:
         executor = GatewayExecutor(resolver=lambda host, port: ["127.0.0.1"])
     if args.calls_dir is not None:
         executor = CallFileExecutor(args.calls_dir, paths.audit_dir / "actions.jsonl")
+    fetch = FetchRules()
+    if args.unsafe_documents_on_loopback is not None:
+        fetch = FetchRules(
+            resolver=lambda host, port: ["127.0.0.1"],
+            unsafe_allow_private_addresses=True,
+            ca_file=str(args.unsafe_documents_on_loopback),
+            timeout_s=1.0,
+        )
     parts = GatewayParts(
         vault_store=store,
         executor=executor,
         probe=LinuxProbe(),
         sealer_for=AuditSealer if args.seal or args.real_vault else None,
         syslog_local_path=args.syslog_socket,
+        remote_fetch=fetch,
     )
     limits = RuntimeLimits(
         server=ServerLimits(frame_timeout_s=args.frame_timeout, idle_timeout_s=args.idle_timeout),

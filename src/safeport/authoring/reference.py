@@ -26,6 +26,7 @@ from safeport.shared.schemas.config import (
     HttpSection,
     HttpService,
     ParamSpec,
+    RemoteSettings,
     SqlDatabase,
     SqlQuery,
     SqlSection,
@@ -90,6 +91,11 @@ SECTIONS = (
         "[sql.databases.NAME.queries.NAME]",
         SqlQuery,
         "One read-only query an agent may ask for: a fixed statement with bound `{param}` values.",
+    ),
+    Section(
+        "[remote]",
+        RemoteSettings,
+        "Remote MCP clients reached over HTTP (`sp context serve --http`); every key is optional.",
     ),
     Section(
         "params.NAME",

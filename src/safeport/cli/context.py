@@ -3,16 +3,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from safeport.cli.options import profile_option
-from safeport.context_server import ServeOptions, allow_secret, build_index, scan_roots, serve
+from safeport.cli.options import profile_option, several_humans_passphrase_option
+from safeport.cli.secret_input import vault_passphrase
+from safeport.context_server import (
+    ServeOptions,
+    allow_secret,
+    build_index,
+    parse_endpoint,
+    scan_roots,
+    serve,
+    serve_http,
+)
+from safeport.gateway_client.remote_clients import list_clients, revoke_client
+from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 
 
@@ -27,15 +40,37 @@ def context() -> None:
 )
 @profile_option
 @click.option("--origin", default="unknown", show_default=True, help="A label for the journal.")
-def serve_command(roots: tuple[str, ...], profile: str, origin: str) -> None:
-    """Serve the roots over stdio (stdout carries only JSON-RPC).
+@click.option(
+    "--http",
+    "bind",
+    metavar="HOST:PORT",
+    help="Serve remote clients over Streamable HTTP here instead of stdio (loopback unless TLS).",
+)
+@click.option("--public-url", metavar="URL", help="The https URL remote clients reach (tunnel).")
+@click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False), help="PEM cert.")
+@click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False), help="PEM key.")
+def serve_command(
+    roots: tuple[str, ...],
+    profile: str,
+    origin: str,
+    bind: str | None,
+    public_url: str | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+) -> None:
+    """Serve the roots over stdio (stdout carries only JSON-RPC), or with --http to remote
+    clients that the gateway approved (OAuth; the reader profile).
 
     Without --root, the roots come from `roots = [...]` in context.toml."""
-    serve(
-        ServeOptions(
-            roots=roots, profile="agent" if profile == "agent" else "reader", origin=origin
-        )
+    options = ServeOptions(
+        roots=roots, profile="agent" if profile == "agent" else "reader", origin=origin
     )
+    if bind is None:
+        if public_url or tls_cert or tls_key:
+            raise click.UsageError("--public-url and --tls-* go with --http")
+        serve(options)
+        return
+    serve_http(options, parse_endpoint(bind, public_url, tls_cert, tls_key))
 
 
 @context.command("index")
@@ -120,3 +155,48 @@ def _progress(console: Console, label: str) -> Iterator[Callable[[int, int], Non
             bar.update(task, completed=done, total=total)
 
         yield progress
+
+
+@context.group("clients")
+def clients() -> None:
+    """Remote MCP clients (over HTTP) the gateway has registered or approved."""
+
+
+@clients.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_clients_command(as_json: bool) -> None:
+    """Show each remote client, what it was approved for, and its last use."""
+    known = list_clients(locate())
+    if as_json:
+        click.echo(json.dumps([c.model_dump() for c in known], indent=2, sort_keys=True))
+        return
+    if not known:
+        click.echo("no remote clients")
+        return
+    for client in known:
+        state = "revoked" if client.revoked else "active"
+        used = _when(client.last_used)
+        click.echo(f"{inert(client.client_id)}  {inert(client.name)}  ({client.source}, {state})")
+        click.echo(
+            f"    redirect hosts: {inert(', '.join(client.redirect_hosts))}; last use: {used}"
+        )
+        for approval in client.approved:
+            roots = inert(", ".join(approval.roots))
+            click.echo(
+                f"    approved: {roots} as {approval.profile} via {inert(approval.redirect_host)}"
+            )
+
+
+@clients.command("revoke")
+@click.argument("client_id")
+@several_humans_passphrase_option
+def revoke_client_command(client_id: str, passphrase_file: Path | None) -> None:
+    """Stop a remote client now: its next request is refused, and a new one needs a new card."""
+    revoked = revoke_client(locate(), client_id, vault_passphrase(passphrase_file))
+    click.echo(f"revoked {inert(revoked)}")
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "never"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")

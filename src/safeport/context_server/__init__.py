@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from safeport.context_server import mcp_clients
+    from safeport.context_server.http.endpoint import parse_endpoint
     from safeport.context_server.policy.read_policy import ReadPolicy, Refused
     from safeport.context_server.server import (
         PROFILES,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         open_workspace,
         scan_roots,
         serve,
+        serve_http,
     )
     from safeport.context_server.workspace.serving_config import (
         redaction_findings,
@@ -43,10 +45,12 @@ __all__ = [
     "build_server",
     "mcp_clients",
     "open_workspace",
+    "parse_endpoint",
     "redaction_findings",
     "redaction_off",
     "scan_roots",
     "serve",
+    "serve_http",
 ]
 
 _SERVER = "safeport.context_server.server"
@@ -59,6 +63,8 @@ _HOMES = {
     "open_workspace": _SERVER,
     "scan_roots": _SERVER,
     "serve": _SERVER,
+    "serve_http": _SERVER,
+    "parse_endpoint": "safeport.context_server.http.endpoint",
     "ReadPolicy": "safeport.context_server.policy.read_policy",
     "Refused": "safeport.context_server.policy.read_policy",
     "redaction_findings": "safeport.context_server.workspace.serving_config",

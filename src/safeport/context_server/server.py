@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,10 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
+from safeport.context_server.http.app import RemoteService, build_app
+from safeport.context_server.http.endpoint import HttpEndpoint
+from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.tenants import TenantServer
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
 from safeport.context_server.operations.allow_back import (
@@ -36,8 +40,9 @@ from safeport.context_server.operations.secret_report import (
 )
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.sdk_seam import lowlevel_server
 from safeport.context_server.tools.agent_tools import register_agent_tools
-from safeport.context_server.tools.journaled_calls import JournaledServer
+from safeport.context_server.tools.journaled_calls import JournaledServer, without_client_roots
 from safeport.context_server.tools.reader_tools import register_reader_tools
 from safeport.context_server.transport.fast_path import DirectCalls
 from safeport.context_server.transport.stdio import serve_stdio
@@ -158,7 +163,12 @@ def allow_secret(
 
 def build_server(options: ServeOptions) -> tuple[JournaledServer, WorkspaceService]:
     paths = locate()
-    workspace = open_workspace(options.roots, paths)
+    return _assemble(open_workspace(options.roots, paths), paths, options)
+
+
+def _assemble(
+    workspace: Workspace, paths: SafeportPaths, options: ServeOptions
+) -> tuple[JournaledServer, WorkspaceService]:
     index = SearchIndex(index_path(paths.cache_dir, workspace), workspace)
     roots = [display_name(os.fsencode(r.path)) for r in workspace.roots]
     journal = ReadsJournal(paths.audit_dir, options.origin, roots)
@@ -212,10 +222,55 @@ def serve(options: ServeOptions) -> None:
         service.journal.close()  # writes and fsyncs the records still queued
 
 
+def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
+    """Serve remote clients over Streamable HTTP until SIGINT/SIGTERM: each access token's
+    roots get a server of their own, made on first use from the configured roots."""
+    # uvicorn only for this command: stdio serving starts without it.
+    from safeport.context_server.http.serving import run as run_http
+
+    verify_installed_package()
+    # force: the MCP SDK configures the root logger at INFO when its first server is made
+    # (this module's import makes one); at INFO every request would be logged, and rendered,
+    # on stderr -- a third of a request's time, measured.
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s", force=True
+    )
+    paths = locate()
+    configured = open_workspace(options.roots, paths)
+    servers: list[WorkspaceService] = []
+
+    def make(visible: frozenset[str], profile: Profile) -> TenantServer:
+        roots = [r for r in configured.roots if r.name in visible]
+        workspace = Workspace(roots, configured.policy, configured.secrets)
+        # The journal's declared origin says the calls came over HTTP; each record also names
+        # the client its token proves.
+        origin = "remote" if options.origin == "unknown" else options.origin
+        server, service = _assemble(
+            workspace, paths, replace(options, profile=profile, origin=origin)
+        )
+        without_client_roots(server)
+        service.index.refresh_in_background(force=True)
+        servers.append(service)
+        return TenantServer(lowlevel_server(server), tuple(server.background))
+
+    _warn_of_secret_rules_in(configured)
+    remote = RemoteService(roots=[r.name for r in configured.roots], profile=options.profile)
+    app = build_app(endpoint, remote, OAuthGateway(paths, endpoint.public_url), make)
+    try:
+        run_http(app, endpoint)
+    finally:
+        for service in servers:
+            service.journal.close()
+
+
 def _warn_of_secret_rules(service: WorkspaceService) -> None:
+    _warn_of_secret_rules_in(service.workspace)
+
+
+def _warn_of_secret_rules_in(workspace: Workspace) -> None:
     """Say on stderr, at start, what the person turned off: it must never go unnoticed."""
-    secrets = service.workspace.secrets
-    for root in service.workspace.roots:
+    secrets = workspace.secrets
+    for root in workspace.roots:
         if root.path in secrets.unredacted_roots:
             log.warning(
                 "secret redaction is OFF for the root %s ([secrets] redaction_off in "

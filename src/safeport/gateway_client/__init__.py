@@ -12,6 +12,7 @@ __all__ = [
     "gateway_view",
     "listener_check",
     "policy_check",
+    "remote_clients",
     "saved_checkpoint",
     "security_key",
     "status_overview",

@@ -3,14 +3,12 @@
 Thread-safe: proposals wait here in worker threads while the control server (event loop thread)
 decides cards. Nothing is persisted; a gateway restart forgets every grant.
 
-- A session grant is bound to {requester instance (pid + start time + exe digest), credential,
-  policy digest}; it ends when that process exits, at ``session_max_minutes``, on revoke, on vault
-  lock, on gateway stop.
+- A session grant is bound to {requester instance, credential, policy digest}; it ends when that
+  process exits, at ``session_max_minutes``, on revoke, on vault lock, on gateway stop.
 - A per-call grant is bound to the exact request (action, target, args digest, policy digest),
   is used once, expires after a minute, and is void once the vault is locked or unlocked again.
-- One pending card per requester, and per uid its share of the cards that may wait; an
-  approver descending from the requester, or from its client (unless
-  ``allow_approver_in_client``), is refused.
+- One pending card per requester, and per uid its share of the cards that may wait; an approver
+  in the requester's tree, or its client's (unless allowed), is refused.
 """
 
 from __future__ import annotations
@@ -22,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from safeport.action_gateway.approvals import cards as card_kinds
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused, check_approver
-from safeport.action_gateway.approvals.cards import ActionRequest, ApprovalCard, build_card
+from safeport.action_gateway.approvals.cards import ActionRequest, ApprovalCard, ClientAuthorization
 from safeport.action_gateway.approvals.grants import (
     Grant,
     SessionGrant,
@@ -91,7 +90,7 @@ class Approvals:
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
-        self._by_requester: dict[tuple[int, int, str], str] = {}
+        self._by_requester: dict[tuple[object, ...], str] = {}
         self._sessions: dict[str, SessionGrant] = {}
         self._per_call: dict[str, Grant] = {}
         self._listeners: list[Listener] = []
@@ -112,20 +111,12 @@ class Approvals:
         if request.scope == "session":
             found = self._live_session(requester, request, vault_epoch)
             if found is not None:
-                return Grant(
-                    found.id,
-                    "session",
-                    vault_epoch,
-                    found.expires_at,
-                    grant_binding(request, requester),
-                )
-        pending = self._open_card(requester, request, timeout_s, session_max_s)
-        finished = pending.done.wait(timeout_s)
-        with self._lock:
-            self._forget_card(pending.card)
-            if not finished and pending.outcome is None:
-                pending.outcome = "timeout"
-        self.notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
+                binding = grant_binding(request, requester)
+                return Grant(found.id, "session", vault_epoch, found.expires_at, binding)
+        # wall_now: the expiry a key signs must mean something outside this process.
+        times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
+        card = card_kinds.build_card(_new_id("c"), requester, request, wall_now=time.time(), **times)
+        pending = self._open_card(card)
         if pending.outcome == "timeout":
             raise ApprovalTimedOut("no approver answered in time")
         if pending.outcome != "approved":
@@ -330,57 +321,59 @@ class Approvals:
         self.reap()
         return None
 
-    def _open_card(
-        self,
-        requester: PeerIdentity,
-        request: ActionRequest,
-        timeout_s: float,
-        session_max_s: float,
-    ) -> _Pending:
-        card = build_card(
-            _new_id("c"),
-            requester,
-            request,
-            now=self._clock(),
-            timeout_s=timeout_s,
-            session_max_s=session_max_s,
-            wall_now=time.time(),
-        )
+    def ask(self, requester: PeerIdentity, request: ClientAuthorization, timeout_s: float) -> str:
+        """A remote client's authorization on a card; blocks until answered: the outcome."""
+        times = {"now": self._clock(), "timeout_s": timeout_s, "wall_now": time.time()}
+        card = card_kinds.build_client_card(_new_id("c"), requester, request, **times)
+        return self._open_card(card).outcome or "timeout"
+
+    def _open_card(self, card: ApprovalCard) -> _Pending:
+        """Show ``card`` and wait for its answer (or its expiry)."""
+        requester = card.requester
         if not card.showable:
             raise ApprovalRefused(
                 "the request cannot be shown whole on a card", outcome="unshowable"
             )
         with self._lock:
-            if requester.instance in self._by_requester:
+            if _slot(card) in self._by_requester:
                 raise ApprovalRefused(
                     "another approval for this requester is already waiting", outcome="denied"
                 )
             mine = sum(p.card.requester.uid == requester.uid for p in self._pending.values())
-            verdict = one_more(held_by_uid=mine, held_by_all=len(self._pending),
-                               ceiling=MAX_PENDING_CARDS, humans=self._humans)  # fmt: skip
+            verdict = one_more(
+                held_by_uid=mine,
+                held_by_all=len(self._pending),
+                ceiling=MAX_PENDING_CARDS,
+                humans=self._humans,
+            )
             if not verdict.fits:  # each human's share: one's agent cannot fill every place
                 reason = verdict.reason("waiting approvals")
                 raise ApprovalRefused(f"too many approvals are waiting: {reason}", outcome="denied")
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
-            self._by_requester[requester.instance] = card.id
+            self._by_requester[_slot(card)] = card.id
         self.notify("card", card.view(self._clock()))
         for opened in list(self._card_openers):
             opened(card)  # the requester's own side learns which card it waits on
+        finished = pending.done.wait(card.expires_at - card.created_at)
+        with self._lock:
+            self._forget_card(pending.card)
+            if not finished and pending.outcome is None:
+                pending.outcome = "timeout"
+        self.notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
         return pending
 
     def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:
-        """Caller holds the lock."""
         if pending.outcome is None:
             pending.outcome = outcome
             pending.reason = reason
             pending.done.set()
 
     def _forget_card(self, card: ApprovalCard) -> None:
-        """Caller holds the lock."""
+        """Caller holds the lock (as for ``_settle``)."""
         self._pending.pop(card.id, None)
-        if self._by_requester.get(card.requester.instance) == card.id:
-            del self._by_requester[card.requester.instance]
+        if self._by_requester.get(_slot(card)) == card.id:
+            del self._by_requester[_slot(card)]
 
     def notify(self, event: str, data: dict[str, object]) -> None:
         """Tell every watching approver (a card, its closing, what its action did)."""
@@ -388,6 +381,13 @@ class Approvals:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(event, data)
+
+
+def _slot(card: ApprovalCard) -> tuple[object, ...]:
+    """One waiting card per requester; a relay's remote clients each have their own slot."""
+    if isinstance(card.request, ClientAuthorization):
+        return (*card.requester.instance, card.request.client_id)
+    return card.requester.instance
 
 
 def _new_id(prefix: str) -> str:

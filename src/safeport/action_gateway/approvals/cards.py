@@ -20,6 +20,7 @@ from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.shared.visible_text import inert, inert_lines
 
 ActionKind = Literal["ssh_exec", "http_request", "run_readonly_query"]
+CardKind = Literal["ssh_exec", "http_request", "run_readonly_query", "oauth_client"]
 ApprovalScope = Literal["session", "per-call"]
 MAX_FIELD_CHARS = 8192
 
@@ -42,6 +43,8 @@ class ActionRequest:
     )  # the one rendering: the card shows it, the executor runs it
     # For a session card: every `target.operation` the session lets this process run unasked.
     session_covers: tuple[str, ...] = ()
+    # A remote client's name and id, proven by its access token: named on the card.
+    remote_client: str | None = None
 
     @property
     def args_digest(self) -> str:
@@ -64,6 +67,54 @@ class ActionRequest:
             "args_sha256": self.args_digest,
             "prepared_sha256": self.prepared.digest(),
             "policy": self.policy_digest,
+            **({"remote_client": self.remote_client} if self.remote_client else {}),
+        }
+
+
+@dataclass(frozen=True)
+class ClientAuthorization:
+    """A remote client asking for tokens (the desktop tunnel): what the human approves."""
+
+    request_id: str
+    client_id: str
+    client_name: str
+    metadata_from: str  # the metadata document's host, or "registered here"
+    redirect_host: str
+    roots: tuple[str, ...]
+    profile: str
+    token_minutes: int
+    user_code: str
+    kind: CardKind = "oauth_client"
+    scope: ApprovalScope = "per-call"
+    credential: str = "the token signing key"
+    operation_id: str = "authorize"
+    read_only: bool = True
+
+    @property
+    def target_id(self) -> str:
+        return self.client_name
+
+    def fields(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("client", inert(self.client_name)),
+            ("client id", inert(self.client_id)),
+            ("metadata", inert(self.metadata_from)),
+            ("redirect", inert(self.redirect_host)),
+            ("roots", inert(", ".join(self.roots))),
+            ("profile", self.profile),
+            ("tokens", f"access {self.token_minutes} min, refreshed until revoked"),
+            ("code", self.user_code),
+            ("note", "the browser page shows this code; approve only if they match"),
+            ("later", "this client, redirect and roots will get new tokens without a card"),
+        )
+
+    def shape(self) -> dict[str, object]:
+        return {
+            "request_id": self.request_id,
+            "action": self.kind,
+            "client": self.client_id,
+            "roots": list(self.roots),
+            "profile": self.profile,
         }
 
 
@@ -73,7 +124,7 @@ class ApprovalCard:
 
     id: str
     requester: PeerIdentity
-    request: ActionRequest
+    request: ActionRequest | ClientAuthorization
     created_at: float
     expires_at: float
     session_max_s: float = 0.0
@@ -103,7 +154,7 @@ class ApprovalCard:
             "target": request.target_id,
             "operation": request.operation_id,
             "read_only": request.read_only,
-            "effect": "read-only" if request.read_only else "may change things",
+            "effect": _effect(request),
             "fields": [[label, text] for label, text in self.fields],
             "showable": self.showable,
             "requester": [_process_line(proc) for proc in self.requester.chain],
@@ -111,10 +162,24 @@ class ApprovalCard:
             "client_label": next((inert(p.label) for p in self.requester.chain if p.label), None),
             "expires_in_s": max(0, round(self.expires_at - now)),
             "timeout_s": round(self.expires_at - self.created_at),
-            "prepared_sha256": request.prepared.digest(),
+            "prepared_sha256": _what_runs_sha256(request),
             "requester_sha256": self.requester_sha256,
             "expires_unix": self.expires_unix,
         }
+
+
+def _what_runs_sha256(request: ActionRequest | ClientAuthorization) -> str:
+    """What a key's touch approves: the prepared action, or every field a client card shows."""
+    if isinstance(request, ClientAuthorization):
+        shown = json.dumps(request.fields(), ensure_ascii=True)
+        return hashlib.sha256(shown.encode("utf-8")).hexdigest()
+    return request.prepared.digest()
+
+
+def _effect(request: ActionRequest | ClientAuthorization) -> str:
+    if isinstance(request, ClientAuthorization):
+        return f"a remote client may read these roots as {request.profile}"
+    return "read-only" if request.read_only else "may change things"
 
 
 def requester_user(uid: int) -> dict[str, object]:
@@ -127,8 +192,10 @@ def requester_user(uid: int) -> dict[str, object]:
     return {"uid": uid, "name": inert(name) if name is not None else None}
 
 
-def scope_text(request: ActionRequest, session_max_s: float) -> str:
+def scope_text(request: ActionRequest | ClientAuthorization, session_max_s: float) -> str:
     """What a yes allows, in words."""
+    if isinstance(request, ClientAuthorization):
+        return "this client gets tokens for these roots until it or its tokens are revoked"
     if request.scope == "session":
         minutes = round(session_max_s / 60)
         covers = f" for {', '.join(request.session_covers)}" if request.session_covers else ""
@@ -159,6 +226,8 @@ def build_card(
         # A run of spaces is hard to count on a terminal; the length of each argument the agent
         # chose tells "a  b" from "a   b" without counting.
         fields += (("lengths", argument_lengths(request.args)),)
+    if request.remote_client is not None:
+        fields += (("remote", inert(request.remote_client)),)
     if request.prepared.holds_non_ascii():
         # Escaping shows every invisible character; a Cyrillic a (U+0430) still looks Latin.
         fields += (("note", "holds non-ASCII characters: look-alike letters are possible"),)
@@ -172,6 +241,28 @@ def build_card(
         session_max_s=session_max_s,
         fields=fields,
         showable=showable,
+        expires_unix=int(wall_now + timeout_s) if wall_now else 0,
+    )
+
+
+def build_client_card(
+    card_id: str,
+    requester: PeerIdentity,
+    request: ClientAuthorization,
+    *,
+    now: float,
+    timeout_s: float,
+    wall_now: float = 0.0,
+) -> ApprovalCard:
+    fields = request.fields()
+    return ApprovalCard(
+        id=card_id,
+        requester=requester,
+        request=request,
+        created_at=now,
+        expires_at=now + timeout_s,
+        fields=fields,
+        showable=all(len(text) <= MAX_FIELD_CHARS for _, text in fields),
         expires_unix=int(wall_now + timeout_s) if wall_now else 0,
     )
 

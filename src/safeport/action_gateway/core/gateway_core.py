@@ -23,6 +23,7 @@ from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
 from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
+from safeport.action_gateway.core.remote_wiring import authorization_server
 from safeport.action_gateway.core.vault_state import VaultState, should_auto_lock
 from safeport.action_gateway.evidence.alarms import JournalEvidence
 from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
@@ -99,25 +100,25 @@ class GatewayCore:
             admitted_uids=self.admitted_uids,
             budget=self._refusals.budget,
             space=self._refusals.space.low_reason,
+            remote_caller=lambda token: self.remote.remote_caller(token).label,
         )
         self._agents = ConnectedAgents()
         self.keys = KeyApprovals(self._vault, self._policies, self._record_vault_save)
         self._approvals.subscribe(notify_card_waiting)
         self._vault.on_unlock(self._unlocked)
         self._vault.on_lock(self._locked)
-
-    # -- settings -----------------------------------------------------------------------------
+        self.remote = authorization_server(
+            self, self._vault, self._approvals, self._policies, paths.data_dir, parts.remote_fetch
+        )
 
     def settings(self) -> GatewaySettings:
         served = self._policies.served
         return served.policy.gateway if served else GatewaySettings()
 
-    def max_connections(self) -> int:
-        """agent.sock's budget (the policy's ``max_connections``)."""
+    def max_connections(self) -> int:  # agent.sock's budget (the policy's max_connections)
         return self.settings().max_connections
 
-    def control_max_connections(self) -> int:
-        """control.sock's own budget; agent connections never count against it."""
+    def control_max_connections(self) -> int:  # control.sock's own; agents never count in it
         return self._limits.server.control_max_connections
 
     @property
@@ -387,8 +388,7 @@ class GatewayCore:
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 
     def _record_vault_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
-        """Journal one of the gateway's own saves with the generation it reached, so putting
-        back the file as it was before the save is a rollback, across restarts too."""
+        """Journal one of the gateway's saves with the generation it reached (a rollback shows)."""
         generation = self._checkpoints.saved(vault)
         self._journals.sessions.record(kind, body, ref={"generation": generation})
         # Signed at once: until a head covers this record, a kill and a cut could remove it

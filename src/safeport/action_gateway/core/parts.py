@@ -13,6 +13,7 @@ from safeport.action_gateway.evidence.refusal_budget import FULL_PER_WINDOW, WIN
 from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.identity.model import IdentityProbe
+from safeport.action_gateway.remote_clients.metadata_documents import FetchRules
 from safeport.action_gateway.sockets.connection import ServerLimits
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer
 from safeport.shared.paths import SafeportPaths
@@ -31,6 +32,8 @@ class GatewayParts:
     # dedicated mode's inspector processes answer one question at a time); None: ``probe``.
     control_probe: IdentityProbe | None = None
     syslog_local_path: str = LOCAL_SOCKET
+    # How remote clients' metadata documents are fetched (tests serve theirs on 127.0.0.1).
+    remote_fetch: FetchRules = field(default_factory=FetchRules)
 
 
 @dataclass(frozen=True)

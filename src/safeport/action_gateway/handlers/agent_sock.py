@@ -16,6 +16,7 @@ from typing import Any
 
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.core.gateway_core import GatewayCore
+from safeport.action_gateway.handlers.oauth_requests import answer_oauth
 from safeport.action_gateway.ladder.refusal import Refusal
 from safeport.action_gateway.sockets.connection import (
     Connection,
@@ -27,6 +28,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ok_reply, readable_id
 from safeport.shared.schemas.wire import (
     AGENT_REQUEST,
+    OAUTH_REQUESTS,
     PROTOCOL_VERSION,
     Cancel,
     CancelResult,
@@ -78,7 +80,9 @@ class AgentHandler(Handler):
             conn.junk["schema"] += 1
             await conn.send_error(readable_id(data), "invalid", str(problem))
             return
-        if isinstance(request, Hello):
+        if isinstance(request, OAUTH_REQUESTS):  # a remote client's OAuth, relayed
+            await answer_oauth(self._core.remote, self._pool, conn, request)
+        elif isinstance(request, Hello):
             if PROTOCOL_VERSION not in request.versions:
                 await conn.send_error(request.id, "invalid", "no common protocol version")
                 return

@@ -20,6 +20,8 @@ from safeport.shared.schemas.control import (
     ApprovalsListRequest,
     ApprovalsWatchRequest,
     ApproverRegisterRequest,
+    ClientsListRequest,
+    ClientsRevokeRequest,
     SessionsListRequest,
     SessionsRevokeRequest,
 )
@@ -29,6 +31,7 @@ from safeport.shared.schemas.results import (
     ApproverResult,
     CardsResult,
     DecidedResult,
+    RemoteClientsResult,
     RevokedResult,
     SessionsResult,
     WatchingResult,
@@ -107,5 +110,24 @@ async def sessions_revoke(
         await ctx.for_everyone(conn, request.op, params.passphrase)
     revoked = await ctx.in_thread(
         lambda: ctx.core.revoke_session(params.id, by=f"pid {conn.peer.pid}")
+    )
+    return RevokedResult(revoked=revoked)
+
+
+async def clients_list(
+    ctx: ControlContext, conn: Connection, request: ClientsListRequest
+) -> RemoteClientsResult:
+    views = await ctx.in_thread(ctx.core.remote.client_views)
+    return RemoteClientsResult.model_validate({"clients": views})
+
+
+async def clients_revoke(
+    ctx: ControlContext, conn: Connection, request: ClientsRevokeRequest
+) -> RevokedResult:
+    """A remote client stops at its next request: its tokens fail the gateway's check."""
+    params = request.params
+    await ctx.for_everyone(conn, request.op, params.passphrase)
+    revoked = await ctx.in_thread(
+        lambda: ctx.core.remote.revoke_client(params.id, by=f"pid {conn.peer.pid}")
     )
     return RevokedResult(revoked=revoked)

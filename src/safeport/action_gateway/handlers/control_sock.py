@@ -177,6 +177,8 @@ OPERATIONS: dict[str, Registered[Any, Any]] = dict(
         register(ops.APPROVALS_WATCH, approval_ops.approvals_watch),
         register(ops.SESSIONS_LIST, approval_ops.sessions_list),
         register(ops.SESSIONS_REVOKE, approval_ops.sessions_revoke),
+        register(ops.CLIENTS_LIST, approval_ops.clients_list),
+        register(ops.CLIENTS_REVOKE, approval_ops.clients_revoke),
         register(ops.AUDIT_CHECKPOINT, audit_checkpoint),
     ]
 )

@@ -22,6 +22,7 @@ with names from the policy, never the agent's raw values.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -107,6 +108,9 @@ class Ladder:
     budget: RefusalBudget = field(default_factory=RefusalBudget)
     # Why the journals' disk has no room for a proposal now, or None (:mod:`journal_space`).
     space: Callable[[], str | None] = field(default=lambda: None)
+    # A proposal's ``remote_token`` -> the remote client it proves (named on the card), or
+    # Denied; without an authorization server, no remote client is served.
+    remote_caller: Callable[[str], str] = field(default=lambda token: _no_remote_clients())
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
@@ -181,6 +185,8 @@ class Ladder:
                 f"{refusal.message}; gateway.toml declares it, but that policy change waits "
                 "for a human to run `sp policy accept`",
             ) from None
+        if proposal.remote_token is not None:
+            resolved = self._remote(proposal.remote_token, resolved)
         try:
             # What the executor would refuse after approval (a name resolving to an address
             # the service may not reach, an unusable CA), refused before any card is shown.
@@ -193,6 +199,19 @@ class Ladder:
         except Denied as exc:
             raise Refusal("denied", Rung.ACTION, "rate", exc.message) from exc
         return resolved
+
+    def _remote(self, token: str, resolved: Resolved) -> Resolved:
+        """A remote client's proposal: its token proven; asked every call, naming the client."""
+        try:
+            client = self.remote_caller(token)
+        except VaultLocked as exc:
+            raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
+        except Denied as exc:
+            raise Refusal("denied", Rung.ACTION, "remote_client", exc.message) from exc
+        request = dataclasses.replace(
+            resolved.request, scope="per-call", session_covers=(), remote_client=client
+        )
+        return dataclasses.replace(resolved, request=request)
 
     def _rung_vault(self) -> int:
         try:
@@ -380,3 +399,7 @@ class Ladder:
             if refusal.rung < Rung.INTENT:
                 return refusal.answered("unavailable")
         return refusal
+
+
+def _no_remote_clients() -> str:
+    raise Denied("this gateway serves no remote clients")

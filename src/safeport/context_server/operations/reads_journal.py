@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,24 @@ CALL_RECORDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVa
 
 
 @dataclass(frozen=True)
+class RemoteClient:
+    """The approved remote client a call comes from, as its access token proves it: the
+    client id (``sub``) and the name the human approved (``sp_client``). The token itself is
+    carried for the gateway (a remote proposal names it); it is never journaled or shown."""
+
+    client_id: str
+    name: str
+    access_token: str = field(default="", repr=False, compare=False)
+
+
+# Set by the HTTP server for each request whose token held; every record queued while it is
+# set names the client (a declared origin is only a label, this one is proven).
+REMOTE_CLIENT: contextvars.ContextVar[RemoteClient | None] = contextvars.ContextVar(
+    "remote_client", default=None
+)
+
+
+@dataclass(frozen=True)
 class _Queued:
     """One call's record as it was asked; bounded and written by the writer thread."""
 
@@ -68,6 +86,7 @@ class _Queued:
     served_bytes: int
     refused: str | None
     extra: Mapping[str, object] | None
+    client: RemoteClient | None = None
 
 
 class ReadsJournal:
@@ -105,7 +124,8 @@ class ReadsJournal:
         failed, so the caller withholds its answer."""
         if self._closed or self._failed:
             raise JournalUnavailable(f"journal {self.path.name} cannot be written")
-        queued = _Queued(tool, dict(args), is_private, served_bytes, refused, extra)
+        client = REMOTE_CLIENT.get()
+        queued = _Queued(tool, dict(args), is_private, served_bytes, refused, extra, client)
         with self._queue_lock:
             self._queue.append(queued)
             first = len(self._queue) == 1
@@ -191,6 +211,11 @@ class ReadsJournal:
         }
         if queued.extra:
             body.update(queued.extra)
+        if queued.client is not None:
+            body["client"] = {
+                "id": bounded_text(queued.client.client_id),
+                "name": bounded_text(queued.client.name),
+            }
         return body
 
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from safeport.context_server import sdk_seam
 from safeport.context_server.gateway_link import GatewayLink, GatewayRefusal, GatewayUnavailable
+from safeport.context_server.operations.reads_journal import REMOTE_CLIENT
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.gateway_watch import GatewayWatch, parse_catalog
 from safeport.context_server.tools.typed_tools import ACTS, ActionInfo, ArgValue, TypedTools
@@ -143,7 +144,9 @@ class _Forwarder:
         self, host_id: str, command_id: str, args: Mapping[str, ArgValue], progress: Progress
     ) -> SshExecResult:
         target = {"host_id": host_id, "command_id": command_id, "args": _shape(args)}
-        call = self.link.propose_ssh(host_id, command_id, args, progress.card_opened)
+        call = self.link.propose_ssh(
+            host_id, command_id, args, progress.card_opened, remote_token=_remote_token()
+        )
         raw = await self._relay("ssh_exec", target, progress.around(call))
         return SshExecResult.model_validate(raw)
 
@@ -151,7 +154,9 @@ class _Forwarder:
         self, service_id: str, operation_id: str, args: Mapping[str, ArgValue], progress: Progress
     ) -> HttpResult:
         target = {"service_id": service_id, "operation_id": operation_id, "args": _shape(args)}
-        call = self.link.propose_http(service_id, operation_id, args, progress.card_opened)
+        call = self.link.propose_http(
+            service_id, operation_id, args, progress.card_opened, remote_token=_remote_token()
+        )
         return HttpResult.model_validate(
             await self._relay("http_request", target, progress.around(call))
         )
@@ -160,7 +165,9 @@ class _Forwarder:
         self, database: str, query: str, params: Mapping[str, ArgValue], progress: Progress
     ) -> SqlResult:
         target = {"database": database, "query": query, "params": _shape(params)}
-        call = self.link.propose_sql(database, query, params, progress.card_opened)
+        call = self.link.propose_sql(
+            database, query, params, progress.card_opened, remote_token=_remote_token()
+        )
         raw = await self._relay("run_readonly_query", target, progress.around(call))
         return SqlResult.model_validate(raw)
 
@@ -242,6 +249,12 @@ class Progress:
             await self._ctx.report_progress(self._count, None, self._text)
         except Exception as exc:  # a client that went away must not fail the proposal itself
             log.debug("progress not sent: %s", summarize(exc))
+
+
+def _remote_token() -> str | None:
+    """The access token of the remote client this call serves (HTTP), None for a local one."""
+    client = REMOTE_CLIENT.get()
+    return client.access_token if client is not None and client.access_token else None
 
 
 def _first_look(watch: GatewayWatch) -> None:

@@ -69,6 +69,12 @@ async def client_roots(ctx: Context[Any, Any]) -> ListRootsResult | ListRoots:
 ClientRoots = Annotated[ListRootsResult, Resolve(client_roots)]
 
 
+def without_client_roots(server: MCPServer[Any]) -> None:
+    """Never ask this server's clients for their roots: a remote client's ``file://`` roots
+    name folders on its own machine, and what it may see is its token's to say."""
+    _KNOWN_ROOTS[server] = _NO_ROOTS
+
+
 def known_roots(server: MCPServer[Any]) -> ListRootsResult | None:
     """The client's roots once a call has applied them; None before that."""
     return _KNOWN_ROOTS.get(server)

@@ -3,10 +3,11 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``control``, ``key_wire``, ``operations``, ``replies``, ``results``, ``wire``).
+``control``, ``key_wire``, ``oauth_wire``, ``operations``, ``replies``, ``results``,
+``wire``).
 """
 
-from safeport.shared.schemas import key_wire, operations, results
+from safeport.shared.schemas import key_wire, oauth_wire, operations, results
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
 from safeport.shared.schemas.catalog import (
     Catalog,
@@ -106,6 +107,7 @@ __all__ = [
     "control_ops",
     "error_reply",
     "key_wire",
+    "oauth_wire",
     "ok_reply",
     "operations",
     "parse_gateway_policy",

@@ -26,6 +26,7 @@ from safeport.shared.schemas.config_gateway import CallerRule as CallerRule
 from safeport.shared.schemas.config_gateway import Callers as Callers
 from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
+from safeport.shared.schemas.config_gateway import RemoteSettings as RemoteSettings
 from safeport.shared.schemas.config_problems import describe_problem
 from safeport.shared.schemas.config_sql import SqlDatabase as SqlDatabase
 from safeport.shared.schemas.config_sql import SqlQuery as SqlQuery
@@ -278,6 +279,8 @@ class GatewayPolicy(_Strict):
     """HTTPS services and their operations."""
     sql: SqlSection = Field(default_factory=SqlSection)
     """PostgreSQL databases and their read-only queries."""
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    """Remote MCP clients (the desktop tunnel): their tokens and whether they may act."""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:

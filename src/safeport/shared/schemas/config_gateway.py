@@ -65,6 +65,13 @@ class ApprovalsSettings(PolicyTable):
     """With a key: the key must also verify its user (a PIN or a fingerprint) for each yes."""
 
 
+class RemoteSettings(PolicyTable):
+    actions: bool = False
+    """Let remote clients (over HTTP, agent profile) propose actions; each is asked per call."""
+    access_token_minutes: Annotated[int, Field(ge=1, le=10)] = 10
+    """Lifetime of the access tokens issued to remote clients (refresh tokens renew them)."""
+
+
 class CallerRule(PolicyTable):
     uid: int | None = None
     """The user id the proposing process must run as."""

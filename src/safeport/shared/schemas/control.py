@@ -124,6 +124,10 @@ class SessionsRevokeParams(MaybePassphrase):
     id: StrictStr
 
 
+class ClientsRevokeParams(MaybePassphrase):
+    id: Annotated[StrictStr, Field(min_length=1, max_length=512)]
+
+
 class _Control(Envelope):
     type: Literal["control"]
 
@@ -253,6 +257,16 @@ class SessionsRevokeRequest(_Control):
     params: SessionsRevokeParams
 
 
+class ClientsListRequest(_Control):
+    op: Literal["clients.list"]
+    params: NoParams = Field(default_factory=NoParams)
+
+
+class ClientsRevokeRequest(_Control):
+    op: Literal["clients.revoke"]
+    params: ClientsRevokeParams
+
+
 class AuditCheckpointRequest(_Control):
     op: Literal["audit.checkpoint"]
     params: NoParams = Field(default_factory=NoParams)
@@ -284,6 +298,8 @@ ControlRequest = Annotated[
     | ApprovalsWatchRequest
     | SessionsListRequest
     | SessionsRevokeRequest
+    | ClientsListRequest
+    | ClientsRevokeRequest
     | AuditCheckpointRequest,
     Field(discriminator="op"),
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
@@ -21,6 +21,7 @@ from safeport.shared.schemas.replies import REPLY
 from safeport.shared.schemas.results import APPROVAL_EVENT
 from safeport.shared.schemas.wire import (
     AGENT_REQUEST,
+    OAUTH_REQUESTS,
     Cancel,
     CatalogRequest,
     Hello,
@@ -45,6 +46,11 @@ def _by_name(title: str, models: dict[str, type[BaseModel]]) -> type[BaseModel]:
     return built
 
 
+def _type_of(request: type[BaseModel]) -> str:
+    name: str = get_args(request.model_fields["type"].annotation)[0]
+    return name
+
+
 CONTROL_RESULTS = _by_name("ControlResults", {name: op.result for name, op in CONTROL_OPS.items()})
 # The agent's requests by what tells them apart on the wire: ``type``, and a proposal's action.
 AGENT_RESULTS_BY_NAME = _by_name(
@@ -56,6 +62,7 @@ AGENT_RESULTS_BY_NAME = _by_name(
         "propose.ssh_exec": AGENT_RESULTS[ProposeSsh],
         "propose.http_request": AGENT_RESULTS[ProposeHttp],
         "propose.run_readonly_query": AGENT_RESULTS[ProposeSql],
+        **{_type_of(request): AGENT_RESULTS[request] for request in OAUTH_REQUESTS},
     },
 )
 

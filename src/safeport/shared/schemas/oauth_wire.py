@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from safeport.shared.schemas.wire import Envelope
+from safeport.shared.schemas.envelope import Envelope
 
 # A relayed query string or form body: bounded so a relay cannot carry a flood into the gateway.
 _Key = Annotated[str, Field(min_length=1, max_length=64)]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from safeport.shared.schemas import control as rq
 from safeport.shared.schemas import key_wire as kw
+from safeport.shared.schemas import oauth_wire as ow
 from safeport.shared.schemas import results as rs
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.wire import (
@@ -74,6 +75,8 @@ APPROVALS_DECIDE = ControlOp(rq.ApprovalsDecideRequest, rs.DecidedResult)
 APPROVALS_WATCH = ControlOp(rq.ApprovalsWatchRequest, rs.WatchingResult)
 SESSIONS_LIST = ControlOp(rq.SessionsListRequest, rs.SessionsResult)
 SESSIONS_REVOKE = ControlOp(rq.SessionsRevokeRequest, rs.RevokedResult)
+CLIENTS_LIST = ControlOp(rq.ClientsListRequest, rs.RemoteClientsResult)
+CLIENTS_REVOKE = ControlOp(rq.ClientsRevokeRequest, rs.RevokedResult)
 AUDIT_CHECKPOINT = ControlOp(rq.AuditCheckpointRequest, rs.CheckpointResult)
 
 CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
@@ -104,6 +107,8 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         APPROVALS_WATCH,
         SESSIONS_LIST,
         SESSIONS_REVOKE,
+        CLIENTS_LIST,
+        CLIENTS_REVOKE,
         AUDIT_CHECKPOINT,
     )
 }
@@ -116,4 +121,12 @@ AGENT_RESULTS: dict[type[Envelope], type[BaseModel]] = {
     ProposeSsh: SshExecResult,
     ProposeHttp: HttpResult,
     ProposeSql: SqlResult,
+    ow.OAuthKeys: ow.OAuthKeysResult,
+    ow.OAuthMetadata: ow.OAuthMetadataResult,
+    ow.OAuthRegister: ow.OAuthHttpAnswer,
+    ow.OAuthAuthorize: ow.OAuthAuthorizeResult,
+    ow.OAuthAuthorizeWait: ow.OAuthAuthorizeWaitResult,
+    ow.OAuthToken: ow.OAuthHttpAnswer,
+    ow.OAuthRevoke: ow.OAuthHttpAnswer,
+    ow.OAuthCheck: ow.OAuthCheckResult,
 }

@@ -273,7 +273,7 @@ class CardView(Result):
     scope: Literal["session", "per-call"]
     scope_text: str
     credential: str
-    action: Literal["ssh_exec", "http_request", "run_readonly_query"]
+    action: Literal["ssh_exec", "http_request", "run_readonly_query", "oauth_client"]
     target: str
     operation: str
     read_only: bool
@@ -356,3 +356,25 @@ class SessionsResult(Result):
 
 class RevokedResult(Result):
     revoked: str
+
+
+class ClientApprovalView(Result):
+    roots: list[str]
+    profile: str
+    redirect_host: str
+
+
+class RemoteClientView(Result):
+    """A remote MCP client the gateway knows (`sp context clients list`)."""
+
+    client_id: str
+    name: str
+    source: Literal["metadata-document", "registered"]
+    redirect_hosts: list[str]
+    approved: list[ClientApprovalView]
+    revoked: bool
+    last_used: float | None  # seconds since the epoch
+
+
+class RemoteClientsResult(Result):
+    clients: list[RemoteClientView]

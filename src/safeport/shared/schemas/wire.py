@@ -11,10 +11,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
+# The envelope lives in its own module so that the OAuth messages (which build on it) can join
+# the agent's union below without an import circle; its names stay importable from here.
+from safeport.shared.schemas.envelope import Envelope as Envelope
+from safeport.shared.schemas.envelope import RequestId as RequestId
+from safeport.shared.schemas.oauth_wire import OAUTH_REQUESTS as OAUTH_REQUESTS
+from safeport.shared.schemas.oauth_wire import (
+    OAuthAuthorize,
+    OAuthAuthorizeWait,
+    OAuthCheck,
+    OAuthKeys,
+    OAuthMetadata,
+    OAuthRegister,
+    OAuthRevoke,
+    OAuthToken,
+)
+
 PROTOCOL_VERSION = 1
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
-RequestId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
 ArgName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 ArgValue = StrictStr | StrictInt
 Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
@@ -22,21 +37,14 @@ Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
 ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
 
 
-class Envelope(BaseModel):
-    """What every request carries: the protocol version and the id its reply names."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    v: Literal[1]
-    id: RequestId
-
-
 class Hello(Envelope):
     type: Literal["hello"]
     versions: Annotated[list[StrictInt], Field(min_length=1, max_length=8)]
     client: Annotated[str, Field(max_length=64)] = "unknown"
     # Optional messages the client understands; "pending": PendingNotice while a card waits.
-    features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
+    features: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = Field(
+        default_factory=list
+    )
 
 
 class CatalogRequest(Envelope):
@@ -49,6 +57,9 @@ class ProposeSsh(Envelope):
     host_id: Identifier
     command_id: Identifier
     args: Args = Field(default_factory=dict)
+    # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
+    # client on the card and asks for every call; absent for local agents.
+    remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
 
 
 class ProposeHttp(Envelope):
@@ -57,6 +68,9 @@ class ProposeHttp(Envelope):
     service_id: Identifier
     operation_id: Identifier
     args: Args = Field(default_factory=dict)
+    # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
+    # client on the card and asks for every call; absent for local agents.
+    remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
 
 
 class ProposeSql(Envelope):
@@ -65,6 +79,7 @@ class ProposeSql(Envelope):
     database: Identifier
     query: Identifier
     params: Args = Field(default_factory=dict)
+    remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
 
 
 class Cancel(Envelope):
@@ -73,7 +88,21 @@ class Cancel(Envelope):
 
 
 AgentRequest = Annotated[
-    Hello | CatalogRequest | ProposeSsh | ProposeHttp | ProposeSql | Cancel,
+    Hello
+    | CatalogRequest
+    | ProposeSsh
+    | ProposeHttp
+    | ProposeSql
+    | Cancel
+    # A remote client's OAuth, relayed by the context server (the gateway is its server).
+    | OAuthKeys
+    | OAuthMetadata
+    | OAuthRegister
+    | OAuthAuthorize
+    | OAuthAuthorizeWait
+    | OAuthToken
+    | OAuthRevoke
+    | OAuthCheck,
     Field(union_mode="left_to_right"),
 ]
 AGENT_REQUEST: TypeAdapter[AgentRequest] = TypeAdapter(AgentRequest)

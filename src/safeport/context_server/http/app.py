@@ -1,0 +1,115 @@
+"""The HTTP server's ASGI app: guards, the resource server and the relay, assembled.
+
+Outermost first: :class:`TransportGuard` (Host, Origin, body size and time), the SDK's bearer
+authentication with :class:`GatewayTokenVerifier` (a token that fails any check is no token),
+:class:`RateGate` (per client, or the anonymous bucket), then the routes: the protected-resource
+metadata (the SDK's, RFC 9728), the relayed authorization endpoints, and ``/mcp`` behind the
+SDK's ``RequireAuthMiddleware`` (401 with ``resource_metadata``) and the per-request
+``oauth_check``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from safeport.context_server.http.admission import Admission
+from safeport.context_server.http.endpoint import (
+    MCP_PATH,
+    HttpEndpoint,
+    host_header_values,
+    origin_values,
+)
+from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.guard import RateGate, TransportGuard
+from safeport.context_server.http.relay import relay_routes
+from safeport.context_server.http.tenants import McpEndpoint, ServerFactory, Tenants
+from safeport.context_server.http.tokens import GatewayTokenVerifier, SigningKeys, TokenChecker
+from safeport.shared.schemas.oauth_wire import Profile
+
+
+@dataclass(frozen=True)
+class RemoteService:
+    """What the HTTP server serves: the root names, and the profile remote clients are offered
+    (the agent profile only when remote actions are turned on; reader tokens stay readers)."""
+
+    roots: Sequence[str]
+    profile: Profile = "reader"
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        return ("reader", "agent") if self.profile == "agent" else ("reader",)
+
+
+def build_app(
+    endpoint: HttpEndpoint,
+    service: RemoteService,
+    gateway: OAuthGateway,
+    make_server: ServerFactory,
+    admission: Admission | None = None,
+) -> Starlette:
+    resource = AnyHttpUrl(endpoint.resource)
+    metadata_url = str(build_resource_metadata_url(resource))
+    checker = TokenChecker(SigningKeys(gateway.keys), endpoint.public_url, endpoint.resource)
+    tenants = Tenants(make_server, service.roots, service.profiles)
+    mcp = McpEndpoint(tenants, gateway, metadata_url)
+    routes = [
+        Route(urlsplit(metadata_url).path, resource_metadata(endpoint), methods=["GET"]),
+        *relay_routes(gateway, list(service.roots), service.profile),
+        Route(
+            MCP_PATH,
+            endpoint=RequireAuthMiddleware(mcp, [], AnyHttpUrl(metadata_url)),
+            methods=["GET", "POST", "DELETE"],
+        ),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            tenants.attach(tasks)
+            yield
+            tasks.cancel_scope.cancel()
+
+    middleware = [
+        Middleware(
+            TransportGuard, hosts=host_header_values(endpoint), origins=origin_values(endpoint)
+        ),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=BearerAuthBackend(GatewayTokenVerifier(checker), resource_server_url=resource),
+        ),
+        Middleware(RateGate, admission=admission or Admission()),
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def resource_metadata(endpoint: HttpEndpoint) -> Callable[[Request], Awaitable[Response]]:
+    """RFC 9728 metadata, at the path the SDK's client looks for (``build_resource_metadata_url``).
+
+    Written out rather than through the SDK's route: its URL type renders the issuer with a
+    trailing slash (``https://host/``), and the SDK's own client then refuses the gateway's
+    metadata, whose issuer (like the tokens' ``iss``) is the public URL exactly."""
+    document = {
+        "resource": endpoint.resource,
+        "authorization_servers": [endpoint.public_url],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "safeport workspace",
+    }
+
+    async def serve(_: Request) -> Response:
+        return JSONResponse(document, headers={"cache-control": "max-age=300"})
+
+    return serve

@@ -1,0 +1,78 @@
+"""The authorization pages the browser sees: the code to compare with the approval card while the
+human decides, and an error page that redirects nowhere.
+
+No script at all: the waiting page reloads itself (a meta refresh to the same origin) onto the
+long poll, which answers with the next page or the redirect. Every value is HTML-escaped, and
+the Content-Security-Policy allows nothing but the inline style: no script, no frame, no form,
+no resource from anywhere.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import quote
+
+from starlette.responses import HTMLResponse
+
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+WAIT_PATH = "/authorize/wait"
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em}"
+    ".code{font:bold 2em monospace;letter-spacing:.15em;padding:.3em .6em;border:2px solid;"
+    "display:inline-block}"
+)
+
+
+def waiting_page(
+    request_id: str, user_code: str, client_name: str | None, redirect_host: str | None
+) -> HTMLResponse:
+    """Shows the code the approval card shows, and reloads onto the long poll."""
+    target = f"{WAIT_PATH}?request_id={quote(request_id, safe='')}"
+    client = escape(client_name or "an unnamed client")
+    host = f" (it will return to <b>{escape(redirect_host)}</b>)" if redirect_host else ""
+    body = (
+        f"<h1>Approve this client on your computer</h1>"
+        f"<p><b>{client}</b> asks to read your workspace{host}.</p>"
+        f"<p>Your safeport approval card shows a code. Approve only if it is this one:</p>"
+        f'<p class="code" data-user-code="{escape(user_code)}">{escape(user_code)}</p>'
+        f"<p>This page moves on by itself once you answered the card.</p>"
+    )
+    refresh = f'<meta http-equiv="refresh" content="1;url={escape(target)}">'
+    return _page("Waiting for your approval", body, 200, refresh, request_id)
+
+
+def error_page(status: int, error: str, description: str | None) -> HTMLResponse:
+    """An authorization that cannot go on; the browser is sent nowhere."""
+    text = f"<p>{escape(description)}</p>" if description else ""
+    body = f"<h1>This authorization cannot go on</h1><p><code>{escape(error)}</code></p>{text}"
+    return _page("Authorization refused", body, status)
+
+
+def ended_page(state: str) -> HTMLResponse:
+    """The request expired (or was answered elsewhere) with nowhere to send the browser."""
+    body = f"<h1>This authorization has ended</h1><p>{escape(state)}. Start again from the app.</p>"
+    return _page("Authorization ended", body, 410)
+
+
+def _page(
+    title: str, body: str, status: int, head: str = "", request_id: str | None = None
+) -> HTMLResponse:
+    marker = f' data-request-id="{escape(request_id)}"' if request_id else ""
+    html = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width">{head}'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body{marker}>{body}</body></html>"
+    )
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)

@@ -1,0 +1,450 @@
+"""The gateway as the authorization server, over the real agent.sock and control.sock: each
+attack that is an authorization decision, beside the legitimate use it must not break."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from harness.gateway import Gateway, decide, wait_card
+from safeport.shared.wire import send_message
+from tests.action_gateway.remote_clients.oauth_flow import (
+    PUBLIC,
+    REDIRECT,
+    RESOURCE,
+    Relay,
+    claims,
+    fields_of,
+    pkce,
+)
+from tests.cli.cli_runner import run_sp
+
+
+@pytest.fixture
+def relay(gateway: Gateway) -> Iterator[Relay]:
+    relay = Relay(gateway)
+    yield relay
+    relay.exit()
+
+
+def _journal_text(gateway: Gateway) -> str:
+    return json.dumps(gateway.journal("sessions"))
+
+
+def test_a_registered_client_approved_on_a_card_gets_tokens_bound_to_the_roots_approved(
+    gateway: Gateway, relay: Relay
+) -> None:
+    metadata = relay.result("oauth_metadata", public_url=PUBLIC)["metadata"]
+    assert metadata["issuer"] == PUBLIC
+    assert metadata["code_challenge_methods_supported"] == ["S256"]
+    assert metadata["client_id_metadata_document_supported"] is True
+    registered = relay.register()
+    assert registered["status"] == 201
+    client_id = registered["body"]["client_id"]
+    code = pkce()
+    card, query = relay.approved_code(client_id, code)
+    fields = fields_of(card)
+    # The card says who asks, from where, for what, and shows the browser page's code.
+    assert card["action"] == "oauth_client"
+    assert fields["client"] == "Test Client" and fields["metadata"] == "registered here"
+    assert fields["redirect"] == "127.0.0.1:33418" and fields["roots"] == "docs"
+    assert fields["code"] == card["user_code_shown"]
+    assert "access 10 min" in fields["tokens"]
+    assert query["state"] == ["st-123"] and query["iss"] == [PUBLIC]
+    answer = relay.token(
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=code.verifier,
+        resource=RESOURCE,
+    )
+    assert answer["status"] == 200 and answer["headers"]["Cache-Control"] == "no-store"
+    body = answer["body"]
+    access = claims(relay, body["access_token"])
+    assert access["sub"] == client_id and access["aud"] == RESOURCE
+    assert access["sp_roots"] == ["docs"] and access["sp_profile"] == "reader"
+    assert access["exp"] - access["iat"] == 600 == body["expires_in"]
+    assert relay.check(client_id, access["jti"]) == {"active": True, "reason": None}
+    # Another client's id with this token's id is not this token.
+    assert relay.check("sp-someone-else", access["jti"])["active"] is False
+    # The journal tells the story, never a token or a code.
+    kinds = gateway.kinds("sessions")
+    for kind in ("oauth.client_registered", "oauth.approved", "oauth.code_redeemed"):
+        assert kind in kinds
+    text = _journal_text(gateway)
+    for secret in (body["access_token"], body["refresh_token"], query["code"][0]):
+        assert secret not in text
+
+
+def test_an_approval_for_some_roots_does_not_cover_others_and_the_same_ask_skips_the_card(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce(), roots=("docs",))
+    # The same client, redirect and roots: no card, the answer is at once.
+    again = relay.authorize(client_id, pkce(), roots=("docs",))
+    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
+    assert gateway.control("approvals.list")["result"]["cards"] == []
+    # Other roots are a new question for the human.
+    wider = relay.authorize(client_id, pkce(), roots=("docs", "secrets"))
+    card = wait_card(gateway)
+    assert fields_of(card)["roots"] == "docs, secrets"
+    assert decide(gateway, card["id"], approve=False)["ok"]
+    denied = relay.wait(wider["request_id"])
+    assert denied["state"] == "denied"
+    assert parse_qs(urlsplit(denied["location"]).query)["error"] == ["access_denied"]
+
+
+def test_a_replayed_code_is_refused_and_revokes_the_tokens_it_gave(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    form = {
+        "grant_type": "authorization_code",
+        "code": query["code"][0],
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": code.verifier,
+    }
+    first = relay.token(**form)
+    assert first["status"] == 200
+    jti = claims(relay, first["body"]["access_token"])["jti"]
+    assert relay.check(client_id, jti)["active"] is True
+    replay = relay.token(**form)
+    assert replay["status"] == 400 and replay["body"]["error"] == "invalid_grant"
+    assert relay.check(client_id, jti) == {"active": False, "reason": "revoked"}
+    refreshed = relay.token(
+        grant_type="refresh_token",
+        refresh_token=first["body"]["refresh_token"],
+        client_id=client_id,
+    )
+    assert refreshed["status"] == 400
+    assert "oauth.code_replayed" in gateway.kinds("sessions")
+
+
+def test_a_reused_refresh_token_revokes_the_whole_family(gateway: Gateway, relay: Relay) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    body = relay.tokens(client_id, pkce())
+    old_refresh = body["refresh_token"]
+    rotated = relay.token(
+        grant_type="refresh_token", refresh_token=old_refresh, client_id=client_id
+    )
+    assert rotated["status"] == 200 and rotated["body"]["refresh_token"] != old_refresh
+    new_jti = claims(relay, rotated["body"]["access_token"])["jti"]
+    assert relay.check(client_id, new_jti)["active"] is True
+    # The rotated-away token comes back (a thief, or the client after a thief): all of it ends.
+    reuse = relay.token(grant_type="refresh_token", refresh_token=old_refresh, client_id=client_id)
+    assert reuse["status"] == 400 and reuse["body"]["error"] == "invalid_grant"
+    assert relay.check(client_id, new_jti)["active"] is False
+    latest = rotated["body"]["refresh_token"]
+    assert (
+        relay.token(grant_type="refresh_token", refresh_token=latest, client_id=client_id)["status"]
+        == 400
+    )
+    assert "oauth.refresh_reused" in gateway.kinds("sessions")
+
+
+def test_an_unknown_client_or_a_redirect_it_did_not_register_gets_an_error_page_not_a_redirect(
+    relay: Relay,
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    for client, redirect in (
+        ("sp-nobody", REDIRECT),
+        (client_id, "https://attacker.example/steal"),
+        (client_id, REDIRECT + "/more"),
+        (client_id, REDIRECT + "?x=1"),
+    ):
+        answer = relay.authorize(client, code, redirect_uri=redirect)
+        assert answer["kind"] == "error" and answer["location"] is None, answer
+        assert "attacker" not in json.dumps(answer)
+    assert relay.authorize(client_id, code)["kind"] == "wait"
+
+
+def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) -> None:
+    for bad in (
+        "http://example.com/cb",
+        "https://example.com/cb#frag",
+        "javascript:alert(1)",
+        "https://user:pw@example.com/cb",
+        "http://127.0.0.1.attacker.example/cb",
+    ):
+        answer = relay.register(redirect_uris=[bad])
+        assert answer["status"] == 400, bad
+        assert answer["body"]["error"] == "invalid_redirect_uri"
+    good = relay.register(redirect_uris=["https://chatgpt.com/connector/oauth/cb", REDIRECT])
+    assert good["status"] == 201 and good["body"]["token_endpoint_auth_method"] == "none"
+
+
+def test_a_registration_flood_is_cut_off_and_journaled_once(gateway: Gateway, relay: Relay) -> None:
+    answers = [relay.register()["status"] for _ in range(63)]
+    assert answers[:60] == [201] * 60 and answers[60:] == [429] * 3
+    kinds = gateway.kinds("sessions")
+    assert kinds.count("oauth.client_registered") == 60
+    assert kinds.count("oauth.registrations_throttled") == 1
+
+
+def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirect_uri(
+    relay: Relay,
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    cases = {
+        "missing": ({"code_challenge": "-", "code_challenge_method": "-"}, "invalid_request"),
+        "plain": (
+            {"code_challenge": code.verifier[:43], "code_challenge_method": "plain"},
+            "invalid_request",
+        ),
+        "resource": ({"resource": "https://other.example/mcp"}, "invalid_target"),
+        "token": ({"response_type": "token"}, "unsupported_response_type"),
+    }
+    for name, (params, error) in cases.items():
+        answer = relay.authorize(client_id, code, ("docs",), **params)
+        assert answer["kind"] == "redirect", name
+        query = parse_qs(urlsplit(answer["location"]).query)
+        assert query["error"] == [error] and query["state"] == ["st-123"], name
+        assert query["iss"] == [PUBLIC]
+        assert answer["location"].startswith(REDIRECT + "?")
+    assert relay.authorize(client_id, code)["kind"] == "wait"
+
+
+def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    other_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    good = {
+        "grant_type": "authorization_code",
+        "code": query["code"][0],
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": code.verifier,
+    }
+    for change in (
+        {"code_verifier": pkce().verifier},
+        {"redirect_uri": "http://127.0.0.1:9/other"},
+        {"client_id": other_id},
+        {"resource": "https://other.example/mcp"},
+        {"redirect_uri": "-"},  # named in the request, so the token request must repeat it
+    ):
+        answer = relay.token(**{k: v for k, v in (good | change).items() if v != "-"})
+        assert answer["status"] == 400, change
+    assert relay.token(**good)["status"] == 200
+
+
+def test_guessing_codes_meets_a_limit_while_the_real_client_still_redeems_its_own(
+    relay: Relay,
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    guess = {"grant_type": "authorization_code", "redirect_uri": REDIRECT, "client_id": "guesser"}
+    answers = [
+        relay.token(code=f"guess-{n}", code_verifier=code.verifier, **guess) for n in range(11)
+    ]
+    assert [a["status"] for a in answers[:10]] == [400] * 10
+    assert answers[10]["status"] == 429 and answers[10]["body"]["error"] == "slow_down"
+    real = relay.token(
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=code.verifier,
+    )
+    assert real["status"] == 200
+
+
+def test_each_waiting_page_has_its_own_code_and_an_unknown_request_id_learns_nothing(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    first = relay.authorize(client_id, pkce())
+    card = wait_card(gateway)
+    assert fields_of(card)["code"] == first["user_code"]
+    assert len(first["user_code"]) == 9 and len(first["request_id"]) >= 43
+    guessed = relay.wait("x" * 43, wait_s=0)
+    assert guessed == {"state": "expired", "location": None}
+    assert relay.wait(first["request_id"], wait_s=0)["state"] == "pending"
+    assert decide(gateway, card["id"])["ok"]
+    assert relay.wait(first["request_id"])["state"] == "approved"
+    # An answer is collected once.
+    assert relay.wait(first["request_id"], wait_s=0)["state"] == "expired"
+
+
+def test_a_revoked_client_is_stopped_at_its_next_request_and_listed_as_revoked(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    body = relay.tokens(client_id, pkce())
+    jti = claims(relay, body["access_token"])["jti"]
+    # `sp context clients list|revoke`, as the human runs them.
+    listed = json.loads(run_sp("context", "clients", "list", "--json", home=gateway.home).stdout)
+    assert [c["client_id"] for c in listed] == [client_id]
+    assert listed[0]["last_used"] is None and listed[0]["approved"][0]["roots"] == ["docs"]
+    assert relay.check(client_id, jti)["active"] is True
+    shown = run_sp("context", "clients", "list", home=gateway.home).stdout
+    assert "Test Client" in shown and "approved: docs as reader" in shown
+    revoked = run_sp("context", "clients", "revoke", client_id, home=gateway.home)
+    assert revoked.returncode == 0 and client_id in revoked.stdout
+    assert relay.check(client_id, jti)["active"] is False
+    refresh = relay.token(
+        grant_type="refresh_token", refresh_token=body["refresh_token"], client_id=client_id
+    )
+    assert refresh["status"] == 400
+    assert gateway.control("clients.list")["result"]["clients"][0]["revoked"] is True
+    # Asking again is a new card, never the old approval.
+    relay.authorize(client_id, pkce())
+    assert wait_card(gateway)["action"] == "oauth_client"
+    assert "oauth.client_revoked" in gateway.kinds("sessions")
+
+
+def test_a_client_revokes_its_own_refresh_token_rfc7009(gateway: Gateway, relay: Relay) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    body = relay.tokens(client_id, pkce())
+    jti = claims(relay, body["access_token"])["jti"]
+    answer = relay.result(
+        "oauth_revoke",
+        public_url=PUBLIC,
+        form={"token": body["refresh_token"], "client_id": client_id},
+    )
+    assert answer["status"] == 200
+    assert relay.check(client_id, jti)["active"] is False
+    # An access token revokes the family it came from as well.
+    other = relay.tokens(client_id, pkce(), roots=("docs", "notes"))
+    other_jti = claims(relay, other["access_token"])["jti"]
+    form = {"token": other["access_token"], "client_id": client_id}
+    assert relay.result("oauth_revoke", public_url=PUBLIC, form=form)["status"] == 200
+    assert relay.check(client_id, other_jti)["active"] is False
+    # An unknown token is answered the same (nothing learned).
+    unknown = relay.result("oauth_revoke", public_url=PUBLIC, form={"token": "nothing"})
+    assert unknown["status"] == 200
+
+
+def test_a_locked_vault_issues_nothing_and_honours_nothing(gateway: Gateway, relay: Relay) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    body = relay.tokens(client_id, pkce())
+    jti = claims(relay, body["access_token"])["jti"]
+    assert gateway.control("vault.lock")["ok"]
+    for kind, fields in (
+        ("oauth_keys", {}),
+        ("oauth_token", {"public_url": PUBLIC, "form": {"grant_type": "refresh_token"}}),
+        (
+            "oauth_register",
+            {"public_url": PUBLIC, "client_metadata": {"redirect_uris": [REDIRECT]}},
+        ),
+    ):
+        reply = relay.ask(kind, **fields)
+        assert reply["ok"] is False and reply["error"]["code"] == "locked", kind
+    assert relay.check(client_id, jti) == {"active": False, "reason": "the vault is locked"}
+    gateway.unlock()
+    # Tokens issued before the lock stay dead; the approval itself was kept.
+    assert relay.check(client_id, jti)["active"] is False
+    again = relay.authorize(client_id, pkce())
+    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
+    assert gateway.control("approvals.list")["result"]["cards"] == []
+
+
+def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
+    gateway: Gateway, relay: Relay
+) -> None:
+    first_id = relay.register()["body"]["client_id"]
+    second_id = relay.register()["body"]["client_id"]
+    first = relay.authorize(first_id, pkce())
+    second = relay.authorize(second_id, pkce())
+    assert first["kind"] == second["kind"] == "wait"
+    assert first["user_code"] != second["user_code"]
+    deadline = time.monotonic() + 5
+    cards: list[dict[str, object]] = []
+    while len(cards) < 2 and time.monotonic() < deadline:
+        cards = gateway.control("approvals.list")["result"]["cards"]
+        time.sleep(0.02)
+    by_code = {fields_of(card)["code"]: card for card in cards}
+    assert set(by_code) == {first["user_code"], second["user_code"]}
+    # The human approves the second and denies the first, each by its code.
+    assert decide(gateway, str(by_code[second["user_code"]]["id"]))["ok"]
+    assert decide(gateway, str(by_code[first["user_code"]]["id"]), approve=False)["ok"]
+    assert relay.wait(second["request_id"])["state"] == "approved"
+    assert relay.wait(first["request_id"])["state"] == "denied"
+
+
+def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce())  # approved once: later asks need no card
+    for _ in range(59):
+        again = relay.authorize(client_id, pkce())
+        assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
+    refused = relay.authorize(client_id, pkce())
+    assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
+    assert relay.authorize(client_id, pkce())["kind"] == "error"
+    assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1
+
+
+def test_waiting_pages_cannot_crowd_out_the_checks_on_their_connection(gateway: Gateway) -> None:
+    link = gateway.agent()
+    try:
+        register = {
+            "v": 1,
+            "id": "reg",
+            "type": "oauth_register",
+            "public_url": PUBLIC,
+            "client_metadata": {"redirect_uris": [REDIRECT]},
+        }
+        client_id = link.call(register)["result"]["body"]["client_id"]
+        code = pkce()
+        params = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT,
+            "code_challenge": code.challenge,
+            "code_challenge_method": "S256",
+            "resource": RESOURCE,
+        }
+        started = link.call(
+            {
+                "v": 1,
+                "id": "az",
+                "type": "oauth_authorize",
+                "public_url": PUBLIC,
+                "params": params,
+                "roots": ["docs"],
+            }
+        )["result"]
+        for n in range(17):
+            send_message(
+                link.sock,
+                {
+                    "v": 1,
+                    "id": f"w{n}",
+                    "type": "oauth_authorize_wait",
+                    "request_id": started["request_id"],
+                    "wait_s": 5.0,
+                },
+            )
+        send_message(
+            link.sock,
+            {
+                "v": 1,
+                "id": "chk",
+                "type": "oauth_check",
+                "client_id": client_id,
+                "token_id": "x" * 16,
+            },
+        )
+        first = [link.recv() for _ in range(2)]
+        by_id = {reply["id"]: reply for reply in first}
+        # The seventeenth wait is refused at once; the check is answered before any wait ends.
+        assert by_id["w16"]["error"]["reason"] == "too many OAuth requests in progress"
+        assert by_id["chk"]["result"]["active"] is False
+    finally:
+        link.close()

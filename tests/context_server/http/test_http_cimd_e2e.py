@@ -1,0 +1,78 @@
+"""End to end with a client ID metadata document: the MCP SDK's OAuth provider presents the
+document's HTTPS URL as its client id, the gateway fetches it from a real HTTPS server (a gateway
+allowed, for this test only, to fetch from 127.0.0.1 with the test CA), the card says where the
+document came from, and the client reads and searches over `sp context serve --http`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from harness.gateway import Gateway
+from harness.http_context import HttpServer, http_server
+from harness.real_tls import TlsServer, running_tls_server
+from harness.remote_flow import (
+    REDIRECT_URI,
+    Browser,
+    MemoryTokens,
+    provider,
+    read_remotely,
+)
+from tests.context_server.test_server import small_workspace
+
+DOCUMENT_PATH = "/apps/remote-client.json"
+
+
+@pytest.fixture(scope="module")
+def documents() -> Iterator[TlsServer]:
+    with running_tls_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory, documents: TlsServer) -> Iterator[Gateway]:
+    gw = Gateway(tmp_path_factory.mktemp("gwd"))
+    gw.write_policy()
+    gw.start("--unsafe-documents-on-loopback", str(documents.ca_file))
+    gw.unlock()
+    gw.accept_policy()
+    try:
+        yield gw
+    finally:
+        assert gw.stop() == 0, gw.stderr_path.read_text()
+
+
+@pytest.fixture(scope="module")
+def server(gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    root, _ = small_workspace(tmp_path_factory.mktemp("wsd"))
+    with http_server(gateway.home, root, client=True) as running:
+        yield running
+
+
+def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
+    gateway: Gateway, server: HttpServer, documents: TlsServer
+) -> None:
+    document_url = documents.base_url() + DOCUMENT_PATH
+    with documents.recorded.lock:
+        documents.recorded.answers[DOCUMENT_PATH] = {
+            "client_id": document_url,
+            "client_name": "Document client",
+            "redirect_uris": [REDIRECT_URI],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+    browser, storage = Browser(gateway.home, harness=gateway), MemoryTokens()
+    auth = provider(server.url + "/mcp", browser, storage, metadata_url=document_url)
+    session = anyio.run(read_remotely, server.url + "/mcp", auth, "auto")
+    assert session.read["text"] == "zebra crossing\n"
+    assert session.search["results"][0]["id"] == "notes.md"
+    card = json.dumps(browser.cards[0])
+    assert f"api.safeport.test:{documents.port}" in card and "Document client" in card
+    assert DOCUMENT_PATH in documents.recorded.paths()[0]
+    assert not any(p.startswith("/register") for p in documents.recorded.paths())
+    journal = (gateway.home / "audit" / "reads.jsonl").read_text()
+    assert document_url in journal  # the client, as its token proves it
