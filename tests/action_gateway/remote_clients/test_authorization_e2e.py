@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from harness.gateway import Gateway, decide, wait_card
+from safeport.shared.wire import send_message
 from tests.action_gateway.remote_clients.oauth_flow import (
     PUBLIC,
     REDIRECT,
@@ -387,3 +388,63 @@ def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
     assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
     assert relay.authorize(client_id, pkce())["kind"] == "error"
     assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1
+
+
+def test_waiting_pages_cannot_crowd_out_the_checks_on_their_connection(gateway: Gateway) -> None:
+    link = gateway.agent()
+    try:
+        register = {
+            "v": 1,
+            "id": "reg",
+            "type": "oauth_register",
+            "public_url": PUBLIC,
+            "client_metadata": {"redirect_uris": [REDIRECT]},
+        }
+        client_id = link.call(register)["result"]["body"]["client_id"]
+        code = pkce()
+        params = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT,
+            "code_challenge": code.challenge,
+            "code_challenge_method": "S256",
+            "resource": RESOURCE,
+        }
+        started = link.call(
+            {
+                "v": 1,
+                "id": "az",
+                "type": "oauth_authorize",
+                "public_url": PUBLIC,
+                "params": params,
+                "roots": ["docs"],
+            }
+        )["result"]
+        for n in range(17):
+            send_message(
+                link.sock,
+                {
+                    "v": 1,
+                    "id": f"w{n}",
+                    "type": "oauth_authorize_wait",
+                    "request_id": started["request_id"],
+                    "wait_s": 5.0,
+                },
+            )
+        send_message(
+            link.sock,
+            {
+                "v": 1,
+                "id": "chk",
+                "type": "oauth_check",
+                "client_id": client_id,
+                "token_id": "x" * 16,
+            },
+        )
+        first = [link.recv() for _ in range(2)]
+        by_id = {reply["id"]: reply for reply in first}
+        # The seventeenth wait is refused at once; the check is answered before any wait ends.
+        assert by_id["w16"]["error"]["reason"] == "too many OAuth requests in progress"
+        assert by_id["chk"]["result"]["active"] is False
+    finally:
+        link.close()

@@ -33,8 +33,11 @@ from safeport.shared.schemas.oauth_wire import (
 from safeport.shared.schemas.replies import ok_reply
 
 log = logging.getLogger("safeport.gateway")
-# Per connection: waits for a human hold a worker each, and the workers are the proposals' too.
+# Per connection, the requests that may wait (for a human, or a metadata document): each holds a
+# worker, and the workers are the proposals' too. The quick ones a relay sends for every remote
+# request (check, keys) are never refused for them.
 MAX_INFLIGHT = 16
+SLOW = (OAuthRegister, OAuthAuthorize, OAuthAuthorizeWait)
 
 OAuthRequest = (
     OAuthKeys
@@ -52,7 +55,8 @@ async def answer_oauth(
     server: AuthorizationServer, pool: Executor, conn: Connection, request: OAuthRequest
 ) -> None:
     """Answer in a worker thread without holding up the connection's reading."""
-    if sum(task.get_name() == "oauth" for task in conn.tasks) >= MAX_INFLIGHT:
+    slow = isinstance(request, SLOW)
+    if slow and sum(task.get_name() == "oauth" for task in conn.tasks) >= MAX_INFLIGHT:
         await conn.send_error(request.id, "denied", "too many OAuth requests in progress")
         return
 
@@ -68,7 +72,7 @@ async def answer_oauth(
         else:
             await conn.send(ok_reply(request.id, result))
 
-    task = asyncio.create_task(run(), name="oauth")
+    task = asyncio.create_task(run(), name="oauth" if slow else "oauth-quick")
     conn.tasks.add(task)
     task.add_done_callback(conn.tasks.discard)
 

@@ -181,7 +181,7 @@ class AuthorizationEndpoint:
             timeout = self._asker.timeout_s()
             waiting = _Waiting(
                 id=secrets.token_urlsafe(32),
-                user_code=rules.user_code_from(secrets.token_bytes(16)),
+                user_code=rules.user_code_from(secrets.choice),
                 binding=binding,
                 ask=ask,
                 until=self._issuer.clock() + timeout + COLLECT_S,

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlencode, urlsplit
@@ -206,11 +206,10 @@ def redirect_location(
     return f"{redirect_uri}{joiner}{urlencode(fields)}"
 
 
-def user_code_from(random_bytes: bytes) -> str:
-    """An 8-letter code from unambiguous letters, shown as ``BCDF-GHJK`` on card and page."""
-    letters = "".join(
-        USER_CODE_ALPHABET[b % len(USER_CODE_ALPHABET)] for b in random_bytes[:USER_CODE_LENGTH]
-    )
+def user_code_from(choose: Callable[[str], str]) -> str:
+    """An 8-letter code from unambiguous letters, shown as ``BCDF-GHJK`` on card and page;
+    ``choose`` picks one letter uniformly (``secrets.choice``: no modulo bias)."""
+    letters = "".join(choose(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
     return f"{letters[:4]}-{letters[4:]}"
 
 
