@@ -51,10 +51,10 @@ def test_a_remote_proposal_carries_the_client_and_is_asked_per_call(
     assert storage.tokens is not None
     token = storage.tokens.access_token
 
-    progress: list[str] = []
+    messages: list[str] = []
 
-    async def heard(_done: float, _total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
 
     async def propose() -> tuple[dict[str, object], dict[str, object]]:
         headers = {"authorization": f"Bearer {token}"}
@@ -80,7 +80,7 @@ def test_a_remote_proposal_carries_the_client_and_is_asked_per_call(
     card, result = anyio.run(propose)
     assert card["scope"] == "per-call"
     # While the card waited, the client heard which card and how the human answers it.
-    assert any(str(card["id"]) in message for message in progress), progress
+    assert any(str(card["id"]) in message for message in messages), messages
     assert "Remote agent" in json.dumps(card)
     assert result["exit_status"] == 0
     assert token not in json.dumps(gateway.journal("actions"))
