@@ -183,3 +183,15 @@ async def read_remotely(
                 dict(read.structured_content or {}),
                 dict(found.structured_content or {}),
             )
+
+
+def journal_text(home: Path, needle: str, timeout: float = 10.0) -> str:
+    """The reads journal once it holds ``needle``: a record is written within a fraction of a
+    second of its call, later on a loaded machine."""
+    path = home / "audit" / "reads.jsonl"
+    deadline = time.monotonic() + timeout
+    while True:
+        text = path.read_text() if path.exists() else ""
+        if needle in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)

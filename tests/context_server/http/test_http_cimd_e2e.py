@@ -19,6 +19,7 @@ from harness.remote_flow import (
     REDIRECT_URI,
     Browser,
     MemoryTokens,
+    journal_text,
     provider,
     read_remotely,
 )
@@ -76,7 +77,7 @@ def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
     assert f"api.safeport.test:{documents.port}" in card and "Document client" in card
     assert DOCUMENT_PATH in documents.recorded.paths()[0]
     assert not any(p.startswith("/register") for p in documents.recorded.paths())
-    journal = (gateway.home / "audit" / "reads.jsonl").read_text()
+    journal = journal_text(gateway.home, document_url)
     assert document_url in journal  # the client, as its token proves it
     assert storage.tokens is not None
     TOKENS.append(storage.tokens.access_token)

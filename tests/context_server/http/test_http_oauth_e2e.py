@@ -25,6 +25,7 @@ from harness.real_nginx import nginx_installed, running_nginx
 from harness.remote_flow import (
     Browser,
     MemoryTokens,
+    journal_text,
     provider,
     read_remotely,
     sp,
@@ -87,6 +88,7 @@ def test_dynamic_registration_then_read_and_search_with_the_client_journaled(
     assert session.search["results"][0]["id"] == "notes.md"
     # One card, whose code the page showed; the second session reused the tokens.
     assert len(browser.cards) == 1 and browser.seen_codes[0] in json.dumps(browser.cards[0])
+    journal_text(home, '"tool":"search"')  # the last call's record is written
     records = [r for r in reads_journal(home) if r.get("tool") == "read_file"]
     assert records and all(r["client"]["name"] == "Test remote client" for r in records)
     assert CANARY not in server.log() + (home / "gateway.stderr").read_text()
