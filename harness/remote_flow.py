@@ -164,6 +164,8 @@ class Session:
     tools: list[str]
     read: dict[str, Any]
     search: dict[str, Any]
+    # Deep Research's pair: each with an output schema, and its text item the same JSON.
+    deep_research: dict[str, tuple[dict[str, Any], Any, dict[str, Any] | None]]
 
 
 async def read_remotely(
@@ -178,10 +180,21 @@ async def read_remotely(
             found = await client.call_tool("search", {"query": "zebra"})
             assert not read.is_error, read.content
             assert not found.is_error, found.content
+            fetched = await client.call_tool("fetch", {"id": "notes.md"})
+            schemas = {t.name: t.output_schema for t in tools.tools}
+            pairs = {}
+            for name, result in (("search", found), ("fetch", fetched)):
+                text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+                pairs[name] = (
+                    dict(result.structured_content or {}),
+                    json.loads(text),
+                    schemas[name],
+                )
             return Session(
                 [t.name for t in tools.tools],
                 dict(read.structured_content or {}),
                 dict(found.structured_content or {}),
+                pairs,
             )
 
 

@@ -96,6 +96,18 @@ def test_dynamic_registration_then_read_and_search_with_the_client_journaled(
         assert CANARY.encode() not in journal.read_bytes()
 
 
+def test_search_and_fetch_answer_as_deep_research_expects(
+    server: HttpServer, approved: tuple[Browser, MemoryTokens]
+) -> None:
+    browser, storage = approved
+    auth = provider(server.url + "/mcp", browser, storage)
+    session = anyio.run(read_remotely, server.url + "/mcp", auth, "auto")
+    for name, (structured, text, schema) in session.deep_research.items():
+        assert schema is not None and schema["type"] == "object", name
+        assert structured == text, name  # one text item carrying the same JSON
+    assert session.deep_research["fetch"][0]["text"] == "zebra crossing\n"
+
+
 def test_the_2026_protocol_client_reads_with_the_same_tokens(
     server: HttpServer, approved: tuple[Browser, MemoryTokens]
 ) -> None:
