@@ -77,6 +77,20 @@ def http_server(
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        _wait_group_gone(process.pid)
+
+
+def _wait_group_gone(group: int) -> None:
+    """Until every process of the group has exited: flock may end before the server under it,
+    which would still hold the port a next server on the same port binds."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.killpg(group, signal.SIGKILL)
 
 
 def _wait_listening(server: HttpServer) -> None:

@@ -164,6 +164,8 @@ class Session:
     tools: list[str]
     read: dict[str, Any]
     search: dict[str, Any]
+    # Deep Research's pair: each with an output schema, and its text item the same JSON.
+    deep_research: dict[str, tuple[dict[str, Any], Any, dict[str, Any] | None]]
 
 
 async def read_remotely(
@@ -178,8 +180,31 @@ async def read_remotely(
             found = await client.call_tool("search", {"query": "zebra"})
             assert not read.is_error, read.content
             assert not found.is_error, found.content
+            fetched = await client.call_tool("fetch", {"id": "notes.md"})
+            schemas = {t.name: t.output_schema for t in tools.tools}
+            pairs = {}
+            for name, result in (("search", found), ("fetch", fetched)):
+                text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+                pairs[name] = (
+                    dict(result.structured_content or {}),
+                    json.loads(text),
+                    schemas[name],
+                )
             return Session(
                 [t.name for t in tools.tools],
                 dict(read.structured_content or {}),
                 dict(found.structured_content or {}),
+                pairs,
             )
+
+
+def journal_text(home: Path, needle: str, timeout: float = 10.0) -> str:
+    """The reads journal once it holds ``needle``: a record is written within a fraction of a
+    second of its call, later on a loaded machine."""
+    path = home / "audit" / "reads.jsonl"
+    deadline = time.monotonic() + timeout
+    while True:
+        text = path.read_text() if path.exists() else ""
+        if needle in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
 
 from harness.gateway import Gateway
@@ -18,12 +19,14 @@ from harness.remote_flow import (
     REDIRECT_URI,
     Browser,
     MemoryTokens,
+    journal_text,
     provider,
     read_remotely,
 )
 from tests.context_server.test_server import small_workspace
 
 DOCUMENT_PATH = "/apps/remote-client.json"
+TOKENS: list[str] = []  # the first test's access token, for the next
 
 
 @pytest.fixture(scope="module")
@@ -74,5 +77,35 @@ def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
     assert f"api.safeport.test:{documents.port}" in card and "Document client" in card
     assert DOCUMENT_PATH in documents.recorded.paths()[0]
     assert not any(p.startswith("/register") for p in documents.recorded.paths())
-    journal = (gateway.home / "audit" / "reads.jsonl").read_text()
+    journal = journal_text(gateway.home, document_url)
     assert document_url in journal  # the client, as its token proves it
+    assert storage.tokens is not None
+    TOKENS.append(storage.tokens.access_token)
+
+
+def test_with_the_gateway_down_every_request_is_refused(
+    gateway: Gateway, server: HttpServer
+) -> None:
+    assert TOKENS, "the flow above gives the token"
+    headers = {
+        "authorization": f"Bearer {TOKENS[0]}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+    def post() -> httpx.Response:
+        return httpx.post(server.url + "/mcp", json=body, headers=headers, timeout=30)
+
+    assert post().status_code == 200
+    assert gateway.stop() == 0
+    down = post()
+    assert down.status_code == 503  # fail closed: no word from the gateway, no answer
+    assert "tools" not in down.text
+    gateway.start()
+    gateway.unlock()
+    # A restarted gateway honours nothing it issued before its vault was locked: the client
+    # is told to authorize again (401 pointing at the metadata), not that the server is down.
+    again = post()
+    assert again.status_code == 401
+    assert "resource_metadata" in again.headers["www-authenticate"]

@@ -25,6 +25,7 @@ from harness.real_nginx import nginx_installed, running_nginx
 from harness.remote_flow import (
     Browser,
     MemoryTokens,
+    journal_text,
     provider,
     read_remotely,
     sp,
@@ -87,9 +88,24 @@ def test_dynamic_registration_then_read_and_search_with_the_client_journaled(
     assert session.search["results"][0]["id"] == "notes.md"
     # One card, whose code the page showed; the second session reused the tokens.
     assert len(browser.cards) == 1 and browser.seen_codes[0] in json.dumps(browser.cards[0])
+    journal_text(home, '"tool":"search"')  # the last call's record is written
     records = [r for r in reads_journal(home) if r.get("tool") == "read_file"]
     assert records and all(r["client"]["name"] == "Test remote client" for r in records)
     assert CANARY not in server.log() + (home / "gateway.stderr").read_text()
+    for journal in (home / "audit").iterdir():
+        assert CANARY.encode() not in journal.read_bytes()
+
+
+def test_search_and_fetch_answer_as_deep_research_expects(
+    server: HttpServer, approved: tuple[Browser, MemoryTokens]
+) -> None:
+    browser, storage = approved
+    auth = provider(server.url + "/mcp", browser, storage)
+    session = anyio.run(read_remotely, server.url + "/mcp", auth, "auto")
+    for name, (structured, text, schema) in session.deep_research.items():
+        assert schema is not None and schema["type"] == "object", name
+        assert structured == text, name  # one text item carrying the same JSON
+    assert session.deep_research["fetch"][0]["text"] == "zebra crossing\n"
 
 
 def test_the_2026_protocol_client_reads_with_the_same_tokens(
@@ -241,6 +257,12 @@ def test_a_token_reads_only_the_roots_it_was_approved_for(home: Path, tmp_path: 
     with http_server(home, root, "--root", str(other), port=port, client=True) as both:
         roots = call(both.url, token, "list_roots", {})
         assert [r["name"] for r in roots["structuredContent"]["roots"]] == ["proj"]
+        deadline = time.monotonic() + 60  # the new server's index is built in the background
+        while call(both.url, token, "get_health", {})["structuredContent"]["index_state"] != (
+            "ready"
+        ):
+            assert time.monotonic() < deadline, "the index never became ready"
+            time.sleep(0.2)
         found = call(both.url, token, "search_project", {"query": "zebra"})
         assert [hit["path"] for hit in found["structuredContent"]["hits"]] == ["notes.md"]
         for path in ("other/elsewhere.md", "../other/elsewhere.md", str(other / "elsewhere.md")):

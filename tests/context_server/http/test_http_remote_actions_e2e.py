@@ -1,6 +1,7 @@
 """Remote actions through `sp context serve --http --profile agent`, with the gateway's
 `[remote] actions = true`: the client's proposal carries its access token, the card (asked for
-this call alone) names the remote client, and the action tools say they act."""
+this call alone) names the remote client, the client hears progress while the card waits, and
+the action tools say they act."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def test_a_remote_proposal_carries_the_client_and_is_asked_per_call(
     assert storage.tokens is not None
     token = storage.tokens.access_token
 
+    messages: list[str] = []
+
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
     async def propose() -> tuple[dict[str, object], dict[str, object]]:
         headers = {"authorization": f"Bearer {token}"}
         http = httpx2.AsyncClient(headers=headers, timeout=60)
@@ -67,12 +73,14 @@ def test_a_remote_proposal_carries_the_client_and_is_asked_per_call(
                     assert decide(gateway, str(card["id"]))["ok"]
 
                 tasks.start_soon(anyio.to_thread.run_sync, answer)
-                result = await c.call_tool("ssh_exec", args)
+                result = await c.call_tool("ssh_exec", args, progress_callback=heard)
             assert not result.is_error, result.content
             return card, dict(result.structured_content or {})
 
     card, result = anyio.run(propose)
     assert card["scope"] == "per-call"
+    # While the card waited, the client heard which card and how the human answers it.
+    assert any(str(card["id"]) in message for message in messages), messages
     assert "Remote agent" in json.dumps(card)
     assert result["exit_status"] == 0
     assert token not in json.dumps(gateway.journal("actions"))
