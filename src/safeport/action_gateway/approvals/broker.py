@@ -115,7 +115,9 @@ class Approvals:
                 return Grant(found.id, "session", vault_epoch, found.expires_at, binding)
         # wall_now: the expiry a key signs must mean something outside this process.
         times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
-        card = card_kinds.build_card(_new_id("c"), requester, request, wall_now=time.time(), **times)
+        card = card_kinds.build_card(
+            _new_id("c"), requester, request, **times, wall_now=time.time()
+        )
         pending = self._open_card(card)
         if pending.outcome == "timeout":
             raise ApprovalTimedOut("no approver answered in time")
