@@ -86,6 +86,9 @@ class FakeVaultStore:
         self.evidence: VaultEvidence | None = None
         self._secrets: dict[str, CredentialSecret] = {}
         self.generation = 1
+        # Token entries whose value is a file's content, read at each use (an AppRole's
+        # secret id a test replaces with a wrong or expired one).
+        self.token_files: dict[str, Path] = {}
 
     def unlock(self, passphrase: SecretBytes) -> FakeUnlockedVault:
         self._record("vault.unlock")
@@ -151,6 +154,10 @@ class FakeUnlockedVault:
             self._locked.wait(10)
         self._check()
         self._store._record("vault.secret", name=name)
+        if name in self._store.token_files:
+            return TokenSecret(
+                token=SecretBytes(self._store.token_files[name].read_bytes().strip())
+            )
         if name.endswith("key"):
             return SshKeySecret(private_key=SecretBytes(self._store.ssh_key or CANARY.encode()))
         if name.endswith("basic"):

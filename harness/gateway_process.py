@@ -64,6 +64,12 @@ def main() -> int:
     )
     parser.add_argument("--real-executor", action="store_true")
     parser.add_argument("--ssh-key-file", type=Path, default=None)
+    parser.add_argument(
+        "--vault-token-file",
+        action="append",
+        default=[],
+        help="NAME=FILE: the in-memory vault's token NAME is FILE's content, read at each use",
+    )
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
     parser.add_argument("--refusals-per-window", type=int, default=None)
@@ -80,6 +86,10 @@ def main() -> int:
             ssh_key=args.ssh_key_file.read_bytes() if args.ssh_key_file else None,
         )
     )
+    for item in args.vault_token_file:
+        name, _, file = item.partition("=")
+        assert isinstance(store, FakeVaultStore)
+        store.token_files[name] = Path(file)
     executor: Executor = RecordingExecutor(record)
     if args.real_executor:
         executor = GatewayExecutor(resolver=lambda host, port: ["127.0.0.1"])

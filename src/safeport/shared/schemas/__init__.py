@@ -3,10 +3,10 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``control``, ``operations``, ``replies``, ``results``, ``wire``).
+``config_sources``, ``control``, ``operations``, ``replies``, ``results``, ``wire``).
 """
 
-from safeport.shared.schemas import operations, results
+from safeport.shared.schemas import config_sources, operations, results
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
 from safeport.shared.schemas.catalog import (
     Catalog,
@@ -95,6 +95,7 @@ __all__ = [
     "audit",
     "catalog",
     "config",
+    "config_sources",
     "control",
     "control_ops",
     "error_reply",

@@ -25,6 +25,9 @@ from safeport.shared.schemas.config_gateway import Callers as Callers
 from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
 from safeport.shared.schemas.config_problems import describe_problem
+from safeport.shared.schemas.config_sources import CredentialOrigin, SourcesSection
+from safeport.shared.schemas.config_sources import check_origin as _check_origin
+from safeport.shared.schemas.config_sources import check_sources as _check_sources
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
@@ -82,7 +85,7 @@ Approval = Literal["session", "per-call"]
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-class Credential(_Strict):
+class Credential(CredentialOrigin):
     kind: Literal["token", "basic", "ssh-key"]
     """What the vault holds under this name: a bearer "token", a "basic" pair or an "ssh-key"."""
     approval: Approval = "per-call"
@@ -263,6 +266,8 @@ class GatewayPolicy(_Strict):
     """Which processes may propose actions (absent: any process of your user)."""
     credentials: dict[Name, Credential] = Field(default_factory=dict)
     """The credentials the vault holds, by name; the secrets themselves are never here."""
+    sources: SourcesSection = Field(default_factory=SourcesSection)
+    """OpenBao or Vault servers credentials may come from (besides the local vault)."""
     ssh: SshSection = Field(default_factory=SshSection)
     """SSH hosts and their commands."""
     http: HttpSection = Field(default_factory=HttpSection)
@@ -270,6 +275,9 @@ class GatewayPolicy(_Strict):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:
+        for name, credential in self.credentials.items():
+            _check_origin(name, credential.kind, credential, self.sources)
+        _check_sources({n: (c.kind, c.source) for n, c in self.credentials.items()}, self.sources)
         for name, host in self.ssh.hosts.items():
             cred = self.credentials.get(host.credential)
             if cred is None:
