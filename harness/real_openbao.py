@@ -3,8 +3,9 @@
 :func:`running_openbao` starts it in dev mode with its own TLS (``-dev-tls``: a CA made for the
 run, which the policy pins), then sets it up as a team would for the gateway: a file audit
 device, a KV v2 secret, an SSH CA with a role, an AppRole whose token policy allows exactly
-the gateway's paths. :func:`running_sealed_openbao` is the production shape: file storage, TLS
-from the harness test CA, initialised and unsealed with one key share (tests seal and unseal it).
+the gateway's paths. :func:`running_sealed_openbao` is the production shape: integrated (raft)
+storage on disk, TLS from the harness test CA, initialised and unsealed with one key share
+(tests seal and unseal it).
 
 The dev root token is given on the command line: a test-only shortcut (the server is dev mode,
 loopback, torn down after the session); production code never takes a token from argv.
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import hvac
+import hvac.exceptions
 import requests
 import trustme
 
@@ -128,10 +130,7 @@ def _set_up(address: str, ca_file: Path, root: str, workdir: Path, ssh_user: str
     session.verify = str(ca_file)
     client = hvac.Client(url=address, token=root, session=session, timeout=10)
     audit_log = workdir / "audit.log"
-    kv_value = "bao-canary-" + secrets.token_hex(12)
-    client.secrets.kv.v2.create_or_update_secret(
-        path=KV_PATH, secret={KV_FIELD: kv_value, "user": "deployer"}, mount_point="secret"
-    )
+    role_id, kv_value = kv_and_approle(client)
     client.sys.enable_secrets_engine("ssh", path="ssh")
     ca: Any = client.write_data(
         "ssh/config/ca", data={"generate_signing_key": True, "key_type": "ed25519"}
@@ -144,6 +143,25 @@ def _set_up(address: str, ca_file: Path, root: str, workdir: Path, ssh_user: str
             "default_extensions": {"permit-pty": ""}, "allowed_extensions": "permit-pty",
         },
     )  # fmt: skip
+    return OpenBao(
+        address=address,
+        ca_file=ca_file,
+        root_token=root,
+        audit_log=audit_log,
+        workdir=workdir,
+        role_id=role_id,
+        kv_value=kv_value,
+        ssh_ca_public_key=str(ca["data"]["public_key"]).strip(),
+    )
+
+
+def kv_and_approle(client: hvac.Client) -> tuple[str, str]:
+    """The KV secret (a fresh canary), the gateway's policy and its AppRole; the role id and
+    the canary."""
+    kv_value = "bao-canary-" + secrets.token_hex(12)
+    client.secrets.kv.v2.create_or_update_secret(
+        path=KV_PATH, secret={KV_FIELD: kv_value, "user": "deployer"}, mount_point="secret"
+    )
     client.sys.create_or_update_policy(GATEWAY_POLICY, gateway_policy_text())
     client.sys.enable_auth_method("approle")
     client.write_data(
@@ -151,26 +169,23 @@ def _set_up(address: str, ca_file: Path, root: str, workdir: Path, ssh_user: str
         data={"token_policies": GATEWAY_POLICY, "token_ttl": "10m", "secret_id_ttl": "0"},
     )
     role: Any = client.read("auth/approle/role/gateway/role-id")
-    return OpenBao(
-        address=address,
-        ca_file=ca_file,
-        root_token=root,
-        audit_log=audit_log,
-        workdir=workdir,
-        role_id=str(role["data"]["role_id"]),
-        kv_value=kv_value,
-        ssh_ca_public_key=str(ca["data"]["public_key"]).strip(),
-    )
+    return str(role["data"]["role_id"]), kv_value
 
 
 @dataclass(frozen=True)
 class SealedOpenBao:
-    """The production shape: file storage, the harness CA's TLS, one unseal key share."""
+    """The production shape: storage on disk, the harness CA's TLS, one unseal key share."""
 
     address: str
     ca_file: Path
     root_token: str
     unseal_key: str
+    role_id: str = ""
+    kv_value: str = ""
+
+    def new_secret_id(self) -> str:
+        answer: Any = self.client(self.root_token).write_data("auth/approle/role/gateway/secret-id")
+        return str(answer["data"]["secret_id"])
 
     def client(self, token: str | None = None) -> hvac.Client:
         session = requests.Session()
@@ -182,7 +197,9 @@ class SealedOpenBao:
         self.client(self.root_token).write_data("sys/seal")
 
     def unseal(self) -> None:
+        """Unseal, and return once the node is active (serving requests) again."""
         self.client().sys.submit_unseal_key(self.unseal_key)
+        _wait_active(self.client(self.root_token))
 
 
 @contextmanager
@@ -198,12 +215,15 @@ def running_sealed_openbao() -> Iterator[SealedOpenBao]:
     cert.private_key_pem.write_to_path(str(key_file))
     port = free_port()
     config = workdir / "bao.hcl"
+    (workdir / "data").mkdir()
+    cluster = free_port()
+    # OpenBao keeps only integrated (raft) storage of the on-disk kinds: files in `data`.
     config.write_text(
-        f'storage "file" {{ path = "{workdir / "data"}" }}\n'
+        f'storage "raft" {{ path = "{workdir / "data"}"\n  node_id = "node1" }}\n'
         f'listener "tcp" {{ address = "127.0.0.1:{port}"\n'
-        f'  cluster_address = "127.0.0.1:{free_port()}"\n'
+        f'  cluster_address = "127.0.0.1:{cluster}"\n'
         f'  tls_cert_file = "{cert_file}"\n  tls_key_file = "{key_file}" }}\n'
-        f'api_addr = "https://127.0.0.1:{port}"\ndisable_mlock = true\n'
+        f'api_addr = "https://127.0.0.1:{port}"\ncluster_addr = "https://127.0.0.1:{cluster}"\n'
     )
     log = workdir / "bao.log"
     with log.open("wb") as out:
@@ -218,9 +238,12 @@ def running_sealed_openbao() -> Iterator[SealedOpenBao]:
         keys: Any = bare.client().write_data(
             "sys/init", data={"secret_shares": 1, "secret_threshold": 1}
         )
-        bao = SealedOpenBao(address, ca_file, str(keys["root_token"]), str(keys["keys"][0]))
-        bao.unseal()
-        yield bao
+        root, key = str(keys["root_token"]), str(keys["keys"][0])
+        SealedOpenBao(address, ca_file, root, key).unseal()
+        client = SealedOpenBao(address, ca_file, root, key).client(root)
+        client.sys.enable_secrets_engine("kv", path="secret", options={"version": "2"})
+        role_id, kv_value = kv_and_approle(client)
+        yield SealedOpenBao(address, ca_file, root, key, role_id, kv_value)
     finally:
         _stop(process)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -251,6 +274,20 @@ def _wait_until_up(
                 pass
         time.sleep(0.1)
     raise RuntimeError("bao did not start listening")
+
+
+def _wait_active(client: hvac.Client) -> None:
+    """After an unseal the server takes a moment to become active and serve requests."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            leader: Any = client.read("sys/leader")
+            if leader and leader.get("is_self"):
+                return
+        except hvac.exceptions.VaultError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("bao did not become active after the unseal")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

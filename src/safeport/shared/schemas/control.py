@@ -206,6 +206,13 @@ class SessionsRevokeRequest(_Control):
     params: SessionsRevokeParams
 
 
+class SourcesCheckRequest(_Control):
+    """`sp doctor`: each OpenBao/Vault server and declared path, no value read."""
+
+    op: Literal["sources.check"]
+    params: NoParams = Field(default_factory=NoParams)
+
+
 class AuditCheckpointRequest(_Control):
     op: Literal["audit.checkpoint"]
     params: NoParams = Field(default_factory=NoParams)
@@ -233,7 +240,8 @@ ControlRequest = Annotated[
     | ApprovalsWatchRequest
     | SessionsListRequest
     | SessionsRevokeRequest
-    | AuditCheckpointRequest,
+    | AuditCheckpointRequest
+    | SourcesCheckRequest,
     Field(discriminator="op"),
 ]
 CONTROL_REQUEST: TypeAdapter[ControlRequest] = TypeAdapter(ControlRequest)

@@ -68,6 +68,7 @@ APPROVALS_WATCH = ControlOp(rq.ApprovalsWatchRequest, rs.WatchingResult)
 SESSIONS_LIST = ControlOp(rq.SessionsListRequest, rs.SessionsResult)
 SESSIONS_REVOKE = ControlOp(rq.SessionsRevokeRequest, rs.RevokedResult)
 AUDIT_CHECKPOINT = ControlOp(rq.AuditCheckpointRequest, rs.CheckpointResult)
+SOURCES_CHECK = ControlOp(rq.SourcesCheckRequest, rs.SourcesCheckResult)
 
 CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
     op.name: op
@@ -94,6 +95,7 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         SESSIONS_LIST,
         SESSIONS_REVOKE,
         AUDIT_CHECKPOINT,
+        SOURCES_CHECK,
     )
 }
 

@@ -45,7 +45,7 @@ def translate_openbao_errors(server_id: str, what: str) -> Iterator[None]:
     except hvac.exceptions.VaultDown as exc:
         raise ActionError(
             "source_sealed",
-            f"{where} is sealed; {what} was not done",
+            f"{where} is sealed: no credential can be read from it",
             hint="unseal it (`bao operator unseal`), then propose again",
         ) from exc
     except (hvac.exceptions.Unauthorized, hvac.exceptions.Forbidden) as exc:
