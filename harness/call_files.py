@@ -16,11 +16,13 @@ import itertools
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from safeport.action_gateway.executors.interface import HttpAction, SshAction
+from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.shared.audit import journal_segments
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
@@ -60,7 +62,7 @@ class CallFileExecutor:
         tmp.write_bytes(data)
         tmp.rename(self._folder / name)
 
-    def check_before_card(self, action: SshAction | HttpAction) -> None:
+    def check_before_card(self, action: SshAction | HttpAction | SqlAction) -> None:
         return None  # nothing here resolves or connects
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
@@ -77,6 +79,17 @@ class CallFileExecutor:
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
         self._leave_file(action.digest(), action.target.url)
         return HttpResult(status=200, fields={"state": "ok"})
+
+    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+        self._leave_file(action.digest(), action.query.statement)
+        return SqlResult(
+            columns=["state"], rows=[["ok"]], row_count=1, truncated=False, duration_ms=0
+        )
+
+    def inspect_roles(
+        self, policy: GatewayPolicy, secret_of: Callable[[str], object]
+    ) -> tuple[list[str], list[str]]:
+        return [], []  # no database here to inspect
 
     def close_all(self) -> None:
         return None

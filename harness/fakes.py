@@ -12,7 +12,7 @@ import hmac
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,10 +20,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    HttpAction,
+    SqlAction,
+    SshAction,
+)
 from safeport.errors import Denied, EnvironmentProblem
-from safeport.shared.schemas.config import policy_digest
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.config import GatewayPolicy, policy_digest
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import (
@@ -217,7 +222,7 @@ class RecordingExecutor:
     def __init__(self, record: Recorder) -> None:
         self._record = record
 
-    def check_before_card(self, action: SshAction | HttpAction) -> None:
+    def check_before_card(self, action: SshAction | HttpAction | SqlAction) -> None:
         return None  # nothing here resolves or connects
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
@@ -251,6 +256,17 @@ class RecordingExecutor:
             body=(action.target.body or b"").decode("utf-8"),
         )
         return HttpResult(status=200, fields={"state": "ok", "secret_header": "dropped"})
+
+    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+        self._record("executor.sql", database=action.database_id, query=action.query_id)
+        return SqlResult(
+            columns=["state"], rows=[["ok"]], row_count=1, truncated=False, duration_ms=0
+        )
+
+    def inspect_roles(
+        self, policy: GatewayPolicy, secret_of: Callable[[str], object]
+    ) -> tuple[list[str], list[str]]:
+        return [], []  # no database here to inspect
 
     def close_all(self) -> None:
         self._record("executor.close_all")

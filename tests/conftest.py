@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import Gateway
+from harness.real_postgres import INITDB, Postgres, running_postgres
 from tests.hostile_folder import HostileFolder, plant
 
 REQUIRE_INTEGRATION = os.environ.get("SAFEPORT_REQUIRE_INTEGRATION") == "1"
@@ -66,3 +67,20 @@ def gateway(gateway_home: Path) -> Iterator[Gateway]:
     finally:
         rc = gw.stop()
         assert rc == 0, gw.stderr_path.read_text()
+
+
+@pytest.fixture(scope="session")
+def _postgres_session() -> Iterator[Postgres | None]:
+    if INITDB is None:
+        yield None
+        return
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres(_postgres_session: Postgres | None) -> Postgres:
+    """Debian's PostgreSQL on 127.0.0.1 with TLS from a test CA, one per test session."""
+    need(_postgres_session is not None, "PostgreSQL is not installed (apt install postgresql)")
+    assert _postgres_session is not None
+    return _postgres_session

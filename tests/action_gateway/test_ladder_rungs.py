@@ -24,6 +24,7 @@ from safeport.action_gateway.core.vault_state import VaultState
 from safeport.action_gateway.executors.interface import (
     ActionError,
     HttpAction,
+    SqlAction,
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityChanged, PeerIdentity, ProcessInfo
@@ -34,8 +35,8 @@ from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.audit.record import canonical_json
-from safeport.shared.schemas.config import parse_gateway_policy
-from safeport.shared.schemas.wire import HttpResult, ProposeHttp, SshExecResult
+from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
+from safeport.shared.schemas.wire import HttpResult, ProposeHttp, SqlResult, SshExecResult
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 from tests.vault.vault_factory import CANARY_TOKEN, make_vault, passphrase
@@ -123,7 +124,7 @@ class Executor:
         self.before_card: ActionError | None = None
         self.tokens: list[bytes] = []
 
-    def check_before_card(self, action: SshAction | HttpAction) -> None:
+    def check_before_card(self, action: SshAction | HttpAction | SqlAction) -> None:
         if self.before_card is not None:
             raise self.before_card  # what the real executor finds on resolving, say
 
@@ -137,6 +138,14 @@ class Executor:
         if self.failure is not None:
             raise self.failure
         return HttpResult(status=200, fields={"state": "ok", "undeclared": "dropped"})
+
+    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+        raise AssertionError("no sql action is proposed here")
+
+    def inspect_roles(
+        self, policy: GatewayPolicy, secret_of: Callable[[str], object]
+    ) -> tuple[list[str], list[str]]:
+        return [], []
 
     def close_all(self) -> None:
         return None

@@ -25,6 +25,9 @@ from safeport.shared.schemas.config import (
     HttpSection,
     HttpService,
     ParamSpec,
+    SqlDatabase,
+    SqlQuery,
+    SqlSection,
     SshCommand,
     SshHost,
     SshSection,
@@ -83,10 +86,22 @@ SECTIONS = (
         HttpOperation,
         "One request an agent may ask for: a fixed method and path with validated `{param}` parts.",
     ),
+    Section("[sql]", SqlSection, "The PostgreSQL side."),
+    Section(
+        "[sql.databases.NAME]",
+        SqlDatabase,
+        "One PostgreSQL database, reached over TLS (verify-full, pinned CA) as one role.",
+    ),
+    Section(
+        "[sql.databases.NAME.queries.NAME]",
+        SqlQuery,
+        "One read-only query an agent may ask for: a fixed statement with bound `{param}` values.",
+    ),
     Section(
         "params.NAME",
         ParamSpec,
-        "The constraint on one `{NAME}` placeholder of a command or an operation: exactly one of "
+        "The constraint on one `{NAME}` placeholder of a command, an operation or a query: exactly "
+        "one of "
         '`pattern`, `enum` or `type = "int"`.',
     ),
 )

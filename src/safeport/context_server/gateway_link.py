@@ -103,6 +103,22 @@ class GatewayLink:
         }
         return await self._call(message, on_pending)
 
+    async def propose_sql(
+        self,
+        database: str,
+        query: str,
+        params: Mapping[str, str | int],
+        on_pending: OnPending | None = None,
+    ) -> dict[str, Any]:
+        message = {
+            "type": "propose",
+            "action": "run_readonly_query",
+            "database": database,
+            "query": query,
+            "params": dict(params),
+        }
+        return await self._call(message, on_pending)
+
     async def _call(
         self, message: dict[str, Any], on_pending: OnPending | None = None
     ) -> dict[str, Any]:

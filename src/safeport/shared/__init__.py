@@ -19,6 +19,7 @@ __all__ = [
     "schemas",
     "secret_scan",
     "setup_state",
+    "sql_statement",
     "text_lines",
     "undumpable",
     "visible_text",

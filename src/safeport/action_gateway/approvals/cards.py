@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from safeport.action_gateway.executors.interface import HttpAction, SshAction
+from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.shared.visible_text import inert, inert_lines
 
-ActionKind = Literal["ssh_exec", "http_request"]
+ActionKind = Literal["ssh_exec", "http_request", "run_readonly_query"]
 ApprovalScope = Literal["session", "per-call"]
 MAX_FIELD_CHARS = 8192
 
@@ -37,7 +37,9 @@ class ActionRequest:
     args: Mapping[str, str | int]
     policy_digest: str
     read_only: bool
-    prepared: SshAction | HttpAction  # the one rendering: the card shows it, the executor runs it
+    prepared: (
+        SshAction | HttpAction | SqlAction
+    )  # the one rendering: the card shows it, the executor runs it
     # For a session card: every `target.operation` the session lets this process run unasked.
     session_covers: tuple[str, ...] = ()
     # Where the credential comes from when not the local vault: server, path or role, TTL.

@@ -30,6 +30,7 @@ from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRecords
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
 from safeport.action_gateway.evidence.sealing import JournalSealing
+from safeport.action_gateway.executors import privileged_role_check
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.ladder.resolve import Proposal
@@ -225,7 +226,8 @@ class GatewayCore:
     def accept_policy(self, shown_digest: str, text: str | None) -> str:
         """Serve gateway.toml (or ``text``) if it is exactly the text whose digest was shown."""
         vault, _ = self._vault.current()
-        served = self._policies.accept(vault, shown_digest, text=text)
+        inspect = privileged_role_check(self._parts.executor, vault.secret)
+        served = self._policies.accept(vault, shown_digest, text=text, inspect=inspect)
         self._record_vault_save("policy.accepted", {"policy": served.digest}, vault)
         return served.digest
 
@@ -298,8 +300,7 @@ class GatewayCore:
     def reap(self) -> None:
         self._approvals.reap()
 
-    def check_sources(self) -> list[dict[str, object]]:
-        """`sp doctor`: each OpenBao server and declared path, without reading a value."""
+    def check_sources(self) -> list[dict[str, object]]:  # sp doctor: no value is read
         return self._credentials.doctor(self._policies.served, self._vault.current()[0])
 
     def inspect_at_start(self) -> None:

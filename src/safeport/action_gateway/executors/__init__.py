@@ -9,15 +9,20 @@ from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
     HttpAction,
+    SqlAction,
     SshAction,
+    privileged_role_check,
 )
 
 __all__ = [
     "ActionError",
     "Executor",
     "HttpAction",
+    "SqlAction",
     "SshAction",
     "https",
     "preflight",
+    "privileged_role_check",
+    "sql",
     "ssh",
 ]

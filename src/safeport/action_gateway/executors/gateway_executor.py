@@ -1,6 +1,9 @@
-"""The gateway's :class:`~safeport.action_gateway.executors.interface.Executor`: SSH and HTTPS."""
+"""The gateway's :class:`~safeport.action_gateway.executors.interface.Executor`: SSH, HTTPS
+and read-only SQL."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import paramiko
 
@@ -11,16 +14,19 @@ from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
     HttpAction,
+    SqlAction,
     SshAction,
 )
 from safeport.action_gateway.executors.preflight import check_before_card
+from safeport.action_gateway.executors.sql.pool import SqlPool, inspect_roles
 from safeport.action_gateway.executors.ssh.pool import SshPool
 from safeport.action_gateway.executors.ssh.transport import (
     StaleTransport,
     open_transport,
     run_command,
 )
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
@@ -36,8 +42,9 @@ class GatewayExecutor:
         self._resolver = resolver
         self._trust_owners = trusted_owners(served_uids)
         self._https = HttpsExecutor(resolver, trust_owners=self._trust_owners)
+        self._sql = SqlPool()
 
-    def check_before_card(self, action: SshAction | HttpAction) -> None:
+    def check_before_card(self, action: SshAction | HttpAction | SqlAction) -> None:
         check_before_card(action, self._resolver, self._trust_owners)
 
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult:
@@ -64,13 +71,26 @@ class GatewayExecutor:
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
         return self._https.request(action, secret)
 
+    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+        return self._sql.run(action, secret)
+
+    def inspect_roles(
+        self, policy: GatewayPolicy, secret_of: Callable[[str], object]
+    ) -> tuple[list[str], list[str]]:
+        return inspect_roles(policy, secret_of)
+
     def close_all(self) -> None:
         self._ssh.close_all()
         self._https.close_all()
+        self._sql.close_all()
 
     @property
     def pooled_ssh_connections(self) -> int:
         return len(self._ssh)
+
+    @property
+    def pooled_sql_connections(self) -> int:
+        return len(self._sql)
 
 
 def _conforms(executor: GatewayExecutor) -> Executor:

@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
 from safeport.errors import Error
-from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.config import (
+    GatewayPolicy,
+    HttpOperation,
+    HttpService,
+    SqlDatabase,
+    SqlQuery,
+    SshCommand,
+    SshHost,
+)
+from safeport.shared.schemas.config_sql import card_notes
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.shared.visible_text import needs_escape
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
@@ -39,6 +49,8 @@ ActionFailure = Literal[
     "source_timeout",
     "source_tls",  # the server's certificate does not chain to the pinned CA
     "source_refused",  # the server refused this path or role to the gateway
+    "role_refused",  # a database role with more than the policy allows
+    "query_refused",  # the database refused the statement (read-only, permission, caps)
 ]
 
 
@@ -57,7 +69,7 @@ class ActionError(Error):
         """The wire error code this failure maps to."""
         if self.failure == "timeout":
             return "upstream"  # `timeout` on the wire means no approver in time
-        if self.failure in ("address_refused", "invalid_target"):
+        if self.failure in ("address_refused", "invalid_target", "role_refused", "query_refused"):
             return "denied"
         return "upstream"
 
@@ -141,6 +153,61 @@ class HttpAction:
         )
 
 
+@dataclass(frozen=True)
+class SqlAction:
+    """One prepared query: where, as whom, the exact statement and the values bound to it."""
+
+    database_id: str
+    database: SqlDatabase
+    query_id: str
+    query: SqlQuery
+    bound: tuple[tuple[str, str | int], ...]  # (param, value), in the statement's order
+
+    def card_lines(self) -> tuple[CardLine, ...]:
+        db = self.database
+        lines = [
+            CardLine(
+                "database", f"{db.user}@{db.host}:{db.port}/{db.database} ({self.database_id})"
+            ),
+            CardLine("statement", self.query.statement),
+        ]
+        if self.bound:
+            values = json.dumps(dict(self.bound)).encode()
+            lines.append(CardLine("values", body_for_card(values), json_text=True))
+        lines += [CardLine("role", note) for note in card_notes(db)]
+        return tuple(lines)
+
+    def holds_non_ascii(self) -> bool:
+        return not (self.query.statement.isascii() and all(str(v).isascii() for _, v in self.bound))
+
+    def digest(self) -> str:
+        db = self.database
+        payload = json.dumps([self.query.statement, list(self.bound)], separators=(",", ":"))
+        return _digest(
+            ["sql", self.database_id, db.user, db.host, str(db.port), db.database],
+            payload.encode("utf-8"),
+        )
+
+
+def privileged_role_check(
+    executor: Executor, secret_of: Callable[[str], object]
+) -> Callable[[GatewayPolicy], None]:
+    """The check made at accept: it raises when a database's role holds more than the policy
+    allows, so a policy is never served whose queries would run as a role that can write."""
+
+    def check(policy: GatewayPolicy) -> None:
+        problems, _ = executor.inspect_roles(policy, secret_of)
+        if problems:
+            raise ActionError(
+                "role_refused",
+                "; ".join(problems),
+                hint="give the role less (a read-only role), or say why under the database "
+                "with `allow_write_privileges` / `allow_superuser` (shown on every card)",
+            )
+
+    return check
+
+
 class CardLine(NamedTuple):
     """One labelled line of a card, as the prepared action reads."""
 
@@ -180,7 +247,7 @@ def _digest(parts: list[str], payload: bytes) -> str:
 
 
 class Executor(Protocol):
-    def check_before_card(self, action: SshAction | HttpAction) -> None:
+    def check_before_card(self, action: SshAction | HttpAction | SqlAction) -> None:
         """Raise the :class:`ActionError` a call would meet on what can be checked now (the
         addresses a service's name resolves to, its trust files), so no card is shown for it;
         the executor checks again when it connects."""
@@ -189,6 +256,18 @@ class Executor(Protocol):
     def ssh_exec(self, action: SshAction, secret: SshKeySecret) -> SshExecResult: ...
 
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult: ...
+
+    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+        """Run the prepared query read-only; connect (and inspect the role) when no pooled
+        connection is open."""
+        ...
+
+    def inspect_roles(
+        self, policy: GatewayPolicy, secret_of: Callable[[str], object]
+    ) -> tuple[list[str], list[str]]:
+        """Connect to every database ``policy`` declares with its credential: what its role
+        holds beyond what the policy allows, and what could not be judged now, in words."""
+        ...
 
     def close_all(self) -> None:
         """Drop every pooled connection (on vault lock and gateway stop)."""

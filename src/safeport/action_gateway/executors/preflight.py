@@ -20,6 +20,7 @@ can change between the card and the call, and that check stays the guard.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,10 +39,11 @@ from safeport.action_gateway.executors.interface import (
     ActionError,
     ActionFailure,
     HttpAction,
+    SqlAction,
     SshAction,
 )
 from safeport.action_gateway.executors.ssh.transport import is_plain_address
-from safeport.shared.schemas.config import GatewayPolicy, HttpService, SshHost
+from safeport.shared.schemas.config import GatewayPolicy, HttpService, SqlDatabase, SshHost
 
 Severity = Literal["problem", "note"]
 
@@ -59,9 +61,13 @@ class TargetProblem:
 
 
 def check_before_card(
-    action: SshAction | HttpAction, resolver: Resolver, trust_owners: frozenset[int]
+    action: SshAction | HttpAction | SqlAction, resolver: Resolver, trust_owners: frozenset[int]
 ) -> None:
     """Raise the :class:`ActionError` the executor would meet after approval, before any card."""
+    if isinstance(action, SqlAction):
+        for problem in _database_problems(action.database_id, action.database):
+            raise ActionError("tls_failed", problem.message, hint=problem.fix)
+        return
     if isinstance(action, SshAction):
         for problem in _host_problems(action.host_id, action.host):
             raise ActionError("invalid_target", problem.message)
@@ -89,6 +95,20 @@ def policy_target_problems(
         found += _host_problems(host_id, host)
     for service_id, service in sorted(policy.http.services.items()):
         found += _service_problems(service_id, service, resolver, trust_owners)
+    for database_id, database in sorted(policy.sql.databases.items()):
+        found += _database_problems(database_id, database)
+        # Only the gateway holds the credential, and it logs in only for a policy the human
+        # accepts (with the passphrase): never for a file any process of the user could edit.
+        found.append(
+            TargetProblem(
+                f"sql.databases.{database_id}",
+                "user",
+                f"sql database {database_id!r}: its role is inspected when you accept (the "
+                "gateway logs in and refuses a superuser, a server-file role or write privileges)",
+                "",
+                severity="note",
+            )
+        )
     return found
 
 
@@ -109,6 +129,29 @@ def _host_problems(host_id: str, host: SshHost) -> Iterator[TargetProblem]:
             f"ssh host {host_id!r} has an address that is not plain",
             "give a host name or an IP address, nothing else (no `user@`, spaces or options)",
         )
+
+
+def _database_problems(database_id: str, database: SqlDatabase) -> Iterator[TargetProblem]:
+    for key in ("ca_pem", "client_cert_pem"):
+        pem = getattr(database, key)
+        if pem is not None and not _loads_as_pem(pem):
+            yield TargetProblem(
+                f"sql.databases.{database_id}",
+                key,
+                f"sql database {database_id!r}: its {key} cannot be read as PEM certificates",
+                f"put the PEM certificate(s) in `{key}`",
+            )
+
+
+@functools.lru_cache(maxsize=64)
+def _loads_as_pem(pem: str) -> bool:
+    """Whether a TLS context loads ``pem`` (the text is the accepted policy's, so the answer is
+    kept: loading a CA costs more than the rest of a query's checks)."""
+    try:
+        tls_context("sql", None, pem)
+    except ActionError:
+        return False
+    return True
 
 
 def _service_problems(

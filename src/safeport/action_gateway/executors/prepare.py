@@ -14,9 +14,21 @@ import re
 from collections.abc import Mapping
 
 from safeport.action_gateway.executors.https.target import build_target
-from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    HttpAction,
+    SqlAction,
+    SshAction,
+)
 from safeport.action_gateway.executors.ssh.command import render_command
-from safeport.shared.schemas.config import HttpOperation, HttpService, SshCommand, SshHost
+from safeport.shared.schemas.config import (
+    HttpOperation,
+    HttpService,
+    SqlDatabase,
+    SqlQuery,
+    SshCommand,
+    SshHost,
+)
 
 # Header values a policy may declare: printable ASCII; anything else is refused by HTTP stacks
 # with an exception that quotes the value, or worse, splits the header.
@@ -69,6 +81,25 @@ def prepare_http(
     return HttpAction(
         service_id, service, operation_id, operation, target, tuple(headers.items()), credential
     )
+
+
+def prepare_sql(
+    database_id: str,
+    database: SqlDatabase,
+    query_id: str,
+    query: SqlQuery,
+    args: Mapping[str, object],
+) -> SqlAction:
+    """The exact statement and its values, each bound by the driver, never put into the text."""
+    bound: list[tuple[str, str | int]] = []
+    for name in sorted(query.params):
+        value = args.get(name)
+        if not isinstance(value, str | int):
+            raise ActionError("invalid_target", f"query param {name!r} has no value")
+        if isinstance(value, str) and "\x00" in value:
+            raise ActionError("invalid_target", f"query param {name!r} holds a NUL character")
+        bound.append((name, value))
+    return SqlAction(database_id, database, query_id, query, tuple(bound))
 
 
 def credential_header_name(service: HttpService) -> str:

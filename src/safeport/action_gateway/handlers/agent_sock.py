@@ -37,7 +37,9 @@ from safeport.shared.schemas.wire import (
     PendingBody,
     PendingNotice,
     ProposeHttp,
+    ProposeSql,
     ProposeSsh,
+    SqlResult,
     SshExecResult,
 )
 from safeport.shared.wire import MAX_REPLY_BYTES
@@ -97,7 +99,7 @@ class AgentHandler(Handler):
         else:
             await self._propose(conn, request)
 
-    async def _propose(self, conn: Connection, request: ProposeSsh | ProposeHttp) -> None:
+    async def _propose(self, conn: Connection, request: Proposal) -> None:
         inflight = self._inflight.setdefault(id(conn), {})
         if request.id in inflight:
             await conn.send_error(request.id, "invalid", "a request with this id is in progress")
@@ -170,14 +172,21 @@ class AgentHandler(Handler):
         await conn.send(ok_reply(request.id, catalog))
 
 
-def _result_model(request: ProposeSsh | ProposeHttp) -> type[SshExecResult | HttpResult]:
+Proposal = ProposeSsh | ProposeHttp | ProposeSql
+
+
+def _result_model(request: Proposal) -> type[SshExecResult | HttpResult | SqlResult]:
     """The model of a proposal's result: what rung 9 let through, checked once more on its way
     out (a result the contract does not describe is the gateway's failure, never sent)."""
+    if isinstance(request, ProposeSql):
+        return SqlResult
     return SshExecResult if isinstance(request, ProposeSsh) else HttpResult
 
 
-def _names(request: ProposeSsh | ProposeHttp) -> str:
+def _names(request: Proposal) -> str:
     """Schema-checked identifiers only: argument values never reach the log."""
     if isinstance(request, ProposeSsh):
         return f"ssh_exec {request.host_id}/{request.command_id}"
+    if isinstance(request, ProposeSql):
+        return f"run_readonly_query {request.database}/{request.query}"
     return f"http_request {request.service_id}/{request.operation_id}"

@@ -12,16 +12,22 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from safeport.action_gateway.approvals.cards import ActionRequest
-from safeport.action_gateway.executors.interface import ActionError, HttpAction, SshAction
-from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    HttpAction,
+    SqlAction,
+    SshAction,
+)
+from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql, prepare_ssh
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.shared.schemas.config import Credential, GatewayPolicy, ParamSpec, approval_of
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
-from safeport.shared.schemas.wire import ProposeHttp, ProposeSsh
+from safeport.shared.schemas.wire import ProposeHttp, ProposeSql, ProposeSsh
 
-Proposal = ProposeSsh | ProposeHttp
+Proposal = ProposeSsh | ProposeHttp | ProposeSql
+Prepared = SshAction | HttpAction | SqlAction
 
 
 @dataclass(frozen=True)
@@ -33,13 +39,33 @@ class Resolved:
     policy: GatewayPolicy  # the accepted policy it was resolved against (its credential's source)
 
     @property
-    def action(self) -> SshAction | HttpAction:
+    def action(self) -> Prepared:
         return self.request.prepared
 
 
 def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
     policy = served.policy
-    if isinstance(proposal, ProposeSsh):
+    prepared: Prepared
+    if isinstance(proposal, ProposeSql):
+        database = policy.sql.databases.get(proposal.database)
+        if database is None:
+            raise Refusal(
+                "denied",
+                Rung.ACTION,
+                "unknown_action",
+                "no such sql database in the accepted policy",
+            )
+        query = database.queries.get(proposal.query)
+        if query is None:
+            raise Refusal(
+                "denied", Rung.ACTION, "unknown_action", "no such query for this database"
+            )
+        args = _validate(query.params, proposal.params, ())
+        with _unpreparable():
+            prepared = prepare_sql(proposal.database, database, proposal.query, query, args)
+        credential_id, read_only, cap = database.credential, True, query.max_bytes
+        scope = approval_of(policy.credentials[credential_id], query)
+    elif isinstance(proposal, ProposeSsh):
         host = policy.ssh.hosts.get(proposal.host_id)
         if host is None:
             raise Refusal(
@@ -50,9 +76,7 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
             raise Refusal("denied", Rung.ACTION, "unknown_action", "no such command for this host")
         args = _validate(command.params, proposal.args, command.allow_leading_dash)
         with _unpreparable():
-            prepared: SshAction | HttpAction = prepare_ssh(
-                proposal.host_id, host, proposal.command_id, command, args
-            )
+            prepared = prepare_ssh(proposal.host_id, host, proposal.command_id, command, args)
         credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
         scope = approval_of(policy.credentials[credential_id], command)
     else:
@@ -77,13 +101,12 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         credential_id, read_only = service.credential, operation.read_only
         cap = service.max_response_bytes
         scope = approval_of(policy.credentials[credential_id], operation)
+    _, target_id, operation_id = proposal_target(proposal)
     request = ActionRequest(
         request_id=proposal.id,
         kind=proposal.action,
-        target_id=prepared.host_id if isinstance(prepared, SshAction) else prepared.service_id,
-        operation_id=(
-            prepared.command_id if isinstance(prepared, SshAction) else prepared.operation_id
-        ),
+        target_id=target_id,
+        operation_id=operation_id,
         credential=credential_id,
         scope=scope,
         session_covers=session_covers(policy, credential_id) if scope == "session" else (),
@@ -129,6 +152,13 @@ def session_covers(policy: GatewayPolicy, credential_id: str) -> tuple[str, ...]
         for operation_id, operation in sorted(service.operations.items())
         if approval_of(credential, operation) == "session"
     ]
+    covered += [
+        f"{database_id}.{query_id}"
+        for database_id, database in sorted(policy.sql.databases.items())
+        if database.credential == credential_id
+        for query_id, query in sorted(database.queries.items())
+        if approval_of(credential, query) == "session"
+    ]
     return tuple(covered)
 
 
@@ -136,6 +166,8 @@ def proposal_target(proposal: Proposal) -> tuple[str, str, str]:
     """Kind, target and operation names as the agent sent them (schema-valid identifiers)."""
     if isinstance(proposal, ProposeSsh):
         return "ssh", proposal.host_id, proposal.command_id
+    if isinstance(proposal, ProposeSql):
+        return "sql", proposal.database, proposal.query
     return "http", proposal.service_id, proposal.operation_id
 
 
@@ -146,7 +178,9 @@ def proposal_names(proposal: Proposal) -> dict[str, object]:
         "action": proposal.action,
         "target": target,
         "operation": operation,
-        "arg_names": sorted(proposal.args)[:32],
+        "arg_names": sorted(proposal.params if isinstance(proposal, ProposeSql) else proposal.args)[
+            :32
+        ],
     }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SshExecResult
+from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SqlResult, SshExecResult
 from safeport.shared.secret_scan import redact
 
 # Longer than any token format's prefix that could still be recognised whole; bounded so a
@@ -53,6 +53,26 @@ def filter_http(result: HttpResult, response_fields: list[str]) -> dict[str, obj
     return _with_redactions({"status": result.status, "fields": fields}, redactions)
 
 
+def filter_sql(result: SqlResult, columns: list[str]) -> dict[str, object]:
+    """Only the declared columns, in the declared order (a column the statement does not
+    return is absent), every value redacted like an HTTPS field."""
+    index = {name: i for i, name in reversed(list(enumerate(result.columns)))}
+    kept = [name for name in columns if name in index]
+    redactions: list[ResultRedaction] = []
+    rows = [
+        [_redacted_value(row[index[name]], f"rows.{n}.{name}", redactions) for name in kept]
+        for n, row in enumerate(result.rows)
+    ]
+    data: dict[str, object] = {
+        "columns": kept,
+        "rows": rows,
+        "row_count": result.row_count,
+        "truncated": result.truncated,
+        "duration_ms": result.duration_ms,
+    }
+    return _with_redactions(data, redactions)
+
+
 def result_summary(result: dict[str, object]) -> dict[str, object]:
     """Sizes, statuses and redactions (kind, field, lines) only: served content never goes into
     a journal."""
@@ -62,6 +82,12 @@ def result_summary(result: dict[str, object]) -> dict[str, object]:
             "exit_status": result["exit_status"],
             "stdout_chars": len(str(result.get("stdout", ""))),
             "stderr_chars": len(str(result.get("stderr", ""))),
+        }
+    elif "row_count" in result:
+        summary = {
+            "row_count": result["row_count"],
+            "truncated": result["truncated"],
+            "columns": result["columns"],
         }
     elif "status" in result:
         fields = result.get("fields")

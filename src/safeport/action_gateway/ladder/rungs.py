@@ -36,6 +36,7 @@ from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, recor
 from safeport.action_gateway.executors.interface import (
     ActionError,
     Executor,
+    SqlAction,
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
@@ -48,7 +49,12 @@ from safeport.action_gateway.ladder.resolve import (
     proposal_target,
     resolve,
 )
-from safeport.action_gateway.ladder.result_filters import filter_http, filter_ssh, result_summary
+from safeport.action_gateway.ladder.result_filters import (
+    filter_http,
+    filter_sql,
+    filter_ssh,
+    result_summary,
+)
 from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
@@ -326,6 +332,8 @@ class Ladder:
             verdict = "done"
             status = result.get("status", result.get("exit_status"))
             detail = f"exit {status}" if "exit_status" in result else str(status)
+            if "row_count" in result:
+                detail = f"{result['row_count']} row(s)"
         else:
             verdict = "refused" if refusal.code == "denied" else "failed"
             detail = refusal.message
@@ -335,6 +343,11 @@ class Ladder:
 
     def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
         action = resolved.action
+        if isinstance(action, SqlAction):
+            if not isinstance(secret, TokenSecret | SshKeySecret):
+                raise Error("the credential is not a password or a private key")
+            sql = self.executor.sql_query(action, secret)
+            return filter_sql(sql, action.query.columns)
         if isinstance(action, SshAction):
             if not isinstance(secret, SshKeySecret):
                 raise Error("the credential is not an ssh key")

@@ -12,6 +12,7 @@ from safeport.shared.schemas.catalog import (
     HttpCatalogEntry,
     IntegerParam,
     ParamSchema,
+    SqlCatalogEntry,
     SshCatalogEntry,
     StringParam,
 )
@@ -48,6 +49,20 @@ def catalog_of(policy: GatewayPolicy, digest: str) -> Catalog:
                     params={name: param_schema(spec) for name, spec in operation.params.items()},
                 )
             )
+    for database_id, database in sorted(policy.sql.databases.items()):
+        credential = policy.credentials[database.credential]
+        for query_id, query in sorted(database.queries.items()):
+            actions.append(
+                SqlCatalogEntry(
+                    database=database_id,
+                    query=query_id,
+                    description=query.description,
+                    read_only=query.read_only,
+                    approval=approval_of(credential, query),
+                    params={name: param_schema(spec) for name, spec in query.params.items()},
+                    columns=query.columns,
+                )
+            )
     return Catalog(policy=digest, actions=actions)
 
 
@@ -70,4 +85,6 @@ def reply_cap(policy: GatewayPolicy) -> int:
         for command in host.commands.values()
     ]
     outputs += [service.max_response_bytes for service in policy.http.services.values()]
+    # A query's max_bytes counts each value with its JSON punctuation (see sql/query.py).
+    outputs += [q.max_bytes for db in policy.sql.databases.values() for q in db.queries.values()]
     return min(MAX_REPLY_BYTES, 6 * max(outputs, default=0) + 64 * 1024)

@@ -100,6 +100,34 @@ _OPENBAO: dict[Path, Direction] = {
     ("auth", "secret_id_credential"): "any",
     ("timeout_s",): "bigger",
 }
+_QUERY: dict[Path, Direction] = {
+    ("statement",): "any",
+    ("description",): "words",
+    ("columns",): "more",
+    ("max_rows",): "bigger",
+    ("max_bytes",): "bigger",
+    ("timeout_s",): "bigger",
+    ("approval",): "rule",
+    ("params",): "any",
+    ("params", "*"): "any",
+    **{("params", "*", *key): value for key, value in _PARAM.items()},
+}
+_DATABASE: dict[Path, Direction] = {
+    ("host",): "any",
+    ("port",): "any",
+    ("database",): "any",
+    ("user",): "any",
+    ("credential",): "rule",
+    ("ca_pem",): "any",
+    ("client_cert_pem",): "any",
+    ("connect_timeout_s",): "bigger",
+    # Words that let a role hold more than least privilege: any change may allow more.
+    ("allow_write_privileges",): "any",
+    ("allow_superuser",): "any",
+    ("queries",): "any",
+    ("queries", "*"): "rule",
+    **{("queries", "*", *key): value for key, value in _QUERY.items()},
+}
 DIRECTIONS: dict[Path, Direction] = {
     ("gateway",): "any",
     ("gateway", "approval_timeout_s"): "bigger",
@@ -130,11 +158,15 @@ DIRECTIONS: dict[Path, Direction] = {
     ("http", "services"): "any",
     ("http", "services", "*"): "rule",
     **{("http", "services", "*", *key): value for key, value in _SERVICE.items()},
+    ("sql",): "any",
+    ("sql", "databases"): "any",
+    ("sql", "databases", "*"): "rule",
+    **{("sql", "databases", "*", *key): value for key, value in _DATABASE.items()},
 }
 
 # Names of the schema's dicts whose keys are the policy author's (hosts, params, headers…).
 _KEYED = frozenset({"credentials", "hosts", "commands", "services", "operations", "params"})
-_KEYED |= {"query", "headers", "openbao"}
+_KEYED |= {"query", "headers", "openbao", "databases", "queries"}
 
 
 def direction(path: Path) -> Direction:

@@ -35,6 +35,9 @@ from safeport.errors import ConfigError
 from safeport.shared.schemas.config import (
     CallerRule,
     GatewayPolicy,
+    HttpService,
+    SqlDatabase,
+    SshHost,
     parse_gateway_policy,
 )
 
@@ -145,8 +148,8 @@ def _compare(path: Path, old: object, new: object, out: _Said) -> None:
 
 def _added(path: Path, value: object, out: _Said) -> None:
     kind = entity_kind(path)
-    if kind in ("ssh host", "http service"):
-        children = "commands" if kind == "ssh host" else "operations"
+    if kind in ("ssh host", "http service", "sql database"):
+        children = {"ssh host": "commands", "http service": "operations"}.get(kind, "queries")
         names = ", ".join(shown(name) for name in getattr(value, children, {}))
         credential = out.new.credentials.get(str(getattr(value, "credential", "")))
         _say(
@@ -158,8 +161,8 @@ def _added(path: Path, value: object, out: _Said) -> None:
         )
         for name, child in getattr(value, children, {}).items():
             _added((*path, children, name), child, out)
-    elif kind == "ssh command":
-        argv = shown(getattr(value, "argv", []))
+    elif kind in ("ssh command", "sql query"):
+        argv = shown(getattr(value, "argv", getattr(value, "statement", [])))
         _say(out, "loosened", f"an agent may now propose {where(path)}: {argv}")
     elif kind == "http operation":
         call = f"{getattr(value, 'method', '?')} {shown(getattr(value, 'path', ''))}"
@@ -172,9 +175,9 @@ def _added(path: Path, value: object, out: _Said) -> None:
 
 def _removed(path: Path, value: object, out: _Said) -> None:
     kind = entity_kind(path)
-    if kind in ("ssh command", "http operation"):
+    if kind in ("ssh command", "http operation", "sql query"):
         _say(out, "tightened", f"an agent may no longer propose {where(path)}")
-    elif kind in ("ssh host", "http service", "credential"):
+    elif kind in ("ssh host", "http service", "credential", "sql database"):
         _say(out, "tightened", f"{where(path)} is removed")
     else:
         # A query parameter, a header or a param gone can let more through as easily as less.
@@ -323,10 +326,10 @@ def _action_approval(path: Path, old: object, new: object, out: _Said) -> bool:
 
 
 def _credential_approval(policy: GatewayPolicy, path: Path) -> str:
-    """The approval of the credential the host or service at ``path`` uses (per call when
-    the host or service is not in ``policy``)."""
-    tables = policy.ssh.hosts if path[0] == "ssh" else policy.http.services
-    owner = tables.get(path[2])
+    """The approval of the credential the table at ``path`` uses (per call when absent)."""
+    tables: dict[str, Mapping[str, SshHost | HttpService | SqlDatabase]]
+    tables = {"ssh": policy.ssh.hosts, "http": policy.http.services, "sql": policy.sql.databases}
+    owner = tables[path[0]].get(path[2])
     credential = policy.credentials.get(owner.credential) if owner is not None else None
     return credential.approval if credential is not None else "per-call"
 
@@ -387,9 +390,11 @@ _RULES: tuple[tuple[Path, Rule], ...] = (
     (("credentials", "*", "rate_per_minute"), _rate_cap),
     (("ssh", "hosts", "*", "commands", "*", "approval"), _action_approval),
     (("http", "services", "*", "operations", "*", "approval"), _action_approval),
+    (("sql", "databases", "*", "queries", "*", "approval"), _action_approval),
     (("gateway", "auto_lock_minutes"), _auto_lock),
     (("gateway", "syslog"), _syslog),
     (("ssh", "hosts", "*", "credential"), _credential_used),
     (("http", "services", "*", "credential"), _credential_used),
+    (("sql", "databases", "*", "credential"), _credential_used),
     (("http", "services", "*", "operations", "*", "json_body"), _whole),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -90,7 +91,12 @@ class PolicyStore:
         return self._served
 
     def accept(
-        self, vault: UnlockedVault, shown_digest: str, *, text: str | None = None
+        self,
+        vault: UnlockedVault,
+        shown_digest: str,
+        *,
+        text: str | None = None,
+        inspect: Callable[[GatewayPolicy], None] | None = None,
     ) -> ServedPolicy:
         """Accept the file on disk (or ``text``, sent by `sp` from the human's own file) if it
         is exactly the text whose digest the human saw."""
@@ -106,6 +112,8 @@ class PolicyStore:
                 "gateway.toml changed after it was shown", hint="run `sp policy accept` again"
             )
         policy, digest = parse_gateway_policy(text)
+        if inspect is not None:
+            inspect(policy)  # e.g. each database's role, as its credential logs in: raises
         vault.accept_policy(text)
         if text != self.read_file().text:
             # The gateway's own copy follows, so its status says nothing is pending.
@@ -126,6 +134,9 @@ class PolicyStore:
         if kind == "ssh":
             host = policy.ssh.hosts.get(target)
             return host is not None and action in host.commands
+        if kind == "sql":
+            database = policy.sql.databases.get(target)
+            return database is not None and action in database.queries
         service = policy.http.services.get(target)
         return service is not None and action in service.operations
 

@@ -11,7 +11,7 @@ import json
 
 from pydantic import BaseModel
 
-from safeport.shared.schemas.config import Credential
+from safeport.shared.schemas.config import Credential, SqlDatabase
 
 Path = tuple[str, ...]
 
@@ -23,6 +23,8 @@ def entity_kind(path: Path) -> str | None:
         ("http", "services", "*"): "http service",
         ("http", "services", "*", "operations", "*"): "http operation",
         ("credentials", "*"): "credential",
+        ("sql", "databases", "*"): "sql database",
+        ("sql", "databases", "*", "queries", "*"): "sql query",
     }
     return next((kind for shape, kind in shapes.items() if matches(shape, path)), None)
 
@@ -38,6 +40,8 @@ def where(path: Path) -> str:
             entity = f"command {shown(names[4])} on ssh host {shown(names[2])}"
         elif kind == "http operation":
             entity = f"operation {shown(names[4])} of http service {shown(names[2])}"
+        elif kind == "sql query":
+            entity = f"query {shown(names[4])} of sql database {shown(names[2])}"
         else:
             entity = f"{kind} {shown(names[-1])}"
         rest = path[size:]
@@ -65,6 +69,8 @@ def credential_words(value: object) -> str:
 def target(value: object) -> str:
     if hasattr(value, "base_url"):
         return shown(value.base_url)
+    if isinstance(value, SqlDatabase):
+        return shown(f"{value.user}@{value.host}:{value.port}/{value.database}")
     user, address, port = (getattr(value, name, "?") for name in ("user", "address", "port"))
     return f"{shown(f'{user}@{address}:{port}')}"
 

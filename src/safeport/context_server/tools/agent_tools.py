@@ -36,7 +36,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.gateway_socket import check_listener as check_listener_uid
 from safeport.shared.gateway_socket import check_socket_folder
 from safeport.shared.paths import locate
-from safeport.shared.schemas.wire import HttpResult, PendingBody, SshExecResult
+from safeport.shared.schemas.wire import HttpResult, PendingBody, SqlResult, SshExecResult
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +66,11 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
 
     async def propose(
         info: ActionInfo, args: dict[str, ArgValue], ctx: Context
-    ) -> SshExecResult | HttpResult:
+    ) -> SshExecResult | HttpResult | SqlResult:
         if info.action == "ssh_exec":
             return await forward.ssh(info.target, info.operation, args, Progress(ctx))
+        if info.action == "run_readonly_query":
+            return await forward.sql(info.target, info.operation, args, Progress(ctx))
         return await forward.http(info.target, info.operation, args, Progress(ctx))
 
     typed = TypedTools(server, propose, sessions.tools_changed)
@@ -102,6 +104,17 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         Only operations from list_actions exist; args fill its declared params. The gateway
         adds the credential, may ask a human, and returns the status and the declared fields."""
         return await forward.http(service_id, operation_id, args or {}, Progress(ctx))
+
+    @server.tool(annotations=ACTS)
+    async def run_readonly_query(
+        database: str, query: str, ctx: Context, params: Args | None = None
+    ) -> SqlResult:
+        """Propose running one declared read-only query on one declared PostgreSQL database.
+
+        Only queries from list_actions exist; params fill its declared parameters (bound by the
+        driver, never spliced). The gateway may ask a human, runs it in a read-only transaction,
+        and returns the declared columns of the rows, within the query's caps."""
+        return await forward.sql(database, query, params or {}, Progress(ctx))
 
     _first_look(watch)
     return watch.run
@@ -142,6 +155,14 @@ class _Forwarder:
         return HttpResult.model_validate(
             await self._relay("http_request", target, progress.around(call))
         )
+
+    async def sql(
+        self, database: str, query: str, params: Mapping[str, ArgValue], progress: Progress
+    ) -> SqlResult:
+        target = {"database": database, "query": query, "params": _shape(params)}
+        call = self.link.propose_sql(database, query, params, progress.card_opened)
+        raw = await self._relay("run_readonly_query", target, progress.around(call))
+        return SqlResult.model_validate(raw)
 
     async def _relay(
         self,

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.catalog import Catalog, CatalogEntry, HttpCatalogEntry
-from safeport.shared.schemas.wire import HttpResult, SshExecResult
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ ActionKey = tuple[str, str, str]
 
 
 class ActionInfo(BaseModel):
-    action: Literal["ssh_exec", "http_request"]
-    target: str = Field(description="host_id for ssh_exec, service_id for http_request")
-    operation: str = Field(description="command_id for ssh_exec, operation_id for http_request")
+    action: Literal["ssh_exec", "http_request", "run_readonly_query"]
+    target: str = Field(description="host_id / service_id / database of the action")
+    operation: str = Field(description="command_id / operation_id / query of the action")
     method: str | None = None
     description: str
     read_only: bool
@@ -50,9 +50,14 @@ class ActionInfo(BaseModel):
     )
 
 
-Propose = Callable[
-    [ActionInfo, dict[str, ArgValue], Context], Awaitable[SshExecResult | HttpResult]
-]
+Result = SshExecResult | HttpResult | SqlResult
+Propose = Callable[[ActionInfo, dict[str, ArgValue], Context], Awaitable[Result]]
+_RESULTS: dict[str, type[Result]] = {
+    "ssh_exec": SshExecResult,
+    "http_request": HttpResult,
+    "run_readonly_query": SqlResult,
+}
+_PREFIXES = {"ssh_exec": "ssh", "http_request": "http", "run_readonly_query": "sql"}
 Announce = Callable[[], Coroutine[Any, Any, None]]
 
 # What the gateway's refusal of the catalog means for the typed tools (its wire code → why).
@@ -147,10 +152,10 @@ class TypedTools:
         ]
         propose_with = self._propose
 
-        async def propose(ctx: Context, **kwargs: ArgValue) -> SshExecResult | HttpResult:
+        async def propose(ctx: Context, **kwargs: ArgValue) -> Result:
             return await propose_with(info, kwargs, ctx)
 
-        result_type = SshExecResult if info.action == "ssh_exec" else HttpResult
+        result_type = _RESULTS[info.action]
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
         propose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [*parameters, context], return_annotation=result_type
@@ -177,13 +182,15 @@ def action_info(entry: CatalogEntry) -> ActionInfo:
 
 
 def tool_name(info: ActionInfo) -> str:
-    prefix = "ssh" if info.action == "ssh_exec" else "http"
-    raw = f"{prefix}_{info.target}_{info.operation}"
+    raw = f"{_PREFIXES[info.action]}_{info.target}_{info.operation}"
     return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64]
 
 
 def describe(info: ActionInfo) -> str:
-    kind = "SSH command" if info.action == "ssh_exec" else f"HTTPS {info.method or ''} operation"
+    kind = {
+        "ssh_exec": "SSH command",
+        "run_readonly_query": "read-only SQL query (a READ ONLY transaction, always rolled back)",
+    }.get(info.action, f"HTTPS {info.method or ''} operation")
     text = info.description.strip() or f"{info.operation} on {info.target}"
     approval = "every call" if info.approval == "per-call" else "once per session"
     return (

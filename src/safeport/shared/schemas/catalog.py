@@ -87,7 +87,28 @@ class HttpCatalogEntry(_Entry):
         return self.operation_id
 
 
-CatalogEntry = Annotated[SshCatalogEntry | HttpCatalogEntry, Field(discriminator="action")]
+class SqlCatalogEntry(_Entry):
+    action: Literal["run_readonly_query"] = "run_readonly_query"
+    database: Identifier
+    query: Identifier
+    description: str
+    read_only: bool
+    approval: Approval
+    params: dict[ArgName, ParamSchema]
+    columns: list[str] = Field(description="the result columns returned")
+
+    @property
+    def target(self) -> str:
+        return self.database
+
+    @property
+    def operation(self) -> str:
+        return self.query
+
+
+CatalogEntry = Annotated[
+    SshCatalogEntry | HttpCatalogEntry | SqlCatalogEntry, Field(discriminator="action")
+]
 
 
 class Catalog(_Entry):

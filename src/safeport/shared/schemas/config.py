@@ -28,6 +28,9 @@ from safeport.shared.schemas.config_problems import describe_problem
 from safeport.shared.schemas.config_sources import CredentialOrigin, SourcesSection
 from safeport.shared.schemas.config_sources import check_origin as _check_origin
 from safeport.shared.schemas.config_sources import check_sources as _check_sources
+from safeport.shared.schemas.config_sql import SqlDatabase as SqlDatabase
+from safeport.shared.schemas.config_sql import SqlQuery as SqlQuery
+from safeport.shared.schemas.config_sql import SqlSection as SqlSection
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
@@ -272,6 +275,8 @@ class GatewayPolicy(_Strict):
     """SSH hosts and their commands."""
     http: HttpSection = Field(default_factory=HttpSection)
     """HTTPS services and their operations."""
+    sql: SqlSection = Field(default_factory=SqlSection)
+    """PostgreSQL databases and their read-only queries."""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:
@@ -306,16 +311,38 @@ class GatewayPolicy(_Strict):
             for operation_id, operation in service.operations.items():
                 where = f"http service {name!r} operation {operation_id!r}"
                 _only_tightens(cred, service.credential, operation, where)
+        for name, database in self.sql.databases.items():
+            _check_sql_credential(self.credentials, name, database)
         return self
 
 
-def approval_of(credential: Credential, action: SshCommand | HttpOperation) -> Approval:
+def _check_sql_credential(
+    credentials: dict[str, Credential], name: str, database: SqlDatabase
+) -> None:
+    cred = credentials.get(database.credential)
+    if cred is None:
+        raise ValueError(
+            f"sql database {name!r} uses undeclared credential {database.credential!r}"
+        )
+    wanted = "ssh-key" if database.client_cert_pem is not None else "token"
+    if cred.kind != wanted:
+        raise ValueError(
+            f"sql database {name!r} needs a {wanted} credential, not {cred.kind} (a token holds"
+            " the role's password; with `client_cert_pem`, an ssh-key holds the PEM private key)"
+        )
+    for query_id, query in database.queries.items():
+        _only_tightens(
+            cred, database.credential, query, f"sql database {name!r} query {query_id!r}"
+        )
+
+
+def approval_of(credential: Credential, action: SshCommand | HttpOperation | SqlQuery) -> Approval:
     """How calls of ``action`` are approved: its own `approval`, else its credential's."""
     return action.approval or credential.approval
 
 
 def _only_tightens(
-    credential: Credential, name: str, action: SshCommand | HttpOperation, what: str
+    credential: Credential, name: str, action: SshCommand | HttpOperation | SqlQuery, what: str
 ) -> None:
     # One session card covers every session-approved action of the credential, so an action
     # that may change things must not slip under a session its credential never grants.
@@ -324,6 +351,12 @@ def _only_tightens(
             f'credential {name!r} is approved per call, and approval = "session" would loosen '
             f"it for {what}: only a `read_only = true` action may be approved once per session"
         )
+
+
+SqlQuery.model_rebuild(_types_namespace={"ParamSpec": ParamSpec})
+SqlDatabase.model_rebuild()
+SqlSection.model_rebuild()
+GatewayPolicy.model_rebuild()
 
 
 def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:

@@ -26,6 +26,7 @@ from safeport.shared.schemas.wire import (
     Hello,
     PendingNotice,
     ProposeHttp,
+    ProposeSql,
     ProposeSsh,
     Welcome,
 )
@@ -54,6 +55,7 @@ AGENT_RESULTS_BY_NAME = _by_name(
         "cancel": AGENT_RESULTS[Cancel],
         "propose.ssh_exec": AGENT_RESULTS[ProposeSsh],
         "propose.http_request": AGENT_RESULTS[ProposeHttp],
+        "propose.run_readonly_query": AGENT_RESULTS[ProposeSql],
     },
 )
 

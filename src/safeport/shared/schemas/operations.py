@@ -25,7 +25,9 @@ from safeport.shared.schemas.wire import (
     HelloResult,
     HttpResult,
     ProposeHttp,
+    ProposeSql,
     ProposeSsh,
+    SqlResult,
     SshExecResult,
 )
 
@@ -106,4 +108,5 @@ AGENT_RESULTS: dict[type[Envelope], type[BaseModel]] = {
     Cancel: CancelResult,
     ProposeSsh: SshExecResult,
     ProposeHttp: HttpResult,
+    ProposeSql: SqlResult,
 }

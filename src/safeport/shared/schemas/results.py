@@ -284,7 +284,7 @@ class CardView(Result):
     scope: Literal["session", "per-call"]
     scope_text: str
     credential: str
-    action: Literal["ssh_exec", "http_request"]
+    action: Literal["ssh_exec", "http_request", "run_readonly_query"]
     target: str
     operation: str
     read_only: bool

@@ -59,13 +59,22 @@ class ProposeHttp(Envelope):
     args: Args = Field(default_factory=dict)
 
 
+class ProposeSql(Envelope):
+    type: Literal["propose"]
+    action: Literal["run_readonly_query"]
+    database: Identifier
+    query: Identifier
+    params: Args = Field(default_factory=dict)
+
+
 class Cancel(Envelope):
     type: Literal["cancel"]
     target: RequestId
 
 
 AgentRequest = Annotated[
-    Hello | CatalogRequest | ProposeSsh | ProposeHttp | Cancel, Field(union_mode="left_to_right")
+    Hello | CatalogRequest | ProposeSsh | ProposeHttp | ProposeSql | Cancel,
+    Field(union_mode="left_to_right"),
 ]
 AGENT_REQUEST: TypeAdapter[AgentRequest] = TypeAdapter(AgentRequest)
 
@@ -127,6 +136,20 @@ class HttpResult(BaseModel):
 
     status: int
     fields: dict[str, Any]
+    redacted: int = Field(default=0, ge=0, description="How many secrets were withheld.")
+    redactions: list[ResultRedaction] = Field(default_factory=list, description=REDACTED)
+
+
+class SqlResult(BaseModel):
+    """A read-only query's answer: the declared columns of the rows fetched, within the caps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int = Field(ge=0, description="Rows returned (the first ones, when cut).")
+    truncated: bool = Field(description="More rows were there; the caps stopped the fetch.")
+    duration_ms: int
     redacted: int = Field(default=0, ge=0, description="How many secrets were withheld.")
     redactions: list[ResultRedaction] = Field(default_factory=list, description=REDACTED)
 

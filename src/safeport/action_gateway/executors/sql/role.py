@@ -1,0 +1,64 @@
+"""What a database role holds, and whether the policy allows it (the decision is pure).
+
+Read with the role's own connection, at accept, on every new connection, and (the cheap part:
+superuser and the server-file roles) again in every query's transaction, so a role made
+superuser after the policy was accepted is refused on its next call, pooled connection or not.
+Membership is counted whether or not it is inherited: a member can ``SET ROLE`` to what it does
+not inherit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from safeport.shared.schemas.config import SqlDatabase
+
+FILE_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+
+# Superuser (itself or a role it can become) and the server-file roles: one row, cheap enough to
+# ask inside every query's transaction.
+PRIVILEGE_QUERY = (
+    "SELECT coalesce(bool_or(r.rolsuper), false),"
+    " coalesce(array_agg(r.rolname ORDER BY r.rolname) FILTER (WHERE r.rolname IN"
+    " ('pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program')),"
+    " '{}')"
+    " FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'MEMBER')"
+)
+# Tables (and views, foreign tables) it or any role it belongs to may change; system schemas
+# aside. The first few names, and how many.
+WRITE_QUERY = (
+    "SELECT count(*), coalesce((array_agg(q.name ORDER BY q.name))[1:5], '{}') FROM ("
+    " SELECT DISTINCT format('%I.%I', n.nspname, c.relname) AS name"
+    " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " JOIN pg_roles r ON pg_has_role(current_user, r.oid, 'MEMBER')"
+    " WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+    " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+    " AND n.nspname NOT LIKE 'pg\\_toast%'"
+    " AND (has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')"
+    " OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE'))) q"
+)
+
+
+@dataclass(frozen=True)
+class RolePrivileges:
+    """What the role can do beyond reading: superuser, server-file roles, writable tables."""
+
+    superuser: bool
+    file_roles: tuple[str, ...]
+    writable_tables: int | None = None  # None: not read this time (the per-query check)
+    writable_examples: tuple[str, ...] = ()
+
+
+def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges) -> list[str]:
+    """Everything ``role`` holds that the policy did not allow in words, as sentences."""
+    found: list[str] = []
+    who = f"sql database {database_id!r}: role {database.user!r}"
+    if database.allow_superuser is None:
+        if role.superuser:
+            found.append(f"{who} is a superuser (or can become one)")
+        if role.file_roles:
+            found.append(f"{who} is a member of {', '.join(role.file_roles)}")
+    if database.allow_write_privileges is None and role.writable_tables:
+        examples = ", ".join(role.writable_examples)
+        found.append(f"{who} may write to {role.writable_tables} table(s), e.g. {examples}")
+    return found
