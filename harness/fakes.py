@@ -95,6 +95,10 @@ class FakeVaultStore:
         # secret id a test replaces with a wrong or expired one).
         self.token_files: dict[str, Path] = {}
 
+    def hold_accepted(self, text: str) -> None:
+        """Start as a vault that accepted ``text`` in an earlier run (a restart's view)."""
+        self._accepted = AcceptedPolicy(text, policy_digest(text), datetime.now(UTC))
+
     def unlock(self, passphrase: SecretBytes) -> FakeUnlockedVault:
         self._record("vault.unlock")
         if not hmac.compare_digest(passphrase.reveal(), self._passphrase):
@@ -257,7 +261,9 @@ class RecordingExecutor:
         )
         return HttpResult(status=200, fields={"state": "ok", "secret_header": "dropped"})
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         self._record("executor.sql", database=action.database_id, query=action.query_id)
         return SqlResult(
             columns=["state"], rows=[["ok"]], row_count=1, truncated=False, duration_ms=0

@@ -65,6 +65,12 @@ def main() -> int:
     parser.add_argument("--real-executor", action="store_true")
     parser.add_argument("--ssh-key-file", type=Path, default=None)
     parser.add_argument(
+        "--accepted-policy-file",
+        type=Path,
+        default=None,
+        help="the in-memory vault starts holding this accepted policy (as a real vault keeps it)",
+    )
+    parser.add_argument(
         "--vault-token-file",
         action="append",
         default=[],
@@ -86,6 +92,9 @@ def main() -> int:
             ssh_key=args.ssh_key_file.read_bytes() if args.ssh_key_file else None,
         )
     )
+    if args.accepted_policy_file is not None:
+        assert isinstance(store, FakeVaultStore)
+        store.hold_accepted(args.accepted_policy_file.read_text())
     for item in args.vault_token_file:
         name, _, file = item.partition("=")
         assert isinstance(store, FakeVaultStore)

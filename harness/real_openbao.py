@@ -13,6 +13,7 @@ loopback, torn down after the session); production code never takes a token from
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import secrets
 import shutil
@@ -297,3 +298,53 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+DATABASE_ROLE = "reader"
+
+
+def enable_database_engine(bao: OpenBao, pg: Any, ttl: str = "60s") -> None:
+    """OpenBao's database engine on the harness PostgreSQL: an admin role OpenBao logs in as
+    (TLS verified against the server's CA), and a role ``reader`` whose logins may read
+    ``orders`` only, each created for one lease and dropped when the lease ends."""
+    password = secrets.token_hex(16)
+    with pg.admin() as conn:
+        conn.execute("DROP ROLE IF EXISTS bao_admin")
+        conn.execute(f"CREATE ROLE bao_admin LOGIN SUPERUSER PASSWORD '{password}'")
+    ca_file = bao.workdir / "pg-ca.pem"
+    ca_file.write_text(pg.ca_pem)
+    client = bao.root()
+    # Already mounted when an earlier test of the session set it up.
+    with contextlib.suppress(hvac.exceptions.InvalidRequest):
+        client.sys.enable_secrets_engine("database", path="database")
+    client.write_data(
+        "database/config/app",
+        data={
+            "plugin_name": "postgresql-database-plugin",
+            "connection_url": "postgresql://{{username}}:{{password}}@127.0.0.1:"
+            f"{pg.port}/app?sslmode=verify-full&sslrootcert={ca_file}",
+            "username": "bao_admin",
+            "password": password,
+            "allowed_roles": DATABASE_ROLE,
+            "verify_connection": True,
+        },
+    )
+    client.write_data(
+        f"database/roles/{DATABASE_ROLE}",
+        data={
+            "db_name": "app",
+            "creation_statements": [
+                "CREATE ROLE \"{{name}}\" WITH LOGIN PASSWORD '{{password}}' "
+                "VALID UNTIL '{{expiration}}';",
+                'GRANT USAGE ON SCHEMA public TO "{{name}}";',
+                'GRANT SELECT ON orders TO "{{name}}";',
+            ],
+            "revocation_statements": [
+                'REVOKE ALL ON orders FROM "{{name}}";',
+                'REVOKE USAGE ON SCHEMA public FROM "{{name}}";',
+                'DROP ROLE IF EXISTS "{{name}}";',
+            ],
+            "default_ttl": ttl,
+            "max_ttl": "120s",
+        },
+    )

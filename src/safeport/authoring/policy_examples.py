@@ -41,6 +41,8 @@ EXAMPLES: dict[str, str] = {
     "Credential.ssh_mount": 'ssh_mount = "ssh-client-signer"',
     "Credential.ssh_role": 'ssh_role = "ops"',
     "Credential.ttl_s": "ttl_s = 60",
+    "Credential.database_mount": 'database_mount = "database"',
+    "Credential.database_role": 'database_role = "reader"',
     "SourcesSection.openbao": "[sources.openbao.team]",
     "OpenBaoServer.address": 'address = "https://bao.example.com:8200"',
     "OpenBaoServer.ca_file": 'ca_file = "/etc/safeport/bao-ca.pem"',

@@ -71,7 +71,9 @@ class GatewayExecutor:
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
         return self._https.request(action, secret)
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         return self._sql.run(action, secret)
 
     def inspect_roles(

@@ -257,7 +257,9 @@ class Executor(Protocol):
 
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult: ...
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         """Run the prepared query read-only; connect (and inspect the role) when no pooled
         connection is open."""
         ...

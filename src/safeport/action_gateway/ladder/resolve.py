@@ -123,6 +123,11 @@ def credential_origin(credential: Credential) -> str:
     """Where the card says the credential comes from ("" for the local vault)."""
     if credential.source == LOCAL_SOURCE:
         return ""
+    if credential.database_role is not None:
+        return (
+            f"OpenBao {credential.source}: a role issued by {credential.database_mount}/creds/"
+            f"{credential.database_role} for this query, its lease revoked right after"
+        )
     if credential.kind == "ssh-key":
         return (
             f"OpenBao {credential.source}: a new key signed by {credential.ssh_mount}/sign/"

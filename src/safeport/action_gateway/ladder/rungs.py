@@ -344,7 +344,7 @@ class Ladder:
     def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
         action = resolved.action
         if isinstance(action, SqlAction):
-            if not isinstance(secret, TokenSecret | SshKeySecret):
+            if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
                 raise Error("the credential is not a password or a private key")
             sql = self.executor.sql_query(action, secret)
             return filter_sql(sql, action.query.columns)

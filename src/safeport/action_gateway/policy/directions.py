@@ -89,7 +89,7 @@ _SERVICE: dict[Path, Direction] = {
     **{("operations", "*", *key): value for key, value in _OPERATION.items()},
 }
 _ORIGIN: tuple[str, ...] = ("source", "kv_mount", "kv_path", "kv_field", "kv_username_field")
-_ORIGIN += ("ssh_mount", "ssh_role")
+_ORIGIN += ("ssh_mount", "ssh_role", "database_mount", "database_role")
 # A server's address, pin and login decide whose credentials the gateway holds: no direction.
 _OPENBAO: dict[Path, Direction] = {
     ("address",): "any",

@@ -325,6 +325,8 @@ def _check_sql_credential(
             f"sql database {name!r} uses undeclared credential {database.credential!r}"
         )
     wanted = "ssh-key" if database.client_cert_pem is not None else "token"
+    if cred.database_role is not None:
+        wanted = "basic"  # a role OpenBao's database engine issues per query: name and password
     if cred.kind != wanted:
         raise ValueError(
             f"sql database {name!r} needs a {wanted} credential, not {cred.kind} (a token holds"

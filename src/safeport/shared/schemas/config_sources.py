@@ -96,6 +96,10 @@ class CredentialOrigin(_Strict):
     """The SSH secrets engine's mount that signs per-action certificates."""
     ssh_role: BaoName | None = None
     """The SSH role that signs a fresh key per action (an ssh-key credential from a server)."""
+    database_mount: BaoPath = "database"
+    """The database secrets engine's mount that issues a role per query."""
+    database_role: BaoName | None = None
+    """The database role whose credentials are issued per query (a basic credential)."""
     ttl_s: Annotated[int, Field(ge=10, le=3600)] = 60
     """How long a certificate or a lease issued for one action lives, in seconds."""
 
@@ -107,6 +111,7 @@ def check_origin(name: str, kind: str, origin: CredentialOrigin, sources: Source
         "kv_field": origin.kv_field,
         "kv_username_field": origin.kv_username_field,
         "ssh_role": origin.ssh_role,
+        "database_role": origin.database_role,
     }
     if origin.source == LOCAL_SOURCE:
         given = sorted(key for key, value in bao_fields.items() if value is not None)
@@ -115,12 +120,18 @@ def check_origin(name: str, kind: str, origin: CredentialOrigin, sources: Source
         return
     if origin.source not in sources.openbao:
         raise ValueError(f"credential {name!r} names undeclared source {origin.source!r}")
+    kv = ["kv_path", "kv_field", "kv_username_field"]
     if kind == "ssh-key":
-        wanted, unwanted = ["ssh_role"], ["kv_path", "kv_field", "kv_username_field"]
+        wanted, unwanted = ["ssh_role"], [*kv, "database_role"]
+    elif kind == "basic" and origin.database_role is not None:
+        wanted, unwanted = ["database_role"], [*kv, "ssh_role"]
     elif kind == "basic":
-        wanted, unwanted = ["kv_path", "kv_field", "kv_username_field"], ["ssh_role"]
+        wanted, unwanted = kv, ["ssh_role", "database_role"]
     else:
-        wanted, unwanted = ["kv_path", "kv_field"], ["ssh_role", "kv_username_field"]
+        wanted, unwanted = (
+            ["kv_path", "kv_field"],
+            ["ssh_role", "kv_username_field", "database_role"],
+        )
     missing = [key for key in wanted if bao_fields[key] is None]
     if missing:
         raise ValueError(f"credential {name!r} ({kind} from {origin.source!r}) needs {missing}")

@@ -106,6 +106,27 @@ def sign_ssh_key(server_id: str, client: hvac.Client, credential: Credential, us
     return Issued(secret, record)
 
 
+def read_database_role(server_id: str, client: hvac.Client, credential: Credential) -> Issued:
+    """A login role the database engine creates for this one query, and the lease that ends it."""
+    assert credential.database_role is not None
+    path = f"{credential.database_mount}/creds/{credential.database_role}"
+    with translate_openbao_errors(server_id, "the database role issue"):
+        answer = client.read(path)
+    if not isinstance(answer, dict):
+        raise ActionError("source_refused", f"OpenBao server {server_id!r} issued no role")
+    data = answer.get("data") or {}
+    user, password, lease_id = data.get("username"), data.get("password"), answer.get("lease_id")
+    if not (isinstance(user, str) and isinstance(password, str) and isinstance(lease_id, str)):
+        raise ActionError("source_refused", f"OpenBao server {server_id!r} issued no role")
+    record: dict[str, object] = {
+        "source": server_id,
+        "database_role": f"{credential.database_mount}/{credential.database_role}",
+        "role": user,  # a generated name, not a secret: it shows in the database's own logs
+        "lease_ttl_s": answer.get("lease_duration"),
+    }
+    return Issued(BasicSecret(user, SecretBytes(password.encode("utf-8"))), record, lease_id)
+
+
 def revoke_lease(server_id: str, client: hvac.Client, lease_id: str) -> None:
     """Revoke ``lease_id`` now (raises :class:`ActionError` when the server would not)."""
     with translate_openbao_errors(server_id, "the lease revocation"):

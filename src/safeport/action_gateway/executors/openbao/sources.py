@@ -20,7 +20,12 @@ from safeport.action_gateway.executors.openbao.client import (
     ServerSession,
     translate_openbao_errors,
 )
-from safeport.action_gateway.executors.openbao.issue import Issued, read_kv, sign_ssh_key
+from safeport.action_gateway.executors.openbao.issue import (
+    Issued,
+    read_database_role,
+    read_kv,
+    sign_ssh_key,
+)
 from safeport.action_gateway.executors.openbao.issue import revoke_lease as _revoke_lease
 from safeport.shared.schemas.config import Credential, GatewayPolicy
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
@@ -63,6 +68,8 @@ class OpenBaoSources:
             if ssh_user is None:
                 raise ActionError("invalid_target", "an ssh certificate needs the host's user")
             return sign_ssh_key(server_id, client, credential, ssh_user)
+        if credential.database_role is not None:
+            return read_database_role(server_id, client, credential)
         return read_kv(server_id, client, credential)
 
     def revoke(
@@ -114,6 +121,8 @@ def needed_path(credential: Credential) -> tuple[str, str]:
     """The API path the gateway uses for ``credential`` and the capability it needs there."""
     if credential.kind == "ssh-key":
         return f"{credential.ssh_mount}/sign/{credential.ssh_role}", "update"
+    if credential.database_role is not None:
+        return f"{credential.database_mount}/creds/{credential.database_role}", "read"
     return f"{credential.kv_mount}/data/{credential.kv_path}", "read"
 
 
