@@ -11,6 +11,8 @@ in the status).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from harness.gateway import Gateway, decide, wait_card, wait_until
+from harness.gateway import Gateway, clean_env, decide, wait_card, wait_until
 from harness.real_openbao import DATABASE_ROLE, OpenBao, enable_database_engine
 from harness.real_postgres import Postgres
 from tests.action_gateway.executors.test_openbao_kv_e2e import everything_written
@@ -213,6 +215,11 @@ def test_a_revocation_that_fails_at_the_next_start_is_an_alarm_in_the_status(
         alarms = gw.control("status")["result"]["alarms"]
         assert [a["kind"] for a in alarms] == ["credential.revoke_failed"]
         assert alarms[0]["lease_id"] == leased["lease_id"]
+        shown = subprocess.run(
+            [sys.executable, "-c", "from safeport.cli import main; main()", "status"],
+            env=clean_env(home), capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert f"ALARM credential.revoke_failed: lease {leased['lease_id']}" in shown.stdout
         # Kept for the next start: nothing is forgotten until it is revoked.
         pending = json.loads((home / "leases.json").read_text())
         assert [item["lease_id"] for item in pending] == [leased["lease_id"]]
