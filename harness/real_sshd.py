@@ -84,9 +84,12 @@ def _public_line(key: ed25519.Ed25519PrivateKey) -> str:
 
 
 @contextmanager
-def running_sshd(trusted_user_ca: str | None = None) -> Iterator[Sshd]:
+def running_sshd(
+    trusted_user_ca: str | None = None, *, also_authorized: bool = False
+) -> Iterator[Sshd]:
     """``trusted_user_ca``: an SSH CA's public key line; the server then lets in certificates
-    it signed (``TrustedUserCAKeys``) and reads no authorized key of any user."""
+    it signed (``TrustedUserCAKeys``) and reads no authorized key of any user, unless
+    ``also_authorized`` (a benchmark's peer: the client key too)."""
     assert SSHD is not None
     user = ensure_user()
     if os.geteuid() == 0:
@@ -115,7 +118,10 @@ def running_sshd(trusted_user_ca: str | None = None) -> Iterator[Sshd]:
     if trusted_user_ca is not None:
         ca_file = workdir / "trusted_user_ca.pub"
         ca_file.write_text(trusted_user_ca.strip() + "\n")
-        keys_lines = ["AuthorizedKeysFile none", f"TrustedUserCAKeys {ca_file}"]
+        keys_lines = [
+            keys_lines[0] if also_authorized else "AuthorizedKeysFile none",
+            f"TrustedUserCAKeys {ca_file}",
+        ]
     config = workdir / "sshd_config"
     config.write_text(
         "\n".join(

@@ -142,9 +142,9 @@ def test_an_approved_call_reads_the_kv_secret_once_and_sends_it_only_to_the_serv
     assert reads_before_yes == 0 and len(gateway_reads(openbao)) == 1
     sent = tls_server.recorded.requests[before:]
     assert [r["headers"]["Authorization"] for r in sent] == [f"Bearer {openbao.kv_value}"]
-    issued = [r for r in gateway.journal("actions") if r["kind"] == "credential.issued"]
-    assert len(issued) == 1
-    body = issued[0]["body"]
+    outcomes = [r for r in gateway.journal("actions") if r["kind"] == "action.outcome"]
+    assert len(outcomes) == 1
+    body = outcomes[0]["body"]["credential"]
     assert body["source"] == "team" and body["kv"] == f"secret/{KV_PATH}"
     assert isinstance(body["version"], int) and body["version"] >= 1
     assert openbao.kv_value not in everything_written(gateway)

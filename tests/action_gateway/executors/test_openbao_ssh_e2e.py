@@ -128,7 +128,9 @@ def test_each_approved_action_logs_in_with_its_own_fresh_certificate(
         reply = agent.next(30)
         assert reply["ok"] and reply["result"]["stdout"].strip() == ca_sshd.user, reply
     agent.exit()
-    issued = [r["body"] for r in gateway.journal("actions") if r["kind"] == "credential.issued"]
+    issued = [
+        r["body"]["credential"] for r in gateway.journal("actions") if r["kind"] == "action.outcome"
+    ]
     assert [body["principals"] for body in issued] == [[ca_sshd.user], [ca_sshd.user]]
     assert all(body["ttl_s"] == 60 for body in issued)
     serials = {body["serial"] for body in issued}

@@ -3,11 +3,13 @@
 A server's credential is checked before the card (:meth:`CredentialSupply.check_before_card`:
 sealed, unreachable, slow, login refused, certificate off the pin: the proposal is refused and
 nothing falls back to another source), fetched after approval and the intent record
-(:meth:`held`), used for the one action, wiped, and its lease revoked. Every issue, lease and
-revocation is journaled (``credential.issued``, ``credential.revoked``,
-``credential.revoke_failed``), never a value. A lease still open when the gateway dies stays in
-the pending-leases file; the next unlock revokes it (:meth:`settle`) or raises an alarm that
-`sp status` shows.
+(:meth:`held`), used for the one action, wiped, and its lease revoked. Where each value came
+from (server, path or role, version, certificate serial, TTL) is in the action's outcome
+record; every lease, its TTL and its revocation has records of its own
+(``credential.issued`` before the action, ``credential.revoked`` or
+``credential.revoke_failed`` after), never a value. A lease still open when the gateway dies
+stays in the pending-leases file; the next unlock revokes it (:meth:`settle`) or raises an
+alarm that `sp status` shows.
 """
 
 from __future__ import annotations
@@ -105,22 +107,25 @@ class CredentialSupply:
     @contextlib.contextmanager
     def held(
         self, policy: GatewayPolicy, request: ActionRequest, vault: UnlockedVault, intent: int
-    ) -> Iterator[CredentialSecret]:
-        """The credential for this one action; wiped and its lease revoked when the block ends."""
+    ) -> Iterator[Held]:
+        """The credential for this one action; wiped and its lease revoked when the block ends.
+
+        Where a server's value came from goes into the action's outcome record (``origin``);
+        a lease has a record of its own before the action runs, so a crash leaves it on record."""
         credential = policy.credentials[request.credential]
         if credential.source == LOCAL_SOURCE:
-            yield vault.secret(request.credential)
+            yield Held(vault.secret(request.credential), {})
             return
         action = request.prepared
         user = action.host.user if isinstance(action, SshAction) else None
         issued = self.sources.issue(policy, request.credential, user, _reader(vault))
-        body: dict[str, object] = {"request_id": request.request_id, **issued.record}
-        if issued.lease_id is not None:
-            self._pending.add(credential.source, issued.lease_id)
-            body["lease_id"] = issued.lease_id
         try:
-            self._journal.record("credential.issued", body, ref={"intent": intent})
-            yield issued.secret
+            if issued.lease_id is not None:
+                self._pending.add(credential.source, issued.lease_id)
+                body = {"request_id": request.request_id, **issued.record}
+                body["lease_id"] = issued.lease_id
+                self._journal.record("credential.issued", body, ref={"intent": intent})
+            yield Held(issued.secret, issued.record)
         finally:
             issued.secret.wipe()
             if issued.lease_id is not None:
@@ -170,6 +175,14 @@ class CredentialSupply:
             return []
         found = self.sources.doctor(served.policy, _reader(vault))
         return [dataclasses.asdict(finding) for finding in found]
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """The credential an action runs with, and where it came from (empty: the local vault)."""
+
+    secret: CredentialSecret
+    origin: dict[str, object]
 
 
 def local_only() -> CredentialSupply:

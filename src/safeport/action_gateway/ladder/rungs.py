@@ -274,9 +274,11 @@ class Ladder:
         status = "ok"
         result: dict[str, object] = {}
         refusal: Refusal | None = None
+        origin: dict[str, object] = {}  # a server's credential: where from, which version
         try:
-            with self.credentials.held(resolved.policy, request, vault, intent) as secret:
-                result = self._execute(secret, resolved)
+            with self.credentials.held(resolved.policy, request, vault, intent) as held:
+                origin = held.origin
+                result = self._execute(held.secret, resolved)
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)
@@ -306,6 +308,7 @@ class Ladder:
                     "status": status,
                     "duration_ms": duration_ms,
                     **result_summary(result),
+                    **({"credential": origin} if origin else {}),
                 },
                 ref={"intent": intent},
             )

@@ -32,6 +32,10 @@ from safeport.vault.secrets import TokenSecret
 
 # Renew a login this long before its token expires, so no action starts on a dying token.
 _RENEW_MARGIN_S = 30.0
+# A server that answered this gateway this recently is taken as unsealed, reachable and
+# accepting its token: back-to-back calls (a session's) make one request each, not two. A seal
+# inside that window is still met, by the fetch itself, after the approval.
+CONFIRMED_FRESH_S = 1.0
 _MAX_TOKEN_FILE = 4096
 SecretIdReader = Callable[[str], TokenSecret]
 
@@ -103,19 +107,19 @@ class ServerSession:
         self._lock = threading.Lock()
         self._client: hvac.Client | None = None
         self._expires = 0.0
+        self._answered_at = float("-inf")
 
-    def logged_in(self, secret_id: SecretIdReader) -> hvac.Client:
-        """A client whose token holds now: checks the seal, logs in again when the token is
-        near its end, and confirms the token with the server (a revoked one is caught here)."""
+    def logged_in(self, secret_id: SecretIdReader, *, confirm: bool = True) -> hvac.Client:
+        """A client whose token holds: logs in when there is none or it is near its end, else
+        (``confirm``) asks the server about the token once, which also finds it sealed (503),
+        unreachable, slow or off the pin, and a token revoked meanwhile (then logs in again).
+        Without ``confirm`` (the fetch right after a confirmed check) no request is made."""
         with self._lock:
             client = self._client or self._new_client()
-            with translate_openbao_errors(self.server_id, "a seal check"):
-                status = client.read("sys/seal-status")
-                if not isinstance(status, dict) or status.get("sealed") is not False:
-                    raise hvac.exceptions.VaultDown("sealed")
-            if self._client is None or self._clock() >= self._expires:
+            now = self._clock()
+            if self._client is None or now >= self._expires:
                 self._login(client, secret_id)
-            else:
+            elif confirm and now - self._answered_at >= CONFIRMED_FRESH_S:
                 try:
                     with translate_openbao_errors(self.server_id, "a token check"):
                         client.auth.token.lookup_self()
@@ -124,7 +128,13 @@ class ServerSession:
                         raise
                     self._login(client, secret_id)  # revoked or expired early: once more
             self._client = client
+            self._answered_at = self._clock()
             return client
+
+    def answered(self) -> None:
+        """The server just served a request with the gateway's token (a fetch)."""
+        with self._lock:
+            self._answered_at = self._clock()
 
     def forget(self) -> None:
         """Drop the login (vault lock, gateway stop): the next use logs in again."""

@@ -63,14 +63,20 @@ class OpenBaoSources:
         """The credential's value for one action (a KV read, or a key signed for ``ssh_user``)."""
         credential = policy.credentials[credential_id]
         server_id = credential.source
-        client = self._session(policy, server_id).logged_in(secret_id)
+        # Checked before the card (or the session's call): one request fewer per action; a
+        # server sealed or a token revoked since then fails the fetch itself.
+        session = self._session(policy, server_id)
+        client = session.logged_in(secret_id, confirm=False)
         if credential.kind == "ssh-key":
             if ssh_user is None:
                 raise ActionError("invalid_target", "an ssh certificate needs the host's user")
-            return sign_ssh_key(server_id, client, credential, ssh_user)
-        if credential.database_role is not None:
-            return read_database_role(server_id, client, credential)
-        return read_kv(server_id, client, credential)
+            issued = sign_ssh_key(server_id, client, credential, ssh_user)
+        elif credential.database_role is not None:
+            issued = read_database_role(server_id, client, credential)
+        else:
+            issued = read_kv(server_id, client, credential)
+        session.answered()
+        return issued
 
     def revoke(
         self, policy: GatewayPolicy, server_id: str, lease_id: str, secret_id: SecretIdReader
