@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from harness.gateway import Gateway, decide, wait_card
-from harness.real_openbao import KV_FIELD, KV_PATH, OpenBao
+from harness.real_openbao import GATEWAY_POLICY, KV_FIELD, KV_PATH, OpenBao
 from harness.real_tls import API_HOST, TlsServer
 
 pytestmark = pytest.mark.integration
@@ -123,7 +123,7 @@ def everything_written(gw: Gateway) -> str:
 
 
 def test_an_approved_call_reads_the_kv_secret_once_and_sends_it_only_to_the_service(
-    gateway: Gateway, openbao: OpenBao, tls_server: TlsServer
+    gateway: Gateway, openbao: OpenBao, tls_server: TlsServer, secret_id_file: Path
 ) -> None:
     before = len(tls_server.recorded.requests)
     agent = gateway.spawn_agent()
@@ -147,8 +147,9 @@ def test_an_approved_call_reads_the_kv_secret_once_and_sends_it_only_to_the_serv
     body = outcomes[0]["body"]["credential"]
     assert body["source"] == "team" and body["kv"] == f"secret/{KV_PATH}"
     assert isinstance(body["version"], int) and body["version"] >= 1
-    assert openbao.kv_value not in everything_written(gateway)
-    assert openbao.kv_value not in json.dumps(reply)
+    written = everything_written(gateway)
+    assert openbao.kv_value not in written and openbao.kv_value not in json.dumps(reply)
+    assert secret_id_file.read_text() not in written  # the AppRole's secret id neither
 
 
 def test_a_path_smuggled_through_an_argument_only_reaches_the_service_url(
@@ -307,4 +308,35 @@ def test_a_server_that_answers_too_slowly_is_refused_within_its_timeout(
         silent.close()
         for conn in held:
             conn.close()
+        assert gw.stop() == 0
+
+
+def test_a_token_file_others_can_read_is_refused_and_a_private_one_serves(
+    tmp_path: Path, openbao: OpenBao, tls_server: TlsServer, secret_id_file: Path
+) -> None:
+    created: Any = openbao.root().auth.token.create(policies=[GATEWAY_POLICY], ttl="10m")
+    token = str(created["auth"]["client_token"])
+    token_file = tmp_path / "bao-token"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o644)
+    policy = bao_policy(openbao, tls_server).replace(
+        f'auth = {{ method = "approle", role_id = "{openbao.role_id}", '
+        'secret_id_credential = "bao-secret-id" }',
+        f'auth = {{ method = "token-file", token_file = "{token_file}" }}',
+    )
+    gw = start_gateway(tmp_path / "h", policy, secret_id_file)
+    try:
+        agent = gw.spawn_agent()
+        refused = agent.call(http("f1", "echo"))
+        assert refused["error"]["code"] == "upstream"
+        assert "token_file is readable by others" in refused["error"]["reason"]
+        assert gw.control("approvals.list")["result"]["cards"] == []
+        token_file.chmod(0o600)  # the legitimate use: only the gateway's account reads it
+        agent.send(http("f2", "echo"))
+        assert decide(gw, wait_card(gw)["id"])["ok"]
+        assert agent.next(30)["ok"]
+        agent.exit()
+        assert token not in everything_written(gw)
+        assert secret_id_file.read_text() not in everything_written(gw)
+    finally:
         assert gw.stop() == 0
