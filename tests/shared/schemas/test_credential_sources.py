@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from safeport.action_gateway.policy.meaning import meaning_changes
+from safeport.action_gateway.policy.review import review
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy
 
@@ -120,3 +121,13 @@ def test_moving_a_credential_to_another_server_or_path_reads_as_a_loosening() ->
     changes = meaning_changes(before, after)
     assert [c.weight for c in changes] == ["loosened"]
     assert "kv_path" in changes[0].text
+
+
+def test_policy_check_asks_the_vault_only_for_the_credentials_kept_there() -> None:
+    text = SERVER + (
+        '\n[credentials.api]\nkind = "token"\nsource = "team"\nkv_path = "deploy/api"\n'
+        'kv_field = "token"\n'
+    )
+    policy = parse_gateway_policy(text)[0]
+    problems = [problem.text() for problem in review(policy, text, {})]
+    assert len(problems) == 1 and "'bao-secret-id' is not in the vault" in problems[0]
