@@ -35,6 +35,7 @@ from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
@@ -132,14 +133,25 @@ class CredentialSupply:
                 self._revoke(policy, vault, credential.source, issued.lease_id, intent)
 
     def settle(self, served: ServedPolicy | None, vault: UnlockedVault) -> None:
-        """Revoke the leases a previous run left open; alarm for each that cannot be."""
+        """Revoke the leases a previous run left open, in a thread of its own (an unlock must
+        not wait on a server's timeouts); alarm for each that cannot be."""
+        if not self._pending.entries():
+            return
         policy = served.policy if served is not None else None
-        for server_id, lease_id in self._pending.entries():
-            if policy is None or server_id not in policy.sources.openbao:
-                self._failed(server_id, lease_id, "its server is no longer declared", None)
-                self._pending.remove(lease_id)
-                continue
-            self._revoke(policy, vault, server_id, lease_id, None, at_start=True)
+        threading.Thread(
+            target=self._settle, args=(policy, vault), name="sp-leases", daemon=True
+        ).start()
+
+    def _settle(self, policy: GatewayPolicy | None, vault: UnlockedVault) -> None:
+        try:
+            for server_id, lease_id in self._pending.entries():
+                if policy is None or server_id not in policy.sources.openbao:
+                    self._failed(server_id, lease_id, "its server is no longer declared", None)
+                    self._pending.remove(lease_id)
+                    continue
+                self._revoke(policy, vault, server_id, lease_id, None, at_start=True)
+        except Exception as exc:  # a journal closed by a stop meanwhile: the file keeps them
+            log.error("open leases were not settled: %s", summarize(exc))
 
     def _revoke(
         self,
