@@ -70,6 +70,20 @@ class OpenBao:
         assert isinstance(answer, dict)
         return str(answer["data"]["secret_id"])
 
+    def namespace(self, name: str) -> tuple[str, str, str]:
+        """A namespace set up as the root one (KV v2, the gateway's policy and AppRole): its
+        role id, its KV canary and a secret id."""
+        self.root().write_data(f"sys/namespaces/{name}")
+        session = requests.Session()
+        session.trust_env = False
+        session.verify = str(self.ca_file)
+        inner = hvac.Client(url=self.address, token=self.root_token, namespace=name,
+                            session=session, timeout=10)  # fmt: skip
+        inner.sys.enable_secrets_engine("kv", path="secret", options={"version": "2"})
+        role_id, kv_value = kv_and_approle(inner)
+        answer: Any = inner.write_data("auth/approle/role/gateway/secret-id")
+        return role_id, kv_value, str(answer["data"]["secret_id"])
+
     def audit_text(self) -> str:
         return self.audit_log.read_text(errors="replace") if self.audit_log.exists() else ""
 

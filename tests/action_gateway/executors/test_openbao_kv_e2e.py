@@ -340,3 +340,36 @@ def test_a_token_file_others_can_read_is_refused_and_a_private_one_serves(
         assert secret_id_file.read_text() not in everything_written(gw)
     finally:
         assert gw.stop() == 0
+
+
+def test_a_namespace_is_where_the_login_and_the_read_happen(
+    tmp_path: Path, openbao: OpenBao, tls_server: TlsServer
+) -> None:
+    name = f"ns-{tmp_path.name[-8:].replace('_', '-')}"
+    role_id, kv_value, secret_id = openbao.namespace(name)
+    secret_id_file = tmp_path / "ns-secret-id"
+    secret_id_file.write_text(secret_id)
+    outside = bao_policy(openbao, tls_server).replace(openbao.role_id, role_id)
+    inside = outside.replace(
+        'auth = { method = "approle"', f'namespace = "{name}"\nauth = {{ method = "approle"'
+    )
+    # Without the namespace the AppRole is unknown: refused before a card.
+    gw = start_gateway(tmp_path / "h1", outside, secret_id_file)
+    try:
+        agent = gw.spawn_agent()
+        assert "refused the gateway's login" in agent.call(http("o1", "echo"))["error"]["reason"]
+        agent.exit()
+    finally:
+        assert gw.stop() == 0
+    before = len(tls_server.recorded.requests)
+    gw = start_gateway(tmp_path / "h2", inside, secret_id_file)
+    try:
+        agent = gw.spawn_agent()
+        agent.send(http("n1", "echo"))
+        assert decide(gw, wait_card(gw)["id"])["ok"]
+        assert agent.next(30)["ok"]
+        agent.exit()
+        sent = tls_server.recorded.requests[before:]
+        assert [r["headers"]["Authorization"] for r in sent] == [f"Bearer {kv_value}"]
+    finally:
+        assert gw.stop() == 0
