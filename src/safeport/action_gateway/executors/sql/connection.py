@@ -53,8 +53,10 @@ def open_connection(
             "application_name": "safeport",
             "client_encoding": "UTF8",
             # A second guard beside each query's BEGIN READ ONLY: nothing this connection opens
-            # may write, the role inspection included.
-            "options": "-c default_transaction_read_only=on",
+            # may write, the role inspection included; and no statement on it (the inspection
+            # of a large catalog, say) runs unbounded before a query sets its own limits.
+            "options": "-c default_transaction_read_only=on -c statement_timeout=30s"
+            " -c lock_timeout=10s -c idle_in_transaction_session_timeout=60s",
         }
         if isinstance(secret, TokenSecret | BasicSecret):
             # SCRAM with channel binding: the password is never sent, in clear or as a hash an
