@@ -26,7 +26,7 @@ from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.ssh.transport import open_transport
 from safeport.shared.schemas.config import SshHost
 from safeport.vault.secrets import SecretBytes, SshKeySecret
-from tests.action_gateway.executors.test_openbao_kv_e2e import everything_written
+from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import everything_written
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ import pytest
 from harness.gateway import Gateway, clean_env, decide, wait_card, wait_until
 from harness.real_openbao import DATABASE_ROLE, OpenBao, enable_database_engine
 from harness.real_postgres import Postgres
-from tests.action_gateway.executors.test_openbao_kv_e2e import everything_written
+from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import everything_written
 
 pytestmark = pytest.mark.integration
 

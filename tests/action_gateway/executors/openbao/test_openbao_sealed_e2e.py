@@ -23,7 +23,7 @@ from harness.real_openbao import (
     running_sealed_openbao,
 )
 from harness.real_tls import API_HOST, TlsServer
-from tests.action_gateway.executors.test_openbao_kv_e2e import (
+from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import (
     bao_policy,
     everything_written,
     gateway_reads,
