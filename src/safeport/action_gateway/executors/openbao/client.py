@@ -118,6 +118,7 @@ class ServerSession:
             client = self._client or self._new_client()
             now = self._clock()
             if self._client is None or now >= self._expires:
+                self._client = None  # a login that fails leaves no client with a stale token
                 self._login(client, secret_id)
             elif confirm and now - self._answered_at >= CONFIRMED_FRESH_S:
                 try:
@@ -126,6 +127,7 @@ class ServerSession:
                 except ActionError as exc:
                     if exc.failure != "source_refused":
                         raise
+                    self._client = None
                     self._login(client, secret_id)  # revoked or expired early: once more
             self._client = client
             self._answered_at = self._clock()
