@@ -80,7 +80,9 @@ class CallFileExecutor:
         self._leave_file(action.digest(), action.target.url)
         return HttpResult(status=200, fields={"state": "ok"})
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         self._leave_file(action.digest(), action.query.statement)
         return SqlResult(
             columns=["state"], rows=[["ok"]], row_count=1, truncated=False, duration_ms=0

@@ -92,6 +92,13 @@ class FakeVaultStore:
         self.approver_keys: str | None = None
         self._secrets: dict[str, CredentialSecret] = {}
         self.generation = 1
+        # Token entries whose value is a file's content, read at each use (an AppRole's
+        # secret id a test replaces with a wrong or expired one).
+        self.token_files: dict[str, Path] = {}
+
+    def hold_accepted(self, text: str) -> None:
+        """Start as a vault that accepted ``text`` in an earlier run (a restart's view)."""
+        self._accepted = AcceptedPolicy(text, policy_digest(text), datetime.now(UTC))
 
     def unlock(self, passphrase: SecretBytes) -> FakeUnlockedVault:
         self._record("vault.unlock")
@@ -160,6 +167,10 @@ class FakeUnlockedVault:
         self._store._record("vault.secret", name=name)
         if name in self._store._secrets:
             return self._store._secrets[name]
+        if name in self._store.token_files:
+            return TokenSecret(
+                token=SecretBytes(self._store.token_files[name].read_bytes().strip())
+            )
         if name.endswith("key"):
             return SshKeySecret(private_key=SecretBytes(self._store.ssh_key or CANARY.encode()))
         if name.endswith("basic"):
@@ -269,7 +280,9 @@ class RecordingExecutor:
         )
         return HttpResult(status=200, fields={"state": "ok", "secret_header": "dropped"})
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         self._record("executor.sql", database=action.database_id, query=action.query_id)
         return SqlResult(
             columns=["state"], rows=[["ok"]], row_count=1, truncated=False, duration_ms=0

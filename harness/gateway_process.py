@@ -65,6 +65,18 @@ def main() -> int:
     )
     parser.add_argument("--real-executor", action="store_true")
     parser.add_argument("--ssh-key-file", type=Path, default=None)
+    parser.add_argument(
+        "--accepted-policy-file",
+        type=Path,
+        default=None,
+        help="the in-memory vault starts holding this accepted policy (as a real vault keeps it)",
+    )
+    parser.add_argument(
+        "--vault-token-file",
+        action="append",
+        default=[],
+        help="NAME=FILE: the in-memory vault's token NAME is FILE's content, read at each use",
+    )
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
     parser.add_argument("--refusals-per-window", type=int, default=None)
@@ -88,6 +100,13 @@ def main() -> int:
             ssh_key=args.ssh_key_file.read_bytes() if args.ssh_key_file else None,
         )
     )
+    if args.accepted_policy_file is not None:
+        assert isinstance(store, FakeVaultStore)
+        store.hold_accepted(args.accepted_policy_file.read_text())
+    for item in args.vault_token_file:
+        name, _, file = item.partition("=")
+        assert isinstance(store, FakeVaultStore)
+        store.token_files[name] = Path(file)
     executor: Executor = RecordingExecutor(record)
     if args.real_executor:
         executor = GatewayExecutor(resolver=lambda host, port: ["127.0.0.1"])

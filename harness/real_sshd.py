@@ -84,7 +84,12 @@ def _public_line(key: ed25519.Ed25519PrivateKey) -> str:
 
 
 @contextmanager
-def running_sshd() -> Iterator[Sshd]:
+def running_sshd(
+    trusted_user_ca: str | None = None, *, also_authorized: bool = False
+) -> Iterator[Sshd]:
+    """``trusted_user_ca``: an SSH CA's public key line; the server then lets in certificates
+    it signed (``TrustedUserCAKeys``) and reads no authorized key of any user, unless
+    ``also_authorized`` (a benchmark's peer: the client key too)."""
     assert SSHD is not None
     user = ensure_user()
     if os.geteuid() == 0:
@@ -109,6 +114,14 @@ def running_sshd() -> Iterator[Sshd]:
     port = free_port()
     known_hosts = workdir / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {_public_line(host_key)}\n")
+    keys_lines = [f"AuthorizedKeysFile {keys_dir}/%u"]
+    if trusted_user_ca is not None:
+        ca_file = workdir / "trusted_user_ca.pub"
+        ca_file.write_text(trusted_user_ca.strip() + "\n")
+        keys_lines = [
+            keys_lines[0] if also_authorized else "AuthorizedKeysFile none",
+            f"TrustedUserCAKeys {ca_file}",
+        ]
     config = workdir / "sshd_config"
     config.write_text(
         "\n".join(
@@ -117,7 +130,7 @@ def running_sshd() -> Iterator[Sshd]:
                 "ListenAddress 127.0.0.1",
                 f"HostKey {host_key_path}",
                 f"PidFile {workdir / 'sshd.pid'}",
-                f"AuthorizedKeysFile {keys_dir}/%u",
+                *keys_lines,
                 "StrictModes no",
                 "UsePAM no",
                 "PasswordAuthentication no",

@@ -253,6 +253,7 @@ HOST_KEY_SCAN = "safeport.action_gateway.executors.ssh.host_key_scan"
 GATEWAY_CREDENTIALED = {
     "safeport.action_gateway.executors.gateway_executor",
     "safeport.action_gateway.executors.https.client",
+    "safeport.action_gateway.executors.openbao.client",
     "safeport.action_gateway.executors.ssh.pool",
 }
 

@@ -56,6 +56,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.action_gateway.executors.https": {
         "tls",
     },
+    "safeport.action_gateway.executors.openbao": set(),
     "safeport.action_gateway.executors.sql": set(),
     "safeport.action_gateway.executors.ssh": {
         "host_key_scan",
@@ -238,6 +239,7 @@ SURFACES: dict[str, set[str]] = {
         "audit",
         "catalog",
         "config",
+        "config_sources",
         "config_sql",
         "control",
         "control_ops",

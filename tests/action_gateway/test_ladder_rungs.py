@@ -139,7 +139,9 @@ class Executor:
             raise self.failure
         return HttpResult(status=200, fields={"state": "ok", "undeclared": "dropped"})
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         raise AssertionError("no sql action is proposed here")
 
     def inspect_roles(

@@ -34,6 +34,7 @@ from safeport.shared.schemas.config import (
     SshHost,
     SshSection,
 )
+from safeport.shared.schemas.config_sources import OpenBaoAuth, OpenBaoServer, SourcesSection
 
 REGENERATE = "sp policy reference > docs/reference/policy.md"
 
@@ -66,6 +67,17 @@ SECTIONS = (
         "[credentials.NAME]",
         Credential,
         "A credential the vault holds under NAME (`sp vault add NAME --kind KIND`).",
+    ),
+    Section("[sources]", SourcesSection, "Servers credentials may come from, besides the vault."),
+    Section(
+        "[sources.openbao.NAME]",
+        OpenBaoServer,
+        "An OpenBao or Vault server credentials may come from (docs/guides/teams-openbao.md).",
+    ),
+    Section(
+        "[sources.openbao.NAME.auth]",
+        OpenBaoAuth,
+        "How the gateway logs in: an AppRole (its secret id in the local vault) or a token file.",
     ),
     Section("[ssh]", SshSection, "The SSH side."),
     Section("[ssh.hosts.NAME]", SshHost, "One SSH host, reached with a pinned host key."),

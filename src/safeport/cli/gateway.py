@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
 from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
+from safeport.cli.status_text import alarm_lines
 from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayNotRunning,
@@ -91,32 +91,6 @@ def status(as_json: bool) -> None:
         lines.append(f"policy: gateway.toml has {len(problems)} problem(s); see `sp policy check`")
         lines += [f"  {problem}" for problem in problems]
     click.echo("\n".join(inert(line) for line in lines))
-
-
-def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
-    """One line per alarm this run raised (journaled in sessions.jsonl as well)."""
-    lines = []
-    for alarm in alarms:
-        kind = alarm.get("kind")
-        if kind in ("journal.truncated", "journal.rewritten"):
-            what = (
-                f"{alarm.get('journal')}.jsonl no longer holds the head signed at sequence "
-                f"{alarm.get('signed_seq')} ({alarm.get('detail')}; recorded in "
-                f"{alarm.get('source')})"
-            )
-        elif kind == "vault.rollback":
-            what = (
-                f"the vault file is generation {alarm.get('generation')}, older than the "
-                f"{alarm.get('seen')} seen before: an older copy was put back"
-            )
-        else:
-            what = str(alarm.get("detail") or "see `sp audit show --journal sessions`")
-        lines.append(f"ALARM {kind}: {what}")
-    if alarms:
-        lines.append(
-            "alarms: investigate before trusting the journals (`sp audit verify --checkpoint`)"
-        )
-    return lines
 
 
 @gateway.command()

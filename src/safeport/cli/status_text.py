@@ -48,6 +48,7 @@ def overview_lines(view: Overview) -> list[str]:
     if gateway["running"]:
         lines.append(f"sessions  {gateway['sessions']} open")
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
+        lines.extend(alarm_lines(gateway.get("alarms", [])))
         lines.extend(_space_lines(gateway.get("journal_space")))
     for journal in view.journals:
         mark = "ok" if journal["ok"] else "PROBLEM"
@@ -77,3 +78,35 @@ def _space_lines(space: Any) -> list[str]:
         f"{reserve:.0f} MiB kept for your commands): agents' proposals are refused until "
         "space is freed"
     ]
+
+
+def alarm_lines(alarms: list[dict[str, Any]]) -> list[str]:
+    """One line per alarm this run raised (journaled in sessions.jsonl as well)."""
+    lines = []
+    for alarm in alarms:
+        kind = alarm.get("kind")
+        if kind in ("journal.truncated", "journal.rewritten"):
+            what = (
+                f"{alarm.get('journal')}.jsonl no longer holds the head signed at sequence "
+                f"{alarm.get('signed_seq')} ({alarm.get('detail')}; recorded in "
+                f"{alarm.get('source')})"
+            )
+        elif kind == "vault.rollback":
+            what = (
+                f"the vault file is generation {alarm.get('generation')}, older than the "
+                f"{alarm.get('seen')} seen before: an older copy was put back"
+            )
+        elif kind == "credential.revoke_failed":
+            what = (
+                f"lease {alarm.get('lease_id')} of OpenBao server {alarm.get('source')} was not "
+                f"revoked ({alarm.get('reason')}); the gateway tries again at its next unlock, or "
+                "revoke it now with `bao lease revoke`"
+            )
+        else:
+            what = str(alarm.get("detail") or "see `sp audit show --journal sessions`")
+        lines.append(f"ALARM {kind}: {what}")
+    if alarms:
+        lines.append(
+            "alarms: investigate before trusting the journals (`sp audit verify --checkpoint`)"
+        )
+    return lines

@@ -159,6 +159,21 @@ def _policy(paths: SafeportPaths, *, network: bool) -> Iterator[Finding]:
         yield _ssh_host(host_id, host.address, host.port, host.host_keys)
     for service_id, service in sorted(policy.http.services.items()):
         yield _https_service(service_id, service.base_url, service.ca_file, service.ca_pem)
+    if policy.sources.openbao and view.running:
+        yield from _sources(paths)
+
+
+def _sources(paths: SafeportPaths) -> Iterator[Finding]:
+    """The gateway's own look at its OpenBao/Vault servers: seal, login, and what it may do on
+    each declared path (asked with its own login, which `sp` does not hold; no value is read)."""
+    try:
+        with GatewayClient(paths, timeout=30) as client:
+            checks = client.call(ops.SOURCES_CHECK).checks
+    except Error as exc:
+        yield Finding("openbao", "warn", exc.message, exc.hint or "sp vault unlock")
+        return
+    for check in checks:
+        yield Finding(check.name, "ok" if check.ok else "fail", check.detail, check.fix)
 
 
 def _security_keys(paths: SafeportPaths) -> Iterator[Finding]:

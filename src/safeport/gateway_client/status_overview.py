@@ -71,6 +71,7 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
         "sessions": status.sessions,
         "pending_cards": status.pending_cards,
         "journal_space": status.journal_space.model_dump(),
+        "alarms": [alarm.model_dump() for alarm in status.alarms],
     }
 
 

@@ -96,6 +96,8 @@ class SshKeySecret:
 
     private_key: SecretBytes
     passphrase: SecretBytes | None = None
+    # An OpenSSH certificate for the key (public: a per-action key signed by an SSH CA).
+    certificate: bytes | None = None
 
     def wipe(self) -> None:
         self.private_key.wipe()

@@ -45,6 +45,8 @@ class ActionRequest:
     session_covers: tuple[str, ...] = ()
     # A remote client's name and id, proven by its access token: named on the card.
     remote_client: str | None = None
+    # Where the credential comes from when not the local vault: server, path or role, TTL.
+    credential_origin: str = ""
 
     @property
     def args_digest(self) -> str:
@@ -222,6 +224,8 @@ def build_card(
     fields = tuple(
         (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
     )
+    if request.credential_origin:
+        fields += (("credential from", inert(request.credential_origin)),)
     if request.args:
         # A run of spaces is hard to count on a terminal; the length of each argument the agent
         # chose tells "a  b" from "a   b" without counting.

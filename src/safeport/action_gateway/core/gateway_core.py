@@ -33,13 +33,13 @@ from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
 from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.executors import privileged_role_check
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
-from safeport.shared.audit import JournalHead
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
@@ -89,6 +89,7 @@ class GatewayCore:
             ),
             JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
         )
+        self._credentials = CredentialSupply(parts.sources, self._journals, self._evidence, paths)
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,
@@ -101,6 +102,7 @@ class GatewayCore:
             budget=self._refusals.budget,
             space=self._refusals.space.low_reason,
             remote_caller=lambda token: self.remote.remote_caller(token).label,
+            credentials=self._credentials,
         )
         self._agents = ConnectedAgents()
         self.keys = KeyApprovals(self._vault, self._policies, self._record_vault_save)
@@ -273,9 +275,7 @@ class GatewayCore:
         return [g.view(now) for g in grants if of_uid is None or g.requester.uid == of_uid]
 
     def session_owner(self, session_id: str) -> int | None:
-        return next(
-            (g.requester.uid for g in self._approvals.sessions() if g.id == session_id), None
-        )
+        return {g.id: g.requester.uid for g in self._approvals.sessions()}.get(session_id)
 
     def revoke_session(self, session_id: str, *, by: str) -> str:
         return self._approvals.revoke(session_id, by=by).id
@@ -301,6 +301,9 @@ class GatewayCore:
 
     def reap(self) -> None:
         self._approvals.reap()
+
+    def check_sources(self) -> list[dict[str, object]]:  # sp doctor: no value is read
+        return self._credentials.doctor(self._policies.served, self._vault.current()[0])
 
     def inspect_at_start(self) -> None:
         """Before anything is served: judge the journals, learn the highest generation."""
@@ -331,7 +334,7 @@ class GatewayCore:
             "policy": self._policies.status(),
             "sessions": len(self._approvals.sessions()),
             "pending_cards": len(self._approvals.cards()),
-            "journals": {journal.name: _head_json(journal.head) for journal in journals},
+            "journals": {j.name: {"seq": j.head.seq, "hash": j.head.hash} for j in journals},
             "alarms": list(self._evidence.alarms),
             "journal_space": self._refusals.view(),
         }
@@ -374,6 +377,7 @@ class GatewayCore:
             return
         if served is not None:
             self.record_session("policy.served", {"policy": served.digest})
+        self._credentials.settle(served, vault)
 
     def _locked(self, reason: str, vault: UnlockedVault) -> None:
         ended = self._approvals.void_all("vault locked")
@@ -384,6 +388,7 @@ class GatewayCore:
     def _close_pooled(self, when: str) -> None:
         try:
             self._parts.executor.close_all()
+            self._credentials.sources.forget()
         except Exception as exc:  # the lock stands; pooled connections die with their keys
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 
@@ -391,10 +396,5 @@ class GatewayCore:
         """Journal one of the gateway's saves with the generation it reached (a rollback shows)."""
         generation = self._checkpoints.saved(vault)
         self._journals.sessions.record(kind, body, ref={"generation": generation})
-        # Signed at once: until a head covers this record, a kill and a cut could remove it
-        # along with the newer file's only trace.
+        # Signed at once: until a head covers it, a kill and a cut could remove the file's trace.
         self.checkpoint(vault)
-
-
-def _head_json(head: JournalHead) -> dict[str, object]:
-    return {"seq": head.seq, "hash": head.hash}

@@ -12,7 +12,9 @@ from safeport.action_gateway.evidence.journal_space import RESERVE_BYTES
 from safeport.action_gateway.evidence.refusal_budget import FULL_PER_WINDOW, WINDOW_S
 from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
 from safeport.action_gateway.executors.interface import Executor
+from safeport.action_gateway.executors.openbao.sources import OpenBaoSources
 from safeport.action_gateway.identity.model import IdentityProbe
+from safeport.action_gateway.ladder.credentials import CredentialSources
 from safeport.action_gateway.remote_clients.metadata_documents import FetchRules
 from safeport.action_gateway.sockets.connection import ServerLimits
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer
@@ -34,6 +36,8 @@ class GatewayParts:
     syslog_local_path: str = LOCAL_SOCKET
     # How remote clients' metadata documents are fetched (tests serve theirs on 127.0.0.1).
     remote_fetch: FetchRules = field(default_factory=FetchRules)
+    # The OpenBao/Vault servers' client (assembly's trusts CA files of the gateway's account).
+    sources: CredentialSources = field(default_factory=OpenBaoSources)
 
 
 @dataclass(frozen=True)

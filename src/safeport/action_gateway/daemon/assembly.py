@@ -6,6 +6,8 @@ import sys
 
 from safeport.action_gateway.core.parts import GatewayParts, admitted_uids
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
+from safeport.action_gateway.executors.https.trust_files import trusted_owners
+from safeport.action_gateway.executors.openbao.sources import OpenBaoSources
 from safeport.action_gateway.identity.model import IdentityProbe
 from safeport.action_gateway.identity.platform import default_probe
 from safeport.shared.paths import SafeportPaths
@@ -22,6 +24,7 @@ def default_parts(paths: SafeportPaths) -> GatewayParts:
         probe=agents,
         sealer_for=AuditSealer,
         control_probe=control,
+        sources=OpenBaoSources(trusted_owners(admitted_uids(paths))),
     )
 
 

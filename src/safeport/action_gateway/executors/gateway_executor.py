@@ -10,11 +10,21 @@ import paramiko
 from safeport.action_gateway.executors.https.client import HttpsExecutor
 from safeport.action_gateway.executors.https.pinned_network import Resolver, system_resolver
 from safeport.action_gateway.executors.https.trust_files import trusted_owners
-from safeport.action_gateway.executors.interface import Executor, HttpAction, SqlAction, SshAction
+from safeport.action_gateway.executors.interface import (
+    ActionError,
+    Executor,
+    HttpAction,
+    SqlAction,
+    SshAction,
+)
 from safeport.action_gateway.executors.preflight import check_before_card
 from safeport.action_gateway.executors.sql.pool import SqlPool, inspect_roles
 from safeport.action_gateway.executors.ssh.pool import SshPool
-from safeport.action_gateway.executors.ssh.transport import run_command
+from safeport.action_gateway.executors.ssh.transport import (
+    StaleTransport,
+    open_transport,
+    run_command,
+)
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
@@ -44,12 +54,26 @@ class GatewayExecutor:
         def run(transport: paramiko.Transport) -> SshExecResult:
             return run_command(action.host_id, transport, command, timeout_s, cap)
 
-        return self._ssh.run(action.host_id, action.host, secret, run)
+        if secret.certificate is None:
+            return self._ssh.run(action.host_id, action.host, secret, run)
+        # A key made for this one action: its connection ends with it, never pooled for the
+        # next action (whose own certificate the host checks again).
+        transport = open_transport(action.host_id, action.host, secret)
+        try:
+            return run(transport)
+        except StaleTransport as exc:
+            raise ActionError(
+                "unreachable", f"the ssh session with {action.host_id!r} closed before the command"
+            ) from exc
+        finally:
+            transport.close()
 
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult:
         return self._https.request(action, secret)
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         return self._sql.run(action, secret)
 
     def inspect_roles(

@@ -42,6 +42,13 @@ ActionFailure = Literal[
     "bad_response",  # non-JSON, missing field, over the cap
     "tls_failed",
     "invalid_target",  # URL or command could not be built safely
+    # The credential's OpenBao/Vault server (executors/openbao): nothing falls back elsewhere.
+    "source_sealed",
+    "source_unreachable",
+    "source_auth",  # the gateway's login was refused, or its token no longer holds
+    "source_timeout",
+    "source_tls",  # the server's certificate does not chain to the pinned CA
+    "source_refused",  # the server refused this path or role to the gateway
     "role_refused",  # a database role with more than the policy allows
     "query_refused",  # the database refused the statement (read-only, permission, caps)
 ]
@@ -250,7 +257,9 @@ class Executor(Protocol):
 
     def http_request(self, action: HttpAction, secret: TokenSecret | BasicSecret) -> HttpResult: ...
 
-    def sql_query(self, action: SqlAction, secret: TokenSecret | SshKeySecret) -> SqlResult:
+    def sql_query(
+        self, action: SqlAction, secret: TokenSecret | SshKeySecret | BasicSecret
+    ) -> SqlResult:
         """Run the prepared query read-only; connect (and inspect the role) when no pooled
         connection is open."""
         ...

@@ -31,6 +31,7 @@ from safeport.shared.schemas.control import (
     GatewayStopRequest,
     PolicyAcceptRequest,
     PolicyStatusRequest,
+    SourcesCheckRequest,
     StatusRequest,
 )
 from safeport.shared.schemas.operations import ControlOp
@@ -40,6 +41,7 @@ from safeport.shared.schemas.results import (
     PolicyAcceptedResult,
     PolicySnapshot,
     PolicyState,
+    SourcesCheckResult,
     StatusResult,
     StoppingResult,
 )
@@ -141,6 +143,13 @@ class Registered(Generic[Req, Res]):
     handler: Callable[[ControlContext, Connection, Req], Awaitable[Res]]
 
 
+async def sources_check(
+    ctx: ControlContext, conn: Connection, request: SourcesCheckRequest
+) -> SourcesCheckResult:
+    checks = await ctx.in_thread(ctx.core.check_sources)  # network: off the event loop
+    return SourcesCheckResult.model_validate({"checks": checks})
+
+
 def register(
     op: ControlOp[Req, Res], handler: Callable[[ControlContext, Connection, Req], Awaitable[Res]]
 ) -> tuple[str, Registered[Any, Any]]:
@@ -180,5 +189,6 @@ OPERATIONS: dict[str, Registered[Any, Any]] = dict(
         register(ops.CLIENTS_LIST, approval_ops.clients_list),
         register(ops.CLIENTS_REVOKE, approval_ops.clients_revoke),
         register(ops.AUDIT_CHECKPOINT, audit_checkpoint),
+        register(ops.SOURCES_CHECK, sources_check),
     ]
 )

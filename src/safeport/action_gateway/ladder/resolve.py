@@ -22,7 +22,8 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql,
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.schemas.config import GatewayPolicy, ParamSpec, approval_of
+from safeport.shared.schemas.config import Credential, GatewayPolicy, ParamSpec, approval_of
+from safeport.shared.schemas.config_sources import LOCAL_SOURCE
 from safeport.shared.schemas.wire import ProposeHttp, ProposeSql, ProposeSsh
 
 Proposal = ProposeSsh | ProposeHttp | ProposeSql
@@ -35,6 +36,7 @@ class Resolved:
 
     request: ActionRequest
     max_output_bytes: int
+    policy: GatewayPolicy  # the accepted policy it was resolved against (its credential's source)
 
     @property
     def action(self) -> Prepared:
@@ -112,8 +114,29 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         policy_digest=served.digest,
         read_only=read_only,
         prepared=prepared,
+        credential_origin=credential_origin(policy.credentials[credential_id]),
     )
-    return Resolved(request, cap)
+    return Resolved(request, cap, policy)
+
+
+def credential_origin(credential: Credential) -> str:
+    """Where the card says the credential comes from ("" for the local vault)."""
+    if credential.source == LOCAL_SOURCE:
+        return ""
+    if credential.database_role is not None:
+        return (
+            f"OpenBao {credential.source}: a role issued by {credential.database_mount}/creds/"
+            f"{credential.database_role} for this query, its lease revoked right after"
+        )
+    if credential.kind == "ssh-key":
+        return (
+            f"OpenBao {credential.source}: a new key signed by {credential.ssh_mount}/sign/"
+            f"{credential.ssh_role}, valid {credential.ttl_s} s"
+        )
+    return (
+        f"OpenBao {credential.source}: {credential.kv_mount}/{credential.kv_path} field "
+        f"{credential.kv_field} (read for this call only)"
+    )
 
 
 def session_covers(policy: GatewayPolicy, credential_id: str) -> tuple[str, ...]:

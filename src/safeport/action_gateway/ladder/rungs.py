@@ -8,7 +8,8 @@ Rungs, in order; the first that refuses ends the proposal and nothing past it is
 3. caller rules → ``denied``
 4. action named in the accepted policy, arguments valid, checked as the executor would check
    it now (the addresses a service resolves to, its CA), rate cap → ``denied``
-5. vault unlocked → ``locked``
+5. vault unlocked → ``locked``; a credential from an OpenBao/Vault server can be served now
+   (:mod:`credentials`: not sealed, reachable, in time, login accepted) → ``upstream``
 6. approval (session grant or a card) → ``denied`` / ``timeout``
 7. durable intent record → ``unavailable``
 8. execute with the credential injected here → ``upstream`` / ``denied``
@@ -22,7 +23,6 @@ with names from the policy, never the agent's raw values.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -33,14 +33,11 @@ from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals,
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.approvals.grants import Grant
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
-from safeport.action_gateway.executors.interface import (
-    ActionError,
-    Executor,
-    SqlAction,
-    SshAction,
-)
+from safeport.action_gateway.executors.interface import ActionError, Executor, SqlAction, SshAction
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
+from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
+from safeport.action_gateway.ladder.remote_proposal import no_remote_clients, remote_request
 from safeport.action_gateway.ladder.resolve import (
     Proposal,
     Resolved,
@@ -108,9 +105,9 @@ class Ladder:
     budget: RefusalBudget = field(default_factory=RefusalBudget)
     # Why the journals' disk has no room for a proposal now, or None (:mod:`journal_space`).
     space: Callable[[], str | None] = field(default=lambda: None)
-    # A proposal's ``remote_token`` -> the remote client it proves (named on the card), or
-    # Denied; without an authorization server, no remote client is served.
-    remote_caller: Callable[[str], str] = field(default=lambda token: _no_remote_clients())
+    # A proposal's ``remote_token`` -> the remote client it proves (named on the card), or Denied.
+    remote_caller: Callable[[str], str] = field(default=no_remote_clients)
+    credentials: CredentialSupply = field(default_factory=local_only)
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
@@ -128,7 +125,10 @@ class Ladder:
             served = self._rung_identity_and_callers(peer)
             resolved = self._rung_action(peer, proposal, served)
             request = resolved.request
-            vault_epoch = self._rung_vault()
+            vault, vault_epoch = self._rung_vault()
+            # A credential from a server: sealed, unreachable, slow or refusing the login
+            # means no card (and nothing falls back to the local vault).
+            self.credentials.check_before_card(resolved.policy, request.credential, vault)
             grant = self._rung_approval(peer, request, served, vault_epoch)
             self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():
@@ -186,7 +186,7 @@ class Ladder:
                 "for a human to run `sp policy accept`",
             ) from None
         if proposal.remote_token is not None:
-            resolved = self._remote(proposal.remote_token, resolved)
+            resolved = remote_request(resolved, proposal.remote_token, self.remote_caller)
         try:
             # What the executor would refuse after approval (a name resolving to an address
             # the service may not reach, an unusable CA), refused before any card is shown.
@@ -200,25 +200,11 @@ class Ladder:
             raise Refusal("denied", Rung.ACTION, "rate", exc.message) from exc
         return resolved
 
-    def _remote(self, token: str, resolved: Resolved) -> Resolved:
-        """A remote client's proposal: its token proven; asked every call, naming the client."""
+    def _rung_vault(self) -> tuple[UnlockedVault, int]:
         try:
-            client = self.remote_caller(token)
+            return self.vault.current()
         except VaultLocked as exc:
             raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
-        except Denied as exc:
-            raise Refusal("denied", Rung.ACTION, "remote_client", exc.message) from exc
-        request = dataclasses.replace(
-            resolved.request, scope="per-call", session_covers=(), remote_client=client
-        )
-        return dataclasses.replace(resolved, request=request)
-
-    def _rung_vault(self) -> int:
-        try:
-            _, epoch = self.vault.current()
-        except VaultLocked as exc:
-            raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
-        return epoch
 
     def _rung_approval(
         self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
@@ -288,8 +274,11 @@ class Ladder:
         status = "ok"
         result: dict[str, object] = {}
         refusal: Refusal | None = None
+        origin: dict[str, object] = {}  # a server's credential: where from, which version
         try:
-            result = self._execute(vault.secret(request.credential), resolved)
+            with self.credentials.held(resolved.policy, request, vault, intent) as held:
+                origin = held.origin
+                result = self._execute(held.secret, resolved)
         except ActionError as exc:
             status = exc.failure
             refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)
@@ -319,6 +308,7 @@ class Ladder:
                     "status": status,
                     "duration_ms": duration_ms,
                     **result_summary(result),
+                    **({"credential": origin} if origin else {}),
                 },
                 ref={"intent": intent},
             )
@@ -357,7 +347,7 @@ class Ladder:
     def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
         action = resolved.action
         if isinstance(action, SqlAction):
-            if not isinstance(secret, TokenSecret | SshKeySecret):
+            if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
                 raise Error("the credential is not a password or a private key")
             sql = self.executor.sql_query(action, secret)
             return filter_sql(sql, action.query.columns)
@@ -399,7 +389,3 @@ class Ladder:
             if refusal.rung < Rung.INTENT:
                 return refusal.answered("unavailable")
         return refusal
-
-
-def _no_remote_clients() -> str:
-    raise Denied("this gateway serves no remote clients")

@@ -89,6 +89,18 @@ _SERVICE: dict[Path, Direction] = {
     ("operations", "*"): "rule",
     **{("operations", "*", *key): value for key, value in _OPERATION.items()},
 }
+_ORIGIN: tuple[str, ...] = ("source", "kv_mount", "kv_path", "kv_field", "kv_username_field")
+_ORIGIN += ("ssh_mount", "ssh_role", "database_mount", "database_role")
+# A server's address, pin and login decide whose credentials the gateway holds: no direction.
+_OPENBAO: dict[Path, Direction] = {
+    ("address",): "any",
+    ("ca_file",): "any",
+    ("namespace",): "any",
+    ("auth",): "any",
+    **{("auth", key): "any" for key in ("method", "mount", "role_id", "token_file")},
+    ("auth", "secret_id_credential"): "any",
+    ("timeout_s",): "bigger",
+}
 _QUERY: dict[Path, Direction] = {
     ("statement",): "any",
     ("description",): "words",
@@ -136,6 +148,13 @@ DIRECTIONS: dict[Path, Direction] = {
     ("credentials", "*", "kind"): "any",
     ("credentials", "*", "approval"): "rule",
     ("credentials", "*", "rate_per_minute"): "rule",
+    # Where the value comes from: another server, path or role is another credential.
+    **{("credentials", "*", key): "any" for key in _ORIGIN},
+    ("credentials", "*", "ttl_s"): "bigger",
+    ("sources",): "any",
+    ("sources", "openbao"): "any",
+    ("sources", "openbao", "*"): "any",
+    **{("sources", "openbao", "*", *key): value for key, value in _OPENBAO.items()},
     ("ssh",): "any",
     ("ssh", "hosts"): "any",
     ("ssh", "hosts", "*"): "rule",
@@ -152,7 +171,7 @@ DIRECTIONS: dict[Path, Direction] = {
 
 # Names of the schema's dicts whose keys are the policy author's (hosts, params, headers…).
 _KEYED = frozenset({"credentials", "hosts", "commands", "services", "operations", "params"})
-_KEYED |= {"query", "headers", "databases", "queries"}
+_KEYED |= {"query", "headers", "openbao", "databases", "queries"}
 
 
 def direction(path: Path) -> Direction:

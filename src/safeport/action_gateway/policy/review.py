@@ -55,6 +55,8 @@ def _credential_problems(
 ) -> list[PolicyProblem]:
     found = []
     for name, credential in sorted(policy.credentials.items()):
+        if credential.source != "vault":
+            continue  # its value lives at an OpenBao server (`sp doctor` checks the path)
         line = _line_holding(text, f"[credentials.{name}]")
         held = vault_kinds.get(name)
         if held is None:

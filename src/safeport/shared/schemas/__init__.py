@@ -3,11 +3,11 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``control``, ``key_wire``, ``oauth_wire``, ``operations``, ``replies``, ``results``,
-``wire``).
+``config_sources``, ``control``, ``key_wire``, ``oauth_wire``, ``operations``, ``replies``,
+``results``, ``wire``).
 """
 
-from safeport.shared.schemas import key_wire, oauth_wire, operations, results
+from safeport.shared.schemas import config_sources, key_wire, oauth_wire, operations, results
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
 from safeport.shared.schemas.catalog import (
     Catalog,
@@ -102,6 +102,7 @@ __all__ = [
     "audit",
     "catalog",
     "config",
+    "config_sources",
     "config_sql",
     "control",
     "control_ops",

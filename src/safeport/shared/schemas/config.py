@@ -28,6 +28,9 @@ from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySet
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
 from safeport.shared.schemas.config_gateway import RemoteSettings as RemoteSettings
 from safeport.shared.schemas.config_problems import describe_problem
+from safeport.shared.schemas.config_sources import CredentialOrigin, SourcesSection
+from safeport.shared.schemas.config_sources import check_origin as _check_origin
+from safeport.shared.schemas.config_sources import check_sources as _check_sources
 from safeport.shared.schemas.config_sql import SqlDatabase as SqlDatabase
 from safeport.shared.schemas.config_sql import SqlQuery as SqlQuery
 from safeport.shared.schemas.config_sql import SqlSection as SqlSection
@@ -88,7 +91,7 @@ Approval = Literal["session", "per-call"]
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-class Credential(_Strict):
+class Credential(CredentialOrigin):
     kind: Literal["token", "basic", "ssh-key"]
     """What the vault holds under this name: a bearer "token", a "basic" pair or an "ssh-key"."""
     approval: Approval = "per-call"
@@ -273,6 +276,8 @@ class GatewayPolicy(_Strict):
     """How a yes is proven for every credential (a security key, or the passphrase)."""
     credentials: dict[Name, Credential] = Field(default_factory=dict)
     """The credentials the vault holds, by name; the secrets themselves are never here."""
+    sources: SourcesSection = Field(default_factory=SourcesSection)
+    """OpenBao or Vault servers credentials may come from (besides the local vault)."""
     ssh: SshSection = Field(default_factory=SshSection)
     """SSH hosts and their commands."""
     http: HttpSection = Field(default_factory=HttpSection)
@@ -284,6 +289,9 @@ class GatewayPolicy(_Strict):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:
+        for name, credential in self.credentials.items():
+            _check_origin(name, credential.kind, credential, self.sources)
+        _check_sources({n: (c.kind, c.source) for n, c in self.credentials.items()}, self.sources)
         for name, host in self.ssh.hosts.items():
             cred = self.credentials.get(host.credential)
             if cred is None:
@@ -326,6 +334,8 @@ def _check_sql_credential(
             f"sql database {name!r} uses undeclared credential {database.credential!r}"
         )
     wanted = "ssh-key" if database.client_cert_pem is not None else "token"
+    if cred.database_role is not None:
+        wanted = "basic"  # a role OpenBao's database engine issues per query: name and password
     if cred.kind != wanted:
         raise ValueError(
             f"sql database {name!r} needs a {wanted} credential, not {cred.kind} (a token holds"

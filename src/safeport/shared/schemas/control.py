@@ -267,6 +267,13 @@ class ClientsRevokeRequest(_Control):
     params: ClientsRevokeParams
 
 
+class SourcesCheckRequest(_Control):
+    """`sp doctor`: each OpenBao/Vault server and declared path, no value read."""
+
+    op: Literal["sources.check"]
+    params: NoParams = Field(default_factory=NoParams)
+
+
 class AuditCheckpointRequest(_Control):
     op: Literal["audit.checkpoint"]
     params: NoParams = Field(default_factory=NoParams)
@@ -300,7 +307,8 @@ ControlRequest = Annotated[
     | SessionsRevokeRequest
     | ClientsListRequest
     | ClientsRevokeRequest
-    | AuditCheckpointRequest,
+    | AuditCheckpointRequest
+    | SourcesCheckRequest,
     Field(discriminator="op"),
 ]
 CONTROL_REQUEST: TypeAdapter[ControlRequest] = TypeAdapter(ControlRequest)

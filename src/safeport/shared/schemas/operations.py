@@ -78,6 +78,7 @@ SESSIONS_REVOKE = ControlOp(rq.SessionsRevokeRequest, rs.RevokedResult)
 CLIENTS_LIST = ControlOp(rq.ClientsListRequest, rs.RemoteClientsResult)
 CLIENTS_REVOKE = ControlOp(rq.ClientsRevokeRequest, rs.RevokedResult)
 AUDIT_CHECKPOINT = ControlOp(rq.AuditCheckpointRequest, rs.CheckpointResult)
+SOURCES_CHECK = ControlOp(rq.SourcesCheckRequest, rs.SourcesCheckResult)
 
 CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
     op.name: op
@@ -110,6 +111,7 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         CLIENTS_LIST,
         CLIENTS_REVOKE,
         AUDIT_CHECKPOINT,
+        SOURCES_CHECK,
     )
 }
 

@@ -102,6 +102,19 @@ class StatusResult(Result):
     journal_space: JournalSpace
 
 
+class SourceCheck(Result):
+    name: str
+    ok: bool
+    detail: str
+    fix: str
+
+
+class SourcesCheckResult(Result):
+    """``sources.check``: one line per server and per credential it serves."""
+
+    checks: list[SourceCheck]
+
+
 class StoppingResult(Result):
     stopping: Literal[True]
 

@@ -21,9 +21,10 @@ from psycopg import errors as pg_errors
 
 from safeport.action_gateway.executors.interface import ActionError, ActionFailure
 from safeport.shared.schemas.config import SqlDatabase
-from safeport.vault.secrets import SshKeySecret, TokenSecret
+from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
-DbSecret = TokenSecret | SshKeySecret
+# BasicSecret: a role OpenBao's database engine issued for one query (its own name and password).
+DbSecret = TokenSecret | SshKeySecret | BasicSecret
 # A memory-backed folder when there is one: the key file never reaches a disk.
 _PRIVATE_PARENT = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108
 
@@ -41,7 +42,7 @@ def open_connection(
             "host": database.host,
             "port": database.port,
             "dbname": database.database,
-            "user": database.user,
+            "user": secret.username if isinstance(secret, BasicSecret) else database.user,
             "sslmode": "verify-full",
             "sslrootcert": str(files / "ca.pem"),
             "sslcert": str(files / "client.pem"),  # absent unless a certificate is declared
@@ -57,11 +58,12 @@ def open_connection(
             "options": "-c default_transaction_read_only=on -c statement_timeout=30s"
             " -c lock_timeout=10s -c idle_in_transaction_session_timeout=60s",
         }
-        if isinstance(secret, TokenSecret):
+        if isinstance(secret, TokenSecret | BasicSecret):
             # SCRAM with channel binding: the password is never sent, in clear or as a hash an
             # impostor could replay, to a server that is not the one the TLS session reached.
             params["channel_binding"] = "require"
-            params["password"] = secret.token.reveal().decode("utf-8")
+            value = secret.token if isinstance(secret, TokenSecret) else secret.password
+            params["password"] = value.reveal().decode("utf-8")
         elif secret.passphrase is not None:
             params["sslpassword"] = secret.passphrase.reveal().decode("utf-8")
         # Autocommit: psycopg opens no transaction of its own; each query's BEGIN READ ONLY
@@ -116,6 +118,8 @@ def scrub(text: str, secret: DbSecret) -> str:
     values = []
     if isinstance(secret, TokenSecret):
         values.append(secret.token.reveal().decode("utf-8", "replace"))
+    elif isinstance(secret, BasicSecret):
+        values.append(secret.password.reveal().decode("utf-8", "replace"))
     elif secret.passphrase is not None:
         values.append(secret.passphrase.reveal().decode("utf-8", "replace"))
     for value in values:

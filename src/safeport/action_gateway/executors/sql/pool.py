@@ -30,7 +30,7 @@ from safeport.action_gateway.executors.sql.role import (
 )
 from safeport.shared.schemas.config import GatewayPolicy, SqlDatabase
 from safeport.shared.schemas.wire import SqlResult
-from safeport.vault.secrets import SshKeySecret, TokenSecret
+from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 Connection = psycopg.Connection[tuple[object, ...]]
 _IDLE_PER_DATABASE = 4
@@ -44,6 +44,8 @@ class SqlPool:
 
     def run(self, action: SqlAction, secret: DbSecret) -> SqlResult:
         key = (action.database_id, _fingerprint(action.database))
+        if isinstance(secret, BasicSecret):
+            return _run_once(action, secret)
         with self._lock:
             generation = self._generation
             idle = self._idle.get(key)
@@ -86,6 +88,17 @@ class SqlPool:
         conn.close()
 
 
+def _run_once(action: SqlAction, secret: BasicSecret) -> SqlResult:
+    """A role issued for this query: its connection closes with it, before its lease is revoked,
+    and is never pooled for another query."""
+    conn = connect_inspected(action.database_id, action.database, secret)
+    try:
+        with translate_errors(action.database_id, secret):
+            return run_query(conn, action, secret.password.reveal().decode())
+    finally:
+        conn.close()
+
+
 def connect_inspected(database_id: str, database: SqlDatabase, secret: DbSecret) -> Connection:
     """A new connection whose role passed the inspection, or an :class:`ActionError`."""
     conn = open_connection(database_id, database, secret)
@@ -123,6 +136,11 @@ def inspect_roles(
     problems: list[str] = []
     notes: list[str] = []
     for database_id, database in sorted(policy.sql.databases.items()):
+        if policy.credentials[database.credential].database_role is not None:
+            # No role exists before a query asks for one: each is inspected as it connects.
+            notes.append(f"sql database {database_id!r}: its roles are issued per query by "
+                         "OpenBao and inspected on each connection")  # fmt: skip
+            continue
         secret = secret_of(database.credential)
         if not isinstance(secret, TokenSecret | SshKeySecret):
             problems.append(

@@ -194,9 +194,12 @@ def load_private_key(secret: SshKeySecret) -> paramiko.PKey:
         else:
             raise ValueError("unsupported key type")
         text = io.StringIO(data.decode("ascii"))
-        return key_class.from_private_key(
+        key = key_class.from_private_key(
             text, password=password.decode("utf-8") if password is not None else None
         )
+        if secret.certificate is not None:
+            key.load_certificate(secret.certificate.decode("ascii"))
+        return key
     except (ValueError, TypeError, UnicodeError, UnsupportedAlgorithm, paramiko.SSHException):
         # `from None`: some of these exceptions keep the key bytes as attributes.
         raise ActionError(

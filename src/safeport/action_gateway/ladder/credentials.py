@@ -1,0 +1,295 @@
+"""Where an action's credential comes from: the local vault, or an OpenBao/Vault server.
+
+A server's credential is checked before the card (:meth:`CredentialSupply.check_before_card`:
+sealed, unreachable, slow, login refused, certificate off the pin: the proposal is refused and
+nothing falls back to another source), fetched after approval and the intent record
+(:meth:`held`), used for the one action, wiped, and its lease revoked. Where each value came
+from (server, path or role, version, certificate serial, TTL) is in the action's outcome
+record; every lease, its TTL and its revocation has records of its own
+(``credential.issued`` before the action, ``credential.revoked`` or
+``credential.revoke_failed`` after), never a value. A lease still open when the gateway dies
+stays in the pending-leases file; the next unlock revokes it (:meth:`settle`) or raises an
+alarm that `sp status` shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from safeport.action_gateway.approvals.cards import ActionRequest
+from safeport.action_gateway.evidence.alarms import JournalEvidence
+from safeport.action_gateway.evidence.journals import GatewayJournals
+from safeport.action_gateway.executors.interface import ActionError, SshAction
+from safeport.action_gateway.executors.openbao.issue import Issued
+from safeport.action_gateway.executors.openbao.sources import SourceFinding
+from safeport.action_gateway.ladder.refusal import Refusal, Rung
+from safeport.action_gateway.policy.store import ServedPolicy
+from safeport.errors import Error
+from safeport.shared.audit import JournalHead
+from safeport.shared.exception_summary import summarize
+from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.schemas.config_sources import LOCAL_SOURCE
+from safeport.vault.interface import UnlockedVault
+from safeport.vault.secrets import CredentialSecret, TokenSecret
+
+log = logging.getLogger("safeport.gateway")
+SecretIdReader = Callable[[str], TokenSecret]
+
+
+class CredentialSources(Protocol):
+    """The servers' side (``executors.openbao.sources.OpenBaoSources`` is one)."""
+
+    def check(
+        self, policy: GatewayPolicy, credential_id: str, secret_id: SecretIdReader
+    ) -> None: ...
+
+    def issue(
+        self,
+        policy: GatewayPolicy,
+        credential_id: str,
+        ssh_user: str | None,
+        secret_id: SecretIdReader,
+    ) -> Issued: ...
+
+    def revoke(
+        self, policy: GatewayPolicy, server_id: str, lease_id: str, secret_id: SecretIdReader
+    ) -> None: ...
+
+    def doctor(self, policy: GatewayPolicy, secret_id: SecretIdReader) -> list[SourceFinding]: ...
+
+    def forget(self) -> None: ...
+
+
+class Journal(Protocol):
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead: ...
+
+
+Alarm = Callable[[str, dict[str, object]], None]
+
+
+class CredentialSupply:
+    def __init__(
+        self,
+        sources: CredentialSources,
+        journals: GatewayJournals | None,
+        evidence: JournalEvidence | None,
+        paths: SafeportPaths | None,
+    ) -> None:
+        """Journals ``credential.*`` records in the actions journal, alarms through
+        ``evidence``, keeps open leases in the data folder's ``leases.json``."""
+        self.sources = sources
+        self._journal: Journal = journals.actions if journals is not None else _NoJournal()
+        self._alarm: Alarm = evidence.alarm if evidence is not None else _no_alarm
+        self._pending = PendingLeases(paths.data_dir / "leases.json" if paths else None)
+
+    def check_before_card(
+        self, policy: GatewayPolicy, credential_id: str, vault: UnlockedVault
+    ) -> None:
+        """Raise the :class:`Refusal` (no card) when the credential's server cannot serve it now."""
+        if policy.credentials[credential_id].source == LOCAL_SOURCE:
+            return
+        try:
+            self.sources.check(policy, credential_id, _reader(vault))
+        except ActionError as exc:
+            raise Refusal(exc.code, Rung.VAULT, exc.failure, exc.message) from exc
+
+    @contextlib.contextmanager
+    def held(
+        self, policy: GatewayPolicy, request: ActionRequest, vault: UnlockedVault, intent: int
+    ) -> Iterator[Held]:
+        """The credential for this one action; wiped and its lease revoked when the block ends.
+
+        Where a server's value came from goes into the action's outcome record (``origin``);
+        a lease has a record of its own before the action runs, so a crash leaves it on record."""
+        credential = policy.credentials[request.credential]
+        if credential.source == LOCAL_SOURCE:
+            yield Held(vault.secret(request.credential), {})
+            return
+        action = request.prepared
+        user = action.host.user if isinstance(action, SshAction) else None
+        issued = self.sources.issue(policy, request.credential, user, _reader(vault))
+        try:
+            if issued.lease_id is not None:
+                self._pending.add(credential.source, issued.lease_id)
+                body = {"request_id": request.request_id, **issued.record}
+                body["lease_id"] = issued.lease_id
+                self._journal.record("credential.issued", body, ref={"intent": intent})
+            yield Held(issued.secret, issued.record)
+        finally:
+            issued.secret.wipe()
+            if issued.lease_id is not None:
+                self._revoke(policy, vault, credential.source, issued.lease_id, intent)
+
+    def settle(self, served: ServedPolicy | None, vault: UnlockedVault) -> None:
+        """Revoke the leases a previous run left open, in a thread of its own (an unlock must
+        not wait on a server's timeouts); alarm for each that cannot be."""
+        if not self._pending.entries():
+            return
+        policy = served.policy if served is not None else None
+        threading.Thread(
+            target=self._settle, args=(policy, vault), name="sp-leases", daemon=True
+        ).start()
+
+    def _settle(self, policy: GatewayPolicy | None, vault: UnlockedVault) -> None:
+        try:
+            for server_id, lease_id in self._pending.entries():
+                if policy is None or server_id not in policy.sources.openbao:
+                    self._failed(server_id, lease_id, "its server is no longer declared", None)
+                    self._pending.remove(lease_id)
+                    continue
+                self._revoke(policy, vault, server_id, lease_id, None, at_start=True)
+        except Exception as exc:  # a journal closed by a stop meanwhile: the file keeps them
+            log.error("open leases were not settled: %s", summarize(exc))
+
+    def _revoke(
+        self,
+        policy: GatewayPolicy,
+        vault: UnlockedVault,
+        server_id: str,
+        lease_id: str,
+        intent: int | None,
+        *,
+        at_start: bool = False,
+    ) -> None:
+        ref = None if intent is None else {"intent": intent}
+        try:
+            self.sources.revoke(policy, server_id, lease_id, _reader(vault))
+        except (ActionError, Error) as exc:
+            self._failed(server_id, lease_id, exc.message, ref)
+            return
+        self._pending.remove(lease_id)
+        body = {"source": server_id, "lease_id": lease_id, "after_restart": at_start}
+        self._journal.record("credential.revoked", body, ref=ref)
+
+    def _failed(
+        self, server_id: str, lease_id: str, reason: str, ref: dict[str, int] | None
+    ) -> None:
+        log.error("lease %s of %s was not revoked: %s", lease_id, server_id, reason)
+        body: dict[str, object] = {"source": server_id, "lease_id": lease_id, "reason": reason}
+        self._journal.record("credential.revoke_failed", body, ref=ref)
+        self._alarm("credential.revoke_failed", {"alarm": True, **body})
+
+    def doctor(self, served: ServedPolicy | None, vault: UnlockedVault) -> list[dict[str, object]]:
+        """`sp doctor`'s lines for the servers and each declared path (no value is read)."""
+        if served is None:
+            return []
+        found = self.sources.doctor(served.policy, _reader(vault))
+        return [dataclasses.asdict(finding) for finding in found]
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """The credential an action runs with, and where it came from (empty: the local vault)."""
+
+    secret: CredentialSecret
+    origin: dict[str, object]
+
+
+def local_only() -> CredentialSupply:
+    """A supply with no server client (unit tests): a server's credential is refused, never
+    replaced by the local vault's."""
+    return CredentialSupply(_NoServers(), None, None, None)
+
+
+class _NoServers:
+    def check(self, policy: GatewayPolicy, credential_id: str, secret_id: SecretIdReader) -> None:
+        raise ActionError("source_unreachable", "this gateway has no OpenBao client")
+
+    def issue(
+        self,
+        policy: GatewayPolicy,
+        credential_id: str,
+        ssh_user: str | None,
+        secret_id: SecretIdReader,
+    ) -> Issued:
+        raise ActionError("source_unreachable", "this gateway has no OpenBao client")
+
+    def revoke(
+        self, policy: GatewayPolicy, server_id: str, lease_id: str, secret_id: SecretIdReader
+    ) -> None:
+        raise ActionError("source_unreachable", "this gateway has no OpenBao client")
+
+    def doctor(self, policy: GatewayPolicy, secret_id: SecretIdReader) -> list[SourceFinding]:
+        return []
+
+    def forget(self) -> None:
+        return
+
+
+def _no_alarm(kind: str, body: dict[str, object]) -> None:
+    return
+
+
+class _NoJournal:
+    def record(
+        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+    ) -> JournalHead:
+        raise Error("no journal")
+
+
+def _reader(vault: UnlockedVault) -> SecretIdReader:
+    def read(name: str) -> TokenSecret:
+        secret = vault.secret(name)
+        if not isinstance(secret, TokenSecret):
+            raise ActionError("source_auth", f"credential {name!r} is not a token")
+        return secret
+
+    return read
+
+
+class PendingLeases:
+    """Lease ids issued and not yet revoked, in a small file that outlives a crash (ids are
+    identifiers, not secrets; the file holds nothing that grants access)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+
+    def add(self, server_id: str, lease_id: str) -> None:
+        with self._lock:
+            items = self._read()
+            items.append({"source": server_id, "lease_id": lease_id, "at": time.time()})
+            self._write(items)
+
+    def remove(self, lease_id: str) -> None:
+        with self._lock:
+            self._write([item for item in self._read() if item.get("lease_id") != lease_id])
+
+    def entries(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(str(i["source"]), str(i["lease_id"])) for i in self._read()]
+
+    def _read(self) -> list[dict[str, object]]:
+        if self._path is None:
+            return []
+        try:
+            data = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError):
+            log.error("the pending leases file %s cannot be read", self._path)
+            return []
+        return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+
+    def _write(self, items: list[dict[str, object]]) -> None:
+        if self._path is None:
+            return
+        temporary = self._path.with_suffix(".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(items, out)
+            out.flush()
+            os.fsync(out.fileno())
+        temporary.replace(self._path)
