@@ -325,15 +325,11 @@ class GatewayPolicy(_Strict):
         return self
 
 
-def _check_sql_credential(
-    credentials: dict[str, Credential], name: str, database: SqlDatabase
-) -> None:
-    cred = credentials.get(database.credential)
+def _check_sql_credential(credentials: dict[str, Credential], name: str, db: SqlDatabase) -> None:
+    cred = credentials.get(db.credential)
     if cred is None:
-        raise ValueError(
-            f"sql database {name!r} uses undeclared credential {database.credential!r}"
-        )
-    wanted = "ssh-key" if database.client_cert_pem is not None else "token"
+        raise ValueError(f"sql database {name!r} uses undeclared credential {db.credential!r}")
+    wanted = "ssh-key" if db.client_cert_pem is not None else "token"
     if cred.database_role is not None:
         wanted = "basic"  # a role OpenBao's database engine issues per query: name and password
     if cred.kind != wanted:
@@ -341,10 +337,8 @@ def _check_sql_credential(
             f"sql database {name!r} needs a {wanted} credential, not {cred.kind} (a token holds"
             " the role's password; with `client_cert_pem`, an ssh-key holds the PEM private key)"
         )
-    for query_id, query in database.queries.items():
-        _only_tightens(
-            cred, database.credential, query, f"sql database {name!r} query {query_id!r}"
-        )
+    for query_id, query in db.queries.items():
+        _only_tightens(cred, db.credential, query, f"sql database {name!r} query {query_id!r}")
 
 
 def approval_of(credential: Credential, action: SshCommand | HttpOperation | SqlQuery) -> Approval:
