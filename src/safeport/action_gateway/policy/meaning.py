@@ -4,14 +4,12 @@ A text diff shows what the file's characters became; this compares the two *pars
 so nothing a text can hide from a reader (a table folded into a comment by a character the
 terminal breaks at, a key moved elsewhere, a default that applies once a line is gone) changes
 what is said here. Every field of the model is compared, so a field added to the schema later
-is reported too ("changed from … to …") before anyone writes a sentence for it; the fields that
-decide who may ask for what, how often and under which approval get their own sentence and say
-whether the edit loosens or tightens. Every other field says which way it loosens in
-``policy_directions.py``, by its place in the schema; one whose direction cannot be computed
-(a pattern, an argv, an address) is said as loosened, never as a neutral "changed". A host or
-service moved to another credential is said with what that credential's approval and rate cap
-make of it. Values are shown whole: two different values never read alike. Pure: the CLI
-renders the result.
+is reported too before anyone writes a sentence for it; the fields that decide who may ask for
+what, how often and under which approval get their own sentence, loosened or tightened. Every
+other field's direction is in ``directions.py``, by its place in the schema; one whose
+direction cannot be computed (a pattern, an argv, an address) is said as loosened, never as a
+neutral "changed". A table moved to another credential is said with what that credential's
+approval and rate cap make of it. Values are shown whole. Pure: the CLI renders the result.
 """
 
 from __future__ import annotations
