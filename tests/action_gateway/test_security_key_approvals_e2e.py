@@ -301,3 +301,28 @@ def test_the_first_enrolment_from_inside_an_agent_is_refused(gateway: Gateway) -
     # From outside every agent's tree, the human enrols with the passphrase.
     assert enroll(gateway, SoftAuthenticator(), "blue", passphrase=PASSPHRASE)["ok"]
     assert [k["name"] for k in gateway.control("approver.keys")["result"]["keys"]] == ["blue"]
+
+
+def test_an_enrolment_touch_proves_one_enrolment_even_from_a_key_without_a_counter(
+    keyed: Any,
+) -> None:
+    gw, key = keyed
+    key.knobs.counter_step = 0
+    key.knobs.counter_fixed = 0  # a key without a counter: its touches carry no sequence
+    issued = challenge(gw, "enroll", "spare")
+    touch = sign(key, issued.request).model_dump()
+    # The human's new key failed to register: the proof went through, the enrolment did not,
+    # and the challenge is spent with it.
+    broken = {"client_data": "e30", "attestation_object": "oA"}
+    failed = gw.control("approver.enroll", name="spare", registration=broken, assertion=touch)
+    assert not failed["ok"]
+    # An agent that read the touch off the wire replays it with a key of its own.
+    rogue = SoftAuthenticator()
+    rogue.touch.set()
+    own = KeySigner(rogue).register(issued, "spare").model_dump()
+    replayed = gw.control("approver.enroll", name="spare", registration=own, assertion=touch)
+    assert not replayed["ok"] and "no challenge" in replayed["error"]["reason"], replayed
+    # The human retries with a fresh challenge and a fresh touch.
+    spare = SoftAuthenticator()
+    assert enroll(gw, spare, "spare", signer=key)["ok"]
+    assert [k["name"] for k in gw.control("approver.keys")["result"]["keys"]] == ["blue", "spare"]
