@@ -4,7 +4,9 @@ real P-256 keys and a touch the test gives. Each attack sits beside the legitima
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -326,3 +328,41 @@ def test_an_enrolment_touch_proves_one_enrolment_even_from_a_key_without_a_count
     spare = SoftAuthenticator()
     assert enroll(gw, spare, "spare", signer=key)["ok"]
     assert [k["name"] for k in gw.control("approver.keys")["result"]["keys"]] == ["blue", "spare"]
+
+
+_SWAP = """
+import os, sys, time
+home, end = sys.argv[1], time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for name in ("keyed.toml", "loose.toml"):
+        os.link(os.path.join(home, name), os.path.join(home, "swap.toml"))
+        os.replace(os.path.join(home, "swap.toml"), os.path.join(home, "gateway.toml"))
+"""
+
+
+def test_a_policy_swapped_in_after_the_key_check_read_the_file_is_not_accepted(
+    keyed: Any,
+) -> None:
+    """An agent with the passphrase asks to accept the digest of a policy that turns the key
+    off while it swaps gateway.toml between that policy and the served one: the key check and
+    the acceptance must judge the same text."""
+    gw, key = keyed
+    loose = POLICY + "\n# the key is off\n"
+    (gw.home / "keyed.toml").write_text(KEYED)
+    (gw.home / "loose.toml").write_text(loose)
+    digest = hashlib.sha256(loose.encode("utf-8")).hexdigest()
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAP, str(gw.home), "20"])
+    try:
+        for _ in range(300):
+            reply = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest)
+            assert not reply["ok"], "a policy turning the key off was accepted without a touch"
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert gw.control("approver.keys")["result"]["factor_in_use"] is True
+    # The legitimate use: the human accepts it with a touch of the enrolled key.
+    gw.write_policy(loose)
+    issued = challenge(gw, "policy", digest)
+    touch = sign(key, issued.request).model_dump()
+    accepted = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest, assertion=touch)
+    assert accepted["ok"], accepted
