@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -353,7 +354,7 @@ def test_a_policy_swapped_in_after_the_key_check_read_the_file_is_not_accepted(
     digest = hashlib.sha256(loose.encode("utf-8")).hexdigest()
     swapper = subprocess.Popen([sys.executable, "-c", _SWAP, str(gw.home), "20"])
     try:
-        for _ in range(300):
+        for _ in range(120):
             reply = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest)
             assert not reply["ok"], "a policy turning the key off was accepted without a touch"
     finally:
@@ -366,3 +367,50 @@ def test_a_policy_swapped_in_after_the_key_check_read_the_file_is_not_accepted(
     touch = sign(key, issued.request).model_dump()
     accepted = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest, assertion=touch)
     assert accepted["ok"], accepted
+
+
+def test_a_policy_turning_the_key_off_cannot_land_after_the_human_turned_it_on(
+    keyed: Any,
+) -> None:
+    """The key is off (the human turned it off with a touch) and an agent with the passphrase
+    keeps accepting a policy that leaves it off; when the human turns it back on, none of the
+    agent's acceptances checked against the old policy may be served after the human's."""
+    gw, key = keyed
+    off = POLICY + "\n# off\n"
+    digest = hashlib.sha256(off.encode("utf-8")).hexdigest()
+    issued = challenge(gw, "policy", digest)
+    touch = sign(key, issued.request).model_dump()
+    turned = gw.control(
+        "policy.accept", passphrase=PASSPHRASE, digest=digest, text=off, assertion=touch
+    )
+    assert turned["ok"], turned
+    loose = POLICY + "\n# the agent's\n"
+    loose_digest = hashlib.sha256(loose.encode("utf-8")).hexdigest()
+    keyed_digest = hashlib.sha256(KEYED.encode("utf-8")).hexdigest()
+    stop = threading.Event()
+
+    def agent() -> None:
+        while not stop.is_set():
+            gw.control("policy.accept", passphrase=PASSPHRASE, digest=loose_digest, text=loose)
+
+    agents = [threading.Thread(target=agent) for _ in range(3)]
+    for thread in agents:
+        thread.start()
+    try:
+        for _ in range(5):
+            on = gw.control("policy.accept", passphrase=PASSPHRASE, digest=keyed_digest, text=KEYED)
+            assert on["ok"], on
+            served = gw.control("policy.status")["result"]["served"]
+            assert served == keyed_digest, (
+                "an acceptance checked before the key was on landed after"
+            )
+            # The human turns it off again, with a touch, for the next round.
+            issued = challenge(gw, "policy", digest)
+            touch = sign(key, issued.request).model_dump()
+            gw.control(
+                "policy.accept", passphrase=PASSPHRASE, digest=digest, text=off, assertion=touch
+            )
+    finally:
+        stop.set()
+        for thread in agents:
+            thread.join()
