@@ -414,3 +414,38 @@ def test_a_policy_turning_the_key_off_cannot_land_after_the_human_turned_it_on(
         stop.set()
         for thread in agents:
             thread.join()
+
+
+def test_one_enrolment_touch_enrols_one_key_even_when_replayed_at_once(keyed: Any) -> None:
+    """A key without a counter: an agent that reads the human's enrolment touch off the wire
+    sends it at the same moment with a key of its own; one touch still enrols one key (which
+    one is whoever's arrives first: the touch binds the name, not the new key)."""
+    gw, key = keyed
+    key.knobs.counter_step = 0
+    key.knobs.counter_fixed = 0
+    for round_ in range(4):
+        name = f"spare{round_}"
+        issued = challenge(gw, "enroll", name)
+        touch = sign(key, issued.request).model_dump()
+        regs = []
+        for device in (SoftAuthenticator(), SoftAuthenticator()):
+            device.touch.set()
+            regs.append(KeySigner(device).register(issued, name).model_dump())
+        replies: list[dict[str, Any]] = []
+        threads = [
+            threading.Thread(target=_enrol_into, args=(gw, replies, name, reg, touch))
+            for reg in regs
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sum(1 for reply in replies if reply["ok"]) == 1, replies
+        refused = next(reply for reply in replies if not reply["ok"])
+        assert "no challenge" in refused["error"]["reason"], refused
+
+
+def _enrol_into(
+    gw: Gateway, replies: list[dict[str, Any]], name: str, reg: dict[str, Any], touch: Any
+) -> None:
+    replies.append(gw.control("approver.enroll", name=name, registration=reg, assertion=touch))
