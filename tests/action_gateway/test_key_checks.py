@@ -4,6 +4,7 @@ fido2's server checks plus the counter), and which policy edits turn the key off
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -177,3 +178,22 @@ def test_client_data_from_a_frame_of_another_origin_is_refused() -> None:
         response = _signed_over(key, used, framed)
         with pytest.raises(KeyRefused, match="another origin"):
             verify_assertion(RP, (used,), response, challenge, user_verification=False)
+
+
+def test_a_signature_under_another_enrolled_keys_id_and_a_counter_at_its_top_are_refused() -> None:
+    blue, green = SoftAuthenticator(), SoftAuthenticator()
+    blue_key, green_key = _enrolled(blue), _enrolled(green)
+    challenge = card_challenge(*BASE)
+    ring = (blue_key, green_key)
+    signed = _signed(blue, blue_key, challenge)
+    assert verify_assertion(RP, ring, signed, challenge, user_verification=False).id == blue_key.id
+    # Blue's signature presented as green's: checked against green's public key.
+    relabelled = {**_signed(blue, blue_key, challenge), "id": green_key.id, "rawId": green_key.id}
+    with pytest.raises(KeyRefused, match="signature"):
+        verify_assertion(RP, ring, relabelled, challenge, user_verification=False)
+    # A counter at 2^32-1 cannot be followed: not by the same value, nor by a wrap to 0.
+    top = replace(blue_key, counter=2**32 - 1)
+    for counter in (2**32 - 1, 0):
+        blue.knobs.counter_fixed = counter
+        with pytest.raises(KeyRefused, match="cloned"):
+            _assert(blue, top, challenge)
