@@ -3,10 +3,14 @@ fido2's server checks plus the counter), and which policy edits turn the key off
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from fido2.utils import websafe_encode
+from fido2.ctap2.base import Ctap2
+from fido2.utils import websafe_decode, websafe_encode
+from fido2.webauthn import CollectedClientData
 
 from harness.gateway import POLICY
 from harness.soft_authenticator import SoftAuthenticator
@@ -22,7 +26,12 @@ from safeport.action_gateway.policy.approval_factor import key_factor, loosens_f
 from safeport.action_gateway.policy.meaning import meaning_of_edit
 from safeport.gateway_client.security_key import KeySigner
 from safeport.shared.schemas.config import parse_gateway_policy
-from safeport.shared.schemas.key_wire import KeyChallengeResult, KeyChoice, KeyRequest
+from safeport.shared.schemas.key_wire import (
+    KeyChallengeResult,
+    KeyChoice,
+    KeyRequest,
+    origin_of,
+)
 
 RP = "gw-test.safeport.invalid"
 BASE = ("c-1", "a" * 64, "b" * 64, 1_900_000_000)
@@ -134,3 +143,57 @@ def test_the_diff_of_meaning_says_turning_the_key_off_loosens() -> None:
     assert all("approval_factor" in c.text for c in (*off, *on))
     assert [c.weight for c in off] == ["loosened"]
     assert [c.weight for c in on] == ["tightened"]
+
+
+def _signed_over(
+    key: SoftAuthenticator, enrolled: EnrolledKey, client_data: CollectedClientData
+) -> dict[str, Any]:
+    """An assertion whose client data the caller wrote (not python-fido2's client)."""
+    key.touch.set()
+    allow: list[Mapping[str, Any]] = [{"type": "public-key", "id": websafe_decode(enrolled.id)}]
+    signed = Ctap2(key).get_assertion(RP, client_data.hash, allow)
+    inner = {
+        "clientDataJSON": websafe_encode(client_data),
+        "authenticatorData": websafe_encode(signed.auth_data),
+        "signature": websafe_encode(signed.signature),
+    }
+    return {"id": enrolled.id, "rawId": enrolled.id, "type": "public-key", "response": inner}
+
+
+def test_client_data_from_a_frame_of_another_origin_is_refused() -> None:
+    key = SoftAuthenticator()
+    enrolled = _enrolled(key)
+    challenge = card_challenge(*BASE)
+    origin = origin_of(RP)
+    plain = CollectedClientData.create("webauthn.get", challenge, origin)
+    used = verify_assertion(
+        RP, (enrolled,), _signed_over(key, enrolled, plain), challenge, user_verification=False
+    )
+    for framed in (
+        CollectedClientData.create("webauthn.get", challenge, origin, cross_origin=True),
+        CollectedClientData.create(
+            "webauthn.get", challenge, origin, topOrigin="https://elsewhere.example"
+        ),
+    ):
+        response = _signed_over(key, used, framed)
+        with pytest.raises(KeyRefused, match="another origin"):
+            verify_assertion(RP, (used,), response, challenge, user_verification=False)
+
+
+def test_a_signature_under_another_enrolled_keys_id_and_a_counter_at_its_top_are_refused() -> None:
+    blue, green = SoftAuthenticator(), SoftAuthenticator()
+    blue_key, green_key = _enrolled(blue), _enrolled(green)
+    challenge = card_challenge(*BASE)
+    ring = (blue_key, green_key)
+    signed = _signed(blue, blue_key, challenge)
+    assert verify_assertion(RP, ring, signed, challenge, user_verification=False).id == blue_key.id
+    # Blue's signature presented as green's: checked against green's public key.
+    relabelled = {**_signed(blue, blue_key, challenge), "id": green_key.id, "rawId": green_key.id}
+    with pytest.raises(KeyRefused, match="signature"):
+        verify_assertion(RP, ring, relabelled, challenge, user_verification=False)
+    # A counter at 2^32-1 cannot be followed: not by the same value, nor by a wrap to 0.
+    top = replace(blue_key, counter=2**32 - 1)
+    for counter in (2**32 - 1, 0):
+        blue.knobs.counter_fixed = counter
+        with pytest.raises(KeyRefused, match="cloned"):
+            _assert(blue, top, challenge)

@@ -4,8 +4,11 @@ real P-256 keys and a touch the test gives. Each attack sits beside the legitima
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -301,3 +304,148 @@ def test_the_first_enrolment_from_inside_an_agent_is_refused(gateway: Gateway) -
     # From outside every agent's tree, the human enrols with the passphrase.
     assert enroll(gateway, SoftAuthenticator(), "blue", passphrase=PASSPHRASE)["ok"]
     assert [k["name"] for k in gateway.control("approver.keys")["result"]["keys"]] == ["blue"]
+
+
+def test_an_enrolment_touch_proves_one_enrolment_even_from_a_key_without_a_counter(
+    keyed: Any,
+) -> None:
+    gw, key = keyed
+    key.knobs.counter_step = 0
+    key.knobs.counter_fixed = 0  # a key without a counter: its touches carry no sequence
+    issued = challenge(gw, "enroll", "spare")
+    touch = sign(key, issued.request).model_dump()
+    # The human's new key failed to register: the proof went through, the enrolment did not,
+    # and the challenge is spent with it.
+    broken = {"client_data": "e30", "attestation_object": "oA"}
+    failed = gw.control("approver.enroll", name="spare", registration=broken, assertion=touch)
+    assert not failed["ok"]
+    # An agent that read the touch off the wire replays it with a key of its own.
+    rogue = SoftAuthenticator()
+    rogue.touch.set()
+    own = KeySigner(rogue).register(issued, "spare").model_dump()
+    replayed = gw.control("approver.enroll", name="spare", registration=own, assertion=touch)
+    assert not replayed["ok"] and "no challenge" in replayed["error"]["reason"], replayed
+    # The human retries with a fresh challenge and a fresh touch.
+    spare = SoftAuthenticator()
+    assert enroll(gw, spare, "spare", signer=key)["ok"]
+    assert [k["name"] for k in gw.control("approver.keys")["result"]["keys"]] == ["blue", "spare"]
+
+
+_SWAP = """
+import os, sys, time
+home, end = sys.argv[1], time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for name in ("keyed.toml", "loose.toml"):
+        os.link(os.path.join(home, name), os.path.join(home, "swap.toml"))
+        os.replace(os.path.join(home, "swap.toml"), os.path.join(home, "gateway.toml"))
+"""
+
+
+def test_a_policy_swapped_in_after_the_key_check_read_the_file_is_not_accepted(
+    keyed: Any,
+) -> None:
+    """An agent with the passphrase asks to accept the digest of a policy that turns the key
+    off while it swaps gateway.toml between that policy and the served one: the key check and
+    the acceptance must judge the same text."""
+    gw, key = keyed
+    loose = POLICY + "\n# the key is off\n"
+    (gw.home / "keyed.toml").write_text(KEYED)
+    (gw.home / "loose.toml").write_text(loose)
+    digest = hashlib.sha256(loose.encode("utf-8")).hexdigest()
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAP, str(gw.home), "20"])
+    try:
+        for _ in range(120):
+            reply = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest)
+            assert not reply["ok"], "a policy turning the key off was accepted without a touch"
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert gw.control("approver.keys")["result"]["factor_in_use"] is True
+    # The legitimate use: the human accepts it with a touch of the enrolled key.
+    gw.write_policy(loose)
+    issued = challenge(gw, "policy", digest)
+    touch = sign(key, issued.request).model_dump()
+    accepted = gw.control("policy.accept", passphrase=PASSPHRASE, digest=digest, assertion=touch)
+    assert accepted["ok"], accepted
+
+
+def test_a_policy_turning_the_key_off_cannot_land_after_the_human_turned_it_on(
+    keyed: Any,
+) -> None:
+    """The key is off (the human turned it off with a touch) and an agent with the passphrase
+    keeps accepting a policy that leaves it off; when the human turns it back on, none of the
+    agent's acceptances checked against the old policy may be served after the human's."""
+    gw, key = keyed
+    off = POLICY + "\n# off\n"
+    digest = hashlib.sha256(off.encode("utf-8")).hexdigest()
+    issued = challenge(gw, "policy", digest)
+    touch = sign(key, issued.request).model_dump()
+    turned = gw.control(
+        "policy.accept", passphrase=PASSPHRASE, digest=digest, text=off, assertion=touch
+    )
+    assert turned["ok"], turned
+    loose = POLICY + "\n# the agent's\n"
+    loose_digest = hashlib.sha256(loose.encode("utf-8")).hexdigest()
+    keyed_digest = hashlib.sha256(KEYED.encode("utf-8")).hexdigest()
+    stop = threading.Event()
+
+    def agent() -> None:
+        while not stop.is_set():
+            gw.control("policy.accept", passphrase=PASSPHRASE, digest=loose_digest, text=loose)
+
+    agents = [threading.Thread(target=agent) for _ in range(3)]
+    for thread in agents:
+        thread.start()
+    try:
+        for _ in range(5):
+            on = gw.control("policy.accept", passphrase=PASSPHRASE, digest=keyed_digest, text=KEYED)
+            assert on["ok"], on
+            served = gw.control("policy.status")["result"]["served"]
+            assert served == keyed_digest, (
+                "an acceptance checked before the key was on landed after"
+            )
+            # The human turns it off again, with a touch, for the next round.
+            issued = challenge(gw, "policy", digest)
+            touch = sign(key, issued.request).model_dump()
+            gw.control(
+                "policy.accept", passphrase=PASSPHRASE, digest=digest, text=off, assertion=touch
+            )
+    finally:
+        stop.set()
+        for thread in agents:
+            thread.join()
+
+
+def test_one_enrolment_touch_enrols_one_key_even_when_replayed_at_once(keyed: Any) -> None:
+    """A key without a counter: an agent that reads the human's enrolment touch off the wire
+    sends it at the same moment with a key of its own; one touch still enrols one key (which
+    one is whoever's arrives first: the touch binds the name, not the new key)."""
+    gw, key = keyed
+    key.knobs.counter_step = 0
+    key.knobs.counter_fixed = 0
+    for round_ in range(4):
+        name = f"spare{round_}"
+        issued = challenge(gw, "enroll", name)
+        touch = sign(key, issued.request).model_dump()
+        regs = []
+        for device in (SoftAuthenticator(), SoftAuthenticator()):
+            device.touch.set()
+            regs.append(KeySigner(device).register(issued, name).model_dump())
+        replies: list[dict[str, Any]] = []
+        threads = [
+            threading.Thread(target=_enrol_into, args=(gw, replies, name, reg, touch))
+            for reg in regs
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sum(1 for reply in replies if reply["ok"]) == 1, replies
+        refused = next(reply for reply in replies if not reply["ok"])
+        assert "no challenge" in refused["error"]["reason"], refused
+
+
+def _enrol_into(
+    gw: Gateway, replies: list[dict[str, Any]], name: str, reg: dict[str, Any], touch: Any
+) -> None:
+    replies.append(gw.control("approver.enroll", name=name, registration=reg, assertion=touch))

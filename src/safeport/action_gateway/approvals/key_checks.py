@@ -125,6 +125,10 @@ def verify_assertion(
         if user_verification
         else UserVerificationRequirement.DISCOURAGED,
     }
+    client_data = parsed.response.client_data
+    if client_data.cross_origin or "topOrigin" in json.loads(bytes(client_data)):
+        # A frame of another origin asked for this signature: the gateway's client never is one.
+        raise KeyRefused("the security key's answer was asked for from another origin")
     try:
         _server(rp_id).authenticate_complete(state, [credential], parsed)
     except ValueError as exc:

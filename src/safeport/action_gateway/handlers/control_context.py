@@ -33,6 +33,7 @@ class ControlContext:
         self._proof = PassphraseProof(core, self.in_thread, attempts)
         self._approvers: set[int] = set()
         self._watchers: dict[int, Listener] = {}
+        self.policy_accepting = asyncio.Lock()
 
     async def in_thread(self, func: Callable[[], Result]) -> Result:
         """Blocking work (KDFs, fsyncs) off the loop, on the human's own small pool."""

@@ -121,8 +121,11 @@ async def policy_accept(
 ) -> PolicyAcceptedResult:
     params = request.params
     await ctx.prove(conn, request.op, params.passphrase)
-    await key_ops.check_policy(ctx, params)
-    digest = await ctx.in_thread(lambda: ctx.core.accept_policy(params.digest, params.text))
+    # One acceptance at a time: the key check judges the new text against the policy served
+    # now, so none may be served between that check and this acceptance.
+    async with ctx.policy_accepting:
+        await key_ops.check_policy(ctx, params)
+        digest = await ctx.in_thread(lambda: ctx.core.accept_policy(params.digest, params.text))
     return PolicyAcceptedResult(policy=digest)
 
 

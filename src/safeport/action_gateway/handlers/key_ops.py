@@ -104,7 +104,9 @@ async def check_policy(ctx: ControlContext, params: PolicyAcceptParams) -> None:
     snapshot = ctx.core.policy_snapshot()
     text = params.text if params.text is not None else snapshot.get("file_text")
     if not isinstance(text, str) or policy_digest(text) != params.digest:
-        return  # the acceptance itself refuses a text that is not the one shown
+        # Refused here, not left to the acceptance: it reads gateway.toml again, and a file
+        # swapped back in between would be accepted without this check having judged it.
+        raise Denied("gateway.toml changed after it was shown", hint="run `sp policy accept` again")
     try:
         new, _ = parse_gateway_policy(text)
     except ConfigError:
