@@ -68,6 +68,28 @@ def test_a_statement_that_is_not_one_reading_query_is_refused_in_words(
         check_statement(statement, frozenset())
 
 
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ('SELECT "pg_advisory_lock"(42)', "pg_advisory_lock"),
+        ("SELECT pg_catalog.\"pg_read_file\"('postgresql.auto.conf')", "pg_read_file"),
+        ('SELECT U&"pg\\005fsleep"(100)', "pg_sleep"),
+        ("SELECT u&\"pg_\\+00006Cs_dir\"('.')", "pg_ls_dir"),
+        ("SELECT U&\"pg!005fsleep\" UESCAPE '!' (100)", "UESCAPE"),
+        ("SELECT * FROM ts_stat({q})", "ts_stat"),
+        ("SELECT ts_rewrite('a'::tsquery, {q})", "ts_rewrite"),
+    ],
+)
+def test_a_refused_function_is_refused_by_its_quoted_name_or_when_it_runs_a_value_as_sql(
+    statement: str, said: str
+) -> None:
+    params = frozenset({"q"}) if "{q}" in statement else frozenset()
+    with pytest.raises(StatementRefused, match=said):
+        check_statement(statement, params)
+    # Legitimate: a quoted column named like nothing refused, and to_tsvector on a value.
+    check_statement('SELECT "Pg_Sleep", to_tsvector({q}) FROM t', frozenset({"q"}))
+
+
 def test_placeholders_count_only_outside_strings_and_comments() -> None:
     check_statement("SELECT '{a}' WHERE x = {b} -- {c}", frozenset({"b"}))
     with pytest.raises(StatementRefused, match="undeclared params: \\['b'\\]"):

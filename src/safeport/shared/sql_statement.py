@@ -26,6 +26,7 @@ REFUSED_WORDS = frozenset(
         "insert", "update", "delete", "merge", "truncate", "copy", "into", "share", "nowait",
         "lock", "commit", "rollback", "savepoint", "begin", "set", "call", "execute", "prepare",
         "grant", "revoke", "create", "alter", "drop", "listen", "notify", "vacuum",
+        "uescape",
     }
 )  # fmt: skip
 # Functions with side effects or file, network or timing access (the database refuses most of
@@ -35,8 +36,11 @@ REFUSED_FUNCTIONS = re.compile(
     r"|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile"
     r"|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_advisory\w*|pg_try_advisory\w*|nextval|setval"
     r"|pg_notify|pg_file_\w+|query_to_xml\w*|table_to_xml\w*|cursor_to_xml\w*|database_to_xml\w*"
-    r"|schema_to_xml\w*|txid_current|pg_current_xact_id|pg_logical_emit_message)$"
+    r"|schema_to_xml\w*|txid_current|pg_current_xact_id|pg_logical_emit_message"
+    # These run a query given as text: a bound value would become a statement of the agent's.
+    r"|ts_stat|ts_rewrite)$"
 )
+_UNICODE_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{4})|\+([0-9A-Fa-f]{6}))")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
@@ -90,7 +94,9 @@ def check_statement(statement: str, params: frozenset[str]) -> None:
             f"a read-only query may not use {', '.join(w.upper() for w in refused)}"
             ' (write a column of that name in double quotes: "update")'
         )
-    functions = sorted({word for word in words if REFUSED_FUNCTIONS.match(word)})
+    # A quoted identifier names the same function: "pg_sleep"(9), U&"pg\\005fsleep"(9).
+    names = words + [_identifier(parts, k) for k, part in enumerate(parts) if _is_ident(part)]
+    functions = sorted({word for word in names if REFUSED_FUNCTIONS.match(word)})
     if functions:
         raise StatementRefused(
             f"a read-only query may not call {', '.join(functions)} (side effects, locks, or "
@@ -104,6 +110,18 @@ def check_statement(statement: str, params: frozenset[str]) -> None:
     if params - used:
         unused = sorted(params - used)
         raise StatementRefused(f"params declared but never used in the statement: {unused}")
+
+
+def _is_ident(piece: Piece) -> bool:
+    return piece.kind == "quoted" and piece.text.startswith('"')
+
+
+def _identifier(parts: list[Piece], k: int) -> str:
+    """The name a quoted identifier stands for (case kept, as PostgreSQL keeps it)."""
+    name = parts[k].text[1:-1].replace('""', '"')
+    if k > 0 and parts[k - 1].kind == "code" and parts[k - 1].text.lower().endswith("u&"):
+        name = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), name)
+    return name
 
 
 def driver_text(statement: str) -> str:
