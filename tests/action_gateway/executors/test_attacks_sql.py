@@ -238,3 +238,27 @@ def test_the_password_never_appears_in_an_error(
     assert error.failure == "auth_failed" and wrong not in str(error)
     echo = unchecked(policy(postgres), f"SELECT 'the password is {CANARY}' AS v")
     assert _refused(executor, echo).failure == "bad_response"  # the credential echoed back
+
+
+def test_a_session_advisory_lock_taken_by_a_query_is_not_held_by_the_pooled_connection(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    parsed = policy(postgres)
+    assert executor.sql_query(action(parsed, "order_count", min_id=0), password()).rows == [[4]]
+
+    def advisory_locks() -> object:
+        with postgres.admin() as admin:
+            return admin.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                " WHERE a.application_name = 'safeport' AND l.locktype = 'advisory'"
+            ).fetchone()
+
+    # A session lock outlives ROLLBACK; in one batch or over several FETCHes, it is let go.
+    for statement, max_rows in [
+        ("SELECT pg_advisory_lock(4242) AS v", 100),
+        ("SELECT pg_advisory_lock(g) AS v FROM generate_series(1, 250) g", 1000),
+    ]:
+        locking = unchecked(parsed, statement, max_rows=max_rows)
+        assert executor.sql_query(locking, password()).row_count in (1, 250)
+        assert executor.pooled_sql_connections == 1
+        assert advisory_locks() == (0,)
