@@ -262,3 +262,39 @@ def test_a_session_advisory_lock_taken_by_a_query_is_not_held_by_the_pooled_conn
         assert executor.sql_query(locking, password()).row_count in (1, 250)
         assert executor.pooled_sql_connections == 1
         assert advisory_locks() == (0,)
+
+
+def test_a_role_granted_execute_on_a_server_file_function_is_refused_like_a_file_role(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # Not a member of pg_read_server_files, yet pg_read_file reads the data directory
+    # (pg_hba.conf, postgresql.auto.conf) for a role granted EXECUTE on it, directly or through
+    # a role it may only SET ROLE to.
+    postgres.role("plain", CANARY)
+    plain = policy(postgres, user="plain")
+    assert executor.inspect_roles(plain, lambda name: password()) == ([], [])
+    assert executor.sql_query(action(plain, "order_count", min_id=0), password()).rows == [[4]]
+    with postgres.admin() as admin:
+        admin.execute("DROP ROLE IF EXISTS file_fns")
+        admin.execute("CREATE ROLE file_fns NOLOGIN")
+        admin.execute("GRANT EXECUTE ON FUNCTION pg_read_file(text) TO file_fns")
+    postgres.role("granted", CANARY, "GRANT EXECUTE ON FUNCTION pg_ls_dir(text) TO granted")
+    postgres.role("chained", CANARY, "ALTER ROLE chained NOINHERIT", "GRANT file_fns TO chained")
+    for user, function in [("granted", "pg_ls_dir"), ("chained", "pg_read_file")]:
+        parsed = policy(postgres, user=user)
+        problems, _ = executor.inspect_roles(parsed, lambda name: password())
+        assert problems and function in problems[0]
+        refused = _refused(executor, action(parsed, "order_count", min_id=0))
+        assert refused.failure == "role_refused" and function in refused.message
+    # Granted after the connection was pooled: refused inside the next query's transaction.
+    assert executor.pooled_sql_connections == 1
+    with postgres.admin() as admin:
+        admin.execute("GRANT EXECUTE ON FUNCTION pg_stat_file(text) TO plain")
+    try:
+        pooled = _refused(executor, action(plain, "order_count", min_id=0))
+        assert pooled.failure == "role_refused" and "pg_stat_file" in pooled.message
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("REVOKE EXECUTE ON FUNCTION pg_stat_file(text) FROM plain")
+    allowed = policy(postgres, user="granted", extra='allow_superuser = "log reader for ops"')
+    assert executor.sql_query(action(allowed, "order_count", min_id=0), password()).rows == [[4]]

@@ -142,7 +142,8 @@ def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
     role) since its connection opened, its rows are never returned."""
     assert row is not None
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
-    role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles)
+    functions = tuple(str(name) for name in row[5] or ())  # type: ignore[attr-defined]
+    role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles, file_functions=functions)
     problems = role_problems(action.database_id, action.database, role)
     if problems:
         raise ActionError("role_refused", problems[0] + "; nothing it read is returned")
