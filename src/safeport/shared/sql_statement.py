@@ -148,7 +148,7 @@ def _quoted_end(text: str, i: int) -> int | None:
         return len(text) if newline < 0 else newline + 1
     if text.startswith("/*", i):
         return _block_comment_end(text, i)
-    if char == "$" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+    if char == "$" and not _word_before(text, i):
         tag = _DOLLAR_TAG.match(text, i)
         if tag is None:
             return None
@@ -160,7 +160,9 @@ def _quoted_end(text: str, i: int) -> int | None:
 
 
 def _word_before(text: str, i: int) -> bool:
-    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")
+    """Whether ``text[i - 1]`` continues a name, as PostgreSQL's lexer reads one: any character
+    outside ASCII does (``v€$a$`` is one name, not ``v€`` and a dollar quote)."""
+    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$" or ord(text[i - 1]) > 127)
 
 
 def _closing_quote(text: str, i: int, quote: str, escapes: bool) -> int:

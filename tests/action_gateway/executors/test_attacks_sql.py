@@ -19,6 +19,7 @@ from harness.fakes import CANARY
 from harness.real_postgres import WRITER, WRITER_PASSWORD, Postgres
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.sql_statement import StatementRefused, check_statement
 from tests.action_gateway.executors.sql_policy import action, password, policy, unchecked
 
 pytestmark = pytest.mark.integration
@@ -298,3 +299,28 @@ def test_a_role_granted_execute_on_a_server_file_function_is_refused_like_a_file
             admin.execute("REVOKE EXECUTE ON FUNCTION pg_stat_file(text) FROM plain")
     allowed = policy(postgres, user="granted", extra='allow_superuser = "log reader for ops"')
     assert executor.sql_query(action(allowed, "order_count", min_id=0), password()).rows == [[4]]
+
+
+def test_a_statement_is_read_by_the_server_as_the_policy_check_read_it(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # The policy check reads pg_advisory_lock as inside a string in both. With
+    # standard_conforming_strings off (set for the role) '\' ended no string; and a non-ASCII
+    # letter before $a$ makes it part of a name, not a dollar quote, as the server reads it.
+    hidden = [
+        "SELECT 'a\\' AS v, ' AS w, pg_advisory_lock(7) AS x --'",
+        "SELECT 1 AS v€$a$, pg_advisory_lock(7) AS y€$a$",
+    ]
+    check_statement(hidden[0], frozenset())
+    postgres.role(
+        "oldstrings", CANARY, "ALTER ROLE oldstrings SET standard_conforming_strings = off"
+    )
+    parsed = policy(postgres, user="oldstrings")
+    legit = executor.sql_query(unchecked(parsed, "SELECT 'c:\\dir' AS v"), password())
+    assert legit.rows == [["c:\\dir"]]  # a backslash is a character, as the check read it
+    quoted = executor.sql_query(unchecked(parsed, hidden[0], columns=("v", "?column?")), password())
+    assert quoted.rows == [["a\\", " AS w, pg_advisory_lock(7) AS x --"]]
+    with pytest.raises(StatementRefused, match="pg_advisory_lock"):
+        check_statement(hidden[1], frozenset())  # read as the server reads it (a call)
+    called = executor.sql_query(unchecked(parsed, hidden[1], columns=("v€$a$",)), password())
+    assert called.rows == [[1, ""]]  # the server did call it: the check now refuses it
