@@ -324,3 +324,25 @@ def test_a_statement_is_read_by_the_server_as_the_policy_check_read_it(
         check_statement(hidden[1], frozenset())  # read as the server reads it (a call)
     called = executor.sql_query(unchecked(parsed, hidden[1], columns=("v€$a$",)), password())
     assert called.rows == [[1, ""]]  # the server did call it: the check now refuses it
+
+
+def test_a_role_that_owns_a_table_is_refused_even_with_its_own_privileges_revoked(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # An owner may grant itself back what it revoked from itself, at any time.
+    postgres.role("owner", CANARY)
+    parsed = policy(postgres, user="owner")
+    assert executor.inspect_roles(parsed, lambda name: password()) == ([], [])
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS owned")
+        admin.execute("CREATE TABLE owned (a int)")
+        admin.execute("ALTER TABLE owned OWNER TO owner")
+        admin.execute("SET ROLE owner")
+        admin.execute("REVOKE ALL ON owned FROM owner")
+        admin.execute("RESET ROLE")
+    try:
+        problems, _ = executor.inspect_roles(parsed, lambda name: password())
+        assert problems and "may write to 1 table(s), e.g. public.owned" in problems[0]
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("DROP TABLE owned")

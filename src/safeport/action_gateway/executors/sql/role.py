@@ -44,7 +44,9 @@ WRITE_QUERY = (
     " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
     " AND n.nspname NOT LIKE 'pg\\_toast%'"
     " AND (has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')"
-    " OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE'))) q"
+    " OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE')"
+    # An owner may grant itself back what it revoked from itself.
+    " OR c.relowner = r.oid)) q"
 )
 
 
