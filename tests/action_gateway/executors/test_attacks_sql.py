@@ -346,3 +346,33 @@ def test_a_role_that_owns_a_table_is_refused_even_with_its_own_privileges_revoke
     finally:
         with postgres.admin() as admin:
             admin.execute("DROP TABLE owned")
+
+
+def test_a_role_that_can_grant_itself_more_or_read_past_table_privileges_is_refused(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # CREATEROLE (PostgreSQL 15 and older) grants itself pg_read_server_files; REPLICATION
+    # streams every table; BYPASSRLS reads the rows row security hides. Given after accept too.
+    postgres.role("attrs", CANARY)
+    parsed = policy(postgres, user="attrs")
+    query = action(parsed, "order_count", min_id=0)
+    assert executor.sql_query(query, password()).rows == [[4]]  # pooled now
+    for attribute in ("CREATEROLE", "REPLICATION", "BYPASSRLS"):
+        with postgres.admin() as admin:
+            admin.execute(f"ALTER ROLE attrs {attribute}")
+        try:
+            pooled = _refused(executor, query)
+            assert pooled.failure == "role_refused" and attribute in pooled.message
+            problems, _ = executor.inspect_roles(parsed, lambda name: password())
+            assert problems and attribute in problems[0]
+        finally:
+            with postgres.admin() as admin:
+                admin.execute(f"ALTER ROLE attrs NO{attribute}")
+    allowed = policy(postgres, user="attrs", extra='allow_superuser = "replica monitor, audited"')
+    with postgres.admin() as admin:
+        admin.execute("ALTER ROLE attrs REPLICATION")
+    try:
+        assert executor.sql_query(action(allowed, "order_count", min_id=0), password()).rows
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("ALTER ROLE attrs NOREPLICATION")

@@ -143,7 +143,13 @@ def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
     assert row is not None
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
     functions = tuple(str(name) for name in row[5] or ())  # type: ignore[attr-defined]
-    role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles, file_functions=functions)
+    attributes = tuple(str(name) for name in row[6] or ())  # type: ignore[attr-defined]
+    role = RolePrivileges(
+        superuser=bool(row[3]),
+        file_roles=file_roles,
+        file_functions=functions,
+        attributes=attributes,
+    )
     problems = role_problems(action.database_id, action.database, role)
     if problems:
         raise ActionError("role_refused", problems[0] + "; nothing it read is returned")

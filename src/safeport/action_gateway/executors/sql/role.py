@@ -31,6 +31,11 @@ PRIVILEGE_QUERY = (
     " 'lo_import', 'lo_export', 'pg_file_write', 'pg_file_rename', 'pg_file_unlink',"
     " 'pg_file_sync', 'pg_logdir_ls')"
     " AND NOT m.rolsuper AND has_function_privilege(m.oid, f.oid, 'EXECUTE'))"
+    # Attributes that reach past table privileges: CREATEROLE grants itself the roles above (up
+    # to PostgreSQL 15), REPLICATION streams every table, BYPASSRLS reads what row security hides.
+    ", array_remove(ARRAY[CASE WHEN bool_or(r.rolcreaterole) THEN 'CREATEROLE' END,"
+    " CASE WHEN bool_or(r.rolreplication) THEN 'REPLICATION' END,"
+    " CASE WHEN bool_or(r.rolbypassrls) THEN 'BYPASSRLS' END], NULL)"
     " FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'MEMBER')"
 )
 # Tables (and views, foreign tables) it or any role it belongs to may change; system schemas
@@ -59,6 +64,7 @@ class RolePrivileges:
     writable_tables: int | None = None  # None: not read this time (the per-query check)
     writable_examples: tuple[str, ...] = ()
     file_functions: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
 
 
 def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges) -> list[str]:
@@ -72,6 +78,8 @@ def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges)
             found.append(f"{who} is a member of {', '.join(role.file_roles)}")
         if role.file_functions:
             found.append(f"{who} may execute {', '.join(role.file_functions)}")
+        if role.attributes:
+            found.append(f"{who} has {', '.join(role.attributes)}")
     if database.allow_write_privileges is None and role.writable_tables:
         examples = ", ".join(role.writable_examples)
         found.append(f"{who} may write to {role.writable_tables} table(s), e.g. {examples}")
