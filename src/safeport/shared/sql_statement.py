@@ -43,7 +43,8 @@ REFUSED_FUNCTIONS = re.compile(
 _UNICODE_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{4})|\+([0-9A-Fa-f]{6}))")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+# A tag's letters include every character outside ASCII, as the server's lexer reads them.
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)?\$")
 
 
 class StatementRefused(ValueError):
