@@ -80,6 +80,8 @@ def test_a_statement_that_is_not_one_reading_query_is_refused_in_words(
         ("SELECT ts_rewrite('a'::tsquery, {q})", "ts_rewrite"),
         # A dollar tag may hold non-ASCII letters: the server reads $é$'$é$ as one string.
         ("SELECT $é$'$é$ AS v, pg_advisory_lock(1) AS w, $é$'$é$ AS x", "pg_advisory_lock"),
+        # A line comment ends at a carriage return too, as the server reads it.
+        ("SELECT 1 AS v --\r, pg_advisory_lock(1) AS w", "pg_advisory_lock"),
     ],
 )
 def test_a_refused_function_is_refused_by_its_quoted_name_or_when_it_runs_a_value_as_sql(

@@ -41,6 +41,7 @@ REFUSED_FUNCTIONS = re.compile(
     r"|ts_stat|ts_rewrite)$"
 )
 _UNICODE_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{4})|\+([0-9A-Fa-f]{6}))")
+_NEWLINE = re.compile(r"[\n\r]")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 # A tag's letters include every character outside ASCII, as the server's lexer reads them.
@@ -145,8 +146,8 @@ def _quoted_end(text: str, i: int) -> int | None:
         escapes = char == "'" and i > 0 and text[i - 1] in "eE" and not _word_before(text, i - 1)
         return _closing_quote(text, i, char, escapes)
     if text.startswith("--", i):
-        newline = text.find("\n", i)
-        return len(text) if newline < 0 else newline + 1
+        newline = _NEWLINE.search(text, i)  # the server ends a line comment at \n or \r
+        return len(text) if newline is None else newline.end()
     if text.startswith("/*", i):
         return _block_comment_end(text, i)
     if char == "$" and not _word_before(text, i):
