@@ -23,6 +23,7 @@ LEGITIMATE = [
     "-- a comment that says DELETE; COMMIT\nSELECT 1 WHERE {customer} IS NOT NULL",
     "SELECT 1 /* FOR UPDATE; /* nested */ ; */ WHERE {customer} IS NOT NULL",
     "select e'it\\'s; fine' where {customer} is not null",
+    "select e'it\\'s'\n  ' fine' where {customer} is not null",
 ]
 
 
@@ -55,6 +56,7 @@ def test_a_reading_statement_is_declared(statement: str) -> None:
         ("SELECT * FROM dblink('host=x', 'select 1') AS t(a int)", "dblink"),
         ("SELECT nextval('order_ids')", "nextval"),
         ("SELECT PG_READ_FILE('/etc/passwd')", "pg_read_file"),
+        ("SELECT E'a'\v'b'", "vertical tab"),
         ("SELECT 'open", "not closed"),
         ('SELECT "open', "not closed"),
         ("SELECT 1 /* open", "not closed"),
@@ -82,6 +84,9 @@ def test_a_statement_that_is_not_one_reading_query_is_refused_in_words(
         ("SELECT $é$'$é$ AS v, pg_advisory_lock(1) AS w, $é$'$é$ AS x", "pg_advisory_lock"),
         # A line comment ends at a carriage return too, as the server reads it.
         ("SELECT 1 AS v --\r, pg_advisory_lock(1) AS w", "pg_advisory_lock"),
+        # A string continued on the next line keeps E'' escapes: \' does not end it.
+        ("SELECT E'a'\n'\\' AS v, ' , pg_advisory_lock(1) AS w --'", "pg_advisory_lock"),
+        ("SELECT E'a' -- c\n\t'\\' AS v, ' , pg_advisory_lock(1) AS w --'", "pg_advisory_lock"),
     ],
 )
 def test_a_refused_function_is_refused_by_its_quoted_name_or_when_it_runs_a_value_as_sql(
