@@ -23,6 +23,7 @@ LEGITIMATE = [
     "-- a comment that says DELETE; COMMIT\nSELECT 1 WHERE {customer} IS NOT NULL",
     "SELECT 1 /* FOR UPDATE; /* nested */ ; */ WHERE {customer} IS NOT NULL",
     "select e'it\\'s; fine' where {customer} is not null",
+    "select e'it\\'s'\n  ' fine' where {customer} is not null",
 ]
 
 
@@ -55,6 +56,7 @@ def test_a_reading_statement_is_declared(statement: str) -> None:
         ("SELECT * FROM dblink('host=x', 'select 1') AS t(a int)", "dblink"),
         ("SELECT nextval('order_ids')", "nextval"),
         ("SELECT PG_READ_FILE('/etc/passwd')", "pg_read_file"),
+        ("SELECT E'a'\v'b'", "vertical tab"),
         ("SELECT 'open", "not closed"),
         ('SELECT "open', "not closed"),
         ("SELECT 1 /* open", "not closed"),
@@ -66,6 +68,35 @@ def test_a_statement_that_is_not_one_reading_query_is_refused_in_words(
 ) -> None:
     with pytest.raises(StatementRefused, match=said.replace("(", r"\(")):
         check_statement(statement, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ('SELECT "pg_advisory_lock"(42)', "pg_advisory_lock"),
+        ("SELECT pg_catalog.\"pg_read_file\"('postgresql.auto.conf')", "pg_read_file"),
+        ('SELECT U&"pg\\005fsleep"(100)', "pg_sleep"),
+        ("SELECT u&\"pg_\\+00006Cs_dir\"('.')", "pg_ls_dir"),
+        ("SELECT U&\"pg!005fsleep\" UESCAPE '!' (100)", "UESCAPE"),
+        ("SELECT * FROM ts_stat({q})", "ts_stat"),
+        ("SELECT ts_rewrite('a'::tsquery, {q})", "ts_rewrite"),
+        # A dollar tag may hold non-ASCII letters: the server reads $é$'$é$ as one string.
+        ("SELECT $é$'$é$ AS v, pg_advisory_lock(1) AS w, $é$'$é$ AS x", "pg_advisory_lock"),
+        # A line comment ends at a carriage return too, as the server reads it.
+        ("SELECT 1 AS v --\r, pg_advisory_lock(1) AS w", "pg_advisory_lock"),
+        # A string continued on the next line keeps E'' escapes: \' does not end it.
+        ("SELECT E'a'\n'\\' AS v, ' , pg_advisory_lock(1) AS w --'", "pg_advisory_lock"),
+        ("SELECT E'a' -- c\n\t'\\' AS v, ' , pg_advisory_lock(1) AS w --'", "pg_advisory_lock"),
+    ],
+)
+def test_a_refused_function_is_refused_by_its_quoted_name_or_when_it_runs_a_value_as_sql(
+    statement: str, said: str
+) -> None:
+    params = frozenset({"q"}) if "{q}" in statement else frozenset()
+    with pytest.raises(StatementRefused, match=said):
+        check_statement(statement, params)
+    # Legitimate: a quoted column named like nothing refused, and to_tsvector on a value.
+    check_statement('SELECT "Pg_Sleep", to_tsvector({q}) FROM t', frozenset({"q"}))
 
 
 def test_placeholders_count_only_outside_strings_and_comments() -> None:

@@ -26,6 +26,7 @@ REFUSED_WORDS = frozenset(
         "insert", "update", "delete", "merge", "truncate", "copy", "into", "share", "nowait",
         "lock", "commit", "rollback", "savepoint", "begin", "set", "call", "execute", "prepare",
         "grant", "revoke", "create", "alter", "drop", "listen", "notify", "vacuum",
+        "uescape",
     }
 )  # fmt: skip
 # Functions with side effects or file, network or timing access (the database refuses most of
@@ -35,11 +36,18 @@ REFUSED_FUNCTIONS = re.compile(
     r"|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile"
     r"|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_advisory\w*|pg_try_advisory\w*|nextval|setval"
     r"|pg_notify|pg_file_\w+|query_to_xml\w*|table_to_xml\w*|cursor_to_xml\w*|database_to_xml\w*"
-    r"|schema_to_xml\w*|txid_current|pg_current_xact_id|pg_logical_emit_message)$"
+    r"|schema_to_xml\w*|txid_current|pg_current_xact_id|pg_logical_emit_message"
+    # These run a query given as text: a bound value would become a statement of the agent's.
+    r"|ts_stat|ts_rewrite)$"
 )
+_UNICODE_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{4})|\+([0-9A-Fa-f]{6}))")
+# A string followed by a newline (and maybe comments) and another string is one string.
+_CONTINUED = re.compile(r"(?:[ \t\f]|--[^\n\r]*)*[\n\r](?:[ \t\n\r\f]+|--[^\n\r]*[\n\r])*'")
+_NEWLINE = re.compile(r"[\n\r]")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+# A tag's letters include every character outside ASCII, as the server's lexer reads them.
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)?\$")
 
 
 class StatementRefused(ValueError):
@@ -77,6 +85,9 @@ def pieces(statement: str) -> list[Piece]:
 
 def check_statement(statement: str, params: frozenset[str]) -> None:
     """Refuse a statement that is not one read-only query over exactly ``params``."""
+    if "\v" in statement:
+        # Whitespace to one server version, not to another: read here either way, it could hide.
+        raise StatementRefused("a statement may hold no vertical tab")
     parts = pieces(statement)
     code = " ".join(piece.text for piece in parts if piece.kind == "code")
     if ";" in code:
@@ -90,7 +101,9 @@ def check_statement(statement: str, params: frozenset[str]) -> None:
             f"a read-only query may not use {', '.join(w.upper() for w in refused)}"
             ' (write a column of that name in double quotes: "update")'
         )
-    functions = sorted({word for word in words if REFUSED_FUNCTIONS.match(word)})
+    # A quoted identifier names the same function: "pg_sleep"(9), U&"pg\\005fsleep"(9).
+    names = words + [_identifier(parts, k) for k, part in enumerate(parts) if _is_ident(part)]
+    functions = sorted({word for word in names if REFUSED_FUNCTIONS.match(word)})
     if functions:
         raise StatementRefused(
             f"a read-only query may not call {', '.join(functions)} (side effects, locks, or "
@@ -104,6 +117,18 @@ def check_statement(statement: str, params: frozenset[str]) -> None:
     if params - used:
         unused = sorted(params - used)
         raise StatementRefused(f"params declared but never used in the statement: {unused}")
+
+
+def _is_ident(piece: Piece) -> bool:
+    return piece.kind == "quoted" and piece.text.startswith('"')
+
+
+def _identifier(parts: list[Piece], k: int) -> str:
+    """The name a quoted identifier stands for (case kept, as PostgreSQL keeps it)."""
+    name = parts[k].text[1:-1].replace('""', '"')
+    if k > 0 and parts[k - 1].kind == "code" and parts[k - 1].text.lower().endswith("u&"):
+        name = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), name)
+    return name
 
 
 def driver_text(statement: str) -> str:
@@ -126,11 +151,11 @@ def _quoted_end(text: str, i: int) -> int | None:
         escapes = char == "'" and i > 0 and text[i - 1] in "eE" and not _word_before(text, i - 1)
         return _closing_quote(text, i, char, escapes)
     if text.startswith("--", i):
-        newline = text.find("\n", i)
-        return len(text) if newline < 0 else newline + 1
+        newline = _NEWLINE.search(text, i)  # the server ends a line comment at \n or \r
+        return len(text) if newline is None else newline.end()
     if text.startswith("/*", i):
         return _block_comment_end(text, i)
-    if char == "$" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+    if char == "$" and not _word_before(text, i):
         tag = _DOLLAR_TAG.match(text, i)
         if tag is None:
             return None
@@ -142,7 +167,9 @@ def _quoted_end(text: str, i: int) -> int | None:
 
 
 def _word_before(text: str, i: int) -> bool:
-    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")
+    """Whether ``text[i - 1]`` continues a name, as PostgreSQL's lexer reads one: any character
+    outside ASCII does (``v€$a$`` is one name, not ``v€`` and a dollar quote)."""
+    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$" or ord(text[i - 1]) > 127)
 
 
 def _closing_quote(text: str, i: int, quote: str, escapes: bool) -> int:
@@ -154,6 +181,10 @@ def _closing_quote(text: str, i: int, quote: str, escapes: bool) -> int:
         if text[j] == quote:
             if text.startswith(quote * 2, j):
                 j += 2  # a doubled quote is one quote character inside
+                continue
+            going_on = _CONTINUED.match(text, j + 1) if escapes else None
+            if going_on is not None:
+                j = going_on.end()  # the server reads on, with the same escapes
                 continue
             return j + 1
         j += 1

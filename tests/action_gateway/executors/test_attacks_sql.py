@@ -19,6 +19,7 @@ from harness.fakes import CANARY
 from harness.real_postgres import WRITER, WRITER_PASSWORD, Postgres
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.sql_statement import StatementRefused, check_statement
 from tests.action_gateway.executors.sql_policy import action, password, policy, unchecked
 
 pytestmark = pytest.mark.integration
@@ -238,3 +239,140 @@ def test_the_password_never_appears_in_an_error(
     assert error.failure == "auth_failed" and wrong not in str(error)
     echo = unchecked(policy(postgres), f"SELECT 'the password is {CANARY}' AS v")
     assert _refused(executor, echo).failure == "bad_response"  # the credential echoed back
+
+
+def test_a_session_advisory_lock_taken_by_a_query_is_not_held_by_the_pooled_connection(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    parsed = policy(postgres)
+    assert executor.sql_query(action(parsed, "order_count", min_id=0), password()).rows == [[4]]
+
+    def advisory_locks() -> object:
+        with postgres.admin() as admin:
+            return admin.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                " WHERE a.application_name = 'safeport' AND l.locktype = 'advisory'"
+            ).fetchone()
+
+    # A session lock outlives ROLLBACK; in one batch or over several FETCHes, it is let go.
+    for statement, max_rows in [
+        ("SELECT pg_advisory_lock(4242) AS v", 100),
+        ("SELECT pg_advisory_lock(g) AS v FROM generate_series(1, 250) g", 1000),
+    ]:
+        locking = unchecked(parsed, statement, max_rows=max_rows)
+        assert executor.sql_query(locking, password()).row_count in (1, 250)
+        assert executor.pooled_sql_connections == 1
+        assert advisory_locks() == (0,)
+
+
+def test_a_role_granted_execute_on_a_server_file_function_is_refused_like_a_file_role(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # Not a member of pg_read_server_files, yet pg_read_file reads the data directory
+    # (pg_hba.conf, postgresql.auto.conf) for a role granted EXECUTE on it, directly or through
+    # a role it may only SET ROLE to.
+    postgres.role("plain", CANARY)
+    plain = policy(postgres, user="plain")
+    assert executor.inspect_roles(plain, lambda name: password()) == ([], [])
+    assert executor.sql_query(action(plain, "order_count", min_id=0), password()).rows == [[4]]
+    with postgres.admin() as admin:
+        admin.execute("DROP ROLE IF EXISTS file_fns")
+        admin.execute("CREATE ROLE file_fns NOLOGIN")
+        admin.execute("GRANT EXECUTE ON FUNCTION pg_read_file(text) TO file_fns")
+    postgres.role("granted", CANARY, "GRANT EXECUTE ON FUNCTION pg_ls_dir(text) TO granted")
+    postgres.role("chained", CANARY, "ALTER ROLE chained NOINHERIT", "GRANT file_fns TO chained")
+    for user, function in [("granted", "pg_ls_dir"), ("chained", "pg_read_file")]:
+        parsed = policy(postgres, user=user)
+        problems, _ = executor.inspect_roles(parsed, lambda name: password())
+        assert problems and function in problems[0]
+        refused = _refused(executor, action(parsed, "order_count", min_id=0))
+        assert refused.failure == "role_refused" and function in refused.message
+    # Granted after the connection was pooled: refused inside the next query's transaction.
+    assert executor.pooled_sql_connections == 1
+    with postgres.admin() as admin:
+        admin.execute("GRANT EXECUTE ON FUNCTION pg_stat_file(text) TO plain")
+    try:
+        pooled = _refused(executor, action(plain, "order_count", min_id=0))
+        assert pooled.failure == "role_refused" and "pg_stat_file" in pooled.message
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("REVOKE EXECUTE ON FUNCTION pg_stat_file(text) FROM plain")
+    allowed = policy(postgres, user="granted", extra='allow_superuser = "log reader for ops"')
+    assert executor.sql_query(action(allowed, "order_count", min_id=0), password()).rows == [[4]]
+
+
+def test_a_statement_is_read_by_the_server_as_the_policy_check_read_it(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # The policy check reads pg_advisory_lock as inside a string in both. With
+    # standard_conforming_strings off (set for the role) '\' ended no string; and a non-ASCII
+    # letter before $a$ makes it part of a name, not a dollar quote, as the server reads it.
+    hidden = [
+        "SELECT 'a\\' AS v, ' AS w, pg_advisory_lock(7) AS x --'",
+        "SELECT 1 AS v€$a$, pg_advisory_lock(7) AS y€$a$",
+    ]
+    check_statement(hidden[0], frozenset())
+    postgres.role(
+        "oldstrings", CANARY, "ALTER ROLE oldstrings SET standard_conforming_strings = off"
+    )
+    parsed = policy(postgres, user="oldstrings")
+    legit = executor.sql_query(unchecked(parsed, "SELECT 'c:\\dir' AS v"), password())
+    assert legit.rows == [["c:\\dir"]]  # a backslash is a character, as the check read it
+    quoted = executor.sql_query(unchecked(parsed, hidden[0], columns=("v", "?column?")), password())
+    assert quoted.rows == [["a\\", " AS w, pg_advisory_lock(7) AS x --"]]
+    with pytest.raises(StatementRefused, match="pg_advisory_lock"):
+        check_statement(hidden[1], frozenset())  # read as the server reads it (a call)
+    called = executor.sql_query(unchecked(parsed, hidden[1], columns=("v€$a$",)), password())
+    assert called.rows == [[1, ""]]  # the server did call it: the check now refuses it
+
+
+def test_a_role_that_owns_a_table_is_refused_even_with_its_own_privileges_revoked(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # An owner may grant itself back what it revoked from itself, at any time.
+    postgres.role("owner", CANARY)
+    parsed = policy(postgres, user="owner")
+    assert executor.inspect_roles(parsed, lambda name: password()) == ([], [])
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS owned")
+        admin.execute("CREATE TABLE owned (a int)")
+        admin.execute("ALTER TABLE owned OWNER TO owner")
+        admin.execute("SET ROLE owner")
+        admin.execute("REVOKE ALL ON owned FROM owner")
+        admin.execute("RESET ROLE")
+    try:
+        problems, _ = executor.inspect_roles(parsed, lambda name: password())
+        assert problems and "may write to 1 table(s), e.g. public.owned" in problems[0]
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("DROP TABLE owned")
+
+
+def test_a_role_that_can_grant_itself_more_or_read_past_table_privileges_is_refused(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    # CREATEROLE (PostgreSQL 15 and older) grants itself pg_read_server_files; REPLICATION
+    # streams every table; BYPASSRLS reads the rows row security hides. Given after accept too.
+    postgres.role("attrs", CANARY)
+    parsed = policy(postgres, user="attrs")
+    query = action(parsed, "order_count", min_id=0)
+    assert executor.sql_query(query, password()).rows == [[4]]  # pooled now
+    for attribute in ("CREATEROLE", "REPLICATION", "BYPASSRLS"):
+        with postgres.admin() as admin:
+            admin.execute(f"ALTER ROLE attrs {attribute}")
+        try:
+            pooled = _refused(executor, query)
+            assert pooled.failure == "role_refused" and attribute in pooled.message
+            problems, _ = executor.inspect_roles(parsed, lambda name: password())
+            assert problems and attribute in problems[0]
+        finally:
+            with postgres.admin() as admin:
+                admin.execute(f"ALTER ROLE attrs NO{attribute}")
+    allowed = policy(postgres, user="attrs", extra='allow_superuser = "replica monitor, audited"')
+    with postgres.admin() as admin:
+        admin.execute("ALTER ROLE attrs REPLICATION")
+    try:
+        assert executor.sql_query(action(allowed, "order_count", min_id=0), password()).rows
+    finally:
+        with postgres.admin() as admin:
+            admin.execute("ALTER ROLE attrs NOREPLICATION")

@@ -54,9 +54,12 @@ def open_connection(
             "client_encoding": "UTF8",
             # A second guard beside each query's BEGIN READ ONLY: nothing this connection opens
             # may write, the role inspection included; and no statement on it (the inspection
-            # of a large catalog, say) runs unbounded before a query sets its own limits.
+            # of a large catalog, say) runs unbounded before a query sets its own limits. And
+            # strings read as the policy check read them (a role or database set to
+            # standard_conforming_strings=off would end '\' where the check did not).
             "options": "-c default_transaction_read_only=on -c statement_timeout=30s"
-            " -c lock_timeout=10s -c idle_in_transaction_session_timeout=60s",
+            " -c lock_timeout=10s -c idle_in_transaction_session_timeout=60s"
+            " -c standard_conforming_strings=on",
         }
         if isinstance(secret, TokenSecret | BasicSecret):
             # SCRAM with channel binding: the password is never sent, in clear or as a hash an

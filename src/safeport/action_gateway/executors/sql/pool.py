@@ -124,6 +124,8 @@ def read_role(conn: Connection) -> RolePrivileges:
         file_roles=tuple(str(name) for name in privileges[1] or ()),  # type: ignore[attr-defined]
         writable_tables=int(writes[0]),  # type: ignore[call-overload]
         writable_examples=tuple(str(name) for name in writes[1] or ()),  # type: ignore[attr-defined]
+        file_functions=tuple(str(name) for name in privileges[2] or ()),  # type: ignore[attr-defined]
+        attributes=tuple(str(name) for name in privileges[3] or ()),  # type: ignore[attr-defined]
     )
 
 

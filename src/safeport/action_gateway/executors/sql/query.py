@@ -40,6 +40,9 @@ _LIMITS = (
 )
 _LIMITS_AND_ROLE = " ".join((_LIMITS, "FROM (", PRIVILEGE_QUERY, ") p"))
 _DECLARE = "DECLARE safeport_query NO SCROLL CURSOR FOR "
+# A session-level advisory lock outlives ROLLBACK: let go after every call, or a pooled
+# connection would hold what a declared statement (or a function it calls) took.
+_UNLOCK = "SELECT pg_advisory_unlock_all()"
 Connection = psycopg.Connection[tuple[object, ...]]
 
 
@@ -69,7 +72,10 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
     finally:
         watchdog.cancel()
         if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-            conn.execute("ROLLBACK")  # an error stopped the pipeline before its own ROLLBACK
+            # More batches were fetched, or an error stopped the pipeline before its ROLLBACK.
+            with conn.pipeline():
+                conn.execute("ROLLBACK")
+                conn.execute(_UNLOCK)
     if timed_out.is_set():
         # The watchdog fired as the query ended: its cancel request may still reach the server
         # and would cancel the next query on this connection, so the connection is dropped.
@@ -110,6 +116,7 @@ def _pipelined(
         batch = conn.execute(f"FETCH FORWARD {first} FROM safeport_query", prepare=False)
         if whole:
             conn.execute("ROLLBACK")
+            conn.execute(_UNLOCK)
     _check_role(limits.fetchone(), action)
     columns = [column.name for column in batch.description or ()]
     rows: list[Sequence[object]] = []
@@ -135,7 +142,14 @@ def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
     role) since its connection opened, its rows are never returned."""
     assert row is not None
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
-    role = RolePrivileges(superuser=bool(row[3]), file_roles=file_roles)
+    functions = tuple(str(name) for name in row[5] or ())  # type: ignore[attr-defined]
+    attributes = tuple(str(name) for name in row[6] or ())  # type: ignore[attr-defined]
+    role = RolePrivileges(
+        superuser=bool(row[3]),
+        file_roles=file_roles,
+        file_functions=functions,
+        attributes=attributes,
+    )
     problems = role_problems(action.database_id, action.database, role)
     if problems:
         raise ActionError("role_refused", problems[0] + "; nothing it read is returned")

@@ -21,7 +21,21 @@ PRIVILEGE_QUERY = (
     "SELECT coalesce(bool_or(r.rolsuper), false),"
     " coalesce(array_agg(r.rolname ORDER BY r.rolname) FILTER (WHERE r.rolname IN"
     " ('pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program')),"
-    " '{}')"
+    " '{}'),"
+    # Functions that reach the server's files, superuser-only by default: EXECUTE granted on one
+    # (to it or a role it belongs to) reads the data directory at least, pg_hba.conf and the
+    # server's key, without any of the roles above. A superuser is reported as such.
+    " (SELECT coalesce(array_agg(DISTINCT f.proname ORDER BY f.proname), '{}')"
+    " FROM pg_proc f JOIN pg_roles m ON pg_has_role(current_user, m.oid, 'MEMBER')"
+    " WHERE f.proname IN ('pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file',"
+    " 'lo_import', 'lo_export', 'pg_file_write', 'pg_file_rename', 'pg_file_unlink',"
+    " 'pg_file_sync', 'pg_logdir_ls')"
+    " AND NOT m.rolsuper AND has_function_privilege(m.oid, f.oid, 'EXECUTE'))"
+    # Attributes that reach past table privileges: CREATEROLE grants itself the roles above (up
+    # to PostgreSQL 15), REPLICATION streams every table, BYPASSRLS reads what row security hides.
+    ", array_remove(ARRAY[CASE WHEN bool_or(r.rolcreaterole) THEN 'CREATEROLE' END,"
+    " CASE WHEN bool_or(r.rolreplication) THEN 'REPLICATION' END,"
+    " CASE WHEN bool_or(r.rolbypassrls) THEN 'BYPASSRLS' END], NULL)"
     " FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'MEMBER')"
 )
 # Tables (and views, foreign tables) it or any role it belongs to may change; system schemas
@@ -35,7 +49,9 @@ WRITE_QUERY = (
     " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
     " AND n.nspname NOT LIKE 'pg\\_toast%'"
     " AND (has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')"
-    " OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE'))) q"
+    " OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE')"
+    # An owner may grant itself back what it revoked from itself.
+    " OR c.relowner = r.oid)) q"
 )
 
 
@@ -47,6 +63,8 @@ class RolePrivileges:
     file_roles: tuple[str, ...]
     writable_tables: int | None = None  # None: not read this time (the per-query check)
     writable_examples: tuple[str, ...] = ()
+    file_functions: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
 
 
 def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges) -> list[str]:
@@ -58,6 +76,10 @@ def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges)
             found.append(f"{who} is a superuser (or can become one)")
         if role.file_roles:
             found.append(f"{who} is a member of {', '.join(role.file_roles)}")
+        if role.file_functions:
+            found.append(f"{who} may execute {', '.join(role.file_functions)}")
+        if role.attributes:
+            found.append(f"{who} has {', '.join(role.attributes)}")
     if database.allow_write_privileges is None and role.writable_tables:
         examples = ", ".join(role.writable_examples)
         found.append(f"{who} may write to {role.writable_tables} table(s), e.g. {examples}")
