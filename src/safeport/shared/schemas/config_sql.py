@@ -79,7 +79,8 @@ class SqlDatabase(_Strict):
     allow_write_privileges: Reason | None = None
     """Why the role may hold write privileges on tables (shown on every card); unset: refused."""
     allow_superuser: Reason | None = None
-    """Why the role may be a superuser or hold server-file roles (shown on every card)."""
+    """Why the role may be a superuser, hold server-file roles or file functions, or create roles,
+    replicate or bypass row security (shown on every card); unset: refused."""
     queries: dict[Name, SqlQuery] = Field(default_factory=dict)
     """The only queries an agent may ask to run there, by name."""
 
