@@ -81,15 +81,9 @@ def test_a_registered_client_approved_on_a_card_gets_tokens_bound_to_the_roots_a
         assert secret not in text
 
 
-def test_an_approval_for_some_roots_does_not_cover_others_and_the_same_ask_skips_the_card(
-    gateway: Gateway, relay: Relay
-) -> None:
+def test_an_approval_for_some_roots_does_not_cover_others(gateway: Gateway, relay: Relay) -> None:
     client_id = relay.register()["body"]["client_id"]
     relay.tokens(client_id, pkce(), roots=("docs",))
-    # The same client, redirect and roots: no card, the answer is at once.
-    again = relay.authorize(client_id, pkce(), roots=("docs",))
-    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    assert gateway.control("approvals.list")["result"]["cards"] == []
     # Other roots are a new question for the human.
     wider = relay.authorize(client_id, pkce(), roots=("docs", "secrets"))
     card = wait_card(gateway)
@@ -98,6 +92,27 @@ def test_an_approval_for_some_roots_does_not_cover_others_and_the_same_ask_skips
     denied = relay.wait(wider["request_id"])
     assert denied["state"] == "denied"
     assert parse_qs(urlsplit(denied["location"]).query)["error"] == ["access_denied"]
+
+
+def test_a_stranger_repeating_an_approved_clients_request_gets_a_card_not_a_code(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """A client id and its redirect URI are public (a metadata document publishes both), and
+    nothing here knows whose browser asks: whoever starts the request reads the code from the
+    waiting page's redirect, with a PKCE verifier of their own. So every authorization is the
+    human's to answer, even one the same client, redirect and roots had approved before."""
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce(), roots=("docs",))
+    stranger = pkce()
+    again = relay.authorize(client_id, stranger, roots=("docs",))
+    assert again["kind"] == "wait"
+    assert relay.wait(again["request_id"], wait_s=2)["state"] == "pending"
+    card = wait_card(gateway)
+    assert fields_of(card)["code"] == again["user_code"]
+    # The human, who started no such request, denies it: no code reaches anyone.
+    assert decide(gateway, card["id"], approve=False)["ok"]
+    denied = relay.wait(again["request_id"])
+    assert denied["state"] == "denied" and "code=" not in denied["location"]
 
 
 def test_a_replayed_code_is_refused_and_revokes_the_tokens_it_gave(
@@ -346,11 +361,9 @@ def test_a_locked_vault_issues_nothing_and_honours_nothing(gateway: Gateway, rel
         assert reply["ok"] is False and reply["error"]["code"] == "locked", kind
     assert relay.check(client_id, jti) == {"active": False, "reason": "the vault is locked"}
     gateway.unlock()
-    # Tokens issued before the lock stay dead; the approval itself was kept.
+    # Tokens issued before the lock stay dead; the client is asked about on a card again.
     assert relay.check(client_id, jti)["active"] is False
-    again = relay.authorize(client_id, pkce())
-    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    assert gateway.control("approvals.list")["result"]["cards"] == []
+    assert relay.tokens(client_id, pkce())["access_token"]
 
 
 def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
@@ -380,13 +393,10 @@ def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
     gateway: Gateway, relay: Relay
 ) -> None:
     client_id = relay.register()["body"]["client_id"]
-    relay.tokens(client_id, pkce())  # approved once: later asks need no card
-    for _ in range(59):
-        again = relay.authorize(client_id, pkce())
-        assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    refused = relay.authorize(client_id, pkce())
-    assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
-    assert relay.authorize(client_id, pkce())["kind"] == "error"
+    answers = [relay.authorize(client_id, pkce()) for _ in range(62)]
+    # At most 16 pages wait at once; past 60 a minute the budget refuses, said once.
+    assert [a["kind"] for a in answers[:16]] == ["wait"] * 16
+    assert {(a["kind"], a["error"]) for a in answers[16:]} == {("error", "temporarily_unavailable")}
     assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1
 
 

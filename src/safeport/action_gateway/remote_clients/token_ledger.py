@@ -7,7 +7,7 @@
   (whoever holds it, the thief or the client, is cut off; OAuth 2.1 §4.3.1).
 - An access token is good only while its id was issued in this run of the gateway and its
   family stands: a restart forgets every family, so tokens issued before it stop being honoured
-  and clients authorize again (an approved client is not asked about again).
+  and clients authorize again (a card again: see ``authorization``).
 
 Only SHA-256 digests of codes and refresh tokens are kept, and compared in constant time.
 """
