@@ -278,6 +278,36 @@ def test_guessing_codes_meets_a_limit_while_the_real_client_still_redeems_its_ow
     assert real["status"] == 200
 
 
+def test_failures_a_stranger_spends_in_a_clients_name_do_not_lock_that_client_out(
+    relay: Relay,
+) -> None:
+    """Client ids are public, so a failure budget a stranger can spend in any client's name (or
+    in all) must not turn away the real client's valid code or refresh token."""
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    bad = {"grant_type": "refresh_token", "refresh_token": "guess"}
+    for _ in range(10):
+        assert relay.token(client_id=client_id, **bad)["status"] == 400
+    for n in range(60):
+        relay.token(client_id=f"someone-{n}", **bad)
+    assert relay.token(client_id=client_id, **bad)["body"]["error"] == "slow_down"
+    real = relay.token(
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=code.verifier,
+    )
+    assert real["status"] == 200, real
+    refreshed = relay.token(
+        grant_type="refresh_token",
+        refresh_token=real["body"]["refresh_token"],
+        client_id=client_id,
+    )
+    assert refreshed["status"] == 200, refreshed
+
+
 def test_each_waiting_page_has_its_own_code_and_an_unknown_request_id_learns_nothing(
     gateway: Gateway, relay: Relay
 ) -> None:
