@@ -352,6 +352,23 @@ def test_a_revoked_client_is_stopped_at_its_next_request_and_listed_as_revoked(
     assert "oauth.client_revoked" in gateway.kinds("sessions")
 
 
+def test_a_code_given_before_a_revocation_is_dead_even_once_the_client_is_approved_again(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    old = pkce()
+    _, before = relay.approved_code(client_id, old)
+    revoked = run_sp("context", "clients", "revoke", client_id, home=gateway.home)
+    assert revoked.returncode == 0
+    # The human lets the client back in with a new card; the code from before stays dead.
+    fresh = pkce()
+    _, after = relay.approved_code(client_id, fresh)
+    form = {"grant_type": "authorization_code", "redirect_uri": REDIRECT, "client_id": client_id}
+    stale = relay.token(code=before["code"][0], code_verifier=old.verifier, **form)
+    assert stale["status"] == 400 and stale["body"]["error"] == "invalid_grant"
+    assert relay.token(code=after["code"][0], code_verifier=fresh.verifier, **form)["status"] == 200
+
+
 def test_a_client_revokes_its_own_refresh_token_rfc7009(gateway: Gateway, relay: Relay) -> None:
     client_id = relay.register()["body"]["client_id"]
     body = relay.tokens(client_id, pkce())

@@ -177,6 +177,11 @@ class TokenLedger:
 
     def revoke_client(self, client_id: str) -> int:
         with self._lock:
+            # Its codes not yet redeemed go too: one redeemed after the human lets the client
+            # back in would otherwise start a family the revocation was meant to end.
+            for key in [k for k, r in self._codes.items() if r.binding.client_id == client_id]:
+                if not self._codes[key].used:
+                    del self._codes[key]
             ended = 0
             for family in self._families.values():
                 if family.binding.client_id == client_id and family.revoked is None:
