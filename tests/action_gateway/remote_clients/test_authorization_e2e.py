@@ -183,6 +183,17 @@ def test_an_unknown_client_or_a_redirect_it_did_not_register_gets_an_error_page_
     assert relay.authorize(client_id, code)["kind"] == "wait"
 
 
+def test_a_redirect_uri_outside_ascii_is_compared_not_a_failure(relay: Relay) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    # Asked with a URI it did not register, in another script: an error page, as for any other.
+    stranger = relay.authorize(client_id, pkce(), redirect_uri="https://\u0435vil.example/cb")
+    assert stranger["kind"] == "error" and stranger["error"] == "invalid_request"
+    # Registered with one, it is asked for exactly that one.
+    uri = "https://\u00e9t\u00e9.example/cb"
+    other = relay.register(redirect_uris=[uri])["body"]["client_id"]
+    assert relay.authorize(other, pkce(), redirect_uri=uri)["kind"] == "wait"
+
+
 def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) -> None:
     for bad in (
         "http://example.com/cb",

@@ -144,7 +144,12 @@ def authorize_client_problem(
         if len(registered_redirects) != 1:
             return Problem("invalid_request", "redirect_uri is required")
         return None
-    if not any(hmac.compare_digest(asked, known) for known in registered_redirects):
+    # As bytes: compare_digest refuses str outside ASCII, and a URI may hold any character.
+    wanted = asked.encode("utf-8", "surrogatepass")
+    if not any(
+        hmac.compare_digest(wanted, known.encode("utf-8", "surrogatepass"))
+        for known in registered_redirects
+    ):
         return Problem("invalid_request", "redirect_uri is not one this client registered")
     return None
 
