@@ -115,6 +115,26 @@ def test_a_stranger_repeating_an_approved_clients_request_gets_a_card_not_a_code
     assert denied["state"] == "denied" and "code=" not in denied["location"]
 
 
+def test_a_look_alike_redirect_host_is_shown_as_the_name_the_browser_goes_to(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """The card tells the real app from an impostor by its hosts: a host in another script that
+    looks like a well-known one (a Cyrillic a) is shown in its ASCII (punycode) form."""
+    look_alike = "https://ch\u0430tgpt.com/cb"
+    client_id = relay.register(redirect_uris=[look_alike])["body"]["client_id"]
+    code = pkce()
+    started = relay.authorize(client_id, code, redirect_uri=look_alike)
+    assert started["redirect_host"] == "xn--chtgpt-4nf.com"
+    card = wait_card(gateway)
+    assert fields_of(card)["redirect"] == "xn--chtgpt-4nf.com"
+    assert decide(gateway, card["id"], approve=False)["ok"]
+    # The legitimate host, in ASCII, reads as itself.
+    plain = relay.register(redirect_uris=["https://chatgpt.com/cb"])["body"]["client_id"]
+    started = relay.authorize(plain, pkce(), redirect_uri="https://chatgpt.com/cb")
+    assert started["redirect_host"] == "chatgpt.com"
+    assert fields_of(wait_card(gateway))["redirect"] == "chatgpt.com"
+
+
 def test_a_replayed_code_is_refused_and_revokes_the_tokens_it_gave(
     gateway: Gateway, relay: Relay
 ) -> None:
