@@ -128,6 +128,9 @@ class TokenLedger:
             if problem is not None:
                 return Redeemed(None, problem)
             family.rotated.add(digest)
+            # Spent now, under the lock: the next token is made only after signing, and a
+            # second use of this one in between must be a reuse, not a second grant.
+            family.refresh_digest = ""
             return Redeemed(family)
 
     def next_refresh(self, family: Family) -> str:
