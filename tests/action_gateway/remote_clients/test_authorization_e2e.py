@@ -467,6 +467,25 @@ def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
     assert relay.wait(first["request_id"])["state"] == "denied"
 
 
+def test_a_strangers_waiting_request_does_not_shut_out_the_same_clients_real_one(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """A client id is public: a stranger's request for it, left waiting, must not deny the
+    human's own; both are cards and the code on the page tells which is the human's."""
+    client_id = relay.register()["body"]["client_id"]
+    stranger = relay.authorize(client_id, pkce())
+    wait_card(gateway)
+    human = relay.authorize(client_id, pkce())
+    assert relay.wait(human["request_id"], wait_s=1)["state"] == "pending"
+    cards = gateway.control("approvals.list")["result"]["cards"]
+    by_code = {fields_of(card)["code"]: card for card in cards}
+    assert set(by_code) == {stranger["user_code"], human["user_code"]}
+    assert decide(gateway, str(by_code[human["user_code"]]["id"]))["ok"]
+    assert decide(gateway, str(by_code[stranger["user_code"]]["id"]), approve=False)["ok"]
+    assert relay.wait(human["request_id"])["state"] == "approved"
+    assert relay.wait(stranger["request_id"])["state"] == "denied"
+
+
 def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
     gateway: Gateway, relay: Relay
 ) -> None:
