@@ -241,6 +241,7 @@ def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirec
     relay: Relay,
 ) -> None:
     client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce())  # a client the human trusts: its errors may go back to it
     code = pkce()
     cases = {
         "missing": ({"code_challenge": "-", "code_challenge_method": "-"}, "invalid_request"),
@@ -259,6 +260,21 @@ def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirec
         assert query["iss"] == [PUBLIC]
         assert answer["location"].startswith(REDIRECT + "?")
     assert relay.authorize(client_id, code)["kind"] == "wait"
+
+
+def test_a_strangers_new_client_cannot_use_error_redirects_as_an_open_redirector(
+    relay: Relay,
+) -> None:
+    """Anyone can register a client with any https redirect URI; until the human approved it,
+    an error is an error page, so the public URL cannot bounce a victim's browser to it."""
+    landing = "https://phish.example/landing"
+    client_id = relay.register(redirect_uris=[landing])["body"]["client_id"]
+    for params in ({"response_type": "token"}, {"code_challenge": "-"}):
+        answer = relay.authorize(
+            client_id, pkce(), ("docs",), "reader", redirect_uri=landing, **params
+        )
+        assert answer["kind"] == "error" and answer["location"] is None, params
+        assert answer["status"] == 400
 
 
 def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(

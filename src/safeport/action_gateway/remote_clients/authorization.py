@@ -86,6 +86,11 @@ class AuthorizationEndpoint:
             return _error_page(problem)
         redirect_uri = params.get("redirect_uri") or state.client.redirect_uris[0]
         problem = rules.authorize_request_problem(params, request.public_url)
+        if problem is not None and (not state.approvals or state.revoked_at is not None):
+            # Anyone can register any https redirect URI: until the human has trusted the
+            # client, an automatic error redirect would make this an open redirector (RFC 9700
+            # 4.11.2), so the error is a page.
+            return _error_page(problem)
         if problem is not None:
             location = rules.redirect_location(
                 redirect_uri,
