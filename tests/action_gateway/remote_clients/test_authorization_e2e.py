@@ -81,15 +81,9 @@ def test_a_registered_client_approved_on_a_card_gets_tokens_bound_to_the_roots_a
         assert secret not in text
 
 
-def test_an_approval_for_some_roots_does_not_cover_others_and_the_same_ask_skips_the_card(
-    gateway: Gateway, relay: Relay
-) -> None:
+def test_an_approval_for_some_roots_does_not_cover_others(gateway: Gateway, relay: Relay) -> None:
     client_id = relay.register()["body"]["client_id"]
     relay.tokens(client_id, pkce(), roots=("docs",))
-    # The same client, redirect and roots: no card, the answer is at once.
-    again = relay.authorize(client_id, pkce(), roots=("docs",))
-    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    assert gateway.control("approvals.list")["result"]["cards"] == []
     # Other roots are a new question for the human.
     wider = relay.authorize(client_id, pkce(), roots=("docs", "secrets"))
     card = wait_card(gateway)
@@ -98,6 +92,47 @@ def test_an_approval_for_some_roots_does_not_cover_others_and_the_same_ask_skips
     denied = relay.wait(wider["request_id"])
     assert denied["state"] == "denied"
     assert parse_qs(urlsplit(denied["location"]).query)["error"] == ["access_denied"]
+
+
+def test_a_stranger_repeating_an_approved_clients_request_gets_a_card_not_a_code(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """A client id and its redirect URI are public (a metadata document publishes both), and
+    nothing here knows whose browser asks: whoever starts the request reads the code from the
+    waiting page's redirect, with a PKCE verifier of their own. So every authorization is the
+    human's to answer, even one the same client, redirect and roots had approved before."""
+    client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce(), roots=("docs",))
+    stranger = pkce()
+    again = relay.authorize(client_id, stranger, roots=("docs",))
+    assert again["kind"] == "wait"
+    assert relay.wait(again["request_id"], wait_s=2)["state"] == "pending"
+    card = wait_card(gateway)
+    assert fields_of(card)["code"] == again["user_code"]
+    # The human, who started no such request, denies it: no code reaches anyone.
+    assert decide(gateway, card["id"], approve=False)["ok"]
+    denied = relay.wait(again["request_id"])
+    assert denied["state"] == "denied" and "code=" not in denied["location"]
+
+
+def test_a_look_alike_redirect_host_is_shown_as_the_name_the_browser_goes_to(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """The card tells the real app from an impostor by its hosts: a host in another script that
+    looks like a well-known one (a Cyrillic a) is shown in its ASCII (punycode) form."""
+    look_alike = "https://ch\u0430tgpt.com/cb"
+    client_id = relay.register(redirect_uris=[look_alike])["body"]["client_id"]
+    code = pkce()
+    started = relay.authorize(client_id, code, redirect_uri=look_alike)
+    assert started["redirect_host"] == "xn--chtgpt-4nf.com"
+    card = wait_card(gateway)
+    assert fields_of(card)["redirect"] == "xn--chtgpt-4nf.com"
+    assert decide(gateway, card["id"], approve=False)["ok"]
+    # The legitimate host, in ASCII, reads as itself.
+    plain = relay.register(redirect_uris=["https://chatgpt.com/cb"])["body"]["client_id"]
+    started = relay.authorize(plain, pkce(), redirect_uri="https://chatgpt.com/cb")
+    assert started["redirect_host"] == "chatgpt.com"
+    assert fields_of(wait_card(gateway))["redirect"] == "chatgpt.com"
 
 
 def test_a_replayed_code_is_refused_and_revokes_the_tokens_it_gave(
@@ -168,6 +203,17 @@ def test_an_unknown_client_or_a_redirect_it_did_not_register_gets_an_error_page_
     assert relay.authorize(client_id, code)["kind"] == "wait"
 
 
+def test_a_redirect_uri_outside_ascii_is_compared_not_a_failure(relay: Relay) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    # Asked with a URI it did not register, in another script: an error page, as for any other.
+    stranger = relay.authorize(client_id, pkce(), redirect_uri="https://\u0435vil.example/cb")
+    assert stranger["kind"] == "error" and stranger["error"] == "invalid_request"
+    # Registered with one, it is asked for exactly that one.
+    uri = "https://\u00e9t\u00e9.example/cb"
+    other = relay.register(redirect_uris=[uri])["body"]["client_id"]
+    assert relay.authorize(other, pkce(), redirect_uri=uri)["kind"] == "wait"
+
+
 def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) -> None:
     for bad in (
         "http://example.com/cb",
@@ -195,6 +241,7 @@ def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirec
     relay: Relay,
 ) -> None:
     client_id = relay.register()["body"]["client_id"]
+    relay.tokens(client_id, pkce())  # a client the human trusts: its errors may go back to it
     code = pkce()
     cases = {
         "missing": ({"code_challenge": "-", "code_challenge_method": "-"}, "invalid_request"),
@@ -213,6 +260,21 @@ def test_missing_or_plain_pkce_and_a_foreign_resource_are_refused_to_the_redirec
         assert query["iss"] == [PUBLIC]
         assert answer["location"].startswith(REDIRECT + "?")
     assert relay.authorize(client_id, code)["kind"] == "wait"
+
+
+def test_a_strangers_new_client_cannot_use_error_redirects_as_an_open_redirector(
+    relay: Relay,
+) -> None:
+    """Anyone can register a client with any https redirect URI; until the human approved it,
+    an error is an error page, so the public URL cannot bounce a victim's browser to it."""
+    landing = "https://phish.example/landing"
+    client_id = relay.register(redirect_uris=[landing])["body"]["client_id"]
+    for params in ({"response_type": "token"}, {"code_challenge": "-"}):
+        answer = relay.authorize(
+            client_id, pkce(), ("docs",), "reader", redirect_uri=landing, **params
+        )
+        assert answer["kind"] == "error" and answer["location"] is None, params
+        assert answer["status"] == 400
 
 
 def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
@@ -263,6 +325,36 @@ def test_guessing_codes_meets_a_limit_while_the_real_client_still_redeems_its_ow
     assert real["status"] == 200
 
 
+def test_failures_a_stranger_spends_in_a_clients_name_do_not_lock_that_client_out(
+    relay: Relay,
+) -> None:
+    """Client ids are public, so a failure budget a stranger can spend in any client's name (or
+    in all) must not turn away the real client's valid code or refresh token."""
+    client_id = relay.register()["body"]["client_id"]
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    bad = {"grant_type": "refresh_token", "refresh_token": "guess"}
+    for _ in range(10):
+        assert relay.token(client_id=client_id, **bad)["status"] == 400
+    for n in range(60):
+        relay.token(client_id=f"someone-{n}", **bad)
+    assert relay.token(client_id=client_id, **bad)["body"]["error"] == "slow_down"
+    real = relay.token(
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=code.verifier,
+    )
+    assert real["status"] == 200, real
+    refreshed = relay.token(
+        grant_type="refresh_token",
+        refresh_token=real["body"]["refresh_token"],
+        client_id=client_id,
+    )
+    assert refreshed["status"] == 200, refreshed
+
+
 def test_each_waiting_page_has_its_own_code_and_an_unknown_request_id_learns_nothing(
     gateway: Gateway, relay: Relay
 ) -> None:
@@ -307,6 +399,23 @@ def test_a_revoked_client_is_stopped_at_its_next_request_and_listed_as_revoked(
     assert "oauth.client_revoked" in gateway.kinds("sessions")
 
 
+def test_a_code_given_before_a_revocation_is_dead_even_once_the_client_is_approved_again(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    old = pkce()
+    _, before = relay.approved_code(client_id, old)
+    revoked = run_sp("context", "clients", "revoke", client_id, home=gateway.home)
+    assert revoked.returncode == 0
+    # The human lets the client back in with a new card; the code from before stays dead.
+    fresh = pkce()
+    _, after = relay.approved_code(client_id, fresh)
+    form = {"grant_type": "authorization_code", "redirect_uri": REDIRECT, "client_id": client_id}
+    stale = relay.token(code=before["code"][0], code_verifier=old.verifier, **form)
+    assert stale["status"] == 400 and stale["body"]["error"] == "invalid_grant"
+    assert relay.token(code=after["code"][0], code_verifier=fresh.verifier, **form)["status"] == 200
+
+
 def test_a_client_revokes_its_own_refresh_token_rfc7009(gateway: Gateway, relay: Relay) -> None:
     client_id = relay.register()["body"]["client_id"]
     body = relay.tokens(client_id, pkce())
@@ -346,11 +455,9 @@ def test_a_locked_vault_issues_nothing_and_honours_nothing(gateway: Gateway, rel
         assert reply["ok"] is False and reply["error"]["code"] == "locked", kind
     assert relay.check(client_id, jti) == {"active": False, "reason": "the vault is locked"}
     gateway.unlock()
-    # Tokens issued before the lock stay dead; the approval itself was kept.
+    # Tokens issued before the lock stay dead; the client is asked about on a card again.
     assert relay.check(client_id, jti)["active"] is False
-    again = relay.authorize(client_id, pkce())
-    assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    assert gateway.control("approvals.list")["result"]["cards"] == []
+    assert relay.tokens(client_id, pkce())["access_token"]
 
 
 def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
@@ -376,17 +483,33 @@ def test_two_clients_can_wait_at_once_and_a_relay_card_does_not_block_them(
     assert relay.wait(first["request_id"])["state"] == "denied"
 
 
+def test_a_strangers_waiting_request_does_not_shut_out_the_same_clients_real_one(
+    gateway: Gateway, relay: Relay
+) -> None:
+    """A client id is public: a stranger's request for it, left waiting, must not deny the
+    human's own; both are cards and the code on the page tells which is the human's."""
+    client_id = relay.register()["body"]["client_id"]
+    stranger = relay.authorize(client_id, pkce())
+    wait_card(gateway)
+    human = relay.authorize(client_id, pkce())
+    assert relay.wait(human["request_id"], wait_s=1)["state"] == "pending"
+    cards = gateway.control("approvals.list")["result"]["cards"]
+    by_code = {fields_of(card)["code"]: card for card in cards}
+    assert set(by_code) == {stranger["user_code"], human["user_code"]}
+    assert decide(gateway, str(by_code[human["user_code"]]["id"]))["ok"]
+    assert decide(gateway, str(by_code[stranger["user_code"]]["id"]), approve=False)["ok"]
+    assert relay.wait(human["request_id"])["state"] == "approved"
+    assert relay.wait(stranger["request_id"])["state"] == "denied"
+
+
 def test_an_authorization_flood_meets_the_budget_and_is_journaled_once(
     gateway: Gateway, relay: Relay
 ) -> None:
     client_id = relay.register()["body"]["client_id"]
-    relay.tokens(client_id, pkce())  # approved once: later asks need no card
-    for _ in range(59):
-        again = relay.authorize(client_id, pkce())
-        assert relay.wait(again["request_id"], wait_s=2)["state"] == "approved"
-    refused = relay.authorize(client_id, pkce())
-    assert refused["kind"] == "error" and refused["error"] == "temporarily_unavailable"
-    assert relay.authorize(client_id, pkce())["kind"] == "error"
+    answers = [relay.authorize(client_id, pkce()) for _ in range(62)]
+    # At most 16 pages wait at once; past 60 a minute the budget refuses, said once.
+    assert [a["kind"] for a in answers[:16]] == ["wait"] * 16
+    assert {(a["kind"], a["error"]) for a in answers[16:]} == {("error", "temporarily_unavailable")}
     assert gateway.kinds("sessions").count("oauth.authorizations_throttled") == 1
 
 

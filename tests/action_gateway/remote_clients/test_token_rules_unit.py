@@ -134,3 +134,26 @@ def test_the_user_code_uses_letters_that_cannot_be_confused() -> None:
     assert len(code) == 9 and code[4] == "-"
     assert set(code.replace("-", "")) <= set(rules.USER_CODE_ALPHABET)
     assert not set("AEIOU01L") & set(rules.USER_CODE_ALPHABET)
+
+
+def test_two_uses_of_one_refresh_token_at_once_are_a_reuse_not_two_grants() -> None:
+    """The new refresh token is made after the ledger's lock is let go (signing comes between):
+    a second use of the same token in that gap must already count as a reuse."""
+    ledger = TokenLedger(Clock())
+    code = ledger.new_code(_binding(), "https://c.example/cb", "x" * 43)
+    family = ledger.redeem_code(code, lambda record: None).family
+    assert family is not None
+    first = ledger.next_refresh(family)
+    assert ledger.rotate(first, lambda family: None).family is family
+    racing = ledger.rotate(first, lambda family: None)  # before next_refresh ran for the first
+    assert racing.family is None and racing.replayed_family == family.id
+    assert family.revoked is not None
+    # The legitimate sequence: rotate, then the next token, then that one rotates in turn.
+    code = ledger.new_code(_binding(), "https://c.example/cb", "x" * 43)
+    other = ledger.redeem_code(code, lambda record: None).family
+    assert other is not None
+    token = ledger.next_refresh(other)
+    for _ in range(3):
+        assert ledger.rotate(token, lambda family: None).family is other
+        token = ledger.next_refresh(other)
+    assert other.revoked is None

@@ -386,9 +386,10 @@ class Approvals:
 
 
 def _slot(card: ApprovalCard) -> tuple[object, ...]:
-    """One waiting card per requester; a relay's remote clients each have their own slot."""
+    """One waiting card per requester; each authorization request has its own slot (a client
+    id is public: a stranger's request must not deny the human's; the card's code tells)."""
     if isinstance(card.request, ClientAuthorization):
-        return (*card.requester.instance, card.request.client_id)
+        return (*card.requester.instance, card.request.client_id, card.request.request_id)
     return card.requester.instance
 
 

@@ -107,7 +107,7 @@ class ClientAuthorization:
             ("tokens", f"access {self.token_minutes} min, refreshed until revoked"),
             ("code", self.user_code),
             ("note", "the browser page shows this code; approve only if they match"),
-            ("later", "this client, redirect and roots will get new tokens without a card"),
+            ("later", "the client refreshes its tokens without a card until revoked"),
         )
 
     def shape(self) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """The authorization endpoint: a known client, its exact redirect URI, PKCE S256, this resource,
-then a card the human answers (or an approval given before for the same redirect and roots).
+then a card the human answers (every time: see :meth:`AuthorizationEndpoint.authorize`).
 
 The browser page (rendered by the context server) shows the request's user code and waits with
 ``oauth_authorize_wait``; the card shows the same code. A problem found before the redirect URI
@@ -86,6 +86,11 @@ class AuthorizationEndpoint:
             return _error_page(problem)
         redirect_uri = params.get("redirect_uri") or state.client.redirect_uris[0]
         problem = rules.authorize_request_problem(params, request.public_url)
+        if problem is not None and (not state.approvals or state.revoked_at is not None):
+            # Anyone can register any https redirect URI: until the human has trusted the
+            # client, an automatic error redirect would make this an open redirector (RFC 9700
+            # 4.11.2), so the error is a page.
+            return _error_page(problem)
         if problem is not None:
             location = rules.redirect_location(
                 redirect_uri,
@@ -113,11 +118,12 @@ class AuthorizationEndpoint:
             waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
         if waiting is None:
             return _error_page(rules.Problem("temporarily_unavailable", "too many requests wait"))
-        if state.approved_for(redirect_uri, roots, request.profile):
-            self._answer(waiting, approved=True, by="an earlier approval")
-        else:
-            card = self._card(waiting, state.client, peer)
-            threading.Thread(target=card, name="sp-oauth-card", daemon=True).start()
+        # Always a card, even for a client approved before with this redirect and these roots:
+        # its id and redirect URI are public and no one here knows whose browser asks, so the
+        # code would go to whoever started the request (the waiting page's redirect carries it)
+        # with a PKCE verifier of their own. A client keeps its access by refreshing.
+        card = self._card(waiting, state.client, peer)
+        threading.Thread(target=card, name="sp-oauth-card", daemon=True).start()
         return OAuthAuthorizeResult(
             kind="wait",
             request_id=waiting.id,

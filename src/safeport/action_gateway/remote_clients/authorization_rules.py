@@ -144,7 +144,12 @@ def authorize_client_problem(
         if len(registered_redirects) != 1:
             return Problem("invalid_request", "redirect_uri is required")
         return None
-    if not any(hmac.compare_digest(asked, known) for known in registered_redirects):
+    # As bytes: compare_digest refuses str outside ASCII, and a URI may hold any character.
+    wanted = asked.encode("utf-8", "surrogatepass")
+    if not any(
+        hmac.compare_digest(wanted, known.encode("utf-8", "surrogatepass"))
+        for known in registered_redirects
+    ):
         return Problem("invalid_request", "redirect_uri is not one this client registered")
     return None
 
@@ -219,4 +224,17 @@ def token_digest(value: str) -> str:
 
 
 def redirect_host(uri: str) -> str:
-    return urlsplit(uri).netloc
+    """The host (and port) a URI leads to, as a person must compare it: a name outside ASCII
+    in its IDNA (punycode) form, the name the browser actually goes to, so a look-alike in
+    another script (a Cyrillic a in a well-known name) never reads as the real one."""
+    netloc = urlsplit(uri).netloc
+    if netloc.isascii():
+        return netloc
+    host, colon, port = netloc.rpartition(":")
+    if not colon or not port.isdigit():
+        host, port = netloc, ""
+    try:
+        shown = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        shown = host.encode("ascii", "backslashreplace").decode("ascii")
+    return f"{shown}:{port}" if port else shown

@@ -2,8 +2,10 @@
 
 Clients are public (PKCE, ``token_endpoint_auth_method`` none): the form names the client and
 the code or refresh token proves the grant. Failed requests are counted per client and in all,
-so guessing codes or refresh tokens (256-bit random values, stored as digests) runs into a wall
-long before it could matter; a replayed code or a reused refresh token revokes what it touched.
+and past the limit a failure is answered ``slow_down`` (guessing 256-bit codes or refresh
+tokens, stored as digests, is hopeless anyway); a valid grant is always served, since a
+stranger can fail in any client's name. A replayed code or a reused refresh token revokes what
+it touched.
 """
 
 from __future__ import annotations
@@ -59,8 +61,6 @@ class TokenEndpoint:
         self._issuer.key()  # locked: VaultLocked, nothing issued
         client_id = form.get("client_id", "")
         now = self._issuer.clock()
-        if self._failures.over(client_id, now):
-            return _error(429, "slow_down", "too many failed token requests; wait a minute")
         if request.authorization is not None:
             answer = _error(401, "invalid_client", "clients here are public (PKCE, no secret)")
         elif form.get("grant_type") == "authorization_code":
@@ -69,8 +69,15 @@ class TokenEndpoint:
             answer = self._refresh_grant(form, request.public_url)
         else:
             answer = _error(400, "unsupported_grant_type", "code or refresh_token grants only")
-        if answer.status != 200:
-            self._failures.failed(client_id, now)
+        if answer.status == 200:
+            # A valid grant is served whatever the counters say: client ids are public, so a
+            # stranger could otherwise spend a client's budget (or everyone's) and lock it out.
+            # Guessing a 256-bit code or refresh token is hopeless either way.
+            return answer
+        over = self._failures.over(client_id, now)
+        self._failures.failed(client_id, now)
+        if over:
+            return _error(429, "slow_down", "too many failed token requests; wait a minute")
         return answer
 
     def revoke(self, request: OAuthRevoke) -> OAuthHttpAnswer:

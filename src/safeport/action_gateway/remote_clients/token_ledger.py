@@ -7,7 +7,7 @@
   (whoever holds it, the thief or the client, is cut off; OAuth 2.1 §4.3.1).
 - An access token is good only while its id was issued in this run of the gateway and its
   family stands: a restart forgets every family, so tokens issued before it stop being honoured
-  and clients authorize again (an approved client is not asked about again).
+  and clients authorize again (a card again: see ``authorization``).
 
 Only SHA-256 digests of codes and refresh tokens are kept, and compared in constant time.
 """
@@ -128,6 +128,9 @@ class TokenLedger:
             if problem is not None:
                 return Redeemed(None, problem)
             family.rotated.add(digest)
+            # Spent now, under the lock: the next token is made only after signing, and a
+            # second use of this one in between must be a reuse, not a second grant.
+            family.refresh_digest = ""
             return Redeemed(family)
 
     def next_refresh(self, family: Family) -> str:
@@ -177,6 +180,11 @@ class TokenLedger:
 
     def revoke_client(self, client_id: str) -> int:
         with self._lock:
+            # Its codes not yet redeemed go too: one redeemed after the human lets the client
+            # back in would otherwise start a family the revocation was meant to end.
+            for key in [k for k, r in self._codes.items() if r.binding.client_id == client_id]:
+                if not self._codes[key].used:
+                    del self._codes[key]
             ended = 0
             for family in self._families.values():
                 if family.binding.client_id == client_id and family.revoked is None:
