@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field
 
 from safeport.shared.exception_summary import summarize
@@ -51,7 +52,9 @@ class ActionInfo(BaseModel):
 
 
 Result = SshExecResult | HttpResult | SqlResult
-Propose = Callable[[ActionInfo, dict[str, ArgValue], Context], Awaitable[Result]]
+Propose = Callable[
+    [ActionInfo, dict[str, ArgValue], Context], Awaitable[Result | InputRequiredResult]
+]
 _RESULTS: dict[str, type[Result]] = {
     "ssh_exec": SshExecResult,
     "http_request": HttpResult,
@@ -152,10 +155,11 @@ class TypedTools:
         ]
         propose_with = self._propose
 
-        async def propose(ctx: Context, **kwargs: ArgValue) -> Result:
+        async def propose(ctx: Context, **kwargs: ArgValue) -> Result | InputRequiredResult:
             return await propose_with(info, kwargs, ctx)
 
-        result_type = _RESULTS[info.action]
+        # The input_required arm is the waiting (2026-07-28); the SDK keeps it out of the schema.
+        result_type = _RESULTS[info.action] | InputRequiredResult
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
         propose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [*parameters, context], return_annotation=result_type
