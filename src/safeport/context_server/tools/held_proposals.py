@@ -37,7 +37,7 @@ from mcp_types import (
 )
 from mcp_types.version import is_version_at_least
 
-from safeport.context_server.operations.reads_journal import REMOTE_CLIENT
+from safeport.context_server.operations.reads_journal import CALL_RECORDED, REMOTE_CLIENT
 from safeport.shared.schemas.wire import PendingBody
 
 R = TypeVar("R")
@@ -153,6 +153,9 @@ class HeldProposals:
             assert held.card is not None
             return _input_required(ctx, handle, held.card)
         self._held.pop(handle, None)
+        marker = CALL_RECORDED.get()
+        if marker is not None:
+            marker.append(True)  # the proposal journaled itself when it ended: one record
         if held.task.cancelled():
             raise ToolError("expired: the approval's card timed out; propose the action again")
         return held.task.result()
