@@ -35,9 +35,7 @@ def _params(gateway: Gateway, workspace: Path, profile: str) -> StdioServerParam
     )  # fmt: skip
 
 
-def _session(
-    gateway: Gateway, workspace: Path, profile: str, body: Any, mode: str = "auto"
-) -> Any:
+def _session(gateway: Gateway, workspace: Path, profile: str, body: Any, mode: str = "auto") -> Any:
     async def run() -> Any:
         with anyio.fail_after(90):
             errlog = (gateway.home / f"context-{profile}.stderr").open("w")
