@@ -35,8 +35,9 @@ MODERN = "2026-07-28"
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     gw = Gateway(tmp_path_factory.mktemp("gwi"))
     remote = "\n[remote]\nactions = true\naccess_token_minutes = 5\n"
+    reads = '\n[ssh.hosts.session-host.commands.disk_free]\nargv = ["df"]\nread_only = true\n'
     timeout = f"approval_timeout_s = {CARD_S}"
-    gw.write_policy(POLICY.replace("approval_timeout_s = 3", timeout) + remote)
+    gw.write_policy(POLICY.replace("approval_timeout_s = 3", timeout) + reads + remote)
     gw.start()
     gw.unlock()
     gw.accept_policy()
@@ -203,3 +204,28 @@ def test_a_full_table_refuses_new_proposals_and_keeps_the_held_ones(
     assert refused.is_error and "busy" in text(refused), refused.content
     for result in held:
         assert isinstance(result, CallToolResult) and not result.is_error, result
+
+
+def test_action_tools_say_whether_they_act_and_what_chatgpt_shows_while_they_wait(
+    server: HttpServer, tokens: dict[str, str]
+) -> None:
+    async def run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        async with connected(server, tokens["Client A"]) as client:
+            tools = {t.name: t.model_dump(by_alias=True) for t in (await client.list_tools()).tools}
+            listed = await client.call_tool("list_actions", {})
+            return tools, list((listed.structured_content or {})["actions"])
+
+    tools, actions = anyio.run(run)
+    assert tools["ssh_exec"]["annotations"]["destructiveHint"] is True
+    assert tools["run_readonly_query"]["annotations"]["readOnlyHint"] is True
+    typed = [a for a in actions if a["tool"]]
+    assert {a["read_only"] for a in typed} == {True, False}  # the policy has both kinds
+    for action in typed:
+        hints = tools[action["tool"]]["annotations"]
+        assert hints["readOnlyHint"] is action["read_only"]
+        assert hints["destructiveHint"] is not action["read_only"]
+        assert hints["openWorldHint"] is True
+    for name in ("ssh_exec", "http_request", "run_readonly_query", typed[0]["tool"]):
+        meta = tools[name]["_meta"]
+        assert 0 < len(meta["openai/toolInvocation/invoking"]) <= 64
+        assert 0 < len(meta["openai/toolInvocation/invoked"]) <= 64

@@ -37,7 +37,14 @@ from safeport.context_server.tools.held_proposals import (
     HeldProposals,
     waits_by_input_required,
 )
-from safeport.context_server.tools.typed_tools import ACTS, ActionInfo, ArgValue, TypedTools
+from safeport.context_server.tools.typed_tools import (
+    ACTS,
+    ASKS,
+    READS,
+    ActionInfo,
+    ArgValue,
+    TypedTools,
+)
 from safeport.errors import JournalUnavailable
 from safeport.shared.exception_summary import summarize
 from safeport.shared.gateway_socket import check_listener as check_listener_uid
@@ -95,7 +102,7 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         credential; a human may be asked."""
         return await forward.catalog(typed)
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=ACTS, meta=ASKS)
     async def ssh_exec(
         host_id: str, command_id: str, ctx: Context, args: Args | None = None
     ) -> SshExecResult | InputRequiredResult:
@@ -105,7 +112,7 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         gateway checks the policy, may ask a human, runs it, and returns exit status and output."""
         return await wait(ctx, lambda p: forward.ssh(host_id, command_id, args or {}, p))
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=ACTS, meta=ASKS)
     async def http_request(
         service_id: str, operation_id: str, ctx: Context, args: Args | None = None
     ) -> HttpResult | InputRequiredResult:
@@ -115,7 +122,7 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         adds the credential, may ask a human, and returns the status and the declared fields."""
         return await wait(ctx, lambda p: forward.http(service_id, operation_id, args or {}, p))
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=READS, meta=ASKS)
     async def run_readonly_query(
         database: str, query: str, ctx: Context, params: Args | None = None
     ) -> SqlResult | InputRequiredResult:

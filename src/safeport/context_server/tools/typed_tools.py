@@ -32,6 +32,14 @@ log = logging.getLogger(__name__)
 ACTS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
 )
+# A declared read-only action (or query) changes nothing, but still reaches another machine.
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+# Status lines ChatGPT shows while a tool runs and once it answered (the Apps SDK's tool
+# descriptor keys, at most 64 characters each); other clients ignore them.
+ASKS = {
+    "openai/toolInvocation/invoking": "Asking the safeport gateway; a human may approve",
+    "openai/toolInvocation/invoked": "The safeport gateway answered",
+}
 ArgValue = str | int
 ActionKey = tuple[str, str, str]
 
@@ -139,7 +147,10 @@ class TypedTools:
                 continue
             try:
                 fn = self._typed_tool(info, name)
-                self._server.add_tool(fn, name=name, description=describe(info), annotations=ACTS)
+                hints = READS if info.read_only else ACTS
+                self._server.add_tool(
+                    fn, name=name, description=describe(info), annotations=hints, meta=ASKS
+                )
             except Exception as exc:  # a param schema we cannot express: the generic tool remains
                 log.warning("skipping typed tool %s: %s", name, summarize(exc))
                 self._skipped[key] = "its params cannot be written as a tool schema"
