@@ -95,3 +95,21 @@ def test_a_proposal_that_needs_no_human_answers_at_once_and_holds_nothing() -> N
             assert await table.start(CTX, granted) == {"exit_status": 0}
 
     asyncio.run(run())
+
+
+def test_an_outcome_nobody_fetches_is_dropped_a_minute_after_the_decision() -> None:
+    async def run() -> None:
+        clock = Clock()
+        table, decided = HeldProposals(per_client=1, clock=clock), asyncio.Event()
+        as_client("client-a")
+        first = await held_call(table, decided)
+        decided.set()
+        await asyncio.sleep(0.01)  # the proposal ends; its outcome now waits a minute
+        clock.now += 59
+        with pytest.raises(ToolError, match="busy"):
+            await held_call(table, asyncio.Event())
+        clock.now += 2
+        with pytest.raises(ToolError, match="expired"):
+            await table.resume(CTX, str(first.request_state))
+
+    asyncio.run(run())

@@ -9,9 +9,10 @@ the task's handle. The client retries with that state; the retry re-attaches to 
   starts, and bound to the authenticated principal, the tool and its arguments: a client cannot
   read it, change it, or replay it as another client or for another call.
 - The table is bounded: at most :data:`MAX_HELD_PER_CLIENT` handles per client and
-  :data:`MAX_HELD` in all, each living the card's timeout plus :data:`COLLECT_GRACE_S` (time
-  to fetch a result decided at the last moment). A client that never retries leaves a task
-  that ends with the card (journaled as any proposal) and a handle that is swept.
+  :data:`MAX_HELD` in all, each living until :data:`COLLECT_GRACE_S` after its proposal ended
+  (decided, refused, or its card timed out), and never past the card's timeout plus that. A
+  client that never retries leaves a task that ends with the card (journaled as any proposal)
+  and a handle that is swept.
 - A handle is also checked against the principal that made it (the seal already binds it): an
   unknown, expired or foreign handle is an error that never carries another client's result.
 """
@@ -128,6 +129,9 @@ class HeldProposals:
         # Entered before the first await, so concurrent calls count it; no deadline until a
         # card names one (an action that needs no human may run long).
         self._held[handle] = _Held(who, task, None, float("inf"))
+        # Once it ends, its outcome waits a minute at most (also when this request was cancelled
+        # before the client learnt the handle: nothing is held for ever).
+        task.add_done_callback(lambda _: self._ended(handle))
         await _first_of(task, signal.opened.wait())
         if task.done():
             self._held.pop(handle, None)
@@ -159,6 +163,11 @@ class HeldProposals:
         if held.task.cancelled():
             raise ToolError("expired: the approval's card timed out; propose the action again")
         return held.task.result()
+
+    def _ended(self, handle: str) -> None:
+        held = self._held.get(handle)
+        if held is not None:
+            held.deadline = min(held.deadline, self._clock() + COLLECT_GRACE_S)
 
     def _sweep(self) -> None:
         now = self._clock()
