@@ -42,6 +42,7 @@ from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.sdk_seam import lowlevel_server
 from safeport.context_server.tools.agent_tools import register_agent_tools
+from safeport.context_server.tools.held_proposals import request_state_security
 from safeport.context_server.tools.journaled_calls import JournaledServer, without_client_roots
 from safeport.context_server.tools.reader_tools import register_reader_tools
 from safeport.context_server.transport.fast_path import DirectCalls
@@ -180,6 +181,7 @@ def _assemble(
         version=__version__,
         instructions=INSTRUCTIONS + (AGENT_INSTRUCTIONS if options.profile == "agent" else ""),
         log_level="WARNING",
+        request_state_security=request_state_security(),
     )
     for register in PROFILES[options.profile]:
         task = register(server, service)

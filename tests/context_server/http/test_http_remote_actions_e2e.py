@@ -59,7 +59,10 @@ def test_a_remote_proposal_carries_the_client_and_is_asked_per_call(
     async def propose() -> tuple[dict[str, object], dict[str, object]]:
         headers = {"authorization": f"Bearer {token}"}
         http = httpx2.AsyncClient(headers=headers, timeout=60)
-        async with http, Client(streamable_http_client(server.url + "/mcp", http_client=http)) as c:
+        # An earlier-version client (2025-11-25) hears progress while the card waits; a
+        # 2026-07-28 one gets input_required (test_http_input_required_e2e.py).
+        transport = streamable_http_client(server.url + "/mcp", http_client=http)
+        async with http, Client(transport, mode="legacy") as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
             annotations = tools["ssh_exec"].annotations
             assert annotations is not None and annotations.destructive_hint is True

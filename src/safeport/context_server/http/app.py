@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import anyio
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
 from pydantic import AnyHttpUrl
@@ -91,6 +92,9 @@ def build_app(
             AuthenticationMiddleware,
             backend=BearerAuthBackend(GatewayTokenVerifier(checker), resource_server_url=resource),
         ),
+        # The SDK reads the request's token from here: it binds a sealed requestState to the
+        # client that received it (another client's replay is refused).
+        Middleware(AuthContextMiddleware),
         Middleware(RateGate, admission=admission or Admission()),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -19,11 +19,12 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field
 
 from safeport.context_server import sdk_seam
@@ -31,7 +32,19 @@ from safeport.context_server.gateway_link import GatewayLink, GatewayRefusal, Ga
 from safeport.context_server.operations.reads_journal import REMOTE_CLIENT
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.gateway_watch import GatewayWatch, parse_catalog
-from safeport.context_server.tools.typed_tools import ACTS, ActionInfo, ArgValue, TypedTools
+from safeport.context_server.tools.held_proposals import (
+    CardSignal,
+    HeldProposals,
+    waits_by_input_required,
+)
+from safeport.context_server.tools.typed_tools import (
+    ACTS,
+    ASKS,
+    READS,
+    ActionInfo,
+    ArgValue,
+    TypedTools,
+)
 from safeport.errors import JournalUnavailable
 from safeport.shared.exception_summary import summarize
 from safeport.shared.gateway_socket import check_listener as check_listener_uid
@@ -45,6 +58,9 @@ PROGRESS_EVERY_S = 5.0
 LISTS = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 Background = Callable[[], Coroutine[Any, Any, None]]
 Args = dict[Annotated[str, Field(max_length=64)], ArgValue]
+R = TypeVar("R")
+# Proposals waiting for a human under 2026-07-28, for every server of this process.
+HELD = HeldProposals()
 
 
 class ActionCatalog(BaseModel):
@@ -67,12 +83,12 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
 
     async def propose(
         info: ActionInfo, args: dict[str, ArgValue], ctx: Context
-    ) -> SshExecResult | HttpResult | SqlResult:
+    ) -> SshExecResult | HttpResult | SqlResult | InputRequiredResult:
         if info.action == "ssh_exec":
-            return await forward.ssh(info.target, info.operation, args, Progress(ctx))
+            return await wait(ctx, lambda p: forward.ssh(info.target, info.operation, args, p))
         if info.action == "run_readonly_query":
-            return await forward.sql(info.target, info.operation, args, Progress(ctx))
-        return await forward.http(info.target, info.operation, args, Progress(ctx))
+            return await wait(ctx, lambda p: forward.sql(info.target, info.operation, args, p))
+        return await wait(ctx, lambda p: forward.http(info.target, info.operation, args, p))
 
     typed = TypedTools(server, propose, sessions.tools_changed)
     watch = GatewayWatch(link, typed)
@@ -86,39 +102,52 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         credential; a human may be asked."""
         return await forward.catalog(typed)
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=ACTS, meta=ASKS)
     async def ssh_exec(
         host_id: str, command_id: str, ctx: Context, args: Args | None = None
-    ) -> SshExecResult:
+    ) -> SshExecResult | InputRequiredResult:
         """Propose running one declared command on one declared SSH host.
 
         Only commands from list_actions exist; args fill the command's declared params. The
         gateway checks the policy, may ask a human, runs it, and returns exit status and output."""
-        return await forward.ssh(host_id, command_id, args or {}, Progress(ctx))
+        return await wait(ctx, lambda p: forward.ssh(host_id, command_id, args or {}, p))
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=ACTS, meta=ASKS)
     async def http_request(
         service_id: str, operation_id: str, ctx: Context, args: Args | None = None
-    ) -> HttpResult:
+    ) -> HttpResult | InputRequiredResult:
         """Propose calling one declared operation of one declared HTTPS service.
 
         Only operations from list_actions exist; args fill its declared params. The gateway
         adds the credential, may ask a human, and returns the status and the declared fields."""
-        return await forward.http(service_id, operation_id, args or {}, Progress(ctx))
+        return await wait(ctx, lambda p: forward.http(service_id, operation_id, args or {}, p))
 
-    @server.tool(annotations=ACTS)
+    @server.tool(annotations=READS, meta=ASKS)
     async def run_readonly_query(
         database: str, query: str, ctx: Context, params: Args | None = None
-    ) -> SqlResult:
+    ) -> SqlResult | InputRequiredResult:
         """Propose running one declared read-only query on one declared PostgreSQL database.
 
         Only queries from list_actions exist; params fill its declared parameters (bound by the
         driver, never spliced). The gateway may ask a human, runs it in a read-only transaction,
         and returns the declared columns of the rows, within the query's caps."""
-        return await forward.sql(database, query, params or {}, Progress(ctx))
+        return await wait(ctx, lambda p: forward.sql(database, query, params or {}, p))
 
     _first_look(watch)
     return watch.run
+
+
+async def wait(
+    ctx: Context, run: Callable[[Progress | CardSignal], Awaitable[R]]
+) -> R | InputRequiredResult:
+    """Run a proposal the way this client waits for a human: ``input_required`` and a retry
+    under 2026-07-28 (:mod:`.held_proposals`), progress notifications before it."""
+    if not waits_by_input_required(ctx):
+        return await run(Progress(ctx))
+    if ctx.request_state is not None:
+        resumed: R | InputRequiredResult = await HELD.resume(ctx, ctx.request_state)
+        return resumed
+    return await HELD.start(ctx, run)
 
 
 class _Forwarder:
@@ -141,7 +170,7 @@ class _Forwarder:
         return ActionCatalog(policy=catalog.policy, actions=actions)
 
     async def ssh(
-        self, host_id: str, command_id: str, args: Mapping[str, ArgValue], progress: Progress
+        self, host_id: str, command_id: str, args: Mapping[str, ArgValue], progress: Waiter
     ) -> SshExecResult:
         target = {"host_id": host_id, "command_id": command_id, "args": _shape(args)}
         call = self.link.propose_ssh(
@@ -151,7 +180,7 @@ class _Forwarder:
         return SshExecResult.model_validate(raw)
 
     async def http(
-        self, service_id: str, operation_id: str, args: Mapping[str, ArgValue], progress: Progress
+        self, service_id: str, operation_id: str, args: Mapping[str, ArgValue], progress: Waiter
     ) -> HttpResult:
         target = {"service_id": service_id, "operation_id": operation_id, "args": _shape(args)}
         call = self.link.propose_http(
@@ -162,7 +191,7 @@ class _Forwarder:
         )
 
     async def sql(
-        self, database: str, query: str, params: Mapping[str, ArgValue], progress: Progress
+        self, database: str, query: str, params: Mapping[str, ArgValue], progress: Waiter
     ) -> SqlResult:
         target = {"database": database, "query": query, "params": _shape(params)}
         call = self.link.propose_sql(
@@ -249,6 +278,9 @@ class Progress:
             await self._ctx.report_progress(self._count, None, self._text)
         except Exception as exc:  # a client that went away must not fail the proposal itself
             log.debug("progress not sent: %s", summarize(exc))
+
+
+Waiter = Progress | CardSignal
 
 
 def _remote_token() -> str | None:

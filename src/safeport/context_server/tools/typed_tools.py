@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field
 
 from safeport.shared.exception_summary import summarize
@@ -31,6 +32,14 @@ log = logging.getLogger(__name__)
 ACTS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
 )
+# A declared read-only action (or query) changes nothing, but still reaches another machine.
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+# Status lines ChatGPT shows while a tool runs and once it answered (the Apps SDK's tool
+# descriptor keys, at most 64 characters each); other clients ignore them.
+ASKS = {
+    "openai/toolInvocation/invoking": "Asking the safeport gateway; a human may approve",
+    "openai/toolInvocation/invoked": "The safeport gateway answered",
+}
 ArgValue = str | int
 ActionKey = tuple[str, str, str]
 
@@ -51,7 +60,9 @@ class ActionInfo(BaseModel):
 
 
 Result = SshExecResult | HttpResult | SqlResult
-Propose = Callable[[ActionInfo, dict[str, ArgValue], Context], Awaitable[Result]]
+Propose = Callable[
+    [ActionInfo, dict[str, ArgValue], Context], Awaitable[Result | InputRequiredResult]
+]
 _RESULTS: dict[str, type[Result]] = {
     "ssh_exec": SshExecResult,
     "http_request": HttpResult,
@@ -136,7 +147,10 @@ class TypedTools:
                 continue
             try:
                 fn = self._typed_tool(info, name)
-                self._server.add_tool(fn, name=name, description=describe(info), annotations=ACTS)
+                hints = READS if info.read_only else ACTS
+                self._server.add_tool(
+                    fn, name=name, description=describe(info), annotations=hints, meta=ASKS
+                )
             except Exception as exc:  # a param schema we cannot express: the generic tool remains
                 log.warning("skipping typed tool %s: %s", name, summarize(exc))
                 self._skipped[key] = "its params cannot be written as a tool schema"
@@ -152,10 +166,11 @@ class TypedTools:
         ]
         propose_with = self._propose
 
-        async def propose(ctx: Context, **kwargs: ArgValue) -> Result:
+        async def propose(ctx: Context, **kwargs: ArgValue) -> Result | InputRequiredResult:
             return await propose_with(info, kwargs, ctx)
 
-        result_type = _RESULTS[info.action]
+        # The input_required arm is the waiting (2026-07-28); the SDK keeps it out of the schema.
+        result_type = _RESULTS[info.action] | InputRequiredResult
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
         propose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [*parameters, context], return_annotation=result_type
