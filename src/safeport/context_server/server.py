@@ -24,7 +24,7 @@ from safeport import __version__
 from safeport.context_server.http.app import RemoteRoot, RemoteService, build_app
 from safeport.context_server.http.endpoint import HttpEndpoint
 from safeport.context_server.http.gateway_oauth import OAuthGateway
-from safeport.context_server.http.root_ids import root_id
+from safeport.context_server.http.root_ids import root_id, shown_directory
 from safeport.context_server.http.tenants import TenantServer
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
@@ -256,7 +256,11 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
 
     _warn_of_secret_rules_in(configured)
     remote = RemoteService(
-        roots=[RemoteRoot(root_id(r.name, r.path), str(r.path)) for r in configured.roots],
+        roots=[
+            # Display form: a folder's name may hold bytes that are no text.
+            RemoteRoot(root_id(r.name, r.path), shown_directory(display_name(os.fsencode(r.path))))
+            for r in configured.roots
+        ],
         profile=options.profile,
     )
     app = build_app(endpoint, remote, OAuthGateway(paths, endpoint.public_url), make)

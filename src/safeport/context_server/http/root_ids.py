@@ -17,6 +17,9 @@ from pathlib import Path
 DIGEST_HEX = 12
 # The wire's limit on one root (``RootName``, 64), less the separator and the digest.
 MAX_NAME = 64 - 1 - DIGEST_HEX
+# The wire's limit on a directory shown on the card (``RootDir``): 64 of them stay far below
+# agent.sock's request limit.
+MAX_SHOWN = 256
 
 
 def root_id(name: str, path: Path) -> str:
@@ -24,3 +27,9 @@ def root_id(name: str, path: Path) -> str:
     resolved = os.path.realpath(path)  # absolute, and without symlinks
     digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:DIGEST_HEX]
     return f"{name[:MAX_NAME]}~{digest}"
+
+
+def shown_directory(text: str) -> str:
+    """The directory (in display form) as the card shows it, within the wire's bound
+    (``RootDir``): a path too long keeps its end, the part that tells folders apart."""
+    return text if len(text) <= MAX_SHOWN else "…" + text[-(MAX_SHOWN - 1) :]

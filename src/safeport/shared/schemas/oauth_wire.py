@@ -26,7 +26,7 @@ _Value = Annotated[str, Field(max_length=4096)]
 FormFields = Annotated[dict[_Key, _Value], Field(max_length=32)]
 PublicUrl = Annotated[str, Field(min_length=8, max_length=512, pattern=r"^https?://")]
 RootName = Annotated[str, Field(min_length=1, max_length=64)]
-RootDir = Annotated[str, Field(min_length=1, max_length=4096)]
+RootDir = Annotated[str, Field(min_length=1, max_length=256)]
 Profile = Literal["reader", "agent"]
 
 
