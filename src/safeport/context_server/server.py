@@ -21,9 +21,10 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from safeport import __version__
-from safeport.context_server.http.app import RemoteService, build_app
+from safeport.context_server.http.app import RemoteRoot, RemoteService, build_app
 from safeport.context_server.http.endpoint import HttpEndpoint
 from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.root_ids import root_id, shown_directory
 from safeport.context_server.http.tenants import TenantServer
 from safeport.context_server.index.change_feed import ChangeFeed
 from safeport.context_server.index.search_index import Progress, SearchIndex, index_path
@@ -242,7 +243,7 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
     servers: list[WorkspaceService] = []
 
     def make(visible: frozenset[str], profile: Profile) -> TenantServer:
-        roots = [r for r in configured.roots if r.name in visible]
+        roots = [r for r in configured.roots if root_id(r.name, r.path) in visible]
         workspace = Workspace(roots, configured.policy, configured.secrets)
         # The journal's declared origin says the calls came over HTTP; each record also names
         # the client its token proves.
@@ -256,7 +257,14 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
         return TenantServer(lowlevel_server(server), tuple(server.background))
 
     _warn_of_secret_rules_in(configured)
-    remote = RemoteService(roots=[r.name for r in configured.roots], profile=options.profile)
+    remote = RemoteService(
+        roots=[
+            # Display form: a folder's name may hold bytes that are no text.
+            RemoteRoot(root_id(r.name, r.path), shown_directory(display_name(os.fsencode(r.path))))
+            for r in configured.roots
+        ],
+        profile=options.profile,
+    )
     app = build_app(endpoint, remote, OAuthGateway(paths, endpoint.public_url), make)
     try:
         run_http(app, endpoint)

@@ -11,7 +11,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +252,8 @@ def test_a_token_reads_only_the_roots_it_was_approved_for(home: Path, tmp_path: 
         auth = provider(first.url + "/mcp", browser, storage)
         anyio.run(read_remotely, first.url + "/mcp", auth, "legacy")
     token = access_token(storage)
-    assert jwt.decode(token, options={"verify_signature": False})["sp_roots"] == ["proj"]
+    [bound] = jwt.decode(token, options={"verify_signature": False})["sp_roots"]
+    assert bound.startswith("proj~")  # the name, and a digest of its directory
     # The same public URL now serves a second root: this token still sees only its own.
     with http_server(home, root, "--root", str(other), port=port, client=True) as both:
         roots = call(both.url, token, "list_roots", {})
@@ -271,7 +272,58 @@ def test_a_token_reads_only_the_roots_it_was_approved_for(home: Path, tmp_path: 
             assert "zebra elsewhere" not in json.dumps(refused)
 
 
-def call(base: str, token: str, tool: str, arguments: dict[str, object]) -> dict[str, Any]:
+def test_an_approval_holds_for_its_directory_not_for_another_of_the_same_name(
+    home: Path, tmp_path: Path
+) -> None:
+    work, _ = small_workspace(tmp_path / "work")
+    personal = tmp_path / "personal" / "proj"  # also named proj
+    personal.mkdir(parents=True)
+    (personal / "notes.md").write_text("zebra personal\n")
+    port = free_port()
+    browser, storage = Browser(home), MemoryTokens()
+    with http_server(home, work, port=port, client=True) as first:
+        auth = provider(first.url + "/mcp", browser, storage)
+        anyio.run(read_remotely, first.url + "/mcp", auth, "legacy")
+    assert f"proj ({work})" in json.dumps(browser.cards[0])  # the card names the folder
+    token, read = access_token(storage), {"path": "notes.md"}
+    # The same folder after a restart: the token and its refresh keep working, no card.
+    with http_server(home, work, port=port, client=True) as again:
+        assert call(again.url, token, "read_file", read)["structuredContent"]["text"] == (
+            "zebra crossing\n"
+        )
+        refreshed = refresh(again.url, storage)
+        assert mcp_post(again.url, refreshed, "tools/list").status_code == 200
+    # Another folder of the same name: every token of that approval grants nothing there.
+    with http_server(home, personal, port=port, client=True) as other:
+        for stale in (token, refreshed, refresh(other.url, storage)):
+            answer = mcp_post(
+                other.url, stale, "tools/call", {"name": "read_file", "arguments": read}
+            )
+            assert answer.status_code == 403 and "zebra personal" not in answer.text
+        # The same client and redirect asking again: the human sees a card for this folder.
+        storage.tokens = None
+        auth = provider(other.url + "/mcp", browser, storage)
+        session = anyio.run(read_remotely, other.url + "/mcp", auth, "legacy")
+    assert session.read["text"] == "zebra personal\n"
+    assert len(browser.cards) == 2 and f"proj ({personal})" in json.dumps(browser.cards[1])
+
+
+def refresh(base: str, storage: MemoryTokens) -> str:
+    """A refresh grant as the client makes it; the rotated refresh token is kept."""
+    assert storage.tokens is not None and storage.tokens.refresh_token is not None
+    form = {
+        "grant_type": "refresh_token",
+        "refresh_token": storage.tokens.refresh_token,
+        "client_id": storage.client.client_id,
+    }
+    answer = httpx.post(base + "/token", data=form, timeout=30)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    storage.tokens = storage.tokens.model_copy(update={"refresh_token": body["refresh_token"]})
+    return str(body["access_token"])
+
+
+def call(base: str, token: str, tool: str, arguments: Mapping[str, object]) -> dict[str, Any]:
     answer = mcp_post(base, token, "tools/call", {"name": tool, "arguments": arguments})
     assert answer.status_code == 200, answer.text
     for line in answer.text.splitlines():

@@ -140,6 +140,23 @@ def test_slow_clients_are_cut_off_while_a_prompt_one_is_served(server: HttpServe
     assert isinstance(outcomes["body"], float) and outcomes["body"] < 20
 
 
+def test_connections_that_never_send_a_byte_are_closed_and_stop_blocking_others(
+    server: HttpServer,
+) -> None:
+    # More silent connections than the server's concurrency limit: while they hold, a prompt
+    # request is turned away (503); they must not hold for longer than the head's deadline.
+    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(260)]
+    try:
+        started = time.monotonic()
+        for sock in silent:
+            assert sock.recv(1) == b""  # closed by the server, not by the test
+        assert time.monotonic() - started < 20
+        assert get(server, META).status_code == 200
+    finally:
+        for sock in silent:
+            sock.close()
+
+
 def test_the_relay_refuses_repeated_parameters_and_says_when_the_gateway_is_down(
     server: HttpServer,
 ) -> None:

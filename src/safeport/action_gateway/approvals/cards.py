@@ -86,6 +86,8 @@ class ClientAuthorization:
     profile: str
     token_minutes: int
     user_code: str
+    # Each root's directory, as the context server says, in the order of ``roots`` ("" unknown).
+    root_dirs: tuple[str, ...] = ()
     kind: CardKind = "oauth_client"
     scope: ApprovalScope = "per-call"
     credential: str = "the token signing key"
@@ -102,13 +104,23 @@ class ClientAuthorization:
             ("client id", inert(self.client_id)),
             ("metadata", inert(self.metadata_from)),
             ("redirect", inert(self.redirect_host)),
-            ("roots", inert(", ".join(self.roots))),
+            ("roots", inert(", ".join(self._root_lines()))),
             ("profile", self.profile),
             ("tokens", f"access {self.token_minutes} min, refreshed until revoked"),
             ("code", self.user_code),
             ("note", "the browser page shows this code; approve only if they match"),
             ("later", "the client refreshes its tokens without a card until revoked"),
         )
+
+    def _root_lines(self) -> list[str]:
+        """A root as a person knows it: its name and its directory (the identity's digest
+        of the directory says nothing to a person; it is shown only when no directory came)."""
+        lines = []
+        for index, root in enumerate(self.roots):
+            directory = self.root_dirs[index] if index < len(self.root_dirs) else ""
+            name = root.rpartition("~")[0] or root
+            lines.append(f"{name} ({directory})" if directory else root)
+        return lines
 
     def shape(self) -> dict[str, object]:
         return {

@@ -63,6 +63,8 @@ class _Waiting:
     done: threading.Event = field(default_factory=threading.Event)
     state: str = "pending"
     location: str | None = None
+    # What the card shows for each of ``binding.roots`` (the directory), not what is bound.
+    directories: tuple[str, ...] = ()
 
 
 class AuthorizationEndpoint:
@@ -102,6 +104,7 @@ class AuthorizationEndpoint:
             )
             return OAuthAuthorizeResult(kind="redirect", location=location, status=302)
         roots = tuple(sorted(set(request.roots)))
+        named = dict(zip(request.roots, request.root_dirs, strict=False))
         binding = Binding(
             state.client.client_id,
             state.client.name,
@@ -118,6 +121,7 @@ class AuthorizationEndpoint:
             waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
         if waiting is None:
             return _error_page(rules.Problem("temporarily_unavailable", "too many requests wait"))
+        waiting.directories = tuple(named.get(root, "") for root in roots)
         # Always a card, even for a client approved before with this redirect and these roots:
         # its id and redirect URI are public and no one here knows whose browser asks, so the
         # code would go to whoever started the request (the waiting page's redirect carries it)
@@ -210,6 +214,7 @@ class AuthorizationEndpoint:
             metadata_from=source,
             redirect_host=rules.redirect_host(waiting.ask.redirect_uri),
             roots=waiting.binding.roots,
+            root_dirs=waiting.directories,
             profile=waiting.binding.profile,
             token_minutes=self._issuer.access_minutes(),
             user_code=waiting.user_code,

@@ -43,11 +43,20 @@ from safeport.shared.schemas.oauth_wire import Profile
 
 
 @dataclass(frozen=True)
+class RemoteRoot:
+    """A served root as remote clients are approved for it: its identity (``root_ids``: the
+    name and a digest of the directory) and the directory, which the card shows."""
+
+    id: str
+    directory: str
+
+
+@dataclass(frozen=True)
 class RemoteService:
-    """What the HTTP server serves: the root names, and the profile remote clients are offered
+    """What the HTTP server serves: the roots, and the profile remote clients are offered
     (the agent profile only when remote actions are turned on; reader tokens stay readers)."""
 
-    roots: Sequence[str]
+    roots: Sequence[RemoteRoot]
     profile: Profile = "reader"
 
     @property
@@ -65,11 +74,16 @@ def build_app(
     resource = AnyHttpUrl(endpoint.resource)
     metadata_url = str(build_resource_metadata_url(resource))
     checker = TokenChecker(SigningKeys(gateway.keys), endpoint.public_url, endpoint.resource)
-    tenants = Tenants(make_server, service.roots, service.profiles)
+    tenants = Tenants(make_server, [r.id for r in service.roots], service.profiles)
     mcp = McpEndpoint(tenants, gateway, metadata_url)
     routes = [
         Route(urlsplit(metadata_url).path, resource_metadata(endpoint), methods=["GET"]),
-        *relay_routes(gateway, list(service.roots), service.profile),
+        *relay_routes(
+            gateway,
+            [r.id for r in service.roots],
+            [r.directory for r in service.roots],
+            service.profile,
+        ),
         Route(
             MCP_PATH,
             endpoint=RequireAuthMiddleware(mcp, [], AnyHttpUrl(metadata_url)),

@@ -84,13 +84,14 @@ class OAuthGateway:
         return await self._ask(self._slow, message, OAuthHttpAnswer)
 
     async def authorize(
-        self, params: Mapping[str, str], roots: list[str], profile: Profile
+        self, params: Mapping[str, str], roots: list[str], directories: list[str], profile: Profile
     ) -> OAuthAuthorizeResult:
         message = _message(
             OAuthAuthorize,
             public_url=self.public_url,
             params=dict(params),
             roots=roots,
+            root_dirs=directories,
             profile=profile,
         )
         return await self._ask(self._slow, message, OAuthAuthorizeResult)

@@ -42,9 +42,12 @@ class BadRequest(Exception):
     """The request cannot be relayed as it is (duplicate or oversized parameters, bad JSON)."""
 
 
-def relay_routes(gateway: OAuthGateway, roots: Sequence[str], profile: Profile) -> list[Route]:
-    """The authorization server's endpoints at the public URL, relayed to ``gateway``."""
-    served = list(roots)
+def relay_routes(
+    gateway: OAuthGateway, roots: Sequence[str], directories: Sequence[str], profile: Profile
+) -> list[Route]:
+    """The authorization server's endpoints at the public URL, relayed to ``gateway``:
+    ``roots`` are the served roots' identities, ``directories`` theirs (for the card)."""
+    served, shown = list(roots), list(directories)
 
     async def metadata(_: Request) -> Response:
         answer = await gateway.metadata()
@@ -56,7 +59,7 @@ def relay_routes(gateway: OAuthGateway, roots: Sequence[str], profile: Profile) 
 
     async def authorize(request: Request) -> Response:
         params = _single_values(request.query_params)
-        result = await gateway.authorize(params, served, profile)
+        result = await gateway.authorize(params, served, shown, profile)
         if result.kind == "wait" and result.request_id and result.user_code:
             return waiting_page(
                 result.request_id, result.user_code, result.client_name, result.redirect_host

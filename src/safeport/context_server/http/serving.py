@@ -3,7 +3,8 @@
 uvicorn bounds a request's headers in size (h11's incomplete-event limit) but not in time: a
 client that trickles its request line and headers would hold its connection for ever. The
 protocol below closes a connection whose request has not fully arrived
-:data:`HEADER_DEADLINE_S` after its first byte. Connections and in-flight requests are capped
+:data:`HEADER_DEADLINE_S` after the connection opened (or, between requests, after its first
+byte). Connections and in-flight requests are capped
 (``limit_concurrency`` answers 503 beyond it).
 """
 
@@ -28,14 +29,21 @@ KEEP_ALIVE_S = 5
 
 
 class DeadlineH11Protocol(H11Protocol):
-    """h11 with a deadline on each request's head: started by the first byte that arrives
-    while no request is in progress, cancelled when the request begins."""
+    """h11 with a deadline on each request's head: started when the connection opens and by
+    the first byte that arrives while no request is in progress, cancelled when the request
+    begins. uvicorn times nothing on a fresh connection: one that never sends a byte would
+    hold its place under ``limit_concurrency`` for ever, and a few hundred would turn every
+    approved client away with 503."""
 
     header_deadline_s = HEADER_DEADLINE_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_timer = self.loop.call_later(self.header_deadline_s, self._head_too_slow)
 
     def data_received(self, data: bytes) -> None:
         if self._between_requests() and self._head_timer is None:

@@ -26,6 +26,7 @@ _Value = Annotated[str, Field(max_length=4096)]
 FormFields = Annotated[dict[_Key, _Value], Field(max_length=32)]
 PublicUrl = Annotated[str, Field(min_length=8, max_length=512, pattern=r"^https?://")]
 RootName = Annotated[str, Field(min_length=1, max_length=64)]
+RootDir = Annotated[str, Field(min_length=1, max_length=256)]
 Profile = Literal["reader", "agent"]
 
 
@@ -57,8 +58,12 @@ class OAuthAuthorize(Envelope):
     public_url: PublicUrl
     params: FormFields
     # The roots this context server serves over HTTP and the profile remote clients get; the
-    # card shows them and the token is bound to what the human approves.
+    # card shows them and the token is bound to what the human approves. A root is named by
+    # its identity, ``name~<12 hex of SHA-256 of its resolved directory>``, so an approval and
+    # its tokens never pass to another directory that happens to get the same name.
     roots: Annotated[list[RootName], Field(min_length=1, max_length=64)]
+    # Each root's directory, in the order of ``roots``, for the card to show (not bound).
+    root_dirs: Annotated[list[RootDir], Field(max_length=64)] = Field(default_factory=list)
     profile: Profile = "reader"
 
 
