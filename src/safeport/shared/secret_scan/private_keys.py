@@ -58,9 +58,7 @@ class KeyBlocks:
         begin = _BEGIN.search(text, max(line_start, start - 64), start + 64)
         if begin is None:
             return None
-        newline = text.find("\n", begin.end())
-        line_end = len(text) if newline < 0 else newline
-        gutter = _Gutter(text[line_start : begin.start()], text[begin.end() : line_end])
+        gutter = _Gutter(_before(text, line_start, begin.start()), _after(text, begin.end()))
         limit = min(len(text), begin.end() + MAX_BLOCK)
         end = self._first_end(begin.end())
         if end is not None and end.end() <= limit:
@@ -121,6 +119,27 @@ class _Gutter:
                 return position
             position = stop if newline >= 0 else -1
         return limit
+
+
+# How far from the marker a gutter is looked for. Only a short gutter counts (MAX_GUTTER), so
+# reading the whole line around every marker would only make a long line of markers quadratic.
+_GUTTER_WINDOW = 1024
+
+
+def _before(text: str, line_start: int, marker: int) -> str:
+    """The text before the marker on its line, or a long stand-in for a long stretch."""
+    if marker - line_start > _GUTTER_WINDOW:
+        return "-" * (MAX_GUTTER + 1)
+    return text[line_start:marker]
+
+
+def _after(text: str, marker_end: int) -> str:
+    """The text after the marker on its line, or a long stand-in for a long stretch."""
+    window = min(len(text), marker_end + _GUTTER_WINDOW)
+    newline = text.find("\n", marker_end, window)
+    if newline < 0 and window < len(text):
+        return "-" * (MAX_GUTTER + 1)
+    return text[marker_end : newline if newline >= 0 else window]
 
 
 def _is_key_body(body: str) -> bool:
