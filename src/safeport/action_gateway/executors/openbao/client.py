@@ -70,6 +70,12 @@ def translate_openbao_errors(server_id: str, what: str) -> Iterator[None]:
             f"{where} refused {what} ({type(exc).__name__})",
             hint="`sp doctor` checks the server, the login and each declared path",
         ) from exc
+    except _Redirected as exc:
+        raise ActionError(
+            "source_unreachable",
+            f"{where} answered {what} with a redirect, which the gateway does not follow",
+            hint="set address to the server that serves requests itself (the active node)",
+        ) from exc
     except requests.exceptions.SSLError as exc:
         raise ActionError(
             "source_tls",
@@ -88,6 +94,18 @@ def translate_openbao_errors(server_id: str, what: str) -> Iterator[None]:
             f"{where} is unreachable; {what} was not done",
             hint="check that the server runs and its address in gateway.toml",
         ) from exc
+
+
+class _Redirected(requests.exceptions.RequestException):
+    """The server answered with a redirect (raised before requests could follow it)."""
+
+
+def _refuse_redirect(response: requests.Response, *args: object, **kwargs: object) -> None:
+    # hvac follows redirects by default, and requests strips only `Authorization` on the way:
+    # the `X-Vault-Token` header and a login's body (the AppRole secret id) would go to any
+    # host, even over plain http, that a proxy or a standby named in its Location.
+    if response.is_redirect or 300 <= response.status_code < 400:
+        raise _Redirected(f"redirect {response.status_code}")
 
 
 class ServerSession:
@@ -160,11 +178,14 @@ class ServerSession:
         # hvac lets a session's own `verify` (True by default: the system roots) win over the
         # `verify` argument, so the pin is set on the session itself.
         session.verify = self.server.ca_file
+        session.max_redirects = 0
+        session.hooks["response"].append(_refuse_redirect)
         return hvac.Client(
             url=self.server.address.rstrip("/"),
             namespace=self.server.namespace,
             session=session,
             timeout=self.server.timeout_s,
+            allow_redirects=False,
         )
 
     def _login(self, client: hvac.Client, secret_id: SecretIdReader) -> None:
@@ -194,6 +215,14 @@ class ServerSession:
                     f"({auth.method})",
                     hint=_LOGIN_HINT[auth.method],
                 ) from exc
+            except (KeyError, TypeError, ValueError):
+                # An answer that is not a login's (hvac reads it with plain subscripts): refused,
+                # not an exception out of the gateway that quotes what the server sent.
+                client.token = ""
+                raise ActionError(
+                    "source_refused",
+                    f"OpenBao server {self.server_id!r} answered the login with no login",
+                ) from None
         self._expires = self._clock() + max(lease_s - _RENEW_MARGIN_S, 1.0)
 
 
