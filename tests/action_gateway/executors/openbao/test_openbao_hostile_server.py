@@ -7,6 +7,7 @@ client against the real server.
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import threading
@@ -155,3 +156,48 @@ def test_an_answer_that_is_no_login_is_refused(tmp_path: Path, body: bytes) -> N
         with pytest.raises(ActionError) as refused:
             session.logged_in(secret_id_reader())
     assert refused.value.failure == "source_refused"
+
+
+def token_server(token_file: Path) -> OpenBaoServer:
+    return OpenBaoServer.model_validate(
+        {"address": "https://127.0.0.1:1", "ca_file": "/etc/ssl/certs/ca-certificates.crt",
+         "auth": {"method": "token-file", "token_file": str(token_file)}}
+    )  # fmt: skip
+
+
+def test_a_token_file_swapped_for_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    # A FIFO with the right owner and mode would block the open until someone writes to it,
+    # holding the server's lock: every later action on the server would wait forever.
+    fifo = tmp_path / "bao-token"
+    os.mkfifo(fifo, 0o600)
+    session = ServerSession("team", token_server(fifo), frozenset({0}))
+    outcome: list[BaseException] = []
+
+    def login() -> None:
+        try:
+            session.logged_in(secret_id_reader())
+        except ActionError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=login, daemon=True)
+    thread.start()
+    thread.join(timeout=5)
+    if thread.is_alive():  # unblock the open so the thread ends
+        with open(fifo, "w"):
+            pass
+    assert not thread.is_alive() or outcome, "the login waited on a FIFO"
+    thread.join(timeout=5)
+    assert outcome and isinstance(outcome[0], ActionError)
+    assert outcome[0].failure == "source_auth"
+    assert "not a regular file" in outcome[0].message
+
+
+def test_a_private_regular_token_file_is_read(tmp_path: Path, openbao: OpenBao) -> None:
+    token_file = tmp_path / "bao-token"
+    token_file.write_text(openbao.root_token + "\n")
+    token_file.chmod(0o600)
+    declared = token_server(token_file).model_copy(
+        update={"address": openbao.address, "ca_file": str(openbao.ca_file)}
+    )
+    client = ServerSession("team", declared, frozenset({0})).logged_in(secret_id_reader())
+    assert client.auth.token.lookup_self()["data"]["id"] == openbao.root_token

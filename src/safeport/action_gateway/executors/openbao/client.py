@@ -236,7 +236,9 @@ _LOGIN_HINT = {
 def _read_token_file(server_id: str, path: str) -> str:
     """The token, from a file only the gateway's account (or root) owns and no one else reads."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO put in its place would block the open (and the server's lock)
+        # until someone wrote to it; it is refused below as not a regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise ActionError(
             "source_auth",
@@ -245,6 +247,12 @@ def _read_token_file(server_id: str, path: str) -> str:
         ) from None
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ActionError(
+                "source_auth",
+                f"OpenBao server {server_id!r}: token_file is not a regular file",
+                hint="write the token to a plain file owned by the gateway's account, mode 600",
+            )
         if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise ActionError(
                 "source_auth",
