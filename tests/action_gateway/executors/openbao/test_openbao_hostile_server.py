@@ -19,12 +19,19 @@ from typing import Any
 
 import pytest
 import trustme
+from cryptography.hazmat.primitives.serialization import (
+    SSHCertificate,
+    load_ssh_public_identity,
+)
 
-from harness.real_openbao import OpenBao
+from harness.real_openbao import SSH_ROLE, OpenBao
+from harness.real_sshd import ensure_user as ssh_user
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.openbao.client import ServerSession
+from safeport.action_gateway.executors.openbao.issue import sign_ssh_key
+from safeport.shared.schemas.config import Credential
 from safeport.shared.schemas.config_sources import OpenBaoServer
-from safeport.vault.secrets import SecretBytes, TokenSecret
+from safeport.vault.secrets import SecretBytes, SshKeySecret, TokenSecret
 
 pytestmark = pytest.mark.integration
 
@@ -201,3 +208,35 @@ def test_a_private_regular_token_file_is_read(tmp_path: Path, openbao: OpenBao) 
     )
     client = ServerSession("team", declared, frozenset({0})).logged_in(secret_id_reader())
     assert client.auth.token.lookup_self()["data"]["id"] == openbao.root_token
+
+
+def ssh_credential(role: str, ttl_s: int = 60) -> Credential:
+    return Credential.model_validate(
+        {"kind": "ssh-key", "source": "team", "ssh_role": role, "ttl_s": ttl_s}
+    )
+
+
+def test_a_certificate_forcing_another_command_is_refused(openbao: OpenBao) -> None:
+    # A role whose defaults add a force-command (or a source-address) would make the host run
+    # something other than the approved command, and report its output as the action's.
+    root = openbao.root()
+    root.write_data(
+        "ssh/roles/forced",
+        data={"key_type": "ca", "allow_user_certificates": True, "allowed_users": "*",
+              "ttl": "60s", "max_ttl": "120s",
+              "default_critical_options": {"force-command": "/usr/bin/id"}},
+    )  # fmt: skip
+    with pytest.raises(ActionError) as refused:
+        sign_ssh_key("team", root, ssh_credential("forced"), "deploy")
+    assert refused.value.failure == "source_refused"
+    assert "force-command" in refused.value.message
+
+
+def test_a_certificate_as_asked_is_used(openbao: OpenBao) -> None:
+    issued = sign_ssh_key("team", openbao.root(), ssh_credential(SSH_ROLE), ssh_user())
+    assert isinstance(issued.secret, SshKeySecret)
+    certificate = load_ssh_public_identity(issued.secret.certificate or b"")
+    assert isinstance(certificate, SSHCertificate)
+    assert certificate.valid_principals == [ssh_user().encode()]
+    assert certificate.valid_before - certificate.valid_after <= 60 + 30 + 5
+    assert certificate.critical_options == {}
