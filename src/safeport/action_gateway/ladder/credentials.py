@@ -149,6 +149,13 @@ class CredentialSupply:
                     self._failed(server_id, lease_id, "its server is no longer declared", None)
                     self._pending.remove(lease_id)
                     continue
+                if not lease_id.startswith(_lease_prefixes(policy, server_id)):
+                    # Not one the gateway issues: a line written into the file by someone else,
+                    # which the gateway's token might otherwise revoke for them.
+                    reason = "it is no lease of a declared credential of that server"
+                    self._failed(server_id, lease_id, reason, None)
+                    self._pending.remove(lease_id)
+                    continue
                 self._revoke(policy, vault, server_id, lease_id, None, at_start=True)
         except Exception as exc:  # a journal closed by a stop meanwhile: the file keeps them
             log.error("open leases were not settled: %s", summarize(exc))
@@ -226,6 +233,16 @@ class _NoServers:
 
     def forget(self) -> None:
         return
+
+
+def _lease_prefixes(policy: GatewayPolicy, server_id: str) -> tuple[str, ...]:
+    """How the ids of the leases the gateway takes from ``server_id`` begin (its database
+    roles': ``MOUNT/creds/ROLE/``)."""
+    return tuple(
+        f"{credential.database_mount}/creds/{credential.database_role}/"
+        for credential in policy.credentials.values()
+        if credential.source == server_id and credential.database_role is not None
+    )
 
 
 def _no_alarm(kind: str, body: dict[str, object]) -> None:
