@@ -126,6 +126,7 @@ class CredentialSupply:
                 body = {"request_id": request.request_id, **issued.record}
                 body["lease_id"] = issued.lease_id
                 self._journal.record("credential.issued", body, ref={"intent": intent})
+                _check_lease_ttl(credential.source, issued, credential.ttl_s)
             yield Held(issued.secret, issued.record)
         finally:
             issued.secret.wipe()
@@ -233,6 +234,20 @@ class _NoServers:
 
     def forget(self) -> None:
         return
+
+
+def _check_lease_ttl(server_id: str, issued: Issued, ttl_s: int) -> None:
+    """Refuse (the lease is then revoked unused) a lease the server gave for longer than the
+    policy's ``ttl_s``: the role's own default, not the policy, would bound a lease a crash
+    left unrevoked."""
+    lease_ttl = issued.record.get("lease_ttl_s")
+    if not isinstance(lease_ttl, int) or lease_ttl > ttl_s:
+        raise ActionError(
+            "source_refused",
+            f"OpenBao server {server_id!r} issued a lease of {lease_ttl} s, longer than the "
+            f"credential's ttl_s ({ttl_s} s); it was revoked unused",
+            hint="set the database role's default_ttl to at most ttl_s",
+        )
 
 
 def _lease_prefixes(policy: GatewayPolicy, server_id: str) -> tuple[str, ...]:

@@ -278,3 +278,28 @@ def test_a_lease_of_another_service_written_into_the_file_is_not_revoked(
         assert gw.stop() == 0
         with contextlib.suppress(hvac.exceptions.Forbidden):  # already ended when this failed
             other.auth.token.revoke_self()
+
+
+def test_a_role_whose_lease_outlives_ttl_s_is_revoked_unused(
+    tmp_path: Path, engine: OpenBao, postgres: Postgres, secret_id: Path
+) -> None:
+    # The database role's default_ttl, not the policy's ttl_s, decides how long the lease
+    # lives: a crash before the revocation would leave the login role for that long.
+    enable_database_engine(engine, postgres, ttl="120s")
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    gw = start(home, db_policy(engine, postgres), secret_id)
+    try:
+        agent = gw.spawn_agent()
+        agent.send(query("t1", "order_count", min_id=0))
+        assert decide(gw, wait_card(gw)["id"])["ok"]
+        reply = agent.next(30)
+        agent.exit()
+        assert not reply["ok"] and "ttl_s" in reply["error"]["reason"], reply
+        [issued] = records(gw, "credential.issued")
+        [revoked] = records(gw, "credential.revoked")
+        assert issued["lease_ttl_s"] == 120 and revoked["lease_id"] == issued["lease_id"]
+        assert not role_exists(postgres, issued["role"])
+    finally:
+        assert gw.stop() == 0
+        enable_database_engine(engine, postgres)  # the legitimate shape: 60 s, as ttl_s
