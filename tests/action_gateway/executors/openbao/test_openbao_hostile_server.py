@@ -11,6 +11,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -240,3 +241,38 @@ def test_a_certificate_as_asked_is_used(openbao: OpenBao) -> None:
     assert certificate.valid_principals == [ssh_user().encode()]
     assert certificate.valid_before - certificate.valid_after <= 60 + 30 + 5
     assert certificate.critical_options == {}
+
+
+def test_a_server_dripping_its_answer_is_cut_at_timeout_s(tmp_path: Path) -> None:
+    # Each byte arrives within the per-read timeout, so only a deadline on the whole request
+    # ends it; without one, the proposal (and the server's lock) waits for the last byte.
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    body = b'{"auth": {"lease_duration": 3600, "client_token": "t"}}'
+
+    def drip() -> None:
+        raw, _ = listener.accept()
+        with context.wrap_socket(raw, server_side=True) as conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+            for byte in body:
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=drip, daemon=True).start()
+    declared = server(f"https://127.0.0.1:{listener.getsockname()[1]}", tmp_path / "ca.pem")
+    declared = declared.model_copy(update={"timeout_s": 1})
+    started = time.monotonic()
+    with pytest.raises(ActionError) as refused:
+        ServerSession("team", declared, frozenset({0})).logged_in(secret_id_reader())
+    assert refused.value.failure == "source_timeout"
+    assert time.monotonic() - started < 3
+    listener.close()

@@ -108,6 +108,35 @@ def _refuse_redirect(response: requests.Response, *args: object, **kwargs: objec
         raise _Redirected(f"redirect {response.status_code}")
 
 
+class _DeadlineSession(requests.Session):
+    """A session whose every request ends within ``deadline_s`` in all: requests' own timeout
+    bounds each socket read, so a server dripping a byte at a time would hold a proposal (and
+    the server's lock) for as long as it liked. A request over its deadline is left to its
+    worker thread, which ends with the connection."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__()
+        self.deadline_s = deadline_s
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        outcome: list[requests.Response | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(super(_DeadlineSession, self).request(*args, **kwargs))
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name="sp-openbao-request", daemon=True)
+        worker.start()
+        worker.join(self.deadline_s)
+        if not outcome:
+            raise requests.exceptions.Timeout("the request outlived its deadline")
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+
 class ServerSession:
     """A client for one server and the login it holds (thread-safe; one login at a time)."""
 
@@ -173,7 +202,7 @@ class ServerSession:
                 "gateway's account controls",
                 hint="keep the CA where only root can change it",
             ) from exc
-        session = requests.Session()
+        session = _DeadlineSession(self.server.timeout_s)
         session.trust_env = False
         # hvac lets a session's own `verify` (True by default: the system roots) win over the
         # `verify` argument, so the pin is set on the session itself.
