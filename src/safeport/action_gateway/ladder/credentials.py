@@ -126,6 +126,7 @@ class CredentialSupply:
                 body = {"request_id": request.request_id, **issued.record}
                 body["lease_id"] = issued.lease_id
                 self._journal.record("credential.issued", body, ref={"intent": intent})
+                _check_lease_ttl(credential.source, issued, credential.ttl_s)
             yield Held(issued.secret, issued.record)
         finally:
             issued.secret.wipe()
@@ -147,6 +148,13 @@ class CredentialSupply:
             for server_id, lease_id in self._pending.entries():
                 if policy is None or server_id not in policy.sources.openbao:
                     self._failed(server_id, lease_id, "its server is no longer declared", None)
+                    self._pending.remove(lease_id)
+                    continue
+                if not lease_id.startswith(_lease_prefixes(policy, server_id)):
+                    # Not one the gateway issues: a line written into the file by someone else,
+                    # which the gateway's token might otherwise revoke for them.
+                    reason = "it is no lease of a declared credential of that server"
+                    self._failed(server_id, lease_id, reason, None)
                     self._pending.remove(lease_id)
                     continue
                 self._revoke(policy, vault, server_id, lease_id, None, at_start=True)
@@ -226,6 +234,30 @@ class _NoServers:
 
     def forget(self) -> None:
         return
+
+
+def _check_lease_ttl(server_id: str, issued: Issued, ttl_s: int) -> None:
+    """Refuse (the lease is then revoked unused) a lease the server gave for longer than the
+    policy's ``ttl_s``: the role's own default, not the policy, would bound a lease a crash
+    left unrevoked."""
+    lease_ttl = issued.record.get("lease_ttl_s")
+    if not isinstance(lease_ttl, int) or lease_ttl > ttl_s:
+        raise ActionError(
+            "source_refused",
+            f"OpenBao server {server_id!r} issued a lease of {lease_ttl} s, longer than the "
+            f"credential's ttl_s ({ttl_s} s); it was revoked unused",
+            hint="set the database role's default_ttl to at most ttl_s",
+        )
+
+
+def _lease_prefixes(policy: GatewayPolicy, server_id: str) -> tuple[str, ...]:
+    """How the ids of the leases the gateway takes from ``server_id`` begin (its database
+    roles': ``MOUNT/creds/ROLE/``)."""
+    return tuple(
+        f"{credential.database_mount}/creds/{credential.database_role}/"
+        for credential in policy.credentials.values()
+        if credential.source == server_id and credential.database_role is not None
+    )
 
 
 def _no_alarm(kind: str, body: dict[str, object]) -> None:

@@ -3,13 +3,14 @@
 A real gateway runs run_readonly_query on the real PostgreSQL with a login role OpenBao creates
 for that query alone; the lease is revoked right after and the role is gone from the server.
 Every lease id, TTL and revocation is journaled, never the password. Beside it, the attacks: a
-copy of a role's password used after its lease was revoked, and the gateway killed between
+copy of a role's password used after its lease was revoked, the gateway killed between
 the issue and the revocation (the next start revokes it; a revocation that fails is an alarm
-in the status).
+in the status), and another service's lease written into the pending-leases file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import hvac.exceptions
 import psycopg
 import pytest
 
@@ -227,3 +229,77 @@ def test_a_revocation_that_fails_at_the_next_start_is_an_alarm_in_the_status(
     finally:
         assert gw.stop() == 0
         engine.root().write_data("sys/leases/revoke", data={"lease_id": leased["lease_id"]})
+
+
+# The file is the gateway's own, but whoever runs as the gateway's account (an agent, in
+# shared-user mode) can write it; the next start revokes what it lists with a token that may
+# revoke any lease.
+LOGINS = "sys/leases/lookup/auth/approle/login/"
+
+
+def login_leases(bao: OpenBao) -> set[str]:
+    listed: Any = bao.root().list(LOGINS)
+    return {str(key) for key in ((listed or {}).get("data") or {}).get("keys", [])}
+
+
+def test_a_lease_of_another_service_written_into_the_file_is_not_revoked(
+    tmp_path: Path, engine: OpenBao, postgres: Postgres, secret_id: Path
+) -> None:
+    # Another service logs in with its own AppRole secret id: its token has a lease the
+    # gateway's `sys/leases/revoke` grant could end.
+    before = login_leases(engine)
+    other = engine.root()
+    other.token = ""
+    other.auth.approle.login(role_id=engine.role_id, secret_id=engine.new_secret_id())
+    [lease] = login_leases(engine) - before
+    foreign = f"auth/approle/login/{lease}"
+    # The gateway's own lease, left by a crash: this one it revokes.
+    own: Any = engine.root().read(f"database/creds/{DATABASE_ROLE}")
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "leases.json").write_text(json.dumps([
+        {"source": "team", "lease_id": foreign, "at": time.time()},
+        {"source": "team", "lease_id": own["lease_id"], "at": time.time()},
+    ]))  # fmt: skip
+    gw = start(home, db_policy(engine, postgres), secret_id, accepted=True)
+    try:
+        wait_until(lambda: bool(records(gw, "credential.revoked")), timeout=15)
+        wait_until(lambda: bool(records(gw, "credential.revoke_failed")), timeout=15)
+        assert [r["lease_id"] for r in records(gw, "credential.revoked")] == [own["lease_id"]]
+        [refused] = records(gw, "credential.revoke_failed")
+        assert refused["lease_id"] == foreign and "no lease" in refused["reason"]
+        assert [a["kind"] for a in gw.control("status")["result"]["alarms"]] == [
+            "credential.revoke_failed"
+        ]
+        assert other.auth.token.lookup_self()["data"]["display_name"] == "approle"
+        with pytest.raises(hvac.exceptions.InvalidRequest):
+            engine.root().write_data("sys/leases/lookup", data={"lease_id": own["lease_id"]})
+    finally:
+        assert gw.stop() == 0
+        with contextlib.suppress(hvac.exceptions.Forbidden):  # already ended when this failed
+            other.auth.token.revoke_self()
+
+
+def test_a_role_whose_lease_outlives_ttl_s_is_revoked_unused(
+    tmp_path: Path, engine: OpenBao, postgres: Postgres, secret_id: Path
+) -> None:
+    # The database role's default_ttl, not the policy's ttl_s, decides how long the lease
+    # lives: a crash before the revocation would leave the login role for that long.
+    enable_database_engine(engine, postgres, ttl="120s")
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    gw = start(home, db_policy(engine, postgres), secret_id)
+    try:
+        agent = gw.spawn_agent()
+        agent.send(query("t1", "order_count", min_id=0))
+        assert decide(gw, wait_card(gw)["id"])["ok"]
+        reply = agent.next(30)
+        agent.exit()
+        assert not reply["ok"] and "ttl_s" in reply["error"]["reason"], reply
+        [issued] = records(gw, "credential.issued")
+        [revoked] = records(gw, "credential.revoked")
+        assert issued["lease_ttl_s"] == 120 and revoked["lease_id"] == issued["lease_id"]
+        assert not role_exists(postgres, issued["role"])
+    finally:
+        assert gw.stop() == 0
+        enable_database_engine(engine, postgres)  # the legitimate shape: 60 s, as ttl_s

@@ -70,6 +70,12 @@ def translate_openbao_errors(server_id: str, what: str) -> Iterator[None]:
             f"{where} refused {what} ({type(exc).__name__})",
             hint="`sp doctor` checks the server, the login and each declared path",
         ) from exc
+    except _Redirected as exc:
+        raise ActionError(
+            "source_unreachable",
+            f"{where} answered {what} with a redirect, which the gateway does not follow",
+            hint="set address to the server that serves requests itself (the active node)",
+        ) from exc
     except requests.exceptions.SSLError as exc:
         raise ActionError(
             "source_tls",
@@ -88,6 +94,47 @@ def translate_openbao_errors(server_id: str, what: str) -> Iterator[None]:
             f"{where} is unreachable; {what} was not done",
             hint="check that the server runs and its address in gateway.toml",
         ) from exc
+
+
+class _Redirected(requests.exceptions.RequestException):
+    """The server answered with a redirect (raised before requests could follow it)."""
+
+
+def _refuse_redirect(response: requests.Response, *args: object, **kwargs: object) -> None:
+    # hvac follows redirects by default, and requests strips only `Authorization` on the way:
+    # the `X-Vault-Token` header and a login's body (the AppRole secret id) would go to any
+    # host, even over plain http, that a proxy or a standby named in its Location.
+    if response.is_redirect or 300 <= response.status_code < 400:
+        raise _Redirected(f"redirect {response.status_code}")
+
+
+class _DeadlineSession(requests.Session):
+    """A session whose every request ends within ``deadline_s`` in all: requests' own timeout
+    bounds each socket read, so a server dripping a byte at a time would hold a proposal (and
+    the server's lock) for as long as it liked. A request over its deadline is left to its
+    worker thread, which ends with the connection."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__()
+        self.deadline_s = deadline_s
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        outcome: list[requests.Response | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(super(_DeadlineSession, self).request(*args, **kwargs))
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name="sp-openbao-request", daemon=True)
+        worker.start()
+        worker.join(self.deadline_s)
+        if not outcome:
+            raise requests.exceptions.Timeout("the request outlived its deadline")
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
 
 class ServerSession:
@@ -155,16 +202,19 @@ class ServerSession:
                 "gateway's account controls",
                 hint="keep the CA where only root can change it",
             ) from exc
-        session = requests.Session()
+        session = _DeadlineSession(self.server.timeout_s)
         session.trust_env = False
         # hvac lets a session's own `verify` (True by default: the system roots) win over the
         # `verify` argument, so the pin is set on the session itself.
         session.verify = self.server.ca_file
+        session.max_redirects = 0
+        session.hooks["response"].append(_refuse_redirect)
         return hvac.Client(
             url=self.server.address.rstrip("/"),
             namespace=self.server.namespace,
             session=session,
             timeout=self.server.timeout_s,
+            allow_redirects=False,
         )
 
     def _login(self, client: hvac.Client, secret_id: SecretIdReader) -> None:
@@ -194,6 +244,14 @@ class ServerSession:
                     f"({auth.method})",
                     hint=_LOGIN_HINT[auth.method],
                 ) from exc
+            except (KeyError, TypeError, ValueError):
+                # An answer that is not a login's (hvac reads it with plain subscripts): refused,
+                # not an exception out of the gateway that quotes what the server sent.
+                client.token = ""
+                raise ActionError(
+                    "source_refused",
+                    f"OpenBao server {self.server_id!r} answered the login with no login",
+                ) from None
         self._expires = self._clock() + max(lease_s - _RENEW_MARGIN_S, 1.0)
 
 
@@ -207,7 +265,9 @@ _LOGIN_HINT = {
 def _read_token_file(server_id: str, path: str) -> str:
     """The token, from a file only the gateway's account (or root) owns and no one else reads."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO put in its place would block the open (and the server's lock)
+        # until someone wrote to it; it is refused below as not a regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise ActionError(
             "source_auth",
@@ -216,6 +276,12 @@ def _read_token_file(server_id: str, path: str) -> str:
         ) from None
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ActionError(
+                "source_auth",
+                f"OpenBao server {server_id!r}: token_file is not a regular file",
+                hint="write the token to a plain file owned by the gateway's account, mode 600",
+            )
         if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise ActionError(
                 "source_auth",

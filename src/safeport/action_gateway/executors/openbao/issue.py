@@ -7,10 +7,12 @@ here takes a proposal argument. Values become ``SecretBytes`` at once; what is j
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import hvac
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
@@ -90,6 +92,7 @@ def sign_ssh_key(server_id: str, client: hvac.Client, credential: Credential, us
     signed = data.get("signed_key")
     if not isinstance(signed, str) or "-cert-v01@openssh.com" not in signed.split(" ", 1)[0]:
         raise ActionError("source_refused", f"OpenBao server {server_id!r} signed no certificate")
+    _check_certificate(server_id, signed, public, user, credential.ttl_s)
     private = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.OpenSSH,
@@ -104,6 +107,45 @@ def sign_ssh_key(server_id: str, client: hvac.Client, credential: Credential, us
         "ttl_s": credential.ttl_s,
     }
     return Issued(secret, record)
+
+
+# OpenBao backdates a certificate's start (the role's not_before_duration, 30 s by default)
+# against clock skew; its end is what bounds it, judged on this host's clock, which may be
+# behind the server's by this much without a good certificate being refused.
+_CLOCK_SLACK_S = 60
+
+
+def _check_certificate(server_id: str, signed: str, public: bytes, user: str, ttl_s: int) -> None:
+    """The certificate is for this key, this user alone, this TTL and no forced command: a role
+    whose defaults add principals, a longer life or a critical option (``force-command`` runs
+    another command than the approved one; the host would report its output as the action's)
+    is refused, not used."""
+    try:
+        cert = serialization.load_ssh_public_identity(signed.strip().encode("ascii"))
+    except (ValueError, UnsupportedAlgorithm, UnicodeEncodeError):
+        cert = None
+    if not isinstance(cert, serialization.SSHCertificate):
+        raise ActionError("source_refused", f"OpenBao server {server_id!r} signed no certificate")
+    problems = []
+    if (
+        cert.type != serialization.SSHCertificateType.USER
+        or cert.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+        != public
+    ):
+        problems.append("another key or type")
+    if cert.valid_principals != [user.encode("ascii")]:
+        problems.append("other principals")
+    if cert.valid_before > time.time() + ttl_s + _CLOCK_SLACK_S:
+        problems.append("a longer life than ttl_s")
+    problems += sorted(name.decode("ascii", "replace") for name in cert.critical_options)
+    if problems:
+        raise ActionError(
+            "source_refused",
+            f"OpenBao server {server_id!r} signed a certificate with {', '.join(problems)}",
+            hint="set the SSH role's defaults to no critical options and a ttl within ttl_s",
+        )
 
 
 def read_database_role(server_id: str, client: hvac.Client, credential: Credential) -> Issued:
