@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.executors.interface import (
@@ -43,56 +44,47 @@ class Resolved:
         return self.request.prepared
 
 
+_T = TypeVar("_T")
+
+
+def _declared(table: Mapping[str, _T], name: str, missing: str) -> _T:
+    """The entry the accepted policy declares under ``name``, or the refusal that it does not."""
+    found = table.get(name)
+    if found is None:
+        raise Refusal("denied", Rung.ACTION, "unknown_action", missing)
+    return found
+
+
 def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
     policy = served.policy
     prepared: Prepared
     if isinstance(proposal, ProposeSql):
-        database = policy.sql.databases.get(proposal.database)
-        if database is None:
-            raise Refusal(
-                "denied",
-                Rung.ACTION,
-                "unknown_action",
-                "no such sql database in the accepted policy",
-            )
-        query = database.queries.get(proposal.query)
-        if query is None:
-            raise Refusal(
-                "denied", Rung.ACTION, "unknown_action", "no such query for this database"
-            )
+        database = _declared(
+            policy.sql.databases, proposal.database, "no such sql database in the accepted policy"
+        )
+        query = _declared(database.queries, proposal.query, "no such query for this database")
         args = _validate(query.params, proposal.params, ())
         with _unpreparable():
             prepared = prepare_sql(proposal.database, database, proposal.query, query, args)
         credential_id, read_only, cap = database.credential, True, query.max_bytes
         scope = approval_of(policy.credentials[credential_id], query)
     elif isinstance(proposal, ProposeSsh):
-        host = policy.ssh.hosts.get(proposal.host_id)
-        if host is None:
-            raise Refusal(
-                "denied", Rung.ACTION, "unknown_action", "no such ssh host in the accepted policy"
-            )
-        command = host.commands.get(proposal.command_id)
-        if command is None:
-            raise Refusal("denied", Rung.ACTION, "unknown_action", "no such command for this host")
+        host = _declared(
+            policy.ssh.hosts, proposal.host_id, "no such ssh host in the accepted policy"
+        )
+        command = _declared(host.commands, proposal.command_id, "no such command for this host")
         args = _validate(command.params, proposal.args, command.allow_leading_dash)
         with _unpreparable():
             prepared = prepare_ssh(proposal.host_id, host, proposal.command_id, command, args)
         credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
         scope = approval_of(policy.credentials[credential_id], command)
     else:
-        service = policy.http.services.get(proposal.service_id)
-        if service is None:
-            raise Refusal(
-                "denied",
-                Rung.ACTION,
-                "unknown_action",
-                "no such http service in the accepted policy",
-            )
-        operation = service.operations.get(proposal.operation_id)
-        if operation is None:
-            raise Refusal(
-                "denied", Rung.ACTION, "unknown_action", "no such operation for this service"
-            )
+        service = _declared(
+            policy.http.services, proposal.service_id, "no such http service in the accepted policy"
+        )
+        operation = _declared(
+            service.operations, proposal.operation_id, "no such operation for this service"
+        )
         args = _validate(operation.params, proposal.args, ())
         with _unpreparable():
             prepared = prepare_http(
