@@ -81,6 +81,11 @@ class SafeportPaths:
     def control_socket(self) -> Path:
         return self.run_dir / "control.sock"
 
+    @property
+    def revocation_notice(self) -> Path:
+        """The value the gateway replaces whenever a remote client's token stops standing."""
+        return self.run_dir / "revocations"
+
     def private_dirs(self) -> tuple[Path, ...]:
         """The folders the context server must treat as private if a served root contains them."""
         own = (self.config_dir, self.data_dir, self.audit_dir, self.cache_dir, self.run_dir)

@@ -110,7 +110,7 @@ class GatewayCore:
         self._vault.on_unlock(self._unlocked)
         self._vault.on_lock(self._locked)
         self.remote = authorization_server(
-            self, self._vault, self._approvals, self._policies, paths.data_dir, parts.remote_fetch
+            self, self._vault, self._approvals, self._policies, paths, parts.remote_fetch
         )
 
     def settings(self) -> GatewaySettings:

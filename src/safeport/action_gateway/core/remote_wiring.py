@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Protocol
 
 from safeport.action_gateway.approvals.broker import Approvals
@@ -18,7 +17,9 @@ from safeport.action_gateway.remote_clients.metadata_documents import (
     FetchRules,
     MetadataDocuments,
 )
+from safeport.action_gateway.remote_clients.revocation_notice import RevocationNotice
 from safeport.action_gateway.remote_clients.signing_key import ENTRY_NAME
+from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import SecretBytes, SecretKind
@@ -51,7 +52,7 @@ def authorization_server(
     vault: VaultState,
     approvals: Approvals,
     policies: PolicyStore,
-    data_dir: Path,
+    paths: SafeportPaths,
     fetch: FetchRules,
 ) -> AuthorizationServer:
     def settings() -> IssuerSettings:
@@ -64,8 +65,19 @@ def authorization_server(
     def add_key(seed: SecretBytes) -> None:
         gateway.add_credential(ENTRY_NAME, "token", {"token": seed})
 
-    issuer = Issuer(_IssuerVault(vault, add_key), data_dir, gateway.record_session, settings)
+    # A new value at every start: whatever a context server remembered from an earlier run
+    # of the gateway is asked about again.
+    notice = RevocationNotice(paths.revocation_notice)
+    notice.publish()
+    issuer = Issuer(
+        _IssuerVault(vault, add_key),
+        paths.data_dir,
+        gateway.record_session,
+        settings,
+        ended=notice.publish,
+    )
     timeout = lambda: float(gateway.settings().approval_timeout_s)  # noqa: E731
-    server = AuthorizationServer(issuer, MetadataDocuments(fetch), Asker(approvals.ask, timeout))
+    asker = Asker(approvals.ask, timeout)
+    server = AuthorizationServer(issuer, MetadataDocuments(fetch), asker, notice)
     vault.on_lock(lambda reason, unlocked: server.locked())
     return server

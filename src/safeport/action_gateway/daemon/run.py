@@ -204,6 +204,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             core.stop()
         finally:
             pools.shutdown()
+            core.remote.close()
             core.close()
 
 

@@ -14,6 +14,7 @@ from safeport.action_gateway.remote_clients.authorization import Asker, Authoriz
 from safeport.action_gateway.remote_clients.client_book import RemoteClient
 from safeport.action_gateway.remote_clients.issuer import Issuer
 from safeport.action_gateway.remote_clients.metadata_documents import MetadataDocuments
+from safeport.action_gateway.remote_clients.revocation_notice import RevocationNotice
 from safeport.action_gateway.remote_clients.signing_key import TokenRejected
 from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.action_gateway.remote_clients.token_endpoint import NO_STORE, TokenEndpoint
@@ -54,8 +55,15 @@ class RemoteCaller:
 
 
 class AuthorizationServer:
-    def __init__(self, issuer: Issuer, documents: MetadataDocuments, asker: Asker) -> None:
+    def __init__(
+        self,
+        issuer: Issuer,
+        documents: MetadataDocuments,
+        asker: Asker,
+        notice: RevocationNotice | None = None,
+    ) -> None:
         self._issuer = issuer
+        self._notice = notice
         self.authorization = AuthorizationEndpoint(issuer, documents, asker)
         self.tokens = TokenEndpoint(issuer)
         self._registrations = Throttle(REGISTRATIONS_PER_MINUTE, 60.0, issuer.clock)
@@ -189,6 +197,11 @@ class AuthorizationServer:
 
     def locked(self) -> None:
         self._issuer.locked()
+
+    def close(self) -> None:
+        """The gateway is stopping: its revocation notice goes with it."""
+        if self._notice is not None:
+            self._notice.withdraw()
 
 
 def _unverified_claims(token: str) -> AccessClaims:

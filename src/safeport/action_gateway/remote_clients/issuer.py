@@ -56,6 +56,7 @@ class Issuer:
         settings: Callable[[], IssuerSettings],
         *,
         clock: Callable[[], float] = time.time,
+        ended: Callable[[], None] = lambda: None,
     ) -> None:
         self._vault = vault
         self._data_dir = data_dir
@@ -67,7 +68,7 @@ class Issuer:
         self._epoch: int | None = None
         self._key: SigningKey | None = None
         self._book: ClientBook | None = None
-        self.ledger = TokenLedger(clock)
+        self.ledger = TokenLedger(clock, ended)
 
     def key(self) -> SigningKey:
         """The signing key of the unlocked vault (made on first use); VaultLocked otherwise."""

@@ -10,6 +10,10 @@
   and clients authorize again (a card again: see ``authorization``).
 
 Only SHA-256 digests of codes and refresh tokens are kept, and compared in constant time.
+
+Every change that ends a standing access token (a family revoked or dropped, everything
+forgotten) calls ``ended`` before the lock is released and before the caller can answer anyone:
+the gateway replaces its revocation notice there (``revocation_notice``).
 """
 
 from __future__ import annotations
@@ -70,8 +74,11 @@ class Redeemed:
 
 
 class TokenLedger:
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, clock: Callable[[], float], ended: Callable[[], None] = lambda: None
+    ) -> None:
         self._clock = clock
+        self._ended = ended
         self._lock = threading.Lock()
         self._codes: dict[str, CodeRecord] = {}
         self._families: dict[str, Family] = {}
@@ -106,6 +113,7 @@ class TokenLedger:
                 family = self._families.get(record.family or "")
                 if family is not None and family.revoked is None:
                     family.revoked = "code replayed"
+                    self._ended()
                 return Redeemed(None, "invalid_grant", replayed_family=record.family)
             problem = check(record)
             if problem is not None:
@@ -123,6 +131,7 @@ class TokenLedger:
                 return Redeemed(None, "invalid_grant")
             if not hmac.compare_digest(family.refresh_digest, digest):
                 family.revoked = "refresh token reused"
+                self._ended()
                 return Redeemed(None, "invalid_grant", replayed_family=family.id)
             problem = check(family)
             if problem is not None:
@@ -167,6 +176,7 @@ class TokenLedger:
             family = self._families.get(self._by_refresh[key]) if key is not None else None
             if family is not None and family.revoked is None:
                 family.revoked = "revoked by the client"
+                self._ended()
                 return family
             return None
 
@@ -175,6 +185,7 @@ class TokenLedger:
             family = self._families.get(self._by_access.get(jti, ""))
             if family is not None and family.revoked is None:
                 family.revoked = "revoked by the client"
+                self._ended()
                 return family
             return None
 
@@ -190,6 +201,7 @@ class TokenLedger:
                 if family.binding.client_id == client_id and family.revoked is None:
                     family.revoked = "client revoked"
                     ended += 1
+            self._ended()  # even with none here: the notice is what a revoke promises
             return ended
 
     def forget_all(self) -> None:
@@ -199,6 +211,7 @@ class TokenLedger:
             self._families.clear()
             self._by_refresh.clear()
             self._by_access.clear()
+            self._ended()
 
     # -- internals (the caller holds the lock) -------------------------------------------------
 
@@ -215,6 +228,7 @@ class TokenLedger:
         for table in (self._by_refresh, self._by_access):
             for key in [k for k, v in table.items() if v == victim.id]:
                 del table[key]
+        self._ended()
 
     def _expire(self) -> None:
         now = self._clock()

@@ -55,6 +55,9 @@ class OAuthGateway:
             check_listener_uid(sock, paths)
 
         self.public_url = public_url
+        # Where the gateway says that a standing answer may no longer stand (``standing``).
+        self.revocation_notice = paths.revocation_notice
+        self.gateway_uid = paths.gateway_uid
         # Keys and checks (every request) share one held connection; the rest, rare and
         # sometimes long (the authorization page's wait), get a connection each.
         self._quick = HeldLink(

@@ -1,5 +1,6 @@
-"""The MCP endpoint: each request's token chooses what it may see, and the gateway is asked on
-every request whether the token's client is still approved.
+"""The MCP endpoint: each request's token chooses what it may see, and every request learns
+whether the token's client is still approved (the gateway's answer, reused only while the
+gateway's revocation notice says nothing changed: see ``standing``).
 
 A token's ``sp_roots`` select a server of their own: a workspace holding only those roots (the
 others are not hidden by a check, they are absent), with its own index, served by the SDK's
@@ -25,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from safeport.context_server.gateway_link import GatewayRefusal, GatewayUnavailable
 from safeport.context_server.http.gateway_oauth import OAuthGateway
 from safeport.context_server.http.guard import MAX_BODY_BYTES, plain
+from safeport.context_server.http.standing import StandingChecks
 from safeport.context_server.http.tokens import claims_of
 from safeport.context_server.operations.reads_journal import REMOTE_CLIENT, RemoteClient
 from safeport.shared.schemas.oauth_wire import Profile
@@ -103,7 +105,9 @@ class McpEndpoint:
 
     def __init__(self, tenants: Tenants, gateway: OAuthGateway, resource_metadata: str) -> None:
         self.tenants = tenants
-        self.gateway = gateway
+        self.standing = StandingChecks(
+            gateway.check, gateway.revocation_notice, gateway.gateway_uid
+        )
         self.resource_metadata = resource_metadata
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -113,7 +117,7 @@ class McpEndpoint:
             return
         claims = claims_of(user.access_token)
         try:
-            check = await self.gateway.check(claims.sub, claims.jti)
+            check = await self.standing.check(claims)
         except (GatewayUnavailable, GatewayRefusal) as exc:
             # Fail closed: without the gateway's word, no token is good.
             log.warning("oauth_check failed (%s): request refused", type(exc).__name__)

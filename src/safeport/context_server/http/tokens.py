@@ -5,7 +5,11 @@ The keys come from the gateway (``oauth_keys``) and are cached; a token naming a
 cache does not hold triggers one refetch, at most every :data:`REFETCH_EVERY_S`, so a flood of
 tokens with made-up key ids cannot turn into a flood on agent.sock. Every failure is the same
 ``None``: a client learns nothing from which check refused its token. Whether the client is
-still approved is asked separately on every request (``oauth_check``, see ``client_check``).
+still approved is a separate question (``standing``).
+
+A token whose signature and claims held is remembered (its exact text, with its claims), so a
+client's next requests skip the signature check and the parsing; the times are checked on every
+request all the same, and a change of the gateway's keys forgets every remembered token.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ REFETCH_EVERY_S = 10.0
 # Clock skew tolerated between the gateway and this process (the same machine: small).
 LEEWAY_S = 5
 MAX_TOKEN_CHARS = 4096
+MAX_REMEMBERED = 1024
 
 FetchKeys = Callable[[], Awaitable[OAuthKeysResult]]
 Clock = Callable[[], float]
@@ -53,6 +58,7 @@ class SigningKeys:
         self._keys: dict[str, Ed25519PublicKey] = {}
         self._fetched_at: float | None = None
         self._lock = anyio.Lock()
+        self.generation = 0  # changes whenever the set of keys does
 
     async def key(self, kid: str) -> Ed25519PublicKey | None:
         found = self._keys.get(kid)
@@ -81,6 +87,8 @@ class SigningKeys:
                 keys[entry.kid] = Ed25519PublicKey.from_public_bytes(raw)
             except (ValueError, binascii.Error):
                 log.warning("the gateway sent a malformed token key; ignored")
+        if keys.keys() != self._keys.keys():
+            self.generation += 1
         self._keys = keys
 
 
@@ -94,10 +102,32 @@ class TokenChecker:
         self._issuer = issuer
         self._resource = resource
         self._clock = clock
+        self._verified: dict[str, AccessClaims] = {}
+        self._generation = keys.generation
 
     async def verify(self, token: str) -> VerifiedToken | None:
         if not token or len(token) > MAX_TOKEN_CHARS:
             return None
+        if self._generation != self._keys.generation:
+            self._verified.clear()
+            self._generation = self._keys.generation
+        claims = self._verified.get(token)
+        if claims is None:
+            generation = self._generation
+            claims = await self._verify_signed(token)
+            if claims is None:
+                return None
+            if generation == self._keys.generation:  # not checked with keys since replaced
+                if len(self._verified) >= MAX_REMEMBERED:
+                    self._verified.clear()  # the live tokens are checked once more each
+                self._verified[token] = claims
+        now = self._clock()
+        if claims.exp + LEEWAY_S < now or claims.iat - LEEWAY_S > now:
+            return None
+        return VerifiedToken(claims, token)
+
+    async def _verify_signed(self, token: str) -> AccessClaims | None:
+        """The claims of a token whose header, signature, issuer, audience and shape hold."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -115,7 +145,7 @@ class TokenChecker:
                 algorithms=["EdDSA"],
                 audience=self._resource,
                 issuer=self._issuer,
-                # Times are checked below against this checker's clock.
+                # Times are checked in ``verify``, against this checker's clock, every time.
                 options={
                     "require": ["exp", "iat", "iss", "aud", "sub", "jti"],
                     "verify_exp": False,
@@ -126,10 +156,7 @@ class TokenChecker:
             claims = AccessClaims.model_validate(raw)
         except (jwt.PyJWTError, ValidationError):
             return None
-        now = self._clock()
-        if claims.exp + LEEWAY_S < now or claims.iat - LEEWAY_S > now or not claims.sp_roots:
-            return None
-        return VerifiedToken(claims, token)
+        return claims if claims.sp_roots else None
 
 
 class GatewayTokenVerifier:
