@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from safeport.context_server.http.tokens import (
+    LEEWAY_S,
     REFETCH_EVERY_S,
     SigningKeys,
     TokenChecker,
@@ -147,3 +148,33 @@ async def test_keys_unavailable_fail_closed() -> None:
     signer = Signer()
     check = TokenChecker(SigningKeys(down), ISSUER, RESOURCE, clock=time.time)
     assert await check.verify(signer.token(exp=int(time.time()) + 60)) is None
+
+
+@pytest.mark.anyio
+async def test_a_remembered_token_still_expires_and_a_changed_one_is_checked_anew() -> None:
+    signer = Signer()
+    wall = [NOW]
+    check = TokenChecker(SigningKeys(Keys(signer)), ISSUER, RESOURCE, clock=lambda: wall[0])
+    token = signer.token(exp=int(NOW) + 60)
+    assert await check.verify(token) is not None
+    assert await check.verify(token) is not None  # remembered
+    # One character of the signature changed: not the remembered text, so checked, and refused.
+    head, _, signature = token.rpartition(".")
+    flipped = signature[:5] + ("A" if signature[5] != "A" else "B") + signature[6:]
+    assert await check.verify(f"{head}.{flipped}") is None
+    wall[0] = NOW + 60 + LEEWAY_S + 1
+    assert await check.verify(token) is None  # the times are checked every time
+
+
+@pytest.mark.anyio
+async def test_remembered_tokens_are_forgotten_when_the_gateways_keys_change() -> None:
+    """A key the gateway no longer publishes stops a token it signed, remembered or not."""
+    old, new = Signer("k1"), Signer("k2")
+    keys, clock = Keys(old), [0.0]
+    check = checker(keys, clock)
+    token = old.token()
+    assert await check.verify(token) is not None
+    keys.signers = [new]  # the gateway replaced its key
+    clock[0] += REFETCH_EVERY_S
+    assert await check.verify(new.token()) is not None  # an unknown kid: the keys refetched
+    assert await check.verify(token) is None
