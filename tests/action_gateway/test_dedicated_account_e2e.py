@@ -170,6 +170,30 @@ def test_the_humans_uid_cannot_read_the_vault_or_write_the_journals(
     assert "journal: sessions" in verified.stdout and "chain: valid" in verified.stdout
 
 
+def test_the_humans_uid_reads_the_revocation_notice_and_cannot_replace_it(
+    setup: DedicatedSetup,
+) -> None:
+    """The HTTP context server (the human's uid) reuses the gateway's "token stands" only while
+    this notice is unchanged: it must be able to read it, and nothing of its uid may write it,
+    replace it or put another in its place."""
+    alice, _ = humans(setup)
+    probe = (
+        "import os, sys\n"
+        "from safeport.context_server.http.standing import read_notice\n"
+        "notice, uid = sys.argv[1], int(sys.argv[2])\n"
+        "print(read_notice(notice, uid) is not None)\n"
+        "for attempt in (lambda: open(notice, 'ab').close(),\n"
+        "                lambda: os.unlink(notice),\n"
+        "                lambda: open(notice + '.x', 'wb').close()):\n"
+        "    try:\n        attempt(); print('allowed')\n"
+        "    except PermissionError:\n        print('refused')\n"
+    )
+    done = alice.python(probe, str(setup.run_dir / "revocations"), str(setup.uid))
+    assert done.stdout.split() == ["True", "refused", "refused", "refused"], (
+        done.stdout + done.stderr
+    )
+
+
 def test_a_user_not_named_in_the_install_is_refused_on_both_sockets(
     setup: DedicatedSetup,
 ) -> None:
