@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -188,7 +189,9 @@ def test_the_humans_uid_reads_the_revocation_notice_and_cannot_replace_it(
         "    try:\n        attempt(); print('allowed')\n"
         "    except PermissionError:\n        print('refused')\n"
     )
-    done = alice.python(probe, str(setup.run_dir / "revocations"), str(setup.uid))
+    # This installation's interpreter (the one that runs the context server), as alice.
+    notice = str(setup.run_dir / "revocations")
+    done = alice.run(sys.executable, "-I", "-c", probe, notice, str(setup.uid))
     assert done.stdout.split() == ["True", "refused", "refused", "refused"], (
         done.stdout + done.stderr
     )
