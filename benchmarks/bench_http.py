@@ -255,6 +255,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=None, help="default 50 (quick: 10)")
     parser.add_argument("--calls", type=int, default=10, help="reads per concurrent client")
     parser.add_argument("--quick", action="store_true", help="the short profile CI runs")
+    parser.add_argument("--json", action="store_true", help="one JSON object (always so)")
     args = parser.parse_args()
     for name, full, quick in (("rounds", 300, 60), ("clients", 50, 10)):
         if getattr(args, name) is None:
