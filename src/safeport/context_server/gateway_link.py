@@ -281,6 +281,15 @@ class HeldLink:
         self._link = link
         self._open: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
+        self._opened = 0  # connections opened so far: names the one open now
+
+    def connection(self) -> int | None:
+        """Which connection is open now (a number no other connection of this link has), or
+        None if none is, or if the gateway closed it (it stopped, or died: the kernel closes a
+        killed process's sockets, and the event loop sees the end as soon as it comes)."""
+        if self._open is None or self._open[0].at_eof():
+            return None
+        return self._opened
 
     async def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
         async with self._lock:
@@ -318,4 +327,5 @@ class HeldLink:
                 writer.close()
                 raise
             self._open = (reader, writer)
+            self._opened += 1
         return self._open

@@ -119,11 +119,20 @@ class VaultState:
                 return False
             self._vault = None
             self._epoch += 1
+        # Every callback runs even if one fails (a journal that cannot be written must not keep
+        # the authorization server from forgetting its tokens and replacing its notice); the
+        # first failure is raised once all have run.
+        failure: BaseException | None = None
         try:
             for callback in self._on_lock:
-                callback(reason, vault)
+                try:
+                    callback(reason, vault)
+                except BaseException as exc:  # raised below, once the others have run
+                    failure = failure or exc
         finally:
             vault.lock()
+        if failure is not None:
+            raise failure
         return True
 
     def public_keys(self) -> VaultPublicKeys | None:

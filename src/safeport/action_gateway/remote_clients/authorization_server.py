@@ -185,11 +185,17 @@ class AuthorizationServer:
         ]
 
     def revoke_client(self, client_id: str, *, by: str) -> str:
-        if not self._issuer.book().revoke(client_id, self._issuer.clock()):
+        book = self._issuer.book()
+        try:
+            known = book.revoke(client_id, self._issuer.clock())
+        finally:
+            # Even if the book could not be written (it is revoked in memory, so the gateway
+            # already refuses the client): its families end and the notice is replaced.
+            families = self._issuer.ledger.revoke_client(client_id)
+        if not known:
             raise NoSuchClient(
                 f"no remote client {client_id[:200]}", hint="`sp context clients list` shows them"
             )
-        families = self._issuer.ledger.revoke_client(client_id)
         self._issuer.journal(
             "oauth.client_revoked", {"client": client_id, "families": families, "by": by}
         )

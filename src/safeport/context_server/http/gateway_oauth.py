@@ -72,6 +72,10 @@ class OAuthGateway:
     async def keys(self) -> OAuthKeysResult:
         return await self._ask(self._quick, _message(OAuthKeys), OAuthKeysResult)
 
+    def connection(self) -> int | None:
+        """The held connection checks are asked on, while it is open (``HeldLink``)."""
+        return self._quick.connection()
+
     async def check(self, client_id: str, token_id: str) -> OAuthCheckResult:
         message = _message(OAuthCheck, client_id=client_id, token_id=token_id)
         return await self._ask(self._quick, message, OAuthCheckResult)

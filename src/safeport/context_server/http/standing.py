@@ -10,7 +10,9 @@ ended, a lock, a start. A "stands" is reused for a request only if
 * the notice holds the value read *before* that answer was asked for (a revocation that raced
   the question replaced it, so the next request asks again),
 * it is younger than :data:`MAX_AGE_S` (which also keeps the client's "last used" current), and
-* the token has not reached its expiry.
+* the token has not reached its expiry, and
+* the connection to the gateway that gave the answer is still open (a gateway killed without a
+  word leaves its notice behind, unchanged; its death closes the connection).
 
 So a revocation that has returned is seen by the next request, as when every request asked. A
 notice that is missing, unreadable, not a regular file, not the gateway's, or writable by
@@ -33,6 +35,7 @@ NOTICE_MAX_BYTES = 64
 
 Ask = Callable[[str, str], Awaitable[OAuthCheckResult]]
 Clock = Callable[[], float]
+Connection = Callable[[], object]  # the gateway connection open now; None if none
 
 
 class StandingChecks:
@@ -45,6 +48,7 @@ class StandingChecks:
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
         max_age_s: float = MAX_AGE_S,
+        connection: Connection = lambda: 0,
     ) -> None:
         self._ask = ask
         self._notice = notice
@@ -52,8 +56,10 @@ class StandingChecks:
         self._clock = clock
         self._wall = wall
         self._max_age_s = max_age_s
-        # (client id, token id) -> (the notice's value when asked, good until on self._clock)
-        self._standing: dict[tuple[str, str], tuple[bytes, float]] = {}
+        self._connection = connection
+        # (client id, token id) -> (the notice's value when asked, good until on self._clock,
+        # the connection that answered)
+        self._standing: dict[tuple[str, str], tuple[bytes, float, object]] = {}
 
     async def check(self, claims: AccessClaims) -> OAuthCheckResult:
         key = (claims.sub, claims.jti)
@@ -65,22 +71,25 @@ class StandingChecks:
             and remembered[0] == value
             and self._clock() < remembered[1]
             and self._wall() < claims.exp
+            and remembered[2] is not None
+            and remembered[2] == self._connection()
         ):
             return OAuthCheckResult(active=True)
         answer = await self._ask(claims.sub, claims.jti)
-        if answer.active and value is not None:
-            self._remember(key, value)
+        link = self._connection()  # the one that answered, if it is still open
+        if answer.active and value is not None and link is not None:
+            self._remember(key, value, link)
         else:
             self._standing.pop(key, None)
         return answer
 
-    def _remember(self, key: tuple[str, str], value: bytes) -> None:
+    def _remember(self, key: tuple[str, str], value: bytes, link: object) -> None:
         now = self._clock()
         if key not in self._standing and len(self._standing) >= MAX_REMEMBERED:
             self._standing = {k: v for k, v in self._standing.items() if now < v[1]}
             if len(self._standing) >= MAX_REMEMBERED:
                 self._standing.clear()  # many live tokens at once: they ask once more each
-        self._standing[key] = (value, now + self._max_age_s)
+        self._standing[key] = (value, now + self._max_age_s, link)
 
 
 def read_notice(path: Path, owner: int) -> bytes | None:

@@ -106,7 +106,10 @@ class McpEndpoint:
     def __init__(self, tenants: Tenants, gateway: OAuthGateway, resource_metadata: str) -> None:
         self.tenants = tenants
         self.standing = StandingChecks(
-            gateway.check, gateway.revocation_notice, gateway.gateway_uid
+            gateway.check,
+            gateway.revocation_notice,
+            gateway.gateway_uid,
+            connection=gateway.connection,
         )
         self.resource_metadata = resource_metadata
 
