@@ -1,8 +1,7 @@
-"""Review of the reused "this token stands": a gateway that dies without a word (SIGKILL, OOM
-kill, a crash) leaves its revocation notice behind, unchanged. Before the reuse, a request
-after the gateway's death was refused (503: no word on any token); now a remembered "stands"
-keeps serving for up to MAX_AGE_S -- although every token that gateway issued is already
-dead (a restart forgets every family).
+"""A gateway that dies without a word (SIGKILL, an OOM kill, a crash) leaves its revocation
+notice behind, unchanged: a remembered "stands" must not outlive it. Every token that gateway
+issued is dead (a restart forgets every family), and while no gateway answers, a request is
+refused (503), as when every request asked.
 
 Real gateway (`sp gateway run`), real `sp context serve --http`, a client that keeps
 requesting, the gateway killed with SIGKILL.
@@ -54,7 +53,7 @@ def test_a_gateway_killed_without_a_word_is_not_vouched_for_by_a_remembered_answ
         assert (home / "run" / "revocations").read_text() == notice
         statuses = after_change(hammer)
         # Every request that started after the gateway was gone (reaped) has no gateway's
-        # word behind it: 503, as before the reuse. Seen: a run of 200s for up to 2 s.
+        # word behind it: 503. (Trusting the notice alone served 200s for up to 2 s here.)
         assert set(statuses) == {503}, statuses[:20]
 
 

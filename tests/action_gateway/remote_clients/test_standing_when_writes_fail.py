@@ -1,6 +1,6 @@
-"""Review of the revocation notice: ways the gateway's ``oauth_check`` turns to "does not
-stand" while the notice keeps its value, so the HTTP server's remembered "stands" is reused
-(for up to MAX_AGE_S) after the change has returned.
+"""The gateway's ``oauth_check`` must not turn to "does not stand" while the revocation notice
+keeps its value -- not even when the write that goes with the change fails (a journal or the
+client book on a full disk): the HTTP server would go on reusing its remembered "stands".
 
 In process: a real GatewayCore on a real vault (as ``test_core_use_cases``), its real
 authorization server and notice, and the HTTP server's real ``StandingChecks`` asking it.
