@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from safeport.action_gateway.remote_clients.revocation_notice import RevocationNotice
+from safeport.action_gateway.remote_clients.signing_key import SigningKey
 from safeport.action_gateway.remote_clients.token_ledger import (
     MAX_FAMILIES,
     Binding,
@@ -20,6 +21,7 @@ from safeport.action_gateway.remote_clients.token_ledger import (
 )
 
 ISSUER = "https://tunnel.example.net"
+SIGN = SigningKey.from_seed(bytes(32)).sign_bytes
 
 
 class Clock:
@@ -134,7 +136,7 @@ CHANGES: dict[str, Change] = {
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_every_change_that_ends_a_standing_token_calls_ended(change: str) -> None:
     clock, ended = Clock(), Counted()
-    ledger = TokenLedger(clock, ended)
+    ledger = TokenLedger(clock, SIGN, ended)
     family, code = family_of(ledger)
     jti = f"jti-{family.id}"
     assert ledger.access_state("sp-client", jti) is None and ended.calls == 0
@@ -147,7 +149,7 @@ def test_ordinary_use_does_not_replace_the_notice() -> None:
     """Issuing, rotating and checking leave the notice alone: remembered answers of other
     clients stay good while one client works normally."""
     clock, ended = Clock(), Counted()
-    ledger = TokenLedger(clock, ended)
+    ledger = TokenLedger(clock, SIGN, ended)
     family, _ = family_of(ledger)
     token = ledger.next_refresh(family)
     for n in range(3):

@@ -85,7 +85,7 @@ def _binding() -> Binding:
 
 def test_a_code_lives_sixty_seconds_and_an_access_token_until_its_exp() -> None:
     clock = Clock()
-    ledger = TokenLedger(clock)
+    ledger = TokenLedger(clock, _key().sign_bytes)
     late = ledger.new_code(_binding(), "https://c.example/cb", "x" * 43)
     clock.now += 60
     assert ledger.redeem_code(late, lambda record: None).problem == "invalid_grant"
@@ -139,7 +139,7 @@ def test_the_user_code_uses_letters_that_cannot_be_confused() -> None:
 def test_two_uses_of_one_refresh_token_at_once_are_a_reuse_not_two_grants() -> None:
     """The new refresh token is made after the ledger's lock is let go (signing comes between):
     a second use of the same token in that gap must already count as a reuse."""
-    ledger = TokenLedger(Clock())
+    ledger = TokenLedger(Clock(), _key().sign_bytes)
     code = ledger.new_code(_binding(), "https://c.example/cb", "x" * 43)
     family = ledger.redeem_code(code, lambda record: None).family
     assert family is not None

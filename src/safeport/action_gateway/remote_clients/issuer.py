@@ -68,7 +68,7 @@ class Issuer:
         self._epoch: int | None = None
         self._key: SigningKey | None = None
         self._book: ClientBook | None = None
-        self.ledger = TokenLedger(clock, ended)
+        self.ledger = TokenLedger(clock, lambda message: self.key().sign_bytes(message), ended)
 
     def key(self) -> SigningKey:
         """The signing key of the unlocked vault (made on first use); VaultLocked otherwise."""

@@ -61,6 +61,11 @@ class SigningKey:
         )
         return hashlib.sha256(b"safeport oauth mac\0" + purpose + b"\0" + seed).digest()
 
+    def sign_bytes(self, message: bytes) -> bytes:
+        """An Ed25519 signature over ``message`` (the codes and refresh tokens:
+        ``shared.grant_tokens``); the private key stays here."""
+        return self.private.sign(message)
+
     def sign(self, claims: AccessClaims) -> str:
         return jwt.encode(
             claims.model_dump(), self.private, algorithm="EdDSA", headers={"kid": self.kid}

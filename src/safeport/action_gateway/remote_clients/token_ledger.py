@@ -9,7 +9,10 @@
   family stands: a restart forgets every family, so tokens issued before it stop being honoured
   and clients authorize again (a card again: see ``authorization``).
 
-Only SHA-256 digests of codes and refresh tokens are kept, and compared in constant time.
+Only SHA-256 digests of codes and refresh tokens are kept, and compared in constant time. Each
+code and refresh token carries the gateway's signature naming its client (``grant_tokens``) so
+that the HTTP server can charge a token request to that client's rate bucket; the digest is of
+the whole token, and the signature plays no part in whether the gateway honours it.
 
 Every change that ends a standing access token (a family revoked or dropped, everything
 forgotten) calls ``ended`` before the lock is released and before the caller can answer anyone:
@@ -25,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from safeport.action_gateway.remote_clients.authorization_rules import token_digest
+from safeport.shared.grant_tokens import Sign, mint
 
 CODE_TTL_S = 60.0
 MAX_CODES = 256
@@ -75,9 +79,10 @@ class Redeemed:
 
 class TokenLedger:
     def __init__(
-        self, clock: Callable[[], float], ended: Callable[[], None] = lambda: None
+        self, clock: Callable[[], float], sign: Sign, ended: Callable[[], None] = lambda: None
     ) -> None:
         self._clock = clock
+        self._sign = sign
         self._ended = ended
         self._lock = threading.Lock()
         self._codes: dict[str, CodeRecord] = {}
@@ -88,7 +93,7 @@ class TokenLedger:
     def new_code(
         self, binding: Binding, redirect_uri: str, challenge: str, *, redirect_named: bool = True
     ) -> str:
-        code = secrets.token_urlsafe(32)
+        code = mint("code", binding.client_id, self._sign)
         with self._lock:
             self._expire()
             if len(self._codes) >= MAX_CODES:
@@ -144,7 +149,7 @@ class TokenLedger:
 
     def next_refresh(self, family: Family) -> str:
         """A new refresh token for ``family``; the one before it becomes a reuse tripwire."""
-        token = secrets.token_urlsafe(32)
+        token = mint("refresh", family.binding.client_id, self._sign)
         digest = token_digest(token)
         with self._lock:
             family.refresh_digest = digest

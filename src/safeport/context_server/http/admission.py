@@ -3,8 +3,9 @@
 Pure decision code (time is a parameter). Requests with no valid token -- the relay's pages, the
 metadata documents, refused tokens -- share one bucket, so a flood of them is turned away with
 429 while each approved client keeps its own budget: an unauthenticated flood cannot starve a
-client whose token holds. The per-client table is bounded; a client id only reaches it after
-its token's signature held, so only the gateway can grow it.
+client whose token holds. A token request is charged to its client when its code or refresh
+token is signed for that client (``grant_charge``). The per-client table is bounded; a client id
+only reaches it after a signature of the gateway's over it held, so only the gateway can grow it.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Outermost first: :class:`TransportGuard` (Host, Origin, body size and time), the SDK's bearer
 authentication with :class:`GatewayTokenVerifier` (a token that fails any check is no token),
-:class:`RateGate` (per client, or the anonymous bucket), then the routes: the protected-resource
-metadata (the SDK's, RFC 9728), the relayed authorization endpoints, and ``/mcp`` behind the
-SDK's ``RequireAuthMiddleware`` (401 with ``resource_metadata``) and the per-request
-``oauth_check``.
+:class:`RateGate` (per client, or the anonymous bucket; an anonymous token request is charged by
+the relay, by its grant's signature), then the routes: the protected-resource metadata (the
+SDK's, RFC 9728), the relayed authorization endpoints, and ``/mcp`` behind the SDK's
+``RequireAuthMiddleware`` (401 with ``resource_metadata``) and the per-request ``oauth_check``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from safeport.context_server.http.endpoint import (
     origin_values,
 )
 from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.grant_charge import TokenRequestGate
 from safeport.context_server.http.guard import RateGate, TransportGuard
 from safeport.context_server.http.relay import relay_routes
 from safeport.context_server.http.tenants import McpEndpoint, ServerFactory, Tenants
@@ -73,7 +74,9 @@ def build_app(
 ) -> Starlette:
     resource = AnyHttpUrl(endpoint.resource)
     metadata_url = str(build_resource_metadata_url(resource))
-    checker = TokenChecker(SigningKeys(gateway.keys), endpoint.public_url, endpoint.resource)
+    keys = SigningKeys(gateway.keys)
+    checker = TokenChecker(keys, endpoint.public_url, endpoint.resource)
+    admission = admission or Admission()
     tenants = Tenants(make_server, [r.id for r in service.roots], service.profiles)
     mcp = McpEndpoint(tenants, gateway, metadata_url)
     routes = [
@@ -83,6 +86,7 @@ def build_app(
             [r.id for r in service.roots],
             [r.directory for r in service.roots],
             service.profile,
+            TokenRequestGate(admission, keys),
         ),
         Route(
             MCP_PATH,
@@ -95,6 +99,8 @@ def build_app(
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
             tenants.attach(tasks)
+            # Token requests are told apart by the keys already held, never fetched for them.
+            tasks.start_soon(keys.warm)
             yield
             tasks.cancel_scope.cancel()
 
@@ -109,7 +115,7 @@ def build_app(
         # The SDK reads the request's token from here: it binds a sealed requestState to the
         # client that received it (another client's replay is refused).
         Middleware(AuthContextMiddleware),
-        Middleware(RateGate, admission=admission or Admission()),
+        Middleware(RateGate, admission=admission),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 

@@ -7,7 +7,9 @@
   cannot hold a connection and a task for long. Slow headers are the HTTP server's to bound
   (see ``serving``).
 * After the bearer middleware has looked at the token, :class:`RateGate` charges the request
-  to its client's bucket, or to the shared anonymous one (429 with ``Retry-After``).
+  to its client's bucket, or to the shared anonymous one (429 with ``Retry-After``). An
+  anonymous token request is charged by its handler instead, which can tell from the grant's
+  signature which client it comes from (``grant_charge``).
 """
 
 from __future__ import annotations
@@ -106,8 +108,12 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replayed
 
 
+TOKEN_PATH = "/token"  # noqa: S105 - a path, not a secret
+
+
 class RateGate:
-    """Charge each request to its approved client, or to the anonymous bucket."""
+    """Charge each request to its approved client, or to the anonymous bucket; an anonymous
+    POST to :data:`TOKEN_PATH` is let through for its handler to charge."""
 
     def __init__(self, app: ASGIApp, admission: Admission) -> None:
         self.app = app
@@ -120,13 +126,22 @@ class RateGate:
         user = scope.get("user")
         if isinstance(user, AuthenticatedUser):
             wait = self.admission.admit_client(user.access_token.client_id)
+        elif scope["path"] == TOKEN_PATH and scope["method"] == "POST":
+            wait = None
         else:
             wait = self.admission.admit_anonymous()
         if wait is not None:
-            retry = str(max(1, math.ceil(wait)))
-            await plain(send, 429, "too many requests", [(b"retry-after", retry.encode())])
+            await plain(send, 429, TOO_MANY, [(b"retry-after", retry_after(wait).encode())])
             return
         await self.app(scope, receive, send)
+
+
+TOO_MANY = "too many requests"
+
+
+def retry_after(wait: float) -> str:
+    """``Retry-After`` for a wait in seconds: whole seconds, at least one."""
+    return str(max(1, math.ceil(wait)))
 
 
 async def plain(

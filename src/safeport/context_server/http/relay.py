@@ -5,6 +5,9 @@ bodies as they parsed, and its answers are rendered -- JSON with the gateway's s
 ``/authorize`` the waiting page, a redirect to the location the gateway chose, or an error page
 that redirects nowhere. A parameter given twice is refused (RFC 6749 §3.1): a map could carry
 only one of the two, and which one the client meant is not ours to guess.
+
+The one thing decided here is a token request's rate bucket (``grant_charge``): its client's,
+if its grant is signed for that client, or the anonymous one.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from pydantic import ValidationError
 from starlette.datastructures import ImmutableMultiDict
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from safeport.context_server.gateway_link import GatewayRefusal, GatewayUnavailable
 from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.grant_charge import MAX_FORM_BYTES, TokenRequestGate
+from safeport.context_server.http.guard import TOO_MANY, retry_after
 from safeport.context_server.http.pages import (
     SECURITY_HEADERS,
     WAIT_PATH,
@@ -43,10 +50,15 @@ class BadRequest(Exception):
 
 
 def relay_routes(
-    gateway: OAuthGateway, roots: Sequence[str], directories: Sequence[str], profile: Profile
+    gateway: OAuthGateway,
+    roots: Sequence[str],
+    directories: Sequence[str],
+    profile: Profile,
+    token_gate: TokenRequestGate,
 ) -> list[Route]:
     """The authorization server's endpoints at the public URL, relayed to ``gateway``:
-    ``roots`` are the served roots' identities, ``directories`` theirs (for the card)."""
+    ``roots`` are the served roots' identities, ``directories`` theirs (for the card);
+    ``token_gate`` charges token requests to their rate buckets."""
     served, shown = list(roots), list(directories)
 
     async def metadata(_: Request) -> Response:
@@ -83,10 +95,18 @@ def relay_routes(
             # has it, and a reload of the long poll only needs to come back here.
             return waiting_again(request_id)
         if answer.location:
+            if answer.state == "approved":
+                await token_gate.warm()  # the code exchange that follows is told by its key
             return _redirect(answer.location)
         return ended_page(answer.state)
 
     async def token(request: Request) -> Response:
+        if not isinstance(request.scope.get("user"), AuthenticatedUser):  # else charged already
+            wait = token_gate.charge(await _small_form(request))
+            if wait is not None:
+                return _json_error(
+                    429, "rate_limited", TOO_MANY, {"retry-after": retry_after(wait)}
+                )
         form = await _form(request)
         return _render(await gateway.token(form, request.headers.get("authorization")))
 
@@ -144,9 +164,13 @@ def _redirect(location: str) -> Response:
     return RedirectResponse(location, status_code=302, headers={"cache-control": "no-store"})
 
 
-def _json_error(status: int, error: str, description: str) -> Response:
+def _json_error(
+    status: int, error: str, description: str, headers: dict[str, str] | None = None
+) -> Response:
     body = {"error": error, "error_description": description}
-    return JSONResponse(body, status_code=status, headers={"cache-control": "no-store"})
+    return JSONResponse(
+        body, status_code=status, headers={"cache-control": "no-store", **(headers or {})}
+    )
 
 
 def _single_values(values: ImmutableMultiDict[str, str]) -> dict[str, str]:
@@ -168,6 +192,16 @@ async def _form(request: Request) -> dict[str, str]:
             raise BadRequest("a field is repeated or not text")
         values[key] = value
     return values
+
+
+async def _small_form(request: Request) -> dict[str, str] | None:
+    """The form if it is small and well formed; None otherwise (charged without a look)."""
+    if len(await request.body()) > MAX_FORM_BYTES:
+        return None
+    try:
+        return await _form(request)
+    except (BadRequest, HTTPException):
+        return None
 
 
 async def _json_object(request: Request) -> dict[str, object]:

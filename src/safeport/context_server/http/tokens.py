@@ -69,6 +69,25 @@ class SigningKeys:
                 await self._refresh()
         return self._keys.get(kid)
 
+    def cached(self) -> tuple[Ed25519PublicKey, ...]:
+        """The keys held now, without fetching: what a token request's grant is checked with
+        (``grant_charge``), so a flood of token requests never reaches agent.sock."""
+        return tuple(self._keys.values())
+
+    async def warm(self) -> None:
+        """Fetch the keys if none are held (at start, and once a human approved a client: its
+        code exchange follows). A failed fetch here does not count against the refetch
+        allowance, so it cannot hold back the fetch the first access token needs."""
+        if self._keys:
+            return
+        async with self._lock:
+            if self._keys:
+                return
+            before = self._fetched_at
+            await self._refresh()
+            if not self._keys:
+                self._fetched_at = before
+
     def _may_refetch(self) -> bool:
         last = self._fetched_at
         return last is None or self._clock() - last >= REFETCH_EVERY_S
