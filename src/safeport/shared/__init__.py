@@ -10,6 +10,7 @@ __all__ = [
     "findings",
     "folder_sync",
     "gateway_socket",
+    "grant_tokens",
     "install_file",
     "jsonc",
     "launch",
