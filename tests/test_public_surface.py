@@ -150,6 +150,7 @@ SURFACES: dict[str, set[str]] = {
         "findings",
         "folder_sync",
         "gateway_socket",
+        "grant_tokens",
         "install_file",
         "jsonc",
         "launch",
