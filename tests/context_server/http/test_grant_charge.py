@@ -107,14 +107,14 @@ def test_the_signature_is_checked_only_once_the_anonymous_bucket_is_empty() -> N
     key = gateway_key()
     counting = Counting(public(key))
     now = [0.0]
-    admission = Admission(lambda: now[0], client_rate=Rate(1, 2), anonymous_rate=Rate(1, 3))
+    admission = Admission(lambda: now[0], grant_rate=Rate(1, 2), anonymous_rate=Rate(1, 3))
     form = refresh_form(mint("refresh", CLIENT, key.sign_bytes))
     assert [charge(admission, form, [counting]) for _ in range(3)] == [None] * 3
     assert counting.checks == 0  # served from the anonymous bucket: nothing to gain
-    assert charge(admission, form, [counting]) is None  # now from the client's own bucket
+    assert charge(admission, form, [counting]) is None  # now from the grant's own bucket
     assert charge(admission, form, [counting]) is None
     assert counting.checks == 2
-    wait = charge(admission, form, [counting])  # the client's bucket is bounded too
+    wait = charge(admission, form, [counting])  # the grant's bucket is bounded too
     assert wait is not None and wait > 0
 
 

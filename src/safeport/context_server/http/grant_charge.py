@@ -2,10 +2,13 @@
 
 A token request carries no access token, so the bearer check cannot name its client; but its
 code or refresh token carries the gateway's signature over the client's id (``grant_tokens``).
-When that signature holds under one of the gateway's public keys, the request is charged to
-that client's bucket, otherwise to the anonymous one: a stranger's flood empties the anonymous
-bucket and an approved client still refreshes, or exchanges the code its human just approved.
-Whether the grant is good stays the gateway's to judge; the signature only picks the bucket.
+When that signature holds under one of the gateway's public keys, the request is charged to a
+small bucket of that grant's own (``Admission.admit_grant``), otherwise to the anonymous one: a
+stranger's flood empties the anonymous bucket and an approved client still refreshes, or
+exchanges the code its human just approved, each with a grant no one has used yet. Whether the
+grant is good stays the gateway's to judge; the signature only picks the bucket. It is not the
+client's own bucket on purpose: a spent code or a rotated refresh token stays signed for ever,
+and a stranger who saw one would drain with it the bucket of the client's bearer requests.
 
 The signature is checked only when the anonymous bucket is empty. While it has room, a client
 is served from it and a check would gain nothing. Once it is empty, every well-shaped grant is
@@ -40,16 +43,25 @@ _GRANTS: dict[str, tuple[GrantKind, str]] = {
 }
 
 
-def signed_client(form: Mapping[str, str], keys: Sequence[Ed25519PublicKey]) -> str | None:
-    """The client id the form's code or refresh token was signed for, if it was."""
+def signed_grant(
+    form: Mapping[str, str], keys: Sequence[Ed25519PublicKey]
+) -> tuple[str, str] | None:
+    """The client id the form's code or refresh token was signed for and the grant's random
+    part, if it was."""
     grant = _GRANTS.get(form.get("grant_type", ""))
     if grant is None:
         return None
     kind, field = grant
-    client_id = form.get("client_id", "")
-    if signed_for(form.get(field, ""), kind, client_id, keys[:MAX_KEYS_TRIED]):
-        return client_id
+    client_id, token = form.get("client_id", ""), form.get(field, "")
+    if signed_for(token, kind, client_id, keys[:MAX_KEYS_TRIED]):
+        return client_id, token.split(".")[0]
     return None
+
+
+def signed_client(form: Mapping[str, str], keys: Sequence[Ed25519PublicKey]) -> str | None:
+    """The client id the form's code or refresh token was signed for, if it was."""
+    signed = signed_grant(form, keys)
+    return None if signed is None else signed[0]
 
 
 def charge(
@@ -60,8 +72,8 @@ def charge(
     wait = admission.admit_anonymous()
     if wait is None or form is None:
         return wait
-    client = signed_client(form, keys)
-    return wait if client is None else admission.admit_client(client)
+    signed = signed_grant(form, keys)
+    return wait if signed is None else admission.admit_grant(signed[1])
 
 
 class TokenRequestGate:
