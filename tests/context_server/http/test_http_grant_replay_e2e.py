@@ -1,9 +1,9 @@
-"""Review, end to end (the real gateway and `sp context serve --http`): a stranger who saw one
-code of a client -- the one in the redirect URL of its first authorization -- replays it to
-/token while flooding the public URL. The gateway refuses the code (and revokes what it
-issued, as before), but the charge, which never asks the gateway, bills each replay to the
-client's bucket: the one its bearer requests are charged to. The client, authorized again
-with a good access token, must still be served."""
+"""End to end (the real gateway and `sp context serve --http`): a stranger who saw one code of a
+client -- the one in the redirect URL of its first authorization -- replays it to /token while
+flooding the public URL. The gateway refuses the code (and revokes what it issued). The charge
+never asks the gateway, so a replay must be billed to that spent grant's own bucket, never to
+the client's, which its bearer requests use: the client, authorized again with a good access
+token, must still be served."""
 
 from __future__ import annotations
 

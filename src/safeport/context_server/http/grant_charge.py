@@ -24,7 +24,7 @@ more than the same flood of junk: it cannot turn into more CPU than the requests
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -70,9 +70,17 @@ def charge(
     """None if the request is admitted, else the seconds until it would be. ``form`` is None
     when the body was not parsed (too large or malformed): anonymous."""
     wait = admission.admit_anonymous()
-    if wait is None or form is None:
-        return wait
-    signed = signed_grant(form, keys)
+    return wait if wait is None else _charge_signed(admission, form, keys, wait)
+
+
+def _charge_signed(
+    admission: Admission,
+    form: Mapping[str, str] | None,
+    keys: Sequence[Ed25519PublicKey],
+    wait: float,
+) -> float | None:
+    """The strangers' bucket is empty (``wait``): a signed grant's own bucket, if it has one."""
+    signed = None if form is None else signed_grant(form, keys)
     return wait if signed is None else admission.admit_grant(signed[1])
 
 
@@ -83,8 +91,15 @@ class TokenRequestGate:
         self._admission = admission
         self._keys = keys
 
-    def charge(self, form: Mapping[str, str] | None) -> float | None:
-        return charge(self._admission, form, self._keys.cached())
+    async def charge(
+        self, read_form: Callable[[], Awaitable[Mapping[str, str] | None]]
+    ) -> float | None:
+        """:func:`charge`, the form read only once the strangers' bucket is empty: while it has
+        room, nothing is parsed."""
+        wait = self._admission.admit_anonymous()
+        if wait is None:
+            return None
+        return _charge_signed(self._admission, await read_form(), self._keys.cached(), wait)
 
     async def warm(self) -> None:
         await self._keys.warm()

@@ -102,7 +102,7 @@ def relay_routes(
 
     async def token(request: Request) -> Response:
         if not isinstance(request.scope.get("user"), AuthenticatedUser):  # else charged already
-            wait = token_gate.charge(await _small_form(request))
+            wait = await token_gate.charge(lambda: _small_form(request))
             if wait is not None:
                 return _json_error(
                     429, "rate_limited", TOO_MANY, {"retry-after": retry_after(wait)}

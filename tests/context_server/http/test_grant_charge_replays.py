@@ -1,4 +1,4 @@
-"""Review of the grant charge (pure: keys made in the test, time a parameter).
+"""Replayed grants and the rate buckets (pure: keys made in the test, time a parameter).
 
 A stranger who saw one of a client's codes or refresh tokens -- a code from a redirect URL left
 in a browser history or a proxy log, a refresh token rotated long ago -- holds a grant that is
