@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import InputRequiredResult
+from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, InputRequiredResult
 
 from safeport.context_server.operations.reads_journal import REMOTE_CLIENT, RemoteClient
 from safeport.context_server.tools.held_proposals import STATE_PREFIX, CardSignal, HeldProposals
@@ -111,5 +111,68 @@ def test_an_outcome_nobody_fetches_is_dropped_a_minute_after_the_decision() -> N
         clock.now += 2
         with pytest.raises(ToolError, match="expired"):
             await table.resume(CTX, str(first.request_state))
+
+    asyncio.run(run())
+
+
+def _with(elicitation: object) -> Context:
+    return cast(
+        Context, SimpleNamespace(client_capabilities=SimpleNamespace(elicitation=elicitation))
+    )
+
+
+FORM_ONLY = SimpleNamespace(form=SimpleNamespace(), url=None)
+FORM_AND_URL = SimpleNamespace(form=SimpleNamespace(), url=SimpleNamespace())
+
+
+def test_a_held_proposal_has_a_page_apart_from_its_handle_that_shows_only_the_card() -> None:
+    async def run() -> None:
+        table, decided = HeldProposals(), asyncio.Event()
+        table.pages_at("https://tunnel.example/approval/")
+        as_client("client-a")
+
+        async def proposal(signal: CardSignal) -> dict[str, Any]:
+            await signal.card_opened(CARD)
+            await decided.wait()
+            return {"exit_status": 0}
+
+        first = await table.start(_with(FORM_AND_URL), proposal)
+        assert isinstance(first, InputRequiredResult) and first.input_requests is not None
+        link = first.input_requests["approval"].params
+        assert isinstance(link, ElicitRequestURLParams) and "sp approvals watch" in link.message
+        page = link.url.removeprefix("https://tunnel.example/approval/")
+        assert link.elicitation_id == page and page not in str(first.request_state)
+        view = table.view(page)
+        assert view is not None and (view.card, view.waiting) == (CARD.card, True)
+        assert table.view("x" * len(page)) is None
+        decided.set()
+        await asyncio.sleep(0)
+        answered = table.view(page)
+        assert answered is not None and not answered.waiting
+        assert await table.resume(CTX, str(first.request_state)) == {"exit_status": 0}
+        assert table.view(page) is None  # collected: the page is gone with it
+
+    asyncio.run(run())
+
+
+def test_a_form_only_client_and_a_stdio_server_get_no_url() -> None:
+    async def run() -> None:
+        for pages, capability in ((True, FORM_ONLY), (False, FORM_AND_URL)):
+            table, decided = HeldProposals(), asyncio.Event()
+            if pages:
+                table.pages_at("https://tunnel.example/approval/")
+            as_client("client-a")
+
+            async def proposal(signal: CardSignal, decided: asyncio.Event = decided) -> Any:
+                await signal.card_opened(CARD)
+                await decided.wait()
+                return {}
+
+            first = await table.start(_with(capability), proposal)
+            assert isinstance(first, InputRequiredResult) and first.input_requests is not None
+            form = first.input_requests["approval"].params
+            assert isinstance(form, ElicitRequestFormParams)
+            assert ("url" in str(first.meta)) is pages  # _meta carries the page when served
+            decided.set()
 
     asyncio.run(run())

@@ -24,6 +24,7 @@ from safeport import __version__
 from safeport.context_server.http.app import RemoteRoot, RemoteService, build_app
 from safeport.context_server.http.endpoint import HttpEndpoint
 from safeport.context_server.http.gateway_oauth import OAuthGateway
+from safeport.context_server.http.pages import APPROVAL_PATH
 from safeport.context_server.http.root_ids import root_id, shown_directory
 from safeport.context_server.http.tenants import TenantServer
 from safeport.context_server.index.change_feed import ChangeFeed
@@ -42,7 +43,7 @@ from safeport.context_server.operations.secret_report import (
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.sdk_seam import lowlevel_server
-from safeport.context_server.tools.agent_tools import register_agent_tools
+from safeport.context_server.tools.agent_tools import HELD, register_agent_tools
 from safeport.context_server.tools.held_proposals import request_state_security
 from safeport.context_server.tools.journaled_calls import JournaledServer, without_client_roots
 from safeport.context_server.tools.reader_tools import register_reader_tools
@@ -264,7 +265,10 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
             for r in configured.roots
         ],
         profile=options.profile,
+        approvals=HELD.view if options.profile == "agent" else None,
     )
+    if options.profile == "agent":
+        HELD.pages_at(endpoint.public_url + APPROVAL_PATH)
     app = build_app(endpoint, remote, OAuthGateway(paths, endpoint.public_url), make)
     try:
         run_http(app, endpoint)

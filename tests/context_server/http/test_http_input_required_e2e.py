@@ -12,13 +12,20 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
+from mcp_types import (
+    CallToolResult,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from harness.gateway import POLICY, Gateway, decide, wait_card
 from harness.http_context import HttpServer, http_server
@@ -117,16 +124,22 @@ def test_the_first_call_says_what_the_human_does_and_the_retry_gets_the_result(
     assert tokens["Client A"] not in server.log()
 
 
-def test_a_client_that_shows_forms_hears_the_instructions_and_its_sdk_retries(
+def test_a_client_that_opens_urls_shows_the_approval_page_and_its_sdk_retries(
     gateway: Gateway, server: HttpServer, tokens: dict[str, str]
 ) -> None:
-    shown: list[str] = []
+    """The SDK's client declares URL-mode elicitation: it is given the action's page, which
+    the human opens -- the card's id and how to answer it, nothing to click -- then answers
+    the card where the gateway runs; the page says so, and the SDK's retry gets the result."""
+    pages: list[tuple[ElicitRequestParams, httpx.Response, httpx.Response]] = []
 
     async def human(context: object, params: ElicitRequestParams) -> ElicitResult:
-        shown.append(params.message)
+        assert isinstance(params, ElicitRequestURLParams), params
+        waiting = await anyio.to_thread.run_sync(lambda: httpx.get(params.url, timeout=10))
         card = await anyio.to_thread.run_sync(wait_card, gateway)
         assert decide(gateway, str(card["id"]))["ok"]
-        return ElicitResult(action="accept", content={})
+        answered = await anyio.to_thread.run_sync(lambda: httpx.get(params.url, timeout=10))
+        pages.append((params, waiting, answered))
+        return ElicitResult(action="accept")
 
     async def run() -> CallToolResult:
         async with connected(server, tokens["Client A"], elicitation_callback=human) as client:
@@ -134,7 +147,18 @@ def test_a_client_that_shows_forms_hears_the_instructions_and_its_sdk_retries(
 
     result = anyio.run(run)
     assert not result.is_error, result.content
-    assert shown and "sp approvals" in shown[0], shown
+    [(params, waiting, answered)] = pages
+    assert isinstance(params, ElicitRequestURLParams) and "sp approvals" in params.message
+    assert params.url.startswith(server.url + "/approval/")
+    assert waiting.status_code == 200 and "sp approvals watch" in waiting.text
+    assert "waits for your approval" in waiting.text and "<form" not in waiting.text
+    assert waiting.headers["content-security-policy"].startswith("default-src 'none'")
+    assert answered.status_code == 200 and "was answered" in answered.text
+    gone = httpx.get(params.url, timeout=10)  # collected with its result: no page left
+    assert gone.status_code == 404 and "No approval waits here" in gone.text
+    guessed = httpx.get(server.url + "/approval/" + "A" * 32, timeout=10)
+    assert guessed.status_code == 404 and guessed.text == gone.text
+    assert tokens["Client A"] not in server.log()
 
 
 def test_another_clients_or_a_forged_state_is_refused_and_the_owner_still_gets_its_result(

@@ -37,9 +37,11 @@ from safeport.context_server.http.endpoint import (
 from safeport.context_server.http.gateway_oauth import OAuthGateway
 from safeport.context_server.http.grant_charge import TokenRequestGate
 from safeport.context_server.http.guard import RateGate, TransportGuard
+from safeport.context_server.http.pages import APPROVAL_PATH, approval_page
 from safeport.context_server.http.relay import relay_routes
 from safeport.context_server.http.tenants import McpEndpoint, ServerFactory, Tenants
 from safeport.context_server.http.tokens import GatewayTokenVerifier, SigningKeys, TokenChecker
+from safeport.context_server.tools.held_proposals import ApprovalView
 from safeport.shared.schemas.oauth_wire import Profile
 
 
@@ -59,6 +61,8 @@ class RemoteService:
 
     roots: Sequence[RemoteRoot]
     profile: Profile = "reader"
+    # A held action's page by its id (``held_proposals``): the agent profile only.
+    approvals: Callable[[str], ApprovalView | None] | None = None
 
     @property
     def profiles(self) -> tuple[Profile, ...]:
@@ -94,6 +98,10 @@ def build_app(
             methods=["GET", "POST", "DELETE"],
         ),
     ]
+    if service.approvals is not None:
+        routes.append(
+            Route(APPROVAL_PATH + "{page}", approval_route(service.approvals), methods=["GET"])
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -118,6 +126,22 @@ def build_app(
         Middleware(RateGate, admission=admission),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def approval_route(
+    view: Callable[[str], ApprovalView | None],
+) -> Callable[[Request], Awaitable[Response]]:
+    """A held action's page. Its id is 192 random bits, apart from the handle the client's
+    sealed state names; it shows the card's id and how to answer it, and answers nothing."""
+
+    async def serve(request: Request) -> Response:
+        page = str(request.path_params.get("page", ""))
+        found = view(page) if 16 <= len(page) <= 64 else None
+        if found is None:
+            return approval_page(None, None, False)
+        return approval_page(found.card, found.approve_with, found.waiting)
+
+    return serve
 
 
 def resource_metadata(endpoint: HttpEndpoint) -> Callable[[Request], Awaitable[Response]]:

@@ -1,5 +1,6 @@
-"""The authorization pages the browser sees: the code to compare with the approval card while the
-human decides, and an error page that redirects nowhere.
+"""The pages the browser sees: the authorization's code to compare with the approval card while
+the human decides, an error page that redirects nowhere, and an action's approval page (which
+card to answer, and how, on the human's own machine).
 
 No script at all: the waiting page reloads itself (a meta refresh to the same origin) onto the
 long poll, which answers with the next page or the redirect. Every value is HTML-escaped, and
@@ -63,6 +64,36 @@ def ended_page(state: str) -> HTMLResponse:
     """The request expired (or was answered elsewhere) with nowhere to send the browser."""
     body = f"<h1>This authorization has ended</h1><p>{escape(state)}. Start again from the app.</p>"
     return _page("Authorization ended", body, 410)
+
+
+APPROVAL_PATH = "/approval/"
+
+
+def approval_page(card: str | None, approve_with: str | None, waiting: bool) -> HTMLResponse:
+    """An action waiting for the human (``card`` None: unknown or no longer held). It answers
+    nothing: the card is answered where the gateway runs, with the passphrase or a key."""
+    if card is None or approve_with is None:
+        body = (
+            "<h1>No approval waits here</h1><p>It was answered, timed out, or never existed. "
+            "Return to the app: it has the result, or can propose the action again.</p>"
+        )
+        return _page("No approval waiting", body, 404)
+    if not waiting:
+        body = (
+            f'<h1>Card <code data-card="{escape(card)}">{escape(card)}</code> was answered</h1>'
+            "<p>Return to the app: it gets the result when it asks again.</p>"
+        )
+        return _page("Approval answered", body, 200)
+    body = (
+        "<h1>An action waits for your approval</h1>"
+        "<p>On the computer running the safeport gateway, answer the card</p>"
+        f'<p class="code" data-card="{escape(card)}">{escape(card)}</p>'
+        f"<p>with <code>{escape(approve_with)}</code> (or <code>sp approvals</code>). "
+        "The card says what the action does; approve only what you expect. "
+        "This page cannot approve anything, and moves on by itself once you answered.</p>"
+    )
+    refresh = '<meta http-equiv="refresh" content="5">'
+    return _page("Waiting for your approval", body, 200, refresh)
 
 
 def _page(

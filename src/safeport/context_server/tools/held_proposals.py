@@ -15,6 +15,10 @@ the task's handle. The client retries with that state; the retry re-attaches to 
   and a handle that is swept.
 - A handle is also checked against the principal that made it (the seal already binds it): an
   unknown, expired or foreign handle is an error that never carries another client's result.
+- Over HTTP, each held proposal also has a page (``/approval/<page id>``, a random id apart from
+  the handle) that a client which opens URLs (URL-mode elicitation) shows the human: the card's
+  id, how to answer it, and whether it still waits. It shows nothing else and decides nothing:
+  approving needs the passphrase or a key on the human's own machine, never a web page.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import (
     ElicitRequest,
     ElicitRequestFormParams,
+    ElicitRequestURLParams,
     InputRequests,
     InputRequiredResult,
 )
@@ -80,6 +85,16 @@ class _Held:
     task: asyncio.Task[Any]
     card: PendingBody | None
     deadline: float
+    page: str
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """What a held proposal's page shows: the card, how to answer it, and whether it waits."""
+
+    card: str
+    approve_with: str
+    waiting: bool
 
 
 class CardSignal:
@@ -110,6 +125,21 @@ class HeldProposals:
         self._total = total
         self._clock = clock
         self._held: dict[str, _Held] = {}
+        self._pages: dict[str, str] = {}  # page id -> handle
+        self._pages_at: str | None = None
+
+    def pages_at(self, base: str) -> None:
+        """Serve held proposals' pages under ``base`` (the HTTP server's public URL +
+        ``/approval/``); without it (stdio), no page and no URL is given."""
+        self._pages_at = base
+
+    def view(self, page: str) -> ApprovalView | None:
+        """The page of a held proposal whose card was opened, or None."""
+        self._sweep()
+        held = self._held.get(self._pages.get(page, ""))
+        if held is None or held.card is None:
+            return None
+        return ApprovalView(held.card.card, held.card.approve_with, not held.task.done())
 
     async def start(
         self, ctx: Context, run: Callable[[CardSignal], Awaitable[R]]
@@ -125,22 +155,23 @@ class HeldProposals:
             )
         signal = CardSignal()
         task: asyncio.Task[R] = asyncio.create_task(_ran(run, signal))
-        handle = secrets.token_urlsafe(24)
+        handle, page = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         # Entered before the first await, so concurrent calls count it; no deadline until a
         # card names one (an action that needs no human may run long).
-        self._held[handle] = _Held(who, task, None, float("inf"))
+        self._held[handle] = _Held(who, task, None, float("inf"), page)
+        self._pages[page] = handle
         # Once it ends, its outcome waits a minute at most (also when this request was cancelled
         # before the client learnt the handle: nothing is held for ever).
         task.add_done_callback(lambda _: self._ended(handle))
         await _first_of(task, signal.opened.wait())
         if task.done():
-            self._held.pop(handle, None)
+            self._forget(handle)
             return task.result()
         assert signal.card is not None
         held = self._held[handle]
         held.card = signal.card
         held.deadline = self._clock() + signal.card.expires_in_s + COLLECT_GRACE_S
-        return _input_required(ctx, handle, signal.card)
+        return _input_required(ctx, handle, signal.card, self._page_url(held))
 
     async def resume(self, ctx: Context, state: str) -> Any:
         """A retry: the result when decided, ``input_required`` again while the card waits."""
@@ -155,14 +186,23 @@ class HeldProposals:
         await _first_of(held.task, asyncio.sleep(RETRY_HOLD_S))
         if not held.task.done():
             assert held.card is not None
-            return _input_required(ctx, handle, held.card)
-        self._held.pop(handle, None)
+            return _input_required(ctx, handle, held.card, self._page_url(held))
+        self._forget(handle)
         marker = CALL_RECORDED.get()
         if marker is not None:
             marker.append(True)  # the proposal journaled itself when it ended: one record
         if held.task.cancelled():
             raise ToolError("expired: the approval's card timed out; propose the action again")
         return held.task.result()
+
+    def _page_url(self, held: _Held) -> tuple[str, str] | None:
+        return None if self._pages_at is None else (held.page, self._pages_at + held.page)
+
+    def _forget(self, handle: str) -> _Held | None:
+        held = self._held.pop(handle, None)
+        if held is not None:
+            self._pages.pop(held.page, None)
+        return held
 
     def _ended(self, handle: str) -> None:
         held = self._held.get(handle)
@@ -173,7 +213,7 @@ class HeldProposals:
         now = self._clock()
         for handle, held in list(self._held.items()):
             if held.deadline <= now:
-                del self._held[handle]
+                self._forget(handle)
                 held.task.cancel()  # past the card's own timeout: the gateway ended it already
                 if held.task.done() and not held.task.cancelled():
                     held.task.exception()  # a refusal nobody fetched: already journaled
@@ -202,26 +242,36 @@ def instructions(card: PendingBody) -> str:
     )
 
 
-def _input_required(ctx: Context, handle: str, card: PendingBody) -> InputRequiredResult:
+def _input_required(
+    ctx: Context, handle: str, card: PendingBody, page: tuple[str, str] | None
+) -> InputRequiredResult:
     """Instructions for the human, and the state naming the handle (sealed by the boundary).
 
-    A client that declared elicitation shows the instructions in a form with nothing to fill
-    (accepting it only says "retry now"); any client finds them in ``_meta``."""
+    Over HTTP, a client that opens URLs (URL-mode elicitation) is given the proposal's page
+    (``page``: its id and URL) to show the human. Otherwise a client that declared elicitation
+    shows the instructions in a form with nothing to fill (accepting it only says "retry now").
+    Any client finds them, and the page's URL, in ``_meta``."""
     requests: InputRequests | None = None
-    capabilities = ctx.client_capabilities
-    if capabilities is not None and capabilities.elicitation is not None:
+    elicitation = ctx.client_capabilities.elicitation if ctx.client_capabilities else None
+    if elicitation is not None and elicitation.url is not None and page is not None:
+        link = ElicitRequestURLParams(
+            mode="url", message=instructions(card), url=page[1], elicitation_id=page[0]
+        )
+        requests = {"approval": ElicitRequest(params=link)}
+    elif elicitation is not None:
         form = ElicitRequestFormParams(
             message=instructions(card), requested_schema={"type": "object", "properties": {}}
         )
         requests = {"approval": ElicitRequest(params=form)}
-    meta = {
-        META_KEY: {
-            "card": card.card,
-            "expires_in_s": card.expires_in_s,
-            "approve_with": card.approve_with,
-            "instructions": instructions(card),
-        }
+    told: dict[str, Any] = {
+        "card": card.card,
+        "expires_in_s": card.expires_in_s,
+        "approve_with": card.approve_with,
+        "instructions": instructions(card),
     }
+    if page is not None:
+        told["url"] = page[1]
+    meta = {META_KEY: told}
     return InputRequiredResult.model_validate(
         {
             "inputRequests": requests,
