@@ -122,7 +122,7 @@ def test_a_card_that_timed_out_or_was_refused_is_not_shown_as_answered() -> None
         view = table.view(page)
         assert view is not None and not view.waiting
         html = _app(lambda p: view if p == page else None).get("/approval/" + page).text
-        assert "was answered" not in html, html
+        assert "</code> was answered" not in html and "no longer waits" in html, html
         with pytest.raises(ToolError, match="expired"):
             await table.resume(CTX, str(first.request_state))
 

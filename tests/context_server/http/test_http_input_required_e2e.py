@@ -153,7 +153,7 @@ def test_a_client_that_opens_urls_shows_the_approval_page_and_its_sdk_retries(
     assert waiting.status_code == 200 and "sp approvals watch" in waiting.text
     assert "waits for your approval" in waiting.text and "<form" not in waiting.text
     assert waiting.headers["content-security-policy"].startswith("default-src 'none'")
-    assert answered.status_code == 200 and "was answered" in answered.text
+    assert answered.status_code == 200 and "no longer waits" in answered.text
     gone = httpx.get(params.url, timeout=10)  # collected with its result: no page left
     assert gone.status_code == 404 and "No approval waits here" in gone.text
     guessed = httpx.get(server.url + "/approval/" + "A" * 32, timeout=10)

@@ -79,11 +79,14 @@ def approval_page(card: str | None, approve_with: str | None, waiting: bool) -> 
         )
         return _page("No approval waiting", body, 404)
     if not waiting:
+        # Ended: approved, refused, timed out or the gateway went away -- the page cannot tell
+        # which, so it claims none of them (a human who never answered is not told someone did).
         body = (
-            f'<h1>Card <code data-card="{escape(card)}">{escape(card)}</code> was answered</h1>'
-            "<p>Return to the app: it gets the result when it asks again.</p>"
+            f'<h1>Card <code data-card="{escape(card)}">{escape(card)}</code> no longer waits</h1>'
+            "<p>It was answered, or it timed out. Return to the app: it gets the outcome "
+            "when it asks again.</p>"
         )
-        return _page("Approval answered", body, 200)
+        return _page("Approval no longer waiting", body, 200)
     body = (
         "<h1>An action waits for your approval</h1>"
         "<p>On the computer running the safeport gateway, answer the card</p>"
