@@ -258,7 +258,9 @@ def _input_required(
             mode="url", message=instructions(card), url=page[1], elicitation_id=page[0]
         )
         requests = {"approval": ElicitRequest(params=link)}
-    elif elicitation is not None:
+    elif elicitation is not None and (elicitation.form is not None or elicitation.url is None):
+        # Form mode only to a client that shows forms (``{}`` is form, as before URL mode);
+        # a URL-only client with no page to open finds the instructions in ``_meta``.
         form = ElicitRequestFormParams(
             message=instructions(card), requested_schema={"type": "object", "properties": {}}
         )
