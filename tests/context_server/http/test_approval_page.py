@@ -1,5 +1,5 @@
-"""Adversarial review of the held action's approval page (``/approval/<page>``): the app in
-process (no gateway: the page never asks it), and the table behind the page."""
+"""The held action's approval page (``/approval/<page>``) as an attacker would try it: the app
+in process (no gateway: the page never asks it), and the table behind the page."""
 
 from __future__ import annotations
 
