@@ -4,8 +4,11 @@ long poll) and the human (the card, answered through the real `sp approvals` CLI
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
+import secrets
 import ssl
 import subprocess
 import sys
@@ -13,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import anyio
 import httpx
@@ -127,6 +130,48 @@ class Browser:
             return
         verb = "approve" if self.approve else "deny"
         sp(self.home, "approvals", verb, card_id, "--passphrase-file", str(self.home / "pw"))
+
+
+def register_by_hand(base: str, name: str) -> str:
+    """A public client registered at ``base``'s relay without the SDK (dynamic registration);
+    its client id."""
+    registered = httpx.post(
+        base + "/register",
+        json={
+            "client_name": name,
+            "redirect_uris": [REDIRECT_URI],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": "none",
+        },
+        timeout=30,
+    )
+    assert registered.status_code == 201, registered.text
+    return str(registered.json()["client_id"])
+
+
+def code_by_hand(home: Path, base: str, client_id: str) -> dict[str, str]:
+    """One authorization of ``client_id`` through ``base``'s pages, the human answering the
+    card: the token request that would exchange its code (not sent)."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "s",
+        "resource": base + "/mcp",
+    }
+    browser = Browser(home, authorize_url=base + "/authorize?" + urlencode(query))
+    return {
+        "grant_type": "authorization_code",
+        "code": anyio.run(browser.callback_handler).code,
+        "code_verifier": verifier,
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client_id,
+    }
 
 
 def _attribute(html: str, name: str) -> str:

@@ -7,21 +7,16 @@ token, must still be served."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlencode
 
-import anyio
 import httpx
 import pytest
 
 from harness.http_context import HttpServer, http_server
-from harness.remote_flow import REDIRECT_URI, Browser
+from harness.remote_flow import code_by_hand, register_by_hand
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.http.test_http_oauth_e2e import mcp_post
 from tests.context_server.test_server import small_workspace
@@ -46,28 +41,7 @@ def server(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Htt
 
 def authorized(home: Path, server: HttpServer, client_id: str) -> tuple[dict[str, str], str]:
     """One authorization of ``client_id``: its (now spent) code exchange and the access token."""
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-    browser = Browser(home)
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": REDIRECT_URI,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "state": "s",
-        "resource": server.url + "/mcp",
-    }
-    browser.authorize_url = server.url + "/authorize?" + urlencode(query)
-    code = anyio.run(browser.callback_handler).code
-    exchange = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "code_verifier": verifier,
-        "redirect_uri": REDIRECT_URI,
-        "client_id": client_id,
-    }
+    exchange = code_by_hand(home, server.url, client_id)
     answer = httpx.post(server.url + "/token", data=exchange, timeout=30)
     assert answer.status_code == 200, answer.text
     return exchange, answer.json()["access_token"]
@@ -76,18 +50,7 @@ def authorized(home: Path, server: HttpServer, client_id: str) -> tuple[dict[str
 def test_a_stranger_replaying_a_spent_code_does_not_starve_the_clients_bearer_requests(
     home: Path, server: HttpServer
 ) -> None:
-    registered = httpx.post(
-        server.url + "/register",
-        json={
-            "client_name": "Victim client",
-            "redirect_uris": [REDIRECT_URI],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": "none",
-        },
-        timeout=30,
-    )
-    assert registered.status_code == 201, registered.text
-    client_id = registered.json()["client_id"]
+    client_id = register_by_hand(server.url, "Victim client")
     leaked, _ = authorized(home, server, client_id)  # its code ends up in a log
     _, access = authorized(home, server, client_id)  # the client as it stands now
     assert mcp_post(server.url, access, "tools/list").status_code == 200

@@ -7,14 +7,12 @@ charged with the strangers, and the gateway refuses them as before."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlencode
 
 import anyio
 import httpx
@@ -22,7 +20,14 @@ import jwt
 import pytest
 
 from harness.http_context import HttpServer, http_server
-from harness.remote_flow import REDIRECT_URI, Browser, MemoryTokens, provider, read_remotely
+from harness.remote_flow import (
+    Browser,
+    MemoryTokens,
+    code_by_hand,
+    provider,
+    read_remotely,
+    register_by_hand,
+)
 from safeport.action_gateway.remote_clients.signing_key import SigningKey
 from safeport.shared.grant_tokens import mint
 from tests.context_server.http.real_gateway import real_gateway
@@ -176,46 +181,9 @@ def test_an_approved_client_refreshes_while_strangers_flood_the_token_endpoint(
 def test_a_just_approved_client_exchanges_its_code_during_a_flood(
     home: Path, server: HttpServer
 ) -> None:
-    registered = httpx.post(
-        server.url + "/register",
-        json={
-            "client_name": "Late client",
-            "redirect_uris": [REDIRECT_URI],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": "none",
-        },
-        timeout=30,
-    )
-    assert registered.status_code == 201, registered.text
-    client_id = registered.json()["client_id"]
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-    browser = Browser(home)
-    browser.authorize_url = (
-        server.url
-        + "/authorize?"
-        + urlencode(
-            {
-                "response_type": "code",
-                "client_id": client_id,
-                "redirect_uri": REDIRECT_URI,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "state": "s",
-                "resource": server.url + "/mcp",
-            }
-        )
-    )
-    code = anyio.run(browser.callback_handler).code
-    SEEN.append(code)
-    exchange = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "code_verifier": verifier,
-        "redirect_uri": REDIRECT_URI,
-        "client_id": client_id,
-    }
+    client_id = register_by_hand(server.url, "Late client")
+    exchange = code_by_hand(home, server.url, client_id)
+    SEEN.append(exchange["code"])
     with flood(server, client_id) as codes:
         answer = token_post(server, exchange)
         seen = list(codes)
