@@ -9,34 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakes import Recorder, RecordingExecutor, read_record
+from harness.fakes import read_record
 from safeport.action_gateway.core.gateway_core import GatewayCore
-from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
-from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.shared.audit import read_records
-from safeport.shared.paths import ensure_private_dir, locate
 from safeport.vault.errors import VaultLocked
 from safeport.vault.secrets import SecretBytes
-from safeport.vault.store import VaultFile
-from tests.vault.vault_factory import FAST_KDF, MemoryKeyring, passphrase
+from tests.action_gateway.in_process_core import in_process_core
+from tests.vault.vault_factory import passphrase
 
 
 @pytest.fixture
 def core(tmp_path: Path) -> Iterator[GatewayCore]:
-    home = tmp_path / "h"
-    home.mkdir(mode=0o700)
-    paths = locate({"SAFEPORT_HOME": str(home)})
-    for folder in (paths.audit_dir, paths.data_dir, paths.run_dir):
-        ensure_private_dir(folder)
-    store = VaultFile(paths.vault_file, paths.vault_public_file, keyring=MemoryKeyring())
-    store.create(passphrase(), kdf=FAST_KDF).lock()
-    parts = GatewayParts(
-        vault_store=store,
-        executor=RecordingExecutor(Recorder(home / "record.jsonl")),
-        probe=LinuxProbe(),
-    )
-    gateway = GatewayCore(paths, parts, RuntimeLimits())
-    gateway.inspect_at_start()
+    gateway, _ = in_process_core(tmp_path)
     try:
         yield gateway
     finally:

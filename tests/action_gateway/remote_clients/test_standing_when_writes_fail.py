@@ -16,18 +16,15 @@ from pathlib import Path
 import jwt
 import pytest
 
-from harness.fakes import Recorder, RecordingExecutor
 from safeport.action_gateway.core.gateway_core import GatewayCore
-from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
-from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.remote_clients.client_book import Approval, RemoteClient
 from safeport.action_gateway.remote_clients.token_ledger import Binding
 from safeport.context_server.http.standing import StandingChecks
 from safeport.errors import EnvironmentProblem, Error, JournalUnavailable
-from safeport.shared.paths import SafeportPaths, ensure_private_dir, locate
+from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.oauth_wire import AccessClaims, OAuthCheck, OAuthCheckResult
-from safeport.vault.store import VaultFile
-from tests.vault.vault_factory import FAST_KDF, MemoryKeyring, passphrase
+from tests.action_gateway.in_process_core import in_process_core
+from tests.vault.vault_factory import passphrase
 
 ISSUER = "https://tunnel.example.net"
 REDIRECT = "https://client.example/cb"
@@ -40,20 +37,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[tuple[GatewayCore, SafeportPaths]]:
-    home = tmp_path / "h"
-    home.mkdir(mode=0o700)
-    paths = locate({"SAFEPORT_HOME": str(home)})
-    for folder in (paths.audit_dir, paths.data_dir, paths.run_dir):
-        ensure_private_dir(folder)
-    store = VaultFile(paths.vault_file, paths.vault_public_file, keyring=MemoryKeyring())
-    store.create(passphrase(), kdf=FAST_KDF).lock()
-    parts = GatewayParts(
-        vault_store=store,
-        executor=RecordingExecutor(Recorder(home / "record.jsonl")),
-        probe=LinuxProbe(),
-    )
-    core = GatewayCore(paths, parts, RuntimeLimits())
-    core.inspect_at_start()
+    core, paths = in_process_core(tmp_path)
     core.prove_passphrase(passphrase())  # unlocked
     try:
         yield core, paths
