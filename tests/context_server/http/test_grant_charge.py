@@ -15,7 +15,7 @@ from cryptography.utils import Buffer
 
 from safeport.action_gateway.remote_clients.signing_key import SigningKey
 from safeport.context_server.http.admission import Admission, Rate
-from safeport.context_server.http.grant_charge import charge, signed_client
+from safeport.context_server.http.grant_charge import charge, signed_grant
 from safeport.context_server.http.tokens import SigningKeys
 from safeport.shared.grant_tokens import TOKEN_CHARS, mint, signed_for
 from safeport.shared.schemas.oauth_wire import OAuthKeysResult
@@ -82,8 +82,8 @@ def test_a_grant_verifies_for_its_client_and_kind_only() -> None:
     assert not signed_for(token, "refresh", CLIENT, [])  # no keys held: nothing verifies
     code = mint("code", CLIENT, key.sign_bytes)
     form = {"grant_type": "authorization_code", "code": code, "client_id": CLIENT}
-    assert signed_client(form, [public(key)]) == CLIENT
-    assert signed_client(form | {"grant_type": "refresh_token"}, [public(key)]) is None
+    assert signed_grant(form, [public(key)]) == (CLIENT, code.split(".")[0])
+    assert signed_grant(form | {"grant_type": "refresh_token"}, [public(key)]) is None
 
 
 def test_forged_grants_are_not_signed_for_the_client() -> None:
@@ -96,11 +96,11 @@ def test_forged_grants_are_not_signed_for_the_client() -> None:
     flipped = mine[:50] + ("A" if mine[50] != "A" else "B") + mine[51:]
     keys = [public(key)]
     for forged in (spliced, stranger, flipped, mine[:-1], mine + "A", mine.replace(".", "!")):
-        assert signed_client(refresh_form(forged), keys) is None, forged
-    assert signed_client(refresh_form(theirs, CLIENT), keys) is None  # client id changed
-    assert signed_client(refresh_form(mine, CLIENT + "\0"), keys) is None
-    assert signed_client(refresh_form(mine) | {"grant_type": "password"}, keys) is None
-    assert signed_client(refresh_form(mine), keys) == CLIENT
+        assert signed_grant(refresh_form(forged), keys) is None, forged
+    assert signed_grant(refresh_form(theirs, CLIENT), keys) is None  # client id changed
+    assert signed_grant(refresh_form(mine, CLIENT + "\0"), keys) is None
+    assert signed_grant(refresh_form(mine) | {"grant_type": "password"}, keys) is None
+    assert signed_grant(refresh_form(mine), keys) == (CLIENT, mine.split(".")[0])
 
 
 def test_the_signature_is_checked_only_once_the_anonymous_bucket_is_empty() -> None:

@@ -58,12 +58,6 @@ def signed_grant(
     return None
 
 
-def signed_client(form: Mapping[str, str], keys: Sequence[Ed25519PublicKey]) -> str | None:
-    """The client id the form's code or refresh token was signed for, if it was."""
-    signed = signed_grant(form, keys)
-    return None if signed is None else signed[0]
-
-
 def charge(
     admission: Admission, form: Mapping[str, str] | None, keys: Sequence[Ed25519PublicKey]
 ) -> float | None:
