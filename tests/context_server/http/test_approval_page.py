@@ -176,7 +176,7 @@ def test_no_page_outlives_its_proposal_collected_swept_or_answered_at_once() -> 
         assert table.view(page) is not None
         now[0] += EVIL.expires_in_s + 61
         assert table.view(page) is None
-        assert table._pages == {} and table._held == {}
+        assert table._held == {}  # a page lives only in its entry
         with pytest.raises(ToolError):
             await table.resume(CTX, str(first.request_state))
 

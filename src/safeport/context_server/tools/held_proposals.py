@@ -125,7 +125,6 @@ class HeldProposals:
         self._total = total
         self._clock = clock
         self._held: dict[str, _Held] = {}
-        self._pages: dict[str, str] = {}  # page id -> handle
         self._pages_at: str | None = None
 
     def pages_at(self, base: str) -> None:
@@ -136,7 +135,8 @@ class HeldProposals:
     def view(self, page: str) -> ApprovalView | None:
         """The page of a held proposal whose card was opened, or None."""
         self._sweep()
-        held = self._held.get(self._pages.get(page, ""))
+        # At most MAX_HELD entries, and a page is looked at rarely (rate-limited): a scan.
+        held = next((h for h in self._held.values() if h.page == page), None)
         if held is None or held.card is None:
             return None
         return ApprovalView(held.card.card, held.card.approve_with, not held.task.done())
@@ -159,13 +159,12 @@ class HeldProposals:
         # Entered before the first await, so concurrent calls count it; no deadline until a
         # card names one (an action that needs no human may run long).
         self._held[handle] = _Held(who, task, None, float("inf"), page)
-        self._pages[page] = handle
         # Once it ends, its outcome waits a minute at most (also when this request was cancelled
         # before the client learnt the handle: nothing is held for ever).
         task.add_done_callback(lambda _: self._ended(handle))
         await _first_of(task, signal.opened.wait())
         if task.done():
-            self._forget(handle)
+            self._held.pop(handle, None)
             return task.result()
         assert signal.card is not None
         held = self._held[handle]
@@ -187,7 +186,7 @@ class HeldProposals:
         if not held.task.done():
             assert held.card is not None
             return _input_required(ctx, handle, held.card, self._page_url(held))
-        self._forget(handle)
+        self._held.pop(handle, None)
         marker = CALL_RECORDED.get()
         if marker is not None:
             marker.append(True)  # the proposal journaled itself when it ended: one record
@@ -198,12 +197,6 @@ class HeldProposals:
     def _page_url(self, held: _Held) -> tuple[str, str] | None:
         return None if self._pages_at is None else (held.page, self._pages_at + held.page)
 
-    def _forget(self, handle: str) -> _Held | None:
-        held = self._held.pop(handle, None)
-        if held is not None:
-            self._pages.pop(held.page, None)
-        return held
-
     def _ended(self, handle: str) -> None:
         held = self._held.get(handle)
         if held is not None:
@@ -213,7 +206,7 @@ class HeldProposals:
         now = self._clock()
         for handle, held in list(self._held.items()):
             if held.deadline <= now:
-                self._forget(handle)
+                del self._held[handle]
                 held.task.cancel()  # past the card's own timeout: the gateway ended it already
                 if held.task.done() and not held.task.cancelled():
                     held.task.exception()  # a refusal nobody fetched: already journaled
