@@ -103,10 +103,13 @@ def world() -> World:
 def _answer(
     approvals: Approvals, approve: bool = True, approver: PeerIdentity | None = None
 ) -> None:
-    """Decide the next card from another thread, as the control server would."""
+    """Decide the next card from another thread, as the control server would. The waits on
+    both sides are long (60 s) so that a loaded machine cannot expire a card before this
+    thread gets to it; they end as soon as the card is there or decided."""
 
     def run() -> None:
-        for _ in range(500):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             cards = approvals.cards()
             if cards:
                 approvals.decide(
@@ -124,7 +127,7 @@ def _answer(
 def test_a_session_grant_is_reused_then_ends_at_session_max(world: World) -> None:
     approvals, clock, journal, _ = world
     _answer(approvals)
-    first = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
+    first = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=60, session_max_s=60)
     again = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=0.05, session_max_s=60)
     assert again.id == first.id
     clock.now += 61
@@ -136,7 +139,7 @@ def test_a_session_grant_is_reused_then_ends_at_session_max(world: World) -> Non
 def test_a_session_grant_is_bound_to_the_credential_and_policy(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
-    approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
+    approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=60, session_max_s=60)
     other_policy = ActionRequest(**{**request().__dict__, "policy_digest": "p2"})
     with pytest.raises(ApprovalTimedOut):
         approvals.obtain(REQUESTER, other_policy, vault_epoch=1, timeout_s=0.05, session_max_s=60)
@@ -148,7 +151,7 @@ def test_a_session_grant_is_bound_to_the_credential_and_policy(world: World) -> 
 def test_the_reaper_ends_a_session_whose_process_exited(world: World) -> None:
     approvals, _, journal, live = world
     _answer(approvals)
-    grant = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
+    grant = approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=60, session_max_s=60)
     live.dead.add(REQUESTER.pid)
     assert [g.id for g in approvals.reap()] == [grant.id]
     assert ("session.ended", {"session": grant.id, "reason": "process exited"}) in journal.records
@@ -159,7 +162,7 @@ def test_a_per_call_grant_is_spent_by_its_first_use(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     req = request("per-call")
-    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=5, session_max_s=60)
+    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=60, session_max_s=60)
     approvals.consume(grant, REQUESTER, req, 1)
     with pytest.raises(ApprovalRefused, match="already used"):
         approvals.consume(grant, REQUESTER, req, 1)
@@ -169,7 +172,7 @@ def test_a_per_call_grant_covers_only_its_exact_arguments(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     grant = approvals.obtain(
-        REQUESTER, request("per-call"), vault_epoch=1, timeout_s=5, session_max_s=60
+        REQUESTER, request("per-call"), vault_epoch=1, timeout_s=60, session_max_s=60
     )
     with pytest.raises(ApprovalRefused, match="does not cover"):
         approvals.consume(grant, REQUESTER, request("per-call", {"s": "other"}), 1)
@@ -179,7 +182,7 @@ def test_a_per_call_grant_expires_after_a_minute(world: World) -> None:
     approvals, clock, _, _ = world
     _answer(approvals)
     req = request("per-call")
-    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=5, session_max_s=60)
+    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=60, session_max_s=60)
     clock.now += PER_CALL_GRANT_S + 1
     with pytest.raises(ApprovalRefused, match="expired"):
         approvals.consume(grant, REQUESTER, req, 1)
@@ -189,7 +192,7 @@ def test_a_lock_between_approval_and_use_voids_the_grant(world: World) -> None:
     approvals, _, _, _ = world
     _answer(approvals)
     req = request("per-call")
-    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=5, session_max_s=60)
+    grant = approvals.obtain(REQUESTER, req, vault_epoch=1, timeout_s=60, session_max_s=60)
     with pytest.raises(ApprovalRefused, match="locked since the approval"):
         approvals.consume(grant, REQUESTER, req, 3)
 
@@ -204,7 +207,7 @@ def test_void_all_withdraws_a_waiting_card(world: World) -> None:
 
     threading.Thread(target=lock_soon, daemon=True).start()
     with pytest.raises(ApprovalRefused) as refused:
-        approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=5, session_max_s=60)
+        approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=60, session_max_s=60)
     assert refused.value.outcome == "voided"
 
 
@@ -213,7 +216,7 @@ def test_an_unshowable_request_is_refused_without_a_card(world: World) -> None:
     long = SshAction("h", HOST, "c", SshCommand(argv=["echo"]), "x" * (MAX_FIELD_CHARS + 1))
     huge = ActionRequest(**{**request().__dict__, "prepared": long})
     with pytest.raises(ApprovalRefused) as refused:
-        approvals.obtain(REQUESTER, huge, vault_epoch=1, timeout_s=5, session_max_s=60)
+        approvals.obtain(REQUESTER, huge, vault_epoch=1, timeout_s=60, session_max_s=60)
     assert refused.value.outcome == "unshowable" and approvals.cards() == []
 
 

@@ -138,7 +138,12 @@ def test_a_dead_syslog_target_never_blocks_a_checkpoint_or_an_action_and_is_logg
         agent = gw.agent()
         assert agent.call(ssh("r1", command="no_such_command"))["error"]["code"] == "denied"
         agent.close()
-        time.sleep(0.3)  # the sender thread has tried all three by now
+        # The sender thread reports its first failure when it gets to it; stopping then
+        # sends the rest of the queue, and the heads signed at stop, before it exits.
+        deadline = time.monotonic() + 60
+        while "could not send checkpoint heads" not in gw.stderr_path.read_text():
+            assert time.monotonic() < deadline, "the sender never tried the target"
+            time.sleep(0.05)
     finally:
         assert gw.stop() == 0
     stderr = gw.stderr_path.read_text()

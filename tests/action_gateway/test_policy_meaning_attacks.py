@@ -228,14 +228,14 @@ def test_status_gives_the_text_and_its_digest_from_one_read(tmp_path: Path) -> N
     feeder.start()
     status = PolicyStore(path).snapshot()
     assert status["file"] == policy_digest(str(status["file_text"]))
-    # If the store read only once, the feeder waits to open the FIFO a second time: read that
-    # to let it finish. Alive a moment later is not enough (it may be ending after a second
-    # write the store did read, and an open for reading would then wait for no writer).
-    feeder.join(timeout=2)
-    if feeder.is_alive():
-        with path.open() as fifo:
-            fifo.read()
-    feeder.join(timeout=5)
+    # If the store read only once, the feeder waits to open the FIFO a second time: a reader
+    # opened without waiting for a writer lets it finish, and waits for nothing if the feeder
+    # is already done (whether it is cannot be told from how long it has been alive).
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        feeder.join(timeout=60)
+    finally:
+        os.close(reader)
     assert json.dumps(status)  # wire-safe
 
 

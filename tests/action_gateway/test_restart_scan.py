@@ -3,19 +3,18 @@ highest generation journaled, intents without an outcome (real journal files, no
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from safeport.action_gateway.evidence.restart_scan import (
-    HeadFinding,
     OpenIntent,
     check_head,
     scan_refs,
 )
 from safeport.errors import AuditError
-from safeport.shared.audit import JournalHead, JournalWriter
+from safeport.shared.audit import JournalHead, JournalWriter, journal_segments
+from safeport.shared.audit import verify as verify_module
 
 
 def _journal(
@@ -119,34 +118,47 @@ def test_sealed_records_are_scanned_from_their_cleartext_members(tmp_path: Path)
     assert b'"ref":{"intent":1},"sealed":' in path.read_bytes()
 
 
-def test_a_journal_rotating_under_the_check_is_not_taken_for_a_cut(tmp_path: Path) -> None:
+def _rotate(writer: JournalWriter, path: Path) -> None:
+    """Append until the writer renames its active file to a new segment (a count, not a time),
+    then once more: a listing from before the rename now misses the records in between."""
+    segments = len(journal_segments(path))
+    for _ in range(1000):
+        writer.append("action.denied", {"pad": "x" * 300})
+        if len(journal_segments(path)) > segments:
+            writer.append("action.denied", {"after": "the rename"})
+            return
+    raise AssertionError("a thousand appends never rotated the journal")
+
+
+def test_a_journal_rotating_under_the_check_is_not_taken_for_a_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The running gateway compares heads (at unlock, before signing) while its own writer
     appends and rotates: a segment renamed between listing the files and reading them is the
     same chain, never ``journal.truncated`` or ``journal.rewritten``. (Found by the crash
-    drill: unlock raised "actions.jsonl is missing" while actions rotated at 4 KiB.)"""
-    import threading
-
+    drill: unlock raised "actions.jsonl is missing" while actions rotated at 4 KiB.) The
+    rotation is made at that exact point: the signed head is in the active file when it is
+    listed, and in a segment the listing does not name when it is read."""
     path = tmp_path / "actions.jsonl"
-    stop = threading.Event()
+    listed = verify_module.journal_segments
     with JournalWriter(path, segment_bytes=4096) as writer:
+        _rotate(writer, path)
         signed = writer.append("action.denied", {"n": 0})
+        state = {"rotations": 0, "rotating": False}
 
-        def append_forever() -> None:
-            while not stop.is_set():
-                writer.append("action.denied", {"pad": "x" * 300})
+        def listing_then_rotating(journal: Path) -> list[Path]:
+            files = listed(journal)
+            # Once, and not for the writer, which lists the segments as it rotates too.
+            if not state["rotations"] and not state["rotating"]:
+                state["rotating"] = True
+                _rotate(writer, path)
+                state["rotating"] = False
+                state["rotations"] += 1
+            return files
 
-        appender = threading.Thread(target=append_forever)
-        appender.start()
-        # Check until the writer has rotated often (however slow the machine), so the test
-        # proves the race was run rather than how many checks fit in a fixed count.
-        findings: list[HeadFinding | None] = []
-        deadline = time.monotonic() + 60
-        try:
-            while len(list(tmp_path.glob("actions.0*.jsonl"))) <= 10:
-                assert time.monotonic() < deadline, "the writer never rotated ten times"
-                findings.extend(check_head(path, "actions", signed) for _ in range(10))
-        finally:
-            stop.set()
-            appender.join()
-    assert len(findings) >= 10
-    assert [f for f in findings if f is not None] == []
+        monkeypatch.setattr(verify_module, "journal_segments", listing_then_rotating)
+        assert check_head(path, "actions", signed) is None
+        assert state["rotations"] == 1  # the rotation was made inside the check
+        monkeypatch.undo()
+        writer.append("action.denied", {"n": 1})
+    assert check_head(path, "actions", signed) is None

@@ -227,29 +227,34 @@ def build_hostile_workspace(base: Path) -> Hostile:
     return h
 
 
+def put_swapped(root: Path, *, benign: bool) -> None:
+    """Rename swap.txt and swapdir to their benign or their private side, as an attacker does."""
+    real_dir = root / "swapdir.real"
+    tmp = root / "swap.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.symlink_to("src/app.py" if benign else ".env")
+    os.replace(tmp, root / "swap.txt")
+    # swapdir: a real folder one moment, a link to the private data folder the next.
+    with contextlib.suppress(OSError):
+        if benign:
+            (root / "swapdir").unlink()
+            os.rename(real_dir, root / "swapdir")
+        else:
+            os.rename(root / "swapdir", real_dir)
+            (root / "swapdir").symlink_to("data")
+
+
 @contextlib.contextmanager
 def swapping(root: Path, stop_after: float = 30.0) -> Iterator[None]:
     """Flip swap.txt between src/app.py and .env, and swapdir between a folder and data/."""
     done = threading.Event()
-    real_dir = root / "swapdir.real"
 
     def flip() -> None:
         benign = True
         while not done.wait(0.0005):
             benign = not benign
-            tmp = root / "swap.tmp"
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            tmp.symlink_to("src/app.py" if benign else ".env")
-            os.replace(tmp, root / "swap.txt")
-            # swapdir: a real folder one moment, a link to the private data folder the next.
-            with contextlib.suppress(OSError):
-                if benign:
-                    (root / "swapdir").unlink()
-                    os.rename(real_dir, root / "swapdir")
-                else:
-                    os.rename(root / "swapdir", real_dir)
-                    (root / "swapdir").symlink_to("data")
+            put_swapped(root, benign=benign)
 
     thread = threading.Thread(target=flip, daemon=True)
     thread.start()
@@ -259,13 +264,9 @@ def swapping(root: Path, stop_after: float = 30.0) -> Iterator[None]:
         done.set()
         thread.join(stop_after)
         # Leave the tree as it was built.
+        put_swapped(root, benign=True)
         with contextlib.suppress(FileNotFoundError):
             (root / "swap.tmp").unlink()
-        if (root / "swapdir").is_symlink():
-            (root / "swapdir").unlink()
-            os.rename(real_dir, root / "swapdir")
-        (root / "swap.txt").unlink()
-        (root / "swap.txt").symlink_to("src/app.py")
 
 
 def tree_digest(root: Path) -> str:

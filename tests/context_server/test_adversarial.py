@@ -25,6 +25,7 @@ from tests.context_server.hostile import (
     Hostile,
     build_hostile_workspace,
     connected,
+    put_swapped,
     result_text,
     server_params,
     swapping,
@@ -464,43 +465,64 @@ async def legitimate_uses(client: Any, h: Hostile) -> int:
     return ok
 
 
+SWAP_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("read_file", {"path": "swap.txt"}),
+    ("read_file", {"path": "swapdir/f.txt"}),
+    ("list_directory", {"path": "swapdir"}),
+    ("search_files", {"pattern": "*", "path": "."}),
+    ("directory_tree", {"path": ".", "max_depth": 3}),
+    ("get_file_info", {"path": "swap.txt"}),
+    ("get_file_info", {"path": "swapdir/f.txt"}),
+)
+# The calls that name the swapped link itself: served on its benign side, refused on its
+# private side, whichever side it was renamed to last.
+NAMES_THE_LINK = {0, 1, 2, 5, 6}
+
+
 async def test_a_link_swapped_during_reads_never_serves_the_private_target(
     hostile: Hostile, tmp_path: Path
 ) -> None:
+    """The links are renamed between calls, to each side in turn (each call's outcome is then
+    known), and then by a thread while the calls run. The renames that land inside one call,
+    between its check and its open, are made at that exact point by tests/context_server/
+    test_workspace.py; the thread adds whatever interleavings the machine happens to give,
+    and nothing here depends on which it gave."""
     h = hostile
-    served = refused = 0
     benign_sizes = {
         "swap.txt": (h.root / "src" / "app.py").stat().st_size,
         "swapdir/f.txt": (h.root / "swapdir" / "f.txt").stat().st_size,
     }
+
+    async def call(client: Any, index: int) -> bool:
+        """One call, checked for the private side; whether it was served."""
+        tool, args = SWAP_CALLS[index]
+        with anyio.fail_after(20):
+            result = await client.call_tool(tool, args)
+        text = result_text(result)
+        if tool == "get_file_info" and not result.is_error:
+            # Metadata only ever of the benign side, never of what the link pointed to.
+            size = result.structured_content["size"]
+            assert size == benign_sizes[str(args["path"])], (args, size)
+        assert h.found_canaries(text) == [], (tool, text)
+        assert h.canaries["private-name"] not in text
+        return not result.is_error
+
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
         async with connected(server_params([h.root], h.home), errlog) as client:
+            try:
+                for benign in (True, False, True):
+                    put_swapped(h.root, benign=benign)
+                    for index in range(len(SWAP_CALLS)):
+                        served = await call(client, index)
+                        if index in NAMES_THE_LINK:
+                            assert served is benign, (SWAP_CALLS[index], benign)
+                        else:
+                            assert served, SWAP_CALLS[index]
+            finally:
+                put_swapped(h.root, benign=True)
             with swapping(h.root):
                 for _ in range(100):
-                    for tool, args in (
-                        ("read_file", {"path": "swap.txt"}),
-                        ("read_file", {"path": "swapdir/f.txt"}),
-                        ("list_directory", {"path": "swapdir"}),
-                        ("search_files", {"pattern": "*", "path": "."}),
-                        ("directory_tree", {"path": ".", "max_depth": 3}),
-                        ("get_file_info", {"path": "swap.txt"}),
-                        ("get_file_info", {"path": "swapdir/f.txt"}),
-                    ):
-                        with anyio.fail_after(20):
-                            result = await client.call_tool(tool, args)
-                        text = result_text(result)
-                        if tool == "get_file_info" and not result.is_error:
-                            # Metadata only ever of the benign side, never of what the
-                            # link pointed to a moment later.
-                            size = result.structured_content["size"]
-                            assert size == benign_sizes[str(args["path"])], (args, size)
-                        assert h.found_canaries(text) == [], (tool, text)
-                        assert h.canaries["private-name"] not in text
-                        if result.is_error:
-                            refused += 1
-                        else:
-                            served += 1
+                    for index in range(len(SWAP_CALLS)):
+                        await call(client, index)
         errlog.seek(0)
         assert h.found_canaries(errlog.read()) == []
-    # Both outcomes happened: the race was real, and the benign side was still served.
-    assert served > 0 and refused > 0, (served, refused)

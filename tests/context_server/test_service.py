@@ -207,7 +207,7 @@ def test_once_a_write_fails_every_later_call_is_refused(
     journal.rename(journal.with_name("moved.jsonl"))
     journal.mkdir()  # the journal's name is now a folder: the next write fails
     calls._run("read_file", {"path": "a.py"}, read)  # answered; its record is being written
-    deadline = time.monotonic() + (20 * DURABILITY_WINDOW_S)
+    deadline = time.monotonic() + (300 * DURABILITY_WINDOW_S)  # generous on loaded cores
     while True:
         try:
             calls._run("read_file", {"path": "a.py"}, read)

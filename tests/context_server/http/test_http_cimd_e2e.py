@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import httpx
@@ -26,7 +28,6 @@ from harness.remote_flow import (
 from tests.context_server.test_server import small_workspace
 
 DOCUMENT_PATH = "/apps/remote-client.json"
-TOKENS: list[str] = []  # the first test's access token, for the next
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,19 @@ def server(gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield running
 
 
-def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
-    gateway: Gateway, server: HttpServer, documents: TlsServer
-) -> None:
+@dataclass(frozen=True)
+class Approved:
+    """A client known by its metadata document, approved and through one remote session."""
+
+    document_url: str
+    browser: Browser
+    storage: MemoryTokens
+    session: Any
+
+
+@pytest.fixture(scope="module")
+def approved(gateway: Gateway, server: HttpServer, documents: TlsServer) -> Approved:
+    """The flow, once per module, for whichever of the tests below runs (alone or first)."""
     document_url = documents.base_url() + DOCUMENT_PATH
     with documents.recorded.lock:
         documents.recorded.answers[DOCUMENT_PATH] = {
@@ -71,24 +82,29 @@ def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
     browser, storage = Browser(gateway.home, harness=gateway), MemoryTokens()
     auth = provider(server.url + "/mcp", browser, storage, metadata_url=document_url)
     session = anyio.run(read_remotely, server.url + "/mcp", auth, "auto")
+    return Approved(document_url, browser, storage, session)
+
+
+def test_a_client_known_by_its_metadata_document_is_approved_and_reads(
+    gateway: Gateway, documents: TlsServer, approved: Approved
+) -> None:
+    document_url, session = approved.document_url, approved.session
     assert session.read["text"] == "zebra crossing\n"
     assert session.search["results"][0]["id"] == "notes.md"
-    card = json.dumps(browser.cards[0])
+    card = json.dumps(approved.browser.cards[0])
     assert f"api.safeport.test:{documents.port}" in card and "Document client" in card
     assert DOCUMENT_PATH in documents.recorded.paths()[0]
     assert not any(p.startswith("/register") for p in documents.recorded.paths())
     journal = journal_text(gateway.home, document_url)
     assert document_url in journal  # the client, as its token proves it
-    assert storage.tokens is not None
-    TOKENS.append(storage.tokens.access_token)
 
 
 def test_with_the_gateway_down_every_request_is_refused(
-    gateway: Gateway, server: HttpServer
+    gateway: Gateway, server: HttpServer, approved: Approved
 ) -> None:
-    assert TOKENS, "the flow above gives the token"
+    assert approved.storage.tokens is not None
     headers = {
-        "authorization": f"Bearer {TOKENS[0]}",
+        "authorization": f"Bearer {approved.storage.tokens.access_token}",
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": "2025-11-25",
     }

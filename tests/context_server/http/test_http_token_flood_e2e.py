@@ -1,8 +1,10 @@
 """End to end, the real gateway and `sp context serve --http`: while strangers flood the public
-URL (enough that their requests, and any other anonymous one, are turned away with 429), an
-approved client still refreshes its token and a client whose human just approved it still
-exchanges its code -- their grants carry the gateway's signature for them. Forged grants are
-charged with the strangers, and the gateway refuses them as before."""
+URL (each test starts once their requests are being turned away with 429), an approved client
+still refreshes its token and a client whose human just approved it still exchanges its code --
+their grants carry the gateway's signature for them. Forged grants never get through, and the
+gateway refuses them as before. How much of a flood is turned away depends on how fast the
+machine lets the strangers ask, so it is not counted here: which bucket each request is charged
+to is held with a clock the test sets in test_grant_charge.py and test_http_decisions.py."""
 
 from __future__ import annotations
 
@@ -114,19 +116,18 @@ def flood(server: HttpServer, client_id: str) -> Iterator[list[int]]:
     for thread in threads:
         thread.start()
     try:
-        time.sleep(1.0)  # past the anonymous bucket's burst
+        # Past the anonymous bucket's burst: the strangers are being turned away (waited for,
+        # not assumed after a fixed second, which a loaded machine may spend on 20 requests).
+        deadline = time.monotonic() + 60
+        while codes.count(429) < 20:
+            assert time.monotonic() < deadline, codes[-10:]
+            time.sleep(0.05)
         yield codes
     finally:
         stop.set()
         for thread in threads:
             thread.join(timeout=15)
         time.sleep(3.5)  # the anonymous bucket refills (burst 60 at 20/s) for the next test
-
-
-def mostly_refused(statuses: list[int]) -> None:
-    """Anonymous requests during the flood: turned away, but for the rare one that catches a
-    token as the bucket refills."""
-    assert statuses.count(429) >= len(statuses) * 3 // 4, statuses
 
 
 def test_forged_grants_are_charged_with_the_strangers_and_refused_by_the_gateway(
@@ -156,8 +157,9 @@ def test_forged_grants_are_charged_with_the_strangers_and_refused_by_the_gateway
             for name, form in forged.items()
         }
     for statuses in during.values():
-        mostly_refused(statuses)
-        assert 200 not in statuses  # one that slipped through reached the gateway: refused
+        # Turned away with the strangers, or, one that caught a token as the bucket refilled,
+        # refused by the gateway: never granted.
+        assert set(statuses) <= {400, 429}, statuses
     assert refresh(server, mine).status_code == 200  # none of them touched the client's family
 
 
@@ -166,14 +168,10 @@ def test_an_approved_client_refreshes_while_strangers_flood_the_token_endpoint(
 ) -> None:
     mine, _ = clients
     client_id = mine.client.client_id
-    with flood(server, client_id) as codes:
+    with flood(server, client_id):
         answers = [refresh(server, mine) for _ in range(5)]
-        anonymous = [httpx.get(server.url + META, timeout=10).status_code for _ in range(8)]
-        seen = list(codes)
     assert [a.status_code for a in answers] == [200] * 5, [a.text for a in answers]
     assert len({a.json()["refresh_token"] for a in answers}) == 5  # rotated each time
-    mostly_refused(anonymous)
-    assert seen.count(429) > len(seen) // 2  # the flood is real
     access = answers[-1].json()["access_token"]
     assert jwt.decode(access, options={"verify_signature": False})["sub"] == client_id
 
@@ -184,11 +182,9 @@ def test_a_just_approved_client_exchanges_its_code_during_a_flood(
     client_id = register_by_hand(server.url, "Late client")
     exchange = code_by_hand(home, server.url, client_id)
     SEEN.append(exchange["code"])
-    with flood(server, client_id) as codes:
+    with flood(server, client_id):
         answer = token_post(server, exchange)
-        seen = list(codes)
     assert answer.status_code == 200, answer.text
-    assert seen.count(429) > len(seen) // 2
     # A replayed code is refused and revokes what the first use issued, as before (answered
     # slow_down rather than invalid_grant while the flood's failures count at the gateway).
     again = token_post(server, exchange)

@@ -10,14 +10,16 @@ import json
 import multiprocessing
 import os
 import stat
-import time
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from safeport.errors import AuditError, JournalUnavailable
 from safeport.shared.audit import JournalWriter, verify_journal
+from safeport.shared.audit.writer import BATCH_WINDOW_S
 from tests.shared.audit.journal_factory import write_journal
 
 
@@ -191,7 +193,28 @@ def _rotate_many(path: str, tag: str) -> None:
             writer.append("test.event", {"writer": tag, "i": index, "pad": "p" * 64})
 
 
-def test_batched_mode_flushes_within_the_window(tmp_path: Path) -> None:
+class _HeldTimer:
+    """threading.Timer that never fires by itself: the test fires it, so a slow machine
+    cannot let the window pass in the middle of a batch."""
+
+    armed: ClassVar[list[_HeldTimer]] = []
+
+    def __init__(self, interval: float, function: Callable[[], None]) -> None:
+        self.interval, self.function, self.daemon = interval, function, False
+        self.cancelled = False
+
+    def start(self) -> None:
+        _HeldTimer.armed.append(self)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_batched_mode_flushes_within_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records are written at once; the first one arms one flush, due a window later, and
+    that one fsync covers the whole batch."""
     path = tmp_path / "reads.jsonl"
     synced: list[int] = []
     real_fsync = os.fsync
@@ -200,20 +223,24 @@ def test_batched_mode_flushes_within_the_window(tmp_path: Path) -> None:
         synced.append(fd)
         real_fsync(fd)
 
+    monkeypatch.setattr(_HeldTimer, "armed", [])
+    monkeypatch.setattr(threading, "Timer", _HeldTimer)
+    monkeypatch.setattr(os, "fsync", spy)
     writer = JournalWriter(path, durability="batched")
     try:
-        pytest.MonkeyPatch().setattr(os, "fsync", spy)
         for index in range(50):
             writer.append("test.event", {"i": index})
         assert synced == []  # write-at-once, fsync later
-        deadline = time.monotonic() + 2
-        while not synced and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert verify_journal(path).records == 50
+        assert [timer.interval for timer in _HeldTimer.armed] == [BATCH_WINDOW_S]
+        _HeldTimer.armed[0].function()  # the window has passed
         assert len(synced) == 1  # one fsync covered the whole batch
+        writer.append("test.event", {"i": 50})
+        assert len(_HeldTimer.armed) == 2  # the next record arms the next window
     finally:
-        pytest.MonkeyPatch().setattr(os, "fsync", real_fsync)
         writer.close()
-    assert verify_journal(path).records == 50
+    assert _HeldTimer.armed[-1].cancelled  # closing flushes at once instead
+    assert verify_journal(path).records == 51
 
 
 def test_fsync_mode_syncs_before_append_returns(

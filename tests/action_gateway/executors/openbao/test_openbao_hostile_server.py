@@ -13,7 +13,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -189,12 +189,12 @@ def test_a_token_file_swapped_for_a_fifo_is_refused_at_once(tmp_path: Path) -> N
 
     thread = threading.Thread(target=login, daemon=True)
     thread.start()
-    thread.join(timeout=5)
-    if thread.is_alive():  # unblock the open so the thread ends
-        with open(fifo, "w"):
-            pass
+    thread.join(timeout=60)  # a wait on the FIFO never ends; a slow machine's refusal does
+    if thread.is_alive():  # unblock the open so the thread ends (a writer that never waits)
+        with suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     assert not thread.is_alive() or outcome, "the login waited on a FIFO"
-    thread.join(timeout=5)
+    thread.join(timeout=60)
     assert outcome and isinstance(outcome[0], ActionError)
     assert outcome[0].failure == "source_auth"
     assert "not a regular file" in outcome[0].message
