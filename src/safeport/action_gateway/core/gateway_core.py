@@ -46,6 +46,7 @@ from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes, SecretKind
+from safeport.shared.known_secrets import shorten
 
 log = logging.getLogger("safeport.gateway")
 
@@ -373,7 +374,7 @@ class GatewayCore:
             served = self._policies.load_accepted(vault)
         except Error as exc:
             log.error("the accepted policy could not be loaded: %s", exc.diagnostic())
-            self.record_session("policy.invalid", {"reason": exc.message[:300]})
+            self.record_session("policy.invalid", {"reason": shorten(exc.message, 300)})
             return
         if served is not None:
             self.record_session("policy.served", {"policy": served.digest})

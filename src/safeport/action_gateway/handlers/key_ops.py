@@ -31,6 +31,7 @@ from safeport.shared.schemas.key_wire import (
     KeyEnrolledResult,
     KeyRemovedResult,
 )
+from safeport.shared.known_secrets import shorten
 
 
 async def approver_keys(
@@ -91,7 +92,7 @@ async def check_yes(
     except Denied as exc:
         body: dict[str, object] = {
             "card": card_id,
-            "reason": exc.message[:300],
+            "reason": shorten(exc.message, 300),
             "approver": conn.peer.as_record(),
         }
         uid = conn.peer.uid
