@@ -94,9 +94,7 @@ def test_a_cut_inside_any_form_of_the_secret_leaves_none_of_it(form: str, keep: 
 
 def test_a_whole_secret_is_redacted_before_the_cut_and_the_message_kept() -> None:
     text = f'invalid input syntax for type integer: "{SECRET}"'
-    assert shorten(text, 300, [SECRET]) == (
-        'invalid input syntax for type integer: "[REDACTED]"'
-    )
+    assert shorten(text, 300, [SECRET]) == ('invalid input syntax for type integer: "[REDACTED]"')
     hexed = f"value {RAW.hex()} refused"
     assert shorten(hexed, 300, [SECRET]) == "value [REDACTED] refused"
 

@@ -141,9 +141,7 @@ def test_a_short_refused_value_is_redacted_and_the_rest_of_the_message_kept(
     parsed = policy(postgres)
     with pytest.raises(ActionError) as caught:
         executor.sql_query(unchecked(parsed, f"SELECT {PW}::int AS v"), password())
-    assert caught.value.message == (
-        f"sql database 'app': {CAST_PREFIX}[REDACTED]\""
-    )
+    assert caught.value.message == (f"sql database 'app': {CAST_PREFIX}[REDACTED]\"")
     assert caught.value.code == "upstream"
     with pytest.raises(ActionError) as division:
         executor.sql_query(unchecked(parsed, "SELECT 1 / 0 AS v"), password())

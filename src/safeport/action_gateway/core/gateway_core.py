@@ -41,12 +41,12 @@ from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
 from safeport.shared.exception_summary import summarize
+from safeport.shared.known_secrets import shorten
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes, SecretKind
-from safeport.shared.known_secrets import shorten
 
 log = logging.getLogger("safeport.gateway")
 

@@ -18,9 +18,9 @@ from safeport.action_gateway.evidence.journals import DurableJournal, GatewayJou
 from safeport.action_gateway.evidence.restart_scan import HeadFinding, check_head, scan_refs
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.known_secrets import shorten
 from safeport.vault import CheckpointInvalid, load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
-from safeport.shared.known_secrets import shorten
 
 log = logging.getLogger("safeport.gateway")
 

@@ -15,6 +15,7 @@ from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.errors import ConfigError, Denied
+from safeport.shared.known_secrets import shorten
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.schemas.control import (
     ApproverEnrollRequest,
@@ -31,7 +32,6 @@ from safeport.shared.schemas.key_wire import (
     KeyEnrolledResult,
     KeyRemovedResult,
 )
-from safeport.shared.known_secrets import shorten
 
 
 async def approver_keys(

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
-from safeport.shared.text_lines import split_lines
 from safeport.shared.known_secrets import shorten
+from safeport.shared.text_lines import split_lines
 
 
 @dataclass(frozen=True)

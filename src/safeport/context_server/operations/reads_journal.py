@@ -29,8 +29,8 @@ from typing import Any
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
 from safeport.shared.exception_summary import summarize
-from safeport.shared.paths import ensure_private_dir
 from safeport.shared.known_secrets import shorten
+from safeport.shared.paths import ensure_private_dir
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from safeport.shared.known_secrets import KnownSecrets
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.known_secrets import KnownSecrets
 
 # Deeper values cannot be serialised into a reply (pydantic stops well before Python's stack
 # does) and no declared field needs them.
