@@ -119,3 +119,14 @@ def test_ordinary_messages_are_cut_as_before() -> None:
     short = shorten(long, 100, [SECRET])
     assert short == long[:99] + "…"
     assert shorten("", 10) == ""
+
+
+def test_a_cards_environment_line_cut_inside_a_token_shows_none_of_it() -> None:
+    """The requester's injected environment values are shown on the card, bounded: a token
+    the cut would split is redacted whole first."""
+    from safeport.action_gateway.identity.peer_environment import bounded
+
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    shown = bounded("/opt/lib/preload.so:" + "x" * 170 + token + ":/more" * 20)
+    assert "ghp_" not in shown and "a1B2" not in shown
+    assert shown.startswith("/opt/lib/preload.so:") and "more characters" in shown

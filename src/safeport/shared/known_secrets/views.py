@@ -36,6 +36,7 @@ _HEX_NOISE = re.compile(r"\\x|[^0-9A-Fa-f]")
 _B64_SEPARATORS = re.compile(r"[\s.,;:]+")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{6,}")
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt]))')
+_ESCAPES = re.compile(r"[\\%&]")
 _JSON_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -79,12 +80,17 @@ class KnownSecrets:
         pieces: list[str] = []
         for piece in _pieces(value):
             if isinstance(piece, bytes):
-                if self.found_in_bytes(piece):
+                # Its bytes as they are here; as text (any encoding inside it) with the rest.
+                if self._holds(piece.lower()):
                     return True
                 pieces.append(piece.decode("utf-8", "replace"))
             else:
                 pieces.append(piece)
-        return self.found_in("".join(pieces)) or any(self.found_in(p) for p in pieces)
+        # Joined, a piece's escapes could be read from its neighbour's last character (a `\\`
+        # ending one value swallows the `\\u0043` starting the next): those pieces also alone.
+        return self.found_in("".join(pieces)) or any(
+            self.found_in(piece) for piece in pieces if _ESCAPES.search(piece)
+        )
 
     def _holds(self, view: bytes) -> bool:
         for needle in self._needles:
