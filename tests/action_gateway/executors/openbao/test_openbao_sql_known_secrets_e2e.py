@@ -33,7 +33,9 @@ statement = "SELECT convert_to(value, 'UTF8') AS v FROM sp_issued WHERE name = c
 columns = ["v"]
 
 [sql.databases.app.queries.own_password_as_number]
-statement = "SELECT (repeat('a', {PAD}) || value)::int AS v FROM sp_issued WHERE name = current_user"
+statement = """
+SELECT (repeat('a', {PAD}) || value)::int AS v FROM sp_issued WHERE name = current_user
+"""
 columns = ["v"]
 """
 
