@@ -27,15 +27,16 @@ pytestmark = pytest.mark.integration
 
 KEEP = 12
 PAD = 299 - len('invalid input syntax for type integer: "') - KEEP
+AS_NUMBER = (
+    f"SELECT (repeat('a', {PAD}) || value)::int AS v FROM sp_issued WHERE name = current_user"
+)
 QUERIES = f"""
 [sql.databases.app.queries.own_password_bytes]
 statement = "SELECT convert_to(value, 'UTF8') AS v FROM sp_issued WHERE name = current_user"
 columns = ["v"]
 
 [sql.databases.app.queries.own_password_as_number]
-statement = """
-SELECT (repeat('a', {PAD}) || value)::int AS v FROM sp_issued WHERE name = current_user
-"""
+statement = "{AS_NUMBER}"
 columns = ["v"]
 """
 
