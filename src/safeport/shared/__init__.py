@@ -13,6 +13,7 @@ __all__ = [
     "grant_tokens",
     "install_file",
     "jsonc",
+    "known_secrets",
     "launch",
     "paths",
     "peer_credentials",

@@ -41,6 +41,7 @@ from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
 from safeport.shared.exception_summary import summarize
+from safeport.shared.known_secrets import shorten
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
@@ -373,7 +374,7 @@ class GatewayCore:
             served = self._policies.load_accepted(vault)
         except Error as exc:
             log.error("the accepted policy could not be loaded: %s", exc.diagnostic())
-            self.record_session("policy.invalid", {"reason": exc.message[:300]})
+            self.record_session("policy.invalid", {"reason": shorten(exc.message, 300)})
             return
         if served is not None:
             self.record_session("policy.served", {"policy": served.digest})

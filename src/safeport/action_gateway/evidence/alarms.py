@@ -18,6 +18,7 @@ from safeport.action_gateway.evidence.journals import DurableJournal, GatewayJou
 from safeport.action_gateway.evidence.restart_scan import HeadFinding, check_head, scan_refs
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.known_secrets import shorten
 from safeport.vault import CheckpointInvalid, load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
 
@@ -88,7 +89,7 @@ class JournalEvidence:
                 verify_checkpoint(checkpoint, keys)
         except CheckpointInvalid as exc:
             # Forged, from another vault, or damaged: none of its heads can be relied on.
-            self.alarm("checkpoint.invalid", {"alarm": True, "detail": exc.message[:300]})
+            self.alarm("checkpoint.invalid", {"alarm": True, "detail": shorten(exc.message, 300)})
             return []
         return checkpoints
 

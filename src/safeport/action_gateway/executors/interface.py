@@ -51,6 +51,9 @@ ActionFailure = Literal[
     "source_refused",  # the server refused this path or role to the gateway
     "role_refused",  # a database role with more than the policy allows
     "query_refused",  # the database refused the statement (read-only, permission, caps)
+    # The statement failed on the values it met (a cast, a division by zero): the remote
+    # failed, nothing was denied, so it is `upstream` like any other server-side failure.
+    "query_failed",
 ]
 
 

@@ -15,6 +15,7 @@ from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.errors import ConfigError, Denied
+from safeport.shared.known_secrets import shorten
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
 from safeport.shared.schemas.control import (
     ApproverEnrollRequest,
@@ -91,7 +92,7 @@ async def check_yes(
     except Denied as exc:
         body: dict[str, object] = {
             "card": card_id,
-            "reason": exc.message[:300],
+            "reason": shorten(exc.message, 300),
             "approver": conn.peer.as_record(),
         }
         uid = conn.peer.uid

@@ -43,6 +43,7 @@ from safeport.action_gateway.identity.model import (
     ProcessInfo,
 )
 from safeport.errors import EnvironmentProblem
+from safeport.shared.known_secrets import shorten
 
 log = logging.getLogger("safeport.gateway")
 
@@ -206,7 +207,7 @@ class InspectorProbe:
             return answer, received
         for fd in received:
             os.close(fd)
-        message = str(answer.get("message", "the peer could not be identified"))[:300]
+        message = shorten(str(answer.get("message", "the peer could not be identified")), 300)
         if answer.get("kind") == "changed":
             raise IdentityChanged(message)
         raise IdentityUnavailable(message)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from safeport.action_gateway.identity.injection import injected_entries, parse_environ
 from safeport.action_gateway.identity.model import EnvironStatus
+from safeport.shared.known_secrets import shorten
 
 _MAX_ENVIRON_BYTES = 1024 * 1024
 _MAX_SHOWN_VALUE = 200
@@ -36,4 +37,4 @@ def injected_environment(
 def bounded(value: str) -> str:
     if len(value) <= _MAX_SHOWN_VALUE:
         return value
-    return f"{value[:_MAX_SHOWN_VALUE]}… ({len(value) - _MAX_SHOWN_VALUE} more characters)"
+    return f"{shorten(value, _MAX_SHOWN_VALUE)} ({len(value) - _MAX_SHOWN_VALUE} more characters)"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from safeport.errors import EnvironmentProblem
+from safeport.shared.known_secrets import shorten
 from safeport.shared.text_lines import split_lines
 
 
@@ -60,7 +61,7 @@ def carry_out(steps: Sequence[Step]) -> None:
             done = subprocess.run(step.run, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise EnvironmentProblem(
-                    f"`{' '.join(step.run)}` failed: {done.stderr.strip()[:300]}"
+                    f"`{' '.join(step.run)}` failed: {shorten(done.stderr.strip(), 300)}"
                 )
         elif step.remove:
             _remove(step)

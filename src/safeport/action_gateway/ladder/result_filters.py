@@ -4,22 +4,46 @@ The agent gets only what the policy declares (output capped per command, declare
 fields per operation), with every secret the detector finds replaced by ``[REDACTED:<kind>]``;
 the journal gets sizes, statuses and where secrets were withheld, never served content.
 
-The credential the gateway itself sent is caught earlier and differently: the HTTPS executor
-refuses a whole answer that echoes it in any encoding (``credential_echo.py``), because it knows
-the exact bytes. What is redacted here is every *other* secret a result may hold: a database
-password a remote command prints, a token inside an API answer.
+The credential the action ran with is caught first and differently, for every executor alike:
+:func:`withhold_credential` refuses a whole result that holds it in any form
+:class:`~safeport.shared.known_secrets.KnownSecrets` names, because the gateway knows its exact
+bytes. It runs once, on the executor's typed result, before anything is encoded for the reply:
+SQL rows (``bytea`` arrives here as its base64, which is decoded again at each alignment),
+column names, HTTPS fields, SSH output. What is redacted after that is every *other* secret a
+result may hold: a database password a remote command prints, a token inside an API answer.
 """
 
 from __future__ import annotations
 
 import re
 
+from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.known_secrets import KnownSecrets
 from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SqlResult, SshExecResult
 from safeport.shared.secret_scan import redact
 
 # Longer than any token format's prefix that could still be recognised whole; bounded so a
 # cut one-line answer (minified JSON) loses its end, not all of it.
 _PARTIAL_LAST_WORD = re.compile(r"\S{1,256}\Z")
+
+
+def withhold_credential(result: SqlResult | SshExecResult | HttpResult, texts: list[str]) -> None:
+    """Raise ``bad_response`` if ``result`` holds the credential it was run with: in one value
+    or split across neighbouring ones (every value's text joined end to end, in order)."""
+    if isinstance(result, SqlResult):
+        what = "the rows"
+        value: object = [result.columns, result.rows]
+    elif isinstance(result, SshExecResult):
+        what = "the output"
+        value = [result.stdout, result.stderr]
+    else:
+        what = "the answer"
+        value = result.fields
+    if KnownSecrets(texts).found_in_value(value):
+        raise ActionError(
+            "bad_response",
+            f"{what} held the credential the action ran with; the whole result was withheld",
+        )
 
 
 def filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:

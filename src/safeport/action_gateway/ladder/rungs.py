@@ -35,6 +35,7 @@ from safeport.action_gateway.approvals.grants import Grant
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.executors.interface import ActionError, Executor, SqlAction, SshAction
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
+from safeport.action_gateway.ladder.credential_texts import credential_texts
 from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.remote_proposal import no_remote_clients, remote_request
@@ -50,12 +51,15 @@ from safeport.action_gateway.ladder.result_filters import (
     filter_sql,
     filter_ssh,
     result_summary,
+    withhold_credential,
 )
 from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Denied, Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.known_secrets import shorten
+from safeport.shared.schemas.replies import MAX_REASON_CHARS
 from safeport.shared.schemas.wire import ErrorCode
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
@@ -275,13 +279,17 @@ class Ladder:
         result: dict[str, object] = {}
         refusal: Refusal | None = None
         origin: dict[str, object] = {}  # a server's credential: where from, which version
+        texts: list[str] = []  # the credential's texts, withheld from the result and messages
         try:
             with self.credentials.held(resolved.policy, request, vault, intent) as held:
                 origin = held.origin
-                result = self._execute(held.secret, resolved)
+                texts = credential_texts(held.secret)
+                result = self._execute(held.secret, resolved, texts)
         except ActionError as exc:
             status = exc.failure
-            refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)
+            # Redacted, then cut: the reply, the card and the journal all carry this text.
+            reason = shorten(exc.message, MAX_REASON_CHARS, texts)
+            refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", reason)
         except VaultLocked:
             # A lock from control.sock between the check above and this read: nothing ran,
             # and the agent hears `locked` (retry after an unlock), not an internal error.
@@ -291,9 +299,8 @@ class Ladder:
             )
         except Error as exc:
             status = "error"
-            refusal = Refusal(
-                "internal", Rung.EXECUTE, "internal", f"the action could not run: {exc.message}"
-            )
+            reason = shorten(f"the action could not run: {exc.message}", MAX_REASON_CHARS, texts)
+            refusal = Refusal("internal", Rung.EXECUTE, "internal", reason)
         except Exception as exc:  # an executor bug must not kill the gateway or leak a trace
             status = "error"
             refusal = Refusal(
@@ -344,21 +351,26 @@ class Ladder:
             "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
         )
 
-    def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
+    def _execute(self, secret: object, resolved: Resolved, texts: list[str]) -> dict[str, object]:
+        """Run the action, then filter its typed result: first the credential it ran with
+        (any form, any executor), then the declared parts with other secrets redacted."""
         action = resolved.action
         if isinstance(action, SqlAction):
             if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
                 raise Error("the credential is not a password or a private key")
             sql = self.executor.sql_query(action, secret)
+            withhold_credential(sql, texts)
             return filter_sql(sql, action.query.columns)
         if isinstance(action, SshAction):
             if not isinstance(secret, SshKeySecret):
                 raise Error("the credential is not an ssh key")
             ssh = self.executor.ssh_exec(action, secret)
+            withhold_credential(ssh, texts)
             return filter_ssh(ssh, resolved.max_output_bytes)
         if not isinstance(secret, TokenSecret | BasicSecret):
             raise Error("the credential is not a token or basic secret")
         http = self.executor.http_request(action, secret)
+        withhold_credential(http, texts)
         return filter_http(http, action.operation.response_fields)
 
     # -- journal ------------------------------------------------------------------------------

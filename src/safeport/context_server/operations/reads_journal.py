@@ -29,6 +29,7 @@ from typing import Any
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
 from safeport.shared.exception_summary import summarize
+from safeport.shared.known_secrets import shorten
 from safeport.shared.paths import ensure_private_dir
 
 log = logging.getLogger(__name__)
@@ -263,4 +264,4 @@ def _bounded(value: object, *, nested: bool) -> object:
 
 
 def bounded_text(text: str) -> str:
-    return text if len(text) <= MAX_STRING else text[:MAX_STRING] + "…"
+    return shorten(text, MAX_STRING + 1)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from safeport.errors import WireError
+from safeport.shared.known_secrets import shorten
 from safeport.shared.schemas.wire import ErrorCode
 
 # What may be echoed back as a request id: printable ASCII, bounded; anything else is null.
@@ -64,9 +65,10 @@ def ok_reply(request_id: str, result: Parsed) -> ReplyOk[Parsed]:
 
 def error_reply(request_id: object, code: ErrorCode, reason: str) -> ReplyError:
     """An error reply; an id that is not a well-formed one is answered as null (junk is never
-    echoed), and the reason is cut to the schema's bound."""
+    echoed), and the reason is redacted, then cut to the schema's bound (:func:`shorten`)."""
     return ReplyError(
-        id=echoable_id(request_id), error=ErrorBody(code=code, reason=reason[:MAX_REASON_CHARS])
+        id=echoable_id(request_id),
+        error=ErrorBody(code=code, reason=shorten(reason, MAX_REASON_CHARS)),
     )
 
 

@@ -8,7 +8,7 @@ request headers back must not turn the agent into a reader of the credential.
 
 What is searched: every string of every returned field (keys and scalars too), joined end to
 end, so a credential split across two fields is still whole; how it is searched (decoded views,
-any 16-byte run of the credential, linear time) is in ``credential_echo.py``. An encoding
+any 16-byte run of the credential, linear time) is in ``shared/known_secrets/views.py``. An encoding
 nobody could list (a server that encrypts the echo) cannot be caught here: the policy author
 decides which services get a credential. Bodies that cannot be represented safely (nesting
 past a fixed depth, numbers Python refuses to parse) are refused as malformed rather than
@@ -21,8 +21,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from safeport.action_gateway.executors.https.credential_echo import EchoCheck
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.known_secrets import KnownSecrets
 
 # Deeper values cannot be serialised into a reply (pydantic stops well before Python's stack
 # does) and no declared field needs them.
@@ -31,12 +31,12 @@ MAX_FIELD_DEPTH = 32
 
 def credential_forms(secret: str) -> list[str]:
     """The texts of a credential that returned text must not hold, in any encoding
-    :class:`~safeport.action_gateway.executors.https.credential_echo.EchoCheck` decodes."""
+    :class:`~safeport.shared.known_secrets.KnownSecrets` decodes."""
     return [secret] if secret else []
 
 
 def contains_credential(text: str, forms: Iterable[str]) -> bool:
-    return EchoCheck(forms).found_in(text)
+    return KnownSecrets(forms).found_in(text)
 
 
 def extract_fields(body: bytes, fields: list[str], *, service_id: str) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def refuse_credential_echo(
     """Raise ``bad_response`` if the returned text holds the credential, in one field or
     spread across several (their strings joined end to end)."""
     joined = "".join(text for value in fields.values() for text in _strings(value))
-    if EchoCheck(credential_forms).found_in(joined):
+    if KnownSecrets(credential_forms).found_in(joined):
         raise ActionError(
             "bad_response",
             f"service {service_id!r} echoed the credential in its answer; "

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from safeport.action_gateway.executors.interface import ActionError, ActionFailure
+from safeport.shared.known_secrets import shorten
 from safeport.shared.schemas.config import SqlDatabase
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
@@ -95,6 +96,10 @@ def translate_errors(
         ) from None
     except (pg_errors.ReadOnlySqlTransaction, pg_errors.InsufficientPrivilege) as exc:
         raise ActionError("query_refused", _said(database_id, exc, secret)) from None
+    except pg_errors.DataError as exc:
+        # SQLSTATE class 22: the server could not take a value (`'x'::int`, 1/0). No policy
+        # said no; the remote failed on its input.
+        raise ActionError("query_failed", _said(database_id, exc, secret)) from None
     except psycopg.OperationalError as exc:
         text = _said(database_id, exc, secret)
         if exc.sqlstate is not None and not connecting:
@@ -112,23 +117,23 @@ def translate_errors(
 
 
 def _said(database_id: str, exc: BaseException, secret: DbSecret) -> str:
+    """The server's first line, redacted before it is cut (a value the server quotes in its
+    error may end in the password: a cut first would keep the password's start)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"sql database {database_id!r}: {scrub(first[:300], secret)}"
+    return f"sql database {database_id!r}: {shorten(first, 300, _secret_texts(secret))}"
 
 
-def scrub(text: str, secret: DbSecret) -> str:
-    """``text`` without the secret's value (or its passphrase) anywhere in it."""
-    values = []
+def _secret_texts(secret: DbSecret) -> list[str]:
+    """The secret's value (or its key's passphrase), as messages must never hold it."""
     if isinstance(secret, TokenSecret):
-        values.append(secret.token.reveal().decode("utf-8", "replace"))
+        value = secret.token.reveal()
     elif isinstance(secret, BasicSecret):
-        values.append(secret.password.reveal().decode("utf-8", "replace"))
+        value = secret.password.reveal()
     elif secret.passphrase is not None:
-        values.append(secret.passphrase.reveal().decode("utf-8", "replace"))
-    for value in values:
-        if value:
-            text = text.replace(value, "[REDACTED]")
-    return text
+        value = secret.passphrase.reveal()
+    else:
+        return []
+    return [value.decode("utf-8", "replace")]
 
 
 @contextlib.contextmanager

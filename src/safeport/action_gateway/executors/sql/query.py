@@ -29,6 +29,7 @@ from safeport.action_gateway.executors.sql.role import (
     RolePrivileges,
     role_problems,
 )
+from safeport.shared.known_secrets import KnownSecrets
 from safeport.shared.schemas.wire import SqlResult
 from safeport.shared.sql_statement import driver_text
 
@@ -80,12 +81,15 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
         # The watchdog fired as the query ended: its cancel request may still reach the server
         # and would cancel the next query on this connection, so the connection is dropped.
         raise out_of_time
-    values = [[_json_value(value) for value in row] for row in rows]
-    if password and _echoes(values, password):
+    # The values as the server sent them (a bytea as its bytes, a json value parsed), before
+    # they are encoded for the reply; the ladder checks the encoded forms again
+    # (ladder/result_filters.py), for every executor alike.
+    if password and KnownSecrets([password]).found_in_value([columns, rows]):
         raise ActionError(
             "bad_response",
             f"sql database {action.database_id!r}: the result holds the credential; withheld whole",
         )
+    values = [[_json_value(value) for value in row] for row in rows]
     return SqlResult(
         columns=columns,
         rows=values,
@@ -183,13 +187,3 @@ def _json_value(value: object) -> object:
     if isinstance(value, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
         return str(value)
     return str(value)
-
-
-def _echoes(value: object, password: str) -> bool:
-    if isinstance(value, str):
-        return password in value
-    if isinstance(value, list):
-        return any(_echoes(item, password) for item in value)
-    if isinstance(value, dict):
-        return any(_echoes(k, password) or _echoes(v, password) for k, v in value.items())
-    return False

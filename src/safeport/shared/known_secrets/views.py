@@ -1,11 +1,12 @@
-"""Whether text a service returned holds the credential it was sent, in any form we can name.
+"""Whether text or a value holds a known secret (the credential an action was run with), in any
+form we can name.
 
 Rather than list every encoding of every piece of the credential (which grows with its length
 and made the search cost grow with both), the returned text is *decoded* into a few views and
 each view is searched for the credential's own bytes:
 
 - as it is; percent-decoded once and twice (``+`` as a space too); HTML entities decoded; JSON
-  string escapes (``\\/``, ``\\uXXXX``) decoded;
+  string escapes (``\\"``, ``\\n``, ``\\/``, ``\\uXXXX`` with surrogate pairs) decoded;
 - every hex run (in any case, with ``:``, ``-``, ``.``, ``,``, ``;``, ``_``, spaces or ``\\x``
   between the bytes) decoded at both alignments;
 - every base64 or base64url run, with white space (MIME line breaks) and ``.,;:`` separators
@@ -34,11 +35,14 @@ _HEX_RUN = re.compile(r"(?:\\x|%)?[0-9A-Fa-f]{2}(?:(?:[\s:.,;_-]|\\x|%)?[0-9A-Fa
 _HEX_NOISE = re.compile(r"\\x|[^0-9A-Fa-f]")
 _B64_SEPARATORS = re.compile(r"[\s.,;:]+")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{6,}")
-_JSON_UNICODE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt]))')
+_ESCAPES = re.compile(r"[\\%&]")
+_JSON_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
-class EchoCheck:
-    """Built once per request from the credential's texts (token, password, ``user:pass``)."""
+class KnownSecrets:
+    """Built once per request from the credential's texts (token, password, ``user:pass``,
+    private key body)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._needles = [s.encode("utf-8").lower() for s in secrets if s]
@@ -53,6 +57,40 @@ class EchoCheck:
         if not self._needles:
             return False
         return any(self._holds(view.lower()) for view in _views(text))
+
+    def found_in_bytes(self, data: bytes) -> bool:
+        """Raw bytes (a ``bytea`` value, a binary stream): searched as they are, then as text
+        (UTF-8 where it decodes, Latin-1 otherwise) with every decoded view of that text."""
+        if not self._needles:
+            return False
+        if self._holds(data.lower()):
+            return True
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+        return self.found_in(text)
+
+    def found_in_value(self, value: object) -> bool:
+        """Any JSON-like value (text, bytes, numbers, lists, maps with their keys): each piece
+        on its own, and every piece's text joined end to end, so a credential split across two
+        neighbouring values is still whole."""
+        if not self._needles:
+            return False
+        pieces: list[str] = []
+        for piece in _pieces(value):
+            if isinstance(piece, bytes):
+                # Its bytes as they are here; as text (any encoding inside it) with the rest.
+                if self._holds(piece.lower()):
+                    return True
+                pieces.append(piece.decode("utf-8", "replace"))
+            else:
+                pieces.append(piece)
+        # Joined, a piece's escapes could be read from its neighbour's last character (a `\\`
+        # ending one value swallows the `\\u0043` starting the next): those pieces also alone.
+        return self.found_in("".join(pieces)) or any(
+            self.found_in(piece) for piece in pieces if _ESCAPES.search(piece)
+        )
 
     def _holds(self, view: bytes) -> bool:
         for needle in self._needles:
@@ -84,6 +122,23 @@ def _run_length(view: bytes, start: int, needle: bytes, offset: int) -> int:
     return left + _BLOCK + right
 
 
+def _pieces(value: object) -> Iterator[str | bytes]:
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            yield current
+        elif isinstance(current, bytes | bytearray | memoryview):
+            yield bytes(current)
+        elif isinstance(current, dict):
+            for key, item in reversed(list(current.items())):
+                pending.extend((item, key))
+        elif isinstance(current, list | tuple):
+            pending.extend(reversed(current))
+        elif current is not None:
+            yield str(current)
+
+
 def _views(text: str) -> Iterator[bytes]:
     raw = text.encode("utf-8", "surrogatepass")
     yield raw
@@ -95,10 +150,23 @@ def _views(text: str) -> Iterator[bytes]:
     if "&" in text:
         yield html.unescape(text).encode("utf-8", "surrogatepass")
     if "\\" in text:
-        unescaped = _JSON_UNICODE.sub(lambda m: chr(int(m.group(1), 16)), text)
-        yield unescaped.replace("\\/", "/").replace("\\\\", "\\").encode("utf-8", "surrogatepass")
+        yield _json_unescaped(text)
     yield b"\0".join(_hex_runs(text))
     yield b"\0".join(_base64_runs(text))
+
+
+def _json_unescaped(text: str) -> bytes:
+    """Every JSON string escape decoded in one pass, left to right (so an escaped backslash is
+    never read again as the start of another escape); a surrogate pair becomes its character."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return chr(int(match.group(1), 16))
+        return _JSON_SIMPLE.get(match.group(2), match.group(2))
+
+    unescaped = _JSON_ESCAPE.sub(one, text)
+    paired = unescaped.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return paired.encode("utf-8", "surrogatepass")
 
 
 def _hex_runs(text: str) -> Iterator[bytes]:

@@ -1,0 +1,77 @@
+"""A command that prints the gateway's own SSH key, in any dump format, against a real sshd.
+
+The key is copied where the remote command can read it (a host that holds a copy of the key it
+is reached with, or a command that finds one); the output is withheld whole by the ladder's
+filter step, whatever the dump (``xxd``, ``xxd -p``, ``od``, base64), while ordinary output
+of the same size passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.real_sshd import Sshd
+from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
+from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.ladder.credential_texts import credential_texts
+from safeport.action_gateway.ladder.result_filters import withhold_credential
+from tests.action_gateway.executors.planned import PreparingExecutor
+from tests.action_gateway.executors.test_ssh_executor import _action, _host
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def executor() -> Iterator[PreparingExecutor]:
+    executor = PreparingExecutor(GatewayExecutor())
+    yield executor
+    executor.close_all()
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        "xxd {key}",
+        "xxd -p {key}",
+        "xxd -u -c 24 -g 3 {key}",
+        "od -An -tx1 {key}",
+        "base64 -w 0 {key}",
+        "tail -c +40 {key} | base64",  # the encoding starts at another offset
+        "cat {key}",
+        "cat {key} >&2",
+    ],
+)
+def test_output_that_dumps_the_key_it_was_run_with_is_withheld(
+    sshd: Sshd, executor: PreparingExecutor, dump: str
+) -> None:
+    copy = sshd.shared_dir / "copied_key"
+    copy.write_bytes(sshd.client_key_pem)
+    copy.chmod(0o644)
+    try:
+        action = _action(_host(sshd), ["sh", "-c", dump.format(key=copy)])
+        result = executor.ssh_exec(action, sshd.secret())
+        with pytest.raises(ActionError) as caught:
+            withhold_credential(result, credential_texts(sshd.secret()))
+        assert caught.value.failure == "bad_response"
+    finally:
+        copy.unlink()
+
+
+def test_dumps_of_other_files_and_the_key_format_name_pass(
+    sshd: Sshd, executor: PreparingExecutor
+) -> None:
+    other = sshd.shared_dir / "other_file"
+    other.write_bytes(bytes(range(256)) * 4)
+    other.chmod(0o644)
+    try:
+        script = (
+            f"xxd {other}; base64 {other};"
+            " echo '-----BEGIN OPENSSH PRIVATE KEY----- is the format of the key'"
+        )
+        result = executor.ssh_exec(_action(_host(sshd), ["sh", "-c", script]), sshd.secret())
+        assert result.exit_status == 0 and len(result.stdout) > 4000
+        withhold_credential(result, credential_texts(sshd.secret()))  # nothing to withhold
+    finally:
+        other.unlink()

@@ -1,0 +1,132 @@
+"""Known secrets in every form a reply can carry them, and the one way messages are cut.
+
+An attacker who controls what a backend returns (a row, a body, a command's output, an error
+quoting a value) chooses the encoding and where a cut lands; each test tries several and keeps
+one legitimate value beside them that must pass unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import quote
+
+import pytest
+
+from safeport.shared.known_secrets import KnownSecrets, secret_forms, shorten
+
+SECRET = "Xq7-vP2mL9sRt4ZwYb8N"
+RAW = SECRET.encode()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        RAW,  # a bytea value as the server sent it
+        _b64(RAW),  # ... and as the reply encodes it
+        "row:" + _b64(b"x" + RAW + b"tail"),  # inside a longer encoded value, offset 1
+        _b64(b"xy" + RAW),  # offset 2
+        base64.urlsafe_b64encode(b"\xff\xfe" + RAW).decode().rstrip("="),
+        RAW.hex(),  # encode(x, 'hex')
+        RAW.hex().upper(),
+        "\\x" + RAW.hex(),  # bytea's own text output
+        json.dumps({"pw": SECRET}).replace("q", "\\u0071"),  # JSON with escapes
+        json.dumps(SECRET, ensure_ascii=True),
+        quote(SECRET, safe=""),
+        "".join(f"%{byte:02X}" for byte in RAW),  # every byte percent-encoded
+        ["a", ["b", SECRET]],  # an array column, nested
+        {SECRET: 1},  # a key of a json value
+        [SECRET[:9], SECRET[9:]],  # split across two neighbouring values
+        [b"\x00" + RAW[:8], RAW[8:]],  # split, one half raw bytes
+        SECRET[2:18],  # any 16-character run of it
+    ],
+)
+def test_the_secret_is_found_in_every_form_the_reply_can_carry(value: object) -> None:
+    assert KnownSecrets([SECRET]).found_in_value(value)
+
+
+def test_a_password_with_json_specials_is_found_escaped() -> None:
+    secret = 'pa"ss\\word\n-with-quotes'
+    escaped = json.dumps({"v": secret})
+    assert secret not in escaped
+    assert KnownSecrets([secret]).found_in_value(escaped)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["an order", 12, None, b"\x00\x01binary", {"state": "ok"}],
+        _b64(b"an ordinary binary value, longer than sixteen bytes"),
+        RAW[:15].hex(),  # fewer than 16 bytes of it: shared short runs are not the secret
+        SECRET[::-1],  # reversed: a transformation nobody can list (a documented limit)
+    ],
+)
+def test_values_that_do_not_carry_the_secret_pass(value: object) -> None:
+    assert not KnownSecrets([SECRET]).found_in_value(value)
+
+
+def test_no_known_secret_finds_nothing() -> None:
+    assert not KnownSecrets([]).found_in_value(SECRET)
+    assert not KnownSecrets([""]).found_in_value(SECRET)
+
+
+def _cut_inside(form: str, keep: int, limit: int) -> str:
+    """A message whose cut at ``limit`` lands ``keep`` characters into ``form``."""
+    return "x" * (limit - 1 - keep) + form + " and more after it"
+
+
+@pytest.mark.parametrize("form", secret_forms([SECRET]))
+@pytest.mark.parametrize("keep", [1, 4, 16])
+def test_a_cut_inside_any_form_of_the_secret_leaves_none_of_it(form: str, keep: int) -> None:
+    limit = 120
+    text = _cut_inside(form, keep, limit)
+    assert text[: limit - 1].endswith(form[:keep])  # the cut the attacker aimed
+    short = shorten(text, limit, [SECRET])
+    assert len(short) <= limit and short.endswith("…")
+    body = short.removesuffix("…")
+    assert not any(body.endswith(f[:n]) for f in secret_forms([SECRET]) for n in range(1, 17))
+    assert "x" * 20 in body  # the rest of the message is kept
+
+
+def test_a_whole_secret_is_redacted_before_the_cut_and_the_message_kept() -> None:
+    text = f'invalid input syntax for type integer: "{SECRET}"'
+    assert shorten(text, 300, [SECRET]) == ('invalid input syntax for type integer: "[REDACTED]"')
+    hexed = f"value {RAW.hex()} refused"
+    assert shorten(hexed, 300, [SECRET]) == "value [REDACTED] refused"
+
+
+def test_a_message_holding_the_secret_in_an_unlisted_form_is_withheld_whole() -> None:
+    # Base64 broken into short MIME-like lines: no listed form appears as it is.
+    encoded = _b64(b"prefix bytes " + RAW + b" suffix")
+    text = "refused: " + "\n".join(encoded[i : i + 7] for i in range(0, len(encoded), 7))
+    assert "withheld" in shorten(text, 300, [SECRET])
+
+
+def test_an_unknown_secret_the_detector_knows_is_redacted_before_the_cut() -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    text = "x" * 90 + token
+    short = shorten(text, 100)
+    assert "ghp_" not in short and "a1B2" not in short
+
+
+def test_ordinary_messages_are_cut_as_before() -> None:
+    assert shorten("short", 300, [SECRET]) == "short"
+    long = "the query ran into a problem " * 20
+    short = shorten(long, 100, [SECRET])
+    assert short == long[:99] + "…"
+    assert shorten("", 10) == ""
+
+
+def test_a_cards_environment_line_cut_inside_a_token_shows_none_of_it() -> None:
+    """The requester's injected environment values are shown on the card, bounded: a token
+    the cut would split is redacted whole first."""
+    from safeport.action_gateway.identity.peer_environment import bounded
+
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    shown = bounded("/opt/lib/preload.so:" + "x" * 170 + token + ":/more" * 20)
+    assert "ghp_" not in shown and "a1B2" not in shown
+    assert shown.startswith("/opt/lib/preload.so:") and "more characters" in shown
