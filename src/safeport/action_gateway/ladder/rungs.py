@@ -275,12 +275,15 @@ class Ladder:
         result: dict[str, object] = {}
         refusal: Refusal | None = None
         origin: dict[str, object] = {}  # a server's credential: where from, which version
+        stopped: dict[str, object] = {}  # a deadline kept from this side: the step that held
         try:
             with self.credentials.held(resolved.policy, request, vault, intent) as held:
                 origin = held.origin
                 result = self._execute(held.secret, resolved)
         except ActionError as exc:
             status = exc.failure
+            if exc.stopped_by is not None:
+                stopped = {"stopped_by": exc.stopped_by}
             refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", exc.message)
         except VaultLocked:
             # A lock from control.sock between the check above and this read: nothing ran,
@@ -307,6 +310,7 @@ class Ladder:
                     "request_id": request.request_id,
                     "status": status,
                     "duration_ms": duration_ms,
+                    **stopped,
                     **result_summary(result),
                     **({"credential": origin} if origin else {}),
                 },
