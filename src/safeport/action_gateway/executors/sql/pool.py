@@ -148,6 +148,7 @@ def read_role(conn: Connection) -> RolePrivileges:
         writable_examples=tuple(str(name) for name in writes[1] or ()),  # type: ignore[attr-defined]
         file_functions=tuple(str(name) for name in privileges[2] or ()),  # type: ignore[attr-defined]
         attributes=tuple(str(name) for name in privileges[3] or ()),  # type: ignore[attr-defined]
+        creatable=tuple(str(name) for name in privileges[4] or ()),  # type: ignore[attr-defined]
     )
 
 

@@ -149,11 +149,13 @@ def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
     functions = tuple(str(name) for name in row[5] or ())  # type: ignore[attr-defined]
     attributes = tuple(str(name) for name in row[6] or ())  # type: ignore[attr-defined]
+    creatable = tuple(str(name) for name in row[7] or ())  # type: ignore[attr-defined]
     role = RolePrivileges(
         superuser=bool(row[3]),
         file_roles=file_roles,
         file_functions=functions,
         attributes=attributes,
+        creatable=creatable,
     )
     problems = role_problems(action.database_id, action.database, role)
     if problems:
