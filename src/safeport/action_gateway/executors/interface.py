@@ -56,6 +56,10 @@ ActionFailure = Literal[
     "query_failed",
 ]
 
+# How the gateway ended work that outlived its deadline: the server honoured a cancel (or an SSH
+# signal), the connection was closed on it, or (SQL) its backend was terminated.
+StoppedBy = Literal["cancel", "close", "terminate"]
+
 
 class ActionError(Error):
     """A remote action failed; ``failure`` is the category, the message never holds a secret."""
@@ -63,9 +67,19 @@ class ActionError(Error):
     exit_code = 1
     wire_code = "denied"
 
-    def __init__(self, failure: ActionFailure, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        failure: ActionFailure,
+        message: str,
+        *,
+        hint: str | None = None,
+        stopped_by: StoppedBy | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.failure = failure
+        # A deadline kept from the gateway's side: the step that ended the remote work
+        # (journaled with the outcome).
+        self.stopped_by = stopped_by
 
     @property
     def code(self) -> Literal["upstream", "timeout", "denied"]:

@@ -280,6 +280,7 @@ class Ladder:
         refusal: Refusal | None = None
         origin: dict[str, object] = {}  # a server's credential: where from, which version
         texts: list[str] = []  # the credential's texts, withheld from the result and messages
+        stopped: dict[str, object] = {}  # a deadline kept from this side: the step that held
         try:
             with self.credentials.held(resolved.policy, request, vault, intent) as held:
                 origin = held.origin
@@ -287,6 +288,8 @@ class Ladder:
                 result = self._execute(held.secret, resolved, texts)
         except ActionError as exc:
             status = exc.failure
+            if exc.stopped_by is not None:
+                stopped = {"stopped_by": exc.stopped_by}
             # Redacted, then cut: the reply, the card and the journal all carry this text.
             reason = shorten(exc.message, MAX_REASON_CHARS, texts)
             refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", reason)
@@ -314,6 +317,7 @@ class Ladder:
                     "request_id": request.request_id,
                     "status": status,
                     "duration_ms": duration_ms,
+                    **stopped,
                     **result_summary(result),
                     **({"credential": origin} if origin else {}),
                 },

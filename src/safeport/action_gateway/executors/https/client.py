@@ -213,7 +213,13 @@ def translate_http_errors(service_id: str) -> Iterator[None]:
             "unreachable", f"the name of service {service_id!r} does not resolve"
         ) from exc
     except httpx.TimeoutException as exc:
-        raise ActionError("timeout", f"service {service_id!r} did not answer in time") from exc
+        # httpcore closes a connection whose exchange a timeout cut short (never pooled again);
+        # a wait for a pooled connection had none to close.
+        raise ActionError(
+            "timeout",
+            f"service {service_id!r} did not answer in time",
+            stopped_by=None if isinstance(exc, httpx.PoolTimeout) else "close",
+        ) from exc
     except (httpx.ConnectError, ssl.SSLError) as exc:
         if _caused_by_tls(exc):
             raise ActionError(
@@ -265,7 +271,13 @@ def _read_result(
                 f"{service.max_response_bytes} bytes",
             )
         if time.monotonic() > deadline:
-            raise ActionError("timeout", f"service {service_id!r} did not finish answering in time")
+            # The response is closed unread (request()'s finally): httpcore closes the
+            # connection rather than pool one whose answer did not end.
+            raise ActionError(
+                "timeout",
+                f"service {service_id!r} did not finish answering in time",
+                stopped_by="close",
+            )
     fields_declared = action.operation.response_fields
     if not (200 <= status < 300) or not fields_declared:
         # An error answer does not follow the operation's response contract; only its status

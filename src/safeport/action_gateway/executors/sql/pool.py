@@ -2,7 +2,8 @@
 
 A new connection is refused (and closed) when its role holds more than the policy allows;
 each query then checks superuser and the server-file roles again inside its own transaction.
-A connection that saw any failure is closed, never pooled. :meth:`SqlPool.close_all` (vault
+A connection that saw any failure (a query past its deadline among them) is closed, never
+pooled. :meth:`SqlPool.close_all` (vault
 lock, credential rotation, gateway stop) closes the idle ones at once and the busy ones as
 they finish.
 """
@@ -21,6 +22,7 @@ from safeport.action_gateway.executors.sql.connection import (
     open_connection,
     translate_errors,
 )
+from safeport.action_gateway.executors.sql.deadline import CHECK_CLIENT, TERMINATE, Terminate
 from safeport.action_gateway.executors.sql.query import run_query
 from safeport.action_gateway.executors.sql.role import (
     PRIVILEGE_QUERY,
@@ -58,7 +60,8 @@ class SqlPool:
                 password = (
                     secret.token.reveal().decode() if isinstance(secret, TokenSecret) else None
                 )
-                result = run_query(conn, action, password)
+                stop = backend_terminator(action.database_id, action.database, secret)
+                result = run_query(conn, action, password, stop)
             healthy = True
             return result
         finally:
@@ -94,7 +97,8 @@ def _run_once(action: SqlAction, secret: BasicSecret) -> SqlResult:
     conn = connect_inspected(action.database_id, action.database, secret)
     try:
         with translate_errors(action.database_id, secret):
-            return run_query(conn, action, secret.password.reveal().decode())
+            stop = backend_terminator(action.database_id, action.database, secret)
+            return run_query(conn, action, secret.password.reveal().decode(), stop)
     finally:
         conn.close()
 
@@ -108,10 +112,28 @@ def connect_inspected(database_id: str, database: SqlDatabase, secret: DbSecret)
         problems = role_problems(database_id, database, role)
         if problems:
             raise ActionError("role_refused", "; ".join(problems))
+        if conn.info.server_version >= 140000:
+            with translate_errors(database_id, secret):
+                conn.execute(CHECK_CLIENT)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def backend_terminator(database_id: str, database: SqlDatabase, secret: DbSecret) -> Terminate:
+    """Terminate a backend of this role from a second connection (the last step of a query's
+    deadline); any failure is a backend not terminated, never an error of the query."""
+
+    def terminate(pid: int, since_closed_s: float) -> bool:
+        try:
+            with open_connection(database_id, database, secret) as conn:
+                row = conn.execute(TERMINATE, (pid, since_closed_s)).fetchone()
+                return bool(row and row[0])
+        except (ActionError, psycopg.Error, OSError):
+            return False
+
+    return terminate
 
 
 def read_role(conn: Connection) -> RolePrivileges:
@@ -126,6 +148,7 @@ def read_role(conn: Connection) -> RolePrivileges:
         writable_examples=tuple(str(name) for name in writes[1] or ()),  # type: ignore[attr-defined]
         file_functions=tuple(str(name) for name in privileges[2] or ()),  # type: ignore[attr-defined]
         attributes=tuple(str(name) for name in privileges[3] or ()),  # type: ignore[attr-defined]
+        creatable=tuple(str(name) for name in privileges[4] or ()),  # type: ignore[attr-defined]
     )
 
 

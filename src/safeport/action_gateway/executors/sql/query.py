@@ -5,8 +5,8 @@ for that transaction only, with the role's privileges read again in the same rou
 statement declared as a server-side cursor (one statement through the extended protocol:
 ``DECLARE … CURSOR FOR`` takes only a SELECT or VALUES, and no data-modifying WITH); rows
 fetched in small batches up to ``max_rows`` and ``max_bytes``; always ``ROLLBACK``. A
-watchdog cancels the query from outside when ``timeout_s`` passes, in case the statement
-changed its own timeout.
+watch (sql/deadline.py) stops the query from outside when ``timeout_s`` passes, in case the
+statement changed its own timeout or catches the cancel.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import base64
 import datetime
 import decimal
 import ipaddress
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -23,7 +22,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from safeport.action_gateway.executors.interface import ActionError, SqlAction
+from safeport.action_gateway.executors.interface import ActionError, SqlAction, StoppedBy
+from safeport.action_gateway.executors.sql.deadline import QueryWatch, Terminate
 from safeport.action_gateway.executors.sql.role import (
     PRIVILEGE_QUERY,
     RolePrivileges,
@@ -47,40 +47,37 @@ _UNLOCK = "SELECT pg_advisory_unlock_all()"
 Connection = psycopg.Connection[tuple[object, ...]]
 
 
-def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlResult:
+def run_query(
+    conn: Connection, action: SqlAction, password: str | None, terminate: Terminate | None = None
+) -> SqlResult:
     """Run ``action`` read-only on ``conn``; the caller translates psycopg's errors and drops
-    the connection if this raises."""
+    the connection if this raises. ``terminate`` ends the backend from a second connection
+    when neither a cancel nor shutting this one's socket did."""
     query = action.query
     started = time.monotonic()
-    timed_out = threading.Event()
-
-    def cancel() -> None:
-        timed_out.set()
-        conn.cancel_safe(timeout=2.0)
-
-    watchdog = threading.Timer(query.timeout_s + 0.5, cancel)
-    watchdog.daemon = True
-    watchdog.start()
-    out_of_time = ActionError(
-        "timeout", f"sql database {action.database_id!r}: the query ran out of time"
-    )
+    watch = QueryWatch(conn, query.timeout_s, terminate)
     try:
-        columns, rows, truncated = _pipelined(conn, action)
-    except psycopg.errors.QueryCanceled:
-        if timed_out.is_set():
-            raise out_of_time from None
+        with watch:
+            columns, rows, truncated = _pipelined(conn, action)
+    except psycopg.Error:
+        if watch.fired:
+            # Cancelled, or its socket shut: whatever psycopg says, the query ran out of time.
+            raise _out_of_time(action, watch.stopped_by) from None
         raise
     finally:
-        watchdog.cancel()
-        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+        if (
+            not watch.fired
+            and not conn.closed
+            and conn.info.transaction_status != TransactionStatus.IDLE
+        ):
             # More batches were fetched, or an error stopped the pipeline before its ROLLBACK.
             with conn.pipeline():
                 conn.execute("ROLLBACK")
                 conn.execute(_UNLOCK)
-    if timed_out.is_set():
-        # The watchdog fired as the query ended: its cancel request may still reach the server
+    if watch.fired:
+        # The watch fired as the query ended: its cancel request may still reach the server
         # and would cancel the next query on this connection, so the connection is dropped.
-        raise out_of_time
+        raise _out_of_time(action, watch.stopped_by)
     # The values as the server sent them (a bytea as its bytes, a json value parsed), before
     # they are encoded for the reply; the ladder checks the encoded forms again
     # (ladder/result_filters.py), for every executor alike.
@@ -96,6 +93,14 @@ def run_query(conn: Connection, action: SqlAction, password: str | None) -> SqlR
         row_count=len(values),
         truncated=truncated,
         duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _out_of_time(action: SqlAction, stopped_by: StoppedBy | None) -> ActionError:
+    return ActionError(
+        "timeout",
+        f"sql database {action.database_id!r}: the query ran out of time",
+        stopped_by=stopped_by,
     )
 
 
@@ -148,11 +153,13 @@ def _check_role(row: Sequence[object] | None, action: SqlAction) -> None:
     file_roles = tuple(str(name) for name in row[4] or ())  # type: ignore[attr-defined]
     functions = tuple(str(name) for name in row[5] or ())  # type: ignore[attr-defined]
     attributes = tuple(str(name) for name in row[6] or ())  # type: ignore[attr-defined]
+    creatable = tuple(str(name) for name in row[7] or ())  # type: ignore[attr-defined]
     role = RolePrivileges(
         superuser=bool(row[3]),
         file_roles=file_roles,
         file_functions=functions,
         attributes=attributes,
+        creatable=creatable,
     )
     problems = role_problems(action.database_id, action.database, role)
     if problems:

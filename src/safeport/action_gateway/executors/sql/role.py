@@ -1,8 +1,9 @@
 """What a database role holds, and whether the policy allows it (the decision is pure).
 
 Read with the role's own connection, at accept, on every new connection, and (the cheap part:
-superuser and the server-file roles) again in every query's transaction, so a role made
-superuser after the policy was accepted is refused on its next call, pooled connection or not.
+superuser, the server-file roles, where it may create objects) again in every query's
+transaction, so a role made superuser (or given CREATE) after the policy was accepted is refused
+on its next call, pooled connection or not.
 Membership is counted whether or not it is inherited: a member can ``SET ROLE`` to what it does
 not inherit.
 """
@@ -36,6 +37,20 @@ PRIVILEGE_QUERY = (
     ", array_remove(ARRAY[CASE WHEN bool_or(r.rolcreaterole) THEN 'CREATEROLE' END,"
     " CASE WHEN bool_or(r.rolreplication) THEN 'REPLICATION' END,"
     " CASE WHEN bool_or(r.rolbypassrls) THEN 'BYPASSRLS' END], NULL)"
+    # Where it (or a role it belongs to) may create objects: a schema (functions and operators
+    # a query would find on its search_path, tables that fill the disk) or the database itself
+    # (new schemas). An owner may grant itself back CREATE. TEMPORARY is not counted: PUBLIC
+    # holds it by default, and a temporary object lives and dies with its own session. (No
+    # format(): this text is also sent with bound values, where '%' is the driver's.)
+    ", (SELECT coalesce(array_agg(DISTINCT c.name ORDER BY c.name), '{}') FROM ("
+    " SELECT 'schema ' || quote_ident(n.nspname) AS name FROM pg_namespace n"
+    " JOIN pg_roles m ON pg_has_role(current_user, m.oid, 'MEMBER')"
+    " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
+    " AND n.nspname !~ '^pg_(toast|temp_)'"
+    " AND (has_schema_privilege(m.oid, n.oid, 'CREATE') OR n.nspowner = m.oid)"
+    " UNION SELECT 'database ' || quote_ident(current_database()) FROM pg_roles m"
+    " WHERE pg_has_role(current_user, m.oid, 'MEMBER')"
+    " AND has_database_privilege(m.oid, current_database(), 'CREATE')) c)"
     " FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'MEMBER')"
 )
 # Tables (and views, foreign tables) it or any role it belongs to may change; system schemas
@@ -65,6 +80,7 @@ class RolePrivileges:
     writable_examples: tuple[str, ...] = ()
     file_functions: tuple[str, ...] = ()
     attributes: tuple[str, ...] = ()
+    creatable: tuple[str, ...] = ()  # "schema public", "database app": where it may CREATE
 
 
 def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges) -> list[str]:
@@ -83,4 +99,6 @@ def role_problems(database_id: str, database: SqlDatabase, role: RolePrivileges)
     if database.allow_write_privileges is None and role.writable_tables:
         examples = ", ".join(role.writable_examples)
         found.append(f"{who} may write to {role.writable_tables} table(s), e.g. {examples}")
+    if database.allow_write_privileges is None and role.creatable:
+        found.append(f"{who} may create objects in {', '.join(role.creatable)}")
     return found

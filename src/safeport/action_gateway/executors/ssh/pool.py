@@ -6,7 +6,8 @@ holds no copy of it and a rotated key gets a new connection). Every new connecti
 :func:`~safeport.action_gateway.executors.ssh.transport.open_transport` and so re-checks the host
 key; a pooled one is reused only while the key it holds is still pinned, because paramiko accepts
 whatever key the server signs a later key re-exchange with (OpenSSH refuses a change). A transport
-found dead before a command was sent is replaced once; a command is never sent twice.
+found dead before a command was sent is replaced once; a command is never sent twice. One whose
+command outlived its deadline and the KILL signal is closed and dropped.
 :meth:`SshPool.close_all` drops everything (vault lock, gateway stop).
 """
 
@@ -54,12 +55,12 @@ class SshPool:
         key = self._key(host_id, host, secret)
         transport = self._acquire(key, host_id, host, secret)
         try:
-            return use(transport)
+            return self._use(key, transport, use)
         except StaleTransport:
             self._discard(key, transport)
             fresh = self._acquire(key, host_id, host, secret)
             try:
-                return use(fresh)
+                return self._use(key, fresh, use)
             except StaleTransport as exc:
                 self._discard(key, fresh)
                 raise ActionError(
@@ -100,6 +101,18 @@ class SshPool:
             if stale is not None:
                 stale.close()
             return transport
+
+    def _use(
+        self, key: _PoolKey, transport: paramiko.Transport, use: Callable[[paramiko.Transport], T]
+    ) -> T:
+        try:
+            return use(transport)
+        except ActionError as exc:
+            if exc.stopped_by == "close":
+                # A command that outlived its deadline and the KILL signal: its channel, and
+                # the transport under it, are closed rather than kept for the next command.
+                self._discard(key, transport)
+            raise
 
     def _discard(self, key: _PoolKey, transport: paramiko.Transport) -> None:
         with self._lock:

@@ -29,11 +29,14 @@ import paramiko
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from paramiko.common import cMSG_CHANNEL_REQUEST
-from paramiko.message import Message
 from paramiko.ssh_exception import IncompatiblePeer
 
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.executors.ssh.stop import (
+    KILL_GRACE_S,
+    ended_within,
+    stop_remote_command,
+)
 from safeport.shared.schemas.config import SshHost
 from safeport.shared.schemas.wire import SshExecResult
 from safeport.vault.secrets import SshKeySecret
@@ -297,9 +300,11 @@ def _pump(
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            _stop_remote_command(channel)
+            stop_remote_command(channel)
             raise ActionError(
-                "timeout", f"the command on {host_id!r} did not finish in time; it was stopped"
+                "timeout",
+                f"the command on {host_id!r} did not finish in time; it was stopped",
+                stopped_by="cancel" if ended_within(channel, KILL_GRACE_S) else "close",
             )
         # The channel's fileno is a pipe paramiko sets when stdout or stderr has data or the
         # channel reached EOF, so one select waits on both streams without stalling either.
@@ -309,7 +314,7 @@ def _pump(
         while channel.recv_stderr_ready():
             stderr.feed(channel.recv_stderr(_READ_CHUNK))
         if stdout.discarded + stderr.discarded > _DISCARD_FACTOR * cap:
-            _stop_remote_command(channel)
+            stop_remote_command(channel)
             return None  # still talking far past the cap: stopped, so no exit status
         drained = not channel.recv_ready() and not channel.recv_stderr_ready()
         if channel.eof_received and drained:
@@ -326,23 +331,6 @@ def _pump(
         return None
     status = channel.recv_exit_status()
     return None if status < 0 else status
-
-
-def _stop_remote_command(channel: paramiko.Channel) -> None:
-    """Ask the server to kill the command (RFC 4254 "signal" request), best effort.
-
-    Without a pty, closing the channel does not end the remote process: `sleep 60; reboot`
-    would carry on after our timeout. OpenSSH honours the signal request; paramiko has no public
-    call for it, so the message is built here.
-    """
-    message = Message()
-    message.add_byte(cMSG_CHANNEL_REQUEST)
-    message.add_int(channel.remote_chanid)
-    message.add_string("signal")
-    message.add_boolean(False)
-    message.add_string("KILL")
-    with suppress(paramiko.SSHException, EOFError, OSError):
-        channel.transport._send_user_message(message)  # type: ignore[union-attr]
 
 
 def _decode(data: bytes | bytearray) -> tuple[str, bool]:

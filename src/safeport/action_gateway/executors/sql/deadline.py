@@ -1,0 +1,122 @@
+"""A query's deadline, kept from the gateway's side whatever the server does.
+
+``statement_timeout`` is a request to the server and a cancel is another: a function that
+catches ``query_canceled`` (plpgsql ``EXCEPTION WHEN query_canceled THEN NULL`` in a loop) runs
+through both, and the call waiting on it would wait as long. So when ``timeout_s`` passes the
+watch escalates, each step only if the one before did not end the call:
+
+1. cancel (what a well-behaved statement stops on);
+2. after a short grace, shut the connection's socket: the waiting call fails at once and the
+   connection is never pooled again. PostgreSQL 14 and later notice the lost client within
+   ``client_connection_check_interval`` (set on every connection, :data:`CHECK_CLIENT`);
+   older servers only when the backend next writes to it;
+3. terminate the backend from a second connection as the same role (a role may terminate its
+   own backends, never a superuser's), which no handler in the statement can catch.
+
+The answer is never held past :data:`ANSWER_WITHIN` seconds beyond ``timeout_s``; a terminate
+still connecting then goes on alone, and the journal says the step that was seen to work.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from types import TracebackType
+
+import psycopg
+
+from safeport.action_gateway.executors.interface import StoppedBy
+
+Connection = psycopg.Connection[tuple[object, ...]]
+# (backend pid, seconds since its socket was shut) -> whether a backend was terminated.
+Terminate = Callable[[int, float], bool]
+
+# After the deadline: the cancel goes out at once; the socket is shut GRACE later.
+_CANCEL_AFTER = 0.2
+_GRACE = 0.8
+ANSWER_WITHIN = 1.6  # seconds past timeout_s; the contract is timeout_s + 2 s
+# Set on each new connection by a PostgreSQL 14 or later: a backend whose client is gone stops
+# within a second even in a loop that never writes to it. A statement may lower it for its own
+# transaction only (each query is rolled back), and step 3 does not depend on it.
+CHECK_CLIENT = "SET client_connection_check_interval = '1s'"
+# The backend that ran the query, and no other: a pid reused since the socket was shut belongs
+# to a backend that started after it. `usename`: a pid of another role is never asked about.
+TERMINATE = (
+    "SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity"
+    " WHERE pid = %s AND usename = current_user"
+    " AND backend_start < now() - make_interval(secs => %s)"
+)
+
+
+class QueryWatch:
+    """Watches one call on ``conn``; stops it from this side once ``timeout_s`` has passed."""
+
+    def __init__(self, conn: Connection, timeout_s: float, terminate: Terminate | None) -> None:
+        self._conn = conn
+        self._timeout_s = timeout_s
+        self._terminate = terminate
+        self._pid = conn.info.backend_pid
+        self._done = threading.Event()
+        self._lock = threading.Lock()  # the socket is shut only while the call still runs
+        self._answer_by = 0.0
+        self.fired = False
+        self.stopped_by: StoppedBy | None = None
+        self._thread = threading.Thread(target=self._watch, name="sql-deadline", daemon=True)
+
+    def __enter__(self) -> QueryWatch:
+        self._answer_by = time.monotonic() + self._timeout_s + ANSWER_WITHIN
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        with self._lock:
+            self._done.set()
+        # A terminate under way is waited for, but never past the answer's own deadline.
+        self._thread.join(max(0.0, self._answer_by - time.monotonic()))
+
+    def _watch(self) -> None:
+        if self._done.wait(self._timeout_s + _CANCEL_AFTER):
+            return
+        self.fired = True
+        self.stopped_by = "cancel"
+        # libpq's blocking cancel, in a thread of its own: the server may never answer it, and
+        # the next step does not wait for it. (cancel_safe() would open a TLS connection that
+        # needs the pinned CA's file, removed once the connection opened; the classic cancel
+        # request carries only the backend's cancel key, never the credential.)
+        threading.Thread(target=self._cancel, name="sql-cancel", daemon=True).start()
+        if self._done.wait(_GRACE):
+            return
+        with self._lock:
+            if self._done.is_set():
+                return
+            if not _shut_socket(self._conn):
+                return
+            self.stopped_by = "close"
+            closed_at = time.monotonic()
+        if self._terminate is not None and self._terminate(self._pid, time.monotonic() - closed_at):
+            self.stopped_by = "terminate"
+
+    def _cancel(self) -> None:
+        with suppress(psycopg.Error, OSError):
+            self._conn.cancel()
+
+
+def _shut_socket(conn: Connection) -> bool:
+    """Shut the connection's socket both ways (a copy of its descriptor, so libpq's own stays
+    open for it to close): the call blocked on it fails now, whatever the server does."""
+    try:
+        fd = os.dup(conn.fileno())
+    except (psycopg.Error, OSError):
+        return False
+    with socket.socket(fileno=fd) as sock, suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    return True
