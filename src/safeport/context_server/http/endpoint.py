@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from safeport.errors import UsageError
+from safeport.shared.exact_urls import UrlRefused, exact_url
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -92,8 +93,16 @@ def normal_public_url(url: str) -> str:
         )
     host = parts.hostname.lower()
     shown = f"[{host}]" if ":" in host else host
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{shown}{port}"
+    default = 443 if parts.scheme == "https" else 80
+    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    origin = f"{parts.scheme}://{shown}{port}"
+    try:
+        # The issuer every client compares byte for byte: read the one way a browser reads it
+        # (no short or hex IPv4 form, no default port, a host that is a name or an address).
+        exact_url(origin + "/")
+    except UrlRefused as exc:
+        raise UsageError(f"--public-url is refused: {exc.reason}") from exc
+    return origin
 
 
 def host_header_values(endpoint: HttpEndpoint) -> frozenset[str]:
