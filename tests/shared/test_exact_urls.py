@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from safeport.shared.exact_urls import ExactUrl, UrlRefused, exact_url
+from safeport.shared.schemas.oauth_wire import PublicUrl
 
 GOOD = {
     "http://127.0.0.1:8976/callback": ("127.0.0.1:8976", "127.0.0.1"),
@@ -144,3 +146,25 @@ def test_whatever_is_accepted_is_its_own_serialisation_with_a_plain_host(text: s
     assert url.isascii() and url.isprintable() and " " not in url and "\\" not in url
     assert "@" not in parsed.authority and "#" not in url
     assert not parsed.host.endswith(".")
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://[::1].evil",
+        "http://[::1]x:9",
+        "https://tunnel.example/",
+        "https://tunnel.example/mcp",
+        "https://Tunnel.example",
+        "https://tunnel.example:443",
+        "https://0x7f.1",
+        "https://u@tunnel.example",
+        "https://tunnel.example.",
+    ],
+)
+def test_the_gateway_takes_the_relays_public_url_only_as_an_exact_origin(origin: str) -> None:
+    adapter = TypeAdapter(PublicUrl)
+    with pytest.raises(ValidationError):
+        adapter.validate_python(origin)
+    for good in ("https://tunnel.example.net", "http://127.0.0.1:8765", "http://[::1]:8765"):
+        assert adapter.validate_python(good) == good

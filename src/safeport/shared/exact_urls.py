@@ -104,6 +104,25 @@ def exact_url(text: str) -> ExactUrl:
     )
 
 
+def browser_origin(text: str) -> ExactUrl:
+    """An origin a person typed (``--public-url``): read by the WHATWG parser as a browser would
+    (so upper case or a default port are written its way, not refused), then held to the rules
+    of :func:`exact_url` with the path ``/`` and nothing after it. Never urlsplit's reading: it
+    would turn ``https://[::1].evil`` into the loopback origin."""
+    typed = text.strip()
+    if not (typed.isascii() and typed.isprintable()) or " " in typed or "\\" in typed:
+        raise UrlRefused("the URL holds a blank, a control character, a backslash or non-ASCII")
+    try:
+        parsed = ada_url.URL(typed)
+    except ValueError as exc:
+        raise UrlRefused("the URL is not one a browser can read") from exc
+    if parsed.username or parsed.password or parsed.hash or "#" in typed:
+        raise UrlRefused("the URL may not hold credentials or a fragment")
+    if parsed.pathname != "/" or parsed.search:
+        raise UrlRefused("the URL is an origin only, with no path or query")
+    return exact_url(parsed.href)
+
+
 def _check_name(host: str) -> None:
     labels = host.split(".")
     if not all(_LABEL.fullmatch(label) for label in labels):
