@@ -146,6 +146,7 @@ SURFACES: dict[str, set[str]] = {
     },
     "safeport.shared": {
         "audit",
+        "exact_urls",
         "exception_summary",
         "findings",
         "folder_sync",

@@ -39,7 +39,7 @@ from safeport.gateway_client.approver_thread import (
     Sessions,
 )
 from safeport.shared.schemas.results import SessionView
-from safeport.shared.visible_text import inert
+from safeport.shared.visible_text import inert, visible
 
 _OUTCOMES = {
     "approved": "approved",
@@ -53,8 +53,9 @@ LinkFactory = Callable[[Callable[[News], None]], ApprovalLink]
 
 
 def _action_of(card: dict[str, object]) -> str:
-    """``ssh_exec host / command``: enough to tell one outcome line from another."""
-    return inert(
+    """``ssh_exec host / command``: enough to tell one outcome line from another (already inert
+    from the gateway; :func:`visible` escapes anything that is not, without doubling escapes)."""
+    return visible(
         f"{shown(card.get('action'))} {shown(card.get('target'))} / {shown(card.get('operation'))}"
     )
 

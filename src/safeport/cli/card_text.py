@@ -47,13 +47,19 @@ def card_lines(
     out: list[str] = [header] if columns(header) <= width else ["── approval requested"]
     rows: list[tuple[str, str]] = [] if columns(header) <= width else [("card", card_id)]
     action = f"{shown(card.get('action'))} {shown(card.get('target'))} / "
+    # These rows are one line each: a line break in one (a remote client's name is the target)
+    # is shown as its escape, never as a row of its own. Only a field may span lines (a JSON
+    # body the gateway indented), and every line of it is escaped in :func:`_row`.
     rows += [
-        ("asked by", user_text(card.get("user"))),
-        ("action", action + shown(card.get("operation"))),
-        ("effect", shown(effect)),
-        ("credential", shown(card.get("credential"))),
-        ("a yes", shown(card.get("scope_text") or card.get("scope"))),
-        ("time left", human_duration(left)),
+        (label, visible(value))
+        for label, value in (
+            ("asked by", user_text(card.get("user"))),
+            ("action", action + shown(card.get("operation"))),
+            ("effect", shown(effect)),
+            ("credential", shown(card.get("credential"))),
+            ("a yes", shown(card.get("scope_text") or card.get("scope"))),
+            ("time left", human_duration(left)),
+        )
     ]
     key = card.get("key")
     if isinstance(key, dict):  # which key will sign, or what to do when none is enrolled

@@ -13,6 +13,11 @@ inert as it is, so a client re-showing the gateway's inert card text never doubl
 a second time. :func:`visible_exactly` is for a file a person reviews (a policy diff): as
 :func:`visible`, and an escape typed as text is itself escaped, so every escape shown stands for
 one real character while the file's other backslashes (a regular expression's) read as typed.
+
+:data:`Inert` is the type of text that went through :func:`inert` (or :func:`inert_lines`), so a
+card that takes only ``Inert`` values cannot be given a requester's string that did not: text
+the program writes itself becomes ``Inert`` through :func:`checked_inert`, which refuses any
+character the rule would have escaped rather than trust it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
+from typing import NewType
+
+# Text safe to show a person: built only by the functions below, never by a cast elsewhere.
+Inert = NewType("Inert", str)
 
 # Letters and symbols that render as nothing or as blank space although they are "printable".
 _BLANK_LOOKALIKES = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5")
@@ -73,11 +82,11 @@ def visible_exactly(text: str) -> str:
     return "".join(out)
 
 
-def inert(text: str) -> str:
+def inert(text: str) -> Inert:
     """``text`` safe to show a person: every character they could not see as itself written as
     an escape, and the backslash itself escaped, so no two different texts look the same."""
     if text.isascii() and text.isprintable() and "\\" not in text:
-        return text
+        return Inert(text)
     out = []
     for char in text:
         if char == "\\":
@@ -86,7 +95,7 @@ def inert(text: str) -> str:
             out.append(escape_code(char))
         else:
             out.append(char)
-    return "".join(out)
+    return Inert("".join(out))
 
 
 def line_by_line(render: Callable[[str], str], text: str) -> str:
@@ -95,6 +104,16 @@ def line_by_line(render: Callable[[str], str], text: str) -> str:
     return "\n".join(render(line) for line in text.split("\n"))
 
 
-def inert_lines(text: str) -> str:
+def inert_lines(text: str) -> Inert:
     """:func:`inert`, line by line."""
-    return line_by_line(inert, text)
+    return Inert(line_by_line(inert, text))
+
+
+def checked_inert(text: str, *, lines: bool = False) -> Inert:
+    """Text the program wrote itself (a fixed sentence, a number, JSON it escaped), typed as
+    :data:`Inert` once it is checked to hold no character :func:`visible` would escape, and no
+    line break unless ``lines``. A value that fails is a bug here, never shown: ValueError."""
+    shown = line_by_line(visible, text) if lines else visible(text)
+    if shown != text:
+        raise ValueError("text meant for a card holds a character that must be escaped")
+    return Inert(text)

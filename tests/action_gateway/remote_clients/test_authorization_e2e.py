@@ -119,8 +119,10 @@ def test_a_look_alike_redirect_host_is_shown_as_the_name_the_browser_goes_to(
     gateway: Gateway, relay: Relay
 ) -> None:
     """The card tells the real app from an impostor by its hosts: a host in another script that
-    looks like a well-known one (a Cyrillic a) is shown in its ASCII (punycode) form."""
-    look_alike = "https://ch\u0430tgpt.com/cb"
+    looks like a well-known one (a Cyrillic a) registers only in the ASCII (punycode) form the
+    browser goes to, and that form is what the card shows."""
+    assert relay.register(redirect_uris=["https://ch\u0430tgpt.com/cb"])["status"] == 400
+    look_alike = "https://xn--chtgpt-4nf.com/cb"
     client_id = relay.register(redirect_uris=[look_alike])["body"]["client_id"]
     code = pkce()
     started = relay.authorize(client_id, code, redirect_uri=look_alike)
@@ -208,9 +210,12 @@ def test_a_redirect_uri_outside_ascii_is_compared_not_a_failure(relay: Relay) ->
     # Asked with a URI it did not register, in another script: an error page, as for any other.
     stranger = relay.authorize(client_id, pkce(), redirect_uri="https://\u0435vil.example/cb")
     assert stranger["kind"] == "error" and stranger["error"] == "invalid_request"
-    # Registered with one, it is asked for exactly that one.
-    uri = "https://\u00e9t\u00e9.example/cb"
+    # Registered in the form the browser goes to, it is asked for exactly that one; the same
+    # host written outside ASCII is another string, so an error page.
+    uri = "https://xn--t-9fab.example/cb"
     other = relay.register(redirect_uris=[uri])["body"]["client_id"]
+    unicode_form = relay.authorize(other, pkce(), redirect_uri="https://\u00e9t\u00e9.example/cb")
+    assert unicode_form["kind"] == "error" and unicode_form["error"] == "invalid_request"
     assert relay.authorize(other, pkce(), redirect_uri=uri)["kind"] == "wait"
 
 
@@ -221,6 +226,13 @@ def test_registration_refuses_redirects_a_code_could_leak_through(relay: Relay) 
         "javascript:alert(1)",
         "https://user:pw@example.com/cb",
         "http://127.0.0.1.attacker.example/cb",
+        # Loopback to Python's urlsplit, another host (or no URL) to a browser.
+        "http://[::1].evil/cb",
+        "http://[::1]evil.example/cb",
+        "http://[::1]x:9/cb",
+        "http://0x7f.1/cb",
+        "http://2130706433/cb",
+        "http://localhost./cb",
     ):
         answer = relay.register(redirect_uris=[bad])
         assert answer["status"] == 400, bad

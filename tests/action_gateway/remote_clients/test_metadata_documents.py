@@ -92,6 +92,46 @@ def test_only_an_https_url_with_a_path_can_be_a_client_id(documents_server: TlsS
         _refusal(documents, url)
 
 
+def test_a_client_id_a_browser_reads_another_way_is_refused_before_any_fetch(
+    documents_server: TlsServer,
+) -> None:
+    documents = _test_only(documents_server)
+    port = documents_server.port
+    before = len(documents_server.recorded.paths())
+    for url in (
+        f"https://[::1].evil:{port}/clients/good.json",
+        f"https://[::1]x:{port}/clients/good.json",
+        f"https://0x7f.1:{port}/clients/good.json",
+        f"https://2130706433:{port}/clients/good.json",
+        f"https://127.1:{port}/clients/good.json",
+        f"https://[::ffff:127.0.0.1]:{port}/clients/good.json",
+        f"https://api.safeport.test.:{port}/clients/good.json",
+        f"https://API.safeport.test:{port}/clients/good.json",
+        f"https://api.safeport.test:0{port}/clients/good.json",
+        f"https://api.safeport.test:{port}\\@evil.example/clients/good.json",
+        f"https://%61pi.safeport.test:{port}/clients/good.json",
+        f"https://api.safeport.test:{port}/clients/good.json#x",
+        f"https://api.safeport.test:{port}/clients/good\njson",
+    ):
+        assert "client id" in _refusal(documents, url), url
+    assert len(documents_server.recorded.paths()) == before
+
+
+def test_a_document_whose_redirect_uris_a_browser_reads_another_way_is_refused(
+    documents_server: TlsServer,
+) -> None:
+    documents = _test_only(documents_server)
+    for index, uri in enumerate(
+        ("http://[::1].evil/cb", "http://127.1/cb", "https://Evil.example/cb")
+    ):
+        url = _serve(documents_server, f"/clients/odd{index}.json", redirect_uris=[uri])
+        assert "redirect" in _refusal(documents, url), uri
+    good = _serve(
+        documents_server, "/clients/loopback-ok.json", redirect_uris=["http://[::1]:9/cb"]
+    )
+    assert documents.get(good).redirect_uris == ("http://[::1]:9/cb",)
+
+
 def test_a_huge_or_slow_document_is_cut_off(documents_server: TlsServer) -> None:
     documents = _test_only(documents_server)
     assert "too large" in _refusal(documents, f"{documents_server.base_url()}/huge")
@@ -125,7 +165,7 @@ def test_an_address_written_into_the_url_is_judged_like_a_resolved_one() -> None
     for url in (
         "https://127.0.0.1/client.json",
         "https://[::1]/client.json",
-        "https://[::ffff:127.0.0.1]/client.json",
+        "https://[::ffff:7f00:1]/client.json",
         "https://169.254.169.254/latest/meta-data",
         "https://10.0.0.1/client.json",
         "https://localhost/client.json",

@@ -25,6 +25,16 @@ def test_loopback_binds_without_tls_and_the_public_url_names_the_tunnel() -> Non
     assert "https://tunnel.example" in origin_values(endpoint)
 
 
+def test_a_public_url_is_written_the_way_a_browser_reaches_it() -> None:
+    for typed, origin in (
+        ("https://Tunnel.Example:443/", "https://tunnel.example"),
+        ("https://tunnel.example:8443", "https://tunnel.example:8443"),
+        ("http://[::1]:8765", "http://[::1]:8765"),
+        ("http://0x7f.1:8765", "http://127.0.0.1:8765"),  # the browser's reading, not a name
+    ):
+        assert parse_endpoint("127.0.0.1:8765", typed).public_url == origin, typed
+
+
 def test_a_non_loopback_bind_without_tls_is_refused_and_says_why() -> None:
     with pytest.raises(UsageError, match="without TLS"):
         parse_endpoint("0.0.0.0:8765")
@@ -44,6 +54,15 @@ def test_a_non_loopback_bind_without_tls_is_refused_and_says_why() -> None:
         ("127.0.0.1:8765", "https://tunnel.example/sub/path"),
         ("127.0.0.1:8765", "https://user@tunnel.example"),
         ("127.0.0.1:8765", "ftp://tunnel.example"),
+        # Loopback (or another host) to urlsplit, no URL or another one to a browser.
+        ("127.0.0.1:8765", "http://[::1].evil"),
+        ("127.0.0.1:8765", "http://[::1]x:8765"),
+        ("127.0.0.1:8765", "https://tunnel.example\\@evil.example"),
+        ("127.0.0.1:8765", "https://tunnel.example."),
+        ("127.0.0.1:8765", "https://tunnel_x.example"),
+        ("127.0.0.1:8765", "https://tunnel.example#x"),
+        ("127.0.0.1:8765", "https://tunnel.example?x=1"),
+        ("127.0.0.1:8765", "https://tun\u202enel.example"),
     ],
 )
 def test_malformed_binds_and_public_urls_are_refused(bind: str, url: str | None) -> None:

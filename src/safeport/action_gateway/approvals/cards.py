@@ -4,6 +4,12 @@ Everything the agent chose (argument values, and anything derived from them: the
 the URL) is shown as plain text with control, ANSI, bidi and other invisible characters escaped,
 so a value cannot restyle a terminal, hide part of itself or fake a second line. A field that
 cannot be shown whole makes the card unshowable, and an unshowable card cannot be approved.
+
+A card's fields are typed :data:`~safeport.shared.visible_text.Inert`, so none can be built from
+a string that skipped the escaping, and :meth:`ApprovalCard.view` (what every client -- the
+terminal, ``--json``, the approval page -- receives) escapes each of its other texts itself: a
+remote client's name is the ``target`` of its card, and it is as much the requester's text as
+any field.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Literal
 
 from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.action_gateway.identity.model import PeerIdentity
-from safeport.shared.visible_text import inert, inert_lines
+from safeport.shared.visible_text import Inert, checked_inert, inert, inert_lines
 
 ActionKind = Literal["ssh_exec", "http_request", "run_readonly_query"]
 CardKind = Literal["ssh_exec", "http_request", "run_readonly_query", "oauth_client"]
@@ -98,18 +104,21 @@ class ClientAuthorization:
     def target_id(self) -> str:
         return self.client_name
 
-    def fields(self) -> tuple[tuple[str, str], ...]:
+    def fields(self) -> tuple[tuple[str, Inert], ...]:
         return (
             ("client", inert(self.client_name)),
             ("client id", inert(self.client_id)),
             ("metadata", inert(self.metadata_from)),
             ("redirect", inert(self.redirect_host)),
             ("roots", inert(", ".join(self._root_lines()))),
-            ("profile", self.profile),
-            ("tokens", f"access {self.token_minutes} min, refreshed until revoked"),
-            ("code", self.user_code),
-            ("note", "the browser page shows this code; approve only if they match"),
-            ("later", "the client refreshes its tokens without a card until revoked"),
+            ("profile", inert(self.profile)),
+            ("tokens", checked_inert(f"access {self.token_minutes} min, refreshed until revoked")),
+            ("code", inert(self.user_code)),
+            ("note", checked_inert("the browser page shows this code; approve only if they match")),
+            (
+                "later",
+                checked_inert("the client refreshes its tokens without a card until revoked"),
+            ),
         )
 
     def _root_lines(self) -> list[str]:
@@ -142,7 +151,7 @@ class ApprovalCard:
     created_at: float
     expires_at: float
     session_max_s: float = 0.0
-    fields: tuple[tuple[str, str], ...] = field(default=())
+    fields: tuple[tuple[str, Inert], ...] = field(default=())
     showable: bool = True
     # Wall-clock expiry, whole seconds: what a security key's challenge binds (the monotonic
     # ``expires_at`` means nothing outside this process).
@@ -162,13 +171,13 @@ class ApprovalCard:
             "id": self.id,
             "user": requester_user(self.requester.uid),
             "scope": request.scope,
-            "scope_text": scope_text(request, self.session_max_s),
-            "credential": request.credential,
+            "scope_text": inert(scope_text(request, self.session_max_s)),
+            "credential": inert(request.credential),
             "action": request.kind,
-            "target": request.target_id,
-            "operation": request.operation_id,
+            "target": inert(request.target_id),
+            "operation": inert(request.operation_id),
             "read_only": request.read_only,
-            "effect": _effect(request),
+            "effect": inert(_effect(request)),
             "fields": [[label, text] for label, text in self.fields],
             "showable": self.showable,
             "requester": [_process_line(proc) for proc in self.requester.chain],
@@ -234,19 +243,24 @@ def build_card(
     unshowable (and so unapprovable) rather than cut."""
     lines = request.prepared.card_lines()
     fields = tuple(
-        (line.label, line.text if line.json_text else inert_lines(line.text)) for line in lines
+        (
+            line.label,
+            checked_inert(line.text, lines=True) if line.json_text else inert_lines(line.text),
+        )
+        for line in lines
     )
     if request.credential_origin:
         fields += (("credential from", inert(request.credential_origin)),)
     if request.args:
         # A run of spaces is hard to count on a terminal; the length of each argument the agent
         # chose tells "a  b" from "a   b" without counting.
-        fields += (("lengths", argument_lengths(request.args)),)
+        fields += (("lengths", checked_inert(argument_lengths(request.args))),)
     if request.remote_client is not None:
         fields += (("remote", inert(request.remote_client)),)
     if request.prepared.holds_non_ascii():
         # Escaping shows every invisible character; a Cyrillic a (U+0430) still looks Latin.
-        fields += (("note", "holds non-ASCII characters: look-alike letters are possible"),)
+        note = checked_inert("holds non-ASCII characters: look-alike letters are possible")
+        fields += (("note", note),)
     showable = all(len(text) <= MAX_FIELD_CHARS for _, text in fields)
     return ApprovalCard(
         id=card_id,

@@ -34,6 +34,7 @@ from safeport.shared.schemas.oauth_wire import (
     OAuthAuthorizeWait,
     OAuthAuthorizeWaitResult,
 )
+from safeport.shared.visible_text import inert
 
 MAX_WAITING = 16
 PER_MINUTE = 60  # authorization requests that reach a card or a code, from every client
@@ -132,8 +133,9 @@ class AuthorizationEndpoint:
             kind="wait",
             request_id=waiting.id,
             user_code=waiting.user_code,
-            client_name=state.client.name,
-            redirect_host=rules.redirect_host(redirect_uri),
+            # The browser page shows both: inert, like every text of the card it mirrors.
+            client_name=inert(state.client.name),
+            redirect_host=inert(rules.redirect_host(redirect_uri)),
         )
 
     def wait(self, request: OAuthAuthorizeWait) -> OAuthAuthorizeWaitResult:

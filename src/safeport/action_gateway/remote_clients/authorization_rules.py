@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlencode, urlsplit
 
+from safeport.shared.exact_urls import UrlRefused, exact_url
+
 # Unambiguous letters only (no vowels: no words; no 0/O, 1/I/L): read aloud or compared at a
 # glance between the browser page and the card.
 USER_CODE_ALPHABET = "BCDFGHJKMNPQRSTVWXZ"
@@ -81,29 +83,19 @@ def server_metadata(public_url: str) -> dict[str, object]:
 def redirect_uri_problem(uri: str) -> str | None:
     """Why ``uri`` cannot be registered as a redirect URI (None: it can).
 
-    https anywhere, or http on the loopback interface only (native apps, RFC 8252); never a
-    fragment, credentials in the URL or a non-http scheme, which would let a code travel where
-    the client does not control it."""
-    if len(uri) > 2000:
-        return "a redirect URI is too long"
+    It must be an exact URL (:mod:`safeport.shared.exact_urls`: read one way by this rule and by
+    the browser, and written as the browser writes it, so the string stored, the one matched at
+    ``/authorize`` and the host the card shows are one); then https anywhere, or http on the
+    loopback interface only (native apps, RFC 8252), named exactly ``localhost``, ``127.0.0.1``
+    or ``[::1]``. Never a fragment or credentials, which would let a code travel where the client
+    does not control it."""
     try:
-        parts = urlsplit(uri)
-        _ = parts.port
-    except ValueError:
-        return "a redirect URI is not a URL"
-    if parts.fragment or "#" in uri:
-        return "a redirect URI may not hold a fragment"
-    if parts.username is not None or parts.password is not None:
-        return "a redirect URI may not hold credentials"
-    if not parts.hostname or any(c.isspace() or ord(c) < 0x21 for c in uri):
-        return "a redirect URI needs a host and no blank characters"
-    if parts.scheme == "https":
+        url = exact_url(uri)
+    except UrlRefused as exc:
+        return f"a redirect URI is refused: {exc.reason}"
+    if url.scheme == "https" or url.host in _LOOPBACK_HOSTS:
         return None
-    if parts.scheme == "http" and parts.netloc.rsplit("@", 1)[-1].split(":")[0] in _LOOPBACK_HOSTS:
-        return None
-    if parts.scheme == "http" and parts.hostname == "::1":
-        return None
-    return "a redirect URI must be https, or http on localhost / 127.0.0.1"
+    return "a redirect URI must be https, or http on localhost / 127.0.0.1 / [::1]"
 
 
 def registration_problem(metadata: Mapping[str, object]) -> Problem | None:
@@ -140,17 +132,18 @@ def authorize_client_problem(
     if registered_redirects is None:
         return Problem("invalid_client", "this client is unknown")
     asked = params.get("redirect_uri")
-    if asked is None:
-        if len(registered_redirects) != 1:
-            return Problem("invalid_request", "redirect_uri is required")
-        return None
+    if asked is None and len(registered_redirects) != 1:
+        return Problem("invalid_request", "redirect_uri is required")
     # As bytes: compare_digest refuses str outside ASCII, and a URI may hold any character.
-    wanted = asked.encode("utf-8", "surrogatepass")
+    wanted = (asked or registered_redirects[0]).encode("utf-8", "surrogatepass")
     if not any(
         hmac.compare_digest(wanted, known.encode("utf-8", "surrogatepass"))
         for known in registered_redirects
     ):
         return Problem("invalid_request", "redirect_uri is not one this client registered")
+    if redirect_uri_problem(wanted.decode("utf-8", "surrogatepass")) is not None:
+        # Registered before the exact rule: never sent a code, whatever the record says.
+        return Problem("invalid_request", "redirect_uri is no longer accepted; register again")
     return None
 
 
@@ -224,17 +217,12 @@ def token_digest(value: str) -> str:
 
 
 def redirect_host(uri: str) -> str:
-    """The host (and port) a URI leads to, as a person must compare it: a name outside ASCII
-    in its IDNA (punycode) form, the name the browser actually goes to, so a look-alike in
-    another script (a Cyrillic a in a well-known name) never reads as the real one."""
-    netloc = urlsplit(uri).netloc
-    if netloc.isascii():
-        return netloc
-    host, colon, port = netloc.rpartition(":")
-    if not colon or not port.isdigit():
-        host, port = netloc, ""
+    """The host (and port) a URI leads to, as a person must compare it: the exact URL's own
+    authority, so a name outside ASCII is in the IDNA (punycode) form the browser goes to and a
+    look-alike in another script (a Cyrillic a in a well-known name) never reads as the real one.
+    A URI that is not exact (kept from before the rule) is shown whole, never a part of it read
+    one way here and another by the browser."""
     try:
-        shown = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        shown = host.encode("ascii", "backslashreplace").decode("ascii")
-    return f"{shown}:{port}" if port else shown
+        return exact_url(uri).authority
+    except UrlRefused:
+        return uri

@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpcore
 import httpx
@@ -39,6 +38,7 @@ from safeport.action_gateway.remote_clients.authorization_rules import (
 )
 from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.errors import Denied
+from safeport.shared.exact_urls import UrlRefused, exact_url
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 CACHE_TTL_S = 300.0
@@ -143,17 +143,16 @@ class MetadataDocuments:
 
 
 def _document_host(url: str) -> str:
+    """The host to connect to, read from ``url`` the one way a browser reads it: an exact URL
+    (:mod:`safeport.shared.exact_urls`), https, with a path."""
     try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError as exc:
-        raise DocumentRefused("the client id is not a URL") from exc
-    if parts.scheme != "https" or not parts.hostname:
+        parts = exact_url(url)
+    except UrlRefused as exc:
+        raise DocumentRefused(f"the client id is refused: {exc.reason}") from exc
+    if parts.scheme != "https":
         raise DocumentRefused("a metadata document must be served over https")
-    if parts.username is not None or parts.fragment or parts.path in ("", "/"):
-        raise DocumentRefused("a client id URL needs a path and no credentials or fragment")
-    if "/./" in parts.path or "/../" in parts.path or len(url) > 512:
-        raise DocumentRefused("a client id URL may not hold dot segments")
+    if parts.path == "/" or len(url) > 512:
+        raise DocumentRefused("a client id URL needs a path and at most 512 characters")
     return parts.hostname
 
 
@@ -197,4 +196,4 @@ def _document(url: str, body: bytes) -> ClientDocument:
 
 
 def _host_of(url: str) -> str:
-    return urlsplit(url).hostname or url
+    return exact_url(url).authority  # the URL was checked before it was fetched

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from safeport.errors import UsageError
+from safeport.shared.exact_urls import UrlRefused, browser_origin
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -76,24 +77,20 @@ def parse_endpoint(
 
 
 def normal_public_url(url: str) -> str:
-    """``scheme://host[:port]`` in lower case, no path: the issuer and the base of every
-    endpoint. A path would move the well-known documents clients look for at the origin."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--public-url wants an http(s) URL, not {url!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise UsageError(
-            "--public-url is an origin only (https://host[:port]), with no path or query"
-        )
+    """``scheme://host[:port]`` as a browser writes it, no path: the issuer and the base of every
+    endpoint. A path would move the well-known documents clients look for at the origin. Read
+    by the browser's own rules (:func:`~safeport.shared.exact_urls.browser_origin`), so the
+    issuer clients compare byte for byte is the origin they actually reach."""
+    try:
+        parts = browser_origin(url)
+    except UrlRefused as exc:
+        raise UsageError(f"--public-url is refused: {exc.reason}") from exc
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise UsageError(
             "--public-url must be https unless it names this machine's loopback",
             hint="point a TLS tunnel at the server and give its https URL",
         )
-    host = parts.hostname.lower()
-    shown = f"[{host}]" if ":" in host else host
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{shown}{port}"
+    return f"{parts.scheme}://{parts.authority}"
 
 
 def host_header_values(endpoint: HttpEndpoint) -> frozenset[str]:

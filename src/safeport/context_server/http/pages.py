@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 from starlette.responses import HTMLResponse
 
+from safeport.shared.visible_text import visible
+
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'"
@@ -40,8 +42,10 @@ def waiting_page(
 ) -> HTMLResponse:
     """Shows the code the approval card shows, and reloads onto the long poll."""
     target = f"{WAIT_PATH}?request_id={quote(request_id, safe='')}"
-    client = escape(client_name or "an unnamed client")
-    host = f" (it will return to <b>{escape(redirect_host)}</b>)" if redirect_host else ""
+    # The gateway sends both inert; escaped again here, a line break or a bidi override in a
+    # client's name can neither reorder nor break up the sentence around it.
+    client = escape(visible(client_name or "an unnamed client"))
+    host = f" (it will return to <b>{escape(visible(redirect_host))}</b>)" if redirect_host else ""
     body = (
         f"<h1>Approve this client on your computer</h1>"
         f"<p><b>{client}</b> asks to read your workspace{host}.</p>"

@@ -16,15 +16,34 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from safeport.shared.exact_urls import UrlRefused, exact_url
 from safeport.shared.schemas.envelope import Envelope
 
 # A relayed query string or form body: bounded so a relay cannot carry a flood into the gateway.
 _Key = Annotated[str, Field(min_length=1, max_length=64)]
 _Value = Annotated[str, Field(max_length=4096)]
 FormFields = Annotated[dict[_Key, _Value], Field(max_length=32)]
-PublicUrl = Annotated[str, Field(min_length=8, max_length=512, pattern=r"^https?://")]
+
+
+def _exact_origin(value: str) -> str:
+    """The issuer the gateway signs into tokens and builds every endpoint on: an origin written
+    exactly as a browser writes it (``scheme://host[:port]``), whatever the relay sends."""
+    try:
+        url = exact_url(value + "/")
+    except UrlRefused as exc:
+        raise ValueError(exc.reason) from exc
+    if url.path != "/" or url.query:
+        raise ValueError("the public URL is an origin only")
+    return value
+
+
+PublicUrl = Annotated[
+    str,
+    Field(min_length=8, max_length=512, pattern=r"^https?://"),
+    AfterValidator(_exact_origin),
+]
 RootName = Annotated[str, Field(min_length=1, max_length=64)]
 RootDir = Annotated[str, Field(min_length=1, max_length=256)]
 Profile = Literal["reader", "agent"]
