@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from safeport.errors import Error, WireError
 from safeport.shared.schemas.replies import ReplyError, parse_reply
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice, Welcome
-from safeport.shared.wire import decode_payload, encode_frame, read_frame
+from safeport.shared.wire import REPLY_DEPTH, decode_payload, encode_frame, read_frame
 
 # Replies carry bounded action output (the policy caps it); allow generous headroom.
 _REPLY_LIMIT = 32 * 1024 * 1024
@@ -160,7 +160,7 @@ class GatewayLink:
         would be refused as written by a program it had not seen."""
         try:
             async with asyncio.timeout(_CONNECT_TIMEOUT_S):
-                first = decode_payload(await _read_reply(reader))
+                first = decode_payload(await _read_reply(reader), max_depth=REPLY_DEPTH)
         except (TimeoutError, Error) as exc:
             raise GatewayUnavailable("the action gateway did not greet this connection") from exc
         try:
@@ -215,7 +215,7 @@ class GatewayLink:
         try:
             async with asyncio.timeout(self.reply_timeout_s):
                 while True:
-                    reply = decode_payload(await _read_reply(reader))
+                    reply = decode_payload(await _read_reply(reader), max_depth=REPLY_DEPTH)
                     if reply.get("id") != request_id:
                         continue
                     if "pending" not in reply:
