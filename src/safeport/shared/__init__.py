@@ -14,6 +14,7 @@ __all__ = [
     "install_file",
     "jsonc",
     "launch",
+    "outside_json",
     "paths",
     "peer_credentials",
     "provenance",
