@@ -27,7 +27,13 @@ from safeport.context_server.http.mcp_body import checked_body
 from safeport.context_server.http.tokens import SigningKeys, TokenChecker
 from safeport.errors import WireError
 from safeport.shared.grant_tokens import signed_for
-from safeport.shared.outside_json import MAX_DEPTH, JsonRefused, jwt_parts, loads_outside
+from safeport.shared.outside_json import (
+    MAX_DEPTH,
+    MAX_NUMBER_CHARS,
+    JsonRefused,
+    jwt_parts,
+    loads_outside,
+)
 from safeport.shared.schemas.oauth_wire import OAuthKeysResult
 from safeport.shared.wire import decode_payload
 from tests.drills.fuzz_budget import outside
@@ -128,6 +134,27 @@ def test_nesting_is_taken_up_to_the_bound_and_refused_past_it(
     except JsonRefused:
         return
     raise AssertionError("a document past the depth bound was taken")
+
+
+@outside
+@given(
+    st.integers(1, 3 * MAX_NUMBER_CHARS),
+    st.sampled_from(["", "-"]),
+    st.sampled_from(["", ".5", "e3", "E-2"]),
+)
+def test_a_number_is_taken_up_to_its_length_bound_and_refused_past_it(
+    digits: int, sign: str, tail: str
+) -> None:
+    text = sign + "1" + "0" * (digits - 1) + tail
+    for document in (text, f'{{"n":[{text}]}}'):
+        if len(text) <= MAX_NUMBER_CHARS:
+            assert loads_outside(document, max_bytes=MIB) == json.loads(document)
+            continue
+        try:
+            loads_outside(document, max_bytes=MIB)
+        except JsonRefused:
+            continue
+        raise AssertionError("a number past the length bound was taken")
 
 
 @outside

@@ -8,13 +8,12 @@ nesting level (100,000 ``[`` raise ``RecursionError``, which nobody catches), re
 here, before or while parsing, with one error type whose text is fixed:
 
 * the size is checked first (:data:`max_bytes`), so everything below is bounded by it;
-* the nesting depth is measured *before* the parser sees the text, without recursion: strings are
-  cut out, every other character but brackets dropped, and innermost pairs removed once per
-  level allowed; whatever remains after that is deeper than the bound (or unbalanced, which is
-  not JSON either). Each pass is one sweep of ``str.replace``, so the cost is at most
-  ``max_depth`` linear passes in C, never a Python loop per byte;
-* numbers longer than :data:`MAX_NUMBER_CHARS` characters, and floats that are not finite, are
-  refused as they are parsed (the integer conversion limit is never reached);
+* before the parser sees the text, strings are cut out of it and what remains is measured in
+  linear time without recursion: a run of number characters longer than
+  :data:`MAX_NUMBER_CHARS` is refused (the integer conversion limit is never reached), and so
+  is a nesting depth over the bound (each bracket a step up or down, summed in C);
+* floats that are not finite (``1e999`` is ``inf`` to the standard parser) are refused as they
+  are parsed;
 * ``NaN``, ``Infinity`` and ``-Infinity`` are refused, and so is an object with a repeated key:
   two readers of the same document could otherwise each take a different one of its values;
 * bytes must be UTF-8, and no string or key may hold a lone surrogate.
@@ -30,6 +29,7 @@ import binascii
 import json
 import math
 import re
+from itertools import accumulate
 from typing import Any
 
 # Deeper than any document safeport reads (client metadata is three levels, a socket request
@@ -41,8 +41,12 @@ MAX_NUMBER_CHARS = 64
 MAX_JWT_CHARS = 8 * 1024
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_BRACES = str.maketrans("{}", "[]")
+_LONG_NUMBER = re.compile(rf"[-+0-9.eE]{{{MAX_NUMBER_CHARS + 1},}}")
+# Outside strings, an opening bracket is a step up (1) and a closing one a step down (-1 as a
+# signed byte); every other byte is dropped.
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
@@ -61,21 +65,21 @@ def loads_outside(data: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEP
             raise JsonRefused("the JSON document is not UTF-8") from None
     else:
         text = data
-    if _too_deep(text, max_depth):
-        raise JsonRefused("the JSON document is nested too deeply or unbalanced")
+        try:  # a raw surrogate: bytes never decode to one, but a string may hold one
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise JsonRefused("the JSON document holds a lone surrogate") from None
+    _prescan(text, max_depth)
     try:
         value = json.loads(
-            text,
-            object_pairs_hook=_object,
-            parse_int=_int,
-            parse_float=_float,
-            parse_constant=_constant,
+            text, object_pairs_hook=_object, parse_float=_float, parse_constant=_constant
         )
     except JsonRefused:
         raise
     except (ValueError, RecursionError):  # RecursionError: kept as a second line, never reached
         raise JsonRefused("the document is not valid JSON") from None
-    _refuse_lone_surrogates(value)
+    if _SURROGATE_ESCAPE.search(text):  # only an escape can make one now: look closer
+        _refuse_lone_surrogates(value)
     return value
 
 
@@ -115,18 +119,16 @@ def _base64url(part: str) -> bytes:
         raise JsonRefused("the token is not a compact JWS") from None
 
 
-def _too_deep(text: str, max_depth: int) -> bool:
-    # Braces count as brackets: a mismatched pair is not JSON, and the parser stops at it
-    # having gone no deeper than the brackets before it, which are counted all the same.
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_BRACES)
-    for _ in range(max_depth):
-        if not brackets:
-            return False
-        shorter = brackets.replace("[]", "")
-        if len(shorter) == len(brackets):
-            return True  # unbalanced: not JSON, and not worth parsing
-        brackets = shorter
-    return bool(brackets)
+def _prescan(text: str, max_depth: int) -> None:
+    # The strings are cut out first: a bracket or a digit inside one is text, not structure.
+    outside = _STRING.sub('""', text)
+    if _LONG_NUMBER.search(outside):
+        raise JsonRefused("a JSON number is too long")
+    steps = outside.encode("utf-8", "surrogatepass").translate(_STEPS, _NOT_BRACKETS)
+    # A mismatched pair counts as a pair: the parser stops at it having gone no deeper than the
+    # brackets before it, which are counted all the same.
+    if steps and max(accumulate(memoryview(steps).cast("b"))) > max_depth:
+        raise JsonRefused("the JSON document is nested too deeply")
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -136,15 +138,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _int(text: str) -> int:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise JsonRefused("a JSON number is too long")
-    return int(text)
-
-
 def _float(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise JsonRefused("a JSON number is too long")
     value = float(text)
     if not math.isfinite(value):
         raise JsonRefused("a JSON number is out of range")
