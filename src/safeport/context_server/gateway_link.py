@@ -22,10 +22,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from safeport.errors import Error, WireError
+from safeport.errors import Error, FrameTooLarge, WireError
 from safeport.shared.schemas.replies import ReplyError, parse_reply
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice, Welcome
-from safeport.shared.wire import REPLY_DEPTH, decode_payload, encode_frame, read_frame
+from safeport.shared.wire import (
+    MAX_REQUEST_BYTES,
+    REPLY_DEPTH,
+    decode_payload,
+    encode_frame,
+    read_frame,
+)
 
 # Replies carry bounded action output (the policy caps it); allow generous headroom.
 _REPLY_LIMIT = 32 * 1024 * 1024
@@ -208,7 +214,16 @@ class GatewayLink:
     ) -> dict[str, Any]:
         request_id = request_id or f"{self._prefix}{next(self._ids)}"
         try:
-            writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
+            # The gateway refuses a frame over its limit unread and closes the connection,
+            # which would read here as a broken gateway: a request from outside (a relayed
+            # registration) that large is refused before it is sent.
+            frame = encode_frame(
+                {"v": PROTOCOL_VERSION, "id": request_id, **message}, limit=MAX_REQUEST_BYTES
+            )
+        except FrameTooLarge:
+            raise GatewayRefusal("invalid", "the request is over the 64 KiB limit") from None
+        try:
+            writer.write(frame)
             await writer.drain()
         except OSError as exc:  # the gateway closed this connection (stopped, or idle)
             raise GatewayUnavailable("the connection to the action gateway broke") from exc
@@ -226,7 +241,7 @@ class GatewayLink:
                         await on_pending(notice)
         except TimeoutError as exc:
             raise GatewayRefusal("timeout", "the gateway did not answer in time") from exc
-        except Error as exc:
+        except (Error, OSError) as exc:  # OSError: reset by the gateway while a reply was read
             raise GatewayUnavailable("the connection to the action gateway broke") from exc
         return result_of(reply)
 

@@ -207,3 +207,23 @@ def test_the_approved_client_still_reads_after_every_hostile_request(
     assert session.read["text"] == "zebra crossing\n"
     assert server.process.poll() is None
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"padding": "x" * 900_000},
+        {"client_name": "y" * 100_000},
+        {"redirect_uris": ["http://127.0.0.1:9/cb"] * 20_000},
+    ],
+    ids=["900 KiB of padding", "a 100,000-character name", "20,000 redirect URIs"],
+)
+def test_a_well_formed_registration_over_a_frame_is_refused_not_taken_for_a_broken_gateway(
+    server: HttpServer, extra: dict[str, object]
+) -> None:
+    """Under the body bound, over the gateway's 64 KiB frame: refused before it is relayed
+    (the gateway would close the connection unread: a 500 or a 503 "down" before)."""
+    answer = httpx.post(server.url + "/register", json=LEGITIMATE | extra, timeout=TIMEOUT)
+    assert answer.status_code == 400, answer.text[:200]
+    assert answer.json()["error"] == "invalid_request"
+    assert httpx.post(server.url + "/register", json=LEGITIMATE, timeout=TIMEOUT).status_code == 201
