@@ -4,8 +4,8 @@ It serves one certificate for two names (``api.safeport.test`` and ``other.safep
 the executor reaches them through the injectable resolver, never /etc/hosts. Endpoints: JSON
 status, echo of the request target and Host, slow, huge, redirects (to the other name and to the
 metadata address), a header echo (to try to leak the credential), non-JSON and error answers,
-and whatever JSON a test puts in ``answers`` for a path. Every request is recorded so tests can
-prove that something never arrived.
+and whatever JSON a test puts in ``answers`` for a path (bytes are sent as they are). Every
+request is recorded so tests can prove that something never arrived.
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ class _Handler(BaseHTTPRequestHandler):
         port = self.server.server_address[1]
         with self.server.recorded.lock:
             answer = self.server.recorded.answers.get(route)
-        if answer is not None:
+        if isinstance(answer, bytes):  # a body sent as it is: hostile JSON for the parsers
+            self._send(200, answer, "application/json")
+        elif answer is not None:
             self._json(200, answer)
         elif route.startswith("/v1/") and route.endswith("/status"):
             parts = route.split("/")

@@ -155,6 +155,7 @@ SURFACES: dict[str, set[str]] = {
         "install_file",
         "jsonc",
         "launch",
+        "outside_json",
         "paths",
         "peer_credentials",
         "provenance",

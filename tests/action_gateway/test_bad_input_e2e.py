@@ -324,3 +324,36 @@ def test_control_params_outside_an_operations_model_are_invalid_and_change_nothi
     # The same operations with their own params are served.
     assert gateway.control("status")["ok"] is True
     assert gateway.control("vault.lock")["result"] == {"vault": "locked", "changed": True}
+
+
+# Each a JSON document the strict decoder refuses (``outside_json``), under the 64 KiB bound.
+HOSTILE_JSON = {
+    "60,000 [": b"[" * 60_000,
+    "nested keys": b'{"v":' * 10_000 + b"1" + b"}" * 10_000,
+    "repeated key": b'{"v":1,"id":"d","type":"hello","versions":[1],"type":"propose"}',
+    "NaN": b'{"v":1,"id":"n","type":"hello","versions":[NaN]}',
+    "1e999999": b'{"v":1e999999,"id":"e","type":"hello","versions":[1]}',
+    "60,000-digit version": b'{"v":1,"id":"i","type":"hello","versions":[' + b"9" * 60_000 + b"]}",
+    "lone surrogate": b'{"v":1,"id":"\\ud800","type":"hello","versions":[1]}',
+}
+GOOD = {
+    "agent": HELLO,
+    "control": {"v": 1, "id": "s", "type": "control", "op": "status", "params": {}},
+}
+
+
+@pytest.mark.parametrize("which", ["agent", "control"])
+def test_hostile_json_frames_are_invalid_and_the_same_connection_is_served_next(
+    gateway: Gateway, which: str
+) -> None:
+    conn = gateway.agent() if which == "agent" else gateway.control_conn()
+    # Every reply is awaited at most 10 s (the connection's timeout): a hung handler fails.
+    for name, payload in HOSTILE_JSON.items():
+        conn.send_raw(_frame(payload))
+        reply = conn.recv()
+        assert reply["ok"] is False, name
+        assert reply["error"] == {"code": "invalid", "reason": "frame is not valid JSON"}, name
+        assert conn.call(GOOD[which])["ok"], name  # the same connection, still served
+    conn.close()
+    wait_until(lambda: any(c.get("not_json") for c in _invalid_records(gateway)))
+    assert gateway.healthy()

@@ -22,10 +22,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from safeport.errors import Error, WireError
+from safeport.errors import Error, FrameTooLarge, WireError
 from safeport.shared.schemas.replies import ReplyError, parse_reply
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, PendingBody, PendingNotice, Welcome
-from safeport.shared.wire import decode_payload, encode_frame, read_frame
+from safeport.shared.wire import (
+    MAX_REQUEST_BYTES,
+    REPLY_DEPTH,
+    decode_payload,
+    encode_frame,
+    read_frame,
+)
 
 # Replies carry bounded action output (the policy caps it); allow generous headroom.
 _REPLY_LIMIT = 32 * 1024 * 1024
@@ -160,7 +166,7 @@ class GatewayLink:
         would be refused as written by a program it had not seen."""
         try:
             async with asyncio.timeout(_CONNECT_TIMEOUT_S):
-                first = decode_payload(await _read_reply(reader))
+                first = decode_payload(await _read_reply(reader), max_depth=REPLY_DEPTH)
         except (TimeoutError, Error) as exc:
             raise GatewayUnavailable("the action gateway did not greet this connection") from exc
         try:
@@ -208,14 +214,23 @@ class GatewayLink:
     ) -> dict[str, Any]:
         request_id = request_id or f"{self._prefix}{next(self._ids)}"
         try:
-            writer.write(encode_frame({"v": PROTOCOL_VERSION, "id": request_id, **message}))
+            # The gateway refuses a frame over its limit unread and closes the connection,
+            # which would read here as a broken gateway: a request from outside (a relayed
+            # registration) that large is refused before it is sent.
+            frame = encode_frame(
+                {"v": PROTOCOL_VERSION, "id": request_id, **message}, limit=MAX_REQUEST_BYTES
+            )
+        except FrameTooLarge:
+            raise GatewayRefusal("invalid", "the request is over the 64 KiB limit") from None
+        try:
+            writer.write(frame)
             await writer.drain()
         except OSError as exc:  # the gateway closed this connection (stopped, or idle)
             raise GatewayUnavailable("the connection to the action gateway broke") from exc
         try:
             async with asyncio.timeout(self.reply_timeout_s):
                 while True:
-                    reply = decode_payload(await _read_reply(reader))
+                    reply = decode_payload(await _read_reply(reader), max_depth=REPLY_DEPTH)
                     if reply.get("id") != request_id:
                         continue
                     if "pending" not in reply:
@@ -226,7 +241,7 @@ class GatewayLink:
                         await on_pending(notice)
         except TimeoutError as exc:
             raise GatewayRefusal("timeout", "the gateway did not answer in time") from exc
-        except Error as exc:
+        except (Error, OSError) as exc:  # OSError: reset by the gateway while a reply was read
             raise GatewayUnavailable("the connection to the action gateway broke") from exc
         return result_of(reply)
 

@@ -16,6 +16,7 @@ __all__ = [
     "jsonc",
     "known_secrets",
     "launch",
+    "outside_json",
     "paths",
     "peer_credentials",
     "provenance",

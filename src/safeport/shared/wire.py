@@ -15,11 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from safeport.errors import FrameTooLarge, WireError
+from safeport.shared.outside_json import MAX_DEPTH, JsonRefused, loads_outside
 
 MAX_REQUEST_BYTES = 64 * 1024
 # A reply is bounded by what the gateway will send (a filtered action result), not by the peer.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
 HEADER = struct.Struct(">I")
+# A reply may carry a document an action fetched (its JSON body, as it came); the gateway wrote
+# it, so its depth is bounded only well below the interpreter's recursion limit.
+REPLY_DEPTH = 256
 
 
 class PeerClosed(WireError):
@@ -62,15 +66,18 @@ def frame_length(header: bytes, limit: int) -> int:
     return int(length)
 
 
-def decode_payload(payload: bytes) -> dict[str, Any]:
-    """UTF-8 → JSON → an object; anything else is a WireError with a short, fixed reason."""
+def decode_payload(payload: bytes, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """UTF-8 → JSON → an object; anything else is a WireError with a short, fixed reason.
+
+    The JSON is read by the strict outside-input decoder (``outside_json``): too deep, a
+    repeated key, NaN, a number out of bounds or a lone surrogate is "not valid JSON"."""
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise NotUtf8("frame is not valid UTF-8") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+        value = loads_outside(text, max_bytes=MAX_REPLY_BYTES, max_depth=max_depth)
+    except JsonRefused:
         raise NotJson("frame is not valid JSON") from None
     if not isinstance(value, dict):
         raise NotJson("frame is not a JSON object")
@@ -107,7 +114,7 @@ def send_message(sock: socket.socket, message: Mapping[str, Any]) -> None:
 def recv_message(sock: socket.socket, *, limit: int = 16 * 1024 * 1024) -> dict[str, Any]:
     """Blocking read of one reply (used by the `sp` client side)."""
     header = _recv_exactly(sock, HEADER.size)
-    return decode_payload(_recv_exactly(sock, frame_length(header, limit)))
+    return decode_payload(_recv_exactly(sock, frame_length(header, limit)), max_depth=REPLY_DEPTH)
 
 
 def _recv_exactly(sock: socket.socket, count: int) -> bytes:
@@ -118,7 +125,3 @@ def _recv_exactly(sock: socket.socket, count: int) -> bytes:
             raise PeerClosed("peer closed the connection")
         chunks += chunk
     return bytes(chunks)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")

@@ -187,3 +187,36 @@ def test_a_refusal_is_remembered_and_fetches_have_a_budget(documents_server: Tls
     assert "wait a minute" in _refusal(documents, _serve(documents_server, "/clients/b3.json"))
     assert "/clients/b3.json" not in documents_server.recorded.paths()
     assert documents.get(good).name == "Doc Client"
+
+
+def _hostile_documents(url: str) -> list[bytes]:
+    """Each would be a good document for ``url`` but for one hostile shape."""
+    fields = f'"redirect_uris":["{REDIRECT}"],"client_name":"Doc Client"'
+    return [
+        b"[" * 60_000,
+        b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+        # Two client_ids: a parser that keeps the first one would see another client.
+        f'{{"client_id":"https://evil.example/c","client_id":"{url}",{fields}}}'.encode(),
+        f'{{"client_id":"{url}",{fields},"client_id":"{url}"}}'.encode(),
+        f'{{"client_id":"{url}",{fields},"x":NaN}}'.encode(),
+        f'{{"client_id":"{url}",{fields},"x":1e999999}}'.encode(),
+        f'{{"client_id":"{url}",{fields},"x":{"9" * 5000}}}'.encode(),
+        f'{{"client_id":"{url}","redirect_uris":["{REDIRECT}"],"client_name":"\\ud800"}}'.encode(),
+        f'{{"client_id":"{url}",{fields},"x":"'.encode() + b'\xff"}',
+    ]
+
+
+def test_a_hostile_document_is_refused_and_the_next_good_one_fetched(
+    documents_server: TlsServer,
+) -> None:
+    documents = _test_only(documents_server)
+    good = _serve(documents_server, "/clients/after.json")
+    for n in range(len(_hostile_documents(""))):
+        path = f"/clients/hostile-{n}.json"
+        url = f"{documents_server.base_url()}{path}"
+        with documents_server.recorded.lock:
+            documents_server.recorded.answers[path] = _hostile_documents(url)[n]
+        started = time.monotonic()
+        assert _refusal(documents, url) == "the metadata document is not a JSON object", n
+        assert time.monotonic() - started < 5, n  # refused at once, not after a timeout
+    assert documents.get(good).name == "Doc Client"

@@ -19,6 +19,7 @@ from safeport.action_gateway.remote_clients.signing_key import TokenRejected
 from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.action_gateway.remote_clients.token_endpoint import NO_STORE, TokenEndpoint
 from safeport.errors import Denied, Error
+from safeport.shared.outside_json import JsonRefused, jwt_parts
 from safeport.shared.schemas.oauth_wire import (
     AccessClaims,
     OAuthCheck,
@@ -216,7 +217,10 @@ def _unverified_claims(token: str) -> AccessClaims:
     from pydantic import ValidationError
 
     try:
+        # The strict decoder reads the header and payload before the JWT library does: its
+        # own parser would let a deeply nested part escape as a RecursionError.
+        jwt_parts(token)
         decoded = jwt.decode(token, options={"verify_signature": False})
         return AccessClaims.model_validate(decoded)
-    except (jwt.PyJWTError, ValidationError) as exc:
+    except (JsonRefused, jwt.PyJWTError, ValidationError) as exc:
         raise TokenRejected() from exc

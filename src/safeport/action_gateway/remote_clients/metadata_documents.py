@@ -13,7 +13,6 @@ request.
 
 from __future__ import annotations
 
-import json
 import ssl
 import threading
 import time
@@ -39,6 +38,7 @@ from safeport.action_gateway.remote_clients.authorization_rules import (
 from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.errors import Denied
 from safeport.shared.exact_urls import UrlRefused, exact_url
+from safeport.shared.outside_json import JsonRefused, loads_object
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 CACHE_TTL_S = 300.0
@@ -175,11 +175,9 @@ def _read_bounded(client: httpx.Client, url: str, limit: int) -> bytes:
 
 def _document(url: str, body: bytes) -> ClientDocument:
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DocumentRefused("the metadata document is not JSON") from exc
-    if not isinstance(data, dict):
-        raise DocumentRefused("the metadata document is not a JSON object")
+        data = loads_object(body, max_bytes=len(body))  # its size was bounded as it was read
+    except JsonRefused as exc:
+        raise DocumentRefused("the metadata document is not a JSON object") from exc
     if data.get("client_id") != url:
         raise DocumentRefused("the metadata document's client_id is not its own URL")
     problem = registration_problem(data)

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import ValidationError
 
 from safeport.errors import Denied
+from safeport.shared.outside_json import JsonRefused, jwt_parts
 from safeport.shared.schemas.oauth_wire import AccessClaims, PublicKey
 
 ENTRY_NAME = "oauth-signing-key"
@@ -78,7 +79,7 @@ class SigningKey:
         ``expired_ok``: revoking a token that has expired is harmless)."""
         public: Ed25519PublicKey = self.private.public_key()
         try:
-            header = jwt.get_unverified_header(token)
+            header, _ = jwt_parts(token)  # the strict decoder first (``outside_json``)
             if header.get("kid") != self.kid or header.get("alg") != "EdDSA":
                 raise TokenRejected()
             decoded = jwt.decode(
@@ -95,7 +96,7 @@ class SigningKey:
                 },
             )
             claims = AccessClaims.model_validate(decoded)
-        except (jwt.PyJWTError, ValidationError, ValueError) as exc:
+        except (JsonRefused, jwt.PyJWTError, ValidationError, ValueError) as exc:
             raise TokenRejected() from exc
         if (claims.exp <= now and not expired_ok) or claims.iat > now + 60:  # our clock
             raise TokenRejected()

@@ -12,7 +12,6 @@ if its grant is signed for that client, or the anonymous one.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote
@@ -28,7 +27,7 @@ from starlette.routing import Route
 from safeport.context_server.gateway_link import GatewayRefusal, GatewayUnavailable
 from safeport.context_server.http.gateway_oauth import OAuthGateway
 from safeport.context_server.http.grant_charge import MAX_FORM_BYTES, TokenRequestGate
-from safeport.context_server.http.guard import TOO_MANY, retry_after
+from safeport.context_server.http.guard import MAX_BODY_BYTES, TOO_MANY, retry_after
 from safeport.context_server.http.pages import (
     SECURITY_HEADERS,
     WAIT_PATH,
@@ -36,6 +35,7 @@ from safeport.context_server.http.pages import (
     error_page,
     waiting_page,
 )
+from safeport.shared.outside_json import JsonRefused, loads_object
 from safeport.shared.schemas.oauth_wire import OAuthHttpAnswer, Profile
 
 log = logging.getLogger(__name__)
@@ -185,7 +185,10 @@ def _single_values(values: ImmutableMultiDict[str, str]) -> dict[str, str]:
 async def _form(request: Request) -> dict[str, str]:
     if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
         raise BadRequest("the body must be application/x-www-form-urlencoded")
-    form = await request.form(max_files=0, max_fields=32)
+    try:
+        form = await request.form(max_files=0, max_fields=32)
+    except HTTPException:  # too many fields: the form parser's own 400, answered as ours
+        raise BadRequest("the form has too many fields") from None
     values: dict[str, str] = {}
     for key, value in form.multi_items():
         if not isinstance(value, str) or key in values:
@@ -205,10 +208,9 @@ async def _small_form(request: Request) -> dict[str, str] | None:
 
 
 async def _json_object(request: Request) -> dict[str, object]:
+    """The body through the strict outside-input decoder: nesting, numbers, NaN, repeated
+    keys and lone surrogates are each a 400, never an exception the server did not expect."""
     try:
-        body = json.loads(await request.body())
-    except ValueError:
-        raise BadRequest("the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise BadRequest("the body is not a JSON object")
-    return body
+        return loads_object(await request.body(), max_bytes=MAX_BODY_BYTES)
+    except JsonRefused:
+        raise BadRequest("the body is not a JSON object") from None

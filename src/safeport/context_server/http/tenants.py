@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from safeport.context_server.gateway_link import GatewayRefusal, GatewayUnavailable
 from safeport.context_server.http.gateway_oauth import OAuthGateway
 from safeport.context_server.http.guard import MAX_BODY_BYTES, plain
+from safeport.context_server.http.mcp_body import checked_body
 from safeport.context_server.http.standing import StandingChecks
 from safeport.context_server.http.tokens import claims_of
 from safeport.context_server.operations.reads_journal import REMOTE_CLIENT, RemoteClient
@@ -118,6 +119,11 @@ class McpEndpoint:
         if not isinstance(user, AuthenticatedUser):  # the SDK's middleware let nothing else in
             await self._unauthorized(send, "authentication required")
             return
+        if scope.get("method") == "POST":
+            replayed = await checked_body(receive, send)
+            if replayed is None:
+                return
+            receive = replayed
         claims = claims_of(user.access_token)
         try:
             check = await self.standing.check(claims)

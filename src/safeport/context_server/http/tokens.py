@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from mcp.server.auth.provider import AccessToken
 from pydantic import ValidationError
 
+from safeport.shared.outside_json import JsonRefused, jwt_parts
 from safeport.shared.schemas.oauth_wire import AccessClaims, OAuthKeysResult
 
 log = logging.getLogger(__name__)
@@ -148,8 +149,10 @@ class TokenChecker:
     async def _verify_signed(self, token: str) -> AccessClaims | None:
         """The claims of a token whose header, signature, issuer, audience and shape hold."""
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
+            # Read by the strict decoder first: the JWT library's own parser would let a
+            # deeply nested header escape as a RecursionError (a 500, not a 401).
+            header, _ = jwt_parts(token)
+        except JsonRefused:
             return None
         kid = header.get("kid")
         if header.get("alg") != "EdDSA" or not isinstance(kid, str) or not 0 < len(kid) <= 128:
