@@ -71,9 +71,10 @@ def test_a_card_never_shows_a_raw_control_character() -> None:
 class Watcher:
     """A real `sp approvals watch` on pipes, read without blocking."""
 
-    def __init__(self, home: Path, columns: int = 80) -> None:
+    def __init__(self, home: Path, columns: int = 80, *, plain: bool = False) -> None:
+        mode = ["--plain"] if plain else []
         self.proc = subprocess.Popen(
-            sp_command(["approvals", "watch", "--passphrase-file", str(home / "pw")]),
+            sp_command(["approvals", "watch", *mode, "--passphrase-file", str(home / "pw")]),
             cwd=REPO,
             env={**clean_env(home), "COLUMNS": str(columns)},
             stdin=subprocess.PIPE,
