@@ -70,9 +70,9 @@ def test_a_registration_that_may_not_unlock_leaves_a_locked_vault_locked(home: P
         assert "vault.unlocked" not in kinds and "approver.started" not in kinds
         assert "passphrase.rejected" not in kinds
         # The typed client, as `sp approvals watch` registers again, is refused alike.
-        with GatewayClient(locate(env=clean_env(home)), timeout=10) as client:
-            with pytest.raises(GatewayRefused) as refused:
-                client.call_with_passphrase(ops.APPROVER_REGISTER, RIGHT.copy(), unlock=False)
+        client = GatewayClient(locate(env=clean_env(home)), timeout=10)
+        with client, pytest.raises(GatewayRefused) as refused:
+            client.call_with_passphrase(ops.APPROVER_REGISTER, RIGHT.copy(), unlock=False)
         assert refused.value.code == "locked"
         assert _status(home)["vault"] == "locked"
 

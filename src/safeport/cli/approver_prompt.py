@@ -102,8 +102,8 @@ class ApproverPrompt:
     def _wait_for_gateway(self, stdin: int) -> bool:
         """Wait up to a second for an event or a typed line; False once the gateway is gone."""
         sock = self._session.connection
-        ready, _, _ = select.select([sock, stdin], [], [], 1.0)
-        if sock in ready:
+        ready, _, _ = select.select([sock.fileno(), stdin], [], [], 1.0)
+        if sock.fileno() in ready:
             try:
                 event = self._session.receive()
             except GatewayClosed:

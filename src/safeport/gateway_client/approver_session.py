@@ -81,9 +81,7 @@ class ApproverSession:
         """Prove the passphrase (after the listener check) and follow the cards; returns the
         ones already waiting. ``passphrase`` stays the caller's: a copy is sent. With
         ``unlock`` False a locked vault stays locked (the gateway answers ``locked``)."""
-        self._client.call_with_passphrase(
-            ops.APPROVER_REGISTER, passphrase.copy(), unlock=unlock
-        )
+        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy(), unlock=unlock)
         first = self._client.call(ops.APPROVALS_WATCH)
         now = self._clock()
         return [self._arrived(card.model_dump(), now) for card in first.cards]

@@ -16,7 +16,6 @@ from safeport.vault import FileVaultBackend, VaultFile, VaultLocked
 from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
 from safeport.vault.secrets import SecretBytes
 
-
 # Who unlocked, as journaled: the operation and the requesting process (pid, uid, exe).
 Unlocker = Mapping[str, object]
 

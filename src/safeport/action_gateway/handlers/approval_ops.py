@@ -15,6 +15,7 @@ from safeport.action_gateway.approvals.approver_rules import ApproverRefused
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
+from safeport.errors import Error
 from safeport.shared.schemas.control import (
     ApprovalsDecideRequest,
     ApprovalsListRequest,
@@ -26,7 +27,6 @@ from safeport.shared.schemas.control import (
     SessionsRevokeRequest,
 )
 from safeport.shared.schemas.replies import ok_reply
-from safeport.errors import Error
 from safeport.shared.schemas.results import (
     APPROVAL_EVENT,
     ApproverResult,
