@@ -5,16 +5,21 @@ did unlock, and a watch whose input ended stops instead of lingering with the pa
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.gateway import REPO, clean_env
+import psutil
+
+from harness.gateway import REPO, clean_env, wait_until
 from safeport.shared.launch import sp_command
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_approvals_watch import Watcher
 from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
+from tests.conftest import need
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 
@@ -136,3 +141,55 @@ def test_a_watch_whose_input_ended_before_it_started_never_attaches(home: Path) 
         assert _vault(home) == "locked"
         assert _unlocks(home) == []
         assert all(r["kind"] != "approver.started" for r in _journal(home))
+
+
+def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True,
+                          timeout=10, cwd=REPO)  # fmt: skip
+
+
+def _in_tmux(home: Path, socket: str, argv: list[str]) -> None:
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in clean_env(home).items())
+    command = f"env -i {exports} TERM=xterm-256color {shlex.join(argv)}; echo exit=$?; sleep 60"
+    started = _tmux(socket, "-f", "/dev/null", "new-session", "-d", "-s", "w", "-x", "110",
+                    "-y", "45", command)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+
+
+def _watch_pids(socket: str) -> list[int]:
+    pane_pid = int(_tmux(socket, "display", "-p", "-t", "w", "#{pane_pid}").stdout)
+    pane = psutil.Process(pane_pid)
+    return [p.pid for p in [pane, *pane.children(recursive=True)]
+            if "approvals" in p.cmdline() and p.status() != psutil.STATUS_ZOMBIE]  # fmt: skip
+
+
+def test_on_a_terminal_ctrl_d_stops_the_line_mode_and_a_closed_terminal_ends_the_live_view(
+    home: Path, tmp_path: Path
+) -> None:
+    need(shutil.which("tmux") is not None, "tmux is not installed")
+    socket = f"sp-{tmp_path.name[-12:]}"
+    with running_gateway(home):
+        try:
+            # The line mode on a terminal: Ctrl-D ends its input, and it stops with exit 3.
+            _in_tmux(home, socket, sp_command(["approvals", "watch", "--plain",
+                                               "--passphrase-file", str(home / "pw")]))  # fmt: skip
+            pane = lambda: _tmux(socket, "capture-pane", "-p", "-t", "w").stdout  # noqa: E731
+            wait_until(lambda: "watching for approval cards" in pane(), timeout=30)
+            assert _tmux(socket, "send-keys", "-t", "w", "C-d").returncode == 0
+            wait_until(lambda: "exit=3" in pane(), timeout=15)
+            assert "the watch stops" in pane().replace("\n", "")
+            _tmux(socket, "kill-server")
+            socket = socket + "-2"  # a server of its own: the first one may still be exiting
+
+            # The live view: the terminal closes under it (a closed window, a dropped ssh
+            # session), and it ends rather than linger holding the passphrase.
+            _in_tmux(home, socket, sp_command(["approvals", "watch",
+                                               "--passphrase-file", str(home / "pw")]))  # fmt: skip
+            wait_until(lambda: "gateway: connected" in pane(), timeout=30)
+            [watch] = _watch_pids(socket)
+            _tmux(socket, "kill-server")
+            wait_until(lambda: not psutil.pid_exists(watch)
+                       or psutil.Process(watch).status() == psutil.STATUS_ZOMBIE,
+                       timeout=15)  # fmt: skip
+        finally:
+            _tmux(socket, "kill-server")
