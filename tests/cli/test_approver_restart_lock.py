@@ -168,12 +168,15 @@ def test_on_a_terminal_ctrl_d_stops_the_line_mode_and_a_closed_terminal_ends_the
 ) -> None:
     need(shutil.which("tmux") is not None, "tmux is not installed")
     socket = f"sp-{tmp_path.name[-12:]}"
+
+    def pane() -> str:
+        return _tmux(socket, "capture-pane", "-p", "-t", "w").stdout
+
     with running_gateway(home):
         try:
             # The line mode on a terminal: Ctrl-D ends its input, and it stops with exit 3.
             _in_tmux(home, socket, sp_command(["approvals", "watch", "--plain",
                                                "--passphrase-file", str(home / "pw")]))  # fmt: skip
-            pane = lambda: _tmux(socket, "capture-pane", "-p", "-t", "w").stdout  # noqa: E731
             wait_until(lambda: "watching for approval cards" in pane(), timeout=30)
             assert _tmux(socket, "send-keys", "-t", "w", "C-d").returncode == 0
             wait_until(lambda: "exit=3" in pane(), timeout=15)
