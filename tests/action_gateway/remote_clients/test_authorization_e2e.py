@@ -318,8 +318,9 @@ def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
         "client_id": client_id,
         "code_verifier": code.verifier,
     }
+    # Refusals before the verifier is checked spend nothing (a wrong verifier spends the code:
+    # test_a_failed_pkce_check_spends_the_code_and_the_right_verifier_comes_too_late).
     for change in (
-        {"code_verifier": pkce().verifier},
         {"redirect_uri": "http://127.0.0.1:9/other"},
         {"client_id": other_id},
         {"resource": "https://other.example/mcp"},
@@ -328,6 +329,12 @@ def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
         answer = relay.token(**{k: v for k, v in (good | change).items() if v != "-"})
         assert answer["status"] == 400, change
     assert relay.token(**good)["status"] == 200
+    # A wrong verifier on a fresh code: refused, and the code is gone for the right one too.
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    fresh = good | {"code": query["code"][0], "code_verifier": code.verifier}
+    assert relay.token(**(fresh | {"code_verifier": pkce().verifier}))["status"] == 400
+    assert relay.token(**fresh)["status"] == 400
 
 
 def test_guessing_codes_meets_a_limit_while_the_real_client_still_redeems_its_own(
