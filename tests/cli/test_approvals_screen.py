@@ -32,12 +32,13 @@ PROPOSAL = {"v": 1, "type": "propose", "action": "ssh_exec", "host_id": "nowhere
             "command_id": "uptime", "args": {}}  # fmt: skip
 
 
-def start_gateway(home: Path) -> subprocess.Popen[bytes]:
+def start_gateway(home: Path, *, unlock: bool = True) -> subprocess.Popen[bytes]:
     gateway = subprocess.Popen(
         sp_command(["gateway", "run"]), cwd=REPO, env=clean_env(home), stderr=subprocess.DEVNULL
     )
     wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
-    assert sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw")).returncode == 0
+    if unlock:
+        assert sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw")).returncode == 0
     return gateway
 
 
@@ -127,11 +128,17 @@ async def _drive(home: Path) -> None:
         assert agent.next(15)["error"]["code"] == "denied"
         agent.exit()
 
-        # The gateway restarts: the view says so, waits, and registers again by itself.
+        # The gateway restarts: the view says so and waits; it leaves the new run's vault locked
+        # and registers again by itself once a human has unlocked it.
         assert sp(home, "gateway", "stop").returncode == 0
         await until(lambda: "stopped — waiting for it to start again" in text_of(app, "#state"))
-        gateway = start_gateway(home)
+        gateway = start_gateway(home, unlock=False)
         try:
+            await until(lambda: "restarted with its vault locked" in text_of(app, "#state"))
+            assert any("stays locked until a human runs" in line for line in app.outcomes)
+            assert '"vault": "locked"' in sp(home, "gateway", "status", "--json").stdout
+            unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
+            assert unlocked.returncode == 0, unlocked.stderr
             await until(lambda: text_of(app, "#state") == "gateway: reconnected; watching again")
             again = AgentProcess(home, ["flock", "-s", str(home / "client.lock")])
             again.send({**PROPOSAL, "id": "after-restart"})

@@ -71,9 +71,10 @@ def test_a_card_never_shows_a_raw_control_character() -> None:
 class Watcher:
     """A real `sp approvals watch` on pipes, read without blocking."""
 
-    def __init__(self, home: Path, columns: int = 80) -> None:
+    def __init__(self, home: Path, columns: int = 80, *, plain: bool = False) -> None:
+        mode = ["--plain"] if plain else []
         self.proc = subprocess.Popen(
-            sp_command(["approvals", "watch", "--passphrase-file", str(home / "pw")]),
+            sp_command(["approvals", "watch", *mode, "--passphrase-file", str(home / "pw")]),
             cwd=REPO,
             env={**clean_env(home), "COLUMNS": str(columns)},
             stdin=subprocess.PIPE,
@@ -213,15 +214,17 @@ def test_watch_has_no_default_answer_and_survives_a_gateway_restart(running: Pat
         assert agent.next(10)["error"]["code"] == "denied"
         agent.exit()
 
-        # The gateway restarts: the watcher says so, waits, and registers again by itself.
+        # The gateway restarts: the watcher says so and waits; it leaves the new run's vault
+        # locked, and registers again by itself once a human has unlocked it.
         assert sp(running, "gateway", "stop").returncode == 0
         watcher.until("the gateway stopped; waiting for it to start again", timeout=20)
         assert watcher.proc.poll() is None
         gateway = start_gateway(running)
         try:
-            watcher.until("reconnected to the gateway; watching again", timeout=20)
+            watcher.until("its vault stays locked until a human runs `sp vault unlock`", 20)
             unlocked = sp(running, "vault", "unlock", "--passphrase-file", str(running / "pw"))
             assert unlocked.returncode == 0, unlocked.stderr
+            watcher.until("reconnected to the gateway; watching again", timeout=20)
             agent = AgentProcess(running, ["flock", "-s", str(running / "client.lock")])
             agent.send({**PROPOSAL, "id": "after-restart"})
             watcher.seen = ""

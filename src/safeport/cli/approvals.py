@@ -75,10 +75,13 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
     """Prove the passphrase once, then answer each card as it arrives (y/n).
 
     On a terminal: a live full-screen view with the card and its time left, the open sessions
-    (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time.
-    Either way it waits for the gateway through a restart and registers again.
+    (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time,
+    until the input ends (exit code 3). Either way it waits for the gateway through a restart
+    and registers again, but only its first registration may unlock the vault: after a restart
+    it waits for a human to run `sp vault unlock`.
     """
-    harden_process()  # this process holds the passphrase to register again after a restart
+    # This process holds the passphrase to register again after a restart (never to unlock).
+    harden_process()
     # One line from stdin: the answers typed after it are the prompt's.
     secret = vault_passphrase(passphrase_file, one_line=True)()
     try:

@@ -34,6 +34,7 @@ from safeport.gateway_client.approver_thread import (
     Connected,
     Disconnected,
     Failed,
+    HeldLocked,
     News,
     Revoked,
     Sessions,
@@ -142,6 +143,12 @@ class ApprovalsApp(App[None]):
             self._queue.clear()
             self._current = None
             self._show()
+        elif isinstance(news, HeldLocked):
+            state.update("gateway: restarted with its vault locked — run `sp vault unlock`")
+            self._record(
+                "the gateway restarted; its vault stays locked until a human runs "
+                "`sp vault unlock` (this view does not unlock it); watching resumes then"
+            )
         elif isinstance(news, CardArrived):
             self._asked[shown(news.card.get("id"))] = _action_of(news.card)
             self._queue.append(news)

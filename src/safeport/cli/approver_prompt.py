@@ -45,6 +45,16 @@ _CLOSED = {
 }
 
 
+class InputEnded(Error):
+    """The watch's input ended (a pipe closed, Ctrl-D on a terminal): nobody can answer."""
+
+    exit_code = 3
+
+    def __init__(self, *, card_waiting: bool = False) -> None:
+        expires = "; the card shown expires unanswered and nothing runs" if card_waiting else ""
+        super().__init__(f"the input ended, so nobody can answer cards: the watch stops{expires}")
+
+
 @dataclass
 class _Current:
     card: dict[str, Any]
@@ -74,7 +84,6 @@ class ApproverPrompt:
         self._queue: deque[tuple[float, dict[str, Any]]] = deque()  # (received at, card)
         self._current: _Current | None = None
         self._typed = b""
-        self._stdin_open = True
 
     def run(self, cards: list[CardArrived]) -> None:
         """Answer cards as they come; return when the gateway closes the connection."""
@@ -84,18 +93,17 @@ class ApproverPrompt:
             self._drain_backlog()
             if self._current is None:
                 self._next_card()
-            if not self._wait_for_gateway(self._stdin if self._stdin_open else None):
+            if not self._wait_for_gateway(self._stdin):
                 return
             self._remind()
 
     # -- the gateway ----------------------------------------------------------------------------
 
-    def _wait_for_gateway(self, stdin: int | None) -> bool:
+    def _wait_for_gateway(self, stdin: int) -> bool:
         """Wait up to a second for an event or a typed line; False once the gateway is gone."""
         sock = self._session.connection
-        watched: list[Any] = [sock] if stdin is None else [sock, stdin]
-        ready, _, _ = select.select(watched, [], [], 1.0)
-        if sock in ready:
+        ready, _, _ = select.select([sock.fileno(), stdin], [], [], 1.0)
+        if sock.fileno() in ready:
             try:
                 event = self._session.receive()
             except GatewayClosed:
@@ -103,7 +111,7 @@ class ApproverPrompt:
                 return False
             if event is not None:
                 self._on_event(event)
-        if stdin is not None and stdin in ready:
+        if stdin in ready:
             self._on_input()
         return True
 
@@ -175,10 +183,9 @@ class ApproverPrompt:
     def _on_input(self) -> None:
         chunk = os.read(self._stdin, 4096)
         if not chunk:
-            self._stdin_open = False  # nobody will answer: the gateway's timeout denies
-            if self._current is not None:
-                self._say("\nno more input; the card will expire unanswered")
-            return
+            # Nobody can answer any more: a watch left running on an ended input would only
+            # hold the passphrase, so it stops (a card waiting expires: nothing runs).
+            raise InputEnded(card_waiting=self._current is not None)
         if self._current is None:
             # An answer typed while no card waits belongs to no card: it must never be taken
             # as the answer to the next one.
@@ -261,11 +268,13 @@ def watch_until_stopped(
     *,
     width: int | Callable[[], int] = 80,
     retry_s: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
+    stdin_fd: int = 0,
     keep_going: Callable[[], bool] = lambda: True,
 ) -> None:
     """Register as the approver and answer cards; when the gateway stops (a restart, an
-    upgrade), say so, wait for it to listen again, register again and go on."""
+    upgrade), say so, wait for it to listen again, register again and go on. The vault of the
+    new run is never unlocked from here: while it is locked, say so and wait for a human to
+    unlock it. An ended input stops the watch (:class:`InputEnded`), waiting or not."""
 
     def serve(session: ApproverSession, waiting: list[CardArrived], again: bool) -> None:
         session.settimeout(None)
@@ -273,11 +282,31 @@ def watch_until_stopped(
             write("reconnected to the gateway; watching again\n")
         else:
             write("watching for approval cards (Ctrl-C to stop)\n")
-        ApproverPrompt(session, write, width=width).run(waiting)
+        ApproverPrompt(session, write, width=width, stdin_fd=stdin_fd).run(waiting)
 
     def lost() -> None:
         write("the gateway stopped; waiting for it to start again (Ctrl-C to stop)\n")
 
+    def held() -> None:
+        write(
+            "the gateway restarted; its vault stays locked until a human runs "
+            "`sp vault unlock` (this watch does not unlock it); watching resumes then\n"
+        )
+
+    def sleep(seconds: float) -> None:
+        """Wait between attempts, but stop at once if the input ends meanwhile."""
+        ready, _, _ = select.select([stdin_fd], [], [], seconds)
+        if ready and not os.read(stdin_fd, 4096):
+            raise InputEnded()
+
+    sleep(0)  # an input that ended before the start: nobody could answer, so nothing attaches
     attend_gateway(
-        paths, passphrase, serve, lost=lost, keep_going=keep_going, sleep=sleep, retry_s=retry_s
+        paths,
+        passphrase,
+        serve,
+        lost=lost,
+        held=held,
+        keep_going=keep_going,
+        sleep=sleep,
+        retry_s=retry_s,
     )

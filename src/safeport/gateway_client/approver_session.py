@@ -6,6 +6,11 @@ gateway pushes (a card, a card closed, what its action did) into :data:`Approver
 including the events that arrived while a reply was awaited, and carries the answers and
 revocations. When the gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it
 to listen again and registers again with the same passphrase, so the approver keeps its place.
+
+Only the first registration may unlock the vault. A human who stops the gateway expects its vault
+to stay locked until a human unlocks it, so a registration after a stop asks the gateway to prove
+the passphrase without unlocking: while the new run's vault is locked the approver waits, and
+says so, and it registers again once someone has run `sp vault unlock`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayClosed,
     GatewayNotRunning,
+    GatewayRefused,
 )
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
@@ -71,10 +77,11 @@ class ApproverSession:
         self._sign = sign or sign_with_enrolled_key
         self._keys: dict[str, dict[str, object]] = {}
 
-    def register(self, passphrase: SecretBytes) -> list[CardArrived]:
+    def register(self, passphrase: SecretBytes, *, unlock: bool = True) -> list[CardArrived]:
         """Prove the passphrase (after the listener check) and follow the cards; returns the
-        ones already waiting. ``passphrase`` stays the caller's: a copy is sent."""
-        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy())
+        ones already waiting. ``passphrase`` stays the caller's: a copy is sent. With
+        ``unlock`` False a locked vault stays locked (the gateway answers ``locked``)."""
+        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy(), unlock=unlock)
         first = self._client.call(ops.APPROVALS_WATCH)
         now = self._clock()
         return [self._arrived(card.model_dump(), now) for card in first.cards]
@@ -152,6 +159,7 @@ def attend_gateway(
     serve: Callable[[ApproverSession, list[CardArrived], bool], None],
     *,
     lost: Callable[[], None],
+    held: Callable[[], None] = lambda: None,
     keep_going: Callable[[], bool] = lambda: True,
     sleep: Callable[[float], object] = time.sleep,
     retry_s: float = 1.0,
@@ -162,18 +170,24 @@ def attend_gateway(
 
     A gateway that is not running at the start is raised at once (the person should know);
     once one was served, its stop is reported by ``lost()`` (once per stop) and the session
-    is opened again as soon as the gateway listens. A refusal (a wrong passphrase, an
-    impostor behind the socket) is raised: it is not a restart.
+    is opened again as soon as the gateway listens, without unlocking its vault: while it is
+    locked ``held()`` says so (once per stop) and the registration is tried again. A refusal
+    (a wrong passphrase, an impostor behind the socket) is raised: it is not a restart.
     """
     served_once = False
     connected = False
+    told_held = False
     while keep_going():
         try:
             with GatewayClient(paths, timeout=timeout) as client:
                 session = ApproverSession(client, clock=clock)
-                waiting = session.register(passphrase)
-                again, served_once, connected = served_once, True, True
-                serve(session, waiting, again)
+                waiting = _register(session, passphrase, again=served_once)
+                if waiting is not None:
+                    again, served_once, connected, told_held = served_once, True, True, False
+                    serve(session, waiting, again)
+                elif not told_held:
+                    held()
+                    told_held = True
         except GatewayNotRunning:
             if not served_once:
                 raise
@@ -185,3 +199,15 @@ def attend_gateway(
             lost()
             connected = False
         sleep(retry_s)
+
+
+def _register(
+    session: ApproverSession, passphrase: SecretBytes, *, again: bool
+) -> list[CardArrived] | None:
+    """The cards waiting, or None when registering again found the vault locked."""
+    try:
+        return session.register(passphrase, unlock=not again)
+    except GatewayRefused as exc:
+        if again and exc.code == "locked":
+            return None
+        raise

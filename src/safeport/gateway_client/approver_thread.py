@@ -44,6 +44,11 @@ class Disconnected:
 
 
 @dataclass(frozen=True)
+class HeldLocked:
+    pass  # the gateway restarted with its vault locked: a human unlocks it, not this view
+
+
+@dataclass(frozen=True)
 class Answered:
     card_id: str
     approve: bool
@@ -69,6 +74,7 @@ class Failed:
 News = (
     Connected
     | Disconnected
+    | HeldLocked
     | CardArrived
     | CardClosed
     | CardResult
@@ -129,6 +135,7 @@ class ApprovalLink:
                 self._passphrase,
                 self._serve,
                 lost=lambda: self._tell(Disconnected()),
+                held=lambda: self._tell(HeldLocked()),
                 keep_going=lambda: not self._stopped.is_set(),
                 sleep=self._stopped.wait,
                 retry_s=self._retry_s,

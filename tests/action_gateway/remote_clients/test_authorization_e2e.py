@@ -166,6 +166,33 @@ def test_a_replayed_code_is_refused_and_revokes_the_tokens_it_gave(
     assert "oauth.code_replayed" in gateway.kinds("sessions")
 
 
+def test_a_failed_pkce_check_spends_the_code_and_the_right_verifier_comes_too_late(
+    gateway: Gateway, relay: Relay
+) -> None:
+    client_id = relay.register()["body"]["client_id"]
+    # Whoever holds a stolen code gets one guess at its verifier, whatever the guess.
+    for guess in (pkce().verifier, "", "x" * 43, "challenge"):
+        code = pkce()
+        _, query = relay.approved_code(client_id, code)
+        form = {"grant_type": "authorization_code", "code": query["code"][0],
+                "redirect_uri": REDIRECT, "client_id": client_id, "resource": RESOURCE}  # fmt: skip
+        wrong = guess if guess != "challenge" else code.challenge
+        failed = relay.token(**form, code_verifier=wrong)
+        assert failed["status"] == 400 and failed["body"]["error"] == "invalid_grant"
+        late = relay.token(**form, code_verifier=code.verifier)
+        assert late["status"] == 400 and late["body"]["error"] == "invalid_grant", guess
+    assert gateway.kinds("sessions").count("oauth.code_spent") == 4
+    assert "oauth.code_redeemed" not in gateway.kinds("sessions")
+    # A request that never reached the proof (another redirect URI) spends nothing: the code
+    # still works with its verifier, once.
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    form = {"grant_type": "authorization_code", "code": query["code"][0],
+            "client_id": client_id, "code_verifier": code.verifier}  # fmt: skip
+    assert relay.token(**form, redirect_uri=REDIRECT + "/other")["status"] == 400
+    assert relay.token(**form, redirect_uri=REDIRECT)["status"] == 200
+
+
 def test_a_reused_refresh_token_revokes_the_whole_family(gateway: Gateway, relay: Relay) -> None:
     client_id = relay.register()["body"]["client_id"]
     body = relay.tokens(client_id, pkce())
@@ -303,8 +330,9 @@ def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
         "client_id": client_id,
         "code_verifier": code.verifier,
     }
+    # Refusals before the verifier is checked spend nothing (a wrong verifier spends the code:
+    # test_a_failed_pkce_check_spends_the_code_and_the_right_verifier_comes_too_late).
     for change in (
-        {"code_verifier": pkce().verifier},
         {"redirect_uri": "http://127.0.0.1:9/other"},
         {"client_id": other_id},
         {"resource": "https://other.example/mcp"},
@@ -313,6 +341,12 @@ def test_a_wrong_verifier_redirect_or_client_cannot_redeem_a_code(
         answer = relay.token(**{k: v for k, v in (good | change).items() if v != "-"})
         assert answer["status"] == 400, change
     assert relay.token(**good)["status"] == 200
+    # A wrong verifier on a fresh code: refused, and the code is gone for the right one too.
+    code = pkce()
+    _, query = relay.approved_code(client_id, code)
+    fresh = good | {"code": query["code"][0], "code_verifier": code.verifier}
+    assert relay.token(**(fresh | {"code_verifier": pkce().verifier}))["status"] == 400
+    assert relay.token(**fresh)["status"] == 400
 
 
 def test_guessing_codes_meets_a_limit_while_the_real_client_still_redeems_its_own(

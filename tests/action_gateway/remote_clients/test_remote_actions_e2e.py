@@ -9,7 +9,14 @@ from collections.abc import Iterator
 import pytest
 
 from harness.gateway import PASSPHRASE, POLICY, Gateway, decide, ssh, wait_card
-from tests.action_gateway.remote_clients.oauth_flow import Relay, fields_of, pkce
+from tests.action_gateway.remote_clients.oauth_flow import (
+    REDIRECT,
+    RESOURCE,
+    Relay,
+    claims,
+    fields_of,
+    pkce,
+)
 
 
 @pytest.fixture
@@ -76,3 +83,35 @@ def test_a_reader_a_revoked_or_a_forged_token_cannot_propose(
     reply = relay.agent.call(ssh("r2", command="uptime") | {"remote_token": agent})
     assert reply["error"]["code"] == "denied" and "no longer good" in reply["error"]["reason"]
     assert gateway.control("approvals.list")["result"]["cards"] == []
+
+
+def test_an_agent_grant_given_while_actions_are_off_reads_only_and_turning_them_on_asks_again(
+    gateway: Gateway, relay: Relay
+) -> None:
+    # Actions off: the client asks for the agent profile; the card says what it really gets.
+    client_id = relay.register()["body"]["client_id"]
+    card, query = relay.approved_code(client_id, (code := pkce()), profile="agent")
+    assert fields_of(card)["profile"].startswith("reader (asked for agent: remote actions are off")
+    first = relay.token(grant_type="authorization_code", code=query["code"][0],
+                        redirect_uri=REDIRECT, client_id=client_id, code_verifier=code.verifier,
+                        resource=RESOURCE)  # fmt: skip
+    assert first["status"] == 200
+    assert claims(relay, first["body"]["access_token"])["sp_profile"] == "reader"
+    # The human turns actions on. Neither the token nor a refreshed one may propose: the
+    # standing grant was given for reading.
+    _allow_remote_actions(gateway)
+    refreshed = relay.token(grant_type="refresh_token", client_id=client_id,
+                            refresh_token=first["body"]["refresh_token"])  # fmt: skip
+    assert refreshed["status"] == 200
+    assert claims(relay, refreshed["body"]["access_token"])["sp_profile"] == "reader"
+    for token in (first["body"]["access_token"], refreshed["body"]["access_token"]):
+        reply = relay.agent.call(ssh("r1", command="uptime") | {"remote_token": token})
+        assert reply["error"]["code"] == "denied" and "reading only" in reply["error"]["reason"]
+    assert gateway.control("approvals.list")["result"]["cards"] == []
+    # Asked again with actions on, the card shows the agent profile, and its token proposes.
+    card, _ = relay.approved_code(client_id, pkce(), profile="agent")
+    assert fields_of(card)["profile"] == "agent"
+    agent = relay.tokens(client_id, pkce(), profile="agent")["access_token"]
+    assert claims(relay, agent)["sp_profile"] == "agent"
+    relay.agent.send(ssh("r2", command="uptime") | {"remote_token": agent})
+    assert wait_card(gateway)["scope"] == "per-call"

@@ -157,3 +157,10 @@ def test_two_uses_of_one_refresh_token_at_once_are_a_reuse_not_two_grants() -> N
         assert ledger.rotate(token, lambda family: None).family is other
         token = ledger.next_refresh(other)
     assert other.revoked is None
+
+
+def test_the_agent_profile_is_granted_only_while_remote_actions_are_on() -> None:
+    assert rules.granted_profile("agent", actions_on=True) == "agent"
+    assert rules.granted_profile("agent", actions_on=False) == "reader"
+    assert rules.granted_profile("reader", actions_on=True) == "reader"
+    assert rules.granted_profile("reader", actions_on=False) == "reader"

@@ -94,6 +94,7 @@ class ClientAuthorization:
     user_code: str
     # Each root's directory, as the context server says, in the order of ``roots`` ("" unknown).
     root_dirs: tuple[str, ...] = ()
+    asked_profile: str = ""  # what the client asked for, when more than ``profile``
     kind: CardKind = "oauth_client"
     scope: ApprovalScope = "per-call"
     credential: str = "the token signing key"
@@ -111,7 +112,7 @@ class ClientAuthorization:
             ("metadata", inert(self.metadata_from)),
             ("redirect", inert(self.redirect_host)),
             ("roots", inert(", ".join(self._root_lines()))),
-            ("profile", inert(self.profile)),
+            ("profile", inert(self._profile_line())),
             ("tokens", checked_inert(f"access {self.token_minutes} min, refreshed until revoked")),
             ("code", inert(self.user_code)),
             ("note", checked_inert("the browser page shows this code; approve only if they match")),
@@ -120,6 +121,14 @@ class ClientAuthorization:
                 checked_inert("the client refreshes its tokens without a card until revoked"),
             ),
         )
+
+    def _profile_line(self) -> str:
+        if self.asked_profile and self.asked_profile != self.profile:
+            return (
+                f"{self.profile} (asked for {self.asked_profile}: remote actions are off, so "
+                "this grant reads only; once they are on, the client asks again)"
+            )
+        return self.profile
 
     def _root_lines(self) -> list[str]:
         """A root as a person knows it: its name and its directory (the identity's digest

@@ -24,7 +24,7 @@ from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.remote_wiring import authorization_server
-from safeport.action_gateway.core.vault_state import VaultState, should_auto_lock
+from safeport.action_gateway.core.vault_state import Unlocker, VaultState, should_auto_lock
 from safeport.action_gateway.evidence.alarms import JournalEvidence
 from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
 from safeport.action_gateway.evidence.journal_space import JournalSpace
@@ -173,12 +173,12 @@ class GatewayCore:
         self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
         return keys
 
-    def prove_passphrase(self, passphrase: SecretBytes) -> None:
+    def prove_passphrase(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
         """Raise unless it is the vault's passphrase; a locked vault is unlocked with it."""
-        self._vault.prove(passphrase)
+        self._vault.prove(passphrase, by)
 
-    def unlock_with_keyring(self) -> bool:
-        return self._vault.unlock_with_keyring()
+    def unlock_with_keyring(self, by: Unlocker | None = None) -> bool:
+        return self._vault.unlock_with_keyring(by)
 
     def lock(self, reason: str) -> bool:
         """Lock now (no-op when locked): grants end, pooled connections close, heads are signed."""
@@ -357,11 +357,11 @@ class GatewayCore:
 
     # -- vault events -------------------------------------------------------------------------
 
-    def _unlocked(self, vault: UnlockedVault) -> None:
+    def _unlocked(self, vault: UnlockedVault, by: Unlocker) -> None:
         generation = vault.generation
         self._journals.sessions.record(
             "vault.unlocked",
-            {"epoch": self._vault.epoch, "vault_generation": generation},
+            {"epoch": self._vault.epoch, "vault_generation": generation, "by": dict(by)},
             ref={"generation": generation},
         )
         self._checkpoints.judge_unlocked(vault)

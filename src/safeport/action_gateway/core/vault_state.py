@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from safeport.errors import Denied, Error
 from safeport.vault import FileVaultBackend, VaultFile, VaultLocked
 from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
 from safeport.vault.secrets import SecretBytes
+
+# Who unlocked, as journaled: the operation and the requesting process (pid, uid, exe).
+Unlocker = Mapping[str, object]
 
 
 class PassphraseRejected(Denied):
@@ -31,14 +34,15 @@ class VaultState:
         self._lock = threading.RLock()
         self._kdf = threading.Lock()
         self._on_lock: list[Callable[[str, UnlockedVault], None]] = []
-        self._on_unlock: list[Callable[[UnlockedVault], None]] = []
+        self._on_unlock: list[Callable[[UnlockedVault, Unlocker], None]] = []
         self.last_human_activity = clock()
 
     def on_lock(self, callback: Callable[[str, UnlockedVault], None]) -> None:
         """Called after the gateway stops serving the vault, before it is wiped."""
         self._on_lock.append(callback)
 
-    def on_unlock(self, callback: Callable[[UnlockedVault], None]) -> None:
+    def on_unlock(self, callback: Callable[[UnlockedVault, Unlocker], None]) -> None:
+        """Called after an unlock with who unlocked (for the journal: which process, how)."""
         self._on_unlock.append(callback)
 
     @property
@@ -57,8 +61,9 @@ class VaultState:
                 raise VaultLocked()
             return self._vault, self._epoch
 
-    def unlock(self, passphrase: SecretBytes) -> bool:
-        """Unlock with the passphrase; if already unlocked, only prove it. True if it unlocked."""
+    def unlock(self, passphrase: SecretBytes, by: Unlocker | None = None) -> bool:
+        """Unlock with the passphrase; if already unlocked, only prove it. True if it unlocked.
+        ``by`` says who asked (journaled with the unlock; never the passphrase)."""
         with self._kdf:
             with self._lock:
                 vault = self._vault
@@ -78,10 +83,10 @@ class VaultState:
                 self._epoch += 1
             self.touch()
         for callback in self._on_unlock:
-            callback(opened)
+            callback(opened, by or {})
         return True
 
-    def unlock_with_keyring(self) -> bool:
+    def unlock_with_keyring(self, by: Unlocker | None = None) -> bool:
         """Unlock through the OS keyring. It unlocks only: it never proves the passphrase, so it
         never makes an approver and never counts as human activity."""
         with self._kdf:
@@ -96,7 +101,7 @@ class VaultState:
                 self._vault = opened
                 self._epoch += 1
         for callback in self._on_unlock:
-            callback(opened)
+            callback(opened, {**(by or {}), "with": "keyring"})
         return True
 
     def create(self, passphrase: SecretBytes) -> VaultPublicKeys:
@@ -108,9 +113,9 @@ class VaultState:
             finally:
                 opened.lock()
 
-    def prove(self, passphrase: SecretBytes) -> None:
+    def prove(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
         """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
-        self.unlock(passphrase)
+        self.unlock(passphrase, by)
 
     def lock(self, reason: str) -> bool:
         with self._lock:

@@ -15,6 +15,7 @@ from safeport.action_gateway.approvals.approver_rules import ApproverRefused
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
+from safeport.errors import Error
 from safeport.shared.schemas.control import (
     ApprovalsDecideRequest,
     ApprovalsListRequest,
@@ -38,9 +39,25 @@ from safeport.shared.schemas.results import (
 )
 
 
+class ApproverWaitsForUnlock(Error):
+    exit_code = 1
+    wire_code = "locked"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the vault is locked, and an approver registering again does not unlock it",
+            hint="a human unlocks it with `sp vault unlock`",
+        )
+
+
 async def approver_register(
     ctx: ControlContext, conn: Connection, request: ApproverRegisterRequest
 ) -> ApproverResult:
+    if not request.params.unlock and not ctx.core.vault_unlocked:
+        # An approver registering again after the gateway stopped: its passphrase was given
+        # for the run it first attached to. Refused before any proof (no KDF, no failure
+        # counted), so it can ask again once a human has unlocked the vault.
+        raise ApproverWaitsForUnlock()
     await ctx.prove(conn, request.op, request.params.passphrase)
     ctx.make_approver(conn)
     await ctx.in_thread(lambda: ctx.core.approver_started(conn.peer))

@@ -47,6 +47,8 @@ class PassphraseProof:
         self._core.check_approver(conn.peer)
         secret = secret_of(passphrase)
         uid = conn.peer.uid
+        # Journaled with an unlock it causes: which operation, and which process asked.
+        by = {"op": op, "peer": conn.peer.as_record()}
         try:
             with conn.waiting():  # behind this uid's proof in progress
                 await self._attempts.acquire(uid)
@@ -55,7 +57,7 @@ class PassphraseProof:
             delay = 0.0
             try:
                 try:
-                    await self._in_thread(lambda: self._core.prove_passphrase(secret))
+                    await self._in_thread(lambda: self._core.prove_passphrase(secret, by))
                 except PassphraseRejected as exc:
                     failures, delay = self._attempts.failed(uid)
                     await self._journal_failure(conn, op, failures, delay)

@@ -85,7 +85,8 @@ async def vault_unlock(
 async def vault_unlock_keyring(
     ctx: ControlContext, conn: Connection, request: VaultUnlockKeyringRequest
 ) -> VaultKeyringUnlockedResult:
-    changed = await ctx.in_thread(ctx.core.unlock_with_keyring)
+    by = {"op": request.op, "peer": conn.peer.as_record()}
+    changed = await ctx.in_thread(lambda: ctx.core.unlock_with_keyring(by))
     return VaultKeyringUnlockedResult.model_validate(
         {"vault": "unlocked", "changed": bool(changed), **ctx.core.public_file_view()}
     )

@@ -66,6 +66,7 @@ class _Waiting:
     location: str | None = None
     # What the card shows for each of ``binding.roots`` (the directory), not what is bound.
     directories: tuple[str, ...] = ()
+    asked_profile: str = ""  # what the client asked for (more than granted: actions are off)
 
 
 class AuthorizationEndpoint:
@@ -112,7 +113,7 @@ class AuthorizationEndpoint:
             rules.resource_of(request.public_url),
             issuer,
             roots,
-            request.profile,
+            rules.granted_profile(request.profile, actions_on=self._issuer.settings().actions),
         )
         budget = self._requests.take()
         if budget == "refused_first":
@@ -122,6 +123,7 @@ class AuthorizationEndpoint:
             waiting = self._wait_for(binding, rules.authorize_ask(params, redirect_uri))
         if waiting is None:
             return _error_page(rules.Problem("temporarily_unavailable", "too many requests wait"))
+        waiting.asked_profile = request.profile
         waiting.directories = tuple(named.get(root, "") for root in roots)
         # Always a card, even for a client approved before with this redirect and these roots:
         # its id and redirect URI are public and no one here knows whose browser asks, so the
@@ -218,6 +220,7 @@ class AuthorizationEndpoint:
             roots=waiting.binding.roots,
             root_dirs=waiting.directories,
             profile=waiting.binding.profile,
+            asked_profile=waiting.asked_profile,
             token_minutes=self._issuer.access_minutes(),
             user_code=waiting.user_code,
         )
@@ -242,6 +245,8 @@ class AuthorizationEndpoint:
             "profile": binding.profile,
             "by": by,
         }
+        if waiting.asked_profile and waiting.asked_profile != binding.profile:
+            record["asked_profile"] = waiting.asked_profile
         if approved:
             try:
                 self._issuer.book().approve(

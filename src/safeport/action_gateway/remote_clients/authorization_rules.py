@@ -177,6 +177,17 @@ def authorize_ask(params: Mapping[str, str], redirect_uri: str) -> AuthorizeAsk:
     )
 
 
+def granted_profile(asked: str, *, actions_on: bool) -> str:
+    """The profile a grant carries: the agent profile only while `[remote] actions` is on.
+
+    A grant outlives the policy it was given under (the client refreshes without a card), so
+    an agent-profile grant given while actions were off would let the client propose the day a
+    human turns them on, without anyone being asked. Given while off, it reads only; after
+    actions are turned on, the client asks again and the human sees a card for the agent
+    profile."""
+    return asked if asked != "agent" or actions_on else "reader"
+
+
 def pkce_matches(verifier: str, challenge: str) -> bool:
     if not _VERIFIER.fullmatch(verifier):
         return False

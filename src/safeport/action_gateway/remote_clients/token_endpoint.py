@@ -115,11 +115,14 @@ class TokenEndpoint:
                 return "invalid_target"
             if binding.issuer != rules.issuer_of(public_url):
                 return "invalid_grant"
-            if not rules.pkce_matches(verifier, record.code_challenge):
-                return "invalid_grant"
             return None
 
-        redeemed = self._issuer.ledger.redeem_code(form.get("code", ""), check)
+        def proves(record: CodeRecord) -> bool:
+            return rules.pkce_matches(verifier, record.code_challenge)
+
+        redeemed = self._issuer.ledger.redeem_code(form.get("code", ""), check, proves)
+        if redeemed.spent:
+            self._issuer.journal("oauth.code_spent", {"client": client_id, "why": "pkce"})
         return self._answer(redeemed, "oauth.code_redeemed", "oauth.code_replayed")
 
     def _refresh_grant(self, form: Mapping[str, str], public_url: str) -> OAuthHttpAnswer:

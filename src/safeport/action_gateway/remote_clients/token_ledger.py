@@ -75,6 +75,7 @@ class Redeemed:
     family: Family | None
     problem: str | None = None  # "invalid_grant" and the like
     replayed_family: str | None = None  # a reuse that revoked this family
+    spent: bool = False  # a code spent by a failed proof (PKCE): no later try may redeem it
 
 
 class TokenLedger:
@@ -104,9 +105,18 @@ class TokenLedger:
             self._codes[token_digest(code)] = record
         return code
 
-    def redeem_code(self, code: str, check: Callable[[CodeRecord], str | None]) -> Redeemed:
-        """Spend ``code`` if ``check`` finds nothing wrong with its record; a second use revokes
-        what the first issued."""
+    def redeem_code(
+        self,
+        code: str,
+        check: Callable[[CodeRecord], str | None],
+        proves: Callable[[CodeRecord], bool] = lambda record: True,
+    ) -> Redeemed:
+        """Spend ``code`` if ``check`` finds nothing wrong with its record and the request
+        ``proves`` it holds the code's verifier; a second use revokes what the first issued.
+
+        A failed proof spends the code too (RFC 9700 4.8.2: a code whose PKCE check failed is
+        treated as used): whoever holds a stolen code gets one guess at the verifier, and a
+        later request with the right verifier is refused like any other second use."""
         digest = token_digest(code)
         with self._lock:
             self._expire()
@@ -123,6 +133,9 @@ class TokenLedger:
             problem = check(record)
             if problem is not None:
                 return Redeemed(None, problem)
+            if not proves(record):
+                self._codes[digest] = replace(record, used=True)
+                return Redeemed(None, "invalid_grant", spent=True)
             family = self._start_family(record.binding)
             self._codes[digest] = replace(record, used=True, family=family.id)
             return Redeemed(family)

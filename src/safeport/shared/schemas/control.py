@@ -207,9 +207,17 @@ class PolicyAcceptRequest(_Control):
     params: PolicyAcceptParams
 
 
+class ApproverRegisterParams(WithPassphrase):
+    # False: prove the passphrase only to a vault a human already unlocked. `sp approvals
+    # watch` sends False when it registers again after the gateway stopped: the passphrase it
+    # holds was given for the run it first attached to, and a human who stopped the gateway
+    # expects the vault to stay locked until a human unlocks it.
+    unlock: bool = True
+
+
 class ApproverRegisterRequest(_Control):
     op: Literal["approver.register"]
-    params: WithPassphrase
+    params: ApproverRegisterParams
 
 
 class ApproverKeysRequest(_Control):
