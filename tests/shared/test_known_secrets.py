@@ -43,6 +43,12 @@ def _b64(data: bytes) -> str:
         [SECRET[:9], SECRET[9:]],  # split across two neighbouring values
         [b"\x00" + RAW[:8], RAW[8:]],  # split, one half raw bytes
         SECRET[2:18],  # any 16-character run of it
+        SECRET.encode("utf-16-le").decode("ascii"),  # UTF-16: a NUL after every character
+        SECRET.encode("utf-16-be").hex(),
+        "".join(f"\\{byte:03o}" for byte in RAW),  # octal escapes (bytea's escape format)
+        json.dumps(base64.encodebytes(b"y" * 50 + RAW).decode()),  # wrapped base64 in JSON
+        ", ".join(f"0x{byte:02x}" for byte in RAW),  # xxd -i
+        "  ".join(f"{byte:02x}" for byte in RAW),  # bytes two spaces apart
     ],
 )
 def test_the_secret_is_found_in_every_form_the_reply_can_carry(value: object) -> None:
@@ -67,6 +73,32 @@ def test_a_password_with_json_specials_is_found_escaped() -> None:
 )
 def test_values_that_do_not_carry_the_secret_pass(value: object) -> None:
     assert not KnownSecrets([SECRET]).found_in_value(value)
+
+
+def _xxd(data: bytes, per_line: int) -> str:
+    """``xxd -c per_line`` output: offset, 2-byte groups, the bytes as characters."""
+    lines = []
+    for start in range(0, len(data), per_line):
+        chunk = data[start : start + per_line]
+        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        width = per_line * 2 + (per_line + 1) // 2 - 1
+        chars = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{start:08x}: {groups.ljust(width)}  {chars}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("per_line", [4, 7, 8, 16])
+@pytest.mark.parametrize("offset", [0, 1, 3, 6, 13])
+def test_a_dump_split_over_lines_is_read_whole(per_line: int, offset: int) -> None:
+    """Whichever line the secret starts on; the character column (here hex-like: ``cafe``)
+    left out of the bytes."""
+    assert KnownSecrets([SECRET]).found_in(_xxd(b"cafe" * 4 + b"x" * offset + RAW, per_line))
+
+
+def test_a_dump_of_other_bytes_and_hex_like_text_pass() -> None:
+    ordinary = _xxd(bytes(range(256)) + RAW[:15] + b"cafe" * 8, 8)
+    assert not KnownSecrets([SECRET]).found_in(ordinary)
+    assert not KnownSecrets([SECRET]).found_in("2024 was a year\n  ab cd ef 12 34 56 78 90\n")
 
 
 def test_no_known_secret_finds_nothing() -> None:

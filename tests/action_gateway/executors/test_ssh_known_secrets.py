@@ -12,11 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.fakes import CANARY
 from harness.real_sshd import Sshd
 from safeport.action_gateway.executors.gateway_executor import GatewayExecutor
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.ladder.credential_texts import credential_texts
 from safeport.action_gateway.ladder.result_filters import withhold_credential
+from safeport.vault.secrets import BasicSecret, SecretBytes
 from tests.action_gateway.executors.planned import PreparingExecutor
 from tests.action_gateway.executors.test_ssh_executor import _action, _host
 
@@ -41,6 +43,16 @@ def executor() -> Iterator[PreparingExecutor]:
         "tail -c +40 {key} | base64",  # the encoding starts at another offset
         "cat {key}",
         "cat {key} >&2",
+        # Fewer than 16 bytes a line: each line alone holds no 16-byte run, the lines joined do.
+        "xxd -c 8 {key}",
+        "xxd -c 7 {key}",
+        "hexdump {key}",  # 16-bit words, low byte first
+        "od -x {key}",
+        "hexdump -C {key}",
+        "od -b {key}",  # octal bytes
+        "xxd -i {key}",  # a C array: 0x2d, 0x2d, ...
+        "iconv -f ascii -t UTF-16LE {key}",  # a NUL after every character
+        "iconv -f ascii -t UTF-16BE {key} | xxd -p",
     ],
 )
 def test_output_that_dumps_the_key_it_was_run_with_is_withheld(
@@ -67,7 +79,8 @@ def test_dumps_of_other_files_and_the_key_format_name_pass(
     other.chmod(0o644)
     try:
         script = (
-            f"xxd {other}; base64 {other};"
+            f"xxd {other}; base64 {other}; xxd -c 7 {other}; hexdump {other}; od -b {other};"
+            f" xxd -i {other};"
             " echo '-----BEGIN OPENSSH PRIVATE KEY----- is the format of the key'"
         )
         result = executor.ssh_exec(_action(_host(sshd), ["sh", "-c", script]), sshd.secret())
@@ -75,3 +88,27 @@ def test_dumps_of_other_files_and_the_key_format_name_pass(
         withhold_credential(result, credential_texts(sshd.secret()))  # nothing to withhold
     finally:
         other.unlink()
+
+
+@pytest.mark.parametrize("offset", [0, 1, 5, 11, 15])
+@pytest.mark.parametrize(
+    "dump", ["xxd {f}", "hexdump -C {f}", "od -An -tx1 {f}", "od -tx1 {f}", "hexdump {f}"]
+)
+def test_a_short_password_dumped_from_any_offset_of_a_file_is_withheld(
+    sshd: Sshd, executor: PreparingExecutor, dump: str, offset: int
+) -> None:
+    """A 20-byte password (the filter is given it as the action's credential) that does not
+    start a dump's line is split over two lines, neither holding 16 bytes of it."""
+    secret = BasicSecret(username="app", password=SecretBytes(CANARY.encode()))
+    config = sshd.shared_dir / "app_config"
+    config.write_bytes(b"p" * offset + CANARY.encode() + b"\nport = 5432\n")
+    config.chmod(0o644)
+    try:
+        action = _action(_host(sshd), ["sh", "-c", dump.format(f=config)])
+        result = executor.ssh_exec(action, sshd.secret())
+        assert result.exit_status == 0
+        with pytest.raises(ActionError) as caught:
+            withhold_credential(result, credential_texts(secret))
+        assert caught.value.failure == "bad_response"
+    finally:
+        config.unlink()

@@ -7,11 +7,17 @@ each view is searched for the credential's own bytes:
 
 - as it is; percent-decoded once and twice (``+`` as a space too); HTML entities decoded; JSON
   string escapes (``\\"``, ``\\n``, ``\\/``, ``\\uXXXX`` with surrogate pairs) decoded;
-- every hex run (in any case, with ``:``, ``-``, ``.``, ``,``, ``;``, ``_``, spaces or ``\\x``
-  between the bytes) decoded at both alignments;
+  octal escapes (``\\303``: ``bytea``'s ``escape`` format) decoded;
+- every hex run (in any case, with ``:``, ``-``, ``.``, ``,``, ``;``, ``_``, any white space,
+  ``\\x`` or ``0x`` between the bytes) decoded at both alignments;
 - every base64 or base64url run, with white space (MIME line breaks) and ``.,;:`` separators
   removed, decoded at each of its four alignments, so the credential inside any longer encoded
-  text is found whatever its offset.
+  text is found whatever its offset;
+- every dump (``xxd``, ``hexdump``, ``od``) read across its lines (``dumps.py``);
+- the hex, base64 and dump readings of the JSON-unescaped text too (a base64 value whose line
+  breaks a JSON text wrote as ``\\n``).
+
+Each view is also searched without its NUL bytes, which is how UTF-16 writes ASCII text.
 
 A view holds the credential when it holds the whole credential or any 16-byte run of it
 (comparison ignores ASCII case). The search is linear: the view is cut into 8-byte blocks and
@@ -29,15 +35,23 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import unquote_to_bytes
 
+from safeport.shared.known_secrets.dumps import dump_views
+
 PIECE = 16  # any run of this many bytes of the credential counts as the credential
 _BLOCK = 8
-_HEX_RUN = re.compile(r"(?:\\x|%)?[0-9A-Fa-f]{2}(?:(?:[\s:.,;_-]|\\x|%)?[0-9A-Fa-f]{2}){7,}")
-_HEX_NOISE = re.compile(r"\\x|[^0-9A-Fa-f]")
+# A byte's prefix (`\\x`, `%`, `0x` as `xxd -i` prints), or white space of any length, or one
+# separator between the bytes.
+_HEX_PREFIX = r"(?:\\x|%|0[xX])"
+_HEX_SEPARATOR = rf"(?:[\s,]*{_HEX_PREFIX}|\s+|[:.,;_-])?"
+_HEX_RUN = re.compile(rf"{_HEX_PREFIX}?[0-9A-Fa-f]{{2}}(?:{_HEX_SEPARATOR}[0-9A-Fa-f]{{2}}){{7,}}")
+_HEX_NOISE = re.compile(r"\\x|0[xX]|[^0-9A-Fa-f]")
+_OCTAL_ESCAPE = re.compile(rb"\\([0-3][0-7]{2}|\\)")
 _B64_SEPARATORS = re.compile(r"[\s.,;:]+")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{6,}")
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt]))')
 _ESCAPES = re.compile(r"[\\%&]")
 _JSON_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_BREAK = b"\xff"  # between decoded runs: never in UTF-8 text, so no match runs across it
 
 
 class KnownSecrets:
@@ -46,6 +60,7 @@ class KnownSecrets:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._needles = [s.encode("utf-8").lower() for s in secrets if s]
+        self._least = min((min(len(n), PIECE) for n in self._needles), default=0)
         self._blocks: dict[bytes, list[tuple[bytes, int]]] = {}
         for needle in self._needles:
             for offset in range(len(needle) - _BLOCK + 1):
@@ -54,7 +69,10 @@ class KnownSecrets:
                 )
 
     def found_in(self, text: str) -> bool:
-        if not self._needles:
+        # No reading of a text has twice its bytes (a few HTML entities grow by a byte, every
+        # other decoding shrinks): one too short to hold the shortest match even so is not read
+        # at all, and a result of many tiny values stays cheap.
+        if not self._needles or 2 * len(text.encode("utf-8", "surrogatepass")) < self._least:
             return False
         return any(self._holds(view.lower()) for view in _views(text))
 
@@ -93,6 +111,13 @@ class KnownSecrets:
         )
 
     def _holds(self, view: bytes) -> bool:
+        # UTF-16 text (a Windows file, `iconv -t UTF-16`) is ASCII with a NUL after or before
+        # each character: read without them too.
+        if b"\0" in view and self._holds_as_is(view.replace(b"\0", b"")):
+            return True
+        return self._holds_as_is(view)
+
+    def _holds_as_is(self, view: bytes) -> bool:
         for needle in self._needles:
             if len(needle) < PIECE and needle in view:
                 return True
@@ -149,13 +174,27 @@ def _views(text: str) -> Iterator[bytes]:
         yield unquote_to_bytes(text.replace("+", " "))
     if "&" in text:
         yield html.unescape(text).encode("utf-8", "surrogatepass")
+    encoded = [text]
     if "\\" in text:
-        yield _json_unescaped(text)
-    yield b"\0".join(_hex_runs(text))
-    yield b"\0".join(_base64_runs(text))
+        unescaped = _json_unescaped(text)
+        yield unescaped.encode("utf-8", "surrogatepass")
+        # Octal escapes: `bytea` in PostgreSQL's `escape` format (`encode(x, 'escape')`), C.
+        yield _OCTAL_ESCAPE.sub(_octal_byte, raw)
+        # A JSON text can hold an encoded value with its line breaks escaped (`encode(x,
+        # 'base64')` wraps at 76 characters; `to_json(...)::text` writes each break as `\\n`).
+        encoded.append(unescaped)
+    for each in encoded:
+        yield _BREAK.join(_hex_runs(each))
+        yield _BREAK.join(_base64_runs(each))
+        yield from dump_views(each)
 
 
-def _json_unescaped(text: str) -> bytes:
+def _octal_byte(match: re.Match[bytes]) -> bytes:
+    escaped = match.group(1)
+    return escaped if escaped == b"\\" else bytes([int(escaped, 8)])
+
+
+def _json_unescaped(text: str) -> str:
     """Every JSON string escape decoded in one pass, left to right (so an escaped backslash is
     never read again as the start of another escape); a surrogate pair becomes its character."""
 
@@ -165,8 +204,7 @@ def _json_unescaped(text: str) -> bytes:
         return _JSON_SIMPLE.get(match.group(2), match.group(2))
 
     unescaped = _JSON_ESCAPE.sub(one, text)
-    paired = unescaped.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return paired.encode("utf-8", "surrogatepass")
+    return unescaped.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _hex_runs(text: str) -> Iterator[bytes]:
