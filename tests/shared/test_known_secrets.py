@@ -162,3 +162,15 @@ def test_a_cards_environment_line_cut_inside_a_token_shows_none_of_it() -> None:
     shown = bounded("/opt/lib/preload.so:" + "x" * 170 + token + ":/more" * 20)
     assert "ghp_" not in shown and "a1B2" not in shown
     assert shown.startswith("/opt/lib/preload.so:") and "more characters" in shown
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16-le", "utf-16-be"])
+def test_a_password_not_in_ascii_is_found_in_the_encodings_a_server_converts_to(
+    encoding: str,
+) -> None:
+    wide = "pässwörd-für-dïe-äpp"
+    data = wide.encode(encoding)
+    assert KnownSecrets([wide]).found_in_value(data)
+    assert KnownSecrets([wide]).found_in(data.hex())
+    assert KnownSecrets([wide]).found_in(_b64(b"x" + data))
+    assert not KnownSecrets([wide]).found_in(_b64(b"x" + data[:7]))

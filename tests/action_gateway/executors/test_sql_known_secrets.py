@@ -146,3 +146,80 @@ def test_a_short_refused_value_is_redacted_and_the_rest_of_the_message_kept(
     with pytest.raises(ActionError) as division:
         executor.sql_query(unchecked(parsed, "SELECT 1 / 0 AS v"), password())
     assert (division.value.failure, division.value.code) == ("query_failed", "upstream")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # encode(x, 'base64') wraps at 76 characters; json's text writes the break as \n, here
+        # inside the password.
+        f"SELECT to_json(encode(convert_to(repeat('y', 50) || {PW}, 'UTF8'), 'base64'))::text AS v",
+        f"SELECT row_to_json(t)::text AS v FROM (SELECT encode(convert_to(repeat('y', 50)"
+        f" || {PW}, 'UTF8'), 'base64') AS b) t",
+    ],
+)
+def test_wrapped_base64_inside_json_text_is_withheld(
+    postgres: Postgres, executor: GatewayExecutor, statement: str
+) -> None:
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password())
+    assert caught.value.failure == "bad_response"
+
+
+# Not ASCII every few characters: bytea's escape format writes each of those as octal escapes.
+WIDE = "pässwörd-für-dïe-äpp-ß"
+SHORT = "k7Qp2Zx9mW4e"  # 12 characters: shorter than the 16-byte run rule, so matched whole
+
+
+@pytest.fixture
+def roles(postgres: Postgres) -> None:
+    """Roles whose passwords are not ASCII and short (made once per server: a role with
+    grants cannot simply be dropped and made again)."""
+    with postgres.admin() as conn:
+        made = {row[0] for row in conn.execute("SELECT rolname FROM pg_roles").fetchall()}
+    for name, secret in (("wide_pw", WIDE), ("short_pw", SHORT)):
+        if name not in made:
+            postgres.role(name, secret)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "encode(convert_to({pw}, 'UTF8'), 'escape')",
+        "'prefix ' || encode(convert_to({pw}, 'UTF8'), 'escape')",
+        "convert_to({pw}, 'LATIN1')",
+        "encode(convert_to({pw}, 'LATIN1'), 'hex')",
+        "{pw}",
+    ],
+)
+def test_a_password_not_in_ascii_is_withheld_in_escape_format_and_latin1(
+    postgres: Postgres, executor: GatewayExecutor, roles: None, expression: str
+) -> None:
+    parsed = policy(postgres, user="wide_pw")
+    statement = f"SELECT {expression.format(pw=repr(WIDE))} AS v"
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password(WIDE))
+    assert caught.value.failure == "bad_response"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "{pw}",
+        "upper({pw})",
+        "encode(convert_to('ab' || {pw}, 'UTF8'), 'base64')",
+        "convert_to('a' || {pw}, 'UTF8')",
+        "encode(convert_to({pw}, 'UTF8'), 'hex')",
+        "left({pw}, 6) AS v, right({pw}, 6)",  # split over two neighbouring columns
+    ],
+)
+def test_a_short_password_is_withheld_whole(
+    postgres: Postgres, executor: GatewayExecutor, roles: None, expression: str
+) -> None:
+    parsed = policy(postgres, user="short_pw")
+    statement = f"SELECT {expression.format(pw=repr(SHORT))} AS w"
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement, columns=("v", "w")), password(SHORT))
+    assert caught.value.failure == "bad_response"
+    assert SHORT not in str(caught.value)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import html
 import re
 from collections.abc import Iterable, Iterator
@@ -59,7 +60,7 @@ class KnownSecrets:
     private key body)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        self._needles = [s.encode("utf-8").lower() for s in secrets if s]
+        self._needles = [n.lower() for s in secrets if s for n in _encodings(s)]
         self._least = min((min(len(n), PIECE) for n in self._needles), default=0)
         self._blocks: dict[bytes, list[tuple[bytes, int]]] = {}
         for needle in self._needles:
@@ -128,6 +129,18 @@ class KnownSecrets:
                 if _run_length(view, start, needle, offset) >= min(PIECE, len(needle)):
                     return True
         return False
+
+
+def _encodings(secret: str) -> list[bytes]:
+    """The secret's bytes in UTF-8 and, when it is not ASCII, in the other encodings a server
+    converts text to (``convert_to(x, 'LATIN1')``, a Windows file in UTF-16). ASCII needs no
+    more: Latin-1 writes it the same, and UTF-16 as it is between NULs, which views drop."""
+    encoded = [secret.encode("utf-8")]
+    if not secret.isascii():
+        for name in ("latin-1", "utf-16-le", "utf-16-be"):
+            with contextlib.suppress(UnicodeEncodeError):
+                encoded.append(secret.encode(name))
+    return encoded
 
 
 def _run_length(view: bytes, start: int, needle: bytes, offset: int) -> int:
