@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
-from safeport.shared.known_secrets import KnownSecrets, secret_forms, shorten
+from safeport.shared.known_secrets import KnownSecrets, first_line, secret_forms, shorten
 
 SECRET = "Xq7-vP2mL9sRt4ZwYb8N"
 RAW = SECRET.encode()
@@ -174,3 +174,11 @@ def test_a_password_not_in_ascii_is_found_in_the_encodings_a_server_converts_to(
     assert KnownSecrets([wide]).found_in(data.hex())
     assert KnownSecrets([wide]).found_in(_b64(b"x" + data))
     assert not KnownSecrets([wide]).found_in(_b64(b"x" + data[:7]))
+
+
+@pytest.mark.parametrize("keep", [1, 9, 15])
+def test_a_first_line_ending_inside_the_secret_loses_its_start(keep: int) -> None:
+    text = f'refused: "{SECRET[:keep]}\n{SECRET[keep:]}"\nDETAIL: more'
+    assert first_line(text, 300, [SECRET]) == 'refused: "'
+    assert first_line("refused: 12\nDETAIL: more", 300, [SECRET]) == "refused: 12"
+    assert first_line(f"refused: {SECRET}", 300, [SECRET]) == "refused: [REDACTED]"

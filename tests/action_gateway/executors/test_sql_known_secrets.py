@@ -223,3 +223,35 @@ def test_a_short_password_is_withheld_whole(
         executor.sql_query(unchecked(parsed, statement, columns=("v", "w")), password(SHORT))
     assert caught.value.failure == "bad_response"
     assert SHORT not in str(caught.value)
+
+
+@pytest.mark.parametrize("keep", [1, 8, 15])
+def test_an_error_whose_first_line_ends_inside_the_password_keeps_none_of_it(
+    postgres: Postgres, executor: GatewayExecutor, keep: int
+) -> None:
+    """Only the error's first line is kept: a line break inside the quoted value is a cut too,
+    and fewer than 16 characters of the password are not enough to find it in other forms."""
+    statement = f"SELECT (left({PW}, {keep}) || E'\\n' || substr({PW}, {keep + 1}))::int AS v"
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password())
+    said = caught.value.message
+    assert CAST_PREFIX in said and caught.value.failure == "query_failed"
+    assert not said.endswith(CANARY[:keep]) and CANARY[:keep] not in said.split(CAST_PREFIX)[1]
+
+
+def test_raise_detail_and_hint_holding_the_password_stay_out_of_the_message(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    """A function the query calls raises with the password in its message, detail and hint."""
+    with postgres.admin() as conn:
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION raise_with(v text) RETURNS int LANGUAGE plpgsql AS"
+            " $$BEGIN RAISE EXCEPTION 'refused %', v USING DETAIL = 'detail ' || v,"
+            " HINT = 'hint ' || encode(convert_to(v, 'UTF8'), 'base64'); END$$"
+        )
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, f"SELECT raise_with({PW}) AS v"), password())
+    assert caught.value.message == "sql database 'app': refused [REDACTED]"
+    assert "detail" not in caught.value.message and "hint" not in caught.value.message
