@@ -57,10 +57,13 @@ _BREAK = b"\xff"  # between decoded runs: never in UTF-8 text, so no match runs 
 
 class KnownSecrets:
     """Built once per request from the credential's texts (token, password, ``user:pass``,
-    private key body)."""
+    private key body) and binary forms (the key body decoded)."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    def __init__(self, secrets: Iterable[str], blobs: Iterable[bytes] = ()) -> None:
+        """``blobs``: the credential's binary form where its text is an encoding of one (a
+        private key's body decoded), looked for as bytes in every view like the texts."""
         self._needles = [n.lower() for s in secrets if s for n in _encodings(s)]
+        self._needles += [blob.lower() for blob in blobs if blob]
         self._least = min((min(len(n), PIECE) for n in self._needles), default=0)
         self._blocks: dict[bytes, list[tuple[bytes, int]]] = {}
         for needle in self._needles:
@@ -187,7 +190,7 @@ def _views(text: str) -> Iterator[bytes]:
         yield unquote_to_bytes(text.replace("+", " "))
     if "&" in text:
         yield html.unescape(text).encode("utf-8", "surrogatepass")
-    encoded = [text]
+    sources = [text]
     if "\\" in text:
         unescaped = _json_unescaped(text)
         yield unescaped.encode("utf-8", "surrogatepass")
@@ -195,11 +198,24 @@ def _views(text: str) -> Iterator[bytes]:
         yield _OCTAL_ESCAPE.sub(_octal_byte, raw)
         # A JSON text can hold an encoded value with its line breaks escaped (`encode(x,
         # 'base64')` wraps at 76 characters; `to_json(...)::text` writes each break as `\\n`).
-        encoded.append(unescaped)
-    for each in encoded:
-        yield _BREAK.join(_hex_runs(each))
-        yield _BREAK.join(_base64_runs(each))
-        yield from dump_views(each)
+        sources.append(unescaped)
+    if "\0" in text:
+        sources.append(text.replace("\0", ""))  # UTF-16 text read as ASCII
+    for source in sources:
+        for decoded in _decoded(source):
+            yield decoded
+            # Once more: what was encoded may itself be an encoding (a PEM key's text in a hex
+            # dump, base64 of base64); the key's own bytes are only two decodings away.
+            # (Without NULs: UTF-16 text, hex-encoded.)
+            if decoded:
+                yield from _decoded(decoded.replace(b"\0", b"").decode("latin-1"), dumps=False)
+
+
+def _decoded(text: str, *, dumps: bool = True) -> Iterator[bytes]:
+    yield _BREAK.join(_hex_runs(text))
+    yield _BREAK.join(_base64_runs(text))
+    if dumps:
+        yield from dump_views(text)
 
 
 def _octal_byte(match: re.Match[bytes]) -> bytes:
