@@ -255,3 +255,25 @@ def test_raise_detail_and_hint_holding_the_password_stay_out_of_the_message(
         executor.sql_query(unchecked(parsed, f"SELECT raise_with({PW}) AS v"), password())
     assert caught.value.message == "sql database 'app': refused [REDACTED]"
     assert "detail" not in caught.value.message and "hint" not in caught.value.message
+
+
+@pytest.mark.parametrize("size", [4, 10])
+def test_the_password_in_pieces_down_the_rows_of_a_column_is_withheld(
+    postgres: Postgres, size: int
+) -> None:
+    """Another column between the pieces in row order: the ladder's filter reads each column
+    down its rows too."""
+    from safeport.action_gateway.executors.sql.connection import open_connection
+    from safeport.action_gateway.executors.sql.query import run_query
+
+    statement = (
+        f"SELECT substr({PW}, g * {size} + 1, {size}) AS v, g AS w"
+        f" FROM generate_series(0, {len(CANARY) // size}) g ORDER BY g"
+    )
+    sql = unchecked(policy(postgres), statement, columns=("v", "w"))
+    with open_connection("app", sql.database, password()) as conn:
+        result = run_query(conn, sql, None)
+    assert len(result.rows) > 1
+    with pytest.raises(ActionError) as caught:
+        withhold_credential(result, credential_texts(password()))
+    assert caught.value.failure == "bad_response"

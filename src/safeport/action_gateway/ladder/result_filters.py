@@ -38,7 +38,10 @@ def withhold_credential(
     ones (every value's text joined end to end, in order)."""
     if isinstance(result, SqlResult):
         what = "the rows"
-        value: object = [result.columns, result.rows]
+        # Row by row, and column by column: a value split over the rows of one column has
+        # the other columns between its pieces in row order.
+        down = [[row[i] for row in result.rows if i < len(row)] for i in range(len(result.columns))]
+        value: object = [result.columns, result.rows, down]
     elif isinstance(result, SshExecResult):
         what = "the output"
         value = [result.stdout, result.stderr]
