@@ -73,3 +73,23 @@ def test_a_key_that_cannot_be_read_is_searched_by_its_text_and_other_secrets_as_
     assert result_needles(odd) == (["not a key body at all", "not a key body at all"], [])
     token = TokenSecret(token=SecretBytes(b"tok-123"))
     assert result_needles(token) == (["tok-123"], [])
+
+
+def test_a_pem_key_is_found_in_its_openssh_form_and_its_public_half_is_not() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    search = _search(SshKeySecret(SecretBytes(pem)))
+    openssh = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    assert search.found_in(pem.decode()) and search.found_in(openssh.hex())
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    assert not search.found_in(public.decode())

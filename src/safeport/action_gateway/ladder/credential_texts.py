@@ -58,11 +58,17 @@ def credential_blobs(secret: object) -> list[bytes]:
         return []
     data = secret.private_key.reveal()
     password = secret.passphrase.reveal() if secret.passphrase is not None else None
+    # Only the numbers are read here; the key's consistency is checked where it is used, and
+    # checking it again would cost half a second for a 4096-bit RSA key on every action.
     try:
         if b"OPENSSH PRIVATE KEY" in data:
-            key: object = serialization.load_ssh_private_key(data, password)
+            key: object = serialization.load_ssh_private_key(
+                data, password, unsafe_skip_rsa_key_validation=True
+            )
         else:
-            key = serialization.load_pem_private_key(data, password)
+            key = serialization.load_pem_private_key(
+                data, password, unsafe_skip_rsa_key_validation=True
+            )
     except (ValueError, TypeError, UnsupportedAlgorithm):
         return []  # a key cryptography cannot read: its texts are still searched
     return [number for number in _private_numbers(key) if len(number) >= 8]
