@@ -182,3 +182,17 @@ def test_a_first_line_ending_inside_the_secret_loses_its_start(keep: int) -> Non
     assert first_line(text, 300, [SECRET]) == 'refused: "'
     assert first_line("refused: 12\nDETAIL: more", 300, [SECRET]) == "refused: 12"
     assert first_line(f"refused: {SECRET}", 300, [SECRET]) == "refused: [REDACTED]"
+
+
+# Its base64 has `/` and `+` in it, which URLs and HTML encoders escape.
+SLASHED = "Zq?>~Kp9?>~mW3?>~xR7"
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_base64_escaped_for_a_url_or_html_is_found(offset: int) -> None:
+    encoded = _b64(b"x" * offset + SLASHED.encode())
+    assert "/" in encoded or "+" in encoded
+    search = KnownSecrets([SLASHED])
+    assert search.found_in("https://example.test/cb?auth=" + quote(encoded, safe="") + "&x=1")
+    assert search.found_in(encoded.replace("/", "&#x2F;").replace("+", "&#x2B;"))
+    assert search.found_in(quote(quote(encoded, safe=""), safe=""))  # encoded twice

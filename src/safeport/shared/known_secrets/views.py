@@ -183,14 +183,23 @@ def _pieces(value: object) -> Iterator[str | bytes]:
 def _views(text: str) -> Iterator[bytes]:
     raw = text.encode("utf-8", "surrogatepass")
     yield raw
+    sources = [text]
     if "%" in text or "+" in text:
         once = unquote_to_bytes(text)
+        twice = unquote_to_bytes(once)
         yield once
-        yield unquote_to_bytes(once)
+        yield twice
         yield unquote_to_bytes(text.replace("+", " "))
+        if "%" in text:
+            # Base64 or hex inside a URL or a form (`%2B`, `%2F`, `%3D`; a URL inside another's
+            # query, encoded twice), read decoded.
+            sources.append(once.decode("latin-1"))
+            if twice != once:
+                sources.append(twice.decode("latin-1"))
     if "&" in text:
-        yield html.unescape(text).encode("utf-8", "surrogatepass")
-    sources = [text]
+        unescaped_html = html.unescape(text)
+        yield unescaped_html.encode("utf-8", "surrogatepass")
+        sources.append(unescaped_html)  # `&#x2F;` in base64, as HTML encoders write `/`
     if "\\" in text:
         unescaped = _json_unescaped(text)
         yield unescaped.encode("utf-8", "surrogatepass")
