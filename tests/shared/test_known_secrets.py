@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from urllib.parse import quote
 
 import pytest
@@ -196,3 +197,22 @@ def test_base64_escaped_for_a_url_or_html_is_found(offset: int) -> None:
     assert search.found_in("https://example.test/cb?auth=" + quote(encoded, safe="") + "&x=1")
     assert search.found_in(encoded.replace("/", "&#x2F;").replace("+", "&#x2B;"))
     assert search.found_in(quote(quote(encoded, safe=""), safe=""))  # encoded twice
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "0000 x" + " " * 200_000 + "y",  # a dump line's blanks, once retried at each blank
+        "0000 ab |" + "|" * 200_000 + " x",
+        "0000000" + "   C" * 50_000 + "y",
+        ("ab" + " " * 1000) * 200,
+        "%" * 200_000,
+        "\\" * 200_000 + "u",
+    ],
+    ids=["blanks", "bars", "od-c", "spaced-hex", "percent", "backslashes"],
+)
+def test_a_hostile_line_costs_its_length_not_its_square(hostile: str) -> None:
+    # The first took 14 s at 40,000 blanks (quadratic); linear, 200,000 take well under one.
+    started = time.perf_counter()
+    assert not KnownSecrets([SECRET]).found_in(hostile)
+    assert time.perf_counter() - started < 10

@@ -96,7 +96,8 @@ def test_dumps_of_other_files_and_the_key_format_name_pass(
 
 @pytest.mark.parametrize("offset", [0, 1, 5, 11, 15])
 @pytest.mark.parametrize(
-    "dump", ["xxd {f}", "hexdump -C {f}", "od -An -tx1 {f}", "od -tx1 {f}", "hexdump {f}"]
+    "dump",
+    ["xxd {f}", "hexdump -C {f}", "od -An -tx1 {f}", "od -tx1 {f}", "hexdump {f}", "od -c {f}"],
 )
 def test_a_short_password_dumped_from_any_offset_of_a_file_is_withheld(
     sshd: Sshd, executor: PreparingExecutor, dump: str, offset: int
@@ -105,7 +106,7 @@ def test_a_short_password_dumped_from_any_offset_of_a_file_is_withheld(
     start a dump's line is split over two lines, neither holding 16 bytes of it."""
     secret = BasicSecret(username="app", password=SecretBytes(CANARY.encode()))
     config = sshd.shared_dir / "app_config"
-    config.write_bytes(b"p" * offset + CANARY.encode() + b"\nport = 5432\n")
+    config.write_bytes(b"p\t" * offset + CANARY.encode() + b"\nport = 5432\n")
     config.chmod(0o644)
     try:
         action = _action(_host(sshd), ["sh", "-c", dump.format(f=config)])

@@ -1,5 +1,5 @@
 """Dumps read back into the bytes they show, across their lines: ``xxd`` (any ``-c``/``-g``),
-``hexdump`` and ``hexdump -C``, ``od -x``/``-tx1``/``-tx2``/``-tx4`` and ``od -b``.
+``hexdump`` and ``hexdump -C``, ``od -x``/``-tx1``/``-tx2``/``-tx4``, ``od -b`` and ``od -c``.
 
 A dump shows a few bytes per line between an offset and, for some tools, a column of the same
 bytes as characters. Read line by line, a credential that does not start at a line's first
@@ -18,20 +18,32 @@ from collections.abc import Iterator
 
 # An offset at the line's start (`00000000:`, `0000020`) or, for `od -An`, none but an indent;
 # then the line's columns.
-_DUMP_LINE = re.compile(r"(?:[0-9A-Fa-f]{4,16}:?[ \t]|[ \t])[ \t]*(\S.*?)[ \t]*")
-_CHAR_COLUMN = re.compile(r"[ \t]*\|.*\|\Z")  # hexdump -C: |CANARY-S|
+# (Matched against the line without its trailing blanks, and with no pattern that can retry
+# a run of blanks at each of its characters: a hostile line must cost its length, not its
+# square.)
+_DUMP_LINE = re.compile(r"(?:[0-9A-Fa-f]{4,16}:?[ \t]|[ \t])[ \t]*(\S.*)")
 _COLUMN_GAP = re.compile(r"[ \t]{2,}")
 # Hex groups of whole bytes (xxd -g, od -tx2), or one byte in octal (od -b).
 _GROUP = re.compile(r"(?:[0-9A-Fa-f]{2})+|[0-3][0-7]{2}")
+# od -c: an optional offset, then 4-character fields (`   C`, `  \n`, ` 377`, four blanks).
+_CHAR_FIELD = r"(?: {3}\S| {2}\\[0abfnrtv]| [0-3][0-7]{2}| {4})"
+_CHAR_LINE = re.compile(rf"(?:[0-9A-Fa-f]{{7,16}})?({_CHAR_FIELD}+) *")
+_C_ESCAPES = {"0": 0, "a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
 _BREAK = b"\xff"  # never in UTF-8 text, so no credential's bytes run across it
 
 
 def dump_views(text: str) -> Iterator[bytes]:
-    """Four readings of every dump in ``text`` (with and without each line's last column, each
-    in the bytes' printed order and with every group reversed), or nothing when it has none."""
-    readings = [bytearray() for _ in range(4)]
+    """Five readings of every dump in ``text`` (with and without each line's last column, each
+    in the bytes' printed order and with every group reversed; and ``od -c``'s characters),
+    or nothing when it has none."""
+    readings = [bytearray() for _ in range(5)]
     found = False
     for line in text.splitlines():
+        characters = _characters(line)
+        if characters is not None:
+            found = True
+            readings[4] += characters
+            continue
         columns = _columns(line)
         if not columns:
             for reading in readings:
@@ -53,13 +65,36 @@ def dump_views(text: str) -> Iterator[bytes]:
         yield from (bytes(reading) for reading in readings)
 
 
+def _characters(line: str) -> bytes | None:
+    """An ``od -c`` or ``hexdump -c`` line's bytes (each in a 4-character field: ``   C``,
+    ``  \\n``, `` 377``, four spaces for a space), or None for a line that is not one."""
+    match = _CHAR_LINE.fullmatch(line)
+    if match is None:
+        return None
+    fields = match.group(1)
+    data = bytearray()
+    for start in range(0, len(fields), 4):
+        field = fields[start : start + 4].strip()
+        if not field:
+            data.append(0x20)
+        elif len(field) == 1:
+            data += field.encode("utf-8")
+        elif field.startswith("\\"):
+            data.append(_C_ESCAPES.get(field[1], 0))
+        else:
+            data.append(int(field, 8))
+    return bytes(data)
+
+
 def _columns(line: str) -> list[list[str]]:
     """The line's columns of byte groups, up to the first column that is not all groups; empty
     for a line that is not a dump's."""
-    match = _DUMP_LINE.fullmatch(line)
+    match = _DUMP_LINE.fullmatch(line.rstrip())
     if match is None:
         return []
-    body = _CHAR_COLUMN.sub("", match.group(1))
+    body = match.group(1)
+    if body.endswith("|") and "|" in body[:-1]:
+        body = body[: body.index("|")]  # hexdump -C's characters: |CANARY-S|
     columns: list[list[str]] = []
     for column in _COLUMN_GAP.split(body):
         groups = column.split()
