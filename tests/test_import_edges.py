@@ -458,6 +458,7 @@ DECISION_MODULES = {
         "action_gateway.approvals.approver_rules",
         "action_gateway.approvals.cards",
         "action_gateway.executors.https.address_policy",
+        "shared.known_secrets.dumps",
         "shared.known_secrets.shortening",
         "shared.known_secrets.views",
         "action_gateway.executors.https.response_contract",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from urllib.parse import quote
 
 import pytest
 
-from safeport.shared.known_secrets import KnownSecrets, secret_forms, shorten
+from safeport.shared.known_secrets import KnownSecrets, first_line, secret_forms, shorten
 
 SECRET = "Xq7-vP2mL9sRt4ZwYb8N"
 RAW = SECRET.encode()
@@ -43,6 +44,12 @@ def _b64(data: bytes) -> str:
         [SECRET[:9], SECRET[9:]],  # split across two neighbouring values
         [b"\x00" + RAW[:8], RAW[8:]],  # split, one half raw bytes
         SECRET[2:18],  # any 16-character run of it
+        SECRET.encode("utf-16-le").decode("ascii"),  # UTF-16: a NUL after every character
+        SECRET.encode("utf-16-be").hex(),
+        "".join(f"\\{byte:03o}" for byte in RAW),  # octal escapes (bytea's escape format)
+        json.dumps(base64.encodebytes(b"y" * 50 + RAW).decode()),  # wrapped base64 in JSON
+        ", ".join(f"0x{byte:02x}" for byte in RAW),  # xxd -i
+        "  ".join(f"{byte:02x}" for byte in RAW),  # bytes two spaces apart
     ],
 )
 def test_the_secret_is_found_in_every_form_the_reply_can_carry(value: object) -> None:
@@ -69,6 +76,32 @@ def test_values_that_do_not_carry_the_secret_pass(value: object) -> None:
     assert not KnownSecrets([SECRET]).found_in_value(value)
 
 
+def _xxd(data: bytes, per_line: int) -> str:
+    """``xxd -c per_line`` output: offset, 2-byte groups, the bytes as characters."""
+    lines = []
+    for start in range(0, len(data), per_line):
+        chunk = data[start : start + per_line]
+        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        width = per_line * 2 + (per_line + 1) // 2 - 1
+        chars = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{start:08x}: {groups.ljust(width)}  {chars}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("per_line", [4, 7, 8, 16])
+@pytest.mark.parametrize("offset", [0, 1, 3, 6, 13])
+def test_a_dump_split_over_lines_is_read_whole(per_line: int, offset: int) -> None:
+    """Whichever line the secret starts on; the character column (here hex-like: ``cafe``)
+    left out of the bytes."""
+    assert KnownSecrets([SECRET]).found_in(_xxd(b"cafe" * 4 + b"x" * offset + RAW, per_line))
+
+
+def test_a_dump_of_other_bytes_and_hex_like_text_pass() -> None:
+    ordinary = _xxd(bytes(range(256)) + RAW[:15] + b"cafe" * 8, 8)
+    assert not KnownSecrets([SECRET]).found_in(ordinary)
+    assert not KnownSecrets([SECRET]).found_in("2024 was a year\n  ab cd ef 12 34 56 78 90\n")
+
+
 def test_no_known_secret_finds_nothing() -> None:
     assert not KnownSecrets([]).found_in_value(SECRET)
     assert not KnownSecrets([""]).found_in_value(SECRET)
@@ -79,7 +112,7 @@ def _cut_inside(form: str, keep: int, limit: int) -> str:
     return "x" * (limit - 1 - keep) + form + " and more after it"
 
 
-@pytest.mark.parametrize("form", secret_forms([SECRET]))
+@pytest.mark.parametrize("form", sorted(secret_forms([SECRET])))
 @pytest.mark.parametrize("keep", [1, 4, 16])
 def test_a_cut_inside_any_form_of_the_secret_leaves_none_of_it(form: str, keep: int) -> None:
     limit = 120
@@ -130,3 +163,56 @@ def test_a_cards_environment_line_cut_inside_a_token_shows_none_of_it() -> None:
     shown = bounded("/opt/lib/preload.so:" + "x" * 170 + token + ":/more" * 20)
     assert "ghp_" not in shown and "a1B2" not in shown
     assert shown.startswith("/opt/lib/preload.so:") and "more characters" in shown
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16-le", "utf-16-be"])
+def test_a_password_not_in_ascii_is_found_in_the_encodings_a_server_converts_to(
+    encoding: str,
+) -> None:
+    wide = "pässwörd-für-dïe-äpp"
+    data = wide.encode(encoding)
+    assert KnownSecrets([wide]).found_in_value(data)
+    assert KnownSecrets([wide]).found_in(data.hex())
+    assert KnownSecrets([wide]).found_in(_b64(b"x" + data))
+    assert not KnownSecrets([wide]).found_in(_b64(b"x" + data[:7]))
+
+
+@pytest.mark.parametrize("keep", [1, 9, 15])
+def test_a_first_line_ending_inside_the_secret_loses_its_start(keep: int) -> None:
+    text = f'refused: "{SECRET[:keep]}\n{SECRET[keep:]}"\nDETAIL: more'
+    assert first_line(text, 300, [SECRET]) == 'refused: "'
+    assert first_line("refused: 12\nDETAIL: more", 300, [SECRET]) == "refused: 12"
+    assert first_line(f"refused: {SECRET}", 300, [SECRET]) == "refused: [REDACTED]"
+
+
+# Its base64 has `/` and `+` in it, which URLs and HTML encoders escape.
+SLASHED = "Zq?>~Kp9?>~mW3?>~xR7"
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_base64_escaped_for_a_url_or_html_is_found(offset: int) -> None:
+    encoded = _b64(b"x" * offset + SLASHED.encode())
+    assert "/" in encoded or "+" in encoded
+    search = KnownSecrets([SLASHED])
+    assert search.found_in("https://example.test/cb?auth=" + quote(encoded, safe="") + "&x=1")
+    assert search.found_in(encoded.replace("/", "&#x2F;").replace("+", "&#x2B;"))
+    assert search.found_in(quote(quote(encoded, safe=""), safe=""))  # encoded twice
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "0000 x" + " " * 200_000 + "y",  # a dump line's blanks, once retried at each blank
+        "0000 ab |" + "|" * 200_000 + " x",
+        "0000000" + "   C" * 50_000 + "y",
+        ("ab" + " " * 1000) * 200,
+        "%" * 200_000,
+        "\\" * 200_000 + "u",
+    ],
+    ids=["blanks", "bars", "od-c", "spaced-hex", "percent", "backslashes"],
+)
+def test_a_hostile_line_costs_its_length_not_its_square(hostile: str) -> None:
+    # The first took 14 s at 40,000 blanks (quadratic); linear, 200,000 take well under one.
+    started = time.perf_counter()
+    assert not KnownSecrets([SECRET]).found_in(hostile)
+    assert time.perf_counter() - started < 10

@@ -146,3 +146,134 @@ def test_a_short_refused_value_is_redacted_and_the_rest_of_the_message_kept(
     with pytest.raises(ActionError) as division:
         executor.sql_query(unchecked(parsed, "SELECT 1 / 0 AS v"), password())
     assert (division.value.failure, division.value.code) == ("query_failed", "upstream")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # encode(x, 'base64') wraps at 76 characters; json's text writes the break as \n, here
+        # inside the password.
+        f"SELECT to_json(encode(convert_to(repeat('y', 50) || {PW}, 'UTF8'), 'base64'))::text AS v",
+        f"SELECT row_to_json(t)::text AS v FROM (SELECT encode(convert_to(repeat('y', 50)"
+        f" || {PW}, 'UTF8'), 'base64') AS b) t",
+    ],
+)
+def test_wrapped_base64_inside_json_text_is_withheld(
+    postgres: Postgres, executor: GatewayExecutor, statement: str
+) -> None:
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password())
+    assert caught.value.failure == "bad_response"
+
+
+# Not ASCII every few characters: bytea's escape format writes each of those as octal escapes.
+WIDE = "pässwörd-für-dïe-äpp-ß"
+SHORT = "k7Qp2Zx9mW4e"  # 12 characters: shorter than the 16-byte run rule, so matched whole
+
+
+@pytest.fixture
+def roles(postgres: Postgres) -> None:
+    """Roles whose passwords are not ASCII and short (made once per server: a role with
+    grants cannot simply be dropped and made again)."""
+    with postgres.admin() as conn:
+        made = {row[0] for row in conn.execute("SELECT rolname FROM pg_roles").fetchall()}
+    for name, secret in (("wide_pw", WIDE), ("short_pw", SHORT)):
+        if name not in made:
+            postgres.role(name, secret)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "encode(convert_to({pw}, 'UTF8'), 'escape')",
+        "'prefix ' || encode(convert_to({pw}, 'UTF8'), 'escape')",
+        "convert_to({pw}, 'LATIN1')",
+        "encode(convert_to({pw}, 'LATIN1'), 'hex')",
+        "{pw}",
+    ],
+)
+def test_a_password_not_in_ascii_is_withheld_in_escape_format_and_latin1(
+    postgres: Postgres, executor: GatewayExecutor, roles: None, expression: str
+) -> None:
+    parsed = policy(postgres, user="wide_pw")
+    statement = f"SELECT {expression.format(pw=repr(WIDE))} AS v"
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password(WIDE))
+    assert caught.value.failure == "bad_response"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "{pw}",
+        "upper({pw})",
+        "encode(convert_to('ab' || {pw}, 'UTF8'), 'base64')",
+        "convert_to('a' || {pw}, 'UTF8')",
+        "encode(convert_to({pw}, 'UTF8'), 'hex')",
+        "left({pw}, 6) AS v, right({pw}, 6)",  # split over two neighbouring columns
+    ],
+)
+def test_a_short_password_is_withheld_whole(
+    postgres: Postgres, executor: GatewayExecutor, roles: None, expression: str
+) -> None:
+    parsed = policy(postgres, user="short_pw")
+    statement = f"SELECT {expression.format(pw=repr(SHORT))} AS w"
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement, columns=("v", "w")), password(SHORT))
+    assert caught.value.failure == "bad_response"
+    assert SHORT not in str(caught.value)
+
+
+@pytest.mark.parametrize("keep", [1, 8, 15])
+def test_an_error_whose_first_line_ends_inside_the_password_keeps_none_of_it(
+    postgres: Postgres, executor: GatewayExecutor, keep: int
+) -> None:
+    """Only the error's first line is kept: a line break inside the quoted value is a cut too,
+    and fewer than 16 characters of the password are not enough to find it in other forms."""
+    statement = f"SELECT (left({PW}, {keep}) || E'\\n' || substr({PW}, {keep + 1}))::int AS v"
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, statement), password())
+    said = caught.value.message
+    assert CAST_PREFIX in said and caught.value.failure == "query_failed"
+    assert not said.endswith(CANARY[:keep]) and CANARY[:keep] not in said.split(CAST_PREFIX)[1]
+
+
+def test_raise_detail_and_hint_holding_the_password_stay_out_of_the_message(
+    postgres: Postgres, executor: GatewayExecutor
+) -> None:
+    """A function the query calls raises with the password in its message, detail and hint."""
+    with postgres.admin() as conn:
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION raise_with(v text) RETURNS int LANGUAGE plpgsql AS"
+            " $$BEGIN RAISE EXCEPTION 'refused %', v USING DETAIL = 'detail ' || v,"
+            " HINT = 'hint ' || encode(convert_to(v, 'UTF8'), 'base64'); END$$"
+        )
+    parsed = policy(postgres)
+    with pytest.raises(ActionError) as caught:
+        executor.sql_query(unchecked(parsed, f"SELECT raise_with({PW}) AS v"), password())
+    assert caught.value.message == "sql database 'app': refused [REDACTED]"
+    assert "detail" not in caught.value.message and "hint" not in caught.value.message
+
+
+@pytest.mark.parametrize("size", [4, 10])
+def test_the_password_in_pieces_down_the_rows_of_a_column_is_withheld(
+    postgres: Postgres, size: int
+) -> None:
+    """Another column between the pieces in row order: the ladder's filter reads each column
+    down its rows too."""
+    from safeport.action_gateway.executors.sql.connection import open_connection
+    from safeport.action_gateway.executors.sql.query import run_query
+
+    statement = (
+        f"SELECT substr({PW}, g * {size} + 1, {size}) AS v, g AS w"
+        f" FROM generate_series(0, {len(CANARY) // size}) g ORDER BY g"
+    )
+    sql = unchecked(policy(postgres), statement, columns=("v", "w"))
+    with open_connection("app", sql.database, password()) as conn:
+        result = run_query(conn, sql, None)
+    assert len(result.rows) > 1
+    with pytest.raises(ActionError) as caught:
+        withhold_credential(result, credential_texts(password()))
+    assert caught.value.failure == "bad_response"

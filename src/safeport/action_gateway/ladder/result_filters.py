@@ -16,6 +16,7 @@ result may hold: a database password a remote command prints, a token inside an 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.known_secrets import KnownSecrets
@@ -27,19 +28,27 @@ from safeport.shared.secret_scan import redact
 _PARTIAL_LAST_WORD = re.compile(r"\S{1,256}\Z")
 
 
-def withhold_credential(result: SqlResult | SshExecResult | HttpResult, texts: list[str]) -> None:
-    """Raise ``bad_response`` if ``result`` holds the credential it was run with: in one value
-    or split across neighbouring ones (every value's text joined end to end, in order)."""
+def withhold_credential(
+    result: SqlResult | SshExecResult | HttpResult,
+    texts: list[str],
+    blobs: Sequence[bytes] = (),
+) -> None:
+    """Raise ``bad_response`` if ``result`` holds the credential it was run with (its texts, or
+    a key's decoded bytes: ``credential_texts.py``): in one value or split across neighbouring
+    ones (every value's text joined end to end, in order)."""
     if isinstance(result, SqlResult):
         what = "the rows"
-        value: object = [result.columns, result.rows]
+        # Row by row, and column by column: a value split over the rows of one column has
+        # the other columns between its pieces in row order.
+        down = [[row[i] for row in result.rows if i < len(row)] for i in range(len(result.columns))]
+        value: object = [result.columns, result.rows, down]
     elif isinstance(result, SshExecResult):
         what = "the output"
         value = [result.stdout, result.stderr]
     else:
         what = "the answer"
         value = result.fields
-    if KnownSecrets(texts).found_in_value(value):
+    if KnownSecrets(texts, blobs).found_in_value(value):
         raise ActionError(
             "bad_response",
             f"{what} held the credential the action ran with; the whole result was withheld",

@@ -35,7 +35,7 @@ from safeport.action_gateway.approvals.grants import Grant
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.executors.interface import ActionError, Executor, SqlAction, SshAction
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
-from safeport.action_gateway.ladder.credential_texts import credential_texts
+from safeport.action_gateway.ladder.credential_texts import credential_texts, result_needles
 from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.remote_proposal import no_remote_clients, remote_request
@@ -279,13 +279,13 @@ class Ladder:
         result: dict[str, object] = {}
         refusal: Refusal | None = None
         origin: dict[str, object] = {}  # a server's credential: where from, which version
-        texts: list[str] = []  # the credential's texts, withheld from the result and messages
+        texts: list[str] = []  # the credential's texts, withheld from messages
         stopped: dict[str, object] = {}  # a deadline kept from this side: the step that held
         try:
             with self.credentials.held(resolved.policy, request, vault, intent) as held:
                 origin = held.origin
                 texts = credential_texts(held.secret)
-                result = self._execute(held.secret, resolved, texts)
+                result = self._execute(held.secret, resolved)
         except ActionError as exc:
             status = exc.failure
             if exc.stopped_by is not None:
@@ -355,7 +355,7 @@ class Ladder:
             "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
         )
 
-    def _execute(self, secret: object, resolved: Resolved, texts: list[str]) -> dict[str, object]:
+    def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
         """Run the action, then filter its typed result: first the credential it ran with
         (any form, any executor), then the declared parts with other secrets redacted."""
         action = resolved.action
@@ -363,18 +363,18 @@ class Ladder:
             if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
                 raise Error("the credential is not a password or a private key")
             sql = self.executor.sql_query(action, secret)
-            withhold_credential(sql, texts)
+            withhold_credential(sql, *result_needles(secret))
             return filter_sql(sql, action.query.columns)
         if isinstance(action, SshAction):
             if not isinstance(secret, SshKeySecret):
                 raise Error("the credential is not an ssh key")
             ssh = self.executor.ssh_exec(action, secret)
-            withhold_credential(ssh, texts)
+            withhold_credential(ssh, *result_needles(secret))
             return filter_ssh(ssh, resolved.max_output_bytes)
         if not isinstance(secret, TokenSecret | BasicSecret):
             raise Error("the credential is not a token or basic secret")
         http = self.executor.http_request(action, secret)
-        withhold_credential(http, texts)
+        withhold_credential(http, *result_needles(secret))
         return filter_http(http, action.operation.response_fields)
 
     # -- journal ------------------------------------------------------------------------------

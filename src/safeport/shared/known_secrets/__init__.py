@@ -5,7 +5,7 @@ Unlike :mod:`safeport.shared.secret_scan`, which finds secrets it was never told
 shape, everything here is given the secret's exact value and looks for that value only.
 """
 
-from safeport.shared.known_secrets.shortening import secret_forms, shorten
+from safeport.shared.known_secrets.shortening import first_line, secret_forms, shorten
 from safeport.shared.known_secrets.views import PIECE, KnownSecrets
 
-__all__ = ["PIECE", "KnownSecrets", "secret_forms", "shorten"]
+__all__ = ["PIECE", "KnownSecrets", "first_line", "secret_forms", "shorten"]

@@ -45,6 +45,19 @@ def shorten(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
     return _without_secret_start(cut, forms) + ELLIPSIS
 
 
+def first_line(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
+    """``text``'s first line, as :func:`shorten` leaves it. The lines after it are cut off too:
+    a first line ending inside a secret (a value with a line break in it, quoted in an error)
+    loses the secret's start, as a cut inside the line would."""
+    lines = text.strip().splitlines()
+    if len(lines) <= 1:
+        return shorten(text.strip(), limit, secrets)
+    short = shorten(lines[0], limit, secrets)
+    if short.endswith(ELLIPSIS):
+        return short  # already cut inside the line, its end checked there
+    return _without_secret_start(short, secret_forms(secret for secret in secrets if secret))
+
+
 def secret_forms(secrets: Iterable[str]) -> list[str]:
     """The texts a known secret is written as in a message or a reply: as it is, JSON-escaped
     (ASCII-only and not), percent-encoded, hex (lower and upper case) and base64 and base64url

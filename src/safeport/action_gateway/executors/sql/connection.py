@@ -20,7 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from safeport.action_gateway.executors.interface import ActionError, ActionFailure
-from safeport.shared.known_secrets import shorten
+from safeport.shared.known_secrets import first_line
 from safeport.shared.schemas.config import SqlDatabase
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
@@ -118,9 +118,10 @@ def translate_errors(
 
 def _said(database_id: str, exc: BaseException, secret: DbSecret) -> str:
     """The server's first line, redacted before it is cut (a value the server quotes in its
-    error may end in the password: a cut first would keep the password's start)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"sql database {database_id!r}: {shorten(first, 300, _secret_texts(secret))}"
+    error may end in the password: a cut first would keep the password's start; so may the
+    first line, when the value has a line break in it). DETAIL, HINT and CONTEXT stay out."""
+    text = str(exc).strip() or type(exc).__name__
+    return f"sql database {database_id!r}: {first_line(text, 300, _secret_texts(secret))}"
 
 
 def _secret_texts(secret: DbSecret) -> list[str]:
