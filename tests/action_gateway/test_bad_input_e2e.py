@@ -335,6 +335,7 @@ HOSTILE_JSON = {
     "1e999999": b'{"v":1e999999,"id":"e","type":"hello","versions":[1]}',
     "60,000-digit version": b'{"v":1,"id":"i","type":"hello","versions":[' + b"9" * 60_000 + b"]}",
     "lone surrogate": b'{"v":1,"id":"\\ud800","type":"hello","versions":[1]}',
+    "unterminated escaped quotes": b'{"v":1,"id":"' + b'\\"' * 32_000,
 }
 GOOD = {
     "agent": HELLO,
