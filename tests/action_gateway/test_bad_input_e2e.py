@@ -358,3 +358,14 @@ def test_hostile_json_frames_are_invalid_and_the_same_connection_is_served_next(
     conn.close()
     wait_until(lambda: any(c.get("not_json") for c in _invalid_records(gateway)))
     assert gateway.healthy()
+
+
+@pytest.mark.parametrize("which", ["agent", "control"])
+def test_a_version_that_only_compares_equal_to_one_is_refused(gateway: Gateway, which: str) -> None:
+    conn = gateway.agent() if which == "agent" else gateway.control_conn()
+    for version in (True, 1.0, "1", [1], None):
+        reply = conn.call({**GOOD[which], "v": version})
+        assert reply["ok"] is False, version
+        assert reply["error"]["reason"] == "unsupported protocol version; use 1", version
+    assert conn.call(GOOD[which])["ok"]
+    conn.close()
