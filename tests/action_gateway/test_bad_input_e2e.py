@@ -335,6 +335,7 @@ HOSTILE_JSON = {
     "1e999999": b'{"v":1e999999,"id":"e","type":"hello","versions":[1]}',
     "60,000-digit version": b'{"v":1,"id":"i","type":"hello","versions":[' + b"9" * 60_000 + b"]}",
     "lone surrogate": b'{"v":1,"id":"\\ud800","type":"hello","versions":[1]}',
+    "unterminated escaped quotes": b'{"v":1,"id":"' + b'\\"' * 32_000,
 }
 GOOD = {
     "agent": HELLO,
@@ -357,3 +358,14 @@ def test_hostile_json_frames_are_invalid_and_the_same_connection_is_served_next(
     conn.close()
     wait_until(lambda: any(c.get("not_json") for c in _invalid_records(gateway)))
     assert gateway.healthy()
+
+
+@pytest.mark.parametrize("which", ["agent", "control"])
+def test_a_version_that_only_compares_equal_to_one_is_refused(gateway: Gateway, which: str) -> None:
+    conn = gateway.agent() if which == "agent" else gateway.control_conn()
+    for version in (True, 1.0, "1", [1], None):
+        reply = conn.call({**GOOD[which], "v": version})
+        assert reply["ok"] is False, version
+        assert reply["error"]["reason"] == "unsupported protocol version; use 1", version
+    assert conn.call(GOOD[which])["ok"]
+    conn.close()

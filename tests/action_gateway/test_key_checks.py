@@ -197,3 +197,82 @@ def test_a_signature_under_another_enrolled_keys_id_and_a_counter_at_its_top_are
         blue.knobs.counter_fixed = counter
         with pytest.raises(KeyRefused, match="cloned"):
             _assert(blue, top, challenge)
+
+
+# -- what the approver's client wrote, read before the signature over it is checked ------------
+
+
+def test_client_data_that_repeats_cross_origin_is_refused_though_the_key_signed_it() -> None:
+    """The standard parser keeps the last of a repeated key: ``crossOrigin`` true then false
+    would pass as false. The strict decoder refuses the document instead."""
+    key = SoftAuthenticator()
+    enrolled = _enrolled(key)
+    challenge = card_challenge(*BASE)
+    start = CollectedClientData.create("webauthn.get", challenge, origin_of(RP))
+    assert start.endswith(b"}")
+    honest = _signed_over(key, enrolled, start)  # the same client data, each key once: taken
+    enrolled = verify_assertion(RP, (enrolled,), honest, challenge, user_verification=False)
+    for repeated in (
+        b',"crossOrigin":true,"crossOrigin":false}',
+        b',"topOrigin":"https://elsewhere.example","topOrigin":null}',
+        b',"type":"webauthn.create"}',
+    ):
+        written = CollectedClientData(bytes(start[:-1]) + repeated)
+        response = _signed_over(key, enrolled, written)
+        with pytest.raises(KeyRefused, match="malformed"):
+            verify_assertion(RP, (enrolled,), response, challenge, user_verification=False)
+
+
+@pytest.mark.parametrize(
+    "client_data",
+    [
+        b"[" * 3000,
+        b'{"type":"webauthn.get","x":' + b"{" * 1500,
+        b'{"type":"webauthn.get","challenge":NaN}',
+        b'{"type":"webauthn.get","origin":"\\ud800"}',
+        b"\xff\xfe",
+    ],
+    ids=["3000 [", "nested under a field", "NaN", "lone surrogate", "not UTF-8"],
+)
+def test_hostile_client_data_is_a_malformed_answer_not_an_exception(client_data: bytes) -> None:
+    key = SoftAuthenticator()
+    enrolled = _enrolled(key)
+    challenge = card_challenge(*BASE)
+    response = _signed(key, enrolled, challenge)
+    response["response"] = {**response["response"], "clientDataJSON": websafe_encode(client_data)}
+    with pytest.raises(KeyRefused, match="malformed"):
+        verify_assertion(RP, (enrolled,), response, challenge, user_verification=False)
+    registration = {"type": "public-key", "response": {
+        "clientDataJSON": websafe_encode(client_data),
+        "attestationObject": websafe_encode(b"\xa0")}}  # fmt: skip
+    with pytest.raises(KeyRefused, match="malformed"):
+        verify_registration(RP, b"u" * 16, registration, admin_challenge("enroll", "b", "n"))
+
+
+def test_deeply_nested_cbor_from_the_key_is_refused_not_an_exception() -> None:
+    """CBOR has no strict decoder here: python-fido2 reads it recursively, and a nesting deeper
+    than the interpreter's stack (3 KiB fits 3000 levels) is caught as a refusal."""
+    key = SoftAuthenticator()
+    enrolled = _enrolled(key)
+    challenge = card_challenge(*BASE)
+    response = _signed(key, enrolled, challenge)
+    # Authenticator data with the extensions flag (0x80) and nested maps as its extensions.
+    deep = b"\0" * 32 + b"\x81" + b"\0\0\0\x05" + b"\xa1\x00" * 1500 + b"\x00"
+    response["response"] = {**response["response"], "authenticatorData": websafe_encode(deep)}
+    with pytest.raises(KeyRefused, match="malformed"):
+        verify_assertion(RP, (enrolled,), response, challenge, user_verification=False)
+    issued = admin_challenge("enroll", "blue", "nonce")
+    key.touch.set()
+    good = KeySigner(key).register(
+        KeyChallengeResult(
+            request=KeyRequest(rp_id=RP, challenge=websafe_encode(issued),
+                               user_verification=False, keys=[]),
+            user_id=websafe_encode(b"u" * 16), expires_in_s=120,
+        ),
+        "blue",
+    )  # fmt: skip
+    registration = {"type": "public-key", "response": {
+        "clientDataJSON": good.client_data,
+        "attestationObject": websafe_encode(b"\x81" * 3000 + b"\x00")}}  # fmt: skip
+    with pytest.raises(KeyRefused, match="registration does not hold"):
+        verify_registration(RP, b"u" * 16, registration, issued)

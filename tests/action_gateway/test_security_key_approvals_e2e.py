@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fido2.utils import websafe_decode, websafe_encode
 
 from harness.gateway import PASSPHRASE, POLICY, Gateway, ssh, wait_until
 from harness.soft_authenticator import SoftAuthenticator
@@ -129,6 +130,40 @@ def test_the_correct_passphrase_without_a_key_is_refused(keyed: Any) -> None:
     journaled = [r["body"] for r in gw.journal("sessions") if r["kind"] == "approval.key_refused"]
     assert [entry["card"] for entry in journaled] == [card["id"]]
     # The human's touch still answers the same card.
+    assert answer(gw, card, sign(key, request_of(card)))["ok"]
+    assert agent.next()["ok"] and runs(gw) == 1
+    agent.exit()
+
+
+def test_hostile_client_data_and_cbor_in_an_answer_are_refused_and_the_card_still_answered(
+    keyed: Any,
+) -> None:
+    """What the approver's client sends over control.sock is parsed before any signature is
+    checked: nested JSON, a repeated key, nested CBOR are each a refusal, not a crash."""
+    gw, key = keyed
+    agent = gw.spawn_agent()
+    agent.send(ssh("h1", service="web"))
+    card = card_of(gw)
+    honest = sign(key, request_of(card))
+    client_data = websafe_decode(honest.client_data)
+    hostile = {
+        "client_data": websafe_encode(b"[" * 3000),
+        "client_data ": websafe_encode(client_data[:-1] + b',"crossOrigin":false}'),
+        "authenticator_data": websafe_encode(
+            websafe_decode(honest.authenticator_data)[:32]
+            + b"\x81\0\0\0\x09"
+            + b"\xa1\x00" * 1500
+            + b"\x00"
+        ),
+    }
+    for field, value in hostile.items():
+        forged = honest.model_copy(update={field.strip(): value})
+        refused = answer(gw, card, forged)
+        assert not refused["ok"], field
+        assert refused["error"]["code"] != "internal", refused
+        assert "malformed" in refused["error"]["reason"], refused
+    assert gw.healthy() and runs(gw) == 0
+    assert "Traceback" not in gw.stderr_path.read_text()
     assert answer(gw, card, sign(key, request_of(card)))["ok"]
     assert agent.next()["ok"] and runs(gw) == 1
     agent.exit()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
+import subprocess
+import sys
 from typing import Any
 
 import jwt
@@ -79,6 +82,41 @@ def test_the_refusal_never_carries_the_input() -> None:
     with pytest.raises(JsonRefused) as caught:
         loads_outside(b'{"secret-CANARY":NaN}', max_bytes=MIB)
     assert "CANARY" not in str(caught.value) and caught.value.__cause__ is None
+
+
+# Strings that never close, each with many escaped quotes in it: a cut of the strings that
+# started again at each of those quotes would read the rest of the text from each (quadratic).
+UNTERMINATED = {
+    "escaped quotes": b'"' + b'\\"' * 500_000,
+    "escaped quotes, a lone backslash last": b'"' + b'\\"' * 500_000 + b"\\",
+    "escaped quotes after a key": b'{"a":"' + b'\\"' * 500_000,
+    "escaped quotes and backslashes": b'["' + b'\\\\\\"' * 250_000,
+    "escaped quotes after depth": b"[" * 60 + b'"' + b'\\"' * 500_000,
+}
+# Linear time reads a mebibyte of these in well under a second on a loaded machine; the
+# quadratic search took about 45 s for 64 KiB, and would take hours here.
+WITHIN_SECONDS = 60
+
+
+def test_unterminated_strings_full_of_escaped_quotes_are_refused_in_linear_time() -> None:
+    """In a child process, so a search that never ends fails the test instead of hanging it."""
+    code = (
+        "import pickle, sys\n"
+        "from safeport.shared.outside_json import JsonRefused, loads_outside\n"
+        "for data in pickle.load(sys.stdin.buffer):\n"
+        "    try:\n"
+        f"        loads_outside(data, max_bytes={MIB + 16})\n"
+        "    except JsonRefused:\n"
+        "        continue\n"
+        "    sys.exit('taken')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps(list(UNTERMINATED.values())),
+        capture_output=True,
+        timeout=WITHIN_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
 ORDINARY: dict[str, tuple[bytes, Any]] = {

@@ -40,7 +40,11 @@ MAX_NUMBER_CHARS = 64
 # A token is carried in a header that is bounded at 16 KiB; ours are well under 2 KiB.
 MAX_JWT_CHARS = 8 * 1024
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string runs to its closing quote or, unterminated, to the end of the text (the parser stops
+# at its opening quote, so nothing after it is structure). Matching to the end keeps the cut
+# linear: were an unterminated string not to match, the search would start again at each of its
+# escaped quotes and read the rest of the text from each, 64 KiB of \\" taking minutes.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _LONG_NUMBER = re.compile(rf"[-+0-9.eE]{{{MAX_NUMBER_CHARS + 1},}}")
 # Outside strings, an opening bracket is a step up (1) and a closing one a step down (-1 as a
 # signed byte); every other byte is dropped.

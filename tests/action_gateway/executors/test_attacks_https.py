@@ -653,8 +653,32 @@ def test_a_never_ending_chunked_body_stops_at_the_cap(
         b'{"state": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
         b'{"state": ' + b"9" * 5000 + b"}",
         b'{"state": ' + b"[" * 400 + b"1" + b"]" * 400 + b"}",  # parses, but too deep to return
+        # Each of these the standard parser reads, and none can reach the agent as the one value
+        # the service meant: which of two keys, a number no reply can hold, text no reply can
+        # encode, a string that never closes (the depth pre-pass reads it once).
+        b'{"state": "running", "state": "stopped"}',
+        b'{"state": "ok", "other": {"a": 1, "a": 2}}',
+        b'{"state": 1e999}',
+        b'{"state": -Infinity}',
+        b'{"state": NaN}',
+        b'{"state": "\\ud800"}',
+        b'{"state": ' + b"1" * 65 + b"}",
+        b'{"state": "' + b'\\"' * 100_000,
     ],
-    ids=["deep-array", "deep-field", "huge-integer", "nested-400"],
+    ids=[
+        "deep-array",
+        "deep-field",
+        "huge-integer",
+        "nested-400",
+        "repeated-field",
+        "repeated-key-elsewhere",
+        "infinite",
+        "minus-infinity",
+        "nan",
+        "lone-surrogate",
+        "65-digit",
+        "unterminated-escaped-quotes",
+    ],
 )
 def test_pathological_json_is_a_clear_error(
     hostile: HostileServer, executor: PreparingExecutor, body: bytes

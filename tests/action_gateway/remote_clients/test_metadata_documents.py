@@ -203,6 +203,8 @@ def _hostile_documents(url: str) -> list[bytes]:
         f'{{"client_id":"{url}",{fields},"x":{"9" * 5000}}}'.encode(),
         f'{{"client_id":"{url}","redirect_uris":["{REDIRECT}"],"client_name":"\\ud800"}}'.encode(),
         f'{{"client_id":"{url}",{fields},"x":"'.encode() + b'\xff"}',
+        # A string that never closes, full of escaped quotes, near the 64 KiB bound: read once.
+        f'{{"client_id":"{url}",{fields},"x":"'.encode() + b'\\"' * 32_000,
     ]
 
 

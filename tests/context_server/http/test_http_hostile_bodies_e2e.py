@@ -35,6 +35,9 @@ HOSTILE_JSON = {
     "invalid UTF-8": b'{"client_name":"\xff\xfe"}',
     "raw NUL": b'{"client_name":"a"}\x00',
     "not an object": b"[1,2,3]",
+    # A string that never closes, full of escaped quotes, just under the 1 MiB body bound: the
+    # decoder must not read the rest of the body again from each of them.
+    "unterminated escaped quotes": b'{"client_name":"' + b'\\"' * 524_000,
 }
 OAUTH_400 = {"error": "invalid_request", "error_description": "malformed or oversized request"}
 PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}

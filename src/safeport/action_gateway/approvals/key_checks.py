@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from fido2 import cbor
 from fido2.cose import CoseKey
@@ -36,9 +37,12 @@ from fido2.webauthn import (
 )
 
 from safeport.errors import Denied
+from safeport.shared.outside_json import loads_object
 from safeport.shared.schemas.key_wire import origin_of
 
 _DOMAIN = "safeport approval v1"
+# The wire bounds the base64 at 4096 characters (``key_wire.B64``): 3 KiB of bytes.
+MAX_CLIENT_DATA_BYTES = 4096
 
 
 class KeyRefused(Denied):
@@ -105,9 +109,11 @@ def verify_assertion(
 ) -> EnrolledKey:
     """The enrolled key, its counter moved to the assertion's, if ``response`` is its valid
     assertion over ``challenge``; else :class:`KeyRefused`."""
+    fields = _client_data(response)
     try:
         parsed = AuthenticationResponse.from_dict(response)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: the authenticator data's extensions are CBOR, read recursively.
         raise KeyRefused("the security key's answer is malformed") from exc
     wanted = websafe_encode(parsed.raw_id)
     key = next((k for k in keys if k.id == wanted), None)
@@ -126,7 +132,7 @@ def verify_assertion(
         else UserVerificationRequirement.DISCOURAGED,
     }
     client_data = parsed.response.client_data
-    if client_data.cross_origin or "topOrigin" in json.loads(bytes(client_data)):
+    if client_data.cross_origin or "topOrigin" in fields:
         # A frame of another origin asked for this signature: the gateway's client never is one.
         raise KeyRefused("the security key's answer was asked for from another origin")
     try:
@@ -154,18 +160,33 @@ def verify_registration(
         "user_verification": UserVerificationRequirement.DISCOURAGED,
     }
     del user_id  # the client data binds the challenge, which binds the purpose and name
+    _client_data(response)
     try:
         attestation = AttestationObject(websafe_decode(str(_inner(response)["attestationObject"])))
         attested = attestation.auth_data.credential_data
         raw_id = websafe_encode(attested.credential_id if attested else b"")
         full = {**response, "id": raw_id, "rawId": raw_id}
         auth_data = server.register_complete(state, RegistrationResponse.from_dict(full))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: the attestation object is CBOR, which python-fido2 reads recursively
+        # and no strict decoder here reads first; its size is bounded at the wire (4 KiB).
         raise KeyRefused(f"the key's registration does not hold: {_reason(exc)}") from exc
     data = auth_data.credential_data
     if data is None:
         raise KeyRefused("the key's registration holds no credential")
     return websafe_encode(data.credential_id), cbor.encode(dict(data.public_key)), auth_data.counter
+
+
+def _client_data(response: Mapping[str, object]) -> dict[str, Any]:
+    """The client data's fields, read by the strict decoder before python-fido2 reads them
+    with the standard parser, which recurses once per bracket and keeps the last of a repeated
+    key (``crossOrigin`` given twice would be read as its last value). The approver's client
+    wrote these bytes; nothing in them counts until the signature over them is checked."""
+    try:
+        raw = websafe_decode(str(_inner(response)["clientDataJSON"]))
+        return loads_object(raw, max_bytes=MAX_CLIENT_DATA_BYTES)
+    except (ValueError, KeyError) as exc:  # JsonRefused is a ValueError, as is bad base64
+        raise KeyRefused("the security key's answer is malformed") from exc
 
 
 def _inner(response: Mapping[str, object]) -> Mapping[str, object]:

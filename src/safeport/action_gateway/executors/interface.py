@@ -239,6 +239,8 @@ def body_for_card(body: bytes) -> str:
     value can neither add a line nor hide a character. A body that is not JSON is shown as one
     JSON string."""
     try:
+        # Not outside input: the body is the gateway's own json.dumps of a declared template
+        # and validated values (https/target.py), or of a query's bound values.
         value = json.loads(body)
     except ValueError:
         value = body.decode("utf-8", "backslashreplace")

@@ -44,6 +44,7 @@ from safeport.action_gateway.identity.model import (
 )
 from safeport.errors import EnvironmentProblem
 from safeport.shared.known_secrets import shorten
+from safeport.shared.outside_json import loads_object
 
 log = logging.getLogger("safeport.gateway")
 
@@ -216,8 +217,8 @@ class InspectorProbe:
 def _serve(channel: socket.socket, probe: IdentityProbe) -> None:
     while True:
         try:
-            request, fds = _receive(channel)
-        except (OSError, ValueError):
+            request, fds = _receive(channel, from_gateway=True)
+        except (OSError, ValueError):  # JsonRefused is a ValueError
             return  # the gateway closed its end (or is gone): nothing left to serve
         back: list[int] = []
         try:
@@ -286,7 +287,9 @@ def _send_bytes(channel: socket.socket, data: bytes, fds: list[int]) -> None:
     channel.sendmsg([data], ancillary)
 
 
-def _receive(channel: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def _receive(
+    channel: socket.socket, *, from_gateway: bool = False
+) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data, ancillary, flags, _ = channel.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(4 * fds.itemsize))
     for level, kind, payload in ancillary:
@@ -301,7 +304,15 @@ def _receive(channel: socket.socket) -> tuple[dict[str, Any], list[int]]:
         for fd in received:
             os.close(fd)
         raise ValueError("truncated")
-    message = json.loads(data)
+    if from_gateway:
+        # The inspector holds the capabilities the gateway gave up: what the gateway sends it
+        # (two small requests) is read by the strict decoder, so a gateway running hostile code
+        # cannot crash it with a nesting deeper than its stack; it stops as on any bad request.
+        # Answers come the other way from the inspector's own json.dumps, and may hold a
+        # non-UTF-8 file name as escaped lone surrogates, which the strict decoder refuses.
+        message: Any = loads_object(data, max_bytes=MAX_MESSAGE)
+    else:
+        message = json.loads(data)
     if not isinstance(message, dict):
         raise ValueError("not an object")
     return message, received

@@ -337,7 +337,8 @@ class SocketServer:
                 conn.junk[payload_junk(exc)] += 1
                 await conn.send_error(None, "invalid", exc.message)
                 continue
-            if data.get("v") != PROTOCOL_VERSION:
+            # An integer, not whatever equals one: true and 1.0 compare equal to 1 in Python.
+            if type(data.get("v")) is not int or data["v"] != PROTOCOL_VERSION:
                 conn.junk["version"] += 1
                 await conn.send_error(
                     readable_id(data),

@@ -10,19 +10,21 @@ What is searched: every string of every returned field (keys and scalars too), j
 end, so a credential split across two fields is still whole; how it is searched (decoded views,
 any 16-byte run of the credential, linear time) is in ``shared/known_secrets/views.py``. An encoding
 nobody could list (a server that encrypts the echo) cannot be caught here: the policy author
-decides which services get a credential. Bodies that cannot be represented safely (nesting
-past a fixed depth, numbers Python refuses to parse) are refused as malformed rather than
-crashing the caller.
+decides which services get a credential. Bodies are read by the strict decoder every outside
+input goes through (``shared/outside_json.py``): a repeated key, NaN or Infinity, a number
+longer than 64 characters or out of a double's range, a lone surrogate, or a nesting deeper
+than 64 anywhere in the body is refused as malformed rather than passed on or crashing the
+caller; a returned field is further bounded at 32 levels.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.shared.known_secrets import KnownSecrets
+from safeport.shared.outside_json import JsonRefused, loads_outside
 
 # Deeper values cannot be serialised into a reply (pydantic stops well before Python's stack
 # does) and no declared field needs them.
@@ -42,10 +44,12 @@ def contains_credential(text: str, forms: Iterable[str]) -> bool:
 def extract_fields(body: bytes, fields: list[str], *, service_id: str) -> dict[str, Any]:
     """The declared fields of a JSON body; raise ``bad_response`` on anything else."""
     try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        # ValueError covers invalid JSON and UTF-8, and integers too long to convert;
-        # RecursionError a document nested deeper than the parser's stack.
+        # The strict decoder, as for every other outside input (its size is bounded as it is
+        # read): a repeated key, NaN or a number out of range could not be passed on to the agent
+        # as the one value the service meant (a non-finite number cannot even be written into
+        # the reply), and a nesting past the bound is refused before the parser recurses.
+        document = loads_outside(body, max_bytes=len(body))
+    except JsonRefused:
         raise ActionError(
             "bad_response", f"service {service_id!r} did not answer with JSON"
         ) from None
