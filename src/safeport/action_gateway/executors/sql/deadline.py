@@ -45,10 +45,17 @@ ANSWER_WITHIN = 1.6  # seconds past timeout_s; the contract is timeout_s + 2 s
 CHECK_CLIENT = "SET client_connection_check_interval = '1s'"
 # The backend that ran the query, and no other: a pid reused since the socket was shut belongs
 # to a backend that started after it. `usename`: a pid of another role is never asked about.
-TERMINATE = (
-    "SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity"
-    " WHERE pid = %s AND usename = current_user"
+_WHICH = (
+    " FROM pg_stat_activity WHERE pid = %s AND usename = current_user"
     " AND backend_start < now() - make_interval(secs => %s)"
+)
+TERMINATE = "SELECT coalesce(bool_or(pg_terminate_backend(pid)), false)" + _WHICH
+# PostgreSQL 14 and later: true only once the backend has ended, false if it did not within
+# TERMINATE_WAIT_MS (a process stopped by the operating system takes the signal but does not
+# end), so the journal never says "terminate" for a backend still there.
+TERMINATE_WAIT_MS = 400
+TERMINATE_WAITING = (
+    f"SELECT coalesce(bool_or(pg_terminate_backend(pid, {TERMINATE_WAIT_MS})), false)" + _WHICH
 )
 
 
