@@ -192,3 +192,34 @@ def test_a_role_inspection_held_up_by_a_locked_catalog_ends_within_the_query_dea
     assert error.failure == "timeout"
     assert executor.pooled_sql_connections == 0
     assert executor.sql_query(query, password()).rows == [[1]]
+
+
+def test_a_backend_that_cannot_be_terminated_at_once_for_want_of_a_slot_is_terminated_later(
+    postgres: Postgres,
+    executor: GatewayExecutor,
+    stubborn: None,  # noqa: F811
+) -> None:
+    # Every ordinary connection slot taken (the superuser's reserved ones remain): the second
+    # connection that terminates cannot open when the deadline passes. The answer does not wait
+    # for it, and the backend (deaf to its lost client) is terminated once a slot frees.
+    parsed = policy(postgres)
+    assert executor.sql_query(action(parsed, "order_count", min_id=0), password()).rows == [[4]]
+    with postgres.admin() as admin:
+        row = admin.execute(
+            "SELECT current_setting('max_connections')::int"
+            " - current_setting('superuser_reserved_connections')::int"
+            " - coalesce(current_setting('reserved_connections', true)::int, 0)"
+            " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+        ).fetchone()
+    assert row is not None and isinstance(row[0], int)
+    # One more than the ordinary slots left: an ordinary role needs more free than reserved.
+    fillers = [postgres.admin() for _ in range(row[0] + 1)]
+    try:
+        query = unchecked(parsed, "SELECT sp_stubborn_deaf() AS v", timeout_s=TIMEOUT_S)
+        error, elapsed = _timed(executor, query)
+        assert elapsed <= CONTRACT_S, elapsed
+        assert error.failure == "timeout" and error.stopped_by == "close"
+    finally:
+        for conn in fillers:
+            conn.close()
+    assert _gone(postgres, "sp_stubborn_deaf"), "the deaf backend was never terminated"

@@ -164,9 +164,10 @@ def _read_and_set(conn: Connection) -> RolePrivileges:
 
 def backend_terminator(database_id: str, database: SqlDatabase, secret: DbSecret) -> Terminate:
     """Terminate a backend of this role from a second connection (the last step of a query's
-    deadline); any failure is a backend not terminated, never an error of the query."""
+    deadline); any failure is a backend not terminated, never an error of the query. None: the
+    server could not be asked at all."""
 
-    def terminate(pid: int, since_closed_s: float) -> bool:
+    def terminate(pid: int, since_closed_s: float) -> bool | None:
         try:
             with open_connection(database_id, database, secret) as conn:
                 waits = conn.info.server_version >= 140000
@@ -174,7 +175,7 @@ def backend_terminator(database_id: str, database: SqlDatabase, secret: DbSecret
                 row = conn.execute(text, (pid, since_closed_s)).fetchone()
                 return bool(row and row[0])
         except (ActionError, psycopg.Error, OSError):
-            return False
+            return None  # not asked (no free connection slot, say): the watch tries again
 
     return terminate
 
