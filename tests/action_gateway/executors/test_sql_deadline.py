@@ -75,9 +75,12 @@ def _timed_out(executor: GatewayExecutor, query: SqlAction) -> tuple[ActionError
 
 
 def _running(postgres: Postgres, text: str) -> int:
+    # A declared statement runs as its cursor is fetched: pg_stat_activity shows the FETCH, not
+    # the text declared, for as long as the statement runs.
     with postgres.admin() as admin:
         row = admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND query LIKE %s"
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND state <> 'idle'"
+            " AND (query LIKE %s OR query LIKE 'FETCH FORWARD %% FROM safeport_query')"
             " AND pid <> pg_backend_pid()",
             (READER, f"%{text}%"),
         ).fetchone()

@@ -3,6 +3,7 @@ and read-only SQL."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import paramiko
@@ -19,6 +20,7 @@ from safeport.action_gateway.executors.interface import (
 )
 from safeport.action_gateway.executors.preflight import check_before_card
 from safeport.action_gateway.executors.sql.pool import SqlPool, inspect_roles
+from safeport.action_gateway.executors.ssh.deadline import action_deadline
 from safeport.action_gateway.executors.ssh.pool import SshPool
 from safeport.action_gateway.executors.ssh.transport import (
     StaleTransport,
@@ -54,6 +56,16 @@ class GatewayExecutor:
         def run(transport: paramiko.Transport) -> SshExecResult:
             return run_command(action.host_id, transport, command, timeout_s, cap)
 
+        # Getting a transport counts against the command's timeout_s (ssh/deadline.py).
+        with action_deadline(time.monotonic() + timeout_s):
+            return self._ssh_run(action, secret, run)
+
+    def _ssh_run(
+        self,
+        action: SshAction,
+        secret: SshKeySecret,
+        run: Callable[[paramiko.Transport], SshExecResult],
+    ) -> SshExecResult:
         if secret.certificate is None:
             return self._ssh.run(action.host_id, action.host, secret, run)
         # A key made for this one action: its connection ends with it, never pooled for the

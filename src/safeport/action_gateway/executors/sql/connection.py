@@ -10,6 +10,7 @@ psycopg error is turned into an :class:`ActionError` here, its text stripped of 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -31,10 +32,16 @@ _PRIVATE_PARENT = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa
 
 
 def open_connection(
-    database_id: str, database: SqlDatabase, secret: DbSecret
+    database_id: str, database: SqlDatabase, secret: DbSecret, *, within_s: float | None = None
 ) -> psycopg.Connection[tuple[object, ...]]:
     """A connection as the database's role, TLS verified against the pinned CA, read-only by
-    default for every transaction it opens."""
+    default for every transaction it opens; given up on after ``connect_timeout_s``, or sooner
+    when the query it is for has only ``within_s`` seconds left."""
+    connect_s = database.connect_timeout_s
+    if within_s is not None:
+        # libpq bounds the whole attempt (TCP, TLS handshake, authentication) in whole seconds,
+        # two at least: below that psycopg reads it as 2, and 0 as no limit at all.
+        connect_s = max(2, math.ceil(min(connect_s, within_s)))
     with (
         _tls_files(database, secret) as files,
         translate_errors(database_id, secret, connecting=True),
@@ -49,7 +56,7 @@ def open_connection(
             "sslcert": str(files / "client.pem"),  # absent unless a certificate is declared
             "sslkey": str(files / "client.key"),
             "passfile": str(files / "none"),
-            "connect_timeout": database.connect_timeout_s,
+            "connect_timeout": connect_s,
             "gssencmode": "disable",
             "application_name": "safeport",
             "client_encoding": "UTF8",

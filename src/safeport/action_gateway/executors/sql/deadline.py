@@ -32,23 +32,36 @@ import psycopg
 from safeport.action_gateway.executors.interface import StoppedBy
 
 Connection = psycopg.Connection[tuple[object, ...]]
-# (backend pid, seconds since its socket was shut) -> whether a backend was terminated.
-Terminate = Callable[[int, float], bool]
+# (backend pid, seconds since its socket was shut) -> whether a backend was terminated; None
+# when the server could not be asked (no second connection could open).
+Terminate = Callable[[int, float], bool | None]
 
 # After the deadline: the cancel goes out at once; the socket is shut GRACE later.
 _CANCEL_AFTER = 0.2
 _GRACE = 0.8
 ANSWER_WITHIN = 1.6  # seconds past timeout_s; the contract is timeout_s + 2 s
+# A terminate that could not connect (every ordinary connection slot taken, the stuck backend's
+# among them) is tried again, after the answer went, until it could ask or this long passed: a
+# backend deaf to its lost client would otherwise run on until the server restarts.
+TERMINATE_RETRY_S = 120.0
+_RETRY_EVERY = 0.5
 # Set on each new connection by a PostgreSQL 14 or later: a backend whose client is gone stops
 # within a second even in a loop that never writes to it. A statement may lower it for its own
 # transaction only (each query is rolled back), and step 3 does not depend on it.
 CHECK_CLIENT = "SET client_connection_check_interval = '1s'"
 # The backend that ran the query, and no other: a pid reused since the socket was shut belongs
 # to a backend that started after it. `usename`: a pid of another role is never asked about.
-TERMINATE = (
-    "SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity"
-    " WHERE pid = %s AND usename = current_user"
+_WHICH = (
+    " FROM pg_stat_activity WHERE pid = %s AND usename = current_user"
     " AND backend_start < now() - make_interval(secs => %s)"
+)
+TERMINATE = "SELECT coalesce(bool_or(pg_terminate_backend(pid)), false)" + _WHICH
+# PostgreSQL 14 and later: true only once the backend has ended, false if it did not within
+# TERMINATE_WAIT_MS (a process stopped by the operating system takes the signal but does not
+# end), so the journal never says "terminate" for a backend still there.
+TERMINATE_WAIT_MS = 400
+TERMINATE_WAITING = (
+    f"SELECT coalesce(bool_or(pg_terminate_backend(pid, {TERMINATE_WAIT_MS})), false)" + _WHICH
 )
 
 
@@ -102,8 +115,15 @@ class QueryWatch:
                 return
             self.stopped_by = "close"
             closed_at = time.monotonic()
-        if self._terminate is not None and self._terminate(self._pid, time.monotonic() - closed_at):
-            self.stopped_by = "terminate"
+        if self._terminate is None:
+            return
+        give_up = closed_at + TERMINATE_RETRY_S
+        while (ended := self._terminate(self._pid, time.monotonic() - closed_at)) is None:
+            if time.monotonic() > give_up:
+                return
+            time.sleep(_RETRY_EVERY)
+        if ended and time.monotonic() < self._answer_by:
+            self.stopped_by = "terminate"  # (later, the answer has gone and says "close")
 
     def _cancel(self) -> None:
         with suppress(psycopg.Error, OSError):

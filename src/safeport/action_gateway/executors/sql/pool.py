@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -22,7 +23,13 @@ from safeport.action_gateway.executors.sql.connection import (
     open_connection,
     translate_errors,
 )
-from safeport.action_gateway.executors.sql.deadline import CHECK_CLIENT, TERMINATE, Terminate
+from safeport.action_gateway.executors.sql.deadline import (
+    CHECK_CLIENT,
+    TERMINATE,
+    TERMINATE_WAITING,
+    QueryWatch,
+    Terminate,
+)
 from safeport.action_gateway.executors.sql.query import run_query
 from safeport.action_gateway.executors.sql.role import (
     PRIVILEGE_QUERY,
@@ -45,15 +52,18 @@ class SqlPool:
         self._generation = 0
 
     def run(self, action: SqlAction, secret: DbSecret) -> SqlResult:
+        # One deadline from the call on: connecting, inspecting the role and the query itself
+        # all come out of the same timeout_s.
+        deadline = time.monotonic() + action.query.timeout_s
         key = (action.database_id, _fingerprint(action.database))
         if isinstance(secret, BasicSecret):
-            return _run_once(action, secret)
+            return _run_once(action, secret, deadline)
         with self._lock:
             generation = self._generation
             idle = self._idle.get(key)
             conn = idle.pop() if idle else None
         if conn is None:
-            conn = connect_inspected(action.database_id, action.database, secret)
+            conn = connect_inspected(action.database_id, action.database, secret, deadline)
         healthy = False
         try:
             with translate_errors(action.database_id, secret):
@@ -61,7 +71,7 @@ class SqlPool:
                     secret.token.reveal().decode() if isinstance(secret, TokenSecret) else None
                 )
                 stop = backend_terminator(action.database_id, action.database, secret)
-                result = run_query(conn, action, password, stop)
+                result = run_query(conn, action, password, stop, deadline)
             healthy = True
             return result
         finally:
@@ -91,47 +101,81 @@ class SqlPool:
         conn.close()
 
 
-def _run_once(action: SqlAction, secret: BasicSecret) -> SqlResult:
+def _run_once(action: SqlAction, secret: BasicSecret, deadline: float) -> SqlResult:
     """A role issued for this query: its connection closes with it, before its lease is revoked,
     and is never pooled for another query."""
-    conn = connect_inspected(action.database_id, action.database, secret)
+    conn = connect_inspected(action.database_id, action.database, secret, deadline)
     try:
         with translate_errors(action.database_id, secret):
             stop = backend_terminator(action.database_id, action.database, secret)
-            return run_query(conn, action, secret.password.reveal().decode(), stop)
+            return run_query(conn, action, secret.password.reveal().decode(), stop, deadline)
     finally:
         conn.close()
 
 
-def connect_inspected(database_id: str, database: SqlDatabase, secret: DbSecret) -> Connection:
-    """A new connection whose role passed the inspection, or an :class:`ActionError`."""
-    conn = open_connection(database_id, database, secret)
+def connect_inspected(
+    database_id: str, database: SqlDatabase, secret: DbSecret, deadline: float | None = None
+) -> Connection:
+    """A new connection whose role passed the inspection, or an :class:`ActionError`; with a
+    ``deadline`` (a query's, monotonic), connecting and the inspection end by it."""
+    within = None if deadline is None else deadline - time.monotonic()
+    conn = open_connection(database_id, database, secret, within_s=within)
     try:
         with translate_errors(database_id, secret):
-            role = read_role(conn)
+            role = _inspect(conn, database_id, deadline)
         problems = role_problems(database_id, database, role)
         if problems:
             raise ActionError("role_refused", "; ".join(problems))
-        if conn.info.server_version >= 140000:
-            with translate_errors(database_id, secret):
-                conn.execute(CHECK_CLIENT)
     except BaseException:
         conn.close()
         raise
     return conn
 
 
+def _inspect(conn: Connection, database_id: str, deadline: float | None) -> RolePrivileges:
+    """The role read, and the lost-client check set, watched like a query when the caller has
+    a deadline: a catalog locked by another session, or a backend that stopped answering, holds
+    the answer no longer than the query's own statement would."""
+    if deadline is None:
+        return _read_and_set(conn)
+    watch = QueryWatch(conn, deadline - time.monotonic(), None)
+    try:
+        with watch:
+            role = _read_and_set(conn)
+    except psycopg.Error:
+        if not watch.fired:
+            raise
+        role = None
+    if watch.fired or role is None:
+        raise ActionError(
+            "timeout",
+            f"sql database {database_id!r}: the connection was not ready in time",
+            stopped_by=watch.stopped_by,
+        )
+    return role
+
+
+def _read_and_set(conn: Connection) -> RolePrivileges:
+    role = read_role(conn)
+    if conn.info.server_version >= 140000:
+        conn.execute(CHECK_CLIENT)
+    return role
+
+
 def backend_terminator(database_id: str, database: SqlDatabase, secret: DbSecret) -> Terminate:
     """Terminate a backend of this role from a second connection (the last step of a query's
-    deadline); any failure is a backend not terminated, never an error of the query."""
+    deadline); any failure is a backend not terminated, never an error of the query. None: the
+    server could not be asked at all."""
 
-    def terminate(pid: int, since_closed_s: float) -> bool:
+    def terminate(pid: int, since_closed_s: float) -> bool | None:
         try:
             with open_connection(database_id, database, secret) as conn:
-                row = conn.execute(TERMINATE, (pid, since_closed_s)).fetchone()
+                waits = conn.info.server_version >= 140000
+                text = TERMINATE_WAITING if waits else TERMINATE
+                row = conn.execute(text, (pid, since_closed_s)).fetchone()
                 return bool(row and row[0])
         except (ActionError, psycopg.Error, OSError):
-            return False
+            return None  # not asked (no free connection slot, say): the watch tries again
 
     return terminate
 

@@ -48,14 +48,23 @@ Connection = psycopg.Connection[tuple[object, ...]]
 
 
 def run_query(
-    conn: Connection, action: SqlAction, password: str | None, terminate: Terminate | None = None
+    conn: Connection,
+    action: SqlAction,
+    password: str | None,
+    terminate: Terminate | None = None,
+    deadline: float | None = None,
 ) -> SqlResult:
     """Run ``action`` read-only on ``conn``; the caller translates psycopg's errors and drops
     the connection if this raises. ``terminate`` ends the backend from a second connection
-    when neither a cancel nor shutting this one's socket did."""
+    when neither a cancel nor shutting this one's socket did. ``deadline`` (monotonic): when the
+    call began, connecting included; ``timeout_s`` from now without one."""
     query = action.query
     started = time.monotonic()
-    watch = QueryWatch(conn, query.timeout_s, terminate)
+    remaining = query.timeout_s if deadline is None else deadline - started
+    if remaining <= 0:
+        # Connecting took all of it: the statement is not sent at all.
+        raise _out_of_time(action, None)
+    watch = QueryWatch(conn, remaining, terminate)
     try:
         with watch:
             columns, rows, truncated = _pipelined(conn, action)

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from paramiko.ssh_exception import IncompatiblePeer
 
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.executors.ssh.deadline import within
 from safeport.action_gateway.executors.ssh.stop import (
     KILL_GRACE_S,
     ended_within,
@@ -124,8 +125,8 @@ def open_transport(host_id: str, host: SshHost, secret: SshKeySecret) -> paramik
     transport = paramiko.Transport(sock)
     try:
         with translate_ssh_errors(host_id):
-            transport.banner_timeout = host.connect_timeout_s
-            transport.auth_timeout = host.connect_timeout_s
+            transport.banner_timeout = _connect_within(host_id, host)
+            transport.auth_timeout = transport.banner_timeout
             options = transport.get_security_options()
             # Offer only the pinned key types, so a server with several keys presents the one
             # we can check instead of whichever paramiko would prefer.
@@ -140,7 +141,7 @@ def open_transport(host_id: str, host: SshHost, secret: SshKeySecret) -> paramik
                 )
             options.key_types = offered
             try:
-                transport.start_client(timeout=host.connect_timeout_s)
+                transport.start_client(timeout=_connect_within(host_id, host))
             except IncompatiblePeer as exc:
                 if "host key" not in str(exc):
                     raise  # a cipher or kex mismatch: the session failed, nothing to do with pins
@@ -151,6 +152,7 @@ def open_transport(host_id: str, host: SshHost, secret: SshKeySecret) -> paramik
                 ) from exc
             verify_host_key(host_id, transport.get_remote_server_key(), pinned)
             key = load_private_key(secret)
+            transport.auth_timeout = _connect_within(host_id, host)
             transport.auth_publickey(host.user, key)
             if not transport.is_authenticated():
                 raise ActionError(
@@ -233,9 +235,11 @@ def run_command(
 ) -> SshExecResult:
     """Run ``command`` in a new session channel; output capped, the whole call bounded in time."""
     started = time.monotonic()
-    deadline = started + timeout_s
+    deadline = started + within(timeout_s)  # what connecting left of the action's deadline
+    if deadline <= started:
+        raise ActionError("timeout", f"ssh host {host_id!r} was not ready in time")
     try:
-        channel = transport.open_session(timeout=min(timeout_s, 10))
+        channel = transport.open_session(timeout=min(deadline - started, 10))
     except (paramiko.SSHException, EOFError, OSError) as exc:
         raise StaleTransport from exc
     with translate_ssh_errors(host_id):
@@ -349,10 +353,21 @@ def _connect_socket(host_id: str, host: SshHost) -> socket.socket:
             "invalid_target", f"ssh host {host_id!r} has an address that is not plain"
         )
     with translate_ssh_errors(host_id):
-        sock = socket.create_connection((address, host.port), timeout=host.connect_timeout_s)
+        sock = socket.create_connection(
+            (address, host.port), timeout=_connect_within(host_id, host)
+        )
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         return sock
+
+
+def _connect_within(host_id: str, host: SshHost) -> float:
+    """Seconds for the next step of connecting: ``connect_timeout_s``, or what is left of the
+    action's deadline (ssh/deadline.py) when that is sooner."""
+    seconds = within(host.connect_timeout_s)
+    if seconds <= 0:
+        raise ActionError("timeout", f"ssh host {host_id!r} was not ready in time")
+    return seconds
 
 
 def is_plain_address(address: str) -> bool:
