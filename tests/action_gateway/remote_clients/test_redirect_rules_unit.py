@@ -40,6 +40,16 @@ LOOK_LIKE_LOOPBACK = (
     "http://127.0.0.2/cb",
     "http://0.0.0.0/cb",
     "http://example.com/cb",
+    # The other loopback forms the WHATWG writer keeps as written: still not the three names.
+    "http://[::ffff:7f00:1]/cb",
+    "http://[::]:9/cb",
+    "http://127.0.0.1.nip.io/cb",
+    # Tabs and line breaks, which a browser drops from inside a URL before reading it.
+    "http://127.0.0.1:9/c\tb",
+    "http://local\nhost:9/cb",
+    # A native app's private-use scheme (RFC 8252 7.1): any installed app can claim it.
+    "com.example.app:/cb",
+    "com.example.app://127.0.0.1/cb",
 )
 
 
