@@ -211,4 +211,10 @@ async def _json_object(request: Request) -> dict[str, object]:
         raise BadRequest("the body is not JSON") from None
     if not isinstance(body, dict):
         raise BadRequest("the body is not a JSON object")
+    try:
+        # JSON may escape half a UTF-16 pair ("\ud800"), which is no text: refused here, not
+        # failed on later when the gateway's frame is written as UTF-8.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("the body holds a lone surrogate, which is not text") from None
     return body
