@@ -298,3 +298,25 @@ async def test_a_root_with_redaction_off_is_said_everywhere(
     assert now and not now & {name for name in held_open if "-off-" in name}
     assert not any(TOKEN.encode() in p.read_bytes() for p in (home / "cache" / "context").iterdir())
     assert again.search_project(TOKEN[4:14], ".", 50, None).hits == []
+
+
+# File names are the workspace's (an agent that writes files chooses them): a C1 CSI (which a
+# terminal obeys like ESC [), NEL, a bidi override and ESC itself.
+HOSTILE_NAMES = ("x\x9b31mred.py", "y\x85z.py", "cfg\u202eyp.py", "e\x1b[2J.py")
+
+
+def test_the_scans_json_and_text_print_a_hostile_file_name_as_ascii(
+    workspace: tuple[Path, Path, str],
+) -> None:
+    root, home, _ = workspace
+    for name in HOSTILE_NAMES:
+        (root / "app" / name).write_text(f'GITHUB_TOKEN = "{TOKEN}"\n')
+    as_json = sp(home, "context", "scan", "--root", str(root), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    # Printable ASCII and line breaks only: nothing a terminal acts on or reorders.
+    assert all(char == "\n" or " " <= char <= "~" for char in as_json.stdout)
+    # Each is reported, as its percent-encoded (ASCII) form.
+    paths = {f.path for f in ScanReport.model_validate_json(as_json.stdout).files}
+    assert len([p for p in paths if p.startswith("app/") and "%" in p]) == len(HOSTILE_NAMES)
+    shown = sp(home, "context", "scan", "--root", str(root)).stdout
+    assert all(char == "\n" or char.isprintable() for char in shown)

@@ -304,11 +304,13 @@ class ApprovalsApp(App[None]):
         table = self.query_one("#sessions", DataTable)
         table.clear()
         for grant in sessions:
+            # As Text: a table cell given a string reads it as Rich markup, and a requester's
+            # program path (``/tmp/[reverse]x/python``) would restyle or hide part of its row.
             table.add_row(
-                inert(grant.id),
-                inert(grant.credential),
-                inert(f"pid {grant.requester_pid} {grant.requester_exe}"),
-                human_duration(grant.expires_in_s),
+                Text(inert(grant.id)),
+                Text(inert(grant.credential)),
+                Text(inert(f"pid {grant.requester_pid} {grant.requester_exe}")),
+                Text(human_duration(grant.expires_in_s)),
                 key=grant.id,
             )
 

@@ -195,6 +195,16 @@ def _warnings(proc: dict[str, Any], *, with_script: bool = True) -> list[str]:
     return words
 
 
+def labelled_lines(rows: list[tuple[str, str]], width: int) -> list[str]:
+    """``rows`` laid out as a card's are, for another list a person reads (``sp context clients
+    list``): a label column, each value wrapped under itself with :data:`WRAP_MARK`, no line
+    wider than ``width`` (at least :data:`MIN_CARD_WIDTH`). A long outside value (a client's name
+    padded with spaces) is then never wrapped by the terminal into what reads as a row of its
+    own."""
+    width = max(width, MIN_CARD_WIDTH)
+    return [line for label, value in rows for line in _row(visible(label), value, width)]
+
+
 def _row(label: str, value: str, width: int) -> list[str]:
     """``label  value``; each of the value's own lines wraps under itself.
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from safeport.cli.card_text import labelled_lines
 from safeport.cli.options import profile_option, several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.context_server import (
@@ -173,18 +175,28 @@ def list_clients_command(as_json: bool) -> None:
     if not known:
         click.echo("no remote clients")
         return
+    # Laid out as a card is, at the terminal's width: a name is the client's own text, and one
+    # padded with spaces must not wrap into a line that reads as another field.
+    width = shutil.get_terminal_size().columns
+    blocks = []
     for client in known:
         state = "revoked" if client.revoked else "active"
-        used = _when(client.last_used)
-        click.echo(f"{inert(client.client_id)}  {inert(client.name)}  ({client.source}, {state})")
-        click.echo(
-            f"    redirect hosts: {inert(', '.join(client.redirect_hosts))}; last use: {used}"
-        )
-        for approval in client.approved:
-            roots = inert(", ".join(approval.roots))
-            click.echo(
-                f"    approved: {roots} as {approval.profile} via {inert(approval.redirect_host)}"
+        rows = [
+            ("client", f"{inert(client.client_id)} ({client.source}, {state})"),
+            ("name", inert(client.name)),
+            ("redirects", inert(", ".join(client.redirect_hosts))),
+            ("last use", _when(client.last_used)),
+        ]
+        rows += [
+            (
+                "approved",
+                f"{inert(', '.join(approval.roots))} as {inert(approval.profile)} "
+                f"via {inert(approval.redirect_host)}",
             )
+            for approval in client.approved
+        ]
+        blocks.append("\n".join(labelled_lines(rows, width)))
+    click.echo("\n\n".join(blocks))
 
 
 @clients.command("revoke")

@@ -40,6 +40,16 @@ LOOK_LIKE_LOOPBACK = (
     "http://127.0.0.2/cb",
     "http://0.0.0.0/cb",
     "http://example.com/cb",
+    # The other loopback forms the WHATWG writer keeps as written: still not the three names.
+    "http://[::ffff:7f00:1]/cb",
+    "http://[::]:9/cb",
+    "http://127.0.0.1.nip.io/cb",
+    # Tabs and line breaks, which a browser drops from inside a URL before reading it.
+    "http://127.0.0.1:9/c\tb",
+    "http://local\nhost:9/cb",
+    # A native app's private-use scheme (RFC 8252 7.1): any installed app can claim it.
+    "com.example.app:/cb",
+    "com.example.app://127.0.0.1/cb",
 )
 
 
@@ -88,3 +98,23 @@ def test_a_redirect_stored_before_the_exact_rule_is_never_sent_a_code(legacy: st
     assert named is not None and named.error == "invalid_request"
     only = rules.authorize_client_problem({}, (legacy,))
     assert only is not None and only.error == "invalid_request"
+
+
+@pytest.mark.parametrize(
+    ("uri", "sent"),
+    [
+        ("http://127.0.0.1:9/cb", "http://127.0.0.1:9/cb?code=c&state=s&iss=https%3A%2F%2Fi"),
+        (
+            "https://app.example/cb?a=1",
+            "https://app.example/cb?a=1&code=c&state=s&iss=https%3A%2F%2Fi",
+        ),
+        # An empty query is kept by the browser's writing ("?" and nothing after it): the answer
+        # joins it, never a second "?" that would make the client read "?code" as the key.
+        ("http://127.0.0.1:9/cb?", "http://127.0.0.1:9/cb?code=c&state=s&iss=https%3A%2F%2Fi"),
+    ],
+)
+def test_the_answer_joins_the_redirect_uris_own_query_as_a_browser_reads_it(
+    uri: str, sent: str
+) -> None:
+    assert rules.redirect_uri_problem(uri) is None
+    assert rules.redirect_location(uri, "https://i", "s", "code", "c") == sent

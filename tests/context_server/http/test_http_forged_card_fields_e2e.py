@@ -12,6 +12,8 @@ import base64
 import hashlib
 import json
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
@@ -19,8 +21,10 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from harness.gateway import REPO, clean_env
 from harness.http_context import HttpServer, http_server
 from harness.remote_flow import REDIRECT_URI, register_by_hand, sp
+from safeport.cli.card_text import columns
 from safeport.shared.visible_text import needs_escape
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_server import small_workspace
@@ -84,7 +88,7 @@ def test_a_forged_line_in_a_clients_name_stays_inside_its_own_line_everywhere(
     # The action line keeps the whole name (escaped); no line of the card starts with the
     # forged label, and the one real redirect field names the registered host.
     [action] = [line for line in lines if line.startswith("action ")]
-    assert "oauth_client X\\u" in action and FORGED in action
+    assert "oauth_client X\\" in action and FORGED in action
     assert not any(line.startswith(("redirect:", "redirect: ")) for line in lines)
     assert [line.split()[1] for line in lines if line.startswith("redirect ")] == ["127.0.0.1:9"]
 
@@ -119,3 +123,38 @@ def test_a_plain_clients_name_reads_as_itself_on_the_page_and_the_card(
     [card] = json.loads(sp(home, "approvals", "list", "--json").stdout)
     assert card["target"] == "Claude" and dict(card["fields"])["redirect"] == "127.0.0.1:9"
     sp(home, "approvals", "deny", card["id"], "--passphrase-file", str(home / "pw"))
+
+
+# Padded with spaces to the width of a terminal, then text laid out as a row of the list: the
+# terminal's own wrap (which shows no mark) would start a line with the forged row.
+PADDED = (
+    "X" + " " * 60 + "redirects   chatgpt.com",
+    "X" + " " * 50 + "    redirect hosts: chatgpt.com",
+)
+
+
+@pytest.mark.parametrize("name", PADDED, ids=["card-layout", "old-layout"])
+def test_a_name_padded_to_wrap_a_terminal_line_prints_no_row_of_the_client_list(
+    home: Path, server: HttpServer, name: str
+) -> None:
+    assert len(name) <= 100  # what /register accepts
+    register_by_hand(server.url, name)
+    for bad in BREAKERS:
+        register_by_hand(server.url, f"X{bad}{FORGED}")
+    listed = subprocess.run(
+        [sys.executable, "-m", "safeport", "context", "clients", "list"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean_env(home), "COLUMNS": "80"},
+        check=True,
+    ).stdout
+    lines = listed.splitlines()
+    assert shown_safely(listed)
+    # No line wider than the terminal (so none is wrapped by it), and every row that names
+    # where a client's codes go is the real one.
+    assert all(columns(line) <= 80 for line in lines)
+    redirects = [line for line in lines if line.lstrip().startswith("redirect")]
+    assert redirects and set(redirects) == {"redirects   127.0.0.1:9"}
+    assert any(line.startswith("name        X") for line in lines)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from safeport.shared.exact_urls import UrlRefused, exact_url
 
@@ -211,8 +211,11 @@ def redirect_location(
     if state is not None:
         fields.append(("state", state))
     fields.append(("iss", issuer))
-    joiner = "&" if urlsplit(redirect_uri).query else "?"
-    return f"{redirect_uri}{joiner}{urlencode(fields)}"
+    # The URI is exact (no fragment), so all after its first "?" is its query; an empty one
+    # (which urlsplit reads as no query at all) is joined, never followed by a second "?".
+    base, _, query = redirect_uri.partition("?")
+    head = f"{base}?{query}&" if query else f"{base}?"
+    return f"{head}{urlencode(fields)}"
 
 
 def user_code_from(choose: Callable[[str], str]) -> str:
