@@ -154,6 +154,7 @@ SURFACES: dict[str, set[str]] = {
         "grant_tokens",
         "install_file",
         "jsonc",
+        "known_secrets",
         "launch",
         "outside_json",
         "paths",
@@ -187,6 +188,13 @@ SURFACES: dict[str, set[str]] = {
         "verify_files",
         "verify_folder",
         "verify_journal",
+    },
+    "safeport.shared.known_secrets": {
+        "PIECE",
+        "KnownSecrets",
+        "first_line",
+        "secret_forms",
+        "shorten",
     },
     "safeport.shared.secret_scan": {
         "ALLOWABLE_KINDS",

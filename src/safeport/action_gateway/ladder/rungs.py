@@ -33,10 +33,11 @@ from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals,
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.approvals.grants import Grant
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
-from safeport.action_gateway.executors.interface import ActionError, Executor, SqlAction, SshAction
+from safeport.action_gateway.executors.interface import ActionError, Executor
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
-from safeport.action_gateway.ladder.credential_texts import credential_texts, result_needles
+from safeport.action_gateway.ladder.credential_texts import credential_texts
 from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
+from safeport.action_gateway.ladder.execute import execute_filtered
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.remote_proposal import no_remote_clients, remote_request
 from safeport.action_gateway.ladder.resolve import (
@@ -46,13 +47,7 @@ from safeport.action_gateway.ladder.resolve import (
     proposal_target,
     resolve,
 )
-from safeport.action_gateway.ladder.result_filters import (
-    filter_http,
-    filter_sql,
-    filter_ssh,
-    result_summary,
-    withhold_credential,
-)
+from safeport.action_gateway.ladder.result_filters import result_summary
 from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
@@ -63,7 +58,6 @@ from safeport.shared.schemas.replies import MAX_REASON_CHARS
 from safeport.shared.schemas.wire import ErrorCode
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
-from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
 class ActionJournal(Protocol):
@@ -285,7 +279,7 @@ class Ladder:
             with self.credentials.held(resolved.policy, request, vault, intent) as held:
                 origin = held.origin
                 texts = credential_texts(held.secret)
-                result = self._execute(held.secret, resolved)
+                result = execute_filtered(self.executor, held.secret, resolved)
         except ActionError as exc:
             status = exc.failure
             if exc.stopped_by is not None:
@@ -354,28 +348,6 @@ class Ladder:
         self.approvals.notify(
             "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
         )
-
-    def _execute(self, secret: object, resolved: Resolved) -> dict[str, object]:
-        """Run the action, then filter its typed result: first the credential it ran with
-        (any form, any executor), then the declared parts with other secrets redacted."""
-        action = resolved.action
-        if isinstance(action, SqlAction):
-            if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
-                raise Error("the credential is not a password or a private key")
-            sql = self.executor.sql_query(action, secret)
-            withhold_credential(sql, *result_needles(secret))
-            return filter_sql(sql, action.query.columns)
-        if isinstance(action, SshAction):
-            if not isinstance(secret, SshKeySecret):
-                raise Error("the credential is not an ssh key")
-            ssh = self.executor.ssh_exec(action, secret)
-            withhold_credential(ssh, *result_needles(secret))
-            return filter_ssh(ssh, resolved.max_output_bytes)
-        if not isinstance(secret, TokenSecret | BasicSecret):
-            raise Error("the credential is not a token or basic secret")
-        http = self.executor.http_request(action, secret)
-        withhold_credential(http, *result_needles(secret))
-        return filter_http(http, action.operation.response_fields)
 
     # -- journal ------------------------------------------------------------------------------
 
