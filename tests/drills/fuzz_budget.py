@@ -2,7 +2,8 @@
 
 SAFEPORT_FUZZ_EXAMPLES=20000 pytest tests/drills -k fuzz     (a long run)
 SAFEPORT_FUZZ_EXAMPLES=20000 pytest tests/drills/test_fuzz_outside_input.py \
-    tests/drills/test_fuzz_http.py                         (the outside-input parsers alone)
+    tests/drills/test_fuzz_outside_answers.py tests/drills/test_fuzz_http.py
+                                                           (the outside-input parsers alone)
 """
 
 from __future__ import annotations
