@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -58,6 +59,9 @@ class GatewayCore:
         self._parts = parts
         self._limits = limits
         self._started_at = time.time()
+        # Names this run (status shows it): a registration unlocks only by naming it, so an
+        # approver left running from an earlier run cannot unlock this one.
+        self.run_id = secrets.token_urlsafe(12)
         # Who may use either socket: this user, or the install's named humans.
         self.admitted_uids = admitted_uids(paths)
         self._sealing = JournalSealing(parts.sealer_for)
@@ -172,9 +176,12 @@ class GatewayCore:
         self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
         return keys
 
-    def prove_passphrase(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
-        """Raise unless it is the vault's passphrase; a locked vault is unlocked with it."""
-        self._vault.prove(passphrase, by)
+    def prove_passphrase(
+        self, passphrase: SecretBytes, by: Unlocker | None = None, *, unlock: bool = True
+    ) -> None:
+        """Raise unless it is the vault's passphrase; with ``unlock``, a locked vault is
+        unlocked with it (without, it stays locked)."""
+        self._vault.prove(passphrase, by, unlock=unlock)
 
     def unlock_with_keyring(self, by: Unlocker | None = None) -> bool:
         return self._vault.unlock_with_keyring(by)
@@ -330,6 +337,7 @@ class GatewayCore:
             "pid": os.getpid(),
             "account": self._paths.install.account if self._paths.install else None,
             "uptime_s": round(time.time() - self._started_at),
+            "run": self.run_id,
             "vault": "unlocked" if self._vault.unlocked else "locked",
             "policy": self._policies.status(),
             "sessions": len(self._approvals.sessions()),

@@ -113,9 +113,28 @@ class VaultState:
             finally:
                 opened.lock()
 
-    def prove(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
-        """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
-        self.unlock(passphrase, by)
+    def prove(
+        self, passphrase: SecretBytes, by: Unlocker | None = None, *, unlock: bool = True
+    ) -> None:
+        """Raise unless ``passphrase`` is the vault's; with ``unlock``, a locked vault is
+        unlocked with it. Without, a locked vault is opened only to check, and stays locked:
+        a proof that is authority for something else (stop, lock, revoke, a card's answer)
+        must not unlock a gateway a human left locked."""
+        if unlock:
+            self.unlock(passphrase, by)
+            return
+        with self._kdf:
+            with self._lock:
+                vault = self._vault
+            if vault is not None:
+                self._prove(vault, passphrase)
+            else:
+                try:
+                    opened = self._store.unlock(passphrase)
+                except Denied as exc:
+                    raise PassphraseRejected() from exc
+                opened.lock()
+            self.touch()
 
     def lock(self, reason: str) -> bool:
         with self._lock:

@@ -45,7 +45,8 @@ class ApproverWaitsForUnlock(Error):
 
     def __init__(self) -> None:
         super().__init__(
-            "the vault is locked, and an approver registering again does not unlock it",
+            "the vault is locked, and registering as an approver unlocks it only for the "
+            "gateway run it names",
             hint="a human unlocks it with `sp vault unlock`",
         )
 
@@ -53,12 +54,18 @@ class ApproverWaitsForUnlock(Error):
 async def approver_register(
     ctx: ControlContext, conn: Connection, request: ApproverRegisterRequest
 ) -> ApproverResult:
-    if not request.params.unlock and not ctx.core.vault_unlocked:
-        # An approver registering again after the gateway stopped: its passphrase was given
-        # for the run it first attached to. Refused before any proof (no KDF, no failure
-        # counted), so it can ask again once a human has unlocked the vault.
+    if not ctx.core.vault_unlocked and request.params.unlock_run != ctx.core.run_id:
+        # Fails closed: only a registration naming this run may unlock (a watch's first, made
+        # against the run it found when it started). A process left running from an earlier
+        # run, or one that does not name any, holds a passphrase given for another run; a
+        # human who stopped the gateway expects its vault to stay locked until a human
+        # unlocks it. Refused before any proof (no KDF, no failure counted), so it can ask
+        # again once a human has unlocked the vault.
         raise ApproverWaitsForUnlock()
-    await ctx.prove(conn, request.op, request.params.passphrase)
+    # Unlocks only for a registration naming this run; any other proves without unlocking
+    # (the vault may have been locked since the check above).
+    unlock = request.params.unlock_run == ctx.core.run_id
+    await ctx.prove(conn, request.op, request.params.passphrase, unlock=unlock)
     ctx.make_approver(conn)
     await ctx.in_thread(lambda: ctx.core.approver_started(conn.peer))
     return ApproverResult(approver=True)
@@ -81,7 +88,8 @@ async def approvals_decide(
 ) -> DecidedResult:
     params = request.params
     if not ctx.is_approver(conn):
-        await ctx.prove(conn, request.op, params.passphrase)
+        # Authority for this answer only: a locked vault stays locked.
+        await ctx.prove(conn, request.op, params.passphrase, unlock=False)
     if params.approve:
         await check_yes(ctx, conn, params.id, params.assertion)
     card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))

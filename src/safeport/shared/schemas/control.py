@@ -208,11 +208,13 @@ class PolicyAcceptRequest(_Control):
 
 
 class ApproverRegisterParams(WithPassphrase):
-    # False: prove the passphrase only to a vault a human already unlocked. `sp approvals
-    # watch` sends False when it registers again after the gateway stopped: the passphrase it
-    # holds was given for the run it first attached to, and a human who stopped the gateway
-    # expects the vault to stay locked until a human unlocks it.
-    unlock: bool = True
+    # The gateway run (``status``'s ``run``) whose locked vault this registration may unlock.
+    # Without it, or naming another run, a locked vault stays locked and the registration is
+    # refused as ``locked``: a process left running from an earlier run (or a client that
+    # knows nothing of this field) cannot unlock a restarted gateway, it must have learned
+    # this run's id. `sp approvals watch` names the run it found when it started, and only
+    # that one; after a restart it waits for a human to run `sp vault unlock`.
+    unlock_run: StrictStr | None = Field(default=None, min_length=1, max_length=64)
 
 
 class ApproverRegisterRequest(_Control):

@@ -93,6 +93,9 @@ class StatusResult(Result):
     pid: int
     account: str | None
     uptime_s: int
+    # This run of the gateway, new at each start: an approver names it to unlock on
+    # registering (``approver.register``'s ``unlock_run``), so one from an earlier run cannot.
+    run: str
     vault: VaultState
     policy: PolicyState
     sessions: int
