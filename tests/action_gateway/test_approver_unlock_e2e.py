@@ -137,3 +137,28 @@ def test_answering_a_card_with_the_passphrase_never_unlocks(home: Path) -> None:
         assert _status(home)["vault"] == "locked"
         assert "vault.unlocked" not in _kinds(home)
         assert "passphrase.rejected" not in _kinds(home)  # the proof itself passed
+
+
+def test_a_registration_unlocks_only_the_lock_it_found_not_a_later_one(home: Path) -> None:
+    # Without a restart: a watch that unlocked at its start, whose connection drops after a
+    # human ran `sp vault lock`, registers again naming what it found then; the vault stays
+    # locked. A watch started now (it reads `run` anew) may unlock, as documented.
+    with running_gateway(home, unlock=False):
+        found = _run(home)
+        assert _raw_register(home, {"passphrase": PASSPHRASE, "unlock_run": found})["ok"]
+        assert _status(home)["vault"] == "unlocked"
+        assert sp(home, "vault", "lock").returncode == 0
+        reply = _raw_register(home, {"passphrase": PASSPHRASE, "unlock_run": found})
+        assert reply["error"]["code"] == "locked", reply
+        assert _status(home)["vault"] == "locked"
+        # Found while unlocked, then locked by a human: still not this lock.
+        unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
+        assert unlocked.returncode == 0, unlocked.stderr
+        while_open = _run(home)
+        assert sp(home, "vault", "lock").returncode == 0
+        reply = _raw_register(home, {"passphrase": PASSPHRASE, "unlock_run": while_open})
+        assert reply["error"]["code"] == "locked", reply
+        assert _status(home)["vault"] == "locked"
+        fresh = _raw_register(home, {"passphrase": PASSPHRASE, "unlock_run": _run(home)})
+        assert fresh["ok"] is True, fresh
+        assert _status(home)["vault"] == "unlocked"

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
+from safeport.action_gateway.core.gateway_core import unlock_name
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
@@ -54,18 +55,23 @@ class ApproverWaitsForUnlock(Error):
 async def approver_register(
     ctx: ControlContext, conn: Connection, request: ApproverRegisterRequest
 ) -> ApproverResult:
-    if not ctx.core.vault_unlocked and request.params.unlock_run != ctx.core.run_id:
-        # Fails closed: only a registration naming this run may unlock (a watch's first, made
-        # against the run it found when it started). A process left running from an earlier
-        # run, or one that does not name any, holds a passphrase given for another run; a
-        # human who stopped the gateway expects its vault to stay locked until a human
-        # unlocks it. Refused before any proof (no KDF, no failure counted), so it can ask
-        # again once a human has unlocked the vault.
+    # Read once: the epoch moves at each lock and unlock, and the unlock below happens only if
+    # it has not moved since (a human's `sp vault lock` meanwhile is not undone).
+    epoch = ctx.core.vault_epoch()
+    names_this_lock = request.params.unlock_run == unlock_name(ctx.core.run_id, epoch)
+    locked = not ctx.core.vault_unlocked
+    if locked and not names_this_lock:
+        # Fails closed: only a registration naming this run's current lock may unlock (a
+        # watch's first, made against the lock it found when it started). A process left
+        # running from an earlier run, or across a human's `sp vault lock`, or one that names
+        # nothing, holds a passphrase given for another state; a human who stopped the gateway
+        # or locked the vault expects it to stay locked until a human unlocks it. Refused
+        # before any proof (no KDF, no failure counted), so it can ask again once a human has
+        # unlocked the vault.
         raise ApproverWaitsForUnlock()
-    # Unlocks only for a registration naming this run; any other proves without unlocking
-    # (the vault may have been locked since the check above).
-    unlock = request.params.unlock_run == ctx.core.run_id
-    await ctx.prove(conn, request.op, request.params.passphrase, unlock=unlock)
+    # Any other registration proves without unlocking.
+    unlock = locked and names_this_lock
+    await ctx.prove(conn, request.op, request.params.passphrase, unlock=unlock, at_epoch=epoch)
     ctx.make_approver(conn)
     await ctx.in_thread(lambda: ctx.core.approver_started(conn.peer))
     return ApproverResult(approver=True)

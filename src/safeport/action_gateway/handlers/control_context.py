@@ -40,9 +40,15 @@ class ControlContext:
         return await asyncio.get_running_loop().run_in_executor(self._pool, func)
 
     async def prove(
-        self, conn: Connection, op: str, passphrase: SecretStr | None, *, unlock: bool = True
+        self,
+        conn: Connection,
+        op: str,
+        passphrase: SecretStr | None,
+        *,
+        unlock: bool = True,
+        at_epoch: int | None = None,
     ) -> None:
-        await self._proof.prove(conn, op, passphrase, unlock=unlock)
+        await self._proof.prove(conn, op, passphrase, unlock=unlock, at_epoch=at_epoch)
 
     def is_approver(self, conn: Connection) -> bool:
         return id(conn) in self._approvers
