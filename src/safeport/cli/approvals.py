@@ -77,7 +77,7 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
     On a terminal: a live full-screen view with the card and its time left, the open sessions
     (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time,
     until the input ends (exit code 3). Either way it waits for the gateway through a restart
-    and registers again, but it unlocks only the run it found when it started: after a restart
+    and registers again, but it unlocks only the lock it found when it started: after a restart
     it waits for a human to run `sp vault unlock`.
     """
     if sys.stdin is None:

@@ -7,11 +7,11 @@ including the events that arrived while a reply was awaited, and carries the ans
 revocations. When the gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it
 to listen again and registers again with the same passphrase, so the approver keeps its place.
 
-Only the run found at the start may be unlocked from here. A human who stops the gateway expects
-its vault to stay locked until a human unlocks it, so every registration names the run (``status``'s
-``run``) the approver started against, and the gateway unlocks only for its own: after a restart
-the approver waits while the new run's vault is locked, says so, and registers again once someone
-has run `sp vault unlock`.
+Only the lock found at the start may be unlocked from here. A human who stops the gateway or
+locks the vault expects it to stay locked until a human unlocks it, so every registration names
+what ``status`` showed as ``run`` when the approver started (the gateway's run and its vault's
+epoch), and the gateway unlocks only for that: after a restart or a lock the approver waits
+while the vault is locked, says so, and registers again once someone has run `sp vault unlock`.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def attend_gateway(
     served_once = False
     connected = False
     told_held = False
-    started_run: str | None = None  # the run found at the start: the only one it may unlock
+    started_run: str | None = None  # the lock found at the start: the only one it may unlock
     while keep_going():
         try:
             with GatewayClient(paths, timeout=timeout) as client:

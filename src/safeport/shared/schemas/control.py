@@ -208,12 +208,12 @@ class PolicyAcceptRequest(_Control):
 
 
 class ApproverRegisterParams(WithPassphrase):
-    # The gateway run (``status``'s ``run``) whose locked vault this registration may unlock.
-    # Without it, or naming another run, a locked vault stays locked and the registration is
-    # refused as ``locked``: a process left running from an earlier run (or a client that
-    # knows nothing of this field) cannot unlock a restarted gateway, it must have learned
-    # this run's id. `sp approvals watch` names the run it found when it started, and only
-    # that one; after a restart it waits for a human to run `sp vault unlock`.
+    # The gateway run and lock (``status``'s ``run``) whose locked vault this registration may
+    # unlock. Without it, or naming another, a locked vault stays locked and the registration
+    # is refused as ``locked``: a process left running from an earlier run, or from before a
+    # human's `sp vault lock` (or a client that knows nothing of this field), cannot unlock it.
+    # `sp approvals watch` names what it found when it started, and only that; after a
+    # restart or a lock it waits for a human to run `sp vault unlock`.
     unlock_run: StrictStr | None = Field(default=None, min_length=1, max_length=64)
 
 
