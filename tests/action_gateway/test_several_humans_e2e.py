@@ -100,6 +100,37 @@ def test_a_card_names_the_human_who_asked_and_only_a_proven_approver_sees_anothe
         proposer.wait()
 
 
+def test_a_proof_for_locking_or_revoking_leaves_a_locked_vault_locked(
+    setup: DedicatedSetup,
+) -> None:
+    # The passphrase is authority for the lock or the revocation, not an unlock: a scripted or
+    # left-over command with the passphrase file never unlocks a vault a human locked.
+    alice, bob = _humans(setup)
+    pw = str(bob.passphrase_file)
+    locked = bob.sp("vault", "lock", "--passphrase-file", pw)
+    assert locked.returncode == 0, locked.stdout + locked.stderr
+
+    def vault() -> str:
+        state: str = json.loads(alice.sp("vault", "status", "--json").stdout)["holder"]
+        return state
+
+    assert "unlocked" not in vault()
+    for command in (("vault", "lock"), ("sessions", "revoke", "s-0")):
+        bob.sp(*command, "--passphrase-file", pw)
+        assert "unlocked" not in vault(), command
+    # Nor does registering to see the other human's cards (it is refused while locked).
+    listed = bob.sp("approvals", "list", "--passphrase-file", pw)
+    assert listed.returncode != 0 and "sp vault unlock" in listed.stderr, listed.stderr
+    assert "unlocked" not in vault()
+    # A wrong passphrase is still refused: the check ran, only the unlock did not.
+    wrong = bob.write("wrong", "not the passphrase\n")
+    refused = bob.sp("vault", "lock", "--passphrase-file", str(wrong))
+    assert refused.returncode != 0
+    unlocked = alice.sp("vault", "unlock", "--passphrase-file", str(alice.passphrase_file))
+    assert unlocked.returncode == 0, unlocked.stdout + unlocked.stderr
+    assert "unlocked" in vault()
+
+
 def test_locking_and_stopping_need_the_passphrase_when_several_humans_are_served(
     setup: DedicatedSetup,
 ) -> None:

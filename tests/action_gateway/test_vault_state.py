@@ -48,6 +48,33 @@ def test_a_wrong_passphrase_is_rejected_locked_or_unlocked() -> None:
         state.prove(SecretBytes(b"guess"))
 
 
+def test_a_proof_without_unlock_checks_the_passphrase_and_leaves_a_locked_vault_locked() -> None:
+    state, _ = _state()
+    state.prove(SecretBytes(b"pw"), unlock=False)
+    assert not state.unlocked
+    with pytest.raises(PassphraseRejected):
+        state.prove(SecretBytes(b"guess"), unlock=False)
+    assert not state.unlocked
+    state.unlock(SecretBytes(b"pw"))
+    state.prove(SecretBytes(b"pw"), unlock=False)  # unlocked: proved as before
+    with pytest.raises(PassphraseRejected):
+        state.prove(SecretBytes(b"guess"), unlock=False)
+    assert state.unlocked
+
+
+def test_an_unlock_bound_to_an_epoch_does_not_undo_a_lock_made_since() -> None:
+    state, _ = _state()
+    found = state.epoch  # what an approver read at its start, the vault locked
+    assert state.unlock(SecretBytes(b"pw"))
+    assert state.lock("sp vault lock")
+    assert not state.unlock(SecretBytes(b"pw"), at_epoch=found)
+    assert not state.unlocked
+    with pytest.raises(PassphraseRejected):  # the passphrase is still checked
+        state.unlock(SecretBytes(b"guess"), at_epoch=found)
+    assert state.unlock(SecretBytes(b"pw"), at_epoch=state.epoch)  # the lock it found: unlocks
+    assert state.unlocked
+
+
 def test_only_a_proven_passphrase_resets_the_idle_clock() -> None:
     state, clock = _state()
     state.unlock(SecretBytes(b"pw"))

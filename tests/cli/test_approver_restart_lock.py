@@ -143,6 +143,21 @@ def test_a_watch_whose_input_ended_before_it_started_never_attaches(home: Path) 
         assert all(r["kind"] != "approver.started" for r in _journal(home))
 
 
+def test_a_watch_started_with_no_stdin_at_all_never_attaches(home: Path) -> None:
+    # `<&-`: descriptor 0 is not open, so the first file or socket opened would take it and be
+    # read as typed answers. Nobody can answer: it stops before reading the passphrase.
+    with running_gateway(home, unlock=False):
+        for plain in (["--plain"], []):
+            argv = sp_command(["approvals", "watch", *plain, "--passphrase-file", str(home / "pw")])
+            ran = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *argv], cwd=REPO,
+                                 env=clean_env(home), capture_output=True, text=True,
+                                 timeout=60)  # fmt: skip
+            assert ran.returncode == 3 and ENDED in ran.stderr, ran.stderr
+            assert "Traceback" not in ran.stderr
+        assert _vault(home) == "locked"
+        assert all(r["kind"] != "approver.started" for r in _journal(home))
+
+
 def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True,
                           timeout=10, cwd=REPO)  # fmt: skip

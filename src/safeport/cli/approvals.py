@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from safeport.action_gateway.daemon.hardening import harden_process
-from safeport.cli.approver_prompt import stdout_writer, watch_until_stopped
+from safeport.cli.approver_prompt import InputEnded, stdout_writer, watch_until_stopped
 from safeport.cli.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
@@ -77,9 +77,13 @@ def watch(passphrase_file: Path | None, plain: bool) -> None:
     On a terminal: a live full-screen view with the card and its time left, the open sessions
     (r revokes one) and the latest outcomes. On a pipe, or with --plain: one line at a time,
     until the input ends (exit code 3). Either way it waits for the gateway through a restart
-    and registers again, but only its first registration may unlock the vault: after a restart
+    and registers again, but it unlocks only the lock it found when it started: after a restart
     it waits for a human to run `sp vault unlock`.
     """
+    if sys.stdin is None:
+        # Started with no stdin at all (`<&-`): nobody can answer, and the first file or socket
+        # opened would take descriptor 0 and be read as typed answers.
+        raise InputEnded()
     # This process holds the passphrase to register again after a restart (never to unlock).
     harden_process()
     # One line from stdin: the answers typed after it are the prompt's.

@@ -7,10 +7,11 @@ including the events that arrived while a reply was awaited, and carries the ans
 revocations. When the gateway stops (a restart, an upgrade), :func:`attend_gateway` waits for it
 to listen again and registers again with the same passphrase, so the approver keeps its place.
 
-Only the first registration may unlock the vault. A human who stops the gateway expects its vault
-to stay locked until a human unlocks it, so a registration after a stop asks the gateway to prove
-the passphrase without unlocking: while the new run's vault is locked the approver waits, and
-says so, and it registers again once someone has run `sp vault unlock`.
+Only the lock found at the start may be unlocked from here. A human who stops the gateway or
+locks the vault expects it to stay locked until a human unlocks it, so every registration names
+what ``status`` showed as ``run`` when the approver started (the gateway's run and its vault's
+epoch), and the gateway unlocks only for that: after a restart or a lock the approver waits
+while the vault is locked, says so, and registers again once someone has run `sp vault unlock`.
 """
 
 from __future__ import annotations
@@ -77,11 +78,15 @@ class ApproverSession:
         self._sign = sign or sign_with_enrolled_key
         self._keys: dict[str, dict[str, object]] = {}
 
-    def register(self, passphrase: SecretBytes, *, unlock: bool = True) -> list[CardArrived]:
+    def register(
+        self, passphrase: SecretBytes, *, unlock_run: str | None = None
+    ) -> list[CardArrived]:
         """Prove the passphrase (after the listener check) and follow the cards; returns the
-        ones already waiting. ``passphrase`` stays the caller's: a copy is sent. With
-        ``unlock`` False a locked vault stays locked (the gateway answers ``locked``)."""
-        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy(), unlock=unlock)
+        ones already waiting. ``passphrase`` stays the caller's: a copy is sent. A locked
+        vault is unlocked only if ``unlock_run`` names the gateway's current run; otherwise
+        it stays locked (the gateway answers ``locked``)."""
+        named = {} if unlock_run is None else {"unlock_run": unlock_run}
+        self._client.call_with_passphrase(ops.APPROVER_REGISTER, passphrase.copy(), **named)
         first = self._client.call(ops.APPROVALS_WATCH)
         now = self._clock()
         return [self._arrived(card.model_dump(), now) for card in first.cards]
@@ -177,11 +182,14 @@ def attend_gateway(
     served_once = False
     connected = False
     told_held = False
+    started_run: str | None = None  # the lock found at the start: the only one it may unlock
     while keep_going():
         try:
             with GatewayClient(paths, timeout=timeout) as client:
                 session = ApproverSession(client, clock=clock)
-                waiting = _register(session, passphrase, again=served_once)
+                if started_run is None:
+                    started_run = client.call(ops.STATUS).run
+                waiting = _register(session, passphrase, started_run)
                 if waiting is not None:
                     again, served_once, connected, told_held = served_once, True, True, False
                     serve(session, waiting, again)
@@ -202,12 +210,13 @@ def attend_gateway(
 
 
 def _register(
-    session: ApproverSession, passphrase: SecretBytes, *, again: bool
+    session: ApproverSession, passphrase: SecretBytes, started_run: str
 ) -> list[CardArrived] | None:
-    """The cards waiting, or None when registering again found the vault locked."""
+    """The cards waiting, or None while the vault is locked for this registration: it names
+    the run the approver started against, so after a restart (another run) it never unlocks."""
     try:
-        return session.register(passphrase, unlock=not again)
+        return session.register(passphrase, unlock_run=started_run)
     except GatewayRefused as exc:
-        if again and exc.code == "locked":
+        if exc.code == "locked":
             return None
         raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -59,6 +60,9 @@ class GatewayCore:
         self._parts = parts
         self._limits = limits
         self._started_at = time.time()
+        # Names this run (status shows it, with the vault's epoch): a registration unlocks only
+        # by naming it, so an approver left running from an earlier run cannot unlock this one.
+        self.run_id = secrets.token_urlsafe(12)
         # Who may use either socket: this user, or the install's named humans.
         self.admitted_uids = admitted_uids(paths)
         self._sealing = JournalSealing(parts.sealer_for)
@@ -173,9 +177,27 @@ class GatewayCore:
         self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
         return keys
 
-    def prove_passphrase(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
-        """Raise unless it is the vault's passphrase; a locked vault is unlocked with it."""
-        self._vault.prove(passphrase, by)
+    def vault_epoch(self) -> int:
+        return self._vault.epoch
+
+    def unlock_name(self) -> str:
+        """This run and the vault's state within it (the epoch moves at each unlock and lock):
+        what an approver names to unlock on registering. A name read before the last lock
+        (an earlier run, or `sp vault lock` since) never unlocks: only the lock it found."""
+        return unlock_name(self.run_id, self._vault.epoch)
+
+    def prove_passphrase(
+        self,
+        passphrase: SecretBytes,
+        by: Unlocker | None = None,
+        *,
+        unlock: bool = True,
+        at_epoch: int | None = None,
+    ) -> None:
+        """Raise unless it is the vault's passphrase; with ``unlock``, a locked vault is
+        unlocked with it (without, it stays locked; with ``at_epoch``, only if the vault's
+        epoch is still that one)."""
+        self._vault.prove(passphrase, by, unlock=unlock, at_epoch=at_epoch)
 
     def unlock_with_keyring(self, by: Unlocker | None = None) -> bool:
         return self._vault.unlock_with_keyring(by)
@@ -331,6 +353,7 @@ class GatewayCore:
             "pid": os.getpid(),
             "account": self._paths.install.account if self._paths.install else None,
             "uptime_s": round(time.time() - self._started_at),
+            "run": self.unlock_name(),
             "vault": "unlocked" if self._vault.unlocked else "locked",
             "policy": self._policies.status(),
             "sessions": len(self._approvals.sessions()),
@@ -399,3 +422,7 @@ class GatewayCore:
         self._journals.sessions.record(kind, body, ref={"generation": generation})
         # Signed at once: until a head covers it, a kill and a cut could remove the file's trace.
         self.checkpoint(vault)
+
+
+def unlock_name(run_id: str, epoch: int) -> str:
+    return f"{run_id}.{epoch}"

@@ -61,9 +61,13 @@ class VaultState:
                 raise VaultLocked()
             return self._vault, self._epoch
 
-    def unlock(self, passphrase: SecretBytes, by: Unlocker | None = None) -> bool:
+    def unlock(
+        self, passphrase: SecretBytes, by: Unlocker | None = None, *, at_epoch: int | None = None
+    ) -> bool:
         """Unlock with the passphrase; if already unlocked, only prove it. True if it unlocked.
-        ``by`` says who asked (journaled with the unlock; never the passphrase)."""
+        ``by`` says who asked (journaled with the unlock; never the passphrase). With
+        ``at_epoch``, it unlocks only if the epoch is still that one (no lock or unlock came
+        between): otherwise the passphrase is only proved."""
         with self._kdf:
             with self._lock:
                 vault = self._vault
@@ -76,7 +80,8 @@ class VaultState:
             except Denied as exc:
                 raise PassphraseRejected() from exc
             with self._lock:
-                if self._vault is not None:  # unlocked meanwhile through another connection
+                moved = at_epoch is not None and self._epoch != at_epoch
+                if self._vault is not None or moved:  # unlocked (or locked again) meanwhile
                     opened.lock()
                     return False
                 self._vault = opened
@@ -113,9 +118,33 @@ class VaultState:
             finally:
                 opened.lock()
 
-    def prove(self, passphrase: SecretBytes, by: Unlocker | None = None) -> None:
-        """Raise unless ``passphrase`` is the vault's; unlocks a locked vault with it."""
-        self.unlock(passphrase, by)
+    def prove(
+        self,
+        passphrase: SecretBytes,
+        by: Unlocker | None = None,
+        *,
+        unlock: bool = True,
+        at_epoch: int | None = None,
+    ) -> None:
+        """Raise unless ``passphrase`` is the vault's; with ``unlock``, a locked vault is
+        unlocked with it. Without, a locked vault is opened only to check, and stays locked:
+        a proof that is authority for something else (stop, lock, revoke, a card's answer)
+        must not unlock a gateway a human left locked."""
+        if unlock:
+            self.unlock(passphrase, by, at_epoch=at_epoch)
+            return
+        with self._kdf:
+            with self._lock:
+                vault = self._vault
+            if vault is not None:
+                self._prove(vault, passphrase)
+            else:
+                try:
+                    opened = self._store.unlock(passphrase)
+                except Denied as exc:
+                    raise PassphraseRejected() from exc
+                opened.lock()
+            self.touch()
 
     def lock(self, reason: str) -> bool:
         with self._lock:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
+from safeport.action_gateway.core.gateway_core import unlock_name
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
@@ -45,7 +46,8 @@ class ApproverWaitsForUnlock(Error):
 
     def __init__(self) -> None:
         super().__init__(
-            "the vault is locked, and an approver registering again does not unlock it",
+            "the vault is locked, and registering as an approver unlocks it only for the "
+            "gateway run it names",
             hint="a human unlocks it with `sp vault unlock`",
         )
 
@@ -53,12 +55,23 @@ class ApproverWaitsForUnlock(Error):
 async def approver_register(
     ctx: ControlContext, conn: Connection, request: ApproverRegisterRequest
 ) -> ApproverResult:
-    if not request.params.unlock and not ctx.core.vault_unlocked:
-        # An approver registering again after the gateway stopped: its passphrase was given
-        # for the run it first attached to. Refused before any proof (no KDF, no failure
-        # counted), so it can ask again once a human has unlocked the vault.
+    # Read once: the epoch moves at each lock and unlock, and the unlock below happens only if
+    # it has not moved since (a human's `sp vault lock` meanwhile is not undone).
+    epoch = ctx.core.vault_epoch()
+    names_this_lock = request.params.unlock_run == unlock_name(ctx.core.run_id, epoch)
+    locked = not ctx.core.vault_unlocked
+    if locked and not names_this_lock:
+        # Fails closed: only a registration naming this run's current lock may unlock (a
+        # watch's first, made against the lock it found when it started). A process left
+        # running from an earlier run, or across a human's `sp vault lock`, or one that names
+        # nothing, holds a passphrase given for another state; a human who stopped the gateway
+        # or locked the vault expects it to stay locked until a human unlocks it. Refused
+        # before any proof (no KDF, no failure counted), so it can ask again once a human has
+        # unlocked the vault.
         raise ApproverWaitsForUnlock()
-    await ctx.prove(conn, request.op, request.params.passphrase)
+    # Any other registration proves without unlocking.
+    unlock = locked and names_this_lock
+    await ctx.prove(conn, request.op, request.params.passphrase, unlock=unlock, at_epoch=epoch)
     ctx.make_approver(conn)
     await ctx.in_thread(lambda: ctx.core.approver_started(conn.peer))
     return ApproverResult(approver=True)
@@ -81,7 +94,8 @@ async def approvals_decide(
 ) -> DecidedResult:
     params = request.params
     if not ctx.is_approver(conn):
-        await ctx.prove(conn, request.op, params.passphrase)
+        # Authority for this answer only: a locked vault stays locked.
+        await ctx.prove(conn, request.op, params.passphrase, unlock=False)
     if params.approve:
         await check_yes(ctx, conn, params.id, params.assertion)
     card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))

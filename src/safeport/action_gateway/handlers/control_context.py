@@ -39,8 +39,16 @@ class ControlContext:
         """Blocking work (KDFs, fsyncs) off the loop, on the human's own small pool."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, func)
 
-    async def prove(self, conn: Connection, op: str, passphrase: SecretStr | None) -> None:
-        await self._proof.prove(conn, op, passphrase)
+    async def prove(
+        self,
+        conn: Connection,
+        op: str,
+        passphrase: SecretStr | None,
+        *,
+        unlock: bool = True,
+        at_epoch: int | None = None,
+    ) -> None:
+        await self._proof.prove(conn, op, passphrase, unlock=unlock, at_epoch=at_epoch)
 
     def is_approver(self, conn: Connection) -> bool:
         return id(conn) in self._approvers
@@ -57,7 +65,8 @@ class ControlContext:
         """Operations that end every human's work (stop, lock, another's session) need the
         passphrase when the gateway serves several humans: being admitted is not enough."""
         if self.sees_only_its_own(conn):
-            await self.prove(conn, op, passphrase)
+            # Authority only: a stop, a lock or a revocation never unlocks the vault.
+            await self.prove(conn, op, passphrase, unlock=False)
 
     def watch(self, conn: Connection, listener: Listener) -> None:
         """This connection's card events go to ``listener`` (one watch per connection)."""

@@ -42,8 +42,17 @@ class PassphraseProof:
         self._in_thread = in_thread
         self._attempts = attempts or PassphraseAttempts()
 
-    async def prove(self, conn: Connection, op: str, passphrase: SecretStr | None) -> None:
-        """Prove ``passphrase`` (unlocking a locked vault with it), or raise."""
+    async def prove(
+        self,
+        conn: Connection,
+        op: str,
+        passphrase: SecretStr | None,
+        *,
+        unlock: bool = True,
+        at_epoch: int | None = None,
+    ) -> None:
+        """Prove ``passphrase`` (with ``unlock``, unlocking a locked vault with it, and with
+        ``at_epoch`` only if the vault's epoch is still that one), or raise."""
         self._core.check_approver(conn.peer)
         secret = secret_of(passphrase)
         uid = conn.peer.uid
@@ -57,7 +66,11 @@ class PassphraseProof:
             delay = 0.0
             try:
                 try:
-                    await self._in_thread(lambda: self._core.prove_passphrase(secret, by))
+                    await self._in_thread(
+                        lambda: self._core.prove_passphrase(
+                            secret, by, unlock=unlock, at_epoch=at_epoch
+                        )
+                    )
                 except PassphraseRejected as exc:
                     failures, delay = self._attempts.failed(uid)
                     await self._journal_failure(conn, op, failures, delay)

@@ -208,11 +208,13 @@ class PolicyAcceptRequest(_Control):
 
 
 class ApproverRegisterParams(WithPassphrase):
-    # False: prove the passphrase only to a vault a human already unlocked. `sp approvals
-    # watch` sends False when it registers again after the gateway stopped: the passphrase it
-    # holds was given for the run it first attached to, and a human who stopped the gateway
-    # expects the vault to stay locked until a human unlocks it.
-    unlock: bool = True
+    # The gateway run and lock (``status``'s ``run``) whose locked vault this registration may
+    # unlock. Without it, or naming another, a locked vault stays locked and the registration
+    # is refused as ``locked``: a process left running from an earlier run, or from before a
+    # human's `sp vault lock` (or a client that knows nothing of this field), cannot unlock it.
+    # `sp approvals watch` names what it found when it started, and only that; after a
+    # restart or a lock it waits for a human to run `sp vault unlock`.
+    unlock_run: StrictStr | None = Field(default=None, min_length=1, max_length=64)
 
 
 class ApproverRegisterRequest(_Control):

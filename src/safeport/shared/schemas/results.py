@@ -93,6 +93,10 @@ class StatusResult(Result):
     pid: int
     account: str | None
     uptime_s: int
+    # This run of the gateway (new at each start) and its vault's epoch (moved by each lock and
+    # unlock): an approver names it to unlock on registering (``approver.register``'s
+    # ``unlock_run``), so one from an earlier run, or from before a lock, cannot.
+    run: str
     vault: VaultState
     policy: PolicyState
     sessions: int
