@@ -25,7 +25,13 @@ from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.remote_wiring import authorization_server
-from safeport.action_gateway.core.vault_state import Unlocker, VaultState, should_auto_lock
+from safeport.action_gateway.core.vault_events import VaultEvents
+from safeport.action_gateway.core.vault_state import (
+    Unlocker,
+    VaultState,
+    should_auto_lock,
+    unlock_name,
+)
 from safeport.action_gateway.evidence.alarms import JournalEvidence
 from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
 from safeport.action_gateway.evidence.journal_space import JournalSpace
@@ -42,7 +48,6 @@ from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
 from safeport.shared.exception_summary import summarize
-from safeport.shared.known_secrets import shorten
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
@@ -110,10 +115,18 @@ class GatewayCore:
             credentials=self._credentials,
         )
         self._agents = ConnectedAgents()
-        self.keys = KeyApprovals(self._vault, self._policies, self._record_vault_save)
+        self._events = VaultEvents(
+            self._vault,
+            self._journals,
+            self._sealing,
+            self._checkpoints,
+            self._policies,
+            self._credentials,
+            self._approvals,
+            parts.executor,
+        )
+        self.keys = KeyApprovals(self._vault, self._policies, self._events.record_save)
         self._approvals.subscribe(notify_card_waiting)
-        self._vault.on_unlock(self._unlocked)
-        self._vault.on_lock(self._locked)
         self.remote = authorization_server(
             self, self._vault, self._approvals, self._policies, paths, parts.remote_fetch
         )
@@ -224,20 +237,20 @@ class GatewayCore:
     def add_credential(self, name: str, kind: SecretKind, value: CredentialValue) -> None:
         vault, _ = self._vault.current()
         vault.add(name, kind, value)
-        self._record_vault_save("vault.entry_added", {"name": name, "kind": kind}, vault)
+        self._events.record_save("vault.entry_added", {"name": name, "kind": kind}, vault)
 
     def rotate_credential(self, name: str, value: CredentialValue) -> None:
         vault, _ = self._vault.current()
         vault.rotate(name, value)
         # Pooled connections authenticated with the old value must not outlive it.
         self._parts.executor.close_all()
-        self._record_vault_save("vault.entry_rotated", {"name": name}, vault)
+        self._events.record_save("vault.entry_rotated", {"name": name}, vault)
 
     def remove_credential(self, name: str) -> None:
         vault, _ = self._vault.current()
         vault.remove(name)
         self._parts.executor.close_all()
-        self._record_vault_save("vault.entry_removed", {"name": name}, vault)
+        self._events.record_save("vault.entry_removed", {"name": name}, vault)
 
     # -- the policy ---------------------------------------------------------------------------
 
@@ -253,7 +266,7 @@ class GatewayCore:
         vault, _ = self._vault.current()
         inspect = privileged_role_check(self._parts.executor, vault.secret)
         served = self._policies.accept(vault, shown_digest, text=text, inspect=inspect)
-        self._record_vault_save("policy.accepted", {"policy": served.digest}, vault)
+        self._events.record_save("policy.accepted", {"policy": served.digest}, vault)
         return served.digest
 
     def reload(self, uid: int | None = None) -> dict[str, object]:
@@ -335,14 +348,7 @@ class GatewayCore:
 
     def checkpoint(self, vault: UnlockedVault | None = None, *, if_moved: bool = False) -> None:
         """Sign the heads (``if_moved``: if one moved since); nothing to sign with while locked."""
-        if if_moved and not self._checkpoints.moved():
-            return
-        if vault is None:
-            try:
-                vault, _ = self._vault.current()
-            except Error:
-                return
-        self._checkpoints.sign(vault)
+        self._events.checkpoint(vault, if_moved=if_moved)
 
     def checkpoint_view(self) -> dict[str, Any]:
         return self._checkpoints.view()
@@ -372,57 +378,8 @@ class GatewayCore:
             log.warning("the refusal counts could not be journaled at stop: %s", summarize(exc))
         self.record_session("gateway.stopped", {"pid": os.getpid()})
         self._vault.lock("gateway stopped")
-        self._close_pooled("at stop")
+        self._events.close_pooled("at stop")
 
     def close(self) -> None:
         self._checkpoints.close()
         self._journals.close()
-
-    # -- vault events -------------------------------------------------------------------------
-
-    def _unlocked(self, vault: UnlockedVault, by: Unlocker) -> None:
-        generation = vault.generation
-        self._journals.sessions.record(
-            "vault.unlocked",
-            {"epoch": self._vault.epoch, "vault_generation": generation, "by": dict(by)},
-            ref={"generation": generation},
-        )
-        self._checkpoints.judge_unlocked(vault)
-        self._sealing.unlocked(
-            self._journals,
-            vault,
-            alarm=lambda: self.record_session("vault.public_keys_mismatch", {"alarm": True}),
-        )
-        try:
-            served = self._policies.load_accepted(vault)
-        except Error as exc:
-            log.error("the accepted policy could not be loaded: %s", exc.diagnostic())
-            self.record_session("policy.invalid", {"reason": shorten(exc.message, 300)})
-            return
-        if served is not None:
-            self.record_session("policy.served", {"policy": served.digest})
-        self._credentials.settle(served, vault)
-
-    def _locked(self, reason: str, vault: UnlockedVault) -> None:
-        ended = self._approvals.void_all("vault locked")
-        self._close_pooled("on lock")
-        self.record_session("vault.locked", {"reason": reason, "sessions_ended": ended})
-        self.checkpoint(vault)
-
-    def _close_pooled(self, when: str) -> None:
-        try:
-            self._parts.executor.close_all()
-            self._credentials.sources.forget()
-        except Exception as exc:  # the lock stands; pooled connections die with their keys
-            log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
-
-    def _record_vault_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
-        """Journal one of the gateway's saves with the generation it reached (a rollback shows)."""
-        generation = self._checkpoints.saved(vault)
-        self._journals.sessions.record(kind, body, ref={"generation": generation})
-        # Signed at once: until a head covers it, a kill and a cut could remove the file's trace.
-        self.checkpoint(vault)
-
-
-def unlock_name(run_id: str, epoch: int) -> str:
-    return f"{run_id}.{epoch}"

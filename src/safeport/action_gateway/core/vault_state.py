@@ -208,3 +208,9 @@ class VaultState:
 def should_auto_lock(unlocked: bool, idle_s: float, auto_lock_minutes: int) -> bool:
     """Idle counts only human activity (passphrase proofs); 0 minutes means never."""
     return unlocked and auto_lock_minutes > 0 and idle_s > auto_lock_minutes * 60
+
+
+def unlock_name(run_id: str, epoch: int) -> str:
+    """What an approver names to unlock on registering: the gateway's run and the vault's
+    epoch in it, so a name read before the last lock (or an earlier run) never unlocks."""
+    return f"{run_id}.{epoch}"

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
-from safeport.action_gateway.core.gateway_core import unlock_name
+from safeport.action_gateway.core.vault_state import unlock_name
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
 from safeport.action_gateway.sockets.connection import Connection
@@ -38,14 +38,15 @@ from safeport.shared.schemas.results import (
     SessionsResult,
     WatchingResult,
 )
+from safeport.vault import VaultLocked
 
 
-class ApproverWaitsForUnlock(Error):
-    exit_code = 1
-    wire_code = "locked"
+class ApproverWaitsForUnlock(VaultLocked):
+    """A lock an approver's registration may not undo: answered ``locked`` like any other."""
 
     def __init__(self) -> None:
-        super().__init__(
+        Error.__init__(
+            self,
             "the vault is locked, and registering as an approver unlocks it only for the "
             "gateway run it names",
             hint="a human unlocks it with `sp vault unlock`",
