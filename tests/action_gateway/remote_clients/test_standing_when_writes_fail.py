@@ -89,10 +89,10 @@ async def test_a_lock_whose_journal_write_fails_still_stops_remembered_tokens(
     checks = http_server_checks(core, paths)
     assert (await checks.check(claims)).active  # asked and remembered
 
-    def journal_fails(kind: str, body: dict[str, object]) -> None:
+    def journal_fails(kind: str, body: dict[str, object], **ref: object) -> None:
         raise JournalUnavailable("journal sessions.jsonl: No space left on device")
 
-    monkeypatch.setattr(core, "record_session", journal_fails)
+    monkeypatch.setattr(core._journals.sessions, "record", journal_fails)
     with pytest.raises(JournalUnavailable):
         core.lock("idle")
     assert not core.vault_unlocked
