@@ -185,10 +185,7 @@ def test_real_tmux_another_pane_approves_and_the_requesters_child_cannot(
     )
     try:
         card = wait_card(gateway, timeout=20)
-        deadline = time.monotonic() + 20
-        while "spawned" not in out.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        spawned = json.loads(out.read_text().splitlines()[0])["spawned"]
+        spawned = json.loads(_lines(out, 1)[0])["spawned"]
         assert spawned["ok"] is False
         assert "inside the requesting process" in spawned["error"]["reason"]
         assert card["client"]["exe"] == _realpath(sys.executable)  # the Python host, not tmux
@@ -199,14 +196,27 @@ def test_real_tmux_another_pane_approves_and_the_requesters_child_cannot(
             env=env,
             check=True,
         )
-        while "proposal" not in out.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        decided = json.loads(pane2.read_text().splitlines()[0])
+        # Each pane's line is waited for: the approver's reply and the host's result are written
+        # by two processes, in either order on a loaded machine.
+        decided = json.loads(_lines(pane2, 1)[0])
         assert decided["ok"] is True, decided
-        result = json.loads(out.read_text().splitlines()[1])["proposal"]
+        result = json.loads(_lines(out, 2)[1])["proposal"]
         assert result["ok"] is True, result
     finally:
         subprocess.run([*tmux, "kill-server"], env=env, check=False)
+
+
+def _lines(path: Path, count: int, bound_s: float = 60.0) -> list[str]:
+    """The first ``count`` whole lines a pane wrote to ``path``, waited for up to ``bound_s``."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        text = path.read_text() if path.exists() else ""
+        lines = text.splitlines() if text.endswith("\n") else text.splitlines()[:-1]
+        if len(lines) >= count:
+            return lines
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} holds {len(lines)} of {count} lines: {text!r}")
+        time.sleep(0.05)
 
 
 def _realpath(path: str) -> str:
