@@ -287,7 +287,8 @@ def test_proposals_waiting_on_cards_never_starve_the_approver(gateway_home: Path
         for index, agent in enumerate(agents):
             agent.send(ssh(f"q{index}", service="worker"))
         for _ in agents:
-            assert decide(gw, wait_card(gw, timeout=10)["id"])["ok"]
+            reply = decide(gw, wait_card(gw, timeout=10)["id"])
+            assert reply["ok"], reply
         for agent in agents:
             assert agent.next(15)["ok"]
             agent.exit()

@@ -251,3 +251,32 @@ def test_a_reused_pid_is_not_the_same_process() -> None:
 def test_init_is_nobodys_client() -> None:
     orphan = PeerIdentity(uid=1000, gid=1000, chain=(SERVER, INIT))
     check_approver(peer(proc(900, "sp"), INIT), orphan, allow_in_client=False)
+
+
+def test_a_card_answered_but_not_yet_taken_by_its_waiter_is_no_longer_listed(
+    world: World,
+) -> None:
+    """Between a yes and the moment the waiting proposal wakes, the card is no longer waiting:
+    a second approver listing then (or a script answering the first card it lists) must not be
+    shown it, for an answer to it is refused as already decided."""
+    approvals = world[0]
+    granted: list[object] = []
+    waiter = threading.Thread(
+        target=lambda: granted.append(
+            approvals.obtain(REQUESTER, request(), vault_epoch=1, timeout_s=60, session_max_s=60)
+        ),
+        daemon=True,
+    )
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while not approvals.cards() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    (card,) = approvals.cards()
+    pending = approvals._pending[card.id]
+    # The waiter keeps waiting on the event it holds: the answer below sets another one.
+    wakes_the_waiter, pending.done = pending.done, threading.Event()
+    approvals.decide(card.id, True, peer(proc(900, "sp"), INIT), allow_in_client=False)
+    assert approvals.cards() == []
+    wakes_the_waiter.set()
+    waiter.join(60)
+    assert len(granted) == 1

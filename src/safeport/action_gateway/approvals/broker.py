@@ -203,8 +203,8 @@ class Approvals:
     # -- the approver's side ------------------------------------------------------------------
 
     def cards(self) -> list[ApprovalCard]:
-        with self._lock:
-            return [pending.card for pending in self._pending.values()]
+        with self._lock:  # one answered, not yet taken by its waiter, no longer waits
+            return [pending.card for pending in self._pending.values() if pending.outcome is None]
 
     def card_views(self) -> list[dict[str, object]]:
         """The pending cards as approvers see them, with the time left counted now."""
