@@ -54,4 +54,38 @@ def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path: Path) -> None:
         check=False,
         timeout=120,
     )
-    assert run.returncode != 0 and "not a CredSweeper checkout" in run.stderr
+    assert run.returncode != 0 and "not CredSweeper's samples" in run.stderr
+
+
+def test_the_side_by_side_layout_is_read_and_a_value_left_on_its_line_is_missed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "samples").mkdir()
+    token = TOKENS["github-classic"]()
+    # The detector withholds the token, but the labelled value on the same line is another one
+    # that survives as written: the finding counts as missed.
+    (tmp_path / "samples" / "two").write_text(f"GITHUB = '{token}' other=plainvalue9\n")
+    output = [
+        {
+            "rule": "Password",
+            "line_data_list": [
+                {"path": "./tests/samples/two", "line_num": 1, "value": "plainvalue9"}
+            ],
+        },
+        {
+            "rule": "Github Classic Token",
+            "line_data_list": [{"path": "./tests/samples/two", "line_num": 1, "value": token}],
+        },
+    ]
+    (tmp_path / "expected.json").write_text(json.dumps(output))
+    run = subprocess.run(
+        [sys.executable, "benchmarks/bench_third_party_samples.py", "--credsweeper", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    report = json.loads(run.stdout)
+    assert report["per_rule"] == {"Github Classic Token": "1/1", "Password": "0/1"}
+    assert report["detector_alone"]["recall"] == 0.5
