@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -143,12 +145,90 @@ def evaluate(folder: Path, *, by_name: bool = True) -> dict[str, Any]:
     }
 
 
+# detect-secrets judged in the peer's own interpreter (it may not be installed beside safeport):
+# every line any of its default plugins reports, per file.
+_DETECT_SECRETS = """
+import json, sys
+from detect_secrets.core.secrets_collection import SecretsCollection
+from detect_secrets.settings import default_settings
+found = {}
+with default_settings():
+    for path in sys.argv[1:]:
+        collection = SecretsCollection()
+        collection.scan_file(path)
+        found[path] = sorted({s.line_number for v in collection.data.values() for s in v})
+print(json.dumps(found))
+"""
+
+
+def peer_lines(tool: str, python: str, samples_dir: Path) -> dict[str, set[int]]:
+    """Sample path -> the lines the peer reports, run as the peer's users run it."""
+    paths = sorted(str(p) for p in samples_dir.rglob("*") if p.is_file())
+    if tool == "detect-secrets":
+        done = subprocess.run(
+            [python, "-c", _DETECT_SECRETS, *paths], capture_output=True, text=True, check=True
+        )
+        return {
+            Path(path).relative_to(samples_dir).as_posix(): set(lines)
+            for path, lines in json.loads(done.stdout).items()
+        }
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "credsweeper.json"
+        subprocess.run(
+            [python, "-m", "credsweeper", "--path", str(samples_dir), "--save-json", str(report)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found: dict[str, set[int]] = defaultdict(set)
+        for candidate in json.loads(report.read_text()):
+            for line in candidate.get("line_data_list", []):
+                path = Path(line["path"]).resolve().relative_to(samples_dir.resolve())
+                found[path.as_posix()].add(int(line["line_num"]))
+        return dict(found)
+
+
+def evaluate_peer(tool: str, python: str, folder: Path) -> dict[str, Any]:
+    """A peer's recall on the same labels: a finding counts when the peer reports its line
+    (the peers report, they do not redact)."""
+    samples_dir, expected_file = layout(folder)
+    reported = peer_lines(tool, python, samples_dir)
+    per_rule: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    unlabelled = 0
+    for relative, expected in labels(expected_file).items():
+        lines = reported.get(relative, set())
+        for (line, _value), rules in expected.items():
+            for rule in rules:
+                per_rule[rule][0] += line in lines
+                per_rule[rule][1] += 1
+    for relative, lines in reported.items():
+        unlabelled += len(lines - {line for line, _ in labels(expected_file).get(relative, {})})
+    withheld = sum(hit for hit, _ in per_rule.values())
+    total = sum(count for _, count in per_rule.values())
+    return {
+        "reported": withheld,
+        "recall": round(withheld / total, 3) if total else None,
+        "flags_on_lines_not_labelled": unlabelled,
+        "per_rule": {rule: f"{hit}/{count}" for rule, (hit, count) in sorted(per_rule.items())},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--credsweeper", type=Path, default=DEFAULT_SET, help="CredSweeper's samples and labels"
     )
     parser.add_argument("--missed", action="store_true", help="also list each finding missed")
+    parser.add_argument(
+        "--peers",
+        default="",
+        help="also run these peers on the same samples: detect-secrets,credsweeper",
+    )
+    parser.add_argument(
+        "--peer-python",
+        default=sys.executable,
+        help="the interpreter the peers are installed in (the `bench` extra)",
+    )
     parser.add_argument("--json", action="store_true", help="(the report is always JSON)")
     args = parser.parse_args()
     if not layout(args.credsweeper)[1].is_file():
@@ -161,8 +241,10 @@ def main() -> None:
     }
     report["detector_alone"]["flags_on_lines_not_labelled"] = alone["flags_on_lines_not_labelled"]
     if not args.missed:
-        del report["detector_alone"]["missed"]
         del report["missed"]
+        del report["detector_alone"]["missed"]
+    for tool in filter(None, args.peers.split(",")):
+        report[tool] = evaluate_peer(tool, args.peer_python, args.credsweeper)
     print(json.dumps(report, indent=2))
 
 
