@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary  # noqa: E402
+from safeport.context_server.index.change_feed import ChangeFeed  # noqa: E402
+from safeport.context_server.index.search_index import SearchIndex  # noqa: E402
+from safeport.context_server.operations.reads_journal import ReadsJournal  # noqa: E402
+from safeport.context_server.operations.service import WorkspaceService  # noqa: E402
+from safeport.context_server.policy.read_policy import (  # noqa: E402
+    ReadPolicy,
+    Refused,
+    looks_binary,
+)
+from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
 from safeport.shared.secret_scan import find_secrets, redact  # noqa: E402
 
 DEFAULT_SET = REPO.parent / "shared" / "data" / "credsweeper"
@@ -52,10 +62,18 @@ def flagged_lines(text: str) -> tuple[dict[int, set[str]], list[str]]:
 
 
 def survives(value: str, line: int, served: list[str]) -> bool:
-    """Whether the labelled value (its first line) is still there, as written, in the served
-    line: a span elsewhere on the line does not withhold it."""
+    """Whether any part of the labelled value (its first line) is still there, as written, in
+    the served line: a span elsewhere on the line does not withhold it, nor one that stops
+    short of the value's end."""
+    return 0 < line <= len(served) and leaks(value, served[line - 1])
+
+
+def leaks(value: str, text: str) -> bool:
+    """Whether ``text`` holds the value's first line, or any 12 characters of it in a row."""
     first = value.split("\n", 1)[0].strip()
-    return bool(first) and 0 < line <= len(served) and first in served[line - 1]
+    if len(first) <= 12:
+        return bool(first) and first in text
+    return any(first[at : at + 12] in text for at in range(0, len(first) - 11, 6))
 
 
 def layout(folder: Path) -> tuple[Path, Path]:
@@ -142,6 +160,83 @@ def evaluate(folder: Path, *, by_name: bool = True) -> dict[str, Any]:
         "per_rule": {rule: f"{hit}/{count}" for rule, (hit, count) in sorted(per_rule.items())},
         "missed": missed,
         "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def served_line(service: WorkspaceService, path: str, line: int) -> str | None:
+    """The line as ``read_file_excerpt`` serves it (every piece of a long one), or None when
+    the server refuses the file."""
+    pieces: list[str] = []
+    column = 1
+    try:
+        while True:
+            excerpt = service.read_file_excerpt(path, line, 1, column)
+            pieces.extend(excerpt.lines[:1])
+            if excerpt.next_line != line or excerpt.next_column is None:
+                return "".join(pieces)
+            column = excerpt.next_column
+    except Refused:
+        return None
+
+
+def searchable(service: WorkspaceService, path: str, line: int, value: str) -> bool:
+    """Whether ``search_project`` for a piece of the value finds that line: the oracle the
+    redaction must close (a secret withheld from reads but indexed as written)."""
+    first = value.split("\n", 1)[0].strip()
+    if len(first) < 6:
+        return False
+    start = len(first) // 4
+    piece = first[start : start + 16]
+    try:
+        found = service.search_project(piece, ".", 200, None)
+    except Refused:
+        return False
+    return any(hit.path == path and hit.line == line for hit in found.hits)
+
+
+def evaluate_served(folder: Path) -> dict[str, Any]:
+    """The samples served from a workspace by the server's own operations, with its index
+    built: a finding is withheld when ``read_file_excerpt`` does not serve its value on its line
+    (or refuses the file) and ``search_project`` for a piece of it does not find that line."""
+    samples_dir, expected_file = layout(folder)
+    labelled = labels(expected_file)
+    per_rule: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    missed: list[str] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch) / "ws"
+        shutil.copytree(samples_dir, root)
+        workspace = Workspace([ServedRoot("ws", root)], ReadPolicy())
+        index = SearchIndex(Path(scratch) / "cache" / "index.sqlite", workspace, watch=False)
+        journal = ReadsJournal(Path(scratch) / "audit", "bench", [str(root)])
+        service = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
+        try:
+            index.refresh(everything=True)
+            for relative, expected in sorted(labelled.items()):
+                for (line, value), rules in sorted(expected.items()):
+                    text = served_line(service, relative, line)
+                    kept = (text is None or not leaks(value, text)) and not searchable(
+                        service, relative, line, value
+                    )
+                    for rule in rules:
+                        per_rule[rule][0] += kept
+                        per_rule[rule][1] += 1
+                        if not kept:
+                            missed.append(f"{relative}:{line} {rule}")
+        finally:
+            index.close()
+            journal.close()
+            workspace.close()
+    withheld = sum(hit for hit, _ in per_rule.values())
+    total = sum(count for _, count in per_rule.values())
+    return {
+        "withheld": withheld,
+        "recall": round(withheld / total, 3) if total else None,
+        "rules_with_3_or_more_below_0.75": {
+            rule: f"{hit}/{count}"
+            for rule, (hit, count) in sorted(per_rule.items())
+            if count >= 3 and hit / count < 0.75
+        },
+        "missed": missed,
     }
 
 
@@ -240,9 +335,11 @@ def main() -> None:
         for key in ("withheld", "recall", "rules_with_3_or_more_below_0.75", "missed")
     }
     report["detector_alone"]["flags_on_lines_not_labelled"] = alone["flags_on_lines_not_labelled"]
+    report["served"] = evaluate_served(args.credsweeper)
     if not args.missed:
         del report["missed"]
         del report["detector_alone"]["missed"]
+        del report["served"]["missed"]
     for tool in filter(None, args.peers.split(",")):
         report[tool] = evaluate_peer(tool, args.peer_python, args.credsweeper)
     print(json.dumps(report, indent=2))
