@@ -89,3 +89,5 @@ def test_the_side_by_side_layout_is_read_and_a_value_left_on_its_line_is_missed(
     report = json.loads(run.stdout)
     assert report["per_rule"] == {"Github Classic Token": "1/1", "Password": "0/1"}
     assert report["detector_alone"]["recall"] == 0.5
+    # Served from a workspace through the server's own read and search: the same verdicts.
+    assert report["served"]["recall"] == 0.5
