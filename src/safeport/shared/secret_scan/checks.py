@@ -90,6 +90,16 @@ _SEPARATED_WORDS = re.compile(r"[A-Za-z]+(?:[/._\-:@+][A-Za-z]+)+")
 _SPACE = re.compile(r"\s")
 _PATH = re.compile(r"^(?:/|\./|\.\./|~/|[A-Za-z]:\\|https?:|file:)")
 _NUMBERISH = re.compile(r"[\d.,:_\-+eE ]+")
+# Identifiers their providers publish by design, which a secret-like name still often holds
+# (``POSTHOG_KEY = "phc_…"``): PostHog project keys (write-only, in every page's JavaScript),
+# Stripe publishable keys, Supabase publishable keys, Salesforce org ids and connected-app
+# consumer keys, NATS public keys (56 characters; a seed is 58 and starts with S). The secrets
+# beside them have formats of their own (``phx_``, ``sk_live_``, ``sb_secret_``, ``00D…!…``,
+# ``SU…``) and are withheld by those.
+PUBLIC_IDENTIFIER = re.compile(
+    r"phc_[A-Za-z0-9]{30,60}|pk_(?:live|test)_[A-Za-z0-9]{16,247}|sb_publishable_[\w\-]{20,80}"
+    r"|00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?|3MVG9[A-Za-z0-9._]{60,120}|[UAONCX][A-Z2-7]{55}"
+)
 
 
 def shannon_bits(value: str) -> float:
@@ -130,6 +140,8 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     if not 8 <= len(value) <= 512 or _SPACE.search(value):
         return False
     if is_placeholder(value) or _PATH.match(value) or _NUMBERISH.fullmatch(value):
+        return False
+    if PUBLIC_IDENTIFIER.fullmatch(value):
         return False
     if _WORDS.fullmatch(value):
         return False
