@@ -138,6 +138,13 @@ def test_an_aws_secret_key_near_any_kind_of_key_id_is_withheld(secret: str) -> N
     assert secret not in redacted and value not in redacted
 
 
+def test_an_aws_key_id_with_any_digit_is_withheld() -> None:
+    for key_id in (f"AKIA{rand(14, string.ascii_uppercase)}08", f"ASIA0{rand(15, BASE32)}"):
+        line = f'    "AccessKeyId" : "{key_id}",\n'
+        redacted, findings = redact(line)
+        assert key_id not in redacted and findings[0].kind == "aws-access-key-id"
+
+
 def test_an_alibaba_secret_beside_its_key_id_is_withheld() -> None:
     key_id, key_secret = f"LTAI{rand(12)}", rand(25) + "7aB" + rand(2)
     for text in (

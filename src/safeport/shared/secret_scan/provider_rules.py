@@ -69,7 +69,10 @@ RULES: tuple[TokenRule, ...] = (
     rule(
         "aws-access-key-id",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + E,
+        # Issued ids are base32 (A-Z, 2-7), but ids written by hand or by older tools hold any
+        # digit, and rule sets (TruffleHog, CredSweeper) take them all: 16 capitals or digits.
+        B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}" + E,
+        random_enough,
     ),
     # The secret access key has no prefix: 40 base64 characters near an access key id.
     rule(

@@ -32,7 +32,7 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     rule(
         "jfrog-token",
         "cmVmdGtu",
-        B + r"cmVmdGtu[A-Za-z0-9+/]{50,80}={0,2}" + r"(?![A-Za-z0-9+/=])",
+        B + r"cmVmdGtu[A-Za-z0-9+/]{50,80}={0,2}(?![A-Za-z0-9+/])",
         _jfrog_reference,
     ),
     # User, project and global analysis tokens.
