@@ -222,4 +222,5 @@ TOKENS: dict[str, Callable[[], str]] = {
     "sonarqube": lambda: f"squ_{rand(40, HEX)}",
     "brevo": lambda: f"xkeysib-{rand(64, HEX)}-{rand(16)}",
     "google-refresh": lambda: f"1//0{rand(100, B64URL)}",
+    "x-bearer": lambda: "A" * 22 + f"{rand(12)}%2B{rand(20)}%3D{rand(50)}",
 }

@@ -82,6 +82,7 @@ NEW_FORMATS = {
     "sonarqube": "sonarqube-token",
     "brevo": "brevo-key",
     "google-refresh": "google-oauth-refresh-token",
+    "x-bearer": "x-bearer-token",
 }
 # Formats of letters and digits only, kept out of base64 text by a boundary that a "/" before
 # them does not pass: a path glued to them is tested with "=" instead.
@@ -270,6 +271,15 @@ def test_the_secret_is_withheld_and_the_public_id_beside_it_is_served() -> None:
 )
 def test_look_alikes_of_the_new_formats_are_served(line: str) -> None:
     assert redact(line) == (line, ()), line
+
+
+@pytest.mark.parametrize("kind", ["deepseek", "perplexity", "twilio-api-key", "huggingface"])
+def test_a_token_glued_to_a_terminal_colour_code_is_withheld(kind: str) -> None:
+    token = TOKENS[kind]()
+    for colour in ("\x1b[93m", "[1;31m", "\x1b[0m"):
+        line = f">>>{colour}{token}\x1b[0m<<<\n"
+        redacted, _ = redact(line)
+        assert token not in redacted, line
 
 
 def test_an_atlassian_data_center_token_is_found_in_a_url_path() -> None:

@@ -18,7 +18,12 @@ from __future__ import annotations
 import base64
 import re
 
-from safeport.shared.secret_scan.checks import decoded_base64, mixed_generated, random_enough
+from safeport.shared.secret_scan.checks import (
+    decoded_base64,
+    mixed_generated,
+    random_enough,
+    shannon_bits,
+)
 from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
 
 # Boundaries for tokens of letters and digits only, which also keep them out of base64 text
@@ -50,6 +55,12 @@ def _drawn_secret(value: str) -> bool:
     return (
         random_enough(value) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
     )
+
+
+def _x_bearer(token: str) -> bool:
+    """After its run of A's an app-only bearer token is drawn and URL-encoded."""
+    body = token.lstrip("A")
+    return shannon_bits(body) >= 3.5 and any(c.isdigit() or c == "%" for c in body)
 
 
 def _dropbox_long_lived(token: str) -> bool:
@@ -106,6 +117,14 @@ APP_RULES: tuple[TokenRule, ...] = (
         r"(?<![A-Za-z0-9_\-])[A-Za-z0-9_\-]{11}AAAAAAAAAA[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])",
         _dropbox_long_lived,
         lead=True,
+        runs=True,
+    ),
+    # X (Twitter) app-only bearer tokens: a run of A's, then the URL-encoded token.
+    rule(
+        "x-bearer-token",
+        "A" * 20,
+        r"(?<![A-Za-z0-9%])A{20,24}[A-Za-z0-9%]{60,200}(?![A-Za-z0-9%])",
+        _x_bearer,
         runs=True,
     ),
     # Personal API keys (phx_), project secret keys (phs_), OAuth access and refresh tokens.

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from safeport.shared.secret_scan.checks import is_token_stand_in
 
-B = r"(?<![A-Za-z0-9_])"  # a left boundary for short anchors
+# A left boundary for short anchors: no letter, digit or underscore before, or the end of a
+# terminal colour code (``ESC[93m``), which glues a token to an "m" in pasted CI and tool output.
+B = r"(?:(?<![A-Za-z0-9_])|(?<=\[[0-9;]m)|(?<=\[[0-9;]{2}m)|(?<=\[[0-9;]{3}m)|(?<=\[[0-9;]{4}m))"
 E = r"(?![A-Za-z0-9])"  # a right boundary for fixed-length bodies
 
 
