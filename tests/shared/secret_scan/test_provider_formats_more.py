@@ -265,6 +265,8 @@ def test_the_secret_is_withheld_and_the_public_id_beside_it_is_served() -> None:
         "ratio = 00D / 4\n",
         f'"data:image/png;base64,{rand(40, ALNUM + "+/")}/EAAB{rand(120)}"\n',  # inside an image
         f"otpauth://totp/Acme?issuer=Acme&secret={'A' * 32}\n",
+        # an identifiable key's structure around a typed body
+        "key = " + "ab" * 26 + "JQQJ99AB" + "A" * 16 + "A" + rand(7) + "\n",
         # a path list (a source map's) near the letters of a key id: 40 characters, not drawn
         'AKIA ids: see "node_modules/rxjs/src/internal/util/arrRemove.ts", "lib/x.ts"\n',
     ],
