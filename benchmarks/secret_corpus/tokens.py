@@ -50,6 +50,64 @@ def _azure() -> str:
     return f"DefaultEndpointsProtocol=https;AccountName={rand(10).lower()};AccountKey={key}"
 
 
+BASE32 = string.ascii_uppercase + "234567"
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+
+
+def _digits_b64(digits: int) -> str:
+    number = str(secrets.randbelow(9) + 1) + rand(digits - 1, string.digits)
+    return base64.b64encode(number.encode()).decode()
+
+
+def _discord_bot() -> str:
+    user = _digits_b64(18).rstrip("=").replace("+", "-").replace("/", "_")
+    return f"{user}.{rand(6, B64URL)}.{rand(38, B64URL)}"
+
+
+def _atlassian_data_center() -> str:
+    key_id = rand(12, string.digits).encode()
+    return base64.b64encode(key_id + b":" + secrets.token_bytes(20)).decode()
+
+
+def _jfrog_reference() -> str:
+    expiry = rand(10, string.digits)
+    raw = f"reftkn:01:{expiry}:{rand(27)}".encode()
+    return base64.b64encode(raw).decode().rstrip("=")
+
+
+def _nkey_seed(kind: str) -> str:
+    return f"S{kind}A{rand(55, BASE32)}"
+
+
+def _otpauth() -> str:
+    # Only the seed is withheld: the label before it stays short, so half the link holds some.
+    return f"otpauth://totp/Acme?secret={rand(32, BASE32)}&issuer=Acme"
+
+
+def _onepassword_secret_key() -> str:
+    groups = [rand(n, UPPER_ALNUM) for n in (6, 6, 5, 5, 5, 5)]
+    return "A3-" + "-".join(groups)
+
+
+def _azure_identifiable() -> str:
+    checksum = rand(4)
+    return f"{rand(52)}JQQJ99{rand(1)}{rand(1, 'ABCDEFGHIJKL')}{rand(16)}A{rand(3)}{checksum}"
+
+
+def _salesforce_session() -> str:
+    org = "00D" + rand(12)
+    return f"{org}!AQ{rand(94, ALNUM + '._')}"
+
+
+def _facebook_app() -> str:
+    return f"{secrets.randbelow(9) + 1}{rand(14, string.digits)}|{rand(32, HEX)}"
+
+
+def _dropbox_long_lived() -> str:
+    return f"{rand(11)}AAAAAAAAAA{rand(43, B64URL)}"
+
+
 # kind -> generator of one token in that format
 TOKENS: dict[str, Callable[[], str]] = {
     "github-classic": lambda: f"ghp_{rand(36)}",
@@ -96,4 +154,73 @@ TOKENS: dict[str, Callable[[], str]] = {
     "bitbucket-access-token": lambda: f"BBDC-{rand(44, ALNUM + '+/')}",
     "jwt": _jwt,
     "azure-storage": _azure,
+    "gitlab-routable": lambda: f"glpat-{rand(27, B64URL)}.01.{rand(9, LOWER_ALNUM)}",
+    "gitlab-runner": lambda: f"glrt-{rand(20, B64URL)}",
+    "gitlab-ci-job": lambda: f"glcbt-{rand(5, string.digits)}_{rand(20, B64URL)}",
+    "gitlab-oauth-secret": lambda: f"gloas-{rand(64, HEX)}",
+    "gitlab-runner-registration": lambda: f"GR1348941{rand(20, B64URL)}",
+    "gitlab-workspace": lambda: f"glwt-{rand(30)}",
+    "docker-hub-org": lambda: f"dckr_oat_{rand(32, B64URL)}",
+    "docker-swarm-token": lambda: f"SWMTKN-1-{rand(50, LOWER_ALNUM)}-{rand(25, LOWER_ALNUM)}",
+    "docker-swarm-key": lambda: f"SWMKEY-1-{rand(43, ALNUM + '+/')}",
+    "discord-bot": _discord_bot,
+    "discord-webhook": lambda: (
+        f"https://discord.com/api/v10/webhooks/{rand(18, string.digits)}/{rand(68, B64URL)}"
+    ),
+    "notion": lambda: f"ntn_{rand(11, string.digits)}{rand(35)}",
+    "notion-legacy": lambda: f"secret_{rand(43)}",
+    "vercel": lambda: f"vcp_{rand(56)}",
+    "vercel-integration": lambda: f"vci_{rand(56)}",
+    "netlify": lambda: f"nfp_{rand(36)}",
+    "square-access": lambda: f"EAAA{rand(60, B64URL)}",
+    "square-oauth-secret": lambda: f"sq0csp-{rand(43, B64URL)}",
+    "dropbox-short-lived": lambda: f"sl.u.{rand(140, B64URL)}",
+    "dropbox-long-lived": _dropbox_long_lived,
+    "jfrog-api-key": lambda: f"AKCp{rand(69)}",
+    "jfrog-reference": _jfrog_reference,
+    "atlassian-api": lambda: f"ATATT3xFfGF0{rand(180, B64URL)}",
+    "atlassian-data-center": _atlassian_data_center,
+    "new-relic-user": lambda: f"NRAK-{rand(27, UPPER_ALNUM)}",
+    "new-relic-browser": lambda: f"NRJS-{rand(19, HEX)}",
+    "new-relic-insights": lambda: f"NRII-{rand(32, B64URL)}",
+    "new-relic-license": lambda: f"{rand(36, HEX)}NRAL",
+    "salesforce-session": _salesforce_session,
+    "posthog-personal": lambda: f"phx_{rand(47)}",
+    "posthog-project-secret": lambda: f"phs_{rand(46)}",
+    "cloudflare-account": lambda: f"cfat_{rand(48)}",
+    "cloudflare-user": lambda: f"cfut_{rand(48)}",
+    "cloudflare-global": lambda: f"cfk_{rand(48)}",
+    "stripe-test": lambda: f"sk_test_{rand(99)}",
+    "stripe-webhook": lambda: f"whsec_{rand(32)}",
+    "tavily": lambda: f"tvly-dev-{rand(32)}",
+    "perplexity": lambda: f"pplx-{rand(48)}",
+    "deepseek": lambda: f"sk-{rand(32, HEX)}",
+    "xai": lambda: f"xai-{rand(80)}",
+    "together": lambda: f"tgp_v1_{rand(43, B64URL)}",
+    "llama-api": lambda: f"llx-{rand(48, B64URL)}",
+    "heroku": lambda: f"HRKU-AA{rand(58, B64URL)}",
+    "groq": lambda: f"gsk_{rand(52)}",
+    "postman-collection": lambda: f"PMAT-{rand(26, UPPER_ALNUM)}",
+    "supabase": lambda: f"sbp_v0_{rand(40, HEX)}",
+    "planetscale": lambda: f"pscale_tkn_{rand(43, B64URL)}",
+    "sentry-user": lambda: f"sntryu_{rand(64, HEX)}",
+    "doppler-service": lambda: f"dp.st.prd.{rand(43)}",
+    "defined-networking": lambda: f"dnkey-{rand(26, UPPER_ALNUM)}-{rand(52, UPPER_ALNUM)}",
+    "bedrock-long-term": lambda: f"ABSK{rand(132, ALNUM + '+/')}",
+    "bedrock-short-term": lambda: f"bedrock-api-key-{rand(300, ALNUM + '+/')}",
+    "instagram": lambda: f"IGQV{rand(180, B64URL)}",
+    "facebook": lambda: f"EAA{rand(1, 'BGI')}{rand(160)}",
+    "facebook-app": _facebook_app,
+    "dynatrace": lambda: f"dt0c01.{rand(24, UPPER_ALNUM)}.{rand(64, UPPER_ALNUM)}",
+    "nats-user-seed": lambda: _nkey_seed("U"),
+    "nats-operator-seed": lambda: _nkey_seed("O"),
+    "otpauth": _otpauth,
+    "onepassword-secret-key": _onepassword_secret_key,
+    "azure-client-secret": lambda: f"{rand(3)}8Q~{rand(34, ALNUM + '_~.-')}",
+    "azure-identifiable": _azure_identifiable,
+    "alibaba-key-id": lambda: f"LTAI{rand(20)}",
+    "sonarqube": lambda: f"squ_{rand(40, HEX)}",
+    "brevo": lambda: f"xkeysib-{rand(64, HEX)}-{rand(16)}",
+    "google-refresh": lambda: f"1//0{rand(100, B64URL)}",
+    "x-bearer": lambda: "A" * 22 + f"{rand(12)}%2B{rand(20)}%3D{rand(50)}",
 }

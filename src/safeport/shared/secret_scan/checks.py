@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import math
 import re
@@ -89,6 +90,16 @@ _SEPARATED_WORDS = re.compile(r"[A-Za-z]+(?:[/._\-:@+][A-Za-z]+)+")
 _SPACE = re.compile(r"\s")
 _PATH = re.compile(r"^(?:/|\./|\.\./|~/|[A-Za-z]:\\|https?:|file:)")
 _NUMBERISH = re.compile(r"[\d.,:_\-+eE ]+")
+# Identifiers their providers publish by design, which a secret-like name still often holds
+# (``POSTHOG_KEY = "phc_…"``): PostHog project keys (write-only, in every page's JavaScript),
+# Stripe publishable keys, Supabase publishable keys, Salesforce org ids and connected-app
+# consumer keys, NATS public keys (56 characters; a seed is 58 and starts with S). The secrets
+# beside them have formats of their own (``phx_``, ``sk_live_``, ``sb_secret_``, ``00D…!…``,
+# ``SU…``) and are withheld by those.
+PUBLIC_IDENTIFIER = re.compile(
+    r"phc_[A-Za-z0-9]{30,60}|pk_(?:live|test)_[A-Za-z0-9]{16,247}|sb_publishable_[\w\-]{20,80}"
+    r"|00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?|3MVG9[A-Za-z0-9._]{60,120}|[UAONCX][A-Z2-7]{55}"
+)
 
 
 def shannon_bits(value: str) -> float:
@@ -129,6 +140,8 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     if not 8 <= len(value) <= 512 or _SPACE.search(value):
         return False
     if is_placeholder(value) or _PATH.match(value) or _NUMBERISH.fullmatch(value):
+        return False
+    if PUBLIC_IDENTIFIER.fullmatch(value):
         return False
     if _WORDS.fullmatch(value):
         return False
@@ -175,3 +188,76 @@ def is_basic_credential(value: str) -> bool:
         return False
     _user, colon, password = decoded.partition(b":")
     return bool(colon and password) and not is_placeholder(password.decode("utf-8", "replace"))
+
+
+# Stand-ins written in a provider's own format, in the spellings documentation uses. Words a
+# real prefix holds ("test" in ``sk_test_``, "secret" in ``secret_``, "key") are not among them.
+# Matched case by case, not case-blind: a random body of base64 holds a given four letters in
+# one spelling about once in 17 million places, in any of sixteen spellings once in a million.
+# Capitals only for the longer words and x's: bodies of capitals and digits alone (base32 NATS
+# seeds, New Relic keys) would hold YOUR or FAKE in about one token of ten thousand.
+_STAND_IN_WORDS = (
+    *(
+        spelling
+        for word in ("example", "xxxx", "placeholder", "dummy", "sample", "redacted")
+        for spelling in (word, word.upper(), word.capitalize())
+    ),
+    *("your", "Your", "fake", "Fake"),
+)
+_SEQUENCES = ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_STAND_IN_RUN = 6  # "123456", "abcdef", "987654": typed by hand, not drawn at random
+_ONE_CHARACTER_RUN = re.compile(r"(.)\1{11}")  # "000000000000", "AAAAAAAAAAAA"
+
+
+def is_token_stand_in(value: str, *, runs: bool = False) -> bool:
+    """A token's prefix around a body no generator draws: an example word, x's, a run of one
+    character (unless ``runs``: the format holds such runs) or an ascending or descending run of
+    six letters or digits. Long values (JWTs of kilobytes) are judged by the words only where
+    short: their base64 holds any given word by chance."""
+    if len(value) <= 256 and any(word in value for word in _STAND_IN_WORDS):
+        return True
+    if not runs and _ONE_CHARACTER_RUN.search(value):
+        return True
+    return _has_sequence(value)
+
+
+def _has_sequence(value: str) -> bool:
+    up = down = 1
+    for previous, current in itertools.pairwise(value):
+        step = ord(current) - ord(previous)
+        same_class = previous.isdigit() == current.isdigit() and previous.isalnum()
+        up = up + 1 if step == 1 and same_class and current.isalnum() else 1
+        down = down + 1 if step == -1 and same_class and current.isalnum() else 1
+        if up >= _STAND_IN_RUN or down >= _STAND_IN_RUN:
+            return True
+    return False
+
+
+def random_enough(value: str) -> bool:
+    return shannon_bits(value) >= 3.0
+
+
+def mixed_generated(value: str) -> bool:
+    """Generated bodies mix digits, capitals and small letters; words and slugs do not."""
+    body = value.split("-", 1)[-1] if value.startswith("sk-") else value
+    if shannon_bits(body) < 3.5:
+        return False
+    digits = sum(c.isdigit() for c in body)
+    upper = sum(c.isupper() for c in body)
+    lower = sum(c.islower() for c in body)
+    if digits and upper and lower:
+        return True
+    # A generated body lacks digits by chance (one in about 400 of 34 letters or digits), and
+    # such a token must still be withheld. Words run together cannot pass for one: their
+    # capitals are a few word starts, where a random body's are about half its letters.
+    letters = upper + lower
+    return not digits and letters >= 20 and 0.3 <= upper / letters <= 0.7
+
+
+def decoded_base64(value: str) -> bytes | None:
+    """``value`` as standard or URL-safe base64 (padding optional), or None."""
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return None
