@@ -20,12 +20,12 @@ MAX_NAME = 64
 MAX_VALUE = 256
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
-_SEGMENTS = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_SEGMENTS = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
-    (?::[ \t]{0,4}[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{0,4}(?==))?   # a type annotation
-    (?P<sep>:=|=>|=(?!=)|:|>|)
+    (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{0,4}(?==))?   # a type
+    (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
     (?P<quote>\\?["'`]|)
@@ -34,12 +34,12 @@ _AFTER_NAME = re.compile(
 )
 # What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
 # backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
-_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}[:=>]""")
+_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>]|[?+!|]=|<-)""")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
 _AUTH_SCHEME = re.compile(
-    r"(?i:bearer|basic|token|bot|digest|apikey|sso-key|negotiate)[ \t]+"
+    r"(?i:bearer|basic|token|bot|digest|apikey|sso-key|negotiate|ntlm)[ \t]+"
     r"(?P<value>[A-Za-z0-9._~+/:\-]{8,2000}=*)"
 )
 _BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)")
@@ -51,6 +51,19 @@ _URL_USERINFO = re.compile(
     r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
+# Shortened spellings of "password" (a prefilter literal each: none holds "pass" or "pwd").
+MISSPELLINGS = (
+    "pswd",
+    "psswd",
+    "pswrd",
+    "psswrd",
+    "psword",
+    "pssword",
+    "paswd",
+    "paswrd",
+    "pasword",
+    "passwort",
+)
 # Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
 # "githubToken"), and pairs that do together ("api_key", "client_secret").
 _SECRET_SEGMENTS = frozenset(
@@ -76,11 +89,29 @@ _SECRET_SEGMENTS = frozenset(
         "privatekey",
         "accesskey",
         "secretkey",
+        "passwords",
+        "salt",
+        "nonce",
+        # The spellings people shorten a password to when they drop vowels or a letter.
+        *MISSPELLINGS,
     }
 )
-_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd")
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd", "pass")
+# Words ending in "pass" that name no password.
+_NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass"})
 _KEY_PARTNERS = frozenset(
-    {"api", "access", "private", "secret", "signing", "encryption", "master", "auth", "account"}
+    {
+        "api",
+        "access",
+        "private",
+        "secret",
+        "signing",
+        "encryption",
+        "master",
+        "auth",
+        "account",
+        "authentication",
+    }
 )
 # A name whose last word is one of these holds something about a secret, not the secret.
 _ABOUT_SECRET = frozenset(
@@ -298,7 +329,9 @@ def _assignment(
         if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
             return None, 0  # a call or an attribute: code, not a literal
         closing = _ANNOTATION_END.match(text, run.end(), line_end)
-        annotation = after.group("sep") == ":" and closing and closing.group().strip()
+        # A type follows ": " in code; prose and configs write "(pw:Xy7…)" without the space.
+        spaced = text[after.end("sep") : after.end("sep") + 1] in (" ", "\t")
+        annotation = after.group("sep") == ":" and spaced and closing and closing.group().strip()
         if annotation and run.group()[:1].isupper():
             return None, 0  # "private_key: Ed25519PrivateKey," is a parameter's type
         value_end = run.end()
@@ -342,13 +375,15 @@ def secret_name(name: str, words: list[str]) -> bool:
         return False
     if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
         return False
-    for index, word in enumerate(words):
-        if word in _SECRET_SEGMENTS or word.endswith(_SECRET_ENDINGS):
+    for index, numbered in enumerate(words):
+        word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2
+        if word in _SECRET_SEGMENTS or (word.endswith(_SECRET_ENDINGS) and word not in _NOT_PASS):
             return True
         if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
             return True
-    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY.
-    return len(words) > 1 and words[-1] == "key" and name.isupper()
+    if len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x"):
+        return True  # STRIPE_KEY, SENDGRID_KEY; a header's name, X-Service-Key
+    return False
 
 
 def _assignment_kind(name: str, words: list[str], value: str) -> str:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
+from safeport.shared.secret_scan.assignments import MISSPELLINGS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
-WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer")
+WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce", *MISSPELLINGS)
 # Compound names in every spelling of each half joined three ways: code writes ``api_key``,
 # ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
 # ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
@@ -27,16 +28,31 @@ COMPOUND_WORDS = (
         first + joint + second
         for left, right in (("api", "key"), ("access", "key"), ("private", "key"))
         for first in (left, left.capitalize(), left.upper())
-        for joint in ("", "_", "-")
+        for joint in ("", "_", "-", " ")  # the last for prose: "access key: …"
         for second in (right, right.capitalize(), right.upper())
     ),
     "_KEY",
+    # A header's last word: X-Service-Key, x-tenant-key.
+    "-Key",
+    "-key",
+    "-KEY",
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
 URL_ANCHOR = "://"
-# Clients that take a password glued to a flag (``mysql -pS3cret``, also ``mysqldump`` and
-# ``mysqladmin``): the flag alone is too common a literal to anchor on.
-COMMAND_ANCHORS = ("mysql",)
+# Clients that take a password in a shape of their own (``mysql -pS3cret``, also ``mysqldump``
+# and ``mysqladmin``; ``sshpass -p``; ``curl -u user:…``; PowerShell's secure strings) and SQL's
+# ``IDENTIFIED BY``: the flags alone are too common literals to anchor on (``commands.py``).
+COMMAND_ANCHORS = (
+    "mysql",
+    "sshpass",
+    "curl",
+    "ConvertTo-SecureString",
+    "convertto-securestring",
+    "CONVERTTO-SECURESTRING",
+    "identified",
+    "Identified",
+    "IDENTIFIED",
+)
 # Characters a reader drops without noticing, which split a token for every rule: the scanner
 # judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)
 # and JSON's escaped slash are ASCII; the rest (zero-width and joiners, soft hyphen, BOM,

@@ -27,11 +27,14 @@ from safeport.shared.secret_scan.assignments import (
     may_assign,
     url_credential_at,
 )
-from safeport.shared.secret_scan.pairs import command_password_at, may_pair, pair_at
+from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
+from safeport.shared.secret_scan.pairs import may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
+from safeport.shared.secret_scan.prose import prose_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+from safeport.shared.secret_scan.sql import password_keyword_at
 
 _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # How many lines around a hidden character are judged again: a token is on one line; an AWS
@@ -166,10 +169,12 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 and may_pair(text, end, line_end)
             ):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
+            if found is None:
+                found = _in_context(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
-            found = command_password_at(text, end, line_end)
+            found = command_at(text, start, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
@@ -178,6 +183,23 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     for rule, regions in lead_regions.items():
         spans.extend(_search_regions(text, rule, regions))
     return merge_spans(spans), hidden
+
+
+def _in_context(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
+    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
+    before = text[start - 1 : start] if start > line_start else ""
+    if before == "-" or (before.isalnum() and "-" in text[max(line_start, start - 64) : start]):
+        found = flag_value_at(text, start, end, line_start, line_end)
+        if found is not None:
+            return found
+    if "CURLOPT_" in text[max(line_start, start - 64) : start]:
+        return curl_option_at(text, start, end, line_end)
+    return password_keyword_at(text, start, end, line_start, line_end) or prose_at(
+        text, start, end, line_start, line_end
+    )
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:
