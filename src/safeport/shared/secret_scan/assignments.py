@@ -24,7 +24,9 @@ _SEGMENTS = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
-    (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{0,4}(?==))?   # a type
+    (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
+      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}|[A-Za-z_][\w\[\].,|]{0,60})(?==))?  # space
+    # before its "=" may hold spaces, so base64's padding in "Basic dXNlcjpw==" is no type's
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
@@ -376,14 +378,15 @@ def secret_name(name: str, words: list[str]) -> bool:
     if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
         return False
     for index, numbered in enumerate(words):
-        word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2
+        word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2; but Auth0 is a name
+        word = numbered if word == "auth" else word
         if word in _SECRET_SEGMENTS or (word.endswith(_SECRET_ENDINGS) and word not in _NOT_PASS):
             return True
         if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
             return True
-    if len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x"):
-        return True  # STRIPE_KEY, SENDGRID_KEY; a header's name, X-Service-Key
-    return False
+    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY; X-Service-Key: a
+    # header's name.
+    return len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x")
 
 
 def _assignment_kind(name: str, words: list[str], value: str) -> str:
