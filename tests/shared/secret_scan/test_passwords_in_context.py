@@ -1,0 +1,291 @@
+"""Passwords and secrets written in context, in the ways people write them besides ``name =
+value``: prose and tickets, names of two words, shortened spellings, macros and shell built-ins,
+typed and compound assignments of many languages, comparisons, markup with attributes or the
+value on its own line, a lookup's literal default, salts and nonces, headers whose name ends in
+Key. Each is found with its exact span; placeholders, lookups, expressions, type names and
+ordinary words in the same places read unchanged."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+
+from safeport.shared.secret_scan import find_secrets
+
+
+def fresh() -> str:
+    """A value no test has seen: random characters ending in a digit, as a generator makes."""
+    body = secrets.token_urlsafe(12).replace("-", "m").replace("_", "Z")
+    return body + str(secrets.randbelow(10))
+
+
+def assert_only_secret(template: str) -> None:
+    value = fresh()
+    text = template.format(value=value)
+    spans = [(span.start, span.end) for span in find_secrets(text)]
+    at = text.index(value)
+    assert spans == [(at, at + len(value))], text
+
+
+def assert_clean(text: str) -> None:
+    assert find_secrets(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "db01 (pw:{value})\n",
+        "ssh ops@203.0.113.7 (password:{value})\n",
+        "ID:admin,PW:{value}\n",
+        "the new password is {value}.\n",
+        "Wi-Fi passwd is {value}\n",
+        "token was {value}\n",
+        "SECRET KEY:{value}\n",
+        "Secret Key: {value}\n",
+        "access key:{value}\n",
+        "Authentication key:{value}\n",
+        "API Key = {value}\n",
+        "client secret: {value}\n",
+    ],
+)
+def test_prose_docs_and_tickets(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "password: required\n",
+        "token: the token to use\n",
+        "password is required\n",
+        "the token is optional\n",
+        "password is the one you chose.\n",
+        "The secret key: see the vault\n",
+        "SECRET KEY: ${SECRET_KEY}\n",
+        "access key: <your access key>\n",
+        "the password is hunter.\n",
+        "password is self.password\n",
+        "password is getpass()\n",
+    ],
+)
+def test_prose_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "PSWD:={value}\n",
+        "DB_PSSWD={value}\n",
+        "admin_pasword: {value}\n",
+        "X3_PSWRD={value}\n",
+        "Passwort: {value}\n",
+        "MYSQLPASS: {value}\n",
+        "password2 = '{value}'\n",
+        "TOKEN_2={value}\n",
+        "passwords: {value}\n",
+    ],
+)
+def test_shortened_and_numbered_spellings(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "bypass: 1a2b3c4d5e6f\n",
+        "compass = 'N52E013'\n",
+        '"auth0": "types-auth0-python",\n',
+        "PSWD_MIN_LENGTH := 12\n",
+        "pswd = input()\n",
+    ],
+)
+def test_spelling_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '#define PASSWORD "{value}"\n',
+        '#  define ADMIN_PWD "{value}"\n',
+        "%define token {value}\n",
+        '%global PASSWORD "{value}"\n',
+        'SET password "{value}"\n',
+        "setx API_TOKEN {value}\n",
+        "set PASSWORD={value}\n",
+        "PASS ::= {value}\n",
+        "TOKEN ?= {value}\n",
+        "export GH_TOKEN={value}\n",
+        '$env:DEPLOY_TOKEN = "{value}"\n',
+    ],
+)
+def test_macros_and_shell_built_ins(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "#define PASSWORD_MAX 64\n",
+        '#define PASSWORD "changeme"\n',
+        "%define token %{getenv:TOKEN}\n",
+        "set password %1\n",
+        "TOKEN ?= $(shell cat token.txt)\n",
+        "$env:TOKEN = $secret\n",
+        "export TOKEN=$(vault read -field=token kv/app)\n",
+    ],
+)
+def test_macro_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'String password = "{value}";\n',
+        'private static final String API_TOKEN = "{value}";\n',
+        'var pwd := "{value}"\n',
+        'let token: &str = "{value}";\n',
+        'let secret: &\'static str = "{value}";\n',
+        'val clientSecret: String = "{value}"\n',
+        'local pwd = "{value}"\n',
+        'token += "{value}"\n',
+        '"password" => "{value}",\n',
+        ":password => '{value}',\n",
+        "password: '{value}'\n",
+        'def connect(host, password="{value}"):\n',
+        'def connect(password: str="{value}"):\n',
+        'if passwd == "{value}":\n',
+        'if (token !== "{value}") {{\n',
+        'password <- "{value}"\n',
+    ],
+)
+def test_typed_compound_and_compared_assignments(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "String password = getPassword();\n",
+        "let token: &str = &args[1];\n",
+        'var pwd := os.Getenv("PWD")\n',
+        "token: str\n",
+        "password: Optional[str] = None\n",
+        "def connect(password: str = None):\n",
+        'def connect(password=None, token=""):\n',
+        'if password == "":\n',
+        "if token != None:\n",
+        "token += chunk\n",
+        "pw += c\n",
+        'password <- readline("Password: ")\n',
+        "private_key: Ed25519PrivateKey,\n",
+    ],
+)
+def test_typed_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '<password name="db">{value}</password>\n',
+        "<Password>\n    {value}\n</Password>\n",
+        '  <token type="bot">\n    {value}\n  </token>\n',
+        "<ApiKey>{value}</ApiKey>\n",
+    ],
+)
+def test_markup_elements(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<password name="db">${DB_PASSWORD}</password>\n',
+        "<password>\n  changeme\n</password>\n",
+        '<token name="token" comment="a comment"/>\n',
+        "<password>\n  {{ .Values.db.password }}\n</password>\n",
+        '<password required="true">\n  <min>12</min>\n</password>\n',
+    ],
+)
+def test_markup_look_alikes_read_unchanged(text: str) -> None:
+    assert_clean(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'PASSWORD = os.environ.get("DB_PASS") or "{value}"\n',
+        'if SECRET := getenv("APP_SECRET", "{value}"):\n',
+        'token = config.get("auth.token", default="{value}")\n',
+        'const apiKey = process.env.API_KEY || "{value}";\n',
+        'password = settings.get("db_pw", "{value}")\n',
+        'api_token = ENV.fetch("API_TOKEN", "{value}")\n',
+    ],
+)
+def test_a_lookups_literal_default(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'PASSWORD = os.environ.get("PASSWORD") or ""\n',
+        'SECRET = getenv("SECRET", "dev")\n',
+        'token = config.get("token", default=None)\n',
+        'token = os.environ.get("TOKEN", "your-token-here")\n',
+        'const apiKey = process.env.API_KEY || "";\n',
+        'password = form.get("password", "")\n',
+        'token = tokens.get(user) or "anonymous"\n',
+    ],
+)
+def test_lookup_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'salt = "{value}"\n',
+        'SALT: "{value}"\n',
+        'nonce = b"{value}"\n',
+        '{{"client_nonce": "{value}"}}\n',
+        '-H "X-Service-Key: {value}"\n',
+        "x-tenant-key: {value}\n",
+        "Authorization: NTLM {value}\n",
+    ],
+)
+def test_salts_nonces_and_headers(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "salt = os.urandom(16)\n",
+        "nonce = secrets.token_hex(16)\n",
+        'salt: "{{ .Values.salt }}"\n',
+        "X-Service-Key: ${SERVICE_KEY}\n",
+        "ssh-key: ~/.ssh/id_ed25519\n",
+        "nonce_size = 12\n",
+    ],
+)
+def test_salt_nonce_and_header_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+def test_a_long_line_of_context_near_misses_scans_in_linear_time() -> None:
+    line = (
+        ("password is " * 20_000)
+        + ("<password " * 20_000)
+        + ("token = getenv(" * 10_000)
+        + ("#define PASSWORD " * 10_000)
+        + ("access key " * 10_000)
+    )
+    started = time.process_time()
+    assert find_secrets(line) == []
+    assert time.process_time() - started < 3.0
