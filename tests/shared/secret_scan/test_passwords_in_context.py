@@ -289,3 +289,15 @@ def test_a_long_line_of_context_near_misses_scans_in_linear_time() -> None:
     started = time.process_time()
     assert find_secrets(line) == []
     assert time.process_time() - started < 3.0
+
+
+def test_every_context_shape_of_the_corpus_is_withheld_and_its_look_alikes_are_not() -> None:
+    from benchmarks.secret_corpus.corpus import context_samples
+    from safeport.shared.secret_scan import redact
+
+    for sample in [*context_samples(), *context_samples()]:  # fresh values each round
+        served, _ = redact(sample.text)
+        if sample.secret is None:
+            assert served == sample.text, sample.category
+        else:
+            assert sample.secret not in served, sample.category
