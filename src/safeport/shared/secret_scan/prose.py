@@ -49,20 +49,25 @@ _LOOKUP = re.compile(
     """,
     re.VERBOSE,
 )
+_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 _LOOKUP_CALLEES = re.compile(r"(?i:get|env|fetch|config|setting|option|param|lookup|pop|default)")
 
 
 def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) -> SecretSpan | None:
     """The secret named in context around the keyword at ``text[start:end]``, if any."""
+    # What follows the name first: most words in code (``token)``, ``Token(``) are followed by
+    # nothing these shapes take, and need no walk back to the name's start.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    following = text[name_end : name_end + 1]
+    if following not in _FOLLOWING:
+        return None
     name_start = start
     floor = max(line_start, start - MAX_NAME)
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
-    following = text[name_end : name_end + 1]
     if following in (" ", "\t", ">") and text[name_start - 1 : name_start] == "<":
         return _element_value(text, name_start, name_end, line_end)
-    if following not in (" ", "\t", "=", ":", "?", "|"):
+    if following == ">":
         return None
     found = _lookup_default(text, name_start, name_end, line_end)
     if found is None and following in (" ", "\t"):

@@ -48,6 +48,8 @@ _LINE_ENDS = ("\n", "")
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
 # paired name without a pattern match.
 _NAME_GOES_ON = frozenset(("", "\n", "\r", "_", ".", "-", '"', "'", "\\"))
+_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+_CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 
 
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
@@ -169,7 +171,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 and may_pair(text, end, line_end)
             ):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
-            if found is None:
+            if found is None and text[end : end + 1] not in _LINE_ENDS:
                 found = _in_context(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
@@ -190,16 +192,28 @@ def _in_context(
 ) -> SecretSpan | None:
     """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
     a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
-    before = text[start - 1 : start] if start > line_start else ""
-    if before == "-" or (before.isalnum() and "-" in text[max(line_start, start - 64) : start]):
-        found = flag_value_at(text, start, end, line_start, line_end)
+    # Each takes its value after a space, a separator, a tag's end or a comma; most words in
+    # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    following = text[name_end : name_end + 1]
+    if following == "(":
+        return password_keyword_at(text, start, end, line_start, line_end)  # PASSWORD('…')
+    if following == ",":  # CURLOPT_PASSWORD, "…"
+        if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
+            return None
+        return curl_option_at(text, start, end, line_end)
+    if following not in _CONTEXT_FOLLOWING:
+        return None
+    if following in (" ", "\t"):
+        before = text[start - 1 : start] if start > line_start else ""
+        if before == "-" or (before.isalnum() and "-" in text[max(line_start, start - 64) : start]):
+            found = flag_value_at(text, start, end, line_start, line_end)
+            if found is not None:
+                return found
+        found = password_keyword_at(text, start, end, line_start, line_end)
         if found is not None:
             return found
-    if "CURLOPT_" in text[max(line_start, start - 64) : start]:
-        return curl_option_at(text, start, end, line_end)
-    return password_keyword_at(text, start, end, line_start, line_end) or prose_at(
-        text, start, end, line_start, line_end
-    )
+    return prose_at(text, start, end, line_start, line_end)
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:
