@@ -301,3 +301,73 @@ def test_every_context_shape_of_the_corpus_is_withheld_and_its_look_alikes_are_n
             assert served == sample.text, sample.category
         else:
             assert sample.secret not in served, sample.category
+
+
+def long_fresh() -> str:
+    """A generated key's length: 32 random characters of base64url."""
+    return secrets.token_urlsafe(24).replace("-", "q").replace("_", "V")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "$key = '{value}';\n",
+        'KEY = "{value}"\n',
+        'gateway_api = "{value}"\n',
+        '"kerberos_authentication": "{value}",\n',
+        "SIGNING_SEED={value}\n",
+        'pkey = "{value}"\n',
+        '<script src="https://maps.example.org/js?key={value}&callback=init"></script>\n',
+    ],
+)
+def test_weak_names_take_a_strongly_random_value(template: str) -> None:
+    value = long_fresh()
+    text = template.format(value=value)
+    at = text.index(value)
+    assert [(span.start, span.end) for span in find_secrets(text)] == [(at, at + len(value))]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'key = "user_profile_v2"\n',
+        'key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"\n',
+        'cache_key = "2c1743a391305fbf367df8e4f069f9f9"\n',
+        'request_key = "7d8e2a40-8c1b-4b7e-9f0e-3f6a1c2d9b11"\n',
+        "items.sort(key=lambda item: item.created_at)\n",
+        'api = "https://api.example.org/v1/resources"\n',
+        'key = "tag:yaml.org,2002:str"\n',
+        'KEY = "Content-Security-Policy-Report-Only"\n',
+        "seed = 42\n",
+        'api_version = "2024-01-01"\n',
+        'key = "Qx7"  # short\n',
+        'keyword = "aB3dE6gH9jK2mN5pQ8sT1vW4"\n',
+        'key = self.keys.get("primary")\n',
+    ],
+)
+def test_weak_name_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '    placeholder="Your password: &quot;{value}&quot;"\n',
+        '<a href="https://example.org/login?token=&quot;{value}&quot;">sign in</a>\n',
+        "GET /v1/items?access_token={value}&page=2\n",
+    ],
+)
+def test_html_escaped_quotes_and_query_parameters(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'value="password: &quot;&quot;"\n',
+        'title="token: &quot;${API_TOKEN}&quot;"\n',
+        "GET /v1/items?access_token=&page=2\n",
+    ],
+)
+def test_html_and_query_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.checks import is_basic_credential, is_placeholder, looks_random
+from safeport.shared.secret_scan.checks import (
+    is_basic_credential,
+    is_placeholder,
+    looks_random,
+    shannon_bits,
+)
 from safeport.shared.secret_scan.spans import SecretSpan
 
 GENERIC = "secret-assignment"
@@ -30,7 +35,7 @@ _AFTER_NAME = re.compile(
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
-    (?P<quote>\\?["'`]|)
+    (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
     """,
     re.VERBOSE,
 )
@@ -248,6 +253,13 @@ _ABOUT_SECRET = frozenset(
         "style",
     ]
 )
+_WEAK_WORDS = frozenset({"key", "pkey", "api", "authentication", "seed"})
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_TOKEN_ALPHABET = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
+_STRONG_AFTER = re.compile(
+    r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"""
+    r"""(?:[bu]?\\?["'`]|&quot;)?[A-Za-z0-9+/=_\-.~]{16}"""
+)
 _QUESTION_WORDS = frozenset(
     [
         "is",
@@ -281,6 +293,12 @@ def may_assign(text: str, start: int, end: int, line_end: int) -> bool:
     return text[start:end].lower() == "pass" or _SEPARATED.match(text, end, line_end) is not None
 
 
+def may_assign_strong(text: str, end: int, line_end: int) -> bool:
+    """``may_assign`` for a weak name's keyword: a separator, then at least 16 characters of a
+    token's alphabet (``key=lambda …``, ``"key": value`` and ``api: str`` stop here)."""
+    return _STRONG_AFTER.match(text, end, line_end) is not None
+
+
 def assignment_at(
     text: str, start: int, end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
@@ -308,7 +326,10 @@ def _assignment(
         name_start -= 1
     name = text[name_start:name_end].strip(".-")
     words = name_words(name)
-    if not words or not secret_name(name, words):
+    if not words:
+        return None, 0
+    weak = not secret_name(name, words)
+    if weak and not weak_secret_name(words):
         return None, 0
     if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
         return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
@@ -337,10 +358,15 @@ def _assignment(
         if annotation and run.group()[:1].isupper():
             return None, 0  # "private_key: Ed25519PrivateKey," is a parameter's type
         value_end = run.end()
+        if text[name_start - 1 : name_start] in ("?", "&"):  # a URL's query: ?key=…&next=…
+            ampersand = text.find("&", value_start, value_end)
+            value_end = value_end if ampersand < 0 else ampersand
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
     if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
+        return None, value_end
+    if weak and not _strongly_random(value):
         return None, value_end
     return SecretSpan(value_start, value_end, _assignment_kind(name, words, value)), value_end
 
@@ -387,6 +413,23 @@ def secret_name(name: str, words: list[str]) -> bool:
     # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY; X-Service-Key: a
     # header's name.
     return len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x")
+
+
+def weak_secret_name(words: list[str]) -> bool:
+    """Whether the name may hold a secret but as often holds something else: a dictionary's
+    ``key``, an ``api``'s name, a ``seed``. Its value must look more random than a password's
+    (``_strongly_random``)."""
+    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+        return False
+    return words[-1].rstrip("0123456789") in _WEAK_WORDS
+
+
+def _strongly_random(value: str) -> bool:
+    """Generated, not chosen: long, of near-uniform characters, and no hex digest or UUID (a
+    checksum or an id under a dictionary's key)."""
+    if len(value) < 16 or _HEXISH.fullmatch(value) or not _TOKEN_ALPHABET.fullmatch(value):
+        return False
+    return shannon_bits(value) >= (3.5 if len(value) < 24 else 3.8)
 
 
 def _assignment_kind(name: str, words: list[str], value: str) -> str:

@@ -19,6 +19,9 @@ from safeport.shared.secret_scan.assignments import MISSPELLINGS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
 WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce", *MISSPELLINGS)
+# Words that name a secret as often as something else (``key = "…"``, ``gateway_api = "…"``):
+# only an assignment of a strongly random value is taken (``assignments.weak_secret_name``).
+WEAK_WORDS = ("key", "api", "seed")
 # Compound names in every spelling of each half joined three ways: code writes ``api_key``,
 # ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
 # ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
@@ -89,6 +92,7 @@ class Anchor:
 
     rules: tuple[TokenRule, ...] = ()
     word: bool = False
+    weak: bool = False  # a word of WEAK_WORDS: only its own name's end is judged
     url: bool = False
     key_block: bool = False
     hidden: bool = False
@@ -101,9 +105,15 @@ def _table() -> tuple[list[str], list[Anchor]]:
         for literal in rule.anchors:
             rules.setdefault(literal, []).append(rule)
     anchors = {literal: Anchor(rules=tuple(found)) for literal, found in rules.items()}
-    words = [spelling for word in WORDS for spelling in (word, word.capitalize(), word.upper())]
+    words = [
+        spelling
+        for word in (*WORDS, *WEAK_WORDS)
+        for spelling in (word, word.capitalize(), word.upper())
+    ]
+    weak = {spelling for word in WEAK_WORDS for spelling in (word, word.capitalize(), word.upper())}
     for literal in [*words, *COMPOUND_WORDS]:
-        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, word=True)
+        found = anchors.get(literal, Anchor()).rules
+        anchors[literal] = Anchor(rules=found, word=True, weak=literal in weak)
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)

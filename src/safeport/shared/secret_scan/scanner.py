@@ -25,6 +25,7 @@ from safeport.shared.secret_scan.assignments import (
     assignment_at,
     bearer_at,
     may_assign,
+    may_assign_strong,
     url_credential_at,
 )
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
@@ -152,12 +153,23 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        if anchor.word and start >= word_done:
+        # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing.
+        if (
+            anchor.word
+            and start >= word_done
+            and not (anchor.weak and text[end : end + 1].islower())
+        ):
             separated = False
             if text[end : end + 1] not in _LINE_ENDS:
-                if may_assign(text, start, end, line_end):
+                if (
+                    may_assign_strong(text, end, line_end)
+                    if anchor.weak
+                    else may_assign(text, start, end, line_end)
+                ):
                     separated = text[start:end].lower() != "pass"  # "pass" may need no sign
-                    found, word_done = assignment_at(text, start, end, line_start, line_end)
+                    found, reach = assignment_at(text, start, end, line_start, line_end)
+                    # A weak word's miss leaves its name to the words around it ("apiKey").
+                    word_done = reach if found is not None or not anchor.weak else word_done
                 if found is None and text[start:end].lower() == "bearer":
                     found = bearer_at(text, start, line_end)
             # A name that is itself a field's value (``key="Password" value="…"``, a YAML
@@ -171,7 +183,11 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 and may_pair(text, end, line_end)
             ):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
-            if found is None and text[end : end + 1] not in _LINE_ENDS:
+            if (
+                found is None
+                and text[end : end + 1] not in _LINE_ENDS
+                and not anchor.weak  # assignments only
+            ):
                 found = _in_context(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
