@@ -87,6 +87,13 @@ def test_flag_look_alikes_read_unchanged(line: str) -> None:
         "sshpass -p {value} ssh deploy@10.0.0.5\n",
         "sshpass -p'{value}' scp f deploy@h:\n",
         "mysql -u root -p{value} -h db.internal app\n",
+        "docker login -u ci -p {value} registry.example.org\n",
+        "helm registry login ghcr.example.org -u bot -p'{value}'\n",
+        "sqlcmd -S db.internal -U sa -P {value} -Q 'SELECT 1'\n",
+        "redis-cli -h cache -a {value} ping\n",
+        'ssh-keygen -t ed25519 -N "{value}" -f deploy_key\n',
+        "keytool -list -keystore ks.jks -storepass {value}\n",
+        "openssl pkcs12 -in cert.p12 -passin pass:{value} -nodes\n",
     ],
 )
 def test_clients_that_take_a_password_of_their_own(template: str) -> None:
@@ -103,6 +110,13 @@ def test_clients_that_take_a_password_of_their_own(template: str) -> None:
         'sshpass -p "$SSHPASS" ssh deploy@h\n',
         "sshpass -f ~/.pw ssh deploy@h\n",
         "pycurl.Curl()  # curl -u is not used here\n",
+        'docker login -u ci -p "$CI_REGISTRY_PASSWORD" registry.example.org\n',
+        "docker login --password-stdin -u ci registry.example.org\n",
+        "sqlcmd -S db -U sa -P $(SA_PASSWORD)\n",
+        "redis-cli -a $REDIS_PASSWORD ping\n",
+        'ssh-keygen -t ed25519 -N "" -f deploy_key\n',
+        "openssl pkcs12 -in cert.p12 -passin env:P12_PASS -nodes\n",
+        "def login(user, password):  # -p is not a flag here\n",
     ],
 )
 def test_client_look_alikes_read_unchanged(line: str) -> None:

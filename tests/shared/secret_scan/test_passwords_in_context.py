@@ -120,6 +120,10 @@ def test_spelling_look_alikes_read_unchanged(line: str) -> None:
         "TOKEN ?= {value}\n",
         "export GH_TOKEN={value}\n",
         '$env:DEPLOY_TOKEN = "{value}"\n',
+        "ENV DB_PASSWORD {value}\n",
+        '(setq smtp-password "{value}")\n',
+        '(def api-token "{value}")\n',
+        '{{:user "ops" :password "{value}"}}\n',
     ],
 )
 def test_macros_and_shell_built_ins(template: str) -> None:
@@ -136,6 +140,10 @@ def test_macros_and_shell_built_ins(template: str) -> None:
         "TOKEN ?= $(shell cat token.txt)\n",
         "$env:TOKEN = $secret\n",
         "export TOKEN=$(vault read -field=token kv/app)\n",
+        "ENV DB_PASSWORD_FILE /run/secrets/db\n",
+        '(setq password (read-passwd "Password: "))\n',
+        '{:password "changeme"}\n',
+        '{:password (System/getenv "PW")}\n',
     ],
 )
 def test_macro_look_alikes_read_unchanged(line: str) -> None:
@@ -370,4 +378,32 @@ def test_html_escaped_quotes_and_query_parameters(template: str) -> None:
     ],
 )
 def test_html_and_query_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'dataSource.setPassword("{value}");\n',
+        "client = Client.builder().withApiKey('{value}').build()\n",
+        'cfg.token("{value}")\n',
+        'conn.set_password("{value}")\n',
+    ],
+)
+def test_a_setter_or_builder_given_a_literal(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "dataSource.setPassword(password);\n",
+        'user.check_password("Zq8xK2mW9pL4vT7a")\n',
+        'vault.get_secret("prod/db/password-2024")\n',
+        'if final_token.startswith("prefix-2024-"):\n',
+        'form.setPassword("")\n',
+        'cfg.token("<token>")\n',
+    ],
+)
+def test_setter_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)

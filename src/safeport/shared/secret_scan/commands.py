@@ -7,6 +7,8 @@ password in a shape of their own.
   assignment like any other);
 - ``curl -u user:password`` and ``curl --user user:password``: the part after the colon;
 - ``sshpass -p password`` and ``mysql -ppassword`` (glued, as MySQL's clients read it);
+- ``docker login -p …`` (any ``… login``), ``sqlcmd -P …``, ``redis-cli -a …``,
+  ``ssh-keygen -N …``;
 - PowerShell's ``ConvertTo-SecureString "…" -AsPlainText`` and ``-String …``;
 - libcurl's options set in code: ``CURLOPT_PASSWORD, "…"``, ``CURLOPT_USERPWD, "user:…"``,
   ``CURLOPT_XOAUTH2_BEARER, "…"``.
@@ -42,6 +44,14 @@ _FLAG_SOURCES = frozenset({"stdin", "fd", "from", "cmd", "command", "helper", "s
 # for one); sshpass takes its ``-p`` value glued or after a space.
 _GLUED_PASSWORD = re.compile(rf"[ \t]-p{_VALUE}")
 _SPACED_PASSWORD = re.compile(rf"[ \t]-p[ \t]*{_VALUE}")
+# Other clients' short password flags, glued or after a space: ``docker login -p``,
+# ``sqlcmd -P``, ``redis-cli -a``, ``ssh-keygen -N`` (a new key's passphrase).
+_CLIENT_FLAGS = {
+    "login": _SPACED_PASSWORD,
+    "sqlcmd": re.compile(rf"[ \t]-P[ \t]*{_VALUE}"),
+    "redis-cli": re.compile(rf"[ \t]-a[ \t]*{_VALUE}"),
+    "ssh-keygen": re.compile(rf"[ \t]-[NP][ \t]*{_VALUE}"),
+}
 # ``-u`` or ``--user`` (``=`` or a space), then ``user:password`` quoted or not.
 _CURL_USER = re.compile(
     r"""[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))(?P<quote>["']?)"""
@@ -112,6 +122,8 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
         return _value_span(_GLUED_PASSWORD.search(text, end, limit))
     if client == "sshpass":
         return _value_span(_SPACED_PASSWORD.search(text, end, limit))
+    if client in _CLIENT_FLAGS:
+        return _value_span(_CLIENT_FLAGS[client].search(text, end, limit))
     if client == "identified":
         return identified_at(text, end, line_end)
     if client == "curl":

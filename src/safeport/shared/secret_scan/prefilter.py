@@ -48,6 +48,10 @@ URL_ANCHOR = "://"
 COMMAND_ANCHORS = (
     "mysql",
     "sshpass",
+    "login",
+    "sqlcmd",
+    "redis-cli",
+    "ssh-keygen",
     "curl",
     "ConvertTo-SecureString",
     "convertto-securestring",

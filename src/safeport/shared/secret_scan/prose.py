@@ -3,8 +3,10 @@ macros, markup and lookups with a default name a secret before its value.
 
 - prose and tickets: ``password is …``, ``the token was …``, a name of two or three words
   (``Secret Key: …``, ``access key = …``, ``Authentication key: …``);
-- macros and shell built-ins that separate with a space: ``#define PASSWORD "…"``, ``%define``,
-  ``%global``, ``set password "…"``, ``setx API_TOKEN …``;
+- macros and built-ins that separate with a space: ``#define PASSWORD "…"``, ``%define``,
+  ``%global``, ``set password "…"``, ``setx API_TOKEN …``, a Dockerfile's ``ENV PASSWORD …``,
+  Lisp's ``(setq password "…")``, Clojure's ``{:password "…"}``;
+- a setter or builder given a literal: ``setPassword("…")``, ``.withApiKey('…')``;
 - markup whose element carries attributes or holds its value on a line of its own:
   ``<password name="db">…</password>``, ``<Token>`` / value / ``</Token>``;
 - a lookup with a literal default, where the default is the secret:
@@ -33,7 +35,12 @@ _NAME_GOES_ON = re.compile(
 _SEPARATOR = re.compile(r"[ \t]*(?:=|:)[ \t]*")
 _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.?")
-_DEFINE = re.compile(r"(?:#[ \t]*define|%define|%global|(?i:setx?))[ \t]+\Z")
+_DEFINE = re.compile(
+    r"(?:#[ \t]*define|%define|%global|(?i:setx?)|ENV"
+    r"|\((?:setq|setf|def|define|defvar|defconst|defparameter))[ \t]+\Z"
+)
+_LITERAL_ONLY = re.compile(rf"[ \t]+{_LITERAL}")
+_CALL_LITERAL = re.compile(rf"\([ \t]*{_LITERAL}[ \t]*\)")
 _MACRO_VALUE = re.compile(rf"[ \t]+(?:{_LITERAL}|{_BARE})")
 _VALUE = re.compile(rf"(?:{_LITERAL}|{_BARE})")
 _ELEMENT_REST = re.compile(r"(?:[ \t][^<>\n]{0,256})?>")
@@ -83,6 +90,9 @@ def _spaced_value(
         if not _secret(name):
             return None
         return _value_span(_MACRO_VALUE.match(text, name_end, line_end))
+    keyword = text[name_start - 2 : name_start]  # Clojure's and EDN's {:password "…"}
+    if keyword[-1:] == ":" and (name_start - 1 == line_start or keyword[:1] in " \t{([,"):
+        return _value_span(_LITERAL_ONLY.match(text, name_end, line_end)) if _secret(name) else None
     more = _NAME_GOES_ON.match(text, name_end, line_end)
     if more is not None:
         separator = _SEPARATOR.match(text, more.end(), line_end)
@@ -93,6 +103,25 @@ def _spaced_value(
     if joint is None or not _secret(name):
         return None
     return _value_span(_VALUE.match(text, joint.end(), line_end))
+
+
+def call_literal_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """The one literal argument of a setter or builder named for a secret: ``setPassword("…")``,
+    ``.withApiKey('…')``, ``token("…")``; a getter or a check (``get_password("…")``,
+    ``check_password("…")``) names no secret of its own."""
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    found = _CALL_LITERAL.match(text, name_end, line_end)
+    if found is None or "." in text[end:name_end]:
+        return None  # token.startswith("…") calls a method of the token, not a setter
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] == "_"):
+        name_start -= 1
+    if not _secret(text[name_start:name_end]):
+        return None
+    return _value_span(found)
 
 
 def _element_value(text: str, name_start: int, name_end: int, line_end: int) -> SecretSpan | None:

@@ -32,7 +32,7 @@ from safeport.shared.secret_scan.commands import command_at, curl_option_at, fla
 from safeport.shared.secret_scan.pairs import may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.prose import prose_at
+from safeport.shared.secret_scan.prose import call_literal_at, prose_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
 from safeport.shared.secret_scan.sql import password_keyword_at
@@ -212,8 +212,10 @@ def _in_context(
     # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
     name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     following = text[name_end : name_end + 1]
-    if following == "(":
-        return password_keyword_at(text, start, end, line_start, line_end)  # PASSWORD('…')
+    if following == "(":  # PASSWORD('…'), setPassword("…")
+        return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
+            text, start, end, line_start, line_end
+        )
     if following == ",":  # CURLOPT_PASSWORD, "…"
         if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
             return None
