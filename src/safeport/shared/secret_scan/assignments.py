@@ -18,6 +18,7 @@ from safeport.shared.secret_scan.checks import (
     looks_random,
     shannon_bits,
 )
+from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 GENERIC = "secret-assignment"
@@ -25,7 +26,6 @@ MAX_NAME = 64
 MAX_VALUE = 256
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
-_SEGMENTS = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
@@ -58,231 +58,11 @@ _URL_USERINFO = re.compile(
     r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
-# Shortened spellings of "password" (a prefilter literal each: none holds "pass" or "pwd").
-MISSPELLINGS = (
-    "pswd",
-    "psswd",
-    "pswrd",
-    "psswrd",
-    "psword",
-    "pssword",
-    "paswd",
-    "paswrd",
-    "pasword",
-    "passwort",
-)
-# Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
-# "githubToken"), and pairs that do together ("api_key", "client_secret").
-_SECRET_SEGMENTS = frozenset(
-    {
-        "password",
-        "passwd",
-        "pwd",
-        "pw",
-        "pass",
-        "passphrase",
-        "secret",
-        "secrets",
-        "token",
-        "apikey",
-        "credential",
-        "credentials",
-        "cred",
-        "creds",
-        "auth",
-        "authtoken",
-        "authorization",
-        "bearer",
-        "privatekey",
-        "accesskey",
-        "secretkey",
-        "passwords",
-        "salt",
-        "nonce",
-        # The spellings people shorten a password to when they drop vowels or a letter.
-        *MISSPELLINGS,
-    }
-)
-_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd", "pass")
-# Words ending in "pass" that name no password.
-_NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass"})
-_KEY_PARTNERS = frozenset(
-    {
-        "api",
-        "access",
-        "private",
-        "secret",
-        "signing",
-        "encryption",
-        "master",
-        "auth",
-        "account",
-        "authentication",
-    }
-)
-# A name whose last word is one of these holds something about a secret, not the secret.
-_ABOUT_SECRET = frozenset(
-    [
-        "url",
-        "uri",
-        "endpoint",
-        "path",
-        "file",
-        "filename",
-        "dir",
-        "type",
-        "name",
-        "id",
-        "ids",
-        "length",
-        "len",
-        "size",
-        "count",
-        "env",
-        "var",
-        "field",
-        "header",
-        "prefix",
-        "suffix",
-        "format",
-        "pattern",
-        "regex",
-        "re",
-        "policy",
-        "class",
-        "mode",
-        "method",
-        "kind",
-        "expiry",
-        "expires",
-        "expiration",
-        "ttl",
-        "timeout",
-        "required",
-        "enabled",
-        "label",
-        "placeholder",
-        "hint",
-        "help",
-        "message",
-        "msg",
-        "error",
-        "prompt",
-        "template",
-        "hash",
-        "digest",
-        "validator",
-        "location",
-        "source",
-        "provider",
-        "index",
-        "host",
-        "port",
-        "user",
-        "username",
-        "login",
-        "min",
-        "max",
-        "limit",
-        "version",
-        "algorithm",
-        "alg",
-        "lifetime",
-        "age",
-        "cache",
-        "manager",
-        "service",
-        "handler",
-        "factory",
-        "callback",
-        "param",
-        "params",
-        "parameter",
-        "arg",
-        "args",
-        "option",
-        "options",
-        "config",
-        "settings",
-        "schema",
-        "description",
-        "title",
-        "text",
-        "widget",
-        "input",
-        "form",
-        "reset",
-        "changed",
-        "strength",
-        "chars",
-        "encoding",
-        "key_id",
-        "keyid",
-        "location",
-        "store",
-        "command",
-        "cmd",
-        "flag",
-        "flags",
-        "opt",
-        "mask",
-        "pos",
-        "start",
-        "end",
-        "offset",
-        "lines",
-        "column",
-        "col",
-        "width",
-        "protocol",
-        "scheme",
-        "magic",
-        "ref",
-        "refs",
-        "marker",
-        "markers",
-        "char",
-        "start_char",
-        "regexp",
-        "spec",
-        "specs",
-        "sep",
-        "separator",
-        "delimiter",
-        "quote",
-        "style",
-    ]
-)
-_WEAK_WORDS = frozenset({"key", "pkey", "api", "authentication", "seed"})
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _TOKEN_ALPHABET = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 _STRONG_AFTER = re.compile(
     r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"""
     r"""(?:[bu]?\\?["'`]|&quot;)?[A-Za-z0-9+/=_\-.~]{16}"""
-)
-_QUESTION_WORDS = frozenset(
-    [
-        "is",
-        "has",
-        "use",
-        "uses",
-        "should",
-        "get",
-        "enable",
-        "enabled",
-        "require",
-        "requires",
-        "check",
-        "validate",
-        "show",
-        "hide",
-        "forgot",
-        "num",
-        "max",
-        "min",
-        "no",
-        "n",
-    ]
 )
 
 
@@ -388,40 +168,6 @@ def url_credential_at(text: str, start: int, line_end: int) -> SecretSpan | None
     if is_placeholder(password) or password == found.group("user") or "," in password:
         return None
     return SecretSpan(found.start("password"), found.end("password"), "password-in-url")
-
-
-def name_words(name: str) -> list[str]:
-    """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
-    all give ``["db", "password"]`` (the last after an ``x``)."""
-    return [word.lower() for word in _SEGMENTS.split(name) if word]
-
-
-def secret_name(name: str, words: list[str]) -> bool:
-    """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
-    than something about one (``password_url``, ``is_token``)."""
-    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
-        return False
-    if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
-        return False
-    for index, numbered in enumerate(words):
-        word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2; but Auth0 is a name
-        word = numbered if word == "auth" else word
-        if word in _SECRET_SEGMENTS or (word.endswith(_SECRET_ENDINGS) and word not in _NOT_PASS):
-            return True
-        if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
-            return True
-    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY; X-Service-Key: a
-    # header's name.
-    return len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x")
-
-
-def weak_secret_name(words: list[str]) -> bool:
-    """Whether the name may hold a secret but as often holds something else: a dictionary's
-    ``key``, an ``api``'s name, a ``seed``. Its value must look more random than a password's
-    (``_strongly_random``)."""
-    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
-        return False
-    return words[-1].rstrip("0123456789") in _WEAK_WORDS
 
 
 def _strongly_random(value: str) -> bool:

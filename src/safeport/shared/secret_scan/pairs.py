@@ -19,14 +19,9 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import (
-    GENERIC,
-    MAX_NAME,
-    MAX_VALUE,
-    name_words,
-    secret_name,
-)
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE
 from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 _QUOTE = r"""\\?["']"""

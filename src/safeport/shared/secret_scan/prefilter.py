@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from safeport.shared.secret_scan.assignments import MISSPELLINGS
+from safeport.shared.secret_scan.names import MISSPELLINGS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
 WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce", *MISSPELLINGS)

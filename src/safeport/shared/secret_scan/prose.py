@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, name_words, secret_name
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
 from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
