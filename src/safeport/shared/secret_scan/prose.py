@@ -69,16 +69,20 @@ def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) ->
     following = text[name_end : name_end + 1]
     if following not in _FOLLOWING:
         return None
+    lookup = _LOOKUP.match(text, name_end, line_end)
+    if lookup is not None and not (lookup.group("default") or lookup.group("fallback")):
+        lookup = None  # a lookup without a literal default holds no secret here
+    spaced = following in (" ", "\t")
+    if lookup is None and not spaced and following != ">":
+        return None  # "token = tokenize(…)", "auth: Auth": an assignment already judged
     name_start = start
     floor = max(line_start, start - MAX_NAME)
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
-    if following in (" ", "\t", ">") and text[name_start - 1 : name_start] == "<":
+    if (spaced or following == ">") and text[name_start - 1 : name_start] == "<":
         return _element_value(text, name_start, name_end, line_end)
-    if following == ">":
-        return None
-    found = _lookup_default(text, name_start, name_end, line_end)
-    if found is None and following in (" ", "\t"):
+    found = None if lookup is None else _lookup_default(text, name_start, name_end, lookup)
+    if found is None and spaced:
         found = _spaced_value(text, name_start, name_end, line_start, line_end)
     return found
 
@@ -151,10 +155,11 @@ def _element_value(text: str, name_start: int, name_end: int, line_end: int) -> 
     return _checked(text, value_start, value_start + len(stripped), quoted=True)
 
 
-def _lookup_default(text: str, name_start: int, name_end: int, line_end: int) -> SecretSpan | None:
-    """The literal default of a lookup assigned to a secret-like name."""
-    found = _LOOKUP.match(text, name_end, line_end)
-    if found is None or not _LOOKUP_CALLEES.search(found.group("callee")):
+def _lookup_default(
+    text: str, name_start: int, name_end: int, found: re.Match[str]
+) -> SecretSpan | None:
+    """The literal default of the lookup ``found`` assigned to a secret-like name."""
+    if not _LOOKUP_CALLEES.search(found.group("callee")):
         return None
     if not _secret(text[name_start:name_end].strip("\"'")):
         return None

@@ -224,7 +224,9 @@ def _in_context(
         return None
     if following in (" ", "\t"):
         before = text[start - 1 : start] if start > line_start else ""
-        if before == "-" or (before.isalnum() and "-" in text[max(line_start, start - 64) : start]):
+        if before == "-" or (
+            before.isalnum() and text.rfind("-", max(line_start, start - 64), start) >= 0
+        ):
             found = flag_value_at(text, start, end, line_start, line_end)
             if found is not None:
                 return found
