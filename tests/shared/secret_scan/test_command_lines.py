@@ -11,12 +11,18 @@ import time
 import pytest
 
 from safeport.shared.secret_scan import find_secrets
+from safeport.shared.secret_scan.checks import is_placeholder
 
 
 def fresh() -> str:
-    """A value no test has seen: random characters ending in a digit, as a generator makes."""
-    body = secrets.token_urlsafe(15).replace("-", "k").replace("_", "W")
-    return body + str(secrets.randbelow(10))
+    """A value no test has seen: random characters ending in a digit, as a generator makes
+    (drawn again in the rare case the draw spells a placeholder's word, such as "test")."""
+    while True:
+        value = secrets.token_urlsafe(15).replace("-", "k").replace("_", "W") + str(
+            secrets.randbelow(10)
+        )
+        if not is_placeholder(value):
+            return value
 
 
 def assert_only_secret(template: str) -> None:

@@ -13,12 +13,18 @@ import time
 import pytest
 
 from safeport.shared.secret_scan import find_secrets
+from safeport.shared.secret_scan.checks import is_placeholder
 
 
 def fresh() -> str:
-    """A value no test has seen: random characters ending in a digit, as a generator makes."""
-    body = secrets.token_urlsafe(12).replace("-", "m").replace("_", "Z")
-    return body + str(secrets.randbelow(10))
+    """A value no test has seen: random characters ending in a digit, as a generator makes
+    (drawn again in the rare case the draw spells a placeholder's word, such as "test")."""
+    while True:
+        value = secrets.token_urlsafe(12).replace("-", "m").replace("_", "Z") + str(
+            secrets.randbelow(10)
+        )
+        if not is_placeholder(value):
+            return value
 
 
 def assert_only_secret(template: str) -> None:
@@ -313,7 +319,10 @@ def test_every_context_shape_of_the_corpus_is_withheld_and_its_look_alikes_are_n
 
 def long_fresh() -> str:
     """A generated key's length: 32 random characters of base64url."""
-    return secrets.token_urlsafe(24).replace("-", "q").replace("_", "V")
+    while True:
+        value = secrets.token_urlsafe(24).replace("-", "q").replace("_", "V")
+        if not is_placeholder(value):
+            return value
 
 
 @pytest.mark.parametrize(
@@ -407,3 +416,51 @@ def test_a_setter_or_builder_given_a_literal(template: str) -> None:
 )
 def test_setter_look_alikes_read_unchanged(line: str) -> None:
     assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "пароль: {value}\n",
+        "Пароль = {value}\n",
+        "密码\uff1a{value}\n",
+        "비번:{value}\n",
+        "パスワード\uff1a{value}\n",
+        "contraseña: {value}\n",
+        "Kennwort: {value}\n",
+        "senha={value}\n",
+        "password for master:{value}\n",
+        "token for the deploy bot = {value}\n",
+    ],
+)
+def test_other_languages_and_whose_secret_it_is(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "пароль: обязательно\n",
+        "密码\uff1a请输入密码\n",
+        "password for the account: see the vault\n",
+        "token for each request = per_request_token()\n",
+        "Kennwort: ${KENNWORT}\n",
+    ],
+)
+def test_language_look_alikes_read_unchanged(line: str) -> None:
+    assert_clean(line)
+
+
+def test_words_in_other_scripts_leave_every_ascii_anchor_where_it_was() -> None:
+    """ASCII text goes to an automaton of the ASCII literals alone, whose indexes must be the
+    full list's: a literal in another script placed among them would shift every one after."""
+    from safeport.shared.secret_scan.prefilter import ANCHORS, LITERALS, hits
+
+    assert any(not literal.isascii() for literal in LITERALS)
+    for index, literal in enumerate(LITERALS):
+        if not literal.isascii():
+            assert all(not later.isascii() for later in LITERALS[index:])
+            break
+        text = f" {literal} "
+        woken = [anchor for start, end, anchor in hits(text) if text[start:end] == literal]
+        assert ANCHORS[index] in woken, literal

@@ -32,7 +32,7 @@ _AFTER_NAME = re.compile(
     (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
       (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}|[A-Za-z_][\w\[\].,|]{0,60})(?==))?  # space
     # before its "=" may hold spaces, so base64's padding in "Basic dXNlcjpw==" is no type's
-    (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|>|<-|)    # also Make's, a comparison, R's
+    (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
     (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
@@ -41,7 +41,7 @@ _AFTER_NAME = re.compile(
 )
 # What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
 # backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
-_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>]|[?+!|]=|<-)""")
+_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)""")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
@@ -59,6 +59,8 @@ _URL_USERINFO = re.compile(
 )
 
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_COMPARISONS = frozenset({"==", "!=", "===", "!=="})
+_HAS_DIGIT = re.compile(r"\d")
 _TOKEN_ALPHABET = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 _STRONG_AFTER = re.compile(
     r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"""
@@ -148,6 +150,8 @@ def _assignment(
         return None, value_end
     if weak and not _strongly_random(value):
         return None, value_end
+    if after.group("sep") in _COMPARISONS and not (_HAS_DIGIT.search(value) and value.isascii()):
+        return None, value_end  # token == "#bygroup": a lexer's state, not a password checked
     return SecretSpan(value_start, value_end, _assignment_kind(name, words, value)), value_end
 
 

@@ -25,6 +25,21 @@ MISSPELLINGS = (
     "pasword",
     "passwort",
 )
+# "Password" as people write it in other languages (tickets, wikis and comments are not all in
+# English): a prefilter literal each, in every case the prefilter spells.
+TRANSLATIONS = (
+    "kennwort",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "wachtwoord",
+    "пароль",
+    "密码",
+    "密碼",
+    "비밀번호",
+    "비번",
+    "パスワード",
+)
 # Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
 # "githubToken"), and pairs that do together ("api_key", "client_secret").
 _SECRET_SEGMENTS = frozenset(
@@ -55,6 +70,7 @@ _SECRET_SEGMENTS = frozenset(
         "nonce",
         # The spellings people shorten a password to when they drop vowels or a letter.
         *MISSPELLINGS,
+        *TRANSLATIONS,
     }
 )
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd", "pass")

@@ -15,10 +15,14 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from safeport.shared.secret_scan.names import MISSPELLINGS
+from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
-WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce", *MISSPELLINGS)
+WORDS = (
+    *("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce"),
+    *MISSPELLINGS,
+    *TRANSLATIONS,
+)
 # Words that name a secret as often as something else (``key = "…"``, ``gateway_api = "…"``):
 # only an assignment of a strongly random value is taken (``assignments.weak_secret_name``).
 WEAK_WORDS = ("key", "api", "seed")
@@ -125,7 +129,10 @@ def _table() -> tuple[list[str], list[Anchor]]:
         anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
         anchors[literal] = Anchor(hidden=True)
-    return list(anchors), list(anchors.values())
+    # Every ASCII literal before every other: the ASCII automaton's indexes are then the same
+    # as the full one's (a word in another script, like a hidden character, comes last).
+    ordered = sorted(anchors.items(), key=lambda item: not item[0].isascii())
+    return [literal for literal, _ in ordered], [anchor for _, anchor in ordered]
 
 
 LITERALS, ANCHORS = _table()

@@ -34,6 +34,10 @@ _NAME_GOES_ON = re.compile(
     r"(?:[ \t]+(?i:key|token|secret|password|passphrase|code|pin|phrase)\b){1,2}"
 )
 _SEPARATOR = re.compile(r"[ \t]*(?:=|:)[ \t]*")
+# "password for root: …", "token for the deploy bot = …": whose secret it is, then the value.
+_WHOSE = re.compile(
+    r"[ \t]+for[ \t]+(?:the[ \t]+)?[\w.@\-]{1,64}(?:[ \t]+[\w.@\-]{1,64})?[ \t]*[:=][ \t]*"
+)
 _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.?")
 _DEFINE = re.compile(
@@ -104,6 +108,9 @@ def _spaced_value(
         if separator is None or not _secret(f"{name}{more.group()}"):
             return None
         return _value_span(_VALUE.match(text, separator.end(), line_end))
+    whose = _WHOSE.match(text, name_end, line_end)
+    if whose is not None:
+        return _value_span(_VALUE.match(text, whose.end(), line_end)) if _secret(name) else None
     joint = _IS.match(text, name_end, line_end)
     if joint is None or not _secret(name):
         return None
