@@ -74,6 +74,9 @@ def test_prose_docs_and_tickets(template: str) -> None:
         "the password is hunter.\n",
         "password is self.password\n",
         "password is getpass()\n",
+        "the password is argon2id-hashed before storage\n",
+        "the token is base64-encoded\n",
+        "the secret was sha256-derived.\n",
     ],
 )
 def test_prose_look_alikes_read_unchanged(line: str) -> None:

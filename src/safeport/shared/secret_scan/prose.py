@@ -39,6 +39,7 @@ _WHOSE = re.compile(
     r"[ \t]+for[ \t]+(?:the[ \t]+)?[\w.@\-]{1,64}(?:[ \t]+[\w.@\-]{1,64})?[ \t]*[:=][ \t]*"
 )
 _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
+_HYPHENATED = re.compile(r"[A-Za-z0-9]+(?:[-_][a-z]{3,})+\.?")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.?")
 _DEFINE = re.compile(
     r"(?:#[ \t]*define|%define|%global|(?i:setx?)|ENV"
@@ -114,7 +115,10 @@ def _spaced_value(
     joint = _IS.match(text, name_end, line_end)
     if joint is None or not _secret(name):
         return None
-    return _value_span(_VALUE.match(text, joint.end(), line_end))
+    found = _VALUE.match(text, joint.end(), line_end)
+    if found is not None and _HYPHENATED.fullmatch(found.group()):
+        return None  # "the token is base64-encoded": a description, not the token
+    return _value_span(found)
 
 
 def call_literal_at(
