@@ -21,6 +21,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from benchmarks.secret_corpus import context
 from benchmarks.secret_corpus.tokens import ALNUM, TOKENS, rand
 
 
@@ -200,5 +201,19 @@ def real_code_files(limit_mb: float = 20.0) -> Iterator[Path]:
     print("corpus: ran out of site-packages before the budget", file=sys.stderr)
 
 
+def context_samples() -> Iterator[Sample]:
+    """Secrets written in context (``context.py``), and the same places holding none."""
+    for shape, text, secret in context.context_samples():
+        yield Sample(f"context:{shape}", text, secret)
+    for name, text in context.look_alikes():
+        yield Sample(f"negative:{name}", text, None)
+
+
 def labelled() -> list[Sample]:
-    return [*token_samples(), *private_key_samples(), *generic_samples(), *negative_samples()]
+    return [
+        *token_samples(),
+        *private_key_samples(),
+        *generic_samples(),
+        *negative_samples(),
+        *context_samples(),
+    ]

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.checks import is_basic_credential, is_placeholder, looks_random
+from safeport.shared.secret_scan.checks import (
+    is_basic_credential,
+    is_placeholder,
+    looks_random,
+    shannon_bits,
+)
+from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 GENERIC = "secret-assignment"
@@ -20,26 +26,27 @@ MAX_NAME = 64
 MAX_VALUE = 256
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
-_SEGMENTS = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
 _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
-    (?::[ \t]{0,4}[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{0,4}(?==))?   # a type annotation
-    (?P<sep>:=|=>|=(?!=)|:|>|)
+    (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
+      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}|[A-Za-z_][\w\[\].,|]{0,60})(?==))?  # space
+    # before its "=" may hold spaces, so base64's padding in "Basic dXNlcjpw==" is no type's
+    (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
-    (?P<quote>\\?["'`]|)
+    (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
     """,
     re.VERBOSE,
 )
 # What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
 # backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
-_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}[:=>]""")
+_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)""")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
 _AUTH_SCHEME = re.compile(
-    r"(?i:bearer|basic|token|bot|digest|apikey|sso-key|negotiate)[ \t]+"
+    r"(?i:bearer|basic|token|bot|digest|apikey|sso-key|negotiate|ntlm)[ \t]+"
     r"(?P<value>[A-Za-z0-9._~+/:\-]{8,2000}=*)"
 )
 _BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)")
@@ -51,193 +58,13 @@ _URL_USERINFO = re.compile(
     r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
-# Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
-# "githubToken"), and pairs that do together ("api_key", "client_secret").
-_SECRET_SEGMENTS = frozenset(
-    {
-        "password",
-        "passwd",
-        "pwd",
-        "pw",
-        "pass",
-        "passphrase",
-        "secret",
-        "secrets",
-        "token",
-        "apikey",
-        "credential",
-        "credentials",
-        "cred",
-        "creds",
-        "auth",
-        "authtoken",
-        "authorization",
-        "bearer",
-        "privatekey",
-        "accesskey",
-        "secretkey",
-    }
-)
-_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd")
-_KEY_PARTNERS = frozenset(
-    {"api", "access", "private", "secret", "signing", "encryption", "master", "auth", "account"}
-)
-# A name whose last word is one of these holds something about a secret, not the secret.
-_ABOUT_SECRET = frozenset(
-    [
-        "url",
-        "uri",
-        "endpoint",
-        "path",
-        "file",
-        "filename",
-        "dir",
-        "type",
-        "name",
-        "id",
-        "ids",
-        "length",
-        "len",
-        "size",
-        "count",
-        "env",
-        "var",
-        "field",
-        "header",
-        "prefix",
-        "suffix",
-        "format",
-        "pattern",
-        "regex",
-        "re",
-        "policy",
-        "class",
-        "mode",
-        "method",
-        "kind",
-        "expiry",
-        "expires",
-        "expiration",
-        "ttl",
-        "timeout",
-        "required",
-        "enabled",
-        "label",
-        "placeholder",
-        "hint",
-        "help",
-        "message",
-        "msg",
-        "error",
-        "prompt",
-        "template",
-        "hash",
-        "digest",
-        "validator",
-        "location",
-        "source",
-        "provider",
-        "index",
-        "host",
-        "port",
-        "user",
-        "username",
-        "login",
-        "min",
-        "max",
-        "limit",
-        "version",
-        "algorithm",
-        "alg",
-        "lifetime",
-        "age",
-        "cache",
-        "manager",
-        "service",
-        "handler",
-        "factory",
-        "callback",
-        "param",
-        "params",
-        "parameter",
-        "arg",
-        "args",
-        "option",
-        "options",
-        "config",
-        "settings",
-        "schema",
-        "description",
-        "title",
-        "text",
-        "widget",
-        "input",
-        "form",
-        "reset",
-        "changed",
-        "strength",
-        "chars",
-        "encoding",
-        "key_id",
-        "keyid",
-        "location",
-        "store",
-        "command",
-        "cmd",
-        "flag",
-        "flags",
-        "opt",
-        "mask",
-        "pos",
-        "start",
-        "end",
-        "offset",
-        "lines",
-        "column",
-        "col",
-        "width",
-        "protocol",
-        "scheme",
-        "magic",
-        "ref",
-        "refs",
-        "marker",
-        "markers",
-        "char",
-        "start_char",
-        "regexp",
-        "spec",
-        "specs",
-        "sep",
-        "separator",
-        "delimiter",
-        "quote",
-        "style",
-    ]
-)
-_QUESTION_WORDS = frozenset(
-    [
-        "is",
-        "has",
-        "use",
-        "uses",
-        "should",
-        "get",
-        "enable",
-        "enabled",
-        "require",
-        "requires",
-        "check",
-        "validate",
-        "show",
-        "hide",
-        "forgot",
-        "num",
-        "max",
-        "min",
-        "no",
-        "n",
-    ]
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_COMPARISONS = frozenset({"==", "!=", "===", "!=="})
+_HAS_DIGIT = re.compile(r"\d")
+_TOKEN_ALPHABET = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
+_STRONG_AFTER = re.compile(
+    r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"""
+    r"""(?:[bu]?\\?["'`]|&quot;)?[A-Za-z0-9+/=_\-.~]{16}"""
 )
 
 
@@ -246,6 +73,12 @@ def may_assign(text: str, start: int, end: int, line_end: int) -> bool:
     line (a separator follows its name, or it is ``pass``, which netrc follows with a space).
     Most words in code (``token = tokenize(…)`` aside) are not, and skip the full judgement."""
     return text[start:end].lower() == "pass" or _SEPARATED.match(text, end, line_end) is not None
+
+
+def may_assign_strong(text: str, end: int, line_end: int) -> bool:
+    """``may_assign`` for a weak name's keyword: a separator, then at least 16 characters of a
+    token's alphabet (``key=lambda …``, ``"key": value`` and ``api: str`` stop here)."""
+    return _STRONG_AFTER.match(text, end, line_end) is not None
 
 
 def assignment_at(
@@ -275,7 +108,10 @@ def _assignment(
         name_start -= 1
     name = text[name_start:name_end].strip(".-")
     words = name_words(name)
-    if not words or not secret_name(name, words):
+    if not words:
+        return None, 0
+    weak = not secret_name(name, words)
+    if weak and not weak_secret_name(words):
         return None, 0
     if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
         return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
@@ -298,15 +134,24 @@ def _assignment(
         if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
             return None, 0  # a call or an attribute: code, not a literal
         closing = _ANNOTATION_END.match(text, run.end(), line_end)
-        annotation = after.group("sep") == ":" and closing and closing.group().strip()
+        # A type follows ": " in code; prose and configs write "(pw:Xy7…)" without the space.
+        spaced = text[after.end("sep") : after.end("sep") + 1] in (" ", "\t")
+        annotation = after.group("sep") == ":" and spaced and closing and closing.group().strip()
         if annotation and run.group()[:1].isupper():
             return None, 0  # "private_key: Ed25519PrivateKey," is a parameter's type
         value_end = run.end()
+        if text[name_start - 1 : name_start] in ("?", "&"):  # a URL's query: ?key=…&next=…
+            ampersand = text.find("&", value_start, value_end)
+            value_end = value_end if ampersand < 0 else ampersand
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
     if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
         return None, value_end
+    if weak and not _strongly_random(value):
+        return None, value_end
+    if after.group("sep") in _COMPARISONS and not (_HAS_DIGIT.search(value) and value.isascii()):
+        return None, value_end  # token == "#bygroup": a lexer's state, not a password checked
     return SecretSpan(value_start, value_end, _assignment_kind(name, words, value)), value_end
 
 
@@ -329,26 +174,12 @@ def url_credential_at(text: str, start: int, line_end: int) -> SecretSpan | None
     return SecretSpan(found.start("password"), found.end("password"), "password-in-url")
 
 
-def name_words(name: str) -> list[str]:
-    """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
-    all give ``["db", "password"]`` (the last after an ``x``)."""
-    return [word.lower() for word in _SEGMENTS.split(name) if word]
-
-
-def secret_name(name: str, words: list[str]) -> bool:
-    """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
-    than something about one (``password_url``, ``is_token``)."""
-    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+def _strongly_random(value: str) -> bool:
+    """Generated, not chosen: long, of near-uniform characters, and no hex digest or UUID (a
+    checksum or an id under a dictionary's key)."""
+    if len(value) < 16 or _HEXISH.fullmatch(value) or not _TOKEN_ALPHABET.fullmatch(value):
         return False
-    if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
-        return False
-    for index, word in enumerate(words):
-        if word in _SECRET_SEGMENTS or word.endswith(_SECRET_ENDINGS):
-            return True
-        if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
-            return True
-    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY.
-    return len(words) > 1 and words[-1] == "key" and name.isupper()
+    return shannon_bits(value) >= (3.5 if len(value) < 24 else 3.8)
 
 
 def _assignment_kind(name: str, words: list[str], value: str) -> str:

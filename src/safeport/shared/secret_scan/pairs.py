@@ -5,9 +5,9 @@ field beside the secret's.
 - JSON name/value objects: ``{"name": "db_password", "value": "…"}`` (ECS task definitions,
   Terraform and CI variables), on one line or two;
 - Kubernetes environment entries: ``- name: API_TOKEN`` with ``value: "…"`` on the next line;
-- tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``;
-- a password glued to a command's flag: ``mysql -u root -pS3cret`` (``--password=…`` is an
-  assignment like any other).
+- tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``.
+
+Command lines are ``commands.py``'s.
 
 Like ``assignments.py`` each look starts at a keyword the prefilter found and reaches at most
 one line further, so its cost is per keyword. The name must be secret-like by the same words and
@@ -19,14 +19,9 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import (
-    GENERIC,
-    MAX_NAME,
-    MAX_VALUE,
-    name_words,
-    secret_name,
-)
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE
 from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 _QUOTE = r"""\\?["']"""
@@ -59,12 +54,6 @@ _AFTER = {
     "yaml": re.compile(rf"(?:{_QUOTE})?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]*(?P<quote>[\"']|)"),
     "call": re.compile(rf"{_QUOTE}[ \t]*,[ \t]*(?P<quote>{_QUOTE})"),
 }
-# MySQL's clients read ``-p`` directly followed by a value as the password (``-p`` alone asks
-# for one); the flag stands after a space, its value ends at a space or a shell operator.
-_GLUED_PASSWORD = re.compile(
-    r"""[ \t]-p(?P<quote>["']?)(?P<value>[^\s"'`;|&<>()]{1,256})(?P=quote)"""
-)
-_COMMAND_REACH = 512
 _UNQUOTED = re.compile(rf"[^\s\"'`,;<>()\[\]{{}}\\#]{{1,{MAX_VALUE}}}")
 
 
@@ -127,13 +116,3 @@ def pair_at(
     if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
         return None, value_end
     return SecretSpan(value_start, value_end, GENERIC), value_end
-
-
-def command_password_at(text: str, end: int, line_end: int) -> SecretSpan | None:
-    """The password glued to ``-p`` on the command line of the client named just before
-    ``end``, if it looks generated."""
-    # A bounded reach keeps a line of many client names linear: each looks at most this far.
-    found = _GLUED_PASSWORD.search(text, end, min(line_end, end + _COMMAND_REACH))
-    if found is None or not looks_random(found.group("value"), quoted=bool(found.group("quote"))):
-        return None
-    return SecretSpan(found.start("value"), found.end("value"), GENERIC)

@@ -15,9 +15,17 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
+from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 
-WORDS = ("pass", "pw", "secret", "token", "auth", "cred", "bearer")
+WORDS = (
+    *("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce"),
+    *MISSPELLINGS,
+    *TRANSLATIONS,
+)
+# Words that name a secret as often as something else (``key = "…"``, ``gateway_api = "…"``):
+# only an assignment of a strongly random value is taken (``assignments.weak_secret_name``).
+WEAK_WORDS = ("key", "api", "seed")
 # Compound names in every spelling of each half joined three ways: code writes ``api_key``,
 # ``apiKey`` and ``API_KEY``, and HTTP header names (case-blind on the wire) come as
 # ``X-API-Key``, ``x-api-key`` or ``X-Api-Key``. The automaton matches case exactly, so each
@@ -27,16 +35,35 @@ COMPOUND_WORDS = (
         first + joint + second
         for left, right in (("api", "key"), ("access", "key"), ("private", "key"))
         for first in (left, left.capitalize(), left.upper())
-        for joint in ("", "_", "-")
+        for joint in ("", "_", "-", " ")  # the last for prose: "access key: …"
         for second in (right, right.capitalize(), right.upper())
     ),
     "_KEY",
+    # A header's last word: X-Service-Key, x-tenant-key.
+    "-Key",
+    "-key",
+    "-KEY",
 )
 KEY_BLOCK_ANCHORS = ("PRIVATE KEY", "BEGIN SSH2 ENCRYPTED", "PuTTY-User-Key-File")
 URL_ANCHOR = "://"
-# Clients that take a password glued to a flag (``mysql -pS3cret``, also ``mysqldump`` and
-# ``mysqladmin``): the flag alone is too common a literal to anchor on.
-COMMAND_ANCHORS = ("mysql",)
+# Clients that take a password in a shape of their own (``mysql -pS3cret``, also ``mysqldump``
+# and ``mysqladmin``; ``sshpass -p``; ``curl -u user:…``; PowerShell's secure strings) and SQL's
+# ``IDENTIFIED BY``: the flags alone are too common literals to anchor on (``commands.py``).
+COMMAND_ANCHORS = (
+    "mysql",
+    "sshpass",
+    "login",
+    "sqlcmd",
+    "redis-cli",
+    "ssh-keygen",
+    "curl",
+    "ConvertTo-SecureString",
+    "convertto-securestring",
+    "CONVERTTO-SECURESTRING",
+    "identified",
+    "Identified",
+    "IDENTIFIED",
+)
 # Characters a reader drops without noticing, which split a token for every rule: the scanner
 # judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)
 # and JSON's escaped slash are ASCII; the rest (zero-width and joiners, soft hyphen, BOM,
@@ -73,6 +100,7 @@ class Anchor:
 
     rules: tuple[TokenRule, ...] = ()
     word: bool = False
+    weak: bool = False  # a word of WEAK_WORDS: only its own name's end is judged
     url: bool = False
     key_block: bool = False
     hidden: bool = False
@@ -85,9 +113,15 @@ def _table() -> tuple[list[str], list[Anchor]]:
         for literal in rule.anchors:
             rules.setdefault(literal, []).append(rule)
     anchors = {literal: Anchor(rules=tuple(found)) for literal, found in rules.items()}
-    words = [spelling for word in WORDS for spelling in (word, word.capitalize(), word.upper())]
+    words = [
+        spelling
+        for word in (*WORDS, *WEAK_WORDS)
+        for spelling in (word, word.capitalize(), word.upper())
+    ]
+    weak = {spelling for word in WEAK_WORDS for spelling in (word, word.capitalize(), word.upper())}
     for literal in [*words, *COMPOUND_WORDS]:
-        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, word=True)
+        found = anchors.get(literal, Anchor()).rules
+        anchors[literal] = Anchor(rules=found, word=True, weak=literal in weak)
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)
@@ -95,7 +129,10 @@ def _table() -> tuple[list[str], list[Anchor]]:
         anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
         anchors[literal] = Anchor(hidden=True)
-    return list(anchors), list(anchors.values())
+    # Every ASCII literal before every other: the ASCII automaton's indexes are then the same
+    # as the full one's (a word in another script, like a hidden character, comes last).
+    ordered = sorted(anchors.items(), key=lambda item: not item[0].isascii())
+    return [literal for literal, _ in ordered], [anchor for _, anchor in ordered]
 
 
 LITERALS, ANCHORS = _table()

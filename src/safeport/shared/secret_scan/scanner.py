@@ -25,13 +25,17 @@ from safeport.shared.secret_scan.assignments import (
     assignment_at,
     bearer_at,
     may_assign,
+    may_assign_strong,
     url_credential_at,
 )
-from safeport.shared.secret_scan.pairs import command_password_at, may_pair, pair_at
+from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
+from safeport.shared.secret_scan.pairs import may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
+from safeport.shared.secret_scan.prose import call_literal_at, prose_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+from safeport.shared.secret_scan.sql import password_keyword_at
 
 _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # How many lines around a hidden character are judged again: a token is on one line; an AWS
@@ -45,6 +49,8 @@ _LINE_ENDS = ("\n", "")
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
 # paired name without a pattern match.
 _NAME_GOES_ON = frozenset(("", "\n", "\r", "_", ".", "-", '"', "'", "\\"))
+_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+_CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 
 
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
@@ -147,12 +153,23 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        if anchor.word and start >= word_done:
+        # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing.
+        if (
+            anchor.word
+            and start >= word_done
+            and not (anchor.weak and text[end : end + 1].islower())
+        ):
             separated = False
             if text[end : end + 1] not in _LINE_ENDS:
-                if may_assign(text, start, end, line_end):
+                if (
+                    may_assign_strong(text, end, line_end)
+                    if anchor.weak
+                    else may_assign(text, start, end, line_end)
+                ):
                     separated = text[start:end].lower() != "pass"  # "pass" may need no sign
-                    found, word_done = assignment_at(text, start, end, line_start, line_end)
+                    found, reach = assignment_at(text, start, end, line_start, line_end)
+                    # A weak word's miss leaves its name to the words around it ("apiKey").
+                    word_done = reach if found is not None or not anchor.weak else word_done
                 if found is None and text[start:end].lower() == "bearer":
                     found = bearer_at(text, start, line_end)
             # A name that is itself a field's value (``key="Password" value="…"``, a YAML
@@ -166,10 +183,16 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 and may_pair(text, end, line_end)
             ):
                 found, word_done = pair_at(text, start, end, line_start, line_end)
+            if (
+                found is None
+                and text[end : end + 1] not in _LINE_ENDS
+                and not anchor.weak  # assignments only
+            ):
+                found = _in_context(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
-            found = command_password_at(text, end, line_end)
+            found = command_at(text, start, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
@@ -178,6 +201,39 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     for rule, regions in lead_regions.items():
         spans.extend(_search_regions(text, rule, regions))
     return merge_spans(spans), hidden
+
+
+def _in_context(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
+    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
+    # Each takes its value after a space, a separator, a tag's end or a comma; most words in
+    # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    following = text[name_end : name_end + 1]
+    if following == "(":  # PASSWORD('…'), setPassword("…")
+        return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
+            text, start, end, line_start, line_end
+        )
+    if following == ",":  # CURLOPT_PASSWORD, "…"
+        if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
+            return None
+        return curl_option_at(text, start, end, line_end)
+    if following not in _CONTEXT_FOLLOWING:
+        return None
+    if following in (" ", "\t"):
+        before = text[start - 1 : start] if start > line_start else ""
+        if before == "-" or (
+            before.isalnum() and text.rfind("-", max(line_start, start - 64), start) >= 0
+        ):
+            found = flag_value_at(text, start, end, line_start, line_end)
+            if found is not None:
+                return found
+        found = password_keyword_at(text, start, end, line_start, line_end)
+        if found is not None:
+            return found
+    return prose_at(text, start, end, line_start, line_end)
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:

@@ -1,0 +1,284 @@
+"""The words that make a name secret-like, and the ones that make it about a secret instead.
+
+``dbPassword``, ``DB_PASSWORD``, ``X-Db-Password`` and ``db password`` all name a password;
+``password_url``, ``is_token`` and ``max_tokens`` name something about one. A weak name
+(``key``, ``api``, ``seed``) may hold a secret but as often holds something else, and the rules
+ask more of its value. Shared by every rule that judges a name (``assignments.py``,
+``pairs.py``, ``commands.py``, ``prose.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_SEGMENTS = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
+# Shortened spellings of "password" (a prefilter literal each: none holds "pass" or "pwd").
+MISSPELLINGS = (
+    "pswd",
+    "psswd",
+    "pswrd",
+    "psswrd",
+    "psword",
+    "pssword",
+    "paswd",
+    "paswrd",
+    "pasword",
+    "passwort",
+)
+# "Password" as people write it in other languages (tickets, wikis and comments are not all in
+# English): a prefilter literal each, in every case the prefilter spells.
+TRANSLATIONS = (
+    "kennwort",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "wachtwoord",
+    "пароль",
+    "密码",
+    "密碼",
+    "비밀번호",
+    "비번",
+    "パスワード",
+)
+# Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
+# "githubToken"), and pairs that do together ("api_key", "client_secret").
+_SECRET_SEGMENTS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pw",
+        "pass",
+        "passphrase",
+        "secret",
+        "secrets",
+        "token",
+        "apikey",
+        "credential",
+        "credentials",
+        "cred",
+        "creds",
+        "auth",
+        "authtoken",
+        "authorization",
+        "bearer",
+        "privatekey",
+        "accesskey",
+        "secretkey",
+        "passwords",
+        "salt",
+        "nonce",
+        # The spellings people shorten a password to when they drop vowels or a letter.
+        *MISSPELLINGS,
+        *TRANSLATIONS,
+    }
+)
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd", "pass")
+# Words ending in "pass" that name no password.
+_NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass"})
+_KEY_PARTNERS = frozenset(
+    {
+        "api",
+        "access",
+        "private",
+        "secret",
+        "signing",
+        "encryption",
+        "master",
+        "auth",
+        "account",
+        "authentication",
+    }
+)
+# A name whose last word is one of these holds something about a secret, not the secret.
+_ABOUT_SECRET = frozenset(
+    [
+        "url",
+        "uri",
+        "endpoint",
+        "path",
+        "file",
+        "filename",
+        "dir",
+        "type",
+        "name",
+        "id",
+        "ids",
+        "length",
+        "len",
+        "size",
+        "count",
+        "env",
+        "var",
+        "field",
+        "header",
+        "prefix",
+        "suffix",
+        "format",
+        "pattern",
+        "regex",
+        "re",
+        "policy",
+        "class",
+        "mode",
+        "method",
+        "kind",
+        "expiry",
+        "expires",
+        "expiration",
+        "ttl",
+        "timeout",
+        "required",
+        "enabled",
+        "label",
+        "placeholder",
+        "hint",
+        "help",
+        "message",
+        "msg",
+        "error",
+        "prompt",
+        "template",
+        "hash",
+        "digest",
+        "validator",
+        "location",
+        "source",
+        "provider",
+        "index",
+        "host",
+        "port",
+        "user",
+        "username",
+        "login",
+        "min",
+        "max",
+        "limit",
+        "version",
+        "algorithm",
+        "alg",
+        "lifetime",
+        "age",
+        "cache",
+        "manager",
+        "service",
+        "handler",
+        "factory",
+        "callback",
+        "param",
+        "params",
+        "parameter",
+        "arg",
+        "args",
+        "option",
+        "options",
+        "config",
+        "settings",
+        "schema",
+        "description",
+        "title",
+        "text",
+        "widget",
+        "input",
+        "form",
+        "reset",
+        "changed",
+        "strength",
+        "chars",
+        "encoding",
+        "key_id",
+        "keyid",
+        "location",
+        "store",
+        "command",
+        "cmd",
+        "flag",
+        "flags",
+        "opt",
+        "mask",
+        "pos",
+        "start",
+        "end",
+        "offset",
+        "lines",
+        "column",
+        "col",
+        "width",
+        "protocol",
+        "scheme",
+        "magic",
+        "ref",
+        "refs",
+        "marker",
+        "markers",
+        "char",
+        "start_char",
+        "regexp",
+        "spec",
+        "specs",
+        "sep",
+        "separator",
+        "delimiter",
+        "quote",
+        "style",
+    ]
+)
+_WEAK_WORDS = frozenset({"key", "pkey", "api", "authentication", "seed"})
+_QUESTION_WORDS = frozenset(
+    [
+        "is",
+        "has",
+        "use",
+        "uses",
+        "should",
+        "get",
+        "enable",
+        "enabled",
+        "require",
+        "requires",
+        "check",
+        "validate",
+        "show",
+        "hide",
+        "forgot",
+        "num",
+        "max",
+        "min",
+        "no",
+        "n",
+    ]
+)
+
+
+def name_words(name: str) -> list[str]:
+    """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
+    all give ``["db", "password"]`` (the last after an ``x``)."""
+    return [word.lower() for word in _SEGMENTS.split(name) if word]
+
+
+def secret_name(name: str, words: list[str]) -> bool:
+    """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
+    than something about one (``password_url``, ``is_token``)."""
+    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+        return False
+    if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
+        return False
+    for index, numbered in enumerate(words):
+        word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2; but Auth0 is a name
+        word = numbered if word == "auth" else word
+        if word in _SECRET_SEGMENTS or (word.endswith(_SECRET_ENDINGS) and word not in _NOT_PASS):
+            return True
+        if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
+            return True
+    # STRIPE_KEY, SENDGRID_KEY: environment-style constants that end in KEY; X-Service-Key: a
+    # header's name.
+    return len(words) > 1 and words[-1] == "key" and (name.isupper() or words[0] == "x")
+
+
+def weak_secret_name(words: list[str]) -> bool:
+    """Whether the name may hold a secret but as often holds something else: a dictionary's
+    ``key``, an ``api``'s name, a ``seed``. Its value must look more random than a password's
+    (``_strongly_random``)."""
+    if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+        return False
+    return words[-1].rstrip("0123456789") in _WEAK_WORDS

@@ -1,0 +1,204 @@
+"""Secrets written in context without an assignment of code's own shape: the ways prose, docs,
+macros, markup and lookups with a default name a secret before its value.
+
+- prose and tickets: ``password is …``, ``the token was …``, a name of two or three words
+  (``Secret Key: …``, ``access key = …``, ``Authentication key: …``);
+- macros and built-ins that separate with a space: ``#define PASSWORD "…"``, ``%define``,
+  ``%global``, ``set password "…"``, ``setx API_TOKEN …``, a Dockerfile's ``ENV PASSWORD …``,
+  Lisp's ``(setq password "…")``, Clojure's ``{:password "…"}``;
+- a setter or builder given a literal: ``setPassword("…")``, ``.withApiKey('…')``;
+- markup whose element carries attributes or holds its value on a line of its own:
+  ``<password name="db">…</password>``, ``<Token>`` / value / ``</Token>``;
+- a lookup with a literal default, where the default is the secret:
+  ``os.environ.get("DB_PASS") or "…"``, ``getenv("X", "…")``, ``config.get(…, default="…")``.
+
+Each look starts at a keyword the prefilter found and reads its line (markup: the two after it);
+the name must be secret-like by the same words as an assignment's, and the value random by the
+same ``looks_random``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
+from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.spans import SecretSpan
+
+_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+_LITERAL = r"""(?P<quote>\\?["'`])(?P<quoted>[^"'`\\\n]{1,256})(?P=quote)"""
+_BARE = r"""(?P<value>[^\s"'`,;<>()\[\]{}\\]{1,256})"""
+# Words that continue a secret's name in prose: "secret key", "access key", "api token".
+_NAME_GOES_ON = re.compile(
+    r"(?:[ \t]+(?i:key|token|secret|password|passphrase|code|pin|phrase)\b){1,2}"
+)
+_SEPARATOR = re.compile(r"[ \t]*(?:=|:)[ \t]*")
+# "password for root: …", "token for the deploy bot = …": whose secret it is, then the value.
+_WHOSE = re.compile(
+    r"[ \t]+for[ \t]+(?:the[ \t]+)?[\w.@\-]{1,64}(?:[ \t]+[\w.@\-]{1,64})?[ \t]*[:=][ \t]*"
+)
+_IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
+_HYPHENATED = re.compile(r"[A-Za-z0-9]+(?:[-_][a-z]{3,})+\.?")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.?")
+_DEFINE = re.compile(
+    r"(?:#[ \t]*define|%define|%global|(?i:setx?)|ENV"
+    r"|\((?:setq|setf|def|define|defvar|defconst|defparameter))[ \t]+\Z"
+)
+_LITERAL_ONLY = re.compile(rf"[ \t]+{_LITERAL}")
+_CALL_LITERAL = re.compile(rf"\([ \t]*{_LITERAL}[ \t]*\)")
+_MACRO_VALUE = re.compile(rf"[ \t]+(?:{_LITERAL}|{_BARE})")
+_VALUE = re.compile(rf"(?:{_LITERAL}|{_BARE})")
+_ELEMENT_REST = re.compile(r"(?:[ \t][^<>\n]{0,256})?>")
+_CLOSING = re.compile(r"[ \t]*</")
+# A lookup whose default, when it is a literal, is the secret itself.
+_LOOKUP = re.compile(
+    r"""[ \t]*(?::=|=|:|\?\?=|\|\|=)[ \t]*(?P<callee>[A-Za-z_$][\w.$]{0,64})
+    (?:\([ \t]*(?P<key>\\?["'][^"'\n]{0,128}\\?["'])[ \t]*
+        (?:,[ \t]*(?:(?i:default)[ \t]*[=:][ \t]*)?
+           (?P<inner>\\?["'])(?P<default>[^"'\\\n]{1,256})(?P=inner)[ \t]*)?\)
+      | \[[ \t]*\\?["'][^"'\n]{0,128}\\?["'][ \t]*\])?    # or a property: process.env.X
+    (?:[ \t]*(?:or|\|\||\?\?|\?:)[ \t]*(?P<outer>\\?["'])(?P<fallback>[^"'\\\n]{1,256})(?P=outer))?
+    """,
+    re.VERBOSE,
+)
+_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
+_LOOKUP_CALLEES = re.compile(r"(?i:get|env|fetch|config|setting|option|param|lookup|pop|default)")
+
+
+def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) -> SecretSpan | None:
+    """The secret named in context around the keyword at ``text[start:end]``, if any."""
+    # What follows the name first: most words in code (``token)``, ``Token(``) are followed by
+    # nothing these shapes take, and need no walk back to the name's start.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    following = text[name_end : name_end + 1]
+    if following not in _FOLLOWING:
+        return None
+    lookup = _LOOKUP.match(text, name_end, line_end)
+    if lookup is not None and not (lookup.group("default") or lookup.group("fallback")):
+        lookup = None  # a lookup without a literal default holds no secret here
+    spaced = following in (" ", "\t")
+    if lookup is None and not spaced and following != ">":
+        return None  # "token = tokenize(…)", "auth: Auth": an assignment already judged
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
+    if (spaced or following == ">") and text[name_start - 1 : name_start] == "<":
+        return _element_value(text, name_start, name_end, line_end)
+    found = None if lookup is None else _lookup_default(text, name_start, name_end, lookup)
+    if found is None and spaced:
+        found = _spaced_value(text, name_start, name_end, line_start, line_end)
+    return found
+
+
+def _spaced_value(
+    text: str, name_start: int, name_end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    name = text[name_start:name_end]
+    if _DEFINE.search(text, max(line_start, name_start - 16), name_start):
+        if not _secret(name):
+            return None
+        return _value_span(_MACRO_VALUE.match(text, name_end, line_end))
+    keyword = text[name_start - 2 : name_start]  # Clojure's and EDN's {:password "…"}
+    if keyword[-1:] == ":" and (name_start - 1 == line_start or keyword[:1] in " \t{([,"):
+        return _value_span(_LITERAL_ONLY.match(text, name_end, line_end)) if _secret(name) else None
+    more = _NAME_GOES_ON.match(text, name_end, line_end)
+    if more is not None:
+        separator = _SEPARATOR.match(text, more.end(), line_end)
+        if separator is None or not _secret(f"{name}{more.group()}"):
+            return None
+        return _value_span(_VALUE.match(text, separator.end(), line_end))
+    whose = _WHOSE.match(text, name_end, line_end)
+    if whose is not None:
+        return _value_span(_VALUE.match(text, whose.end(), line_end)) if _secret(name) else None
+    joint = _IS.match(text, name_end, line_end)
+    if joint is None or not _secret(name):
+        return None
+    found = _VALUE.match(text, joint.end(), line_end)
+    if found is not None and _HYPHENATED.fullmatch(found.group()):
+        return None  # "the token is base64-encoded": a description, not the token
+    return _value_span(found)
+
+
+def call_literal_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """The one literal argument of a setter or builder named for a secret: ``setPassword("…")``,
+    ``.withApiKey('…')``, ``token("…")``; a getter or a check (``get_password("…")``,
+    ``check_password("…")``) names no secret of its own."""
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    found = _CALL_LITERAL.match(text, name_end, line_end)
+    if found is None or "." in text[end:name_end]:
+        return None  # token.startswith("…") calls a method of the token, not a setter
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] == "_"):
+        name_start -= 1
+    if not _secret(text[name_start:name_end]):
+        return None
+    return _value_span(found)
+
+
+def _element_value(text: str, name_start: int, name_end: int, line_end: int) -> SecretSpan | None:
+    """``<password …>value</password>``, or the value alone on the line after the tag."""
+    name = text[name_start:name_end]
+    rest = _ELEMENT_REST.match(text, name_end, line_end)
+    if rest is None or text[rest.end() - 2 : rest.end()] == "/>" or not _secret(name):
+        return None
+    value_start = rest.end()
+    if not text[value_start:line_end].strip():
+        # The value alone on the next line, the closing tag on the one after.
+        value_start = line_end + 1
+        newline = text.find("\n", value_start)
+        if newline < 0 or not _CLOSING.match(text, newline + 1):
+            return None
+        value_end = newline
+    else:
+        value_end = text.find("<", value_start, line_end)
+        if value_end < 0:
+            return None
+    value = text[value_start:value_end]
+    stripped = value.strip()
+    if not stripped:
+        return None
+    value_start += len(value) - len(value.lstrip())
+    return _checked(text, value_start, value_start + len(stripped), quoted=True)
+
+
+def _lookup_default(
+    text: str, name_start: int, name_end: int, found: re.Match[str]
+) -> SecretSpan | None:
+    """The literal default of the lookup ``found`` assigned to a secret-like name."""
+    if not _LOOKUP_CALLEES.search(found.group("callee")):
+        return None
+    if not _secret(text[name_start:name_end].strip("\"'")):
+        return None
+    group = "default" if found.group("default") else "fallback"
+    if found.group(group) is None:
+        return None
+    return _checked(text, found.start(group), found.end(group), quoted=True)
+
+
+def _secret(name: str) -> bool:
+    words = name_words(name.replace(" ", "_").replace("\t", "_"))
+    return bool(words) and secret_name(name, words)
+
+
+def _value_span(found: re.Match[str] | None) -> SecretSpan | None:
+    if found is None:
+        return None
+    if found.group("quoted"):
+        return _checked(found.string, found.start("quoted"), found.end("quoted"), quoted=True)
+    value_end = found.end("value")
+    if found.string.startswith("(", value_end) or _DOTTED.fullmatch(found.group("value")):
+        return None  # a call or an attribute: code, not a literal
+    if found.string[value_end - 1] == ".":
+        value_end -= 1  # the full stop ending a sentence
+    return _checked(found.string, found.start("value"), value_end, quoted=False)
+
+
+def _checked(text: str, start: int, end: int, *, quoted: bool) -> SecretSpan | None:
+    if not looks_random(text[start:end], quoted=quoted):
+        return None
+    return SecretSpan(start, end, GENERIC)
