@@ -31,6 +31,7 @@ from safeport.shared.secret_scan.pairs import command_password_at, may_pair, pai
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
+from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
 
 _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
@@ -125,6 +126,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     line_start = line_end = 0
     word_done = -1  # a name holding several words ("secret_token") is judged once
     key_blocks: KeyBlocks | None = None
+    shapes: Shapes | None = None
     lead_lines: dict[TokenRule, int] = {}
     for start, end, anchor in hits(text):
         if anchor.hidden:
@@ -173,6 +175,9 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
+        elif anchor.shape:
+            shapes = shapes or Shapes(text)
+            spans.extend(shapes.at(anchor.shape, start, end, line_start))
         if found is not None:
             spans.append(found)
     for rule, regions in lead_regions.items():
