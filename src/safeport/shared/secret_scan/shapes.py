@@ -12,12 +12,14 @@ import re
 from safeport.shared.secret_scan.encoded import DER_ANCHORS, ENCODED_ANCHORS, EncodedSecrets
 from safeport.shared.secret_scan.jwk import Jwks
 from safeport.shared.secret_scan.spans import SecretSpan
+from safeport.shared.secret_scan.structured import KubeSecrets
 
-ENCODED, DER, JWK = "encoded", "der", "jwk"
+ENCODED, DER, JWK, KUBE = "encoded", "der", "jwk", "kube"
 SHAPE_ANCHORS = {
     **dict.fromkeys(ENCODED_ANCHORS, ENCODED),
     **dict.fromkeys(DER_ANCHORS, DER),
     "kty": JWK,
+    **dict.fromkeys(("kind: Secret", '"kind": "Secret"', '"kind":"Secret"'), KUBE),
 }
 # ``kty`` as a member's name (``"kty":``, ``kty:``, ``'kty' =>``, JSON-escaped ``\"kty\":``),
 # not inside a word (``sticky``).
@@ -31,6 +33,7 @@ class Shapes:
         self._text = text
         self._encoded: EncodedSecrets | None = None
         self._jwks: Jwks | None = None
+        self._kube: KubeSecrets | None = None
 
     def at(self, shape: str, start: int, end: int, line_start: int) -> list[SecretSpan]:
         """The secrets the anchor ``text[start:end]`` of ``shape`` wakes."""
@@ -42,6 +45,9 @@ class Shapes:
                 return []
             self._jwks = self._jwks or Jwks(text)
             return self._jwks.at(start, line_start)
+        if shape == KUBE:
+            self._kube = self._kube or KubeSecrets(text)
+            return self._kube.at(start, line_start)
         self._encoded = self._encoded or EncodedSecrets(text)
         found = self._encoded.at(start, line_start, der=shape == DER)
         return [found] if found is not None else []
