@@ -103,8 +103,10 @@ def value_below(
         if found is None:
             return None
         rest = line[found.end() :].rstrip(_LINE_TAIL)
-        value = found.group("value")
-        if rest or not looks_random(value, quoted=bool(found.group("quote") or opening)):
+        value, quoted = found.group("value"), bool(found.group("quote"))
+        if opening in ("(", "\\") and not quoted:
+            return None  # code: an unquoted value is a name or an expression
+        if rest or not looks_random(value, quoted=quoted or bool(opening)):
             return None
         return SecretSpan(below + found.start("value"), below + found.end("value"), GENERIC)
     return None
@@ -126,8 +128,8 @@ def _continued(text: str, after: re.Match[str], line_end: int) -> SecretSpan | N
         newline = text.find("\n", below)
         position = len(text) if newline < 0 else newline
         piece = _PIECE.fullmatch(text, below, position)
-        if piece is None:
-            break
+        if piece is None or not (string_open or piece.group("open")):
+            break  # outside a string, only another string continues the value
         parts.append(piece.group("value"))
         end = piece.end("value")
         if string_open:
