@@ -40,13 +40,18 @@ _BODY_RUN = re.compile(r"(?:[A-Za-z0-9+/=\"' \t\r\n,]|\\+[nr]){0,65536}")
 # or it is a line of code that only mentions the marker.
 MAX_GUTTER = 16
 _BODY_LINE = re.compile(r"[A-Za-z0-9+/=\"' \t\r,]*|[A-Za-z][A-Za-z0-9-]{1,30}:[^\n]*")
+# Words of prose between spaces: a key's body may be joined by spaces (an environment variable
+# whose line breaks were flattened), but no run of base64 is three short lowercase words.
+_PROSE = re.compile(r"(?<![A-Za-z0-9+/])[a-z]{2,12} [a-z]{2,12} [a-z]{2,12}(?![A-Za-z0-9+/])")
 _PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})\r?\n")
 # What may stand before a key's body on each of its lines, in any mix from one line to the next:
 # a log's timestamp or a listing's line number (digits and their punctuation, then a space or a
-# bar), comment and quote marks, concatenation and indentation. Each alternative takes at least
-# one character and nothing follows the repetition, so a match never backtracks.
+# bar) and a level (``INFO``), comment and quote marks, concatenation and indentation. Each
+# alternative takes at least one character and nothing follows the repetition, so a match
+# never backtracks past one alternative.
 _LINE_LEAD = re.compile(
-    r"(?:[ \t]+|\d[\d:./T,+-]{0,40}Z?[ \t|\]:]|\[[^\]\n]{0,40}\]|[#/*>;|+\"'`!%(-]|\\)*"
+    r"(?:[ \t]+|\d[\d:./T,+-]{0,40}Z?[ \t|\]:]|\[[^\]\n]{0,40}\]|[A-Z]{3,8}[ \t]"
+    r"|[#/*>;|+\"'`!%(-]|\\)*"
 )
 # And after it: the closing quote, concatenation, a line continuation, a statement's end, the
 # end of a comment.
@@ -158,7 +163,7 @@ class _Gutter:
             if self.before and not line.startswith(self.before):
                 return position  # the gutter ends where the pasted key does
             line = self.strip(line).strip()
-            if not line or _BODY_LINE.fullmatch(line) is None:
+            if not line or _BODY_LINE.fullmatch(line) is None or _PROSE.search(line):
                 return position
             position = stop if newline >= 0 else -1
         return limit
@@ -186,7 +191,10 @@ def _after(text: str, marker_end: int) -> str:
 
 
 def _is_key_body(body: str) -> bool:
-    remainder = _ESCAPES.sub("", _HEADER.sub("", body))
+    body = _HEADER.sub("", body)
+    if _PROSE.search(body):
+        return False
+    remainder = _ESCAPES.sub("", body)
     return len(remainder) >= MIN_BODY and _BASE64.fullmatch(remainder) is not None
 
 
