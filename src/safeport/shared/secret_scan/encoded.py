@@ -74,7 +74,7 @@ class EncodedSecrets:
                 return None  # a DER key is the start of its run
             if not _der_private_key_head(text[start : start + 16]):
                 return None
-        run = _run(text, start, max(line_start, start - _BACK, self._reached))
+        run = _run(text, start, max(start - _BACK, self._reached), line_start)
         if run is None:
             return None
         self._reached = run[1]
@@ -85,11 +85,11 @@ class EncodedSecrets:
         return SecretSpan(run[0], run[1], kind) if kind else None
 
 
-def _run(text: str, at: int, floor: int) -> tuple[int, int] | None:
+def _run(text: str, at: int, floor: int, line_start: int) -> tuple[int, int] | None:
     """The base64 run around ``at``: its token on the line, and the lines before and after it
-    wrapped at the same width."""
-    start = floor
-    for outside in _NOT_BASE64.finditer(text, floor, at):
+    wrapped at the same width, none before ``floor``."""
+    start = max(floor, line_start)
+    for outside in _NOT_BASE64.finditer(text, start, at):
         start = outside.end()
     end = _TOKEN.match(text, at, min(len(text), start + MAX_RUN)).end()  # type: ignore[union-attr]
     width = end - start
@@ -97,19 +97,21 @@ def _run(text: str, at: int, floor: int) -> tuple[int, int] | None:
         return None
     if width < MIN_WRAP:
         return start, end
-    line_start = text.rfind("\n", 0, start) + 1
-    # Up: whole lines of the same width, when the run starts its own line.
-    while line_start > 0 and _line_token(text, line_start) is not None:
-        above = text.rfind("\n", 0, line_start - 1) + 1
+    own = _line_token(text, line_start)
+    if own is None or own != (start, end):
+        return start, end  # not a line of its own: not wrapped
+    # Up: whole lines of the same width.
+    top = line_start
+    while top > floor:
+        above = text.rfind("\n", floor, top - 1) + 1
         token = _line_token(text, above)
-        if token is None or token[1] - token[0] != width or end - above > MAX_RUN:
+        if above < floor or token is None or token[1] - token[0] != width:
             break
-        start, line_start = token[0], above
-    # Down: lines as wide as the first, when the run ends its own; a shorter one is the last.
-    while (newline := text.find("\n", end)) >= 0 and end - start < MAX_RUN:
-        own = _line_token(text, text.rfind("\n", 0, end) + 1)
+        start, top = token[0], above
+    # Down: lines as wide as the first; a shorter one is the last.
+    while (newline := text.find("\n", end, end + 4)) >= 0 and end - start < MAX_RUN:
         token = _line_token(text, newline + 1)
-        if own is None or own[1] != end or token is None or token[1] - token[0] > width:
+        if token is None or token[1] - token[0] > width:
             break
         end = token[1]
         if token[1] - token[0] < width:
