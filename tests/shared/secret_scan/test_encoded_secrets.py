@@ -85,7 +85,8 @@ def test_a_base64_encoded_private_jwks_is_withheld(indent: int | None) -> None:
 
 
 def test_a_base64_encoded_jwt_is_withheld() -> None:
-    token = jwt.encode({"sub": "deploy", "n": secrets.token_hex(8)}, "an HMAC key of my own, long enough for SHA-256", "HS256")
+    hmac_key = "an HMAC key of my own, long enough for SHA-256"
+    token = jwt.encode({"sub": "deploy", "n": secrets.token_hex(8)}, hmac_key, "HS256")
     encoded = _b64(token.encode())
     _assert_withheld(f"session_blob: {encoded}\n", encoded)
 
