@@ -103,6 +103,8 @@ def value_below(
         if found is None:
             return None
         rest = line[found.end() :].rstrip(_LINE_TAIL)
+        if opening in ('"""', "'''"):
+            rest = rest.removeprefix(opening).rstrip(_LINE_TAIL)  # closed on the value's line
         value, quoted = found.group("value"), bool(found.group("quote"))
         if opening in ("(", "\\") and not quoted:
             return None  # code: an unquoted value is a name or an expression
