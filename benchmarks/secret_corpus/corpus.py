@@ -201,4 +201,12 @@ def real_code_files(limit_mb: float = 20.0) -> Iterator[Path]:
 
 
 def labelled() -> list[Sample]:
-    return [*token_samples(), *private_key_samples(), *generic_samples(), *negative_samples()]
+    from benchmarks.secret_corpus.shapes import shape_samples  # it builds on this module
+
+    return [
+        *token_samples(),
+        *private_key_samples(),
+        *generic_samples(),
+        *negative_samples(),
+        *shape_samples(),
+    ]

@@ -16,6 +16,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from benchmarks.secret_corpus.shapes import shape_samples
 from safeport.shared.secret_scan import find_secrets, redact
 
 PRIVATE = ("d", "p", "q", "dp", "dq", "qi", "k")
@@ -206,6 +207,23 @@ def test_a_resource_that_only_names_secrets_is_served() -> None:
         "---\nkind: Deployment\nspec:\n  data:\n    note: mentions kind: Secret in prose\n"
     )
     assert find_secrets(text) == []
+
+
+CORPUS = list(shape_samples())
+
+
+@pytest.mark.parametrize("sample", CORPUS, ids=[sample.category for sample in CORPUS])
+def test_the_benchmark_corpus_shapes_are_withheld_and_their_look_alikes_served(
+    sample: object,
+) -> None:
+    from benchmarks.secret_corpus.corpus import Sample
+
+    assert isinstance(sample, Sample)
+    redacted, findings = redact(sample.text)
+    if sample.secret is None:
+        assert findings == ()
+    else:
+        assert sample.secret not in redacted and findings
 
 
 @pytest.mark.parametrize(
