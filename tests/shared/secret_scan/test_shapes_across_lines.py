@@ -163,6 +163,40 @@ def test_what_is_not_a_value_below_is_served(shape: str) -> None:
     assert redact(text) == (text, ())
 
 
+ESCAPES = {
+    "json-unicode": lambda c: f"\\u{ord(c):04x}",
+    "c-hex": lambda c: f"\\x{ord(c):02x}",
+    "every-other-char": lambda c: f"\\x{ord(c):02x}" if ord(c) % 2 else c,
+}
+
+
+ESCAPED_TEMPLATES = ['password = "{e}"\n', "api_key: '{e}'\n", '{{"token": "{e}"}}\n']
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES))
+@pytest.mark.parametrize("template", ESCAPED_TEMPLATES)
+def test_a_value_written_as_escapes_is_decoded_and_withheld(escape: str, template: str) -> None:
+    value = _value()
+    escaped = "".join(ESCAPES[escape](char) for char in value)
+    text = template.format(e=escaped)
+    redacted, findings = redact(text)
+    assert escaped not in redacted and findings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'label = "' + "".join(f"\\u{ord(c):04x}" for c in "Zq8vN3pLx2Rt7Kw") + '"\n',
+        'password_prompt = "\\u00c9crivez le mot de passe"\n',
+        'password = "\\u00e9t\\u00e9 le mot de passe"\n',
+        'password_separator = "\\x00\\x01\\x02\\x03"\n',
+    ],
+    ids=["not-a-secret-name", "about-a-secret", "escaped-prose", "control-bytes"],
+)
+def test_escapes_that_decode_to_no_secret_are_served(text: str) -> None:
+    assert redact(text) == (text, ())
+
+
 def _secret_document(value: str, encoded: str) -> str:
     return (
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: prod\ntype: Opaque\n"

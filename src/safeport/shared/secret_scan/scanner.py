@@ -33,7 +33,12 @@ from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
-from safeport.shared.secret_scan.structured import may_open_below, value_below
+from safeport.shared.secret_scan.structured import (
+    escaped_value_at,
+    may_be_escaped,
+    may_open_below,
+    value_below,
+)
 
 _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # How many lines around a hidden character are judged again: a token is on one line; an AWS
@@ -173,6 +178,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 below = value_below(text, start, end, line_start, line_end)
                 if below is not None:
                     spans.append(below)
+            elif found is None and may_be_escaped(text, end, line_end):
+                found = escaped_value_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:

@@ -40,6 +40,12 @@ _PIECE = re.compile(
     r"""[ \t]*(?:\+[ \t]*)?(?P<open>["']{0,3})(?P<value>[^\s"'\\]{1,512})(?P<close>["']{0,3})"""
     r"""[ \t]*(?P<tail>\+|\\|\)|,)?[ \t]*[);,]?[ \t]*\r?"""
 )
+# A quoted value that starts with an escape, up to its closing quote.
+_ESCAPED_VALUE = re.compile(
+    r"""[\w.\-]{0,64}\\?["']?[ \t]*(?P<sep>:|=)[ \t]*(?P<quote>["'])"""
+    r"""(?P<value>(?:\\u00[0-9a-fA-F]{2}|\\x[0-9a-fA-F]{2}|[^"'\\\s]){1,512})(?P=quote)"""
+)
+_ESCAPE = re.compile(r"\\(?:u00|x)([0-9a-fA-F]{2})")
 _NEXT_PLUS = re.compile(r"[ \t]*\+")
 MAX_PIECES = 8
 _VALUE_LINE = re.compile(r"""[ \t]*(?P<quote>["'`]?)(?P<value>[^\s"'`]{1,512})(?P=quote)""")
@@ -61,6 +67,12 @@ _JSON_ENTRY = re.compile(
 )
 
 
+def may_be_escaped(text: str, end: int, line_end: int) -> bool:
+    """A cheap first look: whether a quoted value starting with an escape follows the word."""
+    quote = text.find("\\", end, min(line_end, end + 80))
+    return quote > 0 and text.startswith(("\\u00", "\\x"), quote)
+
+
 def may_open_below(text: str, end: int, line_end: int) -> bool:
     """A cheap first look: whether a separator and at most an opening follow the word at
     ``end`` to its line's end, so its value, if any, is below."""
@@ -74,13 +86,7 @@ def value_below(
     after = _OPENS_BELOW.match(text, end, line_end)
     if after is None:
         return None
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
-    name = text[name_start : after.start("sep")].strip(" \t\"'\\.-")
-    words = name_words(name)
-    if not words or not secret_name(name, words):
+    if not _secret_name_before(text, start, line_start, after.start("sep")):
         return None
     if after.group("head") is not None:
         return _continued(text, after, line_end)
@@ -145,6 +151,31 @@ def _continued(text: str, after: re.Match[str], line_end: int) -> SecretSpan | N
     if len(parts) < 2 or not looks_random(value, quoted=True):
         return None
     return SecretSpan(after.start("head"), end, GENERIC)
+
+
+def escaped_value_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """A quoted value written as escapes (``"\\u0073\\u0033…"``, ``'\\x73\\x33…'``) assigned
+    to the secret-like name around ``text[start:end]``: decoded, then judged as written."""
+    after = _ESCAPED_VALUE.match(text, end, line_end)
+    if after is None or not _secret_name_before(text, start, line_start, after.start("sep")):
+        return None
+    escaped = after.group("value")
+    decoded = _ESCAPE.sub(lambda found: chr(int(found.group(1), 16)), escaped)
+    if escaped.count("\\") < 4 or not looks_random(decoded, quoted=True):
+        return None
+    return SecretSpan(after.start("value"), after.end("value"), GENERIC)
+
+
+def _secret_name_before(text: str, start: int, line_start: int, name_end: int) -> bool:
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
+        name_start -= 1
+    name = text[name_start:name_end].strip(" \t\"'\\.-")
+    words = name_words(name)
+    return bool(words) and secret_name(name, words)
 
 
 class KubeSecrets:
