@@ -72,8 +72,10 @@ def test_a_pem_key_encoded_after_other_text_is_found_at_any_alignment() -> None:
 
 
 def _jwk(key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> dict[str, str]:
-    algorithm = jwt.algorithms.RSAAlgorithm if isinstance(key, rsa.RSAPrivateKey) else None
-    found = (algorithm or jwt.algorithms.ECAlgorithm).to_jwk(key, as_dict=True)
+    if isinstance(key, rsa.RSAPrivateKey):
+        found = jwt.algorithms.RSAAlgorithm.to_jwk(key, as_dict=True)
+    else:
+        found = jwt.algorithms.ECAlgorithm.to_jwk(key, as_dict=True)
     return {name: str(value) for name, value in found.items()}
 
 

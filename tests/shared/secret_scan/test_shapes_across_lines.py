@@ -11,6 +11,7 @@ import json
 import secrets
 import string
 import time
+from collections.abc import Callable
 
 import jwt
 import pytest
@@ -52,7 +53,7 @@ def _yaml(jwk: dict[str, str], indent: str = "  ") -> str:
     return "jwk:\n" + "".join(f"{indent}{line}\n" for line in lines)
 
 
-JWK_SHAPES = {
+JWK_SHAPES: dict[str, Callable[[dict[str, str]], str]] = {
     "json-compact": lambda jwk: json.dumps(jwk) + "\n",
     "json-pretty": lambda jwk: json.dumps(jwk, indent=2) + "\n",
     "jwks-set": lambda jwk: json.dumps({"keys": [jwk]}, indent=4) + "\n",
@@ -163,7 +164,7 @@ def test_what_is_not_a_value_below_is_served(shape: str) -> None:
     assert redact(text) == (text, ())
 
 
-ESCAPES = {
+ESCAPES: dict[str, Callable[[str], str]] = {
     "json-unicode": lambda c: f"\\u{ord(c):04x}",
     "c-hex": lambda c: f"\\x{ord(c):02x}",
     "every-other-char": lambda c: f"\\x{ord(c):02x}" if ord(c) % 2 else c,
