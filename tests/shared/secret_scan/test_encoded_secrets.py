@@ -93,6 +93,37 @@ def test_a_base64_encoded_jwt_is_withheld() -> None:
     _assert_withheld(f"session_blob: {encoded}\n", encoded)
 
 
+BASIC_SHAPES = [
+    "Authorization: Basic {b}\n",
+    'curl -H "authorization: Basic {b}" https://registry.example.org/v2/\n',
+    'proxy_header = "basic {b}"\n',
+    "  - BASIC {b}\n",
+]
+
+
+@pytest.mark.parametrize("shape", BASIC_SHAPES)
+def test_base64_of_a_user_and_password_after_basic_is_withheld(shape: str) -> None:
+    for password in (secrets.token_urlsafe(12), "plain words 4 me"):
+        encoded = _b64(f"deploy:{password}".encode())
+        redacted, findings = redact(shape.format(b=encoded))
+        assert encoded not in redacted and findings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Basic configuration of the server\n",
+        "Basic usage: call run() first\n",
+        "Authorization: Basic " + _b64(b"user:password") + "\n",
+        "Authorization: Basic " + _b64(b"deploy:deploy") + "\n",
+        "Basic " + _b64(secrets.token_bytes(18)) + "\n",
+    ],
+    ids=["prose", "prose-with-colon", "placeholder", "user-as-password", "random-bytes"],
+)
+def test_what_follows_basic_without_a_credential_is_served(text: str) -> None:
+    assert redact(text) == (text, ())
+
+
 DER_KEYS = {
     "rsa-pkcs1": RSA_KEY.private_bytes(_DER, serialization.PrivateFormat.TraditionalOpenSSL, _NONE),
     "rsa-pkcs8": RSA_KEY.private_bytes(_DER, serialization.PrivateFormat.PKCS8, _NONE),

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
+from cryptography.utils import CryptographyDeprecationWarning
 
 from safeport.shared.secret_scan import find_secrets, redact
 
@@ -22,6 +24,9 @@ _NONE = serialization.NoEncryption()
 
 def _keys() -> dict[str, str]:
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with warnings.catch_warnings():  # DSA is deprecated, and still found in old deployments
+        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+        dsa_key = dsa.generate_private_key(key_size=2048)
     return {
         "rsa-pkcs1": rsa_key.private_bytes(
             _PEM, serialization.PrivateFormat.TraditionalOpenSSL, _NONE
@@ -29,9 +34,9 @@ def _keys() -> dict[str, str]:
         "ec": ec.generate_private_key(ec.SECP384R1())
         .private_bytes(_PEM, serialization.PrivateFormat.TraditionalOpenSSL, _NONE)
         .decode(),
-        "dsa": dsa.generate_private_key(key_size=2048)  # still found in old deployments
-        .private_bytes(_PEM, serialization.PrivateFormat.TraditionalOpenSSL, _NONE)
-        .decode(),
+        "dsa": dsa_key.private_bytes(
+            _PEM, serialization.PrivateFormat.TraditionalOpenSSL, _NONE
+        ).decode(),
         "pkcs8-encrypted": rsa_key.private_bytes(
             _PEM,
             serialization.PrivateFormat.PKCS8,

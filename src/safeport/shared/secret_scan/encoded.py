@@ -4,6 +4,8 @@
   ``-----BEGIN``): a kubeconfig's ``client-key-data``, a Helm value, a CI variable;
 - a private JWK or a JWKS holding one, base64-encoded;
 - a JWT, base64-encoded (``ZXlK…`` is the base64 of ``eyJ``);
+- ``user:password`` in base64 after ``Basic`` (an ``Authorization`` header, a curl line, a
+  proxy setting), whatever name stands before it;
 - a private key's DER in base64 without PEM markers (``MIIE…``, ``MHcC…``), in XML, a
   properties file or a variable.
 
@@ -25,7 +27,7 @@ import base64
 import binascii
 import re
 
-from safeport.shared.secret_scan.checks import is_jwt
+from safeport.shared.secret_scan.checks import is_jwt, is_placeholder
 from safeport.shared.secret_scan.jwk import Jwks
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.spans import SecretSpan
@@ -51,6 +53,9 @@ ENCODED_ANCHORS = (*encoded_forms(b"-----BEGIN"), *encoded_forms(b'"kty"'), "ZXl
 # ``MC4C``, ``MFEC``: Ed25519 and X25519 in PKCS#8) length, each then judged by its structure.
 DER_ANCHORS = ("MII", "MIG", "MHc", "MHQ", "MC4C", "MFEC", "MEcC", "MGcC")
 
+# The scheme in its three usual spellings; the automaton matches case exactly.
+BASIC_ANCHORS = ("Basic ", "basic ", "BASIC ")
+_BASIC_VALUE = re.compile(r"[ \t]*(?P<value>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])")
 _TOKEN = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
 _NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/_-]")
 _LINE = re.compile(r"[ \t]*[\"']?(?P<token>[A-Za-z0-9+/_-]+={0,2})[\"',]?[ \t]*\r?")
@@ -150,6 +155,24 @@ def _encoded_secret(decoded: bytes) -> str | None:
     if token.startswith("eyJ") and token.count(".") == 2 and is_jwt(token):
         return "jwt"
     return None
+
+
+def basic_credential_at(text: str, end: int) -> SecretSpan | None:
+    """The base64 ``user:password`` after the ``Basic`` scheme ending at ``end``."""
+    found = _BASIC_VALUE.match(text, end)
+    if found is None:
+        return None
+    decoded = _decode(found.group("value"))
+    try:
+        plain = decoded.decode("utf-8") if decoded is not None else ""
+    except UnicodeDecodeError:
+        return None  # prose after the word "basic" decodes to bytes that are not text
+    user, colon, password = plain.partition(":")
+    if not colon or not user.isprintable() or not password.isprintable():
+        return None
+    if len(password) < 4 or is_placeholder(password) or password == user:
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), "authorization-header")
 
 
 def _der_private_key_head(head: str) -> bool:

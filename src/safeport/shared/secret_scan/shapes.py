@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.encoded import DER_ANCHORS, ENCODED_ANCHORS, EncodedSecrets
+from safeport.shared.secret_scan.encoded import (
+    BASIC_ANCHORS,
+    DER_ANCHORS,
+    ENCODED_ANCHORS,
+    EncodedSecrets,
+    basic_credential_at,
+)
 from safeport.shared.secret_scan.jwk import Jwks
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.structured import KubeSecrets
 
-ENCODED, DER, JWK, KUBE = "encoded", "der", "jwk", "kube"
+ENCODED, DER, JWK, KUBE, BASIC = "encoded", "der", "jwk", "kube", "basic"
 SHAPE_ANCHORS = {
     **dict.fromkeys(ENCODED_ANCHORS, ENCODED),
     **dict.fromkeys(DER_ANCHORS, DER),
+    **dict.fromkeys(BASIC_ANCHORS, BASIC),
     "kty": JWK,
     **dict.fromkeys(("kind: Secret", '"kind": "Secret"', '"kind":"Secret"'), KUBE),
 }
@@ -45,6 +52,9 @@ class Shapes:
                 return []
             self._jwks = self._jwks or Jwks(text)
             return self._jwks.at(start, line_start)
+        if shape == BASIC:
+            found = basic_credential_at(text, end)
+            return [found] if found is not None else []
         if shape == KUBE:
             self._kube = self._kube or KubeSecrets(text)
             return self._kube.at(start, line_start)
