@@ -244,6 +244,26 @@ def test_a_resource_that_only_names_secrets_is_served() -> None:
     assert find_secrets(text) == []
 
 
+CONFIG_FILES = {
+    ".npmrc": "registry=https://registry.example.org/\n//registry.example.org/:_authToken={v}\n",
+    ".pypirc": "[distutils]\nindex-servers = private\n\n[private]\nusername = deploy\n"
+    "password = {v}\n",
+    "pip.conf": "[global]\nindex-url = https://deploy:{v}@pypi.example.org/simple\n",
+    ".netrc": "machine api.example.org\n  login deploy\n  password {v}\n",
+    ".dockerconfigjson": '{{"auths": {{"registry.example.org": {{"auth": "{basic}"}}}}}}\n',
+    "terraform.tfstate": '{{\n  "attributes": {{\n    "id": "db-1",\n    "password": "{v}"\n  }}\n}}\n',
+    "prod.tfvars": 'db_password = "{v}"\nregion      = "north"\n',
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIG_FILES))
+def test_the_credentials_of_each_client_configuration_file_are_withheld(name: str) -> None:
+    value = _value()
+    basic = base64.b64encode(f"deploy:{value}".encode()).decode()
+    redacted, findings = redact(CONFIG_FILES[name].format(v=value, basic=basic))
+    assert value not in redacted and basic not in redacted and findings
+
+
 CORPUS = list(shape_samples())
 
 
