@@ -251,7 +251,8 @@ CONFIG_FILES = {
     "pip.conf": "[global]\nindex-url = https://deploy:{v}@pypi.example.org/simple\n",
     ".netrc": "machine api.example.org\n  login deploy\n  password {v}\n",
     ".dockerconfigjson": '{{"auths": {{"registry.example.org": {{"auth": "{basic}"}}}}}}\n',
-    "terraform.tfstate": '{{\n  "attributes": {{\n    "id": "db-1",\n    "password": "{v}"\n  }}\n}}\n',
+    "terraform.tfstate": '{{\n  "attributes": {{\n    "id": "db-1",\n'
+    '    "password": "{v}"\n  }}\n}}\n',
     "prod.tfvars": 'db_password = "{v}"\nregion      = "north"\n',
 }
 
