@@ -210,10 +210,13 @@ def context_samples() -> Iterator[Sample]:
 
 
 def labelled() -> list[Sample]:
+    from benchmarks.secret_corpus.shapes import shape_samples  # it builds on this module
+
     return [
         *token_samples(),
         *private_key_samples(),
         *generic_samples(),
         *negative_samples(),
         *context_samples(),
+        *shape_samples(),
     ]

@@ -17,6 +17,7 @@ import ahocorasick_rs
 
 from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
+from safeport.shared.secret_scan.shapes import SHAPE_ANCHORS
 
 WORDS = (
     *("pass", "pw", "secret", "token", "auth", "cred", "bearer", "salt", "nonce"),
@@ -105,6 +106,7 @@ class Anchor:
     key_block: bool = False
     hidden: bool = False
     command: bool = False
+    shape: str = ""  # a finder that reads across lines or through an encoding (``shapes.py``)
 
 
 def _table() -> tuple[list[str], list[Anchor]]:
@@ -125,6 +127,8 @@ def _table() -> tuple[list[str], list[Anchor]]:
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)
+    for literal, shape in SHAPE_ANCHORS.items():
+        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, shape=shape)
     for literal in COMMAND_ANCHORS:
         anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON

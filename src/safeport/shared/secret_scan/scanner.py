@@ -34,8 +34,15 @@ from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.prose import call_literal_at, prose_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
+from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
 from safeport.shared.secret_scan.sql import password_keyword_at
+from safeport.shared.secret_scan.structured import (
+    escaped_value_at,
+    may_be_escaped,
+    may_open_below,
+    value_below,
+)
 
 _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # How many lines around a hidden character are judged again: a token is on one line; an AWS
@@ -131,6 +138,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     line_start = line_end = 0
     word_done = -1  # a name holding several words ("secret_token") is judged once
     key_blocks: KeyBlocks | None = None
+    shapes: Shapes | None = None
     lead_lines: dict[TokenRule, int] = {}
     for start, end, anchor in hits(text):
         if anchor.hidden:
@@ -189,6 +197,12 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 and not anchor.weak  # assignments only
             ):
                 found = _in_context(text, start, end, line_start, line_end)
+            if may_open_below(text, end, line_end):  # a value below, or begun here and continued
+                below = value_below(text, start, end, line_start, line_end)
+                if below is not None:
+                    spans.append(below)
+            elif found is None and may_be_escaped(text, end, line_end):
+                found = escaped_value_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
@@ -196,6 +210,9 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
+        elif anchor.shape:
+            shapes = shapes or Shapes(text)
+            spans.extend(shapes.at(anchor.shape, start, end, line_start))
         if found is not None:
             spans.append(found)
     for rule, regions in lead_regions.items():
