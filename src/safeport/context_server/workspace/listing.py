@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.policy.display_names import display_name, is_redacted, written_name
 from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
@@ -101,7 +101,11 @@ class _FolderLook:
     def entry(self, name: str, disk: str) -> Entry:
         """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
         policy = self.policy
-        if policy.is_private_name(name) or policy.is_private_path((*self.folder.parts, name)):
+        if (
+            policy.is_private_name(name)
+            or policy.is_private_path((*self.folder.parts, name))
+            or (is_redacted(name) and policy.is_private_name(written_name(disk)))
+        ):
             # Not even looked at: a private entry shows its name and nothing about it.
             return Entry(name, "other", None, "private")
         try:
@@ -198,7 +202,9 @@ class FolderNames:
         if all(a is b for a, b in zip(shown, found, strict=True)):
             names = disk = sorted(found)  # every name is its own display form: one list
         else:
-            pairs = sorted(zip(shown, found, strict=True))
+            # By display name alone: for names that redact alike, the order of the names on
+            # disk would tell how their secrets compare.
+            pairs = sorted(zip(shown, found, strict=True), key=lambda pair: pair[0])
             names = [a for a, _ in pairs]
             disk = [b for _, b in pairs]
         with self._lock:
