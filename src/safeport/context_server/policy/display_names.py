@@ -25,7 +25,7 @@ import os
 import re
 from functools import lru_cache
 
-from safeport.shared.secret_scan import find_secrets, redact_spans
+from safeport.shared.secret_scan import SecretSpan, find_secrets, redact_spans
 
 _HEX = "0123456789ABCDEFabcdef"
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
@@ -37,6 +37,7 @@ _MARK_TAIL = MARK[1:].encode("ascii")
 # Verdicts per name: a walk meets the same names in folder after folder, and one scan of a
 # name is the cost of many dictionary hits.
 _VERDICT_CACHE = 65_536
+_NAME_MAX = 255  # bytes in a name on Linux; a display name of one is at most a few times that
 
 
 class UndisplayableName(ValueError):
@@ -79,13 +80,45 @@ def is_redacted(display: str) -> bool:
     return MARK in display
 
 
-@lru_cache(maxsize=_VERDICT_CACHE)
+def masked_path(text: str) -> str:
+    """A path as a client sent it, each name with its secrets replaced by their markers: for
+    echoing a request (refused, or journaled) without repeating a secret it spelled out."""
+    return "/".join(_redacted(part) or part for part in text.split("/"))
+
+
 def _redacted(written: str) -> str | None:
     """``written`` with each secret replaced by its marker, or None if it holds none."""
+    # Only names a folder can hold are kept: a client's over-long inventions are not.
+    return _redacted_name(written) if len(written) <= _NAME_MAX else _redacted_text(written)
+
+
+@lru_cache(maxsize=_VERDICT_CACHE)
+def _redacted_name(written: str) -> str | None:
+    return _redacted_text(written)
+
+
+def _redacted_text(written: str) -> str | None:
     spans = find_secrets(written)
+    if "_" in written:
+        # `_` separates words in a name as `-` and `.` do (`backup_AKIA….csv`), but the detector
+        # reads it as part of a word; the same name with `_` as spaces keeps every offset.
+        spaced = find_secrets(written.replace("_", " "))
+        if spaced:
+            spans = _joined([*spans, *spaced])
     if not spans:
         return None
     return redact_spans(written, spans)[0]
+
+
+def _joined(spans: list[SecretSpan]) -> list[SecretSpan]:
+    """Overlapping spans as one, in text order (the kind of the first is kept)."""
+    out: list[SecretSpan] = []
+    for span in sorted(spans):
+        if out and span.start < out[-1].end:
+            out[-1] = SecretSpan(out[-1].start, max(out[-1].end, span.end), out[-1].kind)
+        else:
+            out.append(span)
+    return out
 
 
 def _plain(text: str) -> bool:
