@@ -146,6 +146,7 @@ async def _calls(client: Client, shown: dict[str, str], tokens: Tokens) -> list[
     await call("read_file", {"path": "snapshot-[REDACTED:github-token]/missing.md"})
     await call("read_file", {"path": f"snapshot-{tokens.github}/notes.md"})
     await call("list_directory", {"path": f"keys/dump_{tokens.slack}.txt"})
+    await call("get_file_info", {"path": f"keys/creds_{tokens.aws}.md"})
     await call("get_audit_trail", {"limit": 200})
     return results
 
