@@ -110,6 +110,9 @@ LOOK_RANDOM = [
     "password_reset_view.py",
     "a" * 40,
     "AKIA_README.md",
+    "bearer_auth.cpython-311.pyc",  # a word before '_' is not a header's keyword
+    "authorization_bearer_handler.py",
+    "token_refresh_worker.ts",
     "ghp_placeholder.md",
 ]
 

@@ -101,13 +101,19 @@ def _redacted_text(written: str) -> str | None:
     spans = find_secrets(written)
     if "_" in written:
         # `_` separates words in a name as `-` and `.` do (`backup_AKIA….csv`), but the detector
-        # reads it as part of a word; the same name with `_` as spaces keeps every offset.
-        spaced = find_secrets(written.replace("_", " "))
+        # reads it as part of a word; the same name with `_` as spaces keeps every offset. Only
+        # a token recognised by itself counts there: `bearer_auth.py` is not a bearer header.
+        spaced = [s for s in find_secrets(written.replace("_", " ")) if _alone(written, s)]
         if spaced:
             spans = _joined([*spans, *spaced])
     if not spans:
         return None
     return redact_spans(written, spans)[0]
+
+
+def _alone(written: str, span: SecretSpan) -> bool:
+    value = written[span.start : span.end]
+    return any(s.start == 0 and s.end == len(value) for s in find_secrets(value))
 
 
 def _joined(spans: list[SecretSpan]) -> list[SecretSpan]:
