@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server import Refused, ServeOptions, build_server
+from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import (
     RedactedName,
@@ -21,9 +22,11 @@ from safeport.context_server.policy.display_names import (
     masked_path,
     raw_name,
 )
-from safeport.context_server.policy.read_policy import InvalidInput
+from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy
 from safeport.context_server.policy.request_path import parse_request_path
+from safeport.context_server.workspace.gate import ServedRoot, Workspace
 from tests.context_server.listed import listed
+from tests.context_server.test_index_refresh import cold_build, rows
 
 ALNUM = string.ascii_letters + string.digits
 GITHUB = "ghp" + "_" + "".join(secrets.choice(ALNUM) for _ in range(36))
@@ -153,3 +156,37 @@ def test_the_read_policy_judges_a_redacted_name_as_written(
     assert service.search_files("*", ".", 50).matches == ["plain.md"]
     service.index.refresh()
     assert [h.path for h in service.search_project("okapi", ".", 50, None).hits] == ["plain.md"]
+
+
+def test_names_holding_secrets_added_and_removed_later_reach_the_index_by_their_display_form(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("APP = 1\n")
+    workspace = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace)
+    try:
+        assert index.refresh().walked_everything
+        (root / f"late-{GITHUB}").mkdir()
+        (root / f"late-{GITHUB}" / "late.md").write_text("late\n")
+        (root / "src" / f"new_{AWS}.md").write_text("new\n")
+        (root / "src" / f"gone_{GITHUB}.md").write_text("gone\n")
+        (root / "src" / f"twin-{GITHUB}.md").write_text("first\n")
+        other = "ghp" + "_" + "".join(secrets.choice(ALNUM) for _ in range(36))
+        (root / "src" / f"twin-{other}.md").write_text("second\n")
+        assert not index.refresh().walked_everything  # by the folders' events
+        (root / "src" / f"gone_{GITHUB}.md").unlink()
+        assert not index.refresh().walked_everything
+        held = rows(index.path)
+        assert [rel for _root, rel, *_ in held] == [
+            f"late-{GH_MARK}/late.md",
+            "src/app.py",
+            f"src/new_{AWS_MARK}.md",
+        ]
+        assert held == cold_build(index, tmp_path)
+        data = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir() if p.is_file())
+        assert not any(s[4:].encode() in data for s in (GITHUB, AWS, other))
+    finally:
+        index.close()
+        workspace.close()
