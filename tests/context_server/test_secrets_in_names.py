@@ -285,3 +285,18 @@ async def test_names_that_only_look_random_are_shown_as_written(tmp_path: Path) 
                 (await client.call_tool("list_directory", {"path": "objects"})).structured_content
             )
             assert list(objects) == [SHA1]
+
+
+async def test_no_search_confirms_a_guess_of_a_secret_held_in_a_name(tmp_path: Path) -> None:
+    tokens = Tokens.fresh()
+    root, home, _shown = secret_workspace(tmp_path, tokens)
+    guesses = [tokens.github[4:20], tokens.aws, tokens.slack[-16:], tokens.jwt[:30]]
+    with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
+        async with connected(server_params([root], home), errlog) as client:
+            for guess in guesses:
+                globbed = await client.call_tool("search_files", {"pattern": f"*{guess}*"})
+                assert globbed.structured_content["matches"] == []
+                hits = await client.call_tool("search_project", {"query": guess})
+                assert hits.structured_content["hits"] == []
+                found = await client.call_tool("search", {"query": guess})
+                assert found.structured_content["results"] == []
