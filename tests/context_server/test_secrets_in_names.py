@@ -254,6 +254,11 @@ async def test_names_that_redact_alike_are_neither_read_for_the_other(tmp_path: 
             shown = result_text(listing)
             assert leaks(shown, tokens) == []
             assert "%5BREDACTED:github-token].md" in listing.structured_content["files"]
+            # The twins are listed, but nothing about either (not even which is larger).
+            twin_name = "key-[REDACTED:github-token].md"
+            assert listing.structured_content["others"].count(twin_name) == 2
+            assert twin_name not in listing.structured_content["files"]
+            assert listing.structured_content["blocked"][twin_name] == "unreadable-type"
             twin = await client.call_tool(
                 "read_file", {"path": "pair/key-[REDACTED:github-token].md"}
             )

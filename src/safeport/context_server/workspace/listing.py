@@ -76,10 +76,27 @@ def list_folder(
         names, disk = workspace.folder_names.get(fd, st)
         end = len(names) if limit is None else min(len(names), offset + limit)
         look = _FolderLook(workspace, located, fd)
-        entries = [look.entry(names[i], disk[i]) for i in range(offset, end)]
+        entries = [
+            _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
+            for i in range(offset, end)
+        ]
     finally:
         os.close(fd)
     return FolderPage(entries, len(names))
+
+
+def _has_twin(names: list[str], i: int) -> bool:
+    """Whether another entry is shown by the same name (only names holding secrets can be):
+    sorted by display name, such entries are neighbours."""
+    name = names[i]
+    return is_redacted(name) and (
+        (i > 0 and names[i - 1] == name) or (i + 1 < len(names) and names[i + 1] == name)
+    )
+
+
+def _twin(name: str) -> Entry:
+    # Neither can be read by this name, and nothing about either is shown.
+    return Entry(name, "other", None, "unreadable-type")
 
 
 class _FolderLook:
