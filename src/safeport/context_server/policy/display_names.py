@@ -57,8 +57,8 @@ def display_name(raw: bytes | str) -> str:
     """The canonical display form of a file name (bytes, or a surrogate-escaped ``str``), with
     every secret in it replaced by its marker."""
     written = written_name(raw)
-    # `_redacted`, one call less: this runs for every name a walk meets.
-    hidden = _redacted_name(written) if len(written) <= _NAME_MAX else _redacted_text(written)
+    # Cached for names a folder can hold only (the walk's), never a client's inventions.
+    hidden = _redacted_name(written) if len(written) <= _NAME_MAX else _redacted(written)
     return written if hidden is None else hidden
 
 
@@ -88,18 +88,13 @@ def masked_path(text: str) -> str:
     return "/".join(_redacted(part) or part for part in text.split("/"))
 
 
-def _redacted(written: str) -> str | None:
-    """``written`` with each secret replaced by its marker, or None if it holds none."""
-    # Only names a folder can hold are kept: a client's over-long inventions are not.
-    return _redacted_name(written) if len(written) <= _NAME_MAX else _redacted_text(written)
-
-
 @lru_cache(maxsize=_VERDICT_CACHE)
 def _redacted_name(written: str) -> str | None:
-    return _redacted_text(written)
+    return _redacted(written)
 
 
-def _redacted_text(written: str) -> str | None:
+def _redacted(written: str) -> str | None:
+    """``written`` with each secret replaced by its marker, or None if it holds none."""
     spans = find_secrets(written)
     if "_" in written:
         # `_` separates words in a name as `-` and `.` do (`backup_AKIA….csv`), but the detector
