@@ -95,6 +95,8 @@ def secret_workspace(base: Path, tokens: Tokens) -> tuple[Path, Path, dict[str, 
         # the whole name, and a token in the extensions
         ("tokens", f"{tokens.jwt}.json"): "tokens/[REDACTED:jwt].json",
         ("tokens", f"report.{tokens.stripe}.txt"): "tokens/report.[REDACTED:stripe-key].txt",
+        # beside bytes that are not UTF-8 (escaped as %XX)
+        ("odd", f"caf\udce9-{tokens.github_other}.md"): "odd/caf%E9-[REDACTED:github-token].md",
     }
     shown: dict[str, str] = {}
     for parts, display in files.items():
