@@ -19,10 +19,11 @@ from safeport.context_server.index import sqlite_store as store
 from safeport.context_server.index.inotify_watch import FolderWatch, Touched, open_folder_watch
 from safeport.context_server.index.shards import Shards
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, Outcome, Stored
-from safeport.context_server.policy.display_names import UndisplayableName, raw_name
+from safeport.context_server.policy.display_names import UndisplayableName
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.workspace.descriptors import stat_entry
 from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.named_entries import disk_name
 from safeport.context_server.workspace.walk import WalkedFile
 
 # Even with a complete watch, everything is walked again this often: changes no folder event
@@ -188,7 +189,7 @@ class Refresher:
         except Refused:
             return False
         try:
-            st = stat_entry(fd, raw_name(parts[-1]))
+            st = stat_entry(fd, disk_name(fd, parts[-1]))
         except (OSError, UndisplayableName):
             return False
         finally:

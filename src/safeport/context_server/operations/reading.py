@@ -24,6 +24,7 @@ from safeport.context_server.operations.tool_results import (
     MultiFileItem,
     MultipleFiles,
 )
+from safeport.context_server.policy.display_names import masked_path
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, refusal
 from safeport.context_server.policy.request_path import parse_request_path
 from safeport.context_server.workspace.gate import Located
@@ -152,7 +153,9 @@ class ReadingOperations(Operations):
             try:
                 items.append(MultiFileItem(path=path, ok=True, content=self.read_file(path)))
             except Refused as exc:
-                shown = "<private>" if exc.reason == "private" else path[:300]
+                # A refused path is echoed as the server shows names: one spelled with a
+                # secret (refused for that) comes back with the marker in its place.
+                shown = "<private>" if exc.reason == "private" else masked_path(path[:4096])[:300]
                 items.append(MultiFileItem(path=shown, ok=False, error=str(exc)))
         return MultipleFiles(files=items)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from safeport.context_server.policy.display_names import masked_path
 from safeport.errors import JournalUnavailable
 from safeport.shared.audit import JournalWriter, read_records
 from safeport.shared.exception_summary import summarize
@@ -245,7 +246,9 @@ def _path_value(value: object, is_private: IsPrivate, hide: bool, *, nested: boo
         return _bounded(value, nested=nested)
     if hide or is_private(value):
         return PRIVATE
-    return bounded_text(value)
+    # A client that knows a secret in a name may send the name spelled out: the server refuses
+    # it, and the journal keeps it as the server shows it, with the marker.
+    return bounded_text(masked_path(value[:MAX_VALUE_BYTES]))
 
 
 def _bounded(value: object, *, nested: bool) -> object:

@@ -8,25 +8,63 @@ UTF-8, control characters, backslashes (refused in request paths), bidirectional
 The mapping is a bijection between names and canonical display strings, so a display name is
 turned back into exactly one name, and a non-canonical spelling (``.%65nv`` for ``.env``) is
 refused instead of resolved: the privacy check only ever sees the one canonical spelling.
+
+A name can hold a credential (``backup-ghp_…/``, ``AKIA….csv``): every name leaves the server
+through its display form (listings, search results, the index on disk, the reads journal), so
+that form has each secret the detector finds replaced by its ``[REDACTED:<kind>]`` marker. That
+part of the mapping is one-way: a display name holding a marker is turned back into a name only
+by looking in its folder (:class:`RedactedName`, see ``workspace/named_entries.py``). A marker
+spelled in a real name is written ``%5BREDACTED:``, so a marker in a display name always means
+a redaction; and the name with its secret spelled out is not a canonical spelling, so it is
+refused like any other (no reply can echo it back).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
+
+from safeport.shared.secret_scan import SecretSpan, find_secrets, redact_spans
 
 _HEX = "0123456789ABCDEFabcdef"
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
 # Characters that are written escaped even though they are valid UTF-8.
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+# The start of the secret detector's marker (see shared/secret_scan/redaction.py `marker`).
+MARK = "[REDACTED:"
+_MARK_TAIL = MARK[1:].encode("ascii")
+# Verdicts per name: a walk meets the same names in folder after folder, and one scan of a
+# name is the cost of many dictionary hits.
+_VERDICT_CACHE = 65_536
+# The longest display form of a name on Linux (255 bytes, each written %XX at worst).
+_NAME_MAX = 3 * 255
 
 
 class UndisplayableName(ValueError):
     """A display string that is not the canonical form of any file name."""
 
 
+class RedactedName(UndisplayableName):
+    """A display string holding a redaction marker: only its folder can say which name it is."""
+
+
+class SecretInName(UndisplayableName):
+    """A name with a secret spelled out: its canonical spelling carries the marker instead."""
+
+
 def display_name(raw: bytes | str) -> str:
-    """The canonical display form of a file name (bytes, or a surrogate-escaped ``str``)."""
+    """The canonical display form of a file name (bytes, or a surrogate-escaped ``str``), with
+    every secret in it replaced by its marker."""
+    written = written_name(raw)
+    # Cached for names a folder can hold only (the walk's), never a client's inventions.
+    hidden = _redacted_name(written) if len(written) <= _NAME_MAX else _redacted(written)
+    return written if hidden is None else hidden
+
+
+def written_name(raw: bytes | str) -> str:
+    """The display form with secrets left in: for judging a name by the read policy only,
+    never for a reply, an index or a journal."""
     if isinstance(raw, str) and raw.isascii() and raw.isprintable() and _plain(raw):
         return raw  # the common case as ``scandir`` gives it: no bytes to decode
     data = os.fsencode(raw) if isinstance(raw, str) else raw
@@ -34,13 +72,60 @@ def display_name(raw: bytes | str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return _escape_mixed(data)
-    if text.isprintable() and "\\" not in text and "%" not in text:
+    if text.isprintable() and _plain(text):
         return text  # the common case, with no scan below
     return _escape_mixed(data)
 
 
+def is_redacted(display: str) -> bool:
+    """Whether a canonical display name stands for a name holding a secret."""
+    return MARK in display
+
+
+def masked_path(text: str) -> str:
+    """A path as a client sent it, each name with its secrets replaced by their markers: for
+    echoing a request (refused, or journaled) without repeating a secret it spelled out."""
+    return "/".join(_redacted(part) or part for part in text.split("/"))
+
+
+@lru_cache(maxsize=_VERDICT_CACHE)
+def _redacted_name(written: str) -> str | None:
+    return _redacted(written)
+
+
+def _redacted(written: str) -> str | None:
+    """``written`` with each secret replaced by its marker, or None if it holds none."""
+    spans = find_secrets(written)
+    if "_" in written:
+        # `_` separates words in a name as `-` and `.` do (`backup_AKIA….csv`), but the detector
+        # reads it as part of a word; the same name with `_` as spaces keeps every offset. Only
+        # a token recognised by itself counts there: `bearer_auth.py` is not a bearer header.
+        spaced = [s for s in find_secrets(written.replace("_", " ")) if _alone(written, s)]
+        if spaced:
+            spans = _joined([*spans, *spaced])
+    if not spans:
+        return None
+    return redact_spans(written, spans)[0]
+
+
+def _alone(written: str, span: SecretSpan) -> bool:
+    value = written[span.start : span.end]
+    return any(s.start == 0 and s.end == len(value) for s in find_secrets(value))
+
+
+def _joined(spans: list[SecretSpan]) -> list[SecretSpan]:
+    """Overlapping spans as one, in text order (the kind of the first is kept)."""
+    out: list[SecretSpan] = []
+    for span in sorted(spans):
+        if out and span.start < out[-1].end:
+            out[-1] = SecretSpan(out[-1].start, max(out[-1].end, span.end), out[-1].kind)
+        else:
+            out.append(span)
+    return out
+
+
 def _plain(text: str) -> bool:
-    return "\\" not in text and "%" not in text
+    return "\\" not in text and "%" not in text and MARK not in text
 
 
 def _one_name(text: str) -> bool:
@@ -48,8 +133,14 @@ def _one_name(text: str) -> bool:
 
 
 def raw_name(display: str) -> bytes:
-    """The file name a canonical display string stands for; raises :class:`UndisplayableName`."""
+    """The file name a canonical display string stands for; raises :class:`UndisplayableName`
+    (:class:`RedactedName` for a name only its folder can resolve, :class:`SecretInName` for a
+    name spelled with its secret)."""
+    if is_redacted(display):
+        raise RedactedName("a redacted name is looked up in its folder")
     if display.isascii() and display.isprintable() and _plain(display) and _one_name(display):
+        if _redacted(display) is not None:
+            raise SecretInName("a name holding a secret is spelled with its marker")
         return display.encode("ascii")  # its own display form: no round trip to check
     if "%" not in display and display.isprintable() and "\\" not in display:
         data = display.encode("utf-8", "surrogatepass")
@@ -64,8 +155,10 @@ def raw_name(display: str) -> bytes:
         data = bytes(out)
     if b"/" in data or b"\x00" in data or not data:
         raise UndisplayableName("a name cannot contain '/' or NUL")
-    if display_name(data) != display:
+    if written_name(data) != display:
         raise UndisplayableName("not the canonical spelling of a name")
+    if _redacted(display) is not None:
+        raise SecretInName("a name holding a secret is spelled with its marker")
     return data
 
 
@@ -91,6 +184,9 @@ def _needs_escape(char: str, data: bytes, after: int) -> bool:
     if char == "%":
         # Only a `%` followed by two hex digits could be read as an escape.
         return len(data) >= after + 2 and all(chr(b) in _HEX for b in data[after : after + 2])
+    if char == "[":
+        # A marker spelled in a real name, so a marker in a display name is always a redaction.
+        return data[after : after + len(_MARK_TAIL)] == _MARK_TAIL
     return char == "\\" or not char.isprintable() or char in _BIDI
 
 

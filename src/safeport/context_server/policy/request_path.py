@@ -11,7 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from safeport.context_server.policy.display_names import UndisplayableName, raw_name
+from safeport.context_server.policy.display_names import (
+    RedactedName,
+    SecretInName,
+    UndisplayableName,
+    raw_name,
+)
 from safeport.context_server.policy.read_policy import InvalidInput
 
 MAX_PATH_CHARS = 4096
@@ -67,6 +72,14 @@ def parse_request_path(text: object, root_names: Sequence[str]) -> RequestPath:
     for part in parts:
         try:
             raw = raw_name(part)
+        except RedactedName:
+            continue  # looked up in its folder; what it stands for is a name that was listed
+        except SecretInName:
+            # The reply never repeats the name: it holds a secret the server withholds.
+            raise InvalidInput(
+                "invalid path: a name holding a secret is named as listings show it, with its "
+                "[REDACTED:<kind>] marker"
+            ) from None
         except UndisplayableName:
             raise InvalidInput(
                 "invalid path: a %XX escape this server never writes; use names exactly as listed"

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.policy.display_names import display_name, is_redacted, written_name
 from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
@@ -76,10 +76,27 @@ def list_folder(
         names, disk = workspace.folder_names.get(fd, st)
         end = len(names) if limit is None else min(len(names), offset + limit)
         look = _FolderLook(workspace, located, fd)
-        entries = [look.entry(names[i], disk[i]) for i in range(offset, end)]
+        entries = [
+            _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
+            for i in range(offset, end)
+        ]
     finally:
         os.close(fd)
     return FolderPage(entries, len(names))
+
+
+def _has_twin(names: list[str], i: int) -> bool:
+    """Whether another entry is shown by the same name (only names holding secrets can be):
+    sorted by display name, such entries are neighbours."""
+    name = names[i]
+    return is_redacted(name) and (
+        (i > 0 and names[i - 1] == name) or (i + 1 < len(names) and names[i + 1] == name)
+    )
+
+
+def _twin(name: str) -> Entry:
+    # Neither can be read by this name, and nothing about either is shown.
+    return Entry(name, "other", None, "unreadable-type")
 
 
 class _FolderLook:
@@ -101,7 +118,11 @@ class _FolderLook:
     def entry(self, name: str, disk: str) -> Entry:
         """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
         policy = self.policy
-        if policy.is_private_name(name) or policy.is_private_path((*self.folder.parts, name)):
+        if (
+            policy.is_private_name(name)
+            or policy.is_private_path((*self.folder.parts, name))
+            or (is_redacted(name) and policy.is_private_name(written_name(disk)))
+        ):
             # Not even looked at: a private entry shows its name and nothing about it.
             return Entry(name, "other", None, "private")
         try:
@@ -198,7 +219,9 @@ class FolderNames:
         if all(a is b for a, b in zip(shown, found, strict=True)):
             names = disk = sorted(found)  # every name is its own display form: one list
         else:
-            pairs = sorted(zip(shown, found, strict=True))
+            # By display name alone: for names that redact alike, the order of the names on
+            # disk would tell how their secrets compare.
+            pairs = sorted(zip(shown, found, strict=True), key=lambda pair: pair[0])
             names = [a for a, _ in pairs]
             disk = [b for _, b in pairs]
         with self._lock:

@@ -15,7 +15,12 @@ import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from safeport.context_server.policy.display_names import UndisplayableName, display_name, raw_name
+from safeport.context_server.policy.display_names import (
+    UndisplayableName,
+    display_name,
+    is_redacted,
+    written_name,
+)
 from safeport.context_server.policy.read_policy import ReadPolicy, refusal
 from safeport.context_server.workspace.descriptors import (
     DIR_FLAGS,
@@ -25,6 +30,7 @@ from safeport.context_server.workspace.descriptors import (
     probe,
     read_link,
 )
+from safeport.context_server.workspace.named_entries import disk_name
 
 if TYPE_CHECKING:
     from safeport.context_server.workspace.gate import ServedRoot
@@ -81,7 +87,7 @@ class RootDescriptors:
                 last = i == len(parts) - 1
                 flags = DIR_FLAGS if (not last or final_dir) else FILE_FLAGS
                 try:
-                    nfd = os.open(raw_name(name), flags, dir_fd=fd)
+                    nfd = os.open(disk_name(fd, name), flags, dir_fd=fd)
                 except UndisplayableName:
                     raise refusal("not-found") from None
                 except OSError as exc:
@@ -98,7 +104,7 @@ class RootDescriptors:
         fd = self.probe_root(root)
         try:
             for name in parts:
-                nfd = os.open(raw_name(name), PROBE_FLAGS | os.O_DIRECTORY, dir_fd=fd)
+                nfd = os.open(disk_name(fd, name), PROBE_FLAGS | os.O_DIRECTORY, dir_fd=fd)
                 os.close(fd)
                 fd = nfd
         except (OSError, UndisplayableName):
@@ -144,9 +150,12 @@ def resolve_beneath(
                 continue
             _check_component(policy, root, current, name)
             try:
-                raw = raw_name(name)
+                raw = disk_name(fd, name)
             except UndisplayableName:
                 raise refusal("not-found") from None
+            if is_redacted(name):
+                # Judged by the name as written too: a marker must not hide what makes it private.
+                _check_component(policy, root, current, written_name(raw))
             child, st = probe(fd, raw)
             if stat.S_ISLNK(st.st_mode):
                 if child >= 0:

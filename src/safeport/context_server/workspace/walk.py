@@ -16,8 +16,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from safeport.context_server.policy.display_names import UndisplayableName, display_name, raw_name
+from safeport.context_server.policy.display_names import (
+    UndisplayableName,
+    display_name,
+    is_redacted,
+    written_name,
+)
 from safeport.context_server.policy.read_policy import (
+    BlockReason,
     NameKind,
     ReadPolicy,
     Refused,
@@ -26,6 +32,7 @@ from safeport.context_server.policy.read_policy import (
 )
 from safeport.context_server.policy.request_path import MAX_PATH_CHARS
 from safeport.context_server.workspace.descriptors import DIR_FLAGS, ident, read_entry, stat_entry
+from safeport.context_server.workspace.named_entries import disk_name, shared_names
 
 if TYPE_CHECKING:
     from safeport.context_server.workspace.gate import ServedRoot, Workspace
@@ -233,6 +240,7 @@ def _scan(
         yield from _scan_one(policy, dir_fd, only)
         return
     kept: list[tuple[str, str, NameKind]] = []
+    redacted = False
     try:
         with os.scandir(dir_fd) as entries:
             for entry in entries:
@@ -247,21 +255,35 @@ def _scan(
                     continue
                 disk = entry.name
                 name = display_name(disk)
-                verdict = policy.name_verdict(name, kind)
+                verdict = _verdict(policy, name, disk, kind)
                 if verdict is None:
                     kept.append((name, disk, kind))
+                    redacted = redacted or (name is not disk and is_redacted(name))
                 elif refused is not None and verdict != "ignored":
                     refused(name, verdict)
     except OSError:
         return
     kept.sort()
+    if redacted:
+        # Names that redact alike cannot be told apart by a client (and their order would tell
+        # how their secrets compare), so none of them is walked.
+        shared = shared_names([name for name, _disk, _kind in kept])
+        kept = [item for item in kept if item[0] not in shared]
     yield from kept
+
+
+def _verdict(policy: ReadPolicy, name: str, disk: str, kind: NameKind) -> BlockReason | None:
+    """The policy's verdict on a name, judged as written as well when a marker stands in it."""
+    verdict = policy.name_verdict(name, kind)
+    if verdict is None and name is not disk and is_redacted(name):
+        verdict = policy.name_verdict(written_name(disk), kind)
+    return verdict
 
 
 def _scan_one(policy: ReadPolicy, dir_fd: int, name: str) -> list[tuple[str, str, NameKind]]:
     """``_scan`` for one entry, by its display name: an ``lstat`` instead of reading a folder."""
     try:
-        disk = os.fsdecode(raw_name(name))
+        disk = os.fsdecode(disk_name(dir_fd, name))
         mode = stat_entry(dir_fd, disk).st_mode
     except (OSError, UndisplayableName):
         return []
@@ -272,4 +294,4 @@ def _scan_one(policy: ReadPolicy, dir_fd: int, name: str) -> list[tuple[str, str
         kind = "file"
     else:
         return []
-    return [(name, disk, kind)] if policy.name_verdict(name, kind) is None else []
+    return [(name, disk, kind)] if _verdict(policy, name, disk, kind) is None else []
