@@ -35,6 +35,8 @@ REASONS: dict[str, str] = {
     "private-pattern": "private: a [private] pattern in context.toml",
     "private": "private by name",
     "private-location": "private: one of safeport's own folders",
+    "key-material": "private by content: a certificate or public key file holding a private "
+    "key, or anything but certificates, requests and public keys",
     "binary": "not text (a binary type or content)",
     "unreadable-type": "not a readable text type",
     "too-large": "over the size excerpts read: only its head (what read_file serves) is "
