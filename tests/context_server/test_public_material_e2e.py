@@ -51,6 +51,10 @@ def _workspace(base: Path) -> tuple[Path, Path, list[str]]:
     (root / "tls" / "combined.pem").write_text(m.certificate + m.pkcs8)
     (root / "keys" / "stolen.pub").write_text(m.openssh_private)
     (root / "keys" / "id_ed25519").write_text(m.openssh_private)
+    (root / "keys" / "ssh_host_ed25519_key.pub").write_text(f"{m.ssh_public} root@host\n")
+    (root / "keys" / "ssh_host_ed25519_key").write_text(m.openssh_private)
+    # A link with a harmless name is judged by what it leads to.
+    (root / "notes.txt").symlink_to("tls/combined.pem")
     home = base / "home"
     home.mkdir(mode=0o700)
     secrets = [*_pieces(m.pkcs8), *_pieces(m.openssh_private), TOKEN[4:16]]
@@ -61,12 +65,19 @@ PUBLIC = [
     "deploy/authorized_keys",
     "deploy/known_hosts",
     "keys/id_ed25519.pub",
+    "keys/ssh_host_ed25519_key.pub",
     "tls/ca.crt",
     "tls/fullchain.pem",
     "tls/svc.csr",
     "tls/svc.pub.pem",
 ]
-PRIVATE = ["tls/combined.pem", "keys/stolen.pub", "keys/id_ed25519"]
+PRIVATE = [
+    "tls/combined.pem",
+    "keys/stolen.pub",
+    "keys/id_ed25519",
+    "keys/ssh_host_ed25519_key",
+    "notes.txt",
+]
 
 
 def _leaks(text: str, secrets: list[str]) -> list[str]:
@@ -127,6 +138,7 @@ async def test_public_material_is_served_and_private_keys_beside_it_never_are(
             names = await call("search_files", {"pattern": "*.pub", "limit": 50})
             assert set(names.structured_content["matches"]) == {
                 "keys/id_ed25519.pub",
+                "keys/ssh_host_ed25519_key.pub",
                 "keys/stolen.pub",
             }
         errlog.seek(0)
