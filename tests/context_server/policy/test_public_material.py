@@ -84,6 +84,11 @@ def test_a_person_who_hides_certificates_still_can() -> None:
         assert tightened.is_private_name(name), name
 
 
+def _one_line(pem: str) -> str:
+    lines = pem.splitlines()
+    return "\n".join([lines[0], "".join(lines[1:-1]), lines[-1]]) + "\n"
+
+
 def _bundle() -> list[tuple[str, str]]:
     m = material()
     curl_like = (
@@ -104,6 +109,7 @@ def _bundle() -> list[tuple[str, str]]:
         ("all of them", m.certificate + "\n" + m.request + m.public_key + m.rsa_public_key),
         ("a bundle with comments", curl_like),
         ("Windows line ends", m.certificate.replace("\n", "\r\n")),
+        ("a body on one line", _one_line(m.certificate)),
         ("indented in a listing", "subject=CN = svc\nissuer=CN = svc\n" + m.certificate),
     ]
 
@@ -134,6 +140,7 @@ def _private_variants() -> list[tuple[str, str]]:
         ("key under TRUSTED CERTIFICATE", m.relabelled(m.pkcs8, "TRUSTED CERTIFICATE")),
         ("key body with no armour", cert + body + "\n"),
         ("key body, one long line", cert + body.replace("\n", "") + "\n"),
+        ("a key on one line", cert + _one_line(m.pkcs8)),
         ("a block with no END", cert + "-----BEGIN PRIVATE KEY-----\n" + body + "\n"),
         ("a mismatched END", cert.replace("END CERTIFICATE", "END PUBLIC KEY")),
         ("lower-case armour", cert + m.pkcs8.lower()),

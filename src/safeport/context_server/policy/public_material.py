@@ -49,7 +49,7 @@ _LOADERS: dict[str, Callable[[bytes], object]] = {
 # line of the same label. Anything else with an armour line is left outside, and refused there.
 _BLOCK = re.compile(
     r"(?m)^[ \t]*-----BEGIN ([A-Z0-9 ]{1,40})-----[ \t]*\r?\n"
-    r"((?:[ \t]*[A-Za-z0-9+/=]{1,128}[ \t]*\r?\n){1,4096}?)"
+    r"((?:[ \t]*[A-Za-z0-9+/=]{1,65536}[ \t]*\r?\n){1,4096}?)"
     r"[ \t]*-----END \1-----[ \t]*\r?$"
 )
 # What no public file holds outside its blocks: an armour line (any case, any dash count), a
