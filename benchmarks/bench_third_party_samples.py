@@ -94,16 +94,19 @@ def labels(expected: Path) -> dict[str, dict[tuple[int, str], set[str]]]:
     return found
 
 
-def refused(policy: ReadPolicy, relative: str, head: bytes) -> str | None:
-    """Why the context server would not serve this file at all, if it would not."""
+def refused(policy: ReadPolicy, relative: str, data: bytes) -> str | None:
+    """Why the context server would not serve this file at all, if it would not: by name, as
+    binary, or by content for a name whose content decides (certificates, public keys)."""
     parts = relative.split("/")
     for name in parts[:-1]:
         verdict = policy.name_verdict(name, "directory")
         if verdict is not None:
             return verdict
     verdict = policy.name_verdict(parts[-1], "file")
-    if verdict is None and looks_binary(head):
+    if verdict is None and looks_binary(data[:8192]):
         verdict = "binary"
+    if verdict is None:
+        verdict = policy.content_verdict(parts[-1], data, len(data))
     return verdict
 
 
@@ -122,7 +125,7 @@ def evaluate(folder: Path, *, by_name: bool = True) -> dict[str, Any]:
         relative = path.relative_to(samples_dir).as_posix()
         data = path.read_bytes()
         expected = labelled.get(relative, {})
-        why = refused(policy, relative, data[:8192]) if by_name else None
+        why = refused(policy, relative, data) if by_name else None
         if why is not None:
             for rules in expected.values():
                 for rule in rules:

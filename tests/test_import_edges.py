@@ -479,6 +479,7 @@ DECISION_MODULES = {
         "context_server.operations.excerpt",
         "context_server.operations.tool_results",
         "context_server.policy.private_names",
+        "context_server.policy.public_material",
         "context_server.policy.read_policy",
         "context_server.policy.request_path",
         "context_server.policy.tables",

@@ -89,8 +89,6 @@ def build_hostile_workspace(base: Path) -> Hostile:
         "keys/id_rsa",
         "keys/id_ed25519",
         "keys/id_ecdsa_sk",
-        "keys/ID_RSA.pub",
-        "keys/server.pem",
         "keys/tls.key",
         "keys/deploy.ppk",
         "keys/vault.kdbx",
@@ -109,6 +107,13 @@ def build_hostile_workspace(base: Path) -> Hostile:
         "Data/customers.csv",
     ):
         write(rel, f"secret material {h.canary(rel)}\n")
+    # Names that may hold public material, holding a private key instead: refused by content.
+    for rel in ("keys/ID_RSA.pub", "keys/server.pem"):
+        write(
+            rel,
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+            f"secret material {h.canary(rel)}\n-----END OPENSSH PRIVATE KEY-----\n",
+        )
     # What real repositories hold by accident: every .env spelling, editor and backup copies,
     # keys under other suffixes, infrastructure and cloud tools' secret files. Names chosen
     # here, not the ones the defaults list.

@@ -116,6 +116,10 @@ def scan_command(roots: tuple[str, ...], as_json: bool) -> None:
     for entry in report.refused:
         shown = f"{entry.root}/{entry.path}" if many else entry.path
         click.echo(inert(f"  {shown}: {entry.why}"))
+    if report.kinds:
+        click.echo(f"by kind:\n  {'kind':<24} {'findings':>8} {'withheld':>8} {'files':>6}")
+    for kind in report.kinds:
+        click.echo(f"  {kind.kind:<24} {kind.findings:>8} {kind.withheld:>8} {kind.files:>6}")
     click.echo(
         f"{report.secrets_found} secret(s) in {len(report.files)} of {report.files_scanned} "
         f"file(s), {report.secrets_withheld} withheld; {len(report.refused)} refused"

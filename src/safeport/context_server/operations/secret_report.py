@@ -8,6 +8,7 @@ reason. The report names kinds, lines and keyed fingerprints, never a value or a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ REASONS: dict[str, str] = {
     "private-pattern": "private: a [private] pattern in context.toml",
     "private": "private by name",
     "private-location": "private: one of safeport's own folders",
+    "key-material": "private by content: a certificate or public key file holding a private "
+    "key, or anything but certificates, requests and public keys",
     "binary": "not text (a binary type or content)",
     "unreadable-type": "not a readable text type",
     "too-large": "over the size excerpts read: only its head (what read_file serves) is "
@@ -75,6 +78,13 @@ class RefusedEntry(_Model):
     why: str = Field(description="The same, in words.")
 
 
+class KindSummary(_Model):
+    kind: str = Field(description="What sort of secret (the detector's rule).")
+    findings: int = Field(description="How many the scan found.")
+    withheld: int = Field(description="How many of them a read withholds.")
+    files: int = Field(description="How many files hold at least one.")
+
+
 class ScannedRoot(_Model):
     name: str
     path: str
@@ -88,6 +98,9 @@ class ScanReport(_Model):
     secrets_withheld: int
     files: list[ScannedFile] = Field(description="Each file holding a secret, in path order.")
     refused: list[RefusedEntry] = Field(description="What the read policy does not serve.")
+    kinds: list[KindSummary] = Field(
+        description="Per kind of secret: findings, withheld and files; most findings first."
+    )
 
 
 def scan_workspace(workspace: Workspace, progress: ScanProgress | None = None) -> ScanReport:
@@ -116,7 +129,25 @@ def scan_workspace(workspace: Workspace, progress: ScanProgress | None = None) -
         secrets_withheld=sum(1 for f in found if not f.served_as_written),
         files=files,
         refused=refused,
+        kinds=summarise_kinds(files),
     )
+
+
+def summarise_kinds(files: list[ScannedFile]) -> list[KindSummary]:
+    """Per kind: how many findings, how many withheld, in how many files; most found first
+    (then by name), so the rule that fires most heads the table."""
+    findings: Counter[str] = Counter()
+    withheld: Counter[str] = Counter()
+    holding: Counter[str] = Counter()
+    for file in files:
+        for found in file.findings:
+            findings[found.kind] += 1
+            withheld[found.kind] += not found.served_as_written
+        holding.update({found.kind for found in file.findings})
+    return [
+        KindSummary(kind=kind, findings=n, withheld=withheld[kind], files=holding[kind])
+        for kind, n in sorted(findings.items(), key=lambda item: (-item[1], item[0]))
+    ]
 
 
 @dataclass(frozen=True)

@@ -62,13 +62,18 @@ def undecorated_forms(name: str) -> list[str]:
 
 def is_builtin_secret_form(form: str) -> bool:
     """The rules no glob can say: key names by key type, secret data files, credential files,
-    and a key extension anywhere after the first dot."""
-    if SSH_KEY_NAME.fullmatch(form) or SECRET_DATA_FILE.fullmatch(form):
+    and a key extension anywhere after the first dot.
+
+    A key's public half (``id_ed25519.pub``, ``deploy_rsa-cert.pub``) and a name ending in
+    ``.pem`` are not secret by name: their content decides (``public_material.py``)."""
+    if SECRET_DATA_FILE.fullmatch(form) or CREDENTIALS_FILE.fullmatch(form):
         return True
-    if CREDENTIALS_FILE.fullmatch(form):
+    if SSH_KEY_NAME.fullmatch(form) and not form.endswith(".pub"):
         return True
-    segments = form.split(".")
-    return any(seg in KEY_SEGMENTS for seg in segments[1:])
+    segments = form.split(".")[1:]
+    if segments and segments[-1] == "pem":
+        segments.pop()
+    return any(seg in KEY_SEGMENTS for seg in segments)
 
 
 class NameGlobs:

@@ -25,6 +25,11 @@ from safeport.context_server.policy.private_names import (
     normalise,
     undecorated_forms,
 )
+from safeport.context_server.policy.public_material import (
+    PublicRule,
+    holds_only_public_material,
+    public_rule,
+)
 from safeport.context_server.policy.tables import (
     BINARY_EXTENSIONS,
     DEFAULT_IGNORED_FOLDERS,
@@ -108,6 +113,7 @@ class ReadPolicy:
     _locations: frozenset[str] = field(init=False, repr=False, compare=False)
     _location_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _private_cache: dict[str, bool] = field(init=False, repr=False, compare=False)
+    _public_rules: dict[str, PublicRule | None] = field(init=False, repr=False, compare=False)
     _verdicts: dict[tuple[str, str], BlockReason | None] = field(
         init=False, repr=False, compare=False
     )
@@ -121,6 +127,7 @@ class ReadPolicy:
         object.__setattr__(self, "_locations", locations)
         object.__setattr__(self, "_location_prefixes", prefixes)
         object.__setattr__(self, "_private_cache", {})
+        object.__setattr__(self, "_public_rules", {})
         object.__setattr__(self, "_verdicts", {})
 
     def tightened(
@@ -201,6 +208,35 @@ class ReadPolicy:
             return "private-folder"
         if any(self._globs.match(f) for f in forms):
             return "private-pattern"
+        return None
+
+    def public_rule(self, name: str) -> PublicRule | None:
+        """The content check a name that looks like key material asks for (certificates, SSH
+        public keys), or None. Judged on every undecorated form: ``ca.crt.txt`` is a
+        certificate file to a reader, and the stricter check wins."""
+        known = self._public_rules.get(name, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        rules = {public_rule(form) for form in undecorated_forms(name)}
+        rule: PublicRule | None = None
+        if "certificates" in rules:
+            rule = "certificates"
+        elif "ssh-public-keys" in rules:
+            rule = "ssh-public-keys"
+        if len(self._public_rules) > _NAME_CACHE_SIZE:
+            self._public_rules.clear()
+        self._public_rules[name] = rule
+        return rule
+
+    def content_verdict(self, name: str, data: bytes, size: int) -> BlockReason | None:
+        """What a file's content says, for a name whose content decides: "private" unless
+        ``data`` is the whole file (``size`` bytes at open) and holds public material only.
+        Never cached: the same name holds other bytes tomorrow."""
+        rule = self.public_rule(name)
+        if rule is None:
+            return None
+        if len(data) != size or not holds_only_public_material(data, rule):
+            return "private"
         return None
 
     def is_ignored_name(self, name: str) -> bool:
@@ -286,6 +322,9 @@ class ReadPolicy:
                 "credentials.<data extension>",
                 "<anything>.<key extension>.<anything>",
             ],
+            "public_material": "authorized_keys, known_hosts, *.pub and certificates "
+            "(.pem, .crt, .cer, .csr) are served only when they hold public keys, "
+            "certificates and requests, and nothing private or unparseable",
             "private_copies": "editor, backup and copy forms of every private name "
             "(~, .bak, .old, -old, .orig, .swp, .save, .copy, .txt, (1), compressed …)",
             "private_paths": list(self.private_paths),

@@ -57,13 +57,11 @@ DEFAULT_PRIVATE_PATTERNS: tuple[str, ...] = (
     "*.jsonl",
     "*.ndjson",
     "*.log",
-    # keys, certificates, keystores, password stores
-    "*.pem",
+    # keys, keystores, password stores. Certificates (`.pem`, `.crt`, `.cer`, `.csr`) are not
+    # here: their content decides (public_material.py); a `.pem` copy (`x.pem.bak`) is private
+    # by KEY_SEGMENTS. DER (`.der`) is binary and ambiguous, so private.
     "*.key",
-    "*.crt",
-    "*.cer",
     "*.der",
-    "*.csr",
     "*.p8",
     "*.pk8",
     "*.p12",
@@ -139,8 +137,6 @@ DEFAULT_PRIVATE_PATTERNS: tuple[str, ...] = (
     ".gitcookies",
     "settings-security.xml",
     ".*_history",
-    "known_hosts",
-    "authorized_keys",
     # secret stores named as such
     "*.secret",
     "*.secrets",
@@ -159,7 +155,8 @@ CREDENTIALS_FILE = re.compile(r"credentials\.(?:json|toml|ya?ml|xml|ini|db|csv|t
 # users name them (`deploy_ed25519`). Not `id_*`, which would also hide `id_utils.py`.
 KEY_TYPES = r"(?:rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)"
 SSH_KEY_NAME = re.compile(rf"id_{KEY_TYPES}(?:[^a-z].*)?|.+[_.-]{KEY_TYPES}(?:-cert)?(?:\.pub)?")
-# A key extension anywhere after the first dot (`tls.key.2019`, `server.pem.orig`).
+# A key extension anywhere after the first dot (`tls.key.2019`, `server.pem.orig`), but for
+# `pem` as the last one, where the content decides (public_material.py).
 KEY_SEGMENTS = frozenset(
     ["pem", "key", "ppk", "p8", "pk8", "p12", "pfx", "jks", "keystore", "kdbx"]
 )
@@ -327,6 +324,12 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset(
         ".tf",
         ".tfvars",
         ".hcl",
+        # public key material, served only when the content is public (public_material.py)
+        ".pub",
+        ".pem",
+        ".crt",
+        ".cer",
+        ".csr",
         ".nix",
         ".bzl",
         ".bazel",

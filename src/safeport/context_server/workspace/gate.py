@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from safeport.context_server.policy.content_secrets import ContentSecrets
+from safeport.context_server.policy.public_material import MAX_JUDGED_BYTES
 from safeport.context_server.policy.read_policy import (
     ReadPolicy,
     Refused,
@@ -188,7 +189,11 @@ class Workspace:
 
     @contextlib.contextmanager
     def open_checked(self, located: Located) -> Iterator[tuple[int, int]]:
-        """An fd on exactly the checked file and its size at open, or :class:`Refused`."""
+        """An fd on exactly the checked file and its size at open, or :class:`Refused`.
+
+        A name whose content decides (a certificate, a public key) is judged here, on the
+        descriptor every read, excerpt and hash then reads: each path that serves bytes opens
+        the file through this one door."""
         fd = self.descriptors.open_beneath(located.root, located.parts)
         try:
             st = os.fstat(fd)
@@ -196,6 +201,12 @@ class Workspace:
                 raise refusal("unreadable-type")
             if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
                 raise refusal("changed")
+            name = located.parts[-1] if located.parts else ""
+            if self.policy.public_rule(name) is not None:
+                whole = read_up_to(fd, 0, min(st.st_size, MAX_JUDGED_BYTES + 1))
+                verdict = self.policy.content_verdict(name, whole, st.st_size)
+                if verdict:
+                    raise refusal(verdict)
             yield fd, st.st_size
         finally:
             os.close(fd)

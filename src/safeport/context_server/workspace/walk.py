@@ -165,7 +165,14 @@ def walk_tree(
                 found = WalkedFile(root, child, cst.st_size, cst.st_mtime_ns)
                 want = head_for(found) if head_for is not None else None
                 if want is not None:
-                    found = replace(found, head=read_entry(fd, disk, cst, want))
+                    head = read_entry(fd, disk, cst, want)
+                    # A certificate or public key file is served only by its content: judged
+                    # on the bytes read here, which the index and a search then use.
+                    if head is not None and policy.content_verdict(name, head, cst.st_size):
+                        if refused is not None:
+                            refused(child, "key-material")
+                        continue
+                    found = replace(found, head=head)
                 yield found
             frames.append((parts, here_ident, iter(subdirs), rel_chars))
             while frames:
