@@ -14,12 +14,13 @@ from urllib.parse import quote
 
 import pytest
 
+from harness.gateway import POLICY
 from safeport.action_gateway.executors.interface import ActionError, HttpAction
 from safeport.shared.known_secrets import secret_forms
 from safeport.shared.schemas.replies import MAX_REASON_CHARS, error_reply
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, TokenSecret
-from tests.action_gateway.test_ladder_rungs import POLICY, Policies, Rig
+from tests.action_gateway.test_ladder_rungs import Policies, Rig
 from tests.vault.vault_factory import CANARY_TOKEN
 
 TOKEN = CANARY_TOKEN.decode()

@@ -89,6 +89,12 @@ NEW_FORMATS = {
 BASE64_BOUNDED = {"facebook", "instagram", "square-access", "azure-identifiable"}
 
 
+def _case(_value: object) -> str:
+    """A stable test id: the values are generated at import, and every worker must collect
+    the same names (pytest numbers the repeats)."""
+    return "case"
+
+
 def _contexts(kind: str, token: str) -> list[str]:
     glue = "=" if kind in BASE64_BOUNDED else "/"
     return [
@@ -130,6 +136,7 @@ def _digits_b64(digits: str) -> str:
         f"ABIA{rand(16, BASE32)}",
         f"ACCA{rand(16, BASE32)}",
     ],
+    ids=_case,
 )
 def test_an_aws_secret_key_near_any_kind_of_key_id_is_withheld(secret: str) -> None:
     value = rand(20) + "/" + rand(19)
@@ -189,6 +196,7 @@ def test_a_totp_seed_is_withheld_in_any_parameter_position() -> None:
         (f"hf_{rand(27)}fake{rand(3)}", f"hf_{rand(34)}"),
         ("A3-XXXXXX-XXXXXX-XXXXX-XXXXX-XXXXX-XXXXX", TOKENS["onepassword-secret-key"]()),
     ],
+    ids=_case,
 )
 def test_a_stand_in_written_in_a_format_is_served_and_the_real_one_is_not(
     placeholder: str, real: str
@@ -207,6 +215,7 @@ def test_a_stand_in_written_in_a_format_is_served_and_the_real_one_is_not(
         "TOGETHER_API_KEY=tgp_v1_your_together_api_key_here\n",
         "export DOCKER_TOKEN=dckr_pat_<your token>\n",
     ],
+    ids=_case,
 )
 def test_written_out_stand_ins_are_served(line: str) -> None:
     assert redact(line) == (line, ())
@@ -224,6 +233,7 @@ def test_written_out_stand_ins_are_served(line: str) -> None:
         f"UA{rand(54, BASE32)}",  # a NATS user's public key (its seed starts with S)
         f"{rand(15, string.digits)}",  # a Facebook app id alone
     ],
+    ids=_case,
 )
 def test_public_identifiers_are_served(public: str) -> None:
     for template in ('NEXT_PUBLIC_KEY = "{}"\n', "api_key: {}\n", "{}\n"):
@@ -270,6 +280,7 @@ def test_the_secret_is_withheld_and_the_public_id_beside_it_is_served() -> None:
         # a path list (a source map's) near the letters of a key id: 40 characters, not drawn
         'AKIA ids: see "node_modules/rxjs/src/internal/util/arrRemove.ts", "lib/x.ts"\n',
     ],
+    ids=_case,
 )
 def test_look_alikes_of_the_new_formats_are_served(line: str) -> None:
     assert redact(line) == (line, ()), line

@@ -229,11 +229,19 @@ def test_a_kubernetes_secret_in_json_is_withheld() -> None:
 
 def test_a_configmap_beside_a_secret_is_served() -> None:
     encoded = base64.b64encode(_value().encode()).decode()
-    configmap = f"kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  blob: {encoded}\n"
+    public = base64.b64encode(_value().encode()).decode()
+    configmap = f"kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  blob: {public}\n"
     text = _secret_document(_value(), encoded) + "---\n" + configmap
     redacted, _ = redact(text)
     assert redacted.endswith(configmap)
     assert find_secrets(configmap) == []
+
+
+def test_a_secrets_value_copied_into_a_configmap_is_withheld_there_too() -> None:
+    encoded = base64.b64encode(_value().encode()).decode()
+    configmap = f"kind: ConfigMap\nmetadata:\n  name: app\ndata:\n  blob: {encoded}\n"
+    redacted, _ = redact(_secret_document(_value(), encoded) + "---\n" + configmap)
+    assert encoded not in redacted
 
 
 def test_a_resource_that_only_names_secrets_is_served() -> None:

@@ -18,12 +18,24 @@ from safeport.shared.secret_scan.checks import (
     looks_random,
     shannon_bits,
 )
+from safeport.shared.secret_scan.encoded import basic_credential_at
 from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 GENERIC = "secret-assignment"
 MAX_NAME = 64
 MAX_VALUE = 256
+# A quoted value that runs past MAX_VALUE in these characters alone is one long generated value
+# (a base64 blob): judged by its first MAX_VALUE characters, and withheld to its end by the
+# scanner (``spans.reach_value_ends``), rather than served whole for lack of a closing quote.
+_LONG_RUN = re.compile(rf"[A-Za-z0-9+/=_\-]{{{MAX_VALUE}}}")
+
+
+def long_value_end(text: str, value_start: int, limit: int) -> int:
+    """Where a quoted value too long to find its quote is judged up to, or -1 if it is not a
+    run of value characters (prose, code, a string that never closes)."""
+    return value_start + MAX_VALUE if _LONG_RUN.match(text, value_start, limit) else -1
+
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
 _AFTER_NAME = re.compile(
@@ -121,12 +133,19 @@ def _assignment(
     if words[-1] == "authorization":
         scheme = _AUTH_SCHEME.match(text, after.end(), line_end)
         if scheme is not None and _token_like(scheme.group("value")):
+            if text[scheme.start() : scheme.start() + 5].lower() == "basic":
+                # Basic is base64 of user:password: judged by what it decodes to, so a
+                # documented stand-in (user:password) is served like any placeholder.
+                basic = basic_credential_at(text, scheme.start("value"))
+                return (basic, basic.end) if basic is not None else (None, 0)
             span = SecretSpan(scheme.start("value"), scheme.end("value"), "authorization-header")
             return span, span.end
     quote = after.group("quote")
     value_start = after.end()
     if quote:
         value_end = text.find(quote, value_start, min(line_end, value_start + MAX_VALUE + 2))
+        if value_end < 0:
+            value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
             return None, 0
     else:

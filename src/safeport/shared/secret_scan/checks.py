@@ -133,13 +133,27 @@ def is_placeholder(value: str) -> bool:
     return any(word in lowered for word in PLACEHOLDER_WORDS)
 
 
+def _generated_after_all(value: str) -> bool:
+    """Whether a value that starts like a path is generated all the same: paths are words,
+    mostly small letters; base64 (which starts with ``/`` one time in 64, and may hold more)
+    is about half capitals, with digits, at high entropy."""
+    body = value.lstrip("/.~")
+    letters = [c for c in body if c.isalpha()]
+    if len(body) < 24 or not letters or not any(c.isdigit() for c in body):
+        return False
+    capitals = sum(c.isupper() for c in letters) / len(letters)
+    return capitals >= 0.25 and shannon_bits(body) >= 4.0
+
+
 def looks_random(value: str, *, quoted: bool) -> bool:
     """A literal that could be a generated secret: long enough, varied enough, and neither an
     identifier, a path, a number, a sentence nor a placeholder. Unquoted values (``.env``, YAML,
     INI) must hold a digit, since an unquoted word in code is a variable."""
     if not 8 <= len(value) <= 512 or _SPACE.search(value):
         return False
-    if is_placeholder(value) or _PATH.match(value) or _NUMBERISH.fullmatch(value):
+    if is_placeholder(value) or _NUMBERISH.fullmatch(value):
+        return False
+    if _PATH.match(value) and not _generated_after_all(value):
         return False
     if PUBLIC_IDENTIFIER.fullmatch(value):
         return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE, long_value_end
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
@@ -103,6 +103,8 @@ def pair_at(
     value_start = after.end()
     if quote:
         value_end = text.find(quote, value_start, min(limit, value_start + MAX_VALUE + 2))
+        if value_end < 0:
+            value_end = long_value_end(text, value_start, limit)
         if value_end < 0:
             return None, end
     else:

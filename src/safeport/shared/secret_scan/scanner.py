@@ -35,7 +35,12 @@ from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.prose import call_literal_at, prose_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
-from safeport.shared.secret_scan.spans import SecretSpan, merge_spans
+from safeport.shared.secret_scan.spans import (
+    SecretSpan,
+    every_copy,
+    merge_spans,
+    reach_value_ends,
+)
 from safeport.shared.secret_scan.sql import password_keyword_at
 from safeport.shared.secret_scan.structured import (
     escaped_value_at,
@@ -94,7 +99,9 @@ def scan_text(text: str) -> list[SecretSpan]:
     spans, hidden = _find(text)
     if hidden:
         spans = merge_spans([*spans, *_find_through_hidden(text, hidden)])
-    return spans
+    if not spans:
+        return spans
+    return every_copy(text, reach_value_ends(text, spans))
 
 
 def _find_through_hidden(text: str, hidden: list[int]) -> list[SecretSpan]:

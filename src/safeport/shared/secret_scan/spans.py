@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import ahocorasick_rs
+
 # When two rules claim overlapping text, the merged span takes the most specific kind: a key block
 # over a provider format over a config shape over a bare assignment.
 PRIORITY = {"private-key": 3}
@@ -54,3 +56,75 @@ def merge_spans(spans: Iterable[SecretSpan]) -> list[SecretSpan]:
         else:
             merged.append(span)
     return merged
+
+
+# What a generated value is written in (base64, base64url, hex, token alphabets). Every rule's
+# quantifiers are bounded, so that a line of near misses stays linear; a value longer than a
+# rule's bound would be withheld only up to it, and the rest served. A span that ends inside a
+# run of these characters is carried on to the run's end: the rest is the same secret. ``.`` is
+# left out so that a file name keeps its extension after a token in it.
+_VALUE_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+# A copy shorter than this is too likely to be an ordinary word or number elsewhere in the text.
+SHORTEST_COPY = 6
+# How many distinct values one text's copies are looked for: the automaton is built per text.
+MOST_VALUES = 4096
+
+
+def reach_value_ends(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
+    """Each one-line span that stops inside a run of value characters, carried to its end."""
+    reached: list[SecretSpan] = []
+    for span in spans:
+        end = span.end
+        if (
+            0 < end < len(text)
+            and text[end] in _VALUE_CHARACTERS
+            and text[end - 1] in _VALUE_CHARACTERS
+            and "\n" not in text[span.start : end]
+        ):
+            while end < len(text) and text[end] in _VALUE_CHARACTERS:
+                end += 1
+            span = SecretSpan(span.start, end, span.kind)
+        reached.append(span)
+    return merge_spans(reached) if len(reached) > 1 else reached
+
+
+def every_copy(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
+    """The spans, and every other copy in ``text`` of a one-line value they withhold.
+
+    A value withheld where a rule recognised it (``password: …``) is as secret where it appears
+    again without a name (``login as admin/…``, a connection string built from it, the same
+    value under an account name): serving that copy would serve the secret. One automaton over
+    the distinct values finds every copy in one pass. A copy glued to a letter or digit on
+    either side is part of a longer word, not the value."""
+    values: dict[str, str] = {}
+    for span in spans:
+        value = text[span.start : span.end]
+        if len(value) >= SHORTEST_COPY and "\n" not in value and not value.isspace():
+            values.setdefault(value, span.kind)
+        if len(values) >= MOST_VALUES:
+            break
+    if not values:
+        return spans
+    literals = list(values)
+    automaton = ahocorasick_rs.AhoCorasick(literals)
+    copies = []
+    try:
+        found = automaton.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:
+        # A lone surrogate cannot cross into the automaton; U+FFFD in its place keeps every
+        # index (see ``prefilter.hits``), and a value holding one has no copy to look for.
+        clean = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+        literals = [v for v in literals if not any("\ud800" <= c <= "\udfff" for c in v)]
+        if not literals:
+            return spans
+        automaton = ahocorasick_rs.AhoCorasick(literals)
+        found = automaton.find_matches_as_indexes(clean, overlapping=True)
+    for index, start, end in found:
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        if before.isalnum() and literals[index][0].isalnum():
+            continue
+        if after.isalnum() and literals[index][-1].isalnum():
+            continue
+        copies.append(SecretSpan(start, end, values[literals[index]]))
+    return merge_spans([*spans, *copies])
