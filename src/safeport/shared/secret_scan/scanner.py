@@ -168,11 +168,18 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         found: SecretSpan | None = None
-        # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing.
+        # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
+        # name a space and a plain word follow holds a value in a few shapes only, which two
+        # cheap looks rule out for most words in prose and code (see ``_spaced_may_hold``).
         if (
             anchor.word
             and start >= word_done
             and not (anchor.weak and text[end : end + 1].islower())
+            and not (
+                text[end : end + 1] in (" ", "\t")
+                and text[start:end].lower() != "bearer"
+                and not _spaced_may_hold(text, start, end, line_start, line_end)
+            )
         ):
             separated = False
             if text[end : end + 1] not in _LINE_ENDS:
@@ -246,6 +253,10 @@ def _in_context(
         return curl_option_at(text, start, end, line_end)
     if following not in _CONTEXT_FOLLOWING:
         return None
+    if following in (" ", "\t") and not _spaced_may_hold(
+        text, start, name_end, line_start, line_end
+    ):
+        return None
     if following in (" ", "\t"):
         before = text[start - 1 : start] if start > line_start else ""
         if before == "-" or (
@@ -258,6 +269,32 @@ def _in_context(
         if found is not None:
             return found
     return prose_at(text, start, end, line_start, line_end)
+
+
+# A name followed by a space and a word ("the token expires", "token lifetime": most word hits
+# in prose and code) holds a value in a few shapes only, each known by what comes after the name
+# (a word that continues it, "for …", "is"/"was") or before it (a flag's dash, a tag's bracket, a
+# keyword's colon, a macro, SQL's PASSWORD). Two cheap looks stand in for every shape's own.
+_SPACED_AFTER = re.compile(
+    r"[ \t]+(?:[^A-Za-z \t]|(?i:key|token|secret|password|passphrase|code|pin|phrase)\b"
+    r"|for[ \t]|is[ \t]|was[ \t])"
+)
+
+
+def _spaced_may_hold(text: str, start: int, name_end: int, line_start: int, line_end: int) -> bool:
+    if _SPACED_AFTER.match(text, name_end, line_end) or text[start : start + 4].lower() == "pass":
+        return True
+    before = text[max(line_start, start - 80) : start]
+    return (
+        "-" in before
+        or "<" in before
+        or ":" in before
+        or "(" in before
+        or "define" in before
+        or "%global" in before
+        or "ENV" in before
+        or "set" in before.lower()
+    )
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:
