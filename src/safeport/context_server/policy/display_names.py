@@ -103,9 +103,34 @@ def _redacted(written: str) -> str | None:
         spaced = [s for s in find_secrets(written.replace("_", " ")) if _alone(written, s)]
         if spaced:
             spans = _joined([*spans, *spaced])
+    if "%" in written:
+        # An escape is not part of the name's text: `%FF` before `AKIA…` is one byte that is
+        # not UTF-8, not the letters `FF` that would glue onto the key and hide it, and an
+        # escaped invisible character (`%E2%80%8B`) inside a token does not split it.
+        found = _through_escapes(written)
+        if found:
+            spans = _joined([*spans, *found])
     if not spans:
         return None
     return redact_spans(written, spans)[0]
+
+
+def _through_escapes(written: str) -> list[SecretSpan]:
+    """Secrets in ``written`` read with each escape as a space, and with escapes left out,
+    as spans of ``written``."""
+    spaced = _ESCAPE.sub(lambda m: " " * len(m.group(0)), written)
+    found = list(find_secrets(spaced))
+    kept: list[int] = []  # the offset in `written` of each character left
+    pos = 0
+    for m in _ESCAPE.finditer(written):
+        kept.extend(range(pos, m.start()))
+        pos = m.end()
+    kept.extend(range(pos, len(written)))
+    joined = "".join(written[i] for i in kept)
+    for span in find_secrets(joined):
+        if span.end > span.start:
+            found.append(SecretSpan(kept[span.start], kept[span.end - 1] + 1, span.kind))
+    return found
 
 
 def _alone(written: str, span: SecretSpan) -> bool:
