@@ -116,21 +116,36 @@ def _redacted(written: str) -> str | None:
 
 
 def _through_escapes(written: str) -> list[SecretSpan]:
-    """Secrets in ``written`` read with each escape as a space, and with escapes left out,
-    as spans of ``written``."""
-    spaced = _ESCAPE.sub(lambda m: " " * len(m.group(0)), written)
-    found = list(find_secrets(spaced))
-    kept: list[int] = []  # the offset in `written` of each character left
+    """Secrets in ``written`` read with each escape as a space, left out, and decoded (an
+    ASCII one: ``%41KIA…`` in a request is ``AKIA…``), as spans of ``written``."""
+    found: list[SecretSpan] = []
+    for text, at in (_read_escapes(written, how) for how in ("space", "out", "decoded")):
+        for span in find_secrets(text):
+            if span.end > span.start:
+                found.append(SecretSpan(at[span.start], at[span.end - 1] + 1, span.kind))
+    return found
+
+
+def _read_escapes(written: str, how: str) -> tuple[str, list[int]]:
+    """``written`` with each escape read as ``how`` says, and the offset in ``written`` of
+    each character of the result."""
+    out: list[str] = []
+    at: list[int] = []
     pos = 0
     for m in _ESCAPE.finditer(written):
-        kept.extend(range(pos, m.start()))
+        out.append(written[pos : m.start()])
+        at.extend(range(pos, m.start()))
+        byte = int(m.group(1), 16)
+        if how == "space" or (how == "decoded" and not 0x20 < byte < 0x7F):
+            out.append(" ")
+            at.append(m.start())
+        elif how == "decoded":
+            out.append(chr(byte))
+            at.append(m.start())
         pos = m.end()
-    kept.extend(range(pos, len(written)))
-    joined = "".join(written[i] for i in kept)
-    for span in find_secrets(joined):
-        if span.end > span.start:
-            found.append(SecretSpan(kept[span.start], kept[span.end - 1] + 1, span.kind))
-    return found
+    out.append(written[pos:])
+    at.extend(range(pos, len(written)))
+    return "".join(out), at
 
 
 def _alone(written: str, span: SecretSpan) -> bool:
