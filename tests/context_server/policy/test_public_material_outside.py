@@ -1,7 +1,8 @@
 """Key body outside every block of a public key file, however it is laid out, refuses the
 file: wrapped in short lines, split into groups by spaces, after a label or a comment mark, in
-the comment of an SSH public key. Ordinary text around certificates and keys (titles, rules,
-fingerprints, paths, hosts, options) is still served."""
+the comment of an SSH public key. So does a signing request carrying a challenge password.
+Ordinary text around certificates and keys (titles, rules, fingerprints, paths, hosts,
+options) is still served."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import base64
 import hashlib
 
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.x509.oid import AttributeOID, NameOID
 
 from safeport.context_server.policy.public_material import holds_only_public_material
 from safeport.context_server.policy.read_policy import ReadPolicy
@@ -108,3 +111,40 @@ def test_text_around_public_material_is_still_served() -> None:
         f"{m.ssh_public} Ops Laptop 2026 (rotated quarterly)\n"
     )
     assert holds_only_public_material(keys.encode(), "ssh-public-keys")
+
+
+def _request(attribute: tuple[x509.ObjectIdentifier, bytes] | None) -> bytes:
+    key = ec.derive_private_key(7_919_000_013, ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "enrol.example.test")])
+    builder = x509.CertificateSigningRequestBuilder().subject_name(name)
+    builder = builder.add_extension(
+        x509.SubjectAlternativeName([x509.DNSName("enrol.example.test")]), critical=False
+    )
+    if attribute is not None:
+        builder = builder.add_attribute(*attribute)
+    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.mark.parametrize(
+    "attribute",
+    [
+        (
+            AttributeOID.CHALLENGE_PASSWORD,
+            b"Enrol-" + hashlib.sha256(b"scep").hexdigest()[:20].encode(),
+        ),
+        (AttributeOID.UNSTRUCTURED_NAME, b"build-host-7"),
+    ],
+    ids=["challenge password", "another attribute"],
+)
+def test_a_signing_request_carrying_an_attribute_beyond_its_extensions_is_refused(
+    attribute: tuple[x509.ObjectIdentifier, bytes],
+) -> None:
+    data = _request(attribute)
+    assert not holds_only_public_material(data, "certificates")
+    assert POLICY.content_verdict("enrol.csr", data, len(data)) == "private"
+
+
+def test_a_signing_request_asking_for_extensions_is_still_served() -> None:
+    data = _request(None)
+    assert holds_only_public_material(data, "certificates")
+    assert POLICY.content_verdict("enrol.csr", data, len(data)) is None

@@ -31,6 +31,7 @@ from typing import Literal
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from cryptography.x509 import ObjectIdentifier
 
 from safeport.shared.secret_scan import find_secrets
 
@@ -51,6 +52,8 @@ _LOADERS: dict[str, Callable[[bytes], object]] = {
     "PUBLIC KEY": serialization.load_pem_public_key,
     "RSA PUBLIC KEY": serialization.load_pem_public_key,
 }
+# PKCS#9 extensionRequest: the extensions (names, key usages) a request asks for.
+_EXTENSION_REQUEST = ObjectIdentifier("1.2.840.113549.1.9.14")
 # A block: its BEGIN line, base64 lines only (no headers: a public block has none), the END
 # line of the same label. Anything else with an armour line is left outside, and refused there.
 _BLOCK = re.compile(
@@ -212,7 +215,12 @@ def _parses(label: str, block: str) -> bool:
     if load is None:
         return False
     try:
-        load(block.strip().encode("ascii"))
+        loaded = load(block.strip().encode("ascii"))
+        if isinstance(loaded, x509.CertificateSigningRequest):
+            # A request's attributes can carry a challenge password (SCEP enrolment, revocation),
+            # base64 inside the block where the detector never sees it: only the extensions a
+            # request asks for are public.
+            return all(a.oid == _EXTENSION_REQUEST for a in loaded.attributes)
     except (ValueError, TypeError, UnsupportedAlgorithm):
         return False
     return True
