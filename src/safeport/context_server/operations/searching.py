@@ -13,11 +13,12 @@ from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES
 from safeport.context_server.operations.base import Operations, clamp
 from safeport.context_server.operations.tool_results import FileMatches, SearchHit, SearchResults
 from safeport.context_server.policy.content_secrets import SecretFinder
+from safeport.context_server.policy.display_names import masked_path
 from safeport.context_server.policy.private_names import normalise
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, looks_binary
 from safeport.context_server.workspace.gate import ServedRoot
 from safeport.context_server.workspace.walk import WalkedFile
-from safeport.shared.secret_scan import redact_spans
+from safeport.shared.secret_scan import find_secrets, redact_spans
 from safeport.shared.text_lines import split_lines
 
 MAX_QUERY_CHARS = 500
@@ -60,7 +61,7 @@ class SearchOperations(Operations):
                     matches.append(self.workspace.display(scope.root, found.parts))
             if truncated:
                 break
-        return FileMatches(pattern=pattern, matches=matches, truncated=truncated)
+        return FileMatches(pattern=echoed(pattern), matches=matches, truncated=truncated)
 
     def search_project(
         self, query: str, path: str, limit: int, cursor: str | None
@@ -102,7 +103,7 @@ class SearchOperations(Operations):
             if next_cursor:
                 break
         return SearchResults(
-            query=query,
+            query=echoed(query),
             hits=hits,
             next_cursor=next_cursor,
             method="index" if use_index else "scan",
@@ -210,3 +211,9 @@ def _snippet(line: str, at: int, length: int) -> str:
     start = max(0, min(at - (SNIPPET_CHARS - length) // 2, len(line) - SNIPPET_CHARS))
     piece = line[start : start + SNIPPET_CHARS]
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(line) else "")
+
+
+def echoed(text: str) -> str:
+    """A client's pattern or query as a result repeats it: with each secret it spells (an agent
+    searching for a token it saw elsewhere) replaced by its marker, as the journal keeps it."""
+    return masked_path(redact_spans(text, find_secrets(text))[0])

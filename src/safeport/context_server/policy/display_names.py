@@ -103,9 +103,49 @@ def _redacted(written: str) -> str | None:
         spaced = [s for s in find_secrets(written.replace("_", " ")) if _alone(written, s)]
         if spaced:
             spans = _joined([*spans, *spaced])
+    if "%" in written:
+        # An escape is not part of the name's text: `%FF` before `AKIA…` is one byte that is
+        # not UTF-8, not the letters `FF` that would glue onto the key and hide it, and an
+        # escaped invisible character (`%E2%80%8B`) inside a token does not split it.
+        found = _through_escapes(written)
+        if found:
+            spans = _joined([*spans, *found])
     if not spans:
         return None
     return redact_spans(written, spans)[0]
+
+
+def _through_escapes(written: str) -> list[SecretSpan]:
+    """Secrets in ``written`` read with each escape as a space, left out, and decoded (an
+    ASCII one: ``%41KIA…`` in a request is ``AKIA…``), as spans of ``written``."""
+    found: list[SecretSpan] = []
+    for text, at in (_read_escapes(written, how) for how in ("space", "out", "decoded")):
+        for span in find_secrets(text):
+            if span.end > span.start:
+                found.append(SecretSpan(at[span.start], at[span.end - 1] + 1, span.kind))
+    return found
+
+
+def _read_escapes(written: str, how: str) -> tuple[str, list[int]]:
+    """``written`` with each escape read as ``how`` says, and the offset in ``written`` of
+    each character of the result."""
+    out: list[str] = []
+    at: list[int] = []
+    pos = 0
+    for m in _ESCAPE.finditer(written):
+        out.append(written[pos : m.start()])
+        at.extend(range(pos, m.start()))
+        byte = int(m.group(1), 16)
+        if how == "space" or (how == "decoded" and not 0x20 < byte < 0x7F):
+            out.append(" ")
+            at.append(m.start())
+        elif how == "decoded":
+            out.append(chr(byte))
+            at.append(m.start())
+        pos = m.end()
+    out.append(written[pos:])
+    at.extend(range(pos, len(written)))
+    return "".join(out), at
 
 
 def _alone(written: str, span: SecretSpan) -> bool:

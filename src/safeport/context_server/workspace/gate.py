@@ -207,6 +207,11 @@ class Workspace:
                 verdict = self.policy.content_verdict(name, whole, st.st_size)
                 if verdict:
                     raise refusal(verdict)
+                # What is served is the bytes judged, never the file read again: a private key
+                # written over the certificate in place after the check keeps its inode.
+                with _held(whole) as judged:
+                    yield judged, len(whole)
+                return
             yield fd, st.st_size
         finally:
             os.close(fd)
@@ -256,3 +261,16 @@ class Workspace:
         for item in self.walk(root, start, max_bytes=max_bytes, scoped=scoped):
             if isinstance(item, WalkedFile):
                 yield item
+
+
+@contextlib.contextmanager
+def _held(data: bytes) -> Iterator[int]:
+    """A descriptor on an anonymous in-memory copy of ``data`` (at most MAX_JUDGED_BYTES)."""
+    fd = os.memfd_create("judged", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        yield fd
+    finally:
+        os.close(fd)
