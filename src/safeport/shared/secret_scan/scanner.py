@@ -167,6 +167,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 group = "secret" if "secret" in rule.pattern.groupindex else 0
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
+        if anchor.word and _ordinary_pass_word(text, start, end):
+            continue
         found: SecretSpan | None = None
         # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
         # name a space and a plain word follow holds a value in a few shapes only, which two
@@ -269,6 +271,57 @@ def _in_context(
         if found is not None:
             return found
     return prose_at(text, start, end, line_start, line_end)
+
+
+# English words that hold "pass" and name no secret: in real code most "pass" hits are these
+# ("tests passed", "passing", "bypass"), and each would otherwise be judged as a name.
+_ORDINARY_PASS = frozenset(
+    {
+        "passed",
+        "passes",
+        "passing",
+        "passage",
+        "passages",
+        "passenger",
+        "passengers",
+        "passive",
+        "passively",
+        "passthrough",
+        "passthru",
+        "passable",
+        "passion",
+        "passionate",
+        "bypass",
+        "bypassed",
+        "bypasses",
+        "bypassing",
+        "compass",
+        "encompass",
+        "encompasses",
+        "encompassing",
+        "surpass",
+        "surpassed",
+        "surpasses",
+        "overpass",
+        "underpass",
+        "trespass",
+    }
+)
+
+
+def _ordinary_pass_word(text: str, start: int, end: int) -> bool:
+    """Whether the hit is the "pass" of one of those words (in small letters, whole)."""
+    if text[start:end] != "pass":
+        return False
+    left = start
+    while left > start - 8 and left > 0 and text[left - 1].islower():
+        left -= 1
+    right = end
+    while right < end + 8 and right < len(text) and text[right].islower():
+        right += 1
+    if text[left - 1 : left].isalnum() or text[right : right + 1].isalnum():
+        return False  # part of a longer name ("passedValue", "xpassed2")
+    return text[left:right] in _ORDINARY_PASS
 
 
 # A name followed by a space and a word ("the token expires", "token lifetime": most word hits
