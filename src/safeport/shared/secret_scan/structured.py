@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import GENERIC, name_words, secret_name
+from safeport.shared.secret_scan.assignments import GENERIC
 from safeport.shared.secret_scan.checks import INDIRECTION, looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 KUBE_SECRET = "kubernetes-secret"  # noqa: S105 (a kind's name)
