@@ -55,7 +55,9 @@ LOOK_ALIKES = {
 
 
 def _short() -> str:
-    return rand(4, string.ascii_lowercase) + rand(1, string.digits) + secrets.choice("!#%*?@^")
+    """Six characters as a person types them: four different letters, a digit, a symbol."""
+    letters = "".join(secrets.SystemRandom().sample(string.ascii_lowercase, 4))
+    return letters + rand(1, string.digits) + secrets.choice("!#%*?@^")
 
 
 def _key_bytes() -> list[int]:
@@ -68,7 +70,8 @@ def _key_bytes() -> list[int]:
 def _formats() -> Iterator[tuple[str, str, str]]:
     value = f"ghs_20260307_{rand(40, ALNUM)}"
     yield "ghs-dated", f"GITHUB_TOKEN={value}\n", value
-    value = f"akab-{rand(16, string.ascii_lowercase + string.digits)}-{rand(16, string.digits)}"
+    lower_digits = string.ascii_lowercase + string.digits
+    value = f"akab-{rand(16, lower_digits)}-{rand(16, lower_digits)}"
     yield "akamai", f"T: {value}\n", value
     value = base64.b64encode(b"NTLMSSP\x00\x03\x00\x00\x00" + os.urandom(120)).decode()
     yield "ntlm-authenticate", f"Authorization-Reply: {value}\n", value
@@ -86,7 +89,7 @@ def round_two_samples() -> Iterator[Sample]:
             value = _short()
             yield Sample(f"context:{shape}", template.format(v=value), value)
         for shape, template in URLS.items():
-            value = rand(16, ALNUM)
+            value = rand(12, ALNUM) + rand(2, string.digits) + rand(2, ALNUM)
             yield Sample(f"context:{shape}", template.format(v=value), value)
         for shape, template in BYTE_ARRAYS.items():
             values = _key_bytes()

@@ -114,6 +114,7 @@ def test_a_mysql_password_hash_is_withheld(template: str) -> None:
     [
         "SELECT * AS '*' FROM t;\n",
         "SELECT c AS '*total*' FROM t;\n",
+        "ALTER USER app IDENTIFIED WITH mysql_native_password AS '*" + "0" * 40 + "';\n",
         "ALTER USER app PASSWORD EXPIRE INTERVAL 90 DAY;\n",
         "ghs_20260101_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
         "akab-xxxxxxxxxxxxxxxx-xxxxxxxxxxxxxxxx\n",

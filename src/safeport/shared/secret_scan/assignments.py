@@ -207,7 +207,7 @@ def encoded_query_at(
     if not words or not secret_name(name, words):
         return None
     value = unquote(found.group("value"))
-    if is_placeholder(value) or not looks_random(value, quoted=False):
+    if is_placeholder(value) or not looks_random(value, quoted=True):  # delimited by %26
         return None
     return SecretSpan(found.start("value"), found.end("value"), GENERIC)
 

@@ -27,6 +27,11 @@ def _ntlm_authenticate(message: str) -> bool:
     return decoded is not None and decoded.startswith(_NTLM_AUTHENTICATE)
 
 
+def _drawn_hex(value: str) -> bool:
+    """A digest's hex, not a stand-in of one or two repeated digits (``*0000…``)."""
+    return len(set(value.upper())) > 4
+
+
 DEVOPS_RULES: tuple[TokenRule, ...] = (
     # An app's installation token in its newer, dated form: ``ghs_<yyyymmdd>_`` then a signed
     # JWT or a random body (the older ``ghs_<36>`` is in ``provider_rules``).
@@ -46,22 +51,23 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     ),
     # NTLM's authenticate message (type 3) in base64, as an ``Authorization: NTLM`` header or a
     # capture carries it: its LM/NT responses can be cracked or relayed for the password.
-    rule(
+    # Checked by decoding, not by the stand-in test of ``rule``: the message is binary, and its
+    # base64 spells a word or runs a sequence by chance.
+    TokenRule(
         "ntlm-authenticate",
-        "TlRMTVNTUAAD",
-        r"TlRMTVNTUAAD[A-Za-z0-9+/]{40,8000}={0,2}",
+        ("TlRMTVNTUAAD",),
+        re.compile(r"TlRMTVNTUAAD[A-Za-z0-9+/]{40,8000}={0,2}"),
         _ntlm_authenticate,
-        runs=True,
     ),
     # A MySQL account's password hash (``*`` and SHA1(SHA1(password)) in hex), as ``SHOW CREATE
     # USER`` and dumps write it: a dictionary cracks it offline.
-    rule(
+    TokenRule(
         "mysql-password-hash",
         tuple(
             f"{word} {quote}*" for word in ("AS", "as", "PASSWORD", "password") for quote in "'\""
         ),
-        r"(?i:as|password)[ \t]['\"](?P<secret>\*[0-9A-Fa-f]{40})['\"]",
-        runs=True,
+        re.compile(r"(?i:as|password)[ \t]['\"](?P<secret>\*[0-9A-Fa-f]{40})['\"]"),
+        _drawn_hex,
     ),
     # The token a node joins a swarm with, and the key that unlocks a locked swarm's managers.
     rule(
