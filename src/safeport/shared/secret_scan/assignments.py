@@ -32,8 +32,10 @@ _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
     (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
-      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}|[A-Za-z_][\w\[\].,|]{0,60})(?==))?  # space
-    # before its "=" may hold spaces, so base64's padding in "Basic dXNlcjpw==" is no type's
+      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}(?==)|[A-Za-z_][\w\[\].,|]{0,60}(?==(?![\s=]|$))))?
+    # A type with a space before its "=" may hold spaces, so base64's padding in "Basic
+    # dXNlcjpw==" is no type's; one glued to its "=" has a default after it ("x: int=5"), so a
+    # value's padding ending it ("token: c2VjcmV0=") is none either.
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
