@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from benchmarks.secret_corpus.corpus import Sample
 from benchmarks.secret_corpus.tokens import ALNUM, rand
+from safeport.shared.secret_scan.checks import is_placeholder
 
 SHORT_PASSWORDS = {
     "short-assignment": 'password = "{v}"\n',
@@ -60,6 +61,14 @@ def _short() -> str:
     return letters + rand(1, string.digits) + secrets.choice("!#%*?@^")
 
 
+def _drawn_token() -> str:
+    """Sixteen characters as a generator draws them, redrawn if they spell a stand-in's word."""
+    while True:
+        value = rand(12, ALNUM) + rand(2, string.digits) + rand(2, ALNUM)
+        if not is_placeholder(value):
+            return value
+
+
 def _key_bytes() -> list[int]:
     while True:
         values = [secrets.randbelow(256) for _ in range(16)]
@@ -73,7 +82,10 @@ def _formats() -> Iterator[tuple[str, str, str]]:
     lower_digits = string.ascii_lowercase + string.digits
     value = f"akab-{rand(16, lower_digits)}-{rand(16, lower_digits)}"
     yield "akamai", f"T: {value}\n", value
-    value = base64.b64encode(b"NTLMSSP\x00\x03\x00\x00\x00" + os.urandom(120)).decode()
+    # Security buffers (LM, then NT response: length, length, offset), then the responses.
+    buffers = b"\x18\x00\x18\x00\x40\x00\x00\x00\x18\x00\x18\x00\x58\x00\x00\x00" + bytes(36)
+    message = b"NTLMSSP\x00\x03\x00\x00\x00" + buffers + os.urandom(48)
+    value = base64.b64encode(message).decode()
     yield "ntlm-authenticate", f"Authorization-Reply: {value}\n", value
     value = "*" + secrets.token_hex(20).upper()
     yield (
@@ -89,7 +101,7 @@ def round_two_samples() -> Iterator[Sample]:
             value = _short()
             yield Sample(f"context:{shape}", template.format(v=value), value)
         for shape, template in URLS.items():
-            value = rand(12, ALNUM) + rand(2, string.digits) + rand(2, ALNUM)
+            value = _drawn_token()
             yield Sample(f"context:{shape}", template.format(v=value), value)
         for shape, template in BYTE_ARRAYS.items():
             values = _key_bytes()

@@ -35,9 +35,20 @@ def dated_installation_token() -> str:
     return f"ghs_{date}_{header}.{claims}.{b64url(os.urandom(32))}"
 
 
-def ntlm(message_type: int) -> str:
+def ntlm(message_type: int, *, pointing: bool = True) -> str:
+    """An NTLMSSP message in base64: for type 3, security buffers whose NT response (24 random
+    bytes) lies in the payload (or, unless ``pointing``, past its end)."""
+    payload = os.urandom(24) + os.urandom(24) + "CORP".encode("utf-16-le")
+    offset = 64 if pointing else 4096
+    buffers = (
+        (24).to_bytes(2, "little") * 2
+        + (64).to_bytes(4, "little")  # LM response
+        + (24).to_bytes(2, "little") * 2
+        + (offset + 24).to_bytes(4, "little")  # NT response
+        + bytes(36)
+    )
     return base64.b64encode(
-        b"NTLMSSP\x00" + bytes([message_type, 0, 0, 0]) + os.urandom(120)
+        b"NTLMSSP\x00" + bytes([message_type, 0, 0, 0]) + buffers + payload
     ).decode()
 
 
@@ -89,8 +100,8 @@ def test_an_ntlm_authenticate_message_is_withheld(template: str) -> None:
 
 
 def test_other_ntlm_messages_stay_served() -> None:
-    for message_type in (1, 2):
-        text = f"captured: {ntlm(message_type)}\n"
+    for message in (ntlm(1), ntlm(2), ntlm(3, pointing=False)):
+        text = f"captured: {message}\n"
         assert find_secrets(text) == [], text
 
 
@@ -119,6 +130,7 @@ def test_a_mysql_password_hash_is_withheld(template: str) -> None:
         "ghs_20260101_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
         "akab-xxxxxxxxxxxxxxxx-xxxxxxxxxxxxxxxx\n",
         "alias akab-short-one\n",
+        "host = akab-q8w2ke7rt4zn1vxp-m5hs0bj3c9ld6fya.luna.akamaiapis.net\n",
     ],
 )
 def test_look_alikes_stay_served(line: str) -> None:
@@ -140,7 +152,8 @@ def test_a_base64_value_ending_in_padding_after_a_colon_is_withheld(
 ) -> None:
     """``name: <base64>=`` is no type annotation with a default: the "=" ends the value."""
     value = "/"
-    while value.startswith("/"):  # a leading slash reads as a path (served; a known limit)
+    # A leading slash reads as a path, and an unquoted value needs a digit (known limits).
+    while value.startswith("/") or not any(c.isdigit() for c in value):
         value = base64.b64encode(os.urandom(20 if padding == "=" else 19)).decode()
     text = template.format(value=value)
     at = text.index(value)

@@ -22,9 +22,15 @@ def _jfrog_reference(token: str) -> bool:
 
 
 def _ntlm_authenticate(message: str) -> bool:
-    """Base64 of NTLMSSP's type 3 message, which carries the client's hashed response."""
+    """Base64 of NTLMSSP's type 3 message, which carries the client's hashed response: the
+    signature, then an NT response whose length and offset (bytes 20 to 28) lie in the message.
+    Text glued to a copied header (a truncated or made-up example) points nowhere."""
     decoded = decoded_base64(message[: len(message) - len(message) % 4])
-    return decoded is not None and decoded.startswith(_NTLM_AUTHENTICATE)
+    if decoded is None or not decoded.startswith(_NTLM_AUTHENTICATE) or len(decoded) < 28:
+        return False
+    length = int.from_bytes(decoded[20:22], "little")
+    offset = int.from_bytes(decoded[24:28], "little")
+    return length > 0 and offset >= 28 and offset + length <= len(decoded)
 
 
 def _drawn_hex(value: str) -> bool:
@@ -46,7 +52,8 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     rule(
         "akamai-token",
         "akab-",
-        B + r"akab-[a-z0-9]{16}-[a-z0-9]{16}" + E,
+        # Not the API's host name, which starts with the same two parts (akab-….akamaiapis.net).
+        B + r"akab-[a-z0-9]{16}-[a-z0-9]{16}" + E + r"(?!\.[a-z])",
         random_enough,
     ),
     # NTLM's authenticate message (type 3) in base64, as an ``Authorization: NTLM`` header or a
