@@ -210,7 +210,8 @@ def context_samples() -> Iterator[Sample]:
 
 
 def labelled() -> list[Sample]:
-    from benchmarks.secret_corpus.shapes import shape_samples  # it builds on this module
+    from benchmarks.secret_corpus.round_two import round_two_samples  # both build on this module
+    from benchmarks.secret_corpus.shapes import shape_samples
 
     return [
         *token_samples(),
@@ -219,4 +220,5 @@ def labelled() -> list[Sample]:
         *negative_samples(),
         *context_samples(),
         *shape_samples(),
+        *round_two_samples(),
     ]

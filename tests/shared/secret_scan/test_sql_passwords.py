@@ -1,7 +1,8 @@
 """Passwords in SQL statements wherever they are written: a migration, a shell line, a string in
 code. ``IDENTIFIED [WITH plugin] BY``, ``[WITH] [ENCRYPTED] PASSWORD``, ``LOGIN PASSWORD``,
-``SET PASSWORD … =`` and ``PASSWORD('…')`` each give their literal; a hash, a bind parameter, a
-variable or a placeholder in the same place reads unchanged."""
+``SET PASSWORD … =`` and ``PASSWORD('…')`` each give their literal; a bind parameter, a
+variable or a placeholder in the same place reads unchanged. (A MySQL password hash,
+``AS '*…'``, is crackable and withheld by its own format: ``test_formats_round_two.py``.)"""
 
 from __future__ import annotations
 
@@ -79,9 +80,6 @@ def test_password_keyword(template: str) -> None:
         "CREATE USER app IDENTIFIED BY '%s';\n",
         "CREATE USER app IDENTIFIED BY :password;\n",
         "CREATE USER app IDENTIFIED BY ?;\n",
-        "ALTER USER u IDENTIFIED BY PASSWORD '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';\n",
-        "ALTER USER u IDENTIFIED WITH mysql_native_password AS "
-        "'*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';\n",
         "CREATE ROLE app LOGIN PASSWORD 'changeme';\n",
         "CREATE USER app WITH PASSWORD ${DB_PASSWORD};\n",
         "CREATE USER app WITH PASSWORD 'md5' || md5(:pw);\n",

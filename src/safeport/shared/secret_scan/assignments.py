@@ -11,6 +11,7 @@ and notebook JSON (whose quotes arrive escaped as ``\\"``).
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 from safeport.shared.secret_scan.checks import (
     is_basic_credential,
@@ -20,6 +21,7 @@ from safeport.shared.secret_scan.checks import (
 )
 from safeport.shared.secret_scan.encoded import basic_credential_at
 from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
+from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 GENERIC = "secret-assignment"
@@ -42,8 +44,10 @@ _AFTER_NAME = re.compile(
     r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
     (?P<space>[ \t]{0,8})
     (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
-      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}|[A-Za-z_][\w\[\].,|]{0,60})(?==))?  # space
-    # before its "=" may hold spaces, so base64's padding in "Basic dXNlcjpw==" is no type's
+      (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}(?==)|[A-Za-z_][\w\[\].,|]{0,60}(?==(?![\s=]|$))))?
+    # A type with a space before its "=" may hold spaces, so base64's padding in "Basic
+    # dXNlcjpw==" is no type's; one glued to its "=" has a default after it ("x: int=5"), so a
+    # value's padding ending it ("token: c2VjcmV0=") is none either.
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
@@ -65,11 +69,16 @@ _BEARER = re.compile(r"(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,2000}=*)
 # A password may hold an unescaped "@" (``user:p@ss@host``): the userinfo ends at the LAST "@"
 # before the host, as URL parsers read it. The parts after the first "@" stop at "?" and "#" too,
 # so an address in the query (``host?to=a@b``) is not taken for the end of a password.
+# The login may itself be an email address (``smtps://me@example.com:pw@host``): one "@" inside
+# the user part, before the colon.
 _URL_USERINFO = re.compile(
-    r"://(?P<user>[^\s/:@\"'<>\\]{0,128})"
+    r"://(?P<user>[^\s/:@\"'<>\\]{0,128}(?:@[^\s/:@\"'<>\\]{1,128})?)"
     r":(?P<password>[^\s/@\"'<>\\]{1,256}(?:@[^\s/@?#\"'<>\\]{0,256})*)@(?=[\w\[])"
 )
 
+# A query string encoded inside another URL's parameter: ``…%26token%3D<value>%26…``. The value
+# runs to the next encoded "&" (or any character a query may not hold unencoded).
+_ENCODED_VALUE = re.compile(r"%3[Dd](?P<value>(?:[A-Za-z0-9._~\-]|%(?!26)[0-9A-Fa-f]{2}){1,256})")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _COMPARISONS = frozenset({"==", "!=", "===", "!=="})
 _HAS_DIGIT = re.compile(r"\d")
@@ -165,7 +174,10 @@ def _assignment(
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
-    if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
+    chosen = bool(quote) and not weak and password_name(words) and chosen_password(value, name)
+    if not chosen and (
+        not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
+    ):
         return None, value_end
     if weak and not _strongly_random(value):
         return None, value_end
@@ -191,6 +203,34 @@ def url_credential_at(text: str, start: int, line_end: int) -> SecretSpan | None
     if is_placeholder(password) or password == found.group("user") or "," in password:
         return None
     return SecretSpan(found.start("password"), found.end("password"), "password-in-url")
+
+
+def encoded_query_at(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """The value of a secret-like parameter in a URL-encoded query (``%26token%3D…%26``)."""
+    name_end = end
+    while name_end < min(line_end, end + MAX_NAME) and (
+        text[name_end].isalnum() or text[name_end] in "_-"
+    ):
+        name_end += 1
+    found = _ENCODED_VALUE.match(text, name_end, line_end)
+    if found is None:
+        return None
+    name_start = start
+    floor = max(line_start, start - MAX_NAME)
+    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_-"):
+        name_start -= 1
+    if text[name_start - 1 : name_start] == "%":
+        name_start += 2  # "%26token": the walk back took the escape's two digits for the name
+    name = text[name_start:name_end]
+    words = name_words(name)
+    if not words or not secret_name(name, words):
+        return None
+    value = unquote(found.group("value"))
+    if is_placeholder(value) or not looks_random(value, quoted=True):  # delimited by %26
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)
 
 
 def _strongly_random(value: str) -> bool:

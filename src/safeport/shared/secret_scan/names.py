@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from safeport.shared.secret_scan.passwords import misspelled_password
+
 _SEGMENTS = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 # Shortened spellings of "password" (a prefilter literal each: none holds "pass" or "pwd").
 MISSPELLINGS = (
@@ -24,6 +26,10 @@ MISSPELLINGS = (
     "paswrd",
     "pasword",
     "passwort",
+    # Prefixes of the misspellings that hold no "pass" (``paasword``, ``paswort``): the name is
+    # judged by ``passwords.misspelled_password``.
+    "paasw",
+    "pasw",
 )
 # "Password" as people write it in other languages (tickets, wikis and comments are not all in
 # English): a prefilter literal each, in every case the prefilter spells.
@@ -267,6 +273,8 @@ def secret_name(name: str, words: list[str]) -> bool:
         word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2; but Auth0 is a name
         word = numbered if word == "auth" else word
         if word in _SECRET_SEGMENTS or (word.endswith(_SECRET_ENDINGS) and word not in _NOT_PASS):
+            return True
+        if word.startswith("p") and misspelled_password(word):  # passowrd, paasword, passworsd
             return True
         if word == "key" and index > 0 and words[index - 1] in _KEY_PARTNERS:
             return True

@@ -24,6 +24,7 @@ import re
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
@@ -163,7 +164,7 @@ def _element_value(text: str, name_start: int, name_end: int, line_end: int) -> 
     if not stripped:
         return None
     value_start += len(value) - len(value.lstrip())
-    return _checked(text, value_start, value_start + len(stripped), quoted=True)
+    return _checked(text, value_start, value_start + len(stripped), quoted=True, name=name)
 
 
 def _lookup_default(
@@ -178,6 +179,11 @@ def _lookup_default(
     if found.group(group) is None:
         return None
     return _checked(text, found.start(group), found.end(group), quoted=True)
+
+
+def _password(name: str) -> bool:
+    words = name_words(name.replace(" ", "_").replace("\t", "_"))
+    return bool(words) and password_name(words)
 
 
 def _secret(name: str) -> bool:
@@ -198,7 +204,12 @@ def _value_span(found: re.Match[str] | None) -> SecretSpan | None:
     return _checked(found.string, found.start("value"), value_end, quoted=False)
 
 
-def _checked(text: str, start: int, end: int, *, quoted: bool) -> SecretSpan | None:
-    if not looks_random(text[start:end], quoted=quoted):
+def _checked(text: str, start: int, end: int, *, quoted: bool, name: str = "") -> SecretSpan | None:
+    """A literal that looks generated, or, delimited under a password's name (``name``), one a
+    person chose (``passwords.chosen_password``)."""
+    value = text[start:end]
+    if not looks_random(value, quoted=quoted) and not (
+        quoted and name and _password(name) and chosen_password(value, name)
+    ):
         return None
     return SecretSpan(start, end, GENERIC)

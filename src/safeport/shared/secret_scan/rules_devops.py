@@ -1,6 +1,7 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
-Networking, WunderGraph Cosmo. (GitLab, GitHub, Docker Hub and the older formats are in
-``provider_rules``.)"""
+Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
+authenticate message, MySQL password hashes. (GitLab, GitHub's other tokens, Docker Hub and the
+older formats are in ``provider_rules``.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from safeport.shared.secret_scan.checks import decoded_base64, random_enough
 from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
 
 _REFERENCE = re.compile(rb"reftkn:[0-9]{2}:[0-9]{10}:")
+_NTLM_AUTHENTICATE = b"NTLMSSP\x00\x03\x00\x00\x00"
 
 
 def _jfrog_reference(token: str) -> bool:
@@ -19,7 +21,61 @@ def _jfrog_reference(token: str) -> bool:
     return decoded is not None and _REFERENCE.match(decoded) is not None
 
 
+def _ntlm_authenticate(message: str) -> bool:
+    """Base64 of NTLMSSP's type 3 message, which carries the client's hashed response: the
+    signature, then an NT response whose length and offset (bytes 20 to 28) lie in the message.
+    Text glued to a copied header (a truncated or made-up example) points nowhere."""
+    decoded = decoded_base64(message[: len(message) - len(message) % 4])
+    if decoded is None or not decoded.startswith(_NTLM_AUTHENTICATE) or len(decoded) < 28:
+        return False
+    length = int.from_bytes(decoded[20:22], "little")
+    offset = int.from_bytes(decoded[24:28], "little")
+    return length > 0 and offset >= 28 and offset + length <= len(decoded)
+
+
+def _drawn_hex(value: str) -> bool:
+    """A digest's hex, not a stand-in of one or two repeated digits (``*0000…``)."""
+    return len(set(value.upper())) > 4
+
+
 DEVOPS_RULES: tuple[TokenRule, ...] = (
+    # An app's installation token in its newer, dated form: ``ghs_<yyyymmdd>_`` then a signed
+    # JWT or a random body (the older ``ghs_<36>`` is in ``provider_rules``).
+    rule(
+        "github-token",
+        "ghs_",
+        r"ghs_[0-9]{6,8}_[A-Za-z0-9_\-]{16,4000}(?:\.[A-Za-z0-9_\-]{0,4000}){0,2}",
+        random_enough,
+    ),
+    # Akamai EdgeGrid's client and access tokens (the client secret beside them is base64 under
+    # a secret-like name); a line prefix such as ``T: `` or ``client_token = `` may precede them.
+    rule(
+        "akamai-token",
+        "akab-",
+        # Not the API's host name, which starts with the same two parts (akab-….akamaiapis.net).
+        B + r"akab-[a-z0-9]{16}-[a-z0-9]{16}" + E + r"(?!\.[a-z])",
+        random_enough,
+    ),
+    # NTLM's authenticate message (type 3) in base64, as an ``Authorization: NTLM`` header or a
+    # capture carries it: its LM/NT responses can be cracked or relayed for the password.
+    # Checked by decoding, not by the stand-in test of ``rule``: the message is binary, and its
+    # base64 spells a word or runs a sequence by chance.
+    TokenRule(
+        "ntlm-authenticate",
+        ("TlRMTVNTUAAD",),
+        re.compile(r"TlRMTVNTUAAD[A-Za-z0-9+/]{40,8000}={0,2}"),
+        _ntlm_authenticate,
+    ),
+    # A MySQL account's password hash (``*`` and SHA1(SHA1(password)) in hex), as ``SHOW CREATE
+    # USER`` and dumps write it: a dictionary cracks it offline.
+    TokenRule(
+        "mysql-password-hash",
+        tuple(
+            f"{word} {quote}*" for word in ("AS", "as", "PASSWORD", "password") for quote in "'\""
+        ),
+        re.compile(r"(?i:as|password)[ \t]['\"](?P<secret>\*[0-9A-Fa-f]{40})['\"]"),
+        _drawn_hex,
+    ),
     # The token a node joins a swarm with, and the key that unlocks a locked swarm's managers.
     rule(
         "docker-swarm-token",

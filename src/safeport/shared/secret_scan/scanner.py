@@ -24,10 +24,12 @@ from collections import OrderedDict, defaultdict
 from safeport.shared.secret_scan.assignments import (
     assignment_at,
     bearer_at,
+    encoded_query_at,
     may_assign,
     may_assign_strong,
     url_credential_at,
 )
+from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
 from safeport.shared.secret_scan.pairs import may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
@@ -219,6 +221,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     spans.append(below)
             elif found is None and may_be_escaped(text, end, line_end):
                 found = escaped_value_at(text, start, end, line_start, line_end)
+            if found is None and may_hold_bytes(text, end, line_end):
+                found = byte_array_at(text, start, end, line_start, line_end)
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
@@ -253,6 +257,8 @@ def _in_context(
         if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
             return None
         return curl_option_at(text, start, end, line_end)
+    if following == "%":  # a query encoded in a URL: %26token%3D…
+        return encoded_query_at(text, start, end, line_start, line_end)
     if following not in _CONTEXT_FOLLOWING:
         return None
     if following in (" ", "\t") and not _spaced_may_hold(
