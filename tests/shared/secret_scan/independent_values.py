@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import math
 import re
 import secrets
 import string
+from collections import Counter
 from collections.abc import Callable
 
 from cryptography.hazmat.primitives import serialization
@@ -21,6 +23,7 @@ ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 HEX = "0123456789abcdef"
+NAME_PIECES = "pw|pass|key|tok|auth|cred|salt|nonce|sec|pwd"
 DJANGO = string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)"  # get_random_secret_key()
 B64 = ALNUM + "+/"
 B32 = string.ascii_uppercase + "234567"
@@ -44,6 +47,10 @@ _STAND_IN_WORDS: tuple[str, ...] = (
 _STAND_IN_WORDS += ("fixme", "insert", "replace", "secret", "passw", "redacted", "changeme")
 
 
+def _bits(value: str) -> float:
+    return -sum(k / len(value) * math.log2(k / len(value)) for k in Counter(value).values())
+
+
 def rand(alphabet: str, n: int) -> str:
     """``n`` characters drawn from ``alphabet``; a long draw holds a digit and, if the alphabet
     has them, a small and a capital letter (a body without digits is a trait with its own
@@ -52,6 +59,9 @@ def rand(alphabet: str, n: int) -> str:
         value = "".join(secrets.choice(alphabet) for _ in range(n))
         lowered = value.lower()
         if any(word in lowered for word in _STAND_IN_WORDS):
+            continue
+        # A hex draw this uneven is one in ten thousand; digits alone never reach the floor.
+        if n >= 16 and _bits(value) < min(3.3, math.log2(len(alphabet)) - 0.6):
             continue
         if n >= 8 and not all(
             any(c in value for c in group) or not any(c in alphabet for c in group)
@@ -149,6 +159,14 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
+def _drawn_b64(size: int) -> str:
+    """Base64 of ``size`` random bytes spelling no stand-in word (see :func:`rand`)."""
+    return _redraw(
+        lambda: _b64(secrets.token_bytes(size)),
+        lambda v: not any(word in v.lower() for word in _STAND_IN_WORDS),
+    )
+
+
 def _jwt() -> str:
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
     claims = f'{{"sub":"{secrets.randbelow(10**9)}","iat":{secrets.randbelow(10**9) + 10**9}}}'
@@ -205,8 +223,8 @@ KINDS: dict[str, Callable[[], str]] = {
     "hex32": lambda: rand(HEX, 32),
     "hex40": lambda: rand(HEX, 40),
     "hex64": lambda: rand(HEX, 64),
-    "b64_32": lambda: _b64(secrets.token_bytes(32)),
-    "b64_64": lambda: _b64(secrets.token_bytes(64)),
+    "b64_32": lambda: _drawn_b64(32),
+    "b64_64": lambda: _drawn_b64(64),
     "alnum20": lambda: rand(ALNUM, 20),
     "alnum32": lambda: rand(ALNUM, 32),
     "alnum40": lambda: rand(ALNUM, 40),
@@ -283,13 +301,52 @@ KINDS: dict[str, Callable[[], str]] = {
     "dynatrace": lambda: f"dt0c01.{rand(B32, 24)}.{rand(B32, 64)}",
     "atlassian": lambda: f"ATATT3xFfGF0{rand(URLSAFE, 171)}={rand(HEX.upper(), 8)}",
     "tailscale": lambda: f"tskey-auth-{rand(ALNUM, 13)}-{rand(ALNUM, 33)}",
-    "azure_key": lambda: _b64(secrets.token_bytes(64)),
-    "sas_key": lambda: _b64(secrets.token_bytes(32)),
-    "laravel": lambda: "base64:" + _b64(secrets.token_bytes(32)),
+    "azure_key": lambda: _drawn_b64(64),
+    "sas_key": lambda: _drawn_b64(32),
+    "laravel": lambda: "base64:" + _drawn_b64(32),
     "otp_b32": lambda: rand(B32, 32),
     "django": lambda: _redraw(lambda: rand(DJANGO, 50), _plain_django),
     "django_raw": lambda: _redraw(lambda: rand(DJANGO, 50), _django_traits),
     "fb": lambda: "EAA" + rand(ALNUM, 180),
+    "azure_ad": lambda: f"{rand(ALNUM, 3)}{secrets.randbelow(10)}Q~{rand(ALNUM + '_~.', 34)}",
+    "azure_devops": lambda: rand(string.ascii_lowercase + "234567", 52),
+    "dop": lambda: "dop_v1_" + rand(HEX, 64),
+    "sntryu": lambda: "sntryu_" + rand(HEX, 64),
+    "bitbucket": lambda: "ATBB" + rand(ALNUM, 28) + rand(HEX.upper(), 8),
+    "okta": lambda: "00" + rand(URLSAFE, 40),
+    "pscale": lambda: "pscale_tkn_" + rand(URLSAFE, 43),
+    "langsmith": lambda: f"lsv2_pt_{rand(HEX, 32)}_{rand(HEX, 10)}",
+    "openrouter": lambda: "sk-or-v1-" + rand(HEX, 64),
+    "pplx": lambda: "pplx-" + rand(ALNUM, 48),
+    "xai": lambda: "xai-" + rand(ALNUM, 80),
+    "brevo": lambda: f"xkeysib-{rand(HEX, 64)}-{rand(ALNUM, 16)}",
+    "mapbox": lambda: (
+        "sk."
+        + base64.urlsafe_b64encode(f'{{"u":"acme","a":"{rand(LOWER_ALNUM, 25)}"}}'.encode())
+        .rstrip(b"=")
+        .decode()
+        + "."
+        + rand(URLSAFE, 22)
+    ),
+    "sonar": lambda: "squ_" + rand(HEX, 40),
+    "nuget": lambda: "oy2" + rand(LOWER_ALNUM, 43),
+    "rubygems": lambda: "rubygems_" + rand(HEX, 48),
+    "crates": lambda: "cio" + rand(ALNUM, 32),
+    "netlify": lambda: "nfp_" + rand(ALNUM, 36),
+    "contentful": lambda: "CFPAT-" + rand(URLSAFE, 43),
+    "buildkite": lambda: "bkua_" + rand(HEX, 40),
+    "mailchimp": lambda: f"{rand(HEX, 32)}-us{secrets.randbelow(20) + 1}",
+    "fcm": lambda: f"AAAA{rand(URLSAFE, 7)}:APA91b{rand(URLSAFE, 134)}",
+    "elevenlabs": lambda: "sk_" + rand(HEX, 48),
+    "jfrog": lambda: "AKCp" + rand(ALNUM, 69),
+    "jenkins": lambda: "11" + rand(HEX, 32),
+    "alnum24": lambda: rand(ALNUM, 24),
+    # Base64 that spells no secret-like name: a draw holding "pw" before its "=" padding reads
+    # as an assignment, a trait with a case of its own ("b64_pw_tail").
+    "b64_plain": lambda: _redraw(
+        lambda: _b64(secrets.token_bytes(32)), lambda v: not re.search(NAME_PIECES, v, re.I)
+    ),
+    "b64_pw_tail": lambda: "Q" + rand(ALNUM, 31) + "mqfz4gc69Pw=",
     "b64_pw": lambda: _b64(password().encode()),
     "b64_pem": lambda: _b64(_ec_pem().encode() + b"\n"),
     "pkcs8_json": lambda: _pkcs8_pem().replace("\n", "\\n"),

@@ -15,6 +15,7 @@ from _pytest.mark.structures import ParameterSet
 
 from safeport.shared.secret_scan import redact
 from tests.shared.secret_scan import independent_contextual as contextual
+from tests.shared.secret_scan import independent_more as more
 from tests.shared.secret_scan import independent_negatives as negatives
 from tests.shared.secret_scan import independent_positives as positives
 from tests.shared.secret_scan.independent_values import fill, fill_any, survivors
@@ -30,6 +31,10 @@ POSITIVE_GROUPS = {
     "sql": contextual.SQL,
     "traits": contextual.TRAITS,
     "encoded": contextual.ENCODED,
+    "more-providers": more.MORE_PROVIDERS,
+    "defaults": more.DEFAULTS,
+    "tool-files": more.TOOL_FILES,
+    "languages": more.LANGUAGES,
 }
 NEGATIVE_GROUPS = {
     "placeholders": negatives.PLACEHOLDERS,
@@ -38,6 +43,7 @@ NEGATIVE_GROUPS = {
     "look-alike-values": negatives.LOOK_ALIKE_VALUES,
     "blobs": negatives.BLOBS,
     "fixtures": negatives.FIXTURES,
+    "elsewhere": negatives.ELSEWHERE,
 }
 
 _POSITIONAL = "password passed by position to a known call"
@@ -71,6 +77,16 @@ KNOWN_GAPS: dict[str, str] = {
     "keys-compose-log-key": _KEY_LOG,
     "providers-tailscale-compose": "provider format without a rule (Tailscale auth key)",
     "sql-sql-update-token": "secret in SQL whose name is in another column",
+    "defaults-bash-default": "literal default of a shell parameter expansion",
+    "languages-objc": 'Objective-C string literal @"..."',
+    "languages-pika-creds": _POSITIONAL,
+    "more-providers-azure-devops-pat": "secret-like name spelled PAT",
+    "more-providers-okta-ssws": _HTTP,
+    "more-providers-wandb": _FLAGS,
+    "tool-files-android-signing": "Groovy property set without = (storePassword 'x')",
+    "tool-files-ios-plist": "plist key and string elements on separate lines",
+    "tool-files-pgpass": "colon-separated credential file line (.pgpass)",
+    "tool-files-wpa-supplicant": "Wi-Fi pre-shared key (psk=)",
     "traits-alpha-pw-dotenv": _NO_DIGIT,
     "traits-alpha-pw-yaml": _NO_DIGIT,
     "traits-pct-pw-yaml": _INDIRECTION,
@@ -87,6 +103,8 @@ KNOWN_GAPS: dict[str, str] = {
 }
 KNOWN_FALSE_POSITIVES: dict[str, str] = {
     "look-alike-values-nonce": "a nonce written in a file is not a credential",
+    "elsewhere-02": "value encrypted for a cluster (SealedSecret encryptedData)",
+    "elsewhere-35": "base64 holding pw before its = padding read as an assignment",
 }
 
 
