@@ -167,4 +167,14 @@ def hits(text: str) -> list[tuple[int, int, Anchor]]:
     if not found:
         return []
     found.sort(key=lambda hit: hit[1])
-    return [(start, end, ANCHORS[index]) for index, start, end in found]
+    kept = []
+    ends: dict[int, int] = {}
+    for index, start, end in found:
+        # A literal found again inside itself ("AAAAAAAAAA" along a run of A's) wakes nothing
+        # its first hit did not: every rule starts at its anchor behind a boundary, or searches
+        # the anchor's whole line. A megabyte of one letter is one hit, not a million.
+        if start < ends.get(index, -1):
+            continue
+        ends[index] = end
+        kept.append((start, end, ANCHORS[index]))
+    return kept
