@@ -63,6 +63,28 @@ _SECURE_STRING = re.compile(
     rf"""(?:[ \t]+-(?i:string|asplaintext|force)\b)*[ \t]+{_VALUE}""",
 )
 _CURL_OPTION = re.compile(rf"[ \t]*,[ \t]*{_VALUE}")
+# OpenLDAP's clients take the bind password after ``-w``; ``net use`` the password after the
+# ``/user:`` argument; HTTPie ``-a user:password``; ``wandb login`` the key itself.
+_LDAP_PASSWORD = re.compile(rf"[ \t]-w[ \t]*{_VALUE}")
+_NET_USE = re.compile(rf"[ \t]/(?i:user|u):[^\s/]+[ \t]+{_VALUE}")
+_HTTPIE_AUTH = re.compile(
+    r"""(?:[ \t]+|=)(?P<quote>["']?)(?P<user>[^\s"':]{0,128}):(?P<value>[^\s"']{1,256})(?P=quote)"""
+)
+_BARE_ARGUMENT = re.compile(rf"(?:[ \t]+--?[a-z][a-z\-]*(?:=\S*)?)*[ \t]+{_VALUE}")
+# htpasswd's switches (``-b``, ``-bc``, ``-nbB``), then the file unless ``-n``, the user, the
+# password.
+_HTPASSWD = re.compile(r"(?P<switches>(?:[ \t]+-[A-Za-z]+)+)[ \t]+(?P<rest>[^\n]{1,512})")
+# A Wi-Fi pre-shared key: 8 to 63 characters, or 64 hex digits.
+_PSK = re.compile(rf"[ \t]*{_VALUE}")
+_CLIENT_ARGUMENTS = {
+    "ldapsearch": _LDAP_PASSWORD,
+    "ldapmodify": _LDAP_PASSWORD,
+    "ldapadd": _LDAP_PASSWORD,
+    "ldapdelete": _LDAP_PASSWORD,
+    "ldappasswd": _LDAP_PASSWORD,
+    "ldapwhoami": _LDAP_PASSWORD,
+    "net use": _NET_USE,
+}
 
 
 def flag_value_at(
@@ -125,6 +147,21 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
         return _value_span(_SPACED_PASSWORD.search(text, end, limit))
     if client in _CLIENT_FLAGS:
         return _value_span(_CLIENT_FLAGS[client].search(text, end, limit))
+    if client in _CLIENT_ARGUMENTS:
+        return _value_span(_CLIENT_ARGUMENTS[client].search(text, end, limit))
+    if client == "wandb login":
+        return _value_span(_BARE_ARGUMENT.match(text, end, limit))
+    if client.startswith("http "):
+        found = _HTTPIE_AUTH.match(text, end, limit)
+        if found is None or found.group("value") == found.group("user"):
+            return None
+        return _value_span(found)
+    if client == "htpasswd":
+        return _htpasswd(text, end, limit)
+    if client.startswith("psk"):
+        return _value_span(_PSK.match(text, end, limit))
+    if client in ("cookie", "authorization"):
+        return header_at(text, start, end, line_end)
     if client == "identified":
         return identified_at(text, end, line_end)
     if client == "curl":
@@ -133,6 +170,78 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
             return None
         return _value_span(found)
     return _value_span(_SECURE_STRING.match(text, end, limit))
+
+
+# A header's name then its value: ``Cookie: …`` on a line, or HAR's / a JSON log's
+# ``"name": "Cookie", "value": "…"``.
+_HEADER_START = re.compile(
+    r"""["']?[ \t]*(?::|,[ \t]*["']value["'][ \t]*:)[ \t]*(?P<quote>["']?)"""
+)
+_COOKIE = re.compile(r"(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<value>[^;,\s\"']{1,512})")
+# Cookie names that hold a session or a login: ``sessionid``, ``PHPSESSID``, ``JSESSIONID``,
+# ``connect.sid``, ``_app_session``, ``auth_token``, ``remember_user_token``, ``jwt``.
+_SESSION_NAME = re.compile(r"(?i:sess|sid|auth|token|jwt|remember|login|identity|sso)")
+_NOT_SESSION = re.compile(r"(?i:csrf|xsrf|consent|cookie_?law|side)")
+# The credential after an Authorization scheme (``SSWS …``, ``Token …``, ``OAuth …``); AWS's
+# Signature V4 and HTTP Digest carry theirs as a named field.
+_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9\-]{0,31})[ \t]+")
+_SCHEME_VALUE = re.compile(
+    r"""(?P<quote>["']?)(?P<value>[A-Za-z0-9._~+/\-]{8,512}={0,2})(?P=quote)"""
+)
+_DECODED_SCHEMES = frozenset({"basic", "ntlm", "negotiate"})
+_SIGNED_FIELD = re.compile(
+    r"""(?i:signature|response)=(?P<quote>["']?)(?P<value>[0-9A-Fa-f]{32,128})"""
+)
+
+
+def header_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | None:
+    """A session cookie's value in a Cookie or Set-Cookie header, or the credential of an
+    Authorization header, if it looks generated."""
+    if start and (text[start - 1].isalnum() or text[start - 1] == "_"):  # not sessionCookie:
+        return None
+    opened = _HEADER_START.match(text, end, line_end)
+    if opened is None:
+        return None
+    limit = min(line_end, opened.end() + _REACH)
+    if text[start:end].lower() == "cookie":
+        return _session_cookie(text, opened.end(), limit)
+    signed = _SIGNED_FIELD.search(text, opened.end(), limit)
+    if signed is not None:
+        return SecretSpan(signed.start("value"), signed.end("value"), GENERIC)
+    scheme = _SCHEME.match(text, opened.end(), limit)
+    # Basic, NTLM and Negotiate carry encoded structures, judged by decoding (``encoded.py``).
+    if scheme is None or scheme.group("scheme").lower() in _DECODED_SCHEMES:
+        return None
+    return _value_span(_SCHEME_VALUE.match(text, scheme.end(), limit))
+
+
+def _session_cookie(text: str, start: int, limit: int) -> SecretSpan | None:
+    spans = []
+    for found in _COOKIE.finditer(text, start, limit):
+        name = found.group("name")
+        if not _SESSION_NAME.search(name) or _NOT_SESSION.search(name):
+            continue
+        value = found.group("value")
+        # Express signs its cookie as ``s:<value>.<signature>``, URL-encoded.
+        bare = value.removeprefix("s%3A").removeprefix("s:").replace("%2F", "/").replace("%2B", "+")
+        if looks_random(bare.split(".", 1)[0], quoted=True) or looks_random(bare, quoted=True):
+            spans.append(SecretSpan(found.start("value"), found.end("value"), GENERIC))
+    if not spans:
+        return None
+    # One finding covers every session cookie of the header.
+    return SecretSpan(spans[0].start, spans[-1].end, GENERIC) if len(spans) > 1 else spans[0]
+
+
+def _htpasswd(text: str, end: int, limit: int) -> SecretSpan | None:
+    found = _HTPASSWD.match(text, end, limit)
+    if found is None or "b" not in found.group("switches"):
+        return None
+    words = found.group("rest").split()
+    index = 1 if "n" in found.group("switches") else 2  # -n prints, no file is named
+    if len(words) <= index:
+        return None
+    start = text.find(words[index], found.start("rest") + len(" ".join(words[:index])))
+    return _checked(text, start, start + len(words[index]), quoted=False)
 
 
 def _value_span(found: re.Match[str] | None) -> SecretSpan | None:

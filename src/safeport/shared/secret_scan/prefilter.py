@@ -64,6 +64,18 @@ COMMAND_ANCHORS = (
     "identified",
     "Identified",
     "IDENTIFIED",
+    # htpasswd's batch mode, OpenLDAP's clients' ``-w``, Windows' ``net use``, HTTPie's
+    # ``-a user:…``, ``wandb login <key>``.
+    "htpasswd",
+    *("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldappasswd", "ldapwhoami"),
+    *("net use", "NET USE", "Net Use"),
+    *(f"{client} {flag}" for client in ("http", "https") for flag in ("-a", "--auth")),
+    "wandb login",
+    # HTTP captures: a Cookie or Set-Cookie header and an Authorization header, as a line or as a
+    # HAR / JSON name and value pair (``http_captures`` in ``commands.py``).
+    *("Cookie", "cookie", "COOKIE", "Authorization", "authorization", "AUTHORIZATION"),
+    # Wi-Fi pre-shared keys (wpa_supplicant.conf, NetworkManager's keyfiles).
+    *("psk=", "psk ="),
 )
 # Characters a reader drops without noticing, which split a token for every rule: the scanner
 # judges the lines around each again without them (``scanner.py``). NUL (UTF-16 read as UTF-8)

@@ -1,7 +1,7 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
 Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
-authenticate message, MySQL password hashes. (GitLab, GitHub's other tokens, Docker Hub and the
-older formats are in ``provider_rules``.)"""
+authenticate message, MySQL password hashes, Tailscale's keys. (GitLab, GitHub's other tokens,
+Docker Hub and the older formats are in ``provider_rules``.)"""
 
 from __future__ import annotations
 
@@ -100,4 +100,12 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         random_enough,
     ),
     rule("wundergraph-key", "cosmo_", B + r"cosmo_[a-f0-9]{32}" + E, random_enough),
+    # Tailscale's auth keys, API access tokens, OAuth client secrets and webhook / SCIM
+    # secrets: ``tskey-<kind>-`` then the key's id and its secret, each alphanumeric.
+    rule(
+        "tailscale-key",
+        "tskey-",
+        r"tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,32}-[A-Za-z0-9]{16,64}" + E,
+        random_enough,
+    ),
 )
