@@ -51,7 +51,6 @@ _FLAGS = "password after a command-line flag or argument not yet known"
 _PROSE = "password in a Markdown table or bullet"
 _HTTP = "session or bearer value in an HTTP capture"
 _URI = "credentials in a connection string without a scheme, or with @ in the user"
-_KEY_LOG = "key block behind a log prefix of several fields"
 _NO_DIGIT = "unquoted generated password without a digit"
 _INDIRECTION = "generated value read as a lookup or format field"
 _WORDS = "passphrase of words joined by hyphens"
@@ -66,8 +65,6 @@ KNOWN_GAPS: dict[str, str] = {
     "prose-md-table": _PROSE,
     "prose-md-bullets": _PROSE,
     "uris-go-mysql-dsn": _URI,
-    "keys-log-prefixed-key": _KEY_LOG,
-    "keys-compose-log-key": _KEY_LOG,
     "sql-sql-update-token": "secret in SQL whose name is in another column",
     "defaults-bash-default": "literal default of a shell parameter expansion",
     "languages-objc": 'Objective-C string literal @"..."',

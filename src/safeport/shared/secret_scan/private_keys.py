@@ -48,9 +48,14 @@ _PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})\r?\n")
 # a log's timestamp or a listing's line number (digits and their punctuation, then a space or a
 # bar) and a level (``INFO``), comment and quote marks, concatenation and indentation. Each
 # alternative takes at least one character and nothing follows the repetition, so a match
-# never backtracks past one alternative.
+# never backtracks past one alternative. Logs put several fields in front, in any order: a
+# service and a bar (``docker compose logs``: ``web-1  | ``), syslog's and journald's month, day,
+# time and host, then ``app[pid]:``, and kubectl's ``[pod/…/container]``.
 _LINE_LEAD = re.compile(
-    r"(?:[ \t]+|\d[\d:./T,+-]{0,40}Z?[ \t|\]:]|\[[^\]\n]{0,40}\]|[A-Z]{3,8}[ \t]"
+    r"(?:[ \t]+|\d[\d:./T,+-]{0,40}Z?[ \t|\]:]|\[[^\]\n]{0,128}\]|[A-Z]{3,8}[ \t]"
+    r"|[A-Za-z][\w.-]{0,62}[ \t]+\||[A-Za-z][\w./-]{0,62}\[\d{1,10}\]:"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]+\d{1,2}[ \t]+[\d:.]{5,15}"
+    r"[ \t]+[\w.-]{1,64}[ \t]"
     r"|[#/*>;|+\"'`!%(-]|\\)*"
 )
 # And after it: the closing quote, concatenation, a line continuation, a statement's end, the
