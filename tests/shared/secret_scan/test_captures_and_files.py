@@ -246,3 +246,100 @@ def test_a_key_block_whose_timestamps_change_line_by_line_is_hidden(prefix: str)
 def test_a_certificate_behind_a_log_prefix_is_served(prefix: str) -> None:
     text = "".join(prefix + line + "\n" for line in _pem(private=False))
     _served(text)
+
+
+CONNECTION_STRINGS = [
+    'db, err := sql.Open("mysql", "app:{v}@tcp(db:3306)/orders?parseTime=true")\n',
+    "MYSQL_DSN=app:{v}@tcp(127.0.0.1:3306)/shop\n",
+    'dsn := "root:{v}@unix(/var/run/mysqld/mysqld.sock)/orders"\n',
+    "dsn: reporter:{v}@tcp(mysql.internal)/stats?tls=true\n",
+    "ORACLE_URL=scott/{v}@db.example.io:1521/ORCLPDB1\n",
+    'conn = cx_Oracle.connect("hr/{v}@//db.example.io:1521/XEPDB1")\n',
+    "sqlplus system/{v}@//localhost:1521/XE\n",
+]
+
+
+@pytest.mark.parametrize("template", CONNECTION_STRINGS)
+def test_a_connection_string_without_a_scheme_loses_its_password(template: str) -> None:
+    _hidden(template, _drawn(24))
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "db.internal:5432:*:app:{v}\n",
+        "*:*:*:replicator:{v}\n",
+        "10.0.0.7:5432:orders:report:{v}\n",
+    ],
+)
+def test_a_pgpass_line_loses_its_password(template: str) -> None:
+    _hidden(template, _drawn(24))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'sql.Open("mysql", "app:${DB_PASSWORD}@tcp(db:3306)/orders")\n',
+        'dsn := fmt.Sprintf("%s:%s@tcp(%s)/%s", user, pass, host, name)\n',
+        'dsn := user + ":" + password + "@tcp(" + host + ")/db"\n',
+        "ORACLE_URL=scott/<password>@db.example.io:1521/ORCLPDB1\n",
+        "see https://example.io/docs/oracle@//db:1521/XE for the format\n",
+        "localhost:5432:*:app:changeme\n",
+        "*:*:*:user:password\n",
+        "12:30:45:00:5432:abc\n",
+    ],
+)
+def test_a_connection_string_without_a_literal_password_is_served(text: str) -> None:
+    _served(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "<key>APISecret</key>\n<string>{v}</string>\n",
+        "\t<key>Password</key>\n\t<string>{v}</string>\n",
+        "<key>api_token</key>\r\n    <string>{v}</string>\r\n",
+        "<key>ClientSecret</key><string>{v}</string>\n",
+    ],
+)
+def test_a_plist_secret_on_the_line_below_its_key_is_hidden(template: str) -> None:
+    _hidden(template, _drawn(40))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<key>APISecret</key>\n<string>$(API_SECRET)</string>\n",
+        "<key>CFBundleIdentifier</key>\n<string>io.example.Q7xk2mP9vR4tL8wZ</string>\n",
+        "<key>PasswordPolicy</key>\n<string>Strong</string>\n",
+    ],
+)
+def test_a_plist_without_a_literal_secret_is_served(text: str) -> None:
+    _served(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "UPDATE settings SET value = '{v}' WHERE name = 'slack_token';\n",
+        "update config set val='{v}' where `key`='stripe_secret_key';\n",
+        "UPDATE app_settings\n   SET setting_value = '{v}'\n"
+        " WHERE setting_name = 'smtp_password';\n",
+        "INSERT INTO config (name, value) VALUES ('api_key', '{v}');\n",
+    ],
+)
+def test_a_settings_row_named_in_another_column_loses_its_value(template: str) -> None:
+    _hidden(template, _drawn(40))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "UPDATE settings SET value = 'dark' WHERE name = 'theme';\n",
+        "UPDATE settings SET value = 'Q7xk2mP9vR4tL8wZ3nB6yH1c' WHERE name = 'site_title';\n",
+        "UPDATE settings SET value = :value WHERE name = 'slack_token';\n",
+        "-- keep rows where name = 'password_min_length' untouched\n",
+    ],
+)
+def test_a_settings_row_without_a_secret_is_served(text: str) -> None:
+    _served(text)

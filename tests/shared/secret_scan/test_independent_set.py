@@ -50,7 +50,6 @@ _POSITIONAL = "password passed by position to a known call"
 _FLAGS = "password after a command-line flag or argument not yet known"
 _PROSE = "password in a Markdown table or bullet"
 _HTTP = "session or bearer value in an HTTP capture"
-_URI = "credentials in a connection string without a scheme, or with @ in the user"
 _NO_DIGIT = "unquoted generated password without a digit"
 _INDIRECTION = "generated value read as a lookup or format field"
 _WORDS = "passphrase of words joined by hyphens"
@@ -64,15 +63,11 @@ KNOWN_GAPS: dict[str, str] = {
     "configs-french-config": "word for password in another language (mot de passe)",
     "prose-md-table": _PROSE,
     "prose-md-bullets": _PROSE,
-    "uris-go-mysql-dsn": _URI,
-    "sql-sql-update-token": "secret in SQL whose name is in another column",
     "defaults-bash-default": "literal default of a shell parameter expansion",
     "languages-objc": 'Objective-C string literal @"..."',
     "languages-pika-creds": _POSITIONAL,
     "more-providers-azure-devops-pat": "secret-like name spelled PAT",
     "tool-files-android-signing": "Groovy property set without = (storePassword 'x')",
-    "tool-files-ios-plist": "plist key and string elements on separate lines",
-    "tool-files-pgpass": "colon-separated credential file line (.pgpass)",
     "traits-alpha-pw-dotenv": _NO_DIGIT,
     "traits-alpha-pw-yaml": _NO_DIGIT,
     "traits-pct-pw-yaml": _INDIRECTION,

@@ -27,7 +27,8 @@ from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
-from safeport.shared.secret_scan.sql import identified_at
+from safeport.shared.secret_scan.sql import dsn_at, identified_at, pgpass_at, setting_at
+from safeport.shared.secret_scan.structured import plist_value_at
 
 _REACH = 512
 # A value quoted (possibly with escaped quotes, inside a quoted command) or a bare word.
@@ -162,6 +163,15 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
         return _value_span(_PSK.match(text, end, limit))
     if client in ("cookie", "authorization"):
         return header_at(text, start, end, line_end)
+    if client == "</key>":
+        return plist_value_at(text, start, end)
+    if client == "where":
+        return setting_at(text, start, end, line_end)
+    line_start = text.rfind("\n", max(0, start - 1024), start) + 1
+    if client in (":5432:", ":*:"):
+        return pgpass_at(text, line_start, line_end)
+    if client in ("@tcp(", "@unix(", "@//", ":1521"):
+        return dsn_at(text, start, end, line_start)
     if client == "identified":
         return identified_at(text, end, line_end)
     if client == "curl":

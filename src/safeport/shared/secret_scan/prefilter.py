@@ -74,6 +74,11 @@ COMMAND_ANCHORS = (
     # HTTP captures: a Cookie or Set-Cookie header and an Authorization header, as a line or as a
     # HAR / JSON name and value pair (``http_captures`` in ``commands.py``).
     *("Cookie", "cookie", "COOKIE", "Authorization", "authorization", "AUTHORIZATION"),
+    # A plist key's string on the lines below, a settings row's value named in its WHERE
+    # clause, connection strings without a scheme and .pgpass lines (``sql.py``).
+    "</key>",
+    *("WHERE", "where", "Where"),
+    *("@tcp(", "@unix(", "@//", ":1521", ":5432:", ":*:"),
     # Wi-Fi pre-shared keys (wpa_supplicant.conf, NetworkManager's keyfiles).
     *("psk=", "psk ="),
 )

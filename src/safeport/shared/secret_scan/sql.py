@@ -5,7 +5,12 @@ string in code, a README):
   or bare;
 - ``PASSWORD '…'`` after ``WITH``, ``[UN]ENCRYPTED`` or ``LOGIN``, or in a ``CREATE``/``ALTER``
   ``USER``/``ROLE`` statement (PostgreSQL);
-- ``SET PASSWORD [FOR user] = '…'`` and ``PASSWORD('…')``.
+- ``SET PASSWORD [FOR user] = '…'`` and ``PASSWORD('…')``;
+- a settings table's row: ``UPDATE … SET value = '…' WHERE name = 'slack_token'``, the secret's
+  name in another column;
+- database connection strings without a scheme: Go's MySQL DSN ``user:…@tcp(host)/db`` and
+  ``user:…@unix(/socket)/db``, Oracle's ``user/…@host:1521/service`` and ``user/…@//host``,
+  sqlplus's ``user/…@alias``, and a ``.pgpass`` line ``host:port:db:user:…``.
 
 ``IDENTIFIED … AS '*…'`` and ``BY PASSWORD '*…'`` give a hash, not a password, and are left to
 the hash look-alikes. Each look starts at the keyword the prefilter found and reads a bounded
@@ -18,6 +23,7 @@ import re
 
 from safeport.shared.secret_scan.assignments import GENERIC
 from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 # A SQL string, its quotes possibly escaped inside a quoted command or a string in code.
@@ -82,3 +88,65 @@ def _span(found: re.Match[str] | None) -> SecretSpan | None:
     if value.startswith("*") or not looks_random(value, quoted=group == "quoted"):
         return None
     return SecretSpan(found.start(group), found.end(group), GENERIC)
+
+
+# ``WHERE name = 'slack_token'`` (or ``key``, ``setting``, ``option_name``…), then the value the
+# statement sets before it: ``SET value = '…'``.
+_ROW_NAME = re.compile(
+    r"""[ \t]+`?\w{0,32}(?i:name|key|setting)\w{0,16}`?[ \t]*=[ \t]*"""
+    r"""['"](?P<name>[\w.\-]{1,64})['"]"""
+)
+_SET_VALUE = re.compile(
+    r"""(?i:\bset)[ \t\r\n]+`?\w{1,32}`?[ \t]*=[ \t]*""" + _LITERAL + r"|(?P<value>(?!)))"
+)
+
+
+def setting_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | None:
+    """The value an UPDATE sets in the row its WHERE clause names with a secret-like name."""
+    row = _ROW_NAME.match(text, end, line_end)
+    if row is None or not secret_name(row.group("name"), name_words(row.group("name"))):
+        return None
+    # The last SET before the WHERE is its statement's.
+    found = [*_SET_VALUE.finditer(text, max(0, start - _REACH), start)]
+    return _span(found[-1] if found else None)
+
+
+# What stands before a connection string's user: a quote, a sign, a bracket, a space.
+_CREDENTIAL_START = frozenset(" \t\r\n\"'`=(,;<>")
+
+
+def dsn_at(text: str, start: int, end: int, line_start: int) -> SecretSpan | None:
+    """The password of a connection string without a scheme whose anchor is at
+    ``text[start:end]``: ``@tcp(`` and ``@unix(`` (Go's MySQL driver: ``user:password@``),
+    ``@//`` and ``:1521`` (Oracle: ``user/password@``)."""
+    anchor = text[start:end]
+    at = start if anchor.startswith("@") else text.rfind("@", max(line_start, start - 256), start)
+    if at < 0 or any(char in _CREDENTIAL_START for char in text[at:start]):
+        return None
+    begin = at
+    while begin > max(line_start, at - 256) and text[begin - 1] not in _CREDENTIAL_START:
+        begin -= 1
+    separator = ":" if anchor.startswith(("@tcp", "@unix")) else "/"
+    split = text.find(separator, begin, at)
+    if split <= begin:
+        return None
+    value = text[split + 1 : at]
+    if separator == "/" and ("/" in value or ":" in value):
+        return None  # a path or a URL, not user/password
+    if not looks_random(value, quoted=True):
+        return None
+    return SecretSpan(split + 1, at, GENERIC)
+
+
+# Each field's colons and backslashes escaped by a backslash, as libpq reads them.
+_PGPASS = re.compile(
+    r"[^:\s]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,64}:[^:\s]{1,64}:(?P<value>(?:[^:\s\\]|\\.){1,256})"
+)
+
+
+def pgpass_at(text: str, line_start: int, line_end: int) -> SecretSpan | None:
+    """The password of a ``.pgpass`` line: five fields split by colons, the last one."""
+    found = _PGPASS.fullmatch(text, line_start, line_end)
+    if found is None or not looks_random(found.group("value"), quoted=True):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)

@@ -250,3 +250,23 @@ def _data_values(text: str, block: re.Match[str], high: int) -> list[SecretSpan]
 
 def _width(text: str, line_start: int) -> int:
     return _INDENT.match(text, line_start).end() - line_start  # type: ignore[union-attr]
+
+
+# A property list's ``<key>APISecret</key>`` and, on the same line or the next ones, the
+# ``<string>…</string>`` that is its value.
+_PLIST_VALUE = re.compile(r"[ \t\r\n]{0,64}<string>(?P<value>[^<\n]{1,512})</string>")
+
+
+def plist_value_at(text: str, start: int, end: int) -> SecretSpan | None:
+    """The string after a plist key whose name is secret-like, the key's ``</key>`` at
+    ``text[start:end]``."""
+    opened = text.rfind("<key>", max(0, start - 128), start)
+    if opened < 0:
+        return None
+    name = text[opened + len("<key>") : start]
+    if not name or "<" in name or not secret_name(name, name_words(name)):
+        return None
+    found = _PLIST_VALUE.match(text, end, min(len(text), end + 600))
+    if found is None or not looks_random(found.group("value"), quoted=True):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)
