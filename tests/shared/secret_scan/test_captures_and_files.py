@@ -343,3 +343,68 @@ def test_a_settings_row_named_in_another_column_loses_its_value(template: str) -
 )
 def test_a_settings_row_without_a_secret_is_served(text: str) -> None:
     _served(text)
+
+
+def _b64(size: int) -> str:
+    import base64
+
+    return base64.b64encode(secrets.token_bytes(size)).decode()
+
+
+def _padded_with_word(word: str) -> str:
+    """A base64 field whose letters before its ``=`` padding spell a secret-like word."""
+    while True:
+        body = _b64(31)[:40]
+        if any(c.isdigit() for c in body) and not body.islower() and not body.isupper():
+            return body + word + "="
+
+
+@pytest.mark.parametrize("word", ["Pw", "pw", "pass", "token", "Secret", "salt"])
+def test_a_secret_word_inside_a_padded_base64_field_names_nothing(word: str) -> None:
+    field = _padded_with_word(word[:3] if len(word) > 3 else word)
+    for text in (
+        f"|1|{_b64(20)}|{field} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\n",
+        f"|1|{field}|{_b64(20)} ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI\n",
+        f'"digest": "{field}",\n',
+    ):
+        _served(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "DB_PASSWORD={v}\n",
+        "adminPassword2024= {v}\n",
+        'password="{v}"\n',
+    ],
+)
+def test_an_assignment_beside_base64_is_still_hidden(template: str) -> None:
+    _hidden(template, _drawn(24))
+
+
+def _sealed() -> str:
+    return "AgB" + _b64(480).replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "kind: SealedSecret\nspec:\n  encryptedData:\n    password: {v}\n    api_token: {v}\n",
+        "spec:\n  encryptedData:\n    DB_PASSWORD: '{v}'\n  template:\n    type: Opaque\n",
+        '{{"spec": {{"encryptedData": {{"password": "{v}"}}}}}}\n',
+    ],
+)
+def test_a_sealed_secret_ciphertext_is_served(template: str) -> None:
+    _served(template.format(v=_sealed()))
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "spec:\n  encryptedData:\n    note: x\n  stringData:\n    password: {v}\n",
+        "stringData:\n  password: {v}\n",
+        "encryptedData:\n  cipher: x\npassword: {v}\n",
+    ],
+)
+def test_a_plain_value_beside_a_sealed_secret_is_still_hidden(template: str) -> None:
+    _hidden(template, "AgB" + _drawn(40))

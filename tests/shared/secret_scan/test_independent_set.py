@@ -83,8 +83,6 @@ KNOWN_GAPS: dict[str, str] = {
 }
 KNOWN_FALSE_POSITIVES: dict[str, str] = {
     "look-alike-values-nonce": "a nonce written in a file is not a credential",
-    "elsewhere-02": "value encrypted for a cluster (SealedSecret encryptedData)",
-    "elsewhere-35": "base64 holding pw before its = padding read as an assignment",
 }
 
 

@@ -206,3 +206,31 @@ def _der_private_key(decoded: bytes) -> str | None:
     if declared is None or not declared <= len(decoded) <= declared + 2:
         return None
     return "private-key"
+
+
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+# What may follow a padded base64 field: a field separator (a hashed known_hosts line's ``|``),
+# a space, a quote, the line's end.
+_AFTER_PADDING = frozenset("|: \t\r\n\"',;")
+
+
+def inside_base64_run(text: str, start: int, end: int, line_start: int, line_end: int) -> bool:
+    """Whether the word at ``text[start:end]`` is letters of a padded base64 run (a hashed
+    known_hosts entry's ``…69Pw=|``), not a name: the run and its ``=`` padding fill a multiple
+    of four, it is long and holds digits and both cases, and a separator follows the padding."""
+    run_start = start
+    while run_start > max(line_start, start - 512) and text[run_start - 1] in _BASE64_CHARS:
+        run_start -= 1
+    run_end = end
+    while run_end < min(line_end, end + 512) and text[run_end] in _BASE64_CHARS:
+        run_end += 1
+    padding = 0
+    while padding < 2 and text[run_end + padding : run_end + padding + 1] == "=":
+        padding += 1
+    after = run_end + padding
+    if not padding or (after < line_end and text[after] not in _AFTER_PADDING):
+        return False
+    run = text[run_start:run_end]
+    if len(run) < 20 or (len(run) + padding) % 4:
+        return False
+    return any(c.isdigit() for c in run) and not run.islower() and not run.isupper()

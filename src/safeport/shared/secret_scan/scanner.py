@@ -31,6 +31,7 @@ from safeport.shared.secret_scan.assignments import (
 )
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
+from safeport.shared.secret_scan.encoded import inside_base64_run
 from safeport.shared.secret_scan.pairs import may_pair, pair_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
@@ -48,6 +49,7 @@ from safeport.shared.secret_scan.structured import (
     escaped_value_at,
     may_be_escaped,
     may_open_below,
+    sealed_ciphertext,
     value_below,
 )
 
@@ -169,7 +171,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 group = "secret" if "secret" in rule.pattern.groupindex else 0
                 if rule.check is None or rule.check(match.group(group)):
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
-        if anchor.word and _ordinary_pass_word(text, start, end):
+        if anchor.word and (
+            _ordinary_pass_word(text, start, end)
+            or (
+                (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
+                and inside_base64_run(text, start, end, line_start, line_end)
+            )
+        ):
             continue
         found: SecretSpan | None = None
         # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
@@ -237,6 +245,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             spans.append(found)
     for rule, regions in lead_regions.items():
         spans.extend(_search_regions(text, rule, regions))
+    spans = [span for span in spans if not sealed_ciphertext(text, span.start)]
     return merge_spans(spans), hidden
 
 

@@ -270,3 +270,32 @@ def plist_value_at(text: str, start: int, end: int) -> SecretSpan | None:
     if found is None or not looks_random(found.group("value"), quoted=True):
         return None
     return SecretSpan(found.start("value"), found.end("value"), GENERIC)
+
+
+# Bitnami's SealedSecret: each value of ``encryptedData`` is ciphertext for the controller's key
+# (a version byte 2, so ``Ag…`` in base64), which only the cluster can open. It is what the
+# tool is for putting in a repository; the credential is the controller's private key.
+_SEALED_VALUE = re.compile(r"[\"']?Ag[A-Za-z0-9+/]{60,}")
+_SEALED_PARENT = re.compile(r"[ \t]*[\"']?encryptedData[\"']?[ \t]*:")
+
+
+def sealed_ciphertext(text: str, start: int) -> bool:
+    """Whether the value at ``start`` is a SealedSecret's ciphertext: ``Ag…`` base64 under an
+    ``encryptedData`` key less indented than its own line (YAML), or inside its object (JSON)."""
+    if _SEALED_VALUE.match(text, start) is None:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    opened = text.rfind("encryptedData", max(0, start - 4096), start)
+    if opened < 0:
+        return False
+    if opened >= line_start or ("{" in text[opened:start] and "}" not in text[opened:start]):
+        return True  # on the value's line, or the JSON object it opens
+    indent = len(text[line_start:start]) - len(text[line_start:start].lstrip(" "))
+    position = line_start
+    while position > opened:  # the nearest line above that is less indented is the parent
+        above = text.rfind("\n", 0, position - 1) + 1
+        line = text[above : position - 1]
+        if line.strip() and len(line) - len(line.lstrip(" ")) < indent:
+            return _SEALED_PARENT.match(line) is not None
+        position = above
+    return False
