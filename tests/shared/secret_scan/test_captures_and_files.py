@@ -353,8 +353,8 @@ def _b64(size: int) -> str:
 
 def _padded_with_word(word: str) -> str:
     """A base64 field whose letters before its ``=`` padding spell a secret-like word."""
-    while True:
-        body = _b64(31)[:40]
+    while True:  # 44 characters with the padding, as SHA-1's 20 bytes in base64 fill 28
+        body = _b64(33)[: 43 - len(word)]
         if any(c.isdigit() for c in body) and not body.islower() and not body.isupper():
             return body + word + "="
 

@@ -211,6 +211,7 @@ def _der_private_key(decoded: bytes) -> str | None:
 _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 # What may follow a padded base64 field: a field separator (a hashed known_hosts line's ``|``),
 # a space, a quote, the line's end.
+_PADDED_TAIL = re.compile(r"[A-Za-z0-9+/]*(?P<padding>={1,2})")
 _AFTER_PADDING = frozenset("|: \t\r\n\"',;")
 
 
@@ -218,18 +219,18 @@ def inside_base64_run(text: str, start: int, end: int, line_start: int, line_end
     """Whether the word at ``text[start:end]`` is letters of a padded base64 run (a hashed
     known_hosts entry's ``…69Pw=|``), not a name: the run and its ``=`` padding fill a multiple
     of four, it is long and holds digits and both cases, and a separator follows the padding."""
+    # The padding is looked for first, at C speed: most words inside identifiers have none.
+    tail = _PADDED_TAIL.match(text, end, min(line_end, end + 512))
+    if tail is None:
+        return False
+    after = tail.end()
+    if after < line_end and text[after] not in _AFTER_PADDING:
+        return False
+    run_end = tail.start("padding")
+    padding = after - run_end
     run_start = start
     while run_start > max(line_start, start - 512) and text[run_start - 1] in _BASE64_CHARS:
         run_start -= 1
-    run_end = end
-    while run_end < min(line_end, end + 512) and text[run_end] in _BASE64_CHARS:
-        run_end += 1
-    padding = 0
-    while padding < 2 and text[run_end + padding : run_end + padding + 1] == "=":
-        padding += 1
-    after = run_end + padding
-    if not padding or (after < line_end and text[after] not in _AFTER_PADDING):
-        return False
     run = text[run_start:run_end]
     if len(run) < 20 or (len(run) + padding) % 4:
         return False
