@@ -52,6 +52,10 @@ HTTP_CAPTURES = [
     "authorization: ApiKey {v}\n",
     "Authorization: Key {v}\n",
     "AUTHORIZATION: OAuth {v}\n",
+    'Authorization: Token token="{v}"\n',
+    "http GET app.example.io/api Cookie:sessionid={v}\n",
+    'curl --cookie "PHPSESSID={v}; lang=en" https://app.example.io/\n',
+    'document.cookie = "session_token={v}; path=/";\n',
 ]
 
 
@@ -87,6 +91,10 @@ def test_a_signed_authorization_field_is_hidden(template: str) -> None:
         '{"name": "Authorization", "value": "Bearer {{token}}"}\n',
         "headers['Authorization'] = get_token()\n",
         "mySessionCookie: true\n",
+        'document.cookie = "theme=dark; path=/";\n',
+        "curl --cookie cookies.txt https://app.example.io/\n",
+        "sqlplus /nolog @setup.sql\n",
+        "sqlplus scott/$ORACLE_PASSWORD@ORCL\n",
     ],
 )
 def test_a_capture_without_a_generated_credential_is_served(text: str) -> None:
@@ -256,6 +264,8 @@ CONNECTION_STRINGS = [
     "ORACLE_URL=scott/{v}@db.example.io:1521/ORCLPDB1\n",
     'conn = cx_Oracle.connect("hr/{v}@//db.example.io:1521/XEPDB1")\n',
     "sqlplus system/{v}@//localhost:1521/XE\n",
+    "sqlplus -s scott/{v}@ORCL @report.sql\n",
+    "sqlplus 'app_owner/{v}@PRODDB'\n",
 ]
 
 

@@ -77,6 +77,10 @@ _BARE_ARGUMENT = re.compile(rf"(?:[ \t]+--?[a-z][a-z\-]*(?:=\S*)?)*[ \t]+{_VALUE
 _HTPASSWD = re.compile(r"(?P<switches>(?:[ \t]+-[A-Za-z]+)+)[ \t]+(?P<rest>[^\n]{1,512})")
 # A Wi-Fi pre-shared key: 8 to 63 characters, or 64 hex digits.
 _PSK = re.compile(rf"[ \t]*{_VALUE}")
+# sqlplus's ``user/password@alias`` (``@//host:port/service`` is read as a connection string).
+_SQLPLUS = re.compile(
+    r"""(?:[ \t]+-[A-Za-z]+)*[ \t]+(?P<quote>["']?)[\w$#.]{1,64}/(?P<value>[^\s@/'"]{1,256})@"""
+)
 _CLIENT_ARGUMENTS = {
     "ldapsearch": _LDAP_PASSWORD,
     "ldapmodify": _LDAP_PASSWORD,
@@ -150,6 +154,8 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
         return _value_span(_CLIENT_FLAGS[client].search(text, end, limit))
     if client in _CLIENT_ARGUMENTS:
         return _value_span(_CLIENT_ARGUMENTS[client].search(text, end, limit))
+    if client == "sqlplus":
+        return _value_span(_SQLPLUS.match(text, end, limit))
     if client == "wandb login":
         return _value_span(_BARE_ARGUMENT.match(text, end, limit))
     if client.startswith("http "):
@@ -185,8 +191,10 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
 # A header's name then its value: ``Cookie: …`` on a line, or HAR's / a JSON log's
 # ``"name": "Cookie", "value": "…"``.
 _HEADER_START = re.compile(
-    r"""["']?[ \t]*(?::|,[ \t]*["']value["'][ \t]*:)[ \t]*(?P<quote>["']?)"""
+    r"""["']?[ \t]*(?::|=|,[ \t]*["']value["'][ \t]*:)[ \t]*(?P<quote>["']?)"""
 )
+# curl's ``--cookie 'sid=…'`` and HTTPie-style ``--cookie=…``.
+_COOKIE_FLAG = re.compile(r"""(?:[ \t]+|=)(?P<quote>["']?)""")
 _COOKIE = re.compile(r"(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<value>[^;,\s\"']{1,512})")
 # Cookie names that hold a session or a login: ``sessionid``, ``PHPSESSID``, ``JSESSIONID``,
 # ``connect.sid``, ``_app_session``, ``auth_token``, ``remember_user_token``, ``jwt``.
@@ -195,8 +203,9 @@ _NOT_SESSION = re.compile(r"(?i:csrf|xsrf|consent|cookie_?law|side)")
 # The credential after an Authorization scheme (``SSWS …``, ``Token …``, ``OAuth …``); AWS's
 # Signature V4 and HTTP Digest carry theirs as a named field.
 _SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9\-]{0,31})[ \t]+")
+# Rails writes ``Token token="…"``.
 _SCHEME_VALUE = re.compile(
-    r"""(?P<quote>["']?)(?P<value>[A-Za-z0-9._~+/\-]{8,512}={0,2})(?P=quote)"""
+    r"""(?:token=)?(?P<quote>["']?)(?P<value>[A-Za-z0-9._~+/\-]{8,512}={0,2})(?P=quote)"""
 )
 _DECODED_SCHEMES = frozenset({"basic", "ntlm", "negotiate"})
 _SIGNED_FIELD = re.compile(
@@ -209,7 +218,8 @@ def header_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | No
     Authorization header, if it looks generated."""
     if start and (text[start - 1].isalnum() or text[start - 1] == "_"):  # not sessionCookie:
         return None
-    opened = _HEADER_START.match(text, end, line_end)
+    flag = text[max(0, start - 2) : start] == "--"
+    opened = (_COOKIE_FLAG if flag else _HEADER_START).match(text, end, line_end)
     if opened is None:
         return None
     limit = min(line_end, opened.end() + _REACH)

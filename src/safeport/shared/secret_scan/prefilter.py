@@ -71,6 +71,7 @@ COMMAND_ANCHORS = (
     *("net use", "NET USE", "Net Use"),
     *(f"{client} {flag}" for client in ("http", "https") for flag in ("-a", "--auth")),
     "wandb login",
+    "sqlplus",
     # HTTP captures: a Cookie or Set-Cookie header and an Authorization header, as a line or as a
     # HAR / JSON name and value pair (``http_captures`` in ``commands.py``).
     *("Cookie", "cookie", "COOKIE", "Authorization", "authorization", "AUTHORIZATION"),
