@@ -46,22 +46,15 @@ NEGATIVE_GROUPS = {
     "elsewhere": negatives.ELSEWHERE,
 }
 
-_POSITIONAL = "password passed by position to a known call"
 _FLAGS = "password after a command-line flag or argument not yet known"
 _PROSE = "password in a Markdown table or bullet"
 _HTTP = "session or bearer value in an HTTP capture"
 _URI = "credentials in a connection string without a scheme, or with @ in the user"
 _KEY_LOG = "key block behind a log prefix of several fields"
 _NO_DIGIT = "unquoted generated password without a digit"
-_INDIRECTION = "generated value read as a lookup or format field"
 _WORDS = "passphrase of words joined by hyphens"
 _LOW_ENTROPY = "short memorable password below the entropy floor"
 KNOWN_GAPS: dict[str, str] = {
-    "code-py-requests-auth": _POSITIONAL,
-    "code-py-smtp-login": _POSITIONAL,
-    "code-java-drivermanager": _POSITIONAL,
-    "code-php-pdo": _POSITIONAL,
-    "code-cs-networkcred": _POSITIONAL,
     "commands-httpie-a": _FLAGS,
     "commands-htpasswd-b": _FLAGS,
     "commands-ldapsearch": _FLAGS,
@@ -78,7 +71,6 @@ KNOWN_GAPS: dict[str, str] = {
     "sql-sql-update-token": "secret in SQL whose name is in another column",
     "defaults-bash-default": "literal default of a shell parameter expansion",
     "languages-objc": 'Objective-C string literal @"..."',
-    "languages-pika-creds": _POSITIONAL,
     "more-providers-azure-devops-pat": "secret-like name spelled PAT",
     "more-providers-okta-ssws": _HTTP,
     "more-providers-wandb": _FLAGS,
@@ -88,11 +80,6 @@ KNOWN_GAPS: dict[str, str] = {
     "tool-files-wpa-supplicant": "Wi-Fi pre-shared key (psk=)",
     "traits-alpha-pw-dotenv": _NO_DIGIT,
     "traits-alpha-pw-yaml": _NO_DIGIT,
-    "traits-pct-pw-yaml": _INDIRECTION,
-    "traits-pct-pw-dotenv": _INDIRECTION,
-    "traits-at-pw-props": _INDIRECTION,
-    "traits-at-pw-quoted": _INDIRECTION,
-    "traits-django-full-charset": _INDIRECTION,
     "traits-hf-few-capitals": "letters-only provider token with few capitals",
     "traits-passphrase-yaml": _WORDS,
     "traits-passphrase-quoted": _WORDS,

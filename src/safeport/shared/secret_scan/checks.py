@@ -81,9 +81,15 @@ PLACEHOLDER_VALUES = frozenset(
     }
 )
 # Lookups and expressions, not literals: environment reads, templates, format fields, calls.
+# A mark that only opens a reference when a name follows it to the end (``@VAR@``, ``@name``,
+# YAML's ``*alias`` and ``&anchor``, a call ``get_pw()``), and a ``%s`` standing apart from
+# letters and digits (``token_%s``, ``%s:%s``): a generated password starts with ``@``, ``*`` or
+# ``&``, or holds ``%d`` or ``()`` between random characters, about one draw in ten.
 INDIRECTION = re.compile(
-    r"^(?:\$|%\(|\{|#\{|<|@|\*|&)|\$\{|\{\{|%\(|%[sdr]|\(\)|os\.environ|getenv|process\.env|"
-    r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]",
+    r"^(?:\$|%\(|\{|#\{|<)|\$\{|\{\{|%\(\w+\)|os\.environ|getenv|process\.env|"
+    r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]|"
+    r"^[@*&][A-Za-z_.\-]+@?$|^&#?\w+;|^@[({]|"
+    r"(?-i:(?<![A-Za-z0-9])%[sdr](?![A-Za-z0-9]))|^[A-Za-z_][\w.]*\(\)(?:\.[\w.()]*)?$",
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")

@@ -31,7 +31,7 @@ from safeport.shared.secret_scan.assignments import (
 )
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
-from safeport.shared.secret_scan.pairs import may_pair, pair_at
+from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.prose import call_literal_at, prose_at
@@ -227,6 +227,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
             found = command_at(text, start, end, line_end)
+        elif anchor.call:
+            found = positional_at(text, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)

@@ -1,0 +1,149 @@
+"""Passwords in shapes of code and configuration that name them without an assignment of their
+own: an argument whose place in a well-known call's signature makes it the password, a generated
+value that happens to hold what a format field or a reference starts with, an unquoted password
+of letters alone, names in other spellings and languages, Markdown tables and bullets. Each with
+the look-alikes that must stay served: variables, format strings, templates, identifiers."""
+
+from __future__ import annotations
+
+import pytest
+
+from safeport.shared.secret_scan import find_secrets, redact
+
+PW = "Vq7#mZr2Lk"
+
+
+def withheld(text: str, value: str) -> None:
+    assert value in text
+    redacted, findings = redact(text)
+    assert findings, text
+    assert value not in redacted, redacted
+
+
+def served(text: str) -> None:
+    assert find_secrets(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'r = requests.get(url, auth=("admin", "{pw}"))',
+        "r = httpx.post(url, json=body, auth = ('admin', '{pw}'))",
+        'session.auth = HTTPBasicAuth("svc-reader", "{pw}")',
+        'a = HTTPDigestAuth("ops", "{pw}")',
+        'auth = aiohttp.BasicAuth("ops", "{pw}")',
+        'server = smtplib.SMTP_SSL("smtp.mail.test", 465)\nserver.login("me@mail.test", "{pw}")',
+        "ftp = ftplib.FTP('files.test'); ftp.login('upload', '{pw}')",
+        'imap.login("inbox@mail.test", "{pw}")',
+        'Connection c = DriverManager.getConnection(jdbcUrl, "sa", "{pw}");',
+        'Connection c = dataSource.getConnection("report", "{pw}");',
+        "$pdo = new PDO($dsn, 'root', '{pw}');",
+        '$pdo = new PDO("mysql:host=db;dbname=shop", "shop", "{pw}", $options);',
+        "$db = new mysqli('localhost', 'shop', '{pw}', 'shop');",
+        '$link = mysqli_connect("db", "shop", "{pw}", "shop", 3306);',
+        'ldap_bind($conn, "cn=admin,dc=corp", "{pw}");',
+        'var cred = new NetworkCredential("svc_backup", "{pw}");',
+        'var cred = new NetworkCredential("svc_backup", @"{pw}", "CORP");',
+        "creds = pika.PlainCredentials('app', '{pw}')",
+        'new UsernamePasswordCredentials("jenkins", "{pw}")',
+        'return new PasswordAuthentication("mailer", "{pw}".toCharArray());',
+        'req.SetBasicAuth("deploy", "{pw}")',
+        'auth := smtp.PlainAuth("", "noreply@mail.test", "{pw}", "smtp.mail.test")',
+        "const db = new Sequelize('shop', 'shop', '{pw}', {{ dialect: 'postgres' }});",
+        "conn.simple_bind_s('cn=admin,dc=corp', '{pw}')",
+    ],
+)
+def test_password_by_position_is_withheld(template: str) -> None:
+    withheld(template.format(pw=PW), PW)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "r = requests.get(url, auth=(user, password))",
+        'r = requests.get(url, auth=("admin", os.environ["PW"]))',
+        "server.login(user, password)",
+        'server.login("me@mail.test", getpass.getpass())',
+        'server.login("me@mail.test", "<password>")',
+        "Connection c = DriverManager.getConnection(url, user, pass);",
+        'Connection c = DriverManager.getConnection(url, "sa", "");',
+        "$pdo = new PDO($dsn, $user, $pass);",
+        "$pdo = new PDO($dsn, 'root', 'changeme');",
+        'var cred = new NetworkCredential(user, Environment.GetEnvironmentVariable("PW"));',
+        "creds = pika.PlainCredentials('guest', 'guest')",
+        'page.login("username", "password")',
+        'form.login("Sign in", "Welcome back")',
+        "assert login(client, token)",
+    ],
+)
+def test_positional_look_alikes_stay_served(text: str) -> None:
+    served(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Xk%s9mQ2vLpR",
+        "Xk%d4mQ2vLpR",
+        "%r7Xk9mQ2vLp",
+        "@Ab3kLmn9PqRs2",
+        "*Ab3kLmn9PqRs2",
+        "&Ab3kLmn9PqRs2",
+    ],
+)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "database:\n  password: '{value}'\n",
+        "MYSQL_PASSWORD={value}\n",
+        "db.password={value}\n",
+        'SECRET_KEY = "{value}"\n',
+    ],
+)
+def test_generated_value_holding_a_format_mark_is_withheld(template: str, value: str) -> None:
+    withheld(template.format(value=value), value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "k3j()x9%d&*a@zz+4q!w-_=ab7c8d9e0f1g2h3i4j5k6l7m8n9",
+        "*(f8%s3k-@q!w2=z+e9^r)t7y6u5i4o3p2a1s0d9f8g7h6j5k4",
+        "@t$w()8%r&k+1x!c^b=2n-7m_j#9h(q)v5g*4f3d6s0a8p7o1",
+    ],
+)
+@pytest.mark.parametrize(
+    "template",
+    ["SECRET_KEY = '{value}'\n", 'SECRET_KEY = "{value}"\n', "secret_key: '{value}'\n"],
+)
+def test_django_key_holding_calls_and_fields_is_withheld(template: str, value: str) -> None:
+    withheld(template.format(value=value), value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "%s",
+        "%(db_password)s",
+        "{0}",
+        "{password}",
+        "${DB_PASSWORD}",
+        "$DB_PASSWORD",
+        "@DB_PASSWORD@",
+        "@db_password",
+        "&default_password",
+        "*default_password",
+        "token_%s_suffix",
+        "%s:%s",
+        "get_password()",
+        "settings.secret()",
+        "{{ password }}",
+        "&quot;",
+    ],
+)
+@pytest.mark.parametrize(
+    "template",
+    ["database:\n  password: {value}\n", 'DB_PASSWORD = "{value}"\n', "db.password={value}\n"],
+)
+def test_format_fields_and_references_stay_served(template: str, value: str) -> None:
+    served(template.format(value=value))
