@@ -147,3 +147,52 @@ def test_django_key_holding_calls_and_fields_is_withheld(template: str, value: s
 )
 def test_format_fields_and_references_stay_served(template: str, value: str) -> None:
     served(template.format(value=value))
+
+
+@pytest.mark.parametrize(
+    "value", ["xkQvTrbLmPwaZe", "GhtRwqLmnZxvBs", "pQrS.tUvWxYz!aBcD", "mNbV#cXzLkJhGfDs"]
+)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "DB_PASSWORD={value}\n",
+        "redis:\n  password: {value}\n",
+        "export SMTP_PASSWD={value}\n",
+        "mail.pwd={value}\n",
+        "SECRET_KEY={value}\n",
+        "oauth:\n  client_secret: {value}\n",
+        "API_SECRET={value}\n",
+        "[vault]\npassphrase = {value}\n",
+    ],
+)
+def test_unquoted_letters_only_password_under_a_strong_name_is_withheld(
+    template: str, value: str
+) -> None:
+    withheld(template.format(value=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = getPasswordFromVault",
+        "password: HTTPServerError\n",
+        "password = DEFAULT_ADMIN_PASSWORD",
+        "DB_PASSWORD=ChangeMeBeforeDeploy\n",
+        "password: YourPasswordHere\n",
+        "password: correcthorsebatterystaple\n",
+        "password: CORRECTHORSEBATTERY\n",
+        "session_secret_name=QwErTyUiOpAsDfGh\n",
+        "password: xkQvTrb\n",
+    ],
+)
+def test_unquoted_letters_look_alikes_stay_served(text: str) -> None:
+    served(text)
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["SuperSecretAdminPass", "getPasswordFromVault", "ServerErrorHandler", "ReadTimeoutError"],
+)
+def test_unquoted_identifier_under_a_password_name_stays_served(identifier: str) -> None:
+    served(f"password = {identifier}\n")
+    served(f"DB_PASSWORD={identifier}\n")

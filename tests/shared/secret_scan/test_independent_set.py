@@ -51,7 +51,6 @@ _PROSE = "password in a Markdown table or bullet"
 _HTTP = "session or bearer value in an HTTP capture"
 _URI = "credentials in a connection string without a scheme, or with @ in the user"
 _KEY_LOG = "key block behind a log prefix of several fields"
-_NO_DIGIT = "unquoted generated password without a digit"
 _WORDS = "passphrase of words joined by hyphens"
 _LOW_ENTROPY = "short memorable password below the entropy floor"
 KNOWN_GAPS: dict[str, str] = {
@@ -78,8 +77,6 @@ KNOWN_GAPS: dict[str, str] = {
     "tool-files-ios-plist": "plist key and string elements on separate lines",
     "tool-files-pgpass": "colon-separated credential file line (.pgpass)",
     "tool-files-wpa-supplicant": "Wi-Fi pre-shared key (psk=)",
-    "traits-alpha-pw-dotenv": _NO_DIGIT,
-    "traits-alpha-pw-yaml": _NO_DIGIT,
     "traits-hf-few-capitals": "letters-only provider token with few capitals",
     "traits-passphrase-yaml": _WORDS,
     "traits-passphrase-quoted": _WORDS,

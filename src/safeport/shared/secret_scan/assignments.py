@@ -14,6 +14,7 @@ import re
 from urllib.parse import unquote
 
 from safeport.shared.secret_scan.checks import (
+    generated_letters,
     is_basic_credential,
     is_placeholder,
     looks_random,
@@ -175,6 +176,12 @@ def _assignment(
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
     chosen = bool(quote) and not weak and password_name(words) and chosen_password(value, name)
+    # Unquoted, letters alone are a variable in code, but under a name that can only mean a
+    # password (``.env``'s ``DB_PASSWORD=…``, YAML's ``password: …``) a draw with digits turned
+    # off is still the password.
+    chosen = chosen or (
+        not quote and not weak and _strongest_name(words) and generated_letters(value)
+    )
     if not chosen and (
         not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
     ):
@@ -231,6 +238,20 @@ def encoded_query_at(
     if is_placeholder(value) or not looks_random(value, quoted=True):  # delimited by %26
         return None
     return SecretSpan(found.start("value"), found.end("value"), GENERIC)
+
+
+_SECRET_PAIRS = frozenset({"client", "api", "app", "consumer", "shared", "webhook", "signing"})
+
+
+def _strongest_name(words: list[str]) -> bool:
+    """A name that means a password or a generated secret and nothing else: ``password``,
+    ``passphrase``, ``secret_key``, ``client_secret``, ``api_secret``."""
+    if password_name(words):
+        return True
+    last = words[-1]
+    if words[-2:] == ["secret", "key"] or last == "secretkey":
+        return True
+    return last == "secret" and len(words) >= 2 and words[-2] in _SECRET_PAIRS
 
 
 def _strongly_random(value: str) -> bool:

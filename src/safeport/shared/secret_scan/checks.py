@@ -188,6 +188,30 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     return shannon_bits(value) >= (2.8 if len(value) < 16 else 3.0)
 
 
+_SMALL_RUN = re.compile(r"[a-z]+")
+_LETTERS_AND_MARKS = re.compile(r"[A-Za-z!#%^&*+=~@._\-]{12,128}")
+
+
+def generated_letters(value: str) -> bool:
+    """An unquoted value of letters (and a few marks) alone that a generator drew with digits
+    turned off: long, of both cases, the case switching between neighbours, and not words run
+    together. An identifier (``getPasswordFromVault``, ``ServerErrorHandler``) is long runs of
+    small letters holding vowels, where a draw's runs are short and mostly consonants (42 of 52
+    letters are). Asked only under a name that means nothing but a password."""
+    if not _LETTERS_AND_MARKS.fullmatch(value) or is_placeholder(value):
+        return False
+    letters = "".join(c for c in value if c.isalpha())
+    if len(letters) < 12:
+        return False
+    upper = sum(c.isupper() for c in letters) / len(letters)
+    switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(letters))
+    runs = _SMALL_RUN.findall(letters)
+    run_length = sum(map(len, runs)) / max(1, len(runs))
+    vowels = sum(c in "aeiouAEIOU" for c in letters) / len(letters)
+    wordy = run_length > 3 and vowels >= 0.25
+    return 0.15 <= upper <= 0.85 and switches >= 3 and not wordy and shannon_bits(value) >= 3.3
+
+
 def _b64decode(part: str) -> bytes | None:
     try:
         return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
