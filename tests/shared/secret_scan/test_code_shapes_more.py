@@ -196,3 +196,54 @@ def test_unquoted_letters_look_alikes_stay_served(text: str) -> None:
 def test_unquoted_identifier_under_a_password_name_stays_served(identifier: str) -> None:
     served(f"password = {identifier}\n")
     served(f"DB_PASSWORD={identifier}\n")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'mot_de_passe = "{pw}"\n',
+        "motDePasse: {pw}\n",
+        "MOTDEPASSE={pw}\n",
+        'haslo = "{pw}"\n',
+        "heslo: {pw}\n",
+        "sifre={pw}\n",
+        "losenord = '{pw}'\n",
+        "passord: {pw}\n",
+        "salasana={pw}\n",
+        'jelszo = "{pw}"\n',
+        "export GITHUB_PAT={pw}Qa8\n",
+        "AZURE_DEVOPS_EXT_PAT={pw}Qa8\n",
+        "    release {{\n        storePassword '{pw}'\n    }}\n",
+        '        keyPassword "{pw}"\n',
+        "credentials {{\n    username 'deploy'\n    password '{pw}'\n}}\n",
+        'NSString *password = @"{pw}";\n',
+        'static NSString * const kDbPassword = @"{pw}";\n',
+        'PASSWORD="${{DB_PASSWORD:-{pw}}}"\n',
+        'export DB_PASS="${{DB_PASS:={pw}}}"\n',
+        "PASSWORD=${{DB_PASSWORD:-{pw}}}\n",
+        "  POSTGRES_PASSWORD: ${{POSTGRES_PASSWORD-{pw}}}\n",
+    ],
+)
+def test_names_in_other_spellings_and_shapes_are_withheld(template: str) -> None:
+    withheld(template.format(pw=PW), PW)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'URL_PATH="/srv/app/static/assets"\n',
+        "pat = re.compile(r'[a-z]+')\n",
+        "    storePassword System.getenv('KEYSTORE_PASSWORD')\n",
+        "    storePassword keystoreProperties['storePassword']\n",
+        "    keyPassword signingPassword\n",
+        'NSString *password = @"%@";\n',
+        'NSLog(@"Password: %@", password);\n',
+        'PASSWORD="${DB_PASSWORD:-changeme}"\n',
+        'PASSWORD="${DB_PASSWORD:-$FALLBACK_PASSWORD}"\n',
+        'PASSWORD="${DB_PASSWORD}"\n',
+        'PASSWORD="${DB_PASSWORD:?set DB_PASSWORD}"\n',
+        'echo "the password is required"\n',
+    ],
+)
+def test_spelling_look_alikes_stay_served(text: str) -> None:
+    served(text)

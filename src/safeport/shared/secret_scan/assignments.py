@@ -51,7 +51,7 @@ _AFTER_NAME = re.compile(
     # value's padding ending it ("token: c2VjcmV0=") is none either.
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
     [ \t]{0,8}
-    (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
+    (?P<prefix>[rRbBuUf]{1,2}(?=["'])|@(?="))?  # a string prefix: b"…", r'…', f"…", @"…"
     (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
     """,
     re.VERBOSE,
@@ -80,6 +80,8 @@ _URL_USERINFO = re.compile(
 # A query string encoded inside another URL's parameter: ``…%26token%3D<value>%26…``. The value
 # runs to the next encoded "&" (or any character a query may not hold unencoded).
 _ENCODED_VALUE = re.compile(r"%3[Dd](?P<value>(?:[A-Za-z0-9._~\-]|%(?!26)[0-9A-Fa-f]{2}){1,256})")
+# A shell parameter expansion with a default (``${VAR:-…}``, ``${VAR:=…}``, or without colon).
+_SHELL_DEFAULT = re.compile(r"\$\{\w{1,64}:?[-=](?P<default>[^\s{}$`\"']{1,256})\}")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _COMPARISONS = frozenset({"==", "!=", "===", "!=="})
 _HAS_DIGIT = re.compile(r"\d")
@@ -135,8 +137,17 @@ def _assignment(
     weak = not secret_name(name, words)
     if weak and not weak_secret_name(words):
         return None, 0
-    if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
-        return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
+    if not after.group("sep") and not (
+        (words in (["password"], ["passwd"]) and not after.group("quote"))
+        or (
+            after.group("quote")
+            and password_name(words)
+            and _starts_line(text, line_start, name_start)
+        )
+    ):
+        # A bare space separates a value only in netrc-style "password s3cr3t", and in Groovy's
+        # and Gradle's properties set without "=" (``storePassword 'x'``, ``keyPassword "x"``).
+        return None, 0
     prefix = (after.group("prefix") or "").lower()
     if "r" in prefix or "f" in prefix:
         return None, 0  # raw strings are patterns, f-strings are built from other values
@@ -158,6 +169,8 @@ def _assignment(
             value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
             return None, 0
+    elif (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None:
+        value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
         if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
@@ -175,6 +188,12 @@ def _assignment(
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
+    default = _SHELL_DEFAULT.fullmatch(value)
+    if default is not None and default.group("default"):
+        # ``"${DB_PASSWORD:-…}"``: the lookup's literal default is what the program runs with.
+        base = value_start
+        value_start, value_end = base + default.start("default"), base + default.end("default")
+        value = default.group("default")
     chosen = bool(quote) and not weak and password_name(words) and chosen_password(value, name)
     # Unquoted, letters alone are a variable in code, but under a name that can only mean a
     # password (``.env``'s ``DB_PASSWORD=…``, YAML's ``password: …``) a draw with digits turned
@@ -252,6 +271,10 @@ def _strongest_name(words: list[str]) -> bool:
     if words[-2:] == ["secret", "key"] or last == "secretkey":
         return True
     return last == "secret" and len(words) >= 2 and words[-2] in _SECRET_PAIRS
+
+
+def _starts_line(text: str, line_start: int, name_start: int) -> bool:
+    return not text[line_start:name_start].strip()
 
 
 def _strongly_random(value: str) -> bool:

@@ -41,6 +41,7 @@ COMPOUND_WORDS = (
         for second in (right, right.capitalize(), right.upper())
     ),
     "_KEY",
+    "_PAT",  # a personal access token: GITHUB_PAT, AZURE_DEVOPS_EXT_PAT (``names.secret_name``)
     # A header's last word: X-Service-Key, x-tenant-key.
     "-Key",
     "-key",
