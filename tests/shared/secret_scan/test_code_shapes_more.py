@@ -247,3 +247,41 @@ def test_names_in_other_spellings_and_shapes_are_withheld(template: str) -> None
 )
 def test_spelling_look_alikes_stay_served(text: str) -> None:
     served(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "| env | user | password |\n|-----|------|----------|\n| prod | root | {pw} |\n",
+        "| Host | Login | Password | Notes |\n| :--- | :---: | --- | --- |\n"
+        "| db1 | app | `{pw}` | rotated monthly |\n",
+        "|user|pass|\n|---|---|\n|admin|{pw}|\n",
+        "| Service | API Token |\n|---|---|\n| billing | {pw}Qa8ZxLmP0 |\n",
+        "- **Username:** deploy\n- **Password:** {pw}\n",
+        "* Password: {pw}\n",
+        "- **Password**: {pw}\n",
+        "- __Password:__ {pw}\n",
+        "  - Password: `{pw}`\n",
+    ],
+)
+def test_markdown_table_and_bullet_passwords_are_withheld(template: str) -> None:
+    withheld(template.format(pw=PW), PW)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Name | Description |\n|---|---|\n| password | The password of the user |\n",
+        "| user | password |\n| --- | --- |\n| admin | <set in vault> |\n"
+        "| ops | ${OPS_PASSWORD} |\n",
+        "| user | password |\n| --- | --- |\n| admin | ******** |\n| guest | (none) |\n",
+        "| Option | Default |\n|---|---|\n| `--password` | `None` |\n",
+        "| a | password |\n| b | Xk9mQ2vL#p7 |\n",
+        "- **Password:** see the vault\n",
+        "- **Password:** {{ password }}\n",
+        "password: *default_pw\n",
+        "x = a ** b\npassword ** 2\n",
+    ],
+)
+def test_markdown_look_alikes_stay_served(text: str) -> None:
+    served(text)

@@ -47,7 +47,6 @@ NEGATIVE_GROUPS = {
 }
 
 _FLAGS = "password after a command-line flag or argument not yet known"
-_PROSE = "password in a Markdown table or bullet"
 _HTTP = "session or bearer value in an HTTP capture"
 _URI = "credentials in a connection string without a scheme, or with @ in the user"
 _KEY_LOG = "key block behind a log prefix of several fields"
@@ -58,8 +57,6 @@ KNOWN_GAPS: dict[str, str] = {
     "commands-htpasswd-b": _FLAGS,
     "commands-ldapsearch": _FLAGS,
     "commands-net-use": _FLAGS,
-    "prose-md-table": _PROSE,
-    "prose-md-bullets": _PROSE,
     "uris-cookie-header": _HTTP,
     "uris-har-header": _HTTP,
     "uris-go-mysql-dsn": _URI,

@@ -42,7 +42,7 @@ def long_value_end(text: str, value_start: int, limit: int) -> int:
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
 _AFTER_NAME = re.compile(
-    r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
+    r"""(?:\\?["'])?\]?(?:\*\*?(?=:))?          # the name's closing quote or bracket, or bold
     (?P<space>[ \t]{0,8})
     (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
       (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}(?==)|[A-Za-z_][\w\[\].,|]{0,60}(?==(?![\s=]|$))))?
@@ -50,6 +50,7 @@ _AFTER_NAME = re.compile(
     # dXNlcjpw==" is no type's; one glued to its "=" has a default after it ("x: int=5"), so a
     # value's padding ending it ("token: c2VjcmV0=") is none either.
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
+    (?:(?<=:)(?:\*\*?|__)(?=[ \t]))?               # Markdown's bold around a label: **Password:**
     [ \t]{0,8}
     (?P<prefix>[rRbBuUf]{1,2}(?=["'])|@(?="))?  # a string prefix: b"…", r'…', f"…", @"…"
     (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
@@ -58,7 +59,9 @@ _AFTER_NAME = re.compile(
 )
 # What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
 # backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
-_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)""")
+_SEPARATED = re.compile(
+    r"""[\w.\-]{0,64}(?:\\?["'])?\]?(?:\*\*?)?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)"""
+)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")

@@ -189,6 +189,7 @@ def looks_random(value: str, *, quoted: bool) -> bool:
 
 
 _SMALL_RUN = re.compile(r"[a-z]+")
+_VOWEL = re.compile(r"[aeiouy]")
 _LETTERS_AND_MARKS = re.compile(r"[A-Za-z!#%^&*+=~@._\-]{12,128}")
 
 
@@ -208,8 +209,10 @@ def generated_letters(value: str) -> bool:
     runs = _SMALL_RUN.findall(letters)
     run_length = sum(map(len, runs)) / max(1, len(runs))
     vowels = sum(c in "aeiouAEIOU" for c in letters) / len(letters)
-    wordy = run_length > 3 and vowels >= 0.25
-    return 0.15 <= upper <= 0.85 and switches >= 3 and not wordy and shannon_bits(value) >= 3.3
+    # Words hold a vowel in each longer run; a draw's runs of three small letters mostly do not.
+    spoken = all(_VOWEL.search(run) for run in runs if len(run) >= 3)
+    wordy = run_length > 3.2 and vowels >= 0.28 and spoken
+    return 0.1 <= upper <= 0.9 and switches >= 3 and not wordy and shannon_bits(value) >= 3.3
 
 
 def _b64decode(part: str) -> bytes | None:

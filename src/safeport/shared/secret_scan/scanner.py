@@ -34,7 +34,7 @@ from safeport.shared.secret_scan.commands import command_at, curl_option_at, fla
 from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.prose import call_literal_at, prose_at
+from safeport.shared.secret_scan.prose import call_literal_at, prose_at, table_column_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import (
@@ -171,6 +171,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
         if anchor.word and _ordinary_pass_word(text, start, end):
             continue
+        if anchor.word and start >= word_done and "|" in text[line_start : line_start + 4]:
+            spans.extend(table_column_at(text, start, line_start, line_end))
         found: SecretSpan | None = None
         # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
         # name a space and a plain word follow holds a value in a few shapes only, which two
