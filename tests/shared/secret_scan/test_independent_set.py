@@ -46,35 +46,9 @@ NEGATIVE_GROUPS = {
     "elsewhere": negatives.ELSEWHERE,
 }
 
-_POSITIONAL = "password passed by position to a known call"
-_FLAGS = "password after a command-line flag or argument not yet known"
-_PROSE = "password in a Markdown table or bullet"
-_HTTP = "session or bearer value in an HTTP capture"
-_NO_DIGIT = "unquoted generated password without a digit"
-_INDIRECTION = "generated value read as a lookup or format field"
 _WORDS = "passphrase of words joined by hyphens"
 _LOW_ENTROPY = "short memorable password below the entropy floor"
 KNOWN_GAPS: dict[str, str] = {
-    "code-py-requests-auth": _POSITIONAL,
-    "code-py-smtp-login": _POSITIONAL,
-    "code-java-drivermanager": _POSITIONAL,
-    "code-php-pdo": _POSITIONAL,
-    "code-cs-networkcred": _POSITIONAL,
-    "configs-french-config": "word for password in another language (mot de passe)",
-    "prose-md-table": _PROSE,
-    "prose-md-bullets": _PROSE,
-    "defaults-bash-default": "literal default of a shell parameter expansion",
-    "languages-objc": 'Objective-C string literal @"..."',
-    "languages-pika-creds": _POSITIONAL,
-    "more-providers-azure-devops-pat": "secret-like name spelled PAT",
-    "tool-files-android-signing": "Groovy property set without = (storePassword 'x')",
-    "traits-alpha-pw-dotenv": _NO_DIGIT,
-    "traits-alpha-pw-yaml": _NO_DIGIT,
-    "traits-pct-pw-yaml": _INDIRECTION,
-    "traits-pct-pw-dotenv": _INDIRECTION,
-    "traits-at-pw-props": _INDIRECTION,
-    "traits-at-pw-quoted": _INDIRECTION,
-    "traits-django-full-charset": _INDIRECTION,
     "traits-hf-few-capitals": "letters-only provider token with few capitals",
     "traits-passphrase-yaml": _WORDS,
     "traits-passphrase-quoted": _WORDS,

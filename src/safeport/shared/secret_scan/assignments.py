@@ -14,6 +14,7 @@ import re
 from urllib.parse import unquote
 
 from safeport.shared.secret_scan.checks import (
+    generated_letters,
     is_basic_credential,
     is_placeholder,
     looks_random,
@@ -41,7 +42,7 @@ def long_value_end(text: str, value_start: int, limit: int) -> int:
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
 _AFTER_NAME = re.compile(
-    r"""(?:\\?["'])?\]?                       # the name's closing quote or bracket
+    r"""(?:\\?["'])?\]?(?:\*\*?(?=:))?          # the name's closing quote or bracket, or bold
     (?P<space>[ \t]{0,8})
     (?::[ \t]{0,4}(?:&(?:'\w+[ \t])?)?                   # a type annotation; one with a
       (?:[A-Za-z_][\w\[\]., |]{0,60}?[ \t]{1,4}(?==)|[A-Za-z_][\w\[\].,|]{0,60}(?==(?![\s=]|$))))?
@@ -49,15 +50,18 @@ _AFTER_NAME = re.compile(
     # dXNlcjpw==" is no type's; one glued to its "=" has a default after it ("x: int=5"), so a
     # value's padding ending it ("token: c2VjcmV0=") is none either.
     (?P<sep>::=|:=|[?+]=|\|\|=|[=!]==?|=>|=|:|\uff1a|>|<-|)    # also Make's, a comparison, R's
+    (?:(?<=:)(?:\*\*?|__)(?=[ \t]))?               # Markdown's bold around a label: **Password:**
     [ \t]{0,8}
-    (?P<prefix>[rRbBuUf]{1,2}(?=["']))?       # a string prefix: b"…", r'…', f"…"
+    (?P<prefix>[rRbBuUf]{1,2}(?=["'])|@(?="))?  # a string prefix: b"…", r'…', f"…", @"…"
     (?P<quote>\\?["'`]|&quot;|)                # quotes escaped in HTML too: &quot;…&quot;
     """,
     re.VERBOSE,
 )
 # What _NAME_CHARS and _AFTER_NAME accept when a separator follows (a superset: this one may
 # backtrack into the name): every separator, and a type annotation, starts with one of ":=>".
-_SEPARATED = re.compile(r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)""")
+_SEPARATED = re.compile(
+    r"""[\w.\-]{0,64}(?:\\?["'])?\]?(?:\*\*?)?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)"""
+)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
@@ -79,6 +83,8 @@ _URL_USERINFO = re.compile(
 # A query string encoded inside another URL's parameter: ``…%26token%3D<value>%26…``. The value
 # runs to the next encoded "&" (or any character a query may not hold unencoded).
 _ENCODED_VALUE = re.compile(r"%3[Dd](?P<value>(?:[A-Za-z0-9._~\-]|%(?!26)[0-9A-Fa-f]{2}){1,256})")
+# A shell parameter expansion with a default (``${VAR:-…}``, ``${VAR:=…}``, or without colon).
+_SHELL_DEFAULT = re.compile(r"\$\{\w{1,64}:?[-=](?P<default>[^\s{}$`\"']{1,256})\}")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _COMPARISONS = frozenset({"==", "!=", "===", "!=="})
 _HAS_DIGIT = re.compile(r"\d")
@@ -134,8 +140,17 @@ def _assignment(
     weak = not secret_name(name, words)
     if weak and not weak_secret_name(words):
         return None, 0
-    if not after.group("sep") and (words not in (["password"], ["passwd"]) or after.group("quote")):
-        return None, 0  # a bare space separates a value only in netrc-style "password s3cr3t"
+    if not after.group("sep") and not (
+        (words in (["password"], ["passwd"]) and not after.group("quote"))
+        or (
+            after.group("quote")
+            and password_name(words)
+            and _starts_line(text, line_start, name_start)
+        )
+    ):
+        # A bare space separates a value only in netrc-style "password s3cr3t", and in Groovy's
+        # and Gradle's properties set without "=" (``storePassword 'x'``, ``keyPassword "x"``).
+        return None, 0
     prefix = (after.group("prefix") or "").lower()
     if "r" in prefix or "f" in prefix:
         return None, 0  # raw strings are patterns, f-strings are built from other values
@@ -157,6 +172,8 @@ def _assignment(
             value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
             return None, 0
+    elif (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None:
+        value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
         if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
@@ -174,7 +191,19 @@ def _assignment(
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
+    default = _SHELL_DEFAULT.fullmatch(value)
+    if default is not None and default.group("default"):
+        # ``"${DB_PASSWORD:-…}"``: the lookup's literal default is what the program runs with.
+        base = value_start
+        value_start, value_end = base + default.start("default"), base + default.end("default")
+        value = default.group("default")
     chosen = bool(quote) and not weak and password_name(words) and chosen_password(value, name)
+    # Unquoted, letters alone are a variable in code, but under a name that can only mean a
+    # password (``.env``'s ``DB_PASSWORD=…``, YAML's ``password: …``) a draw with digits turned
+    # off is still the password.
+    chosen = chosen or (
+        not quote and not weak and _strongest_name(words) and generated_letters(value)
+    )
     if not chosen and (
         not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
     ):
@@ -231,6 +260,24 @@ def encoded_query_at(
     if is_placeholder(value) or not looks_random(value, quoted=True):  # delimited by %26
         return None
     return SecretSpan(found.start("value"), found.end("value"), GENERIC)
+
+
+_SECRET_PAIRS = frozenset({"client", "api", "app", "consumer", "shared", "webhook", "signing"})
+
+
+def _strongest_name(words: list[str]) -> bool:
+    """A name that means a password or a generated secret and nothing else: ``password``,
+    ``passphrase``, ``secret_key``, ``client_secret``, ``api_secret``."""
+    if password_name(words):
+        return True
+    last = words[-1]
+    if words[-2:] == ["secret", "key"] or last == "secretkey":
+        return True
+    return last == "secret" and len(words) >= 2 and words[-2] in _SECRET_PAIRS
+
+
+def _starts_line(text: str, line_start: int, name_start: int) -> bool:
+    return not text[line_start:name_start].strip()
 
 
 def _strongly_random(value: str) -> bool:

@@ -81,9 +81,15 @@ PLACEHOLDER_VALUES = frozenset(
     }
 )
 # Lookups and expressions, not literals: environment reads, templates, format fields, calls.
+# A mark that only opens a reference when a name follows it to the end (``@VAR@``, ``@name``,
+# YAML's ``*alias`` and ``&anchor``, a call ``get_pw()``), and a ``%s`` standing apart from
+# letters and digits (``token_%s``, ``%s:%s``): a generated password starts with ``@``, ``*`` or
+# ``&``, or holds ``%d`` or ``()`` between random characters, about one draw in ten.
 INDIRECTION = re.compile(
-    r"^(?:\$|%\(|\{|#\{|<|@|\*|&)|\$\{|\{\{|%\(|%[sdr]|\(\)|os\.environ|getenv|process\.env|"
-    r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]",
+    r"^(?:\$|%\(|\{|#\{|<)|\$\{|\{\{|%\(\w+\)|os\.environ|getenv|process\.env|"
+    r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]|"
+    r"^[@*&][A-Za-z_.\-]+@?$|^&#?\w+;|^@[({]|"
+    r"(?-i:(?<![A-Za-z0-9])%[sdr](?![A-Za-z0-9]))|^[A-Za-z_][\w.]*\(\)(?:\.[\w.()]*)?$",
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")
@@ -180,6 +186,33 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     if character_classes(value) < 2:
         return False
     return shannon_bits(value) >= (2.8 if len(value) < 16 else 3.0)
+
+
+_SMALL_RUN = re.compile(r"[a-z]+")
+_VOWEL = re.compile(r"[aeiouy]")
+_LETTERS_AND_MARKS = re.compile(r"[A-Za-z!#%^&*+=~@._\-]{12,128}")
+
+
+def generated_letters(value: str) -> bool:
+    """An unquoted value of letters (and a few marks) alone that a generator drew with digits
+    turned off: long, of both cases, the case switching between neighbours, and not words run
+    together. An identifier (``getPasswordFromVault``, ``ServerErrorHandler``) is long runs of
+    small letters holding vowels, where a draw's runs are short and mostly consonants (42 of 52
+    letters are). Asked only under a name that means nothing but a password."""
+    if not _LETTERS_AND_MARKS.fullmatch(value) or is_placeholder(value):
+        return False
+    letters = "".join(c for c in value if c.isalpha())
+    if len(letters) < 12:
+        return False
+    upper = sum(c.isupper() for c in letters) / len(letters)
+    switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(letters))
+    runs = _SMALL_RUN.findall(letters)
+    run_length = sum(map(len, runs)) / max(1, len(runs))
+    vowels = sum(c in "aeiouAEIOU" for c in letters) / len(letters)
+    # Words hold a vowel in each longer run; a draw's runs of three small letters mostly do not.
+    spoken = all(_VOWEL.search(run) for run in runs if len(run) >= 3)
+    wordy = run_length > 3.2 and vowels >= 0.28 and spoken
+    return 0.1 <= upper <= 0.9 and switches >= 3 and not wordy and shannon_bits(value) >= 3.3
 
 
 def _b64decode(part: str) -> bytes | None:

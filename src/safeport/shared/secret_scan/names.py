@@ -45,7 +45,29 @@ TRANSLATIONS = (
     "비밀번호",
     "비번",
     "パスワード",
+    "motdepasse",  # French; "mot_de_passe" is three words, judged by _JOINED_TRANSLATIONS
+    "passe",
+    "haslo",  # Polish
+    "hasło",
+    "heslo",  # Czech, Slovak
+    "sifre",  # Turkish
+    "şifre",
+    "parola",  # Turkish, Romanian, Italian
+    "losenord",  # Swedish
+    "lösenord",
+    "passord",  # Norwegian
+    "adgangskode",  # Danish
+    "salasana",  # Finnish
+    "jelszo",  # Hungarian
+    "jelszó",
+    "katasandi",  # Indonesian
+    "matkhau",  # Vietnamese
 )
+# Translations written as several words (``mot_de_passe``, ``kata_sandi``, ``mat_khau``).
+_JOINED_TRANSLATIONS = ("motdepasse", "katasandi", "matkhau")
+# Names that end in ``PAT`` (a personal access token: ``GITHUB_PAT``, ``AZURE_DEVOPS_EXT_PAT``)
+# in environment-style capitals; a small ``pat`` is as often a pattern.
+_PAT_ENDING = "pat"
 # Words that make a name secret-like, alone or as the end of a segment ("dbPassword",
 # "githubToken"), and pairs that do together ("api_key", "client_secret").
 _SECRET_SEGMENTS = frozenset(
@@ -269,6 +291,10 @@ def secret_name(name: str, words: list[str]) -> bool:
         return False
     if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
         return False
+    if "".join(words[-3:]).endswith(_JOINED_TRANSLATIONS):
+        return True
+    if words[-1] == _PAT_ENDING and len(words) > 1 and name.isupper():
+        return True
     for index, numbered in enumerate(words):
         word = numbered.rstrip("0123456789")  # password2, salt1, TOKEN_2; but Auth0 is a name
         word = numbered if word == "auth" else word

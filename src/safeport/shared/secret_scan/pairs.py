@@ -22,6 +22,7 @@ import re
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE, long_value_end
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.passwords import chosen_password
 from safeport.shared.secret_scan.spans import SecretSpan
 
 _QUOTE = r"""\\?["']"""
@@ -118,3 +119,102 @@ def pair_at(
     if not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower():
         return None, value_end
     return SecretSpan(value_start, value_end, GENERIC), value_end
+
+
+# Calls whose signature says which argument is the password, by the literal that opens the
+# argument list: for each number of arguments the call takes, the password's position.
+# ``requests.get(url, auth=("u", "pw"))``, ``smtplib``/``ftplib``/``imaplib`` ``.login(u, pw)``,
+# JDBC's ``DriverManager.getConnection(url, u, pw)``, PHP's ``new PDO($dsn, $u, 'pw')`` and
+# ``mysqli``, .NET's ``NetworkCredential``, RabbitMQ's ``pika.PlainCredentials``, Go's
+# ``req.SetBasicAuth`` and ``smtp.PlainAuth``, Sequelize's ``new Sequelize(db, u, pw)``.
+POSITIONAL_CALLS: dict[str, dict[int, int]] = {
+    "auth=(": {2: 1},
+    "auth = (": {2: 1},
+    "HTTPBasicAuth(": {2: 1},
+    "HTTPDigestAuth(": {2: 1},
+    "HTTPProxyAuth(": {2: 1},
+    "BasicAuth(": {2: 1, 3: 1},
+    "login(": {2: 1},
+    "Login(": {2: 1},
+    "getConnection(": {2: 1, 3: 2},
+    "PDO(": {3: 2, 4: 2},
+    "mysqli(": {3: 2, 4: 2, 5: 2, 6: 2},
+    "mysqli_connect(": {3: 2, 4: 2, 5: 2, 6: 2},
+    "mysql_connect(": {3: 2, 4: 2},
+    "mysqli_real_connect(": {4: 3, 5: 3, 6: 3, 7: 3},
+    "ftp_login(": {3: 2},
+    "ldap_bind(": {3: 2},
+    "ssh2_auth_password(": {3: 2},
+    "imap_open(": {3: 2, 4: 2},
+    "NetworkCredential(": {2: 1, 3: 1},
+    "PlainCredentials(": {2: 1},
+    "UsernamePasswordCredentials(": {2: 1},
+    "PasswordAuthentication(": {2: 1},
+    "SetBasicAuth(": {2: 1},
+    "PlainAuth(": {4: 2},
+    "UserPassword(": {2: 1},
+    "basic_auth(": {2: 1},
+    "simple_bind_s(": {2: 1},
+    "simple_bind(": {2: 1},
+    "Sequelize(": {3: 2, 4: 2},
+}
+_ARGUMENTS_REACH = 400
+# One argument that is a literal alone: a string (C#'s verbatim ``@"…"`` too), possibly turned
+# into characters for Java's ``PasswordAuthentication`` (``"…".toCharArray()``).
+_LITERAL_ARGUMENT = re.compile(
+    r"""[ \t]*@?(?P<quote>["'])(?P<value>(?:(?!(?P=quote))[^\\\n]){1,256})(?P=quote)"""
+    r"""(?:\.toCharArray\(\))?[ \t]*\Z"""
+)
+
+
+def positional_at(text: str, end: int, line_end: int) -> SecretSpan | None:
+    """The literal password argument of the call whose argument list opens at ``end``."""
+    opened = text[max(0, end - 32) : end]
+    signature = next(
+        (positions for literal, positions in POSITIONAL_CALLS.items() if opened.endswith(literal)),
+        None,
+    )
+    if signature is None:
+        return None
+    arguments = _arguments(text, end, min(line_end, end + _ARGUMENTS_REACH))
+    if arguments is None or len(arguments) not in signature:
+        return None
+    start, stop = arguments[signature[len(arguments)]]
+    found = _LITERAL_ARGUMENT.match(text[start:stop])
+    if found is None:
+        return None  # a variable, a call, a lookup: the password is somewhere else
+    value = found.group("value")
+    if not chosen_password(value, "password") and not looks_random(value, quoted=True):
+        return None
+    return SecretSpan(start + found.start("value"), start + found.end("value"), GENERIC)
+
+
+def _arguments(text: str, start: int, limit: int) -> list[tuple[int, int]] | None:
+    """The top-level arguments of a call from just after its ``(`` to its closing bracket, as
+    (start, end) offsets; None if the list does not close within ``limit``."""
+    arguments: list[tuple[int, int]] = []
+    depth = 0
+    quote = ""
+    begin = index = start
+    while index < limit:
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                if text[begin:index].strip():
+                    arguments.append((begin, index))
+                return arguments
+            depth -= 1
+        elif char == "," and depth == 0:
+            arguments.append((begin, index))
+            begin = index + 1
+        index += 1
+    return None

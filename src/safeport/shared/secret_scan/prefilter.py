@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import ahocorasick_rs
 
 from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
+from safeport.shared.secret_scan.pairs import POSITIONAL_CALLS
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 from safeport.shared.secret_scan.shapes import SHAPE_ANCHORS
 
@@ -40,6 +41,7 @@ COMPOUND_WORDS = (
         for second in (right, right.capitalize(), right.upper())
     ),
     "_KEY",
+    "_PAT",  # a personal access token: GITHUB_PAT, AZURE_DEVOPS_EXT_PAT (``names.secret_name``)
     # A header's last word: X-Service-Key, x-tenant-key.
     "-Key",
     "-key",
@@ -124,6 +126,7 @@ class Anchor:
     key_block: bool = False
     hidden: bool = False
     command: bool = False
+    call: bool = False  # a call whose signature places its password (``pairs.positional_at``)
     shape: str = ""  # a finder that reads across lines or through an encoding (``shapes.py``)
 
 
@@ -149,6 +152,8 @@ def _table() -> tuple[list[str], list[Anchor]]:
         anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, shape=shape)
     for literal in COMMAND_ANCHORS:
         anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, command=True)
+    for literal in POSITIONAL_CALLS:
+        anchors[literal] = Anchor(rules=anchors.get(literal, Anchor()).rules, call=True)
     for literal in (*HIDDEN_ASCII, *HIDDEN):  # the non-ASCII ones last: see _ASCII_AUTOMATON
         anchors[literal] = Anchor(hidden=True)
     # Every ASCII literal before every other: the ASCII automaton's indexes are then the same

@@ -32,10 +32,10 @@ from safeport.shared.secret_scan.assignments import (
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
-from safeport.shared.secret_scan.pairs import may_pair, pair_at
+from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.prose import call_literal_at, prose_at
+from safeport.shared.secret_scan.prose import call_literal_at, prose_at, table_column_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import (
@@ -179,6 +179,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             )
         ):
             continue
+        if anchor.word and start >= word_done and "|" in text[line_start : line_start + 4]:
+            spans.extend(table_column_at(text, start, line_start, line_end))
         found: SecretSpan | None = None
         # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
         # name a space and a plain word follow holds a value in a few shapes only, which two
@@ -235,6 +237,8 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
             found = command_at(text, start, end, line_end)
+        elif anchor.call:
+            found = positional_at(text, end, line_end)
         elif anchor.key_block:
             key_blocks = key_blocks or KeyBlocks(text)
             found = key_blocks.at(start, line_start)
