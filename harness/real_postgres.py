@@ -54,7 +54,7 @@ CREATE TABLE orders (id int PRIMARY KEY, customer text NOT NULL, total numeric(1
                      note text, created date DEFAULT '2026-01-02');
 INSERT INTO orders VALUES
   (1, 'alice', 12.50, 'first', '2026-01-02'), (2, 'bob', 99.00, 'second', '2026-01-03'),
-  (3, 'alice', 7.25, 'ghp_0123456789abcdefghijklmnopqrstuvwxyzAB', '2026-01-04'),
+  (3, 'alice', 7.25, 'ghp_q7Lm2XvR9tKc4WbZ8pYd1NsH6jFa3GeU5rTx', '2026-01-04'),
   (4, 'o''brien', 1.00, 'quote', '2026-01-05');
 CREATE TABLE secrets_table (value text);
 INSERT INTO secrets_table VALUES ('never-served');

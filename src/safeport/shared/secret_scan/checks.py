@@ -212,7 +212,7 @@ def generated_letters(value: str) -> bool:
     # Words hold a vowel in each longer run; a draw's runs of three small letters mostly do not.
     spoken = all(_VOWEL.search(run) for run in runs if len(run) >= 3)
     wordy = run_length > 3.2 and vowels >= 0.28 and spoken
-    return 0.1 <= upper <= 0.9 and switches >= 3 and not wordy and shannon_bits(value) >= 3.3
+    return 0.1 <= upper <= 0.9 and switches >= 3 and not wordy and shannon_bits(value) >= 3.0
 
 
 def _b64decode(part: str) -> bytes | None:

@@ -329,8 +329,12 @@ _ORDINARY_PASS = frozenset(
 
 
 def _ordinary_pass_word(text: str, start: int, end: int) -> bool:
-    """Whether the hit is the "pass" of one of those words (in small letters, whole)."""
-    if text[start:end] != "pass":
+    """Whether the hit is the "pass" (or "passe") of one of those words (in small letters,
+    whole), or the ``_PAT`` of a longer name (``_PATH``, ``_PATTERN``)."""
+    word = text[start:end]
+    if word == "_PAT":
+        return text[end : end + 1].isalnum()
+    if word not in ("pass", "passe"):
         return False
     left = start
     while left > start - 8 and left > 0 and text[left - 1].islower():
