@@ -86,6 +86,8 @@ def test_a_duration_is_words_whatever_it_holds(seconds: Any) -> None:
 
 
 def test_durations_read_in_the_unit_a_person_expects() -> None:
+    # A deadline the gateway could never send is no crash: infinity and NaN read as unknown.
+    assert human_duration(float("inf")) == human_duration(float("nan")) == "unknown"
     assert human_duration(43195) == "12 h"
     assert human_duration(59) == "59 s"
     assert human_duration(300) == "5 min"

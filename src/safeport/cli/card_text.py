@@ -11,6 +11,7 @@ an indented JSON body stays readable; nothing is cut.
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from typing import Any
 
@@ -96,6 +97,8 @@ def human_duration(seconds: object) -> str:
     """``42 s``, ``5 min``, ``12 h``, ``3 d``: the unit a person reads at a glance (rounded)."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         return "unknown"
+    if not math.isfinite(seconds):
+        return "unknown"  # infinity or NaN: no deadline a person could read
     left = max(0, round(seconds))
     if left < 120:
         return f"{left} s"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import math
 import re
 import secrets
@@ -88,7 +89,7 @@ def alpha_password() -> str:
     while True:
         body = rand(string.ascii_letters, 14)
         capitals = sum(c.isupper() for c in body) / len(body)
-        switches = sum(a.isupper() != b.isupper() for a, b in zip(body, body[1:], strict=False))
+        switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(body))
         longest = max(len(run) for run in re.split(r"[A-Z]+", body))
         if 0.25 <= capitals <= 0.75 and switches >= 5 and longest <= 3:
             return body[:5] + secrets.choice("!#-_.") + body[5:] + secrets.choice("!#")

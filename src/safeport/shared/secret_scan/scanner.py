@@ -32,6 +32,7 @@ from safeport.shared.secret_scan.assignments import (
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
+from safeport.shared.secret_scan.names import ordinary_pass_word
 from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
@@ -180,7 +181,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
         ):
             continue  # the commonest word hit, "the token expires": done in two cheap looks
         if anchor.word and (
-            _ordinary_pass_word(text, start, end)
+            ordinary_pass_word(text, start, end)
             or (
                 (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
                 and inside_base64_run(text, start, end, line_start, line_end)
@@ -298,61 +299,6 @@ def _in_context(
         if found is not None:
             return found
     return prose_at(text, start, end, line_start, line_end)
-
-
-# English words that hold "pass" and name no secret: in real code most "pass" hits are these
-# ("tests passed", "passing", "bypass"), and each would otherwise be judged as a name.
-_ORDINARY_PASS = frozenset(
-    {
-        "passed",
-        "passes",
-        "passing",
-        "passage",
-        "passages",
-        "passenger",
-        "passengers",
-        "passive",
-        "passively",
-        "passthrough",
-        "passthru",
-        "passable",
-        "passion",
-        "passionate",
-        "bypass",
-        "bypassed",
-        "bypasses",
-        "bypassing",
-        "compass",
-        "encompass",
-        "encompasses",
-        "encompassing",
-        "surpass",
-        "surpassed",
-        "surpasses",
-        "overpass",
-        "underpass",
-        "trespass",
-    }
-)
-
-
-def _ordinary_pass_word(text: str, start: int, end: int) -> bool:
-    """Whether the hit is the "pass" (or "passe") of one of those words (in small letters,
-    whole), or the ``_PAT`` of a longer name (``_PATH``, ``_PATTERN``)."""
-    word = text[start:end]
-    if word == "_PAT":
-        return text[end : end + 1].isalnum()
-    if word not in ("pass", "passe"):
-        return False
-    left = start
-    while left > start - 8 and left > 0 and text[left - 1].islower():
-        left -= 1
-    right = end
-    while right < end + 8 and right < len(text) and text[right].islower():
-        right += 1
-    if text[left - 1 : left].isalnum() or text[right : right + 1].isalnum():
-        return False  # part of a longer name ("passedValue", "xpassed2")
-    return text[left:right] in _ORDINARY_PASS
 
 
 # A name followed by a space and a word ("the token expires", "token lifetime": most word hits
