@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
 
 from safeport.context_server.index.change_feed import ChangeFeed  # noqa: E402
 from safeport.context_server.index.search_index import SearchIndex  # noqa: E402
