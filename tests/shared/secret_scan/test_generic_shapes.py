@@ -5,30 +5,10 @@ Kubernetes name/value pairs, tuples and call arguments, URLs whose password hold
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
 from safeport.shared.secret_scan import find_secrets
-
-
-def fresh() -> str:
-    """A value no test has seen: random characters ending in a digit, as a generator makes."""
-    return secrets.token_urlsafe(18).replace("-", "x").replace("_", "Q") + str(
-        secrets.randbelow(10)
-    )
-
-
-def assert_only_secret(template: str) -> None:
-    value = fresh()
-    text = template.format(value=value)
-    spans = [(span.start, span.end) for span in find_secrets(text)]
-    at = text.index(value)
-    assert spans == [(at, at + len(value))], text
-
-
-def assert_clean(text: str) -> None:
-    assert find_secrets(text) == [], text
+from tests.shared.secret_scan.drawn_values import assert_clean, assert_only_secret
 
 
 @pytest.mark.parametrize(

@@ -14,29 +14,7 @@ import pytest
 
 from safeport.shared.secret_scan import find_secrets
 from safeport.shared.secret_scan.checks import is_placeholder
-
-
-def fresh() -> str:
-    """A value no test has seen: random characters ending in a digit, as a generator makes
-    (drawn again in the rare case the draw spells a placeholder's word, such as "test")."""
-    while True:
-        value = secrets.token_urlsafe(12).replace("-", "m").replace("_", "Z") + str(
-            secrets.randbelow(10)
-        )
-        if not is_placeholder(value):
-            return value
-
-
-def assert_only_secret(template: str) -> None:
-    value = fresh()
-    text = template.format(value=value)
-    spans = [(span.start, span.end) for span in find_secrets(text)]
-    at = text.index(value)
-    assert spans == [(at, at + len(value))], text
-
-
-def assert_clean(text: str) -> None:
-    assert find_secrets(text) == [], text
+from tests.shared.secret_scan.drawn_values import assert_clean, assert_only_secret
 
 
 @pytest.mark.parametrize(
