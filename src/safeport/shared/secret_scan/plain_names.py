@@ -57,9 +57,10 @@ def _names_nothing(name: str) -> bool:
     return not secret_name(name, words) and not weak_secret_name(words)
 
 
-def bare_pass_statement(text: str, line_start: int, line_end: int) -> bool:
-    """Whether the line is Python's ``pass`` statement alone: no value on it or below it."""
-    return text[line_start:line_end].strip() == "pass"
+def bare_pass_statement(text: str, start: int, end: int, line_start: int, line_end: int) -> bool:
+    """Whether the hit is Python's ``pass`` statement alone on its line: no value on it or
+    below it."""
+    return end - start == 4 and text[line_start:line_end].strip() == "pass"
 
 
 # English words that hold "pass" and name no secret: in real code most "pass" hits are these

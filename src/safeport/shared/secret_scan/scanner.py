@@ -193,7 +193,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             and text[start:end].lower() != "bearer"
             and "|" not in text[line_start : line_start + 4]
             and (
-                bare_pass_statement(text, line_start, line_end)
+                bare_pass_statement(text, start, end, line_start, line_end)
                 or names_no_secret(text, start, end, line_start, line_end)
             )
         ):
