@@ -77,8 +77,9 @@ _CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
 # again, and the same bytes hold the same secrets, so a second read costs one hash (about a tenth
 # of a scan) instead of a scan. Only spans are kept, never text. Smaller texts cost less to scan
-# than to hash and look up. The digest is BLAKE2b-256: no one can write a file whose bytes
-# collide with a clean file's to borrow its empty answer.
+# than to hash and look up. The digest is SHA-256: no one can write a file whose bytes collide
+# with a clean file's to borrow its empty answer; and where the processor has SHA extensions
+# (x86 since 2017-2019, ARMv8) OpenSSL hashes it about twice as fast as BLAKE2b.
 REMEMBER_FROM_CHARS = 16 * 1024
 REMEMBERED_TEXTS = 256
 _recent: OrderedDict[bytes, tuple[SecretSpan, ...]] = OrderedDict()
@@ -89,7 +90,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
     """Every secret in ``text``, as non-overlapping spans in text order."""
     if len(text) < REMEMBER_FROM_CHARS:
         return scan_text(text)
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     with _recent_lock:
         known = _recent.get(digest)
         if known is not None:
