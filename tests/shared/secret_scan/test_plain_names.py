@@ -1,69 +1,17 @@
-"""Names that name no secret are done before any rule looks at what follows them; a name that
-does, or may, still gets every rule. Each plain name below sits where a secret would be found
-after a secret-like one, so a wrong verdict either way shows."""
+"""A secret-like name that holds an ordinary word, or an ordinary name beside a secret-like word,
+is judged as a whole: the ordinary word hides nothing, and the ordinary name alone reads
+unchanged. The shapes where a name is read differently by different rules (a setter called on
+a short receiver, prose where the name goes on after a space) are here too, since a shortcut
+that judges a name once must take each reading."""
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
-from safeport.shared.secret_scan.plain_names import names_no_secret
+from safeport.shared.secret_scan import find_secrets
 from tests.shared.secret_scan.drawn_values import assert_clean, assert_only_secret
-
-
-def _verdict(line: str, word: str) -> bool:
-    at = line.index(word)
-    return names_no_secret(line, at, at + len(word), 0, len(line))
-
-
-@pytest.mark.parametrize(
-    ("line", "word"),
-    [
-        ('    "author": "Jane Doe",', "auth"),
-        ("except KeyError:", "Key"),
-        ("use_token = True", "token"),
-        ("self.authority = authority", "auth"),
-        ("tokenizer = Tokenizer()", "token"),
-        ("for credit in credits:", "cred"),
-        ("value = secretary.name", "secret"),
-    ],
-    ids=["author", "KeyError", "use_token", "authority", "tokenizer", "credit", "secretary"],
-)
-def test_a_name_that_names_no_secret_is_done_at_once(line: str, word: str) -> None:
-    assert _verdict(line, word)
-
-
-@pytest.mark.parametrize(
-    ("line", "word"),
-    [
-        ("password = x", "pass"),
-        ("auth = x", "auth"),
-        ("self.api_key = x", "key"),
-        ("key = x", "key"),
-        ("#define AESKEY {", "KEY"),
-        ("HMACSECRET = x", "SECRET"),
-        ("x=1%26auth%3Dx", "auth"),
-        (
-            "the_author_of_this_very_long_name_that_goes_on_and_on_past_reach_"
-            + "a" * 40
-            + "token",
-            "token",
-        ),
-        ("x" * 70 + "_author = x", "auth"),
-    ],
-    ids=[
-        "password",
-        "auth",
-        "api_key",
-        "weak-key",
-        "constant-ending-in-key",
-        "constant-ending-in-secret",
-        "url-encoded-name",
-        "name-past-reach-after",
-        "name-past-reach-before",
-    ],
-)
-def test_a_name_that_may_name_a_secret_is_left_to_the_rules(line: str, word: str) -> None:
-    assert not _verdict(line, word)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +23,11 @@ def test_a_name_that_may_name_a_secret_is_left_to_the_rules(line: str, word: str
         'tokenizer.api_key = "{value}"\n',
         "  credit-card-pin-password: {value}\n",
         "    pass\npassword: {value}\n",
+        'q.setPassword("{value}");\n',
+        'no.client.withAuthToken("{value}")\n',
+        'min-setToken("{value}")\n',
+        "password-change code: {value}\n",
+        "token_owner pin: {value}\n",
     ],
     ids=[
         "author_token",
@@ -83,10 +36,21 @@ def test_a_name_that_may_name_a_secret_is_left_to_the_rules(line: str, word: str
         "api_key-after-plain",
         "dashed",
         "after-pass",
+        "setter-on-short-receiver",
+        "setter-on-question-receiver",
+        "setter-after-dash",
+        "prose-name-goes-on-code",
+        "prose-name-goes-on-pin",
     ],
 )
-def test_a_plain_word_inside_a_secret_name_hides_nothing(template: str) -> None:
+def test_a_plain_word_beside_a_secret_name_hides_nothing(template: str) -> None:
     assert_only_secret(template)
+
+
+def test_an_all_capitals_name_goes_on_into_key() -> None:
+    value = secrets.token_hex(20)
+    text = f"AUTHORITY KEY: {value}\n"
+    assert any(text[s.start : s.end] == value for s in find_secrets(text)), text
 
 
 @pytest.mark.parametrize(
@@ -96,8 +60,9 @@ def test_a_plain_word_inside_a_secret_name_hides_nothing(template: str) -> None:
         "except KeyError as error:\n    pass\n",
         "use_token = settings.flag_Q9wWx3Rk2LmZ7pT\n",
         "    pass\n",
+        "tests passed: 1214, bypassed: 3\n",
     ],
-    ids=["author", "KeyError", "use_token", "bare-pass"],
+    ids=["author", "KeyError", "use_token", "bare-pass", "passed"],
 )
 def test_plain_names_read_unchanged(text: str) -> None:
     assert_clean(text)

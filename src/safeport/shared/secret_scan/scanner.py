@@ -33,11 +33,7 @@ from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_byte
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
 from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
-from safeport.shared.secret_scan.plain_names import (
-    bare_pass_statement,
-    names_no_secret,
-    ordinary_pass_word,
-)
+from safeport.shared.secret_scan.plain_names import ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.prose import call_literal_at, prose_at, table_column_at
@@ -185,20 +181,6 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             and not _spaced_may_hold(text, start, end, line_start, line_end)
         ):
             continue  # the commonest word hit, "the token expires": done in two cheap looks
-        # A name that names no secret ("author", "KeyError", Python's bare "pass") is done
-        # here, once, instead of by each rule that would judge it (``plain_names.py``). A table
-        # row is judged by its column, not by the name the hit sits in.
-        if (
-            anchor.word
-            and start >= word_done
-            and text[start:end].lower() != "bearer"
-            and "|" not in text[line_start : line_start + 4]
-            and (
-                bare_pass_statement(text, start, end, line_start, line_end)
-                or names_no_secret(text, start, end, line_start, line_end)
-            )
-        ):
-            continue
         if anchor.word and (
             ordinary_pass_word(text, start, end)
             or (
