@@ -199,3 +199,22 @@ def test_a_claude_in_the_project_is_never_run_through_a_relative_path_entry(
             done = run(sp_command(["client", "install", client, "--check"]), env, folder)
             assert "is not on PATH" in done.stderr, done.stderr
     assert not mark.exists()
+
+
+def test_uninstall_also_removes_an_entry_filed_under_the_subfolder(home: Path, repo: Path) -> None:
+    folder = (repo / "pkg").resolve()
+    command, args = server_command(sys.executable, [folder], "reader", "claude-code")
+    entry = {"type": "stdio", "command": command, "args": args, "env": {}}
+    other = {"command": "/bin/true"}
+    (home / ".claude.json").write_text(json.dumps({"projects": {
+        str(folder): {"mcpServers": {ENTRY_NAME: entry, "other": other}},
+        str(repo.resolve()): {"mcpServers": {ENTRY_NAME: entry}},
+    }}))  # fmt: skip
+    env = client_env(home, with_clients=False)
+    done = run(sp_command(["client", "uninstall", "claude-code"]), env, folder)
+    assert done.returncode == 0, done.stderr
+    projects = json.loads((home / ".claude.json").read_text())["projects"]
+    assert projects[str(folder)]["mcpServers"] == {"other": other}
+    assert projects[str(repo.resolve())]["mcpServers"] == {}
+    again = run(sp_command(["client", "uninstall", "claude-code"]), env, folder)
+    assert again.returncode == 0 and "nothing changed" in again.stdout
