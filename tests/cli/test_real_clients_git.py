@@ -54,6 +54,7 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    need(shutil.which("git") is not None, "git is not installed")
     top = tmp_path / "repo"
     (top / "pkg" / "deep").mkdir(parents=True)
     git("init", "-q", cwd=top)
