@@ -117,6 +117,7 @@ SURFACES: dict[str, set[str]] = {
         "checks",
         "config_files",
         "install",
+        "verify",
     },
     "safeport.context_server.operations": set(),
     "safeport.context_server.policy": set(),

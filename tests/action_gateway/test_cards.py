@@ -170,7 +170,8 @@ def test_the_card_says_what_a_yes_allows_and_how_long_is_left() -> None:
         session_max_s=720 * 60,
     )  # fmt: skip
     assert session.view(100)["scope_text"] == (
-        "this process may use k without asking again until it exits, at most 720 minutes"
+        "this client process may use k without asking again until it exits, at most 720 "
+        "minutes; a new client process asks again"
     )
     assert session.view(100)["expires_in_s"] == 120
     assert session.view(145)["expires_in_s"] == 75  # it counts down

@@ -12,12 +12,12 @@ from safeport.context_server.mcp_clients.config_files import CLAUDE_SCOPES, CLIE
 from safeport.context_server.mcp_clients.install import (
     Listed,
     Setup,
-    check,
     install,
     listing,
     printed_entry,
     uninstall,
 )
+from safeport.context_server.mcp_clients.verify import verify, verify_listed
 from safeport.errors import Denied
 from safeport.shared.provenance import verify_outside_served_roots
 from safeport.shared.visible_text import inert
@@ -109,14 +109,14 @@ def install_command(
 
 
 def _report_check(client_name: str, setup: Setup) -> None:
-    problems = check(setup)
-    if problems:
+    verdict = verify(setup)  # the client's own CLI when installed, else its file
+    if verdict.problems:
         raise Denied(
-            f"{client_name} ({setup.target.path}) differs from this install:\n"
-            + "".join(f"  - {inert(problem)}\n" for problem in problems)
+            f"{client_name} ({setup.target.path}) differs from this install ({verdict.how}):\n"
+            + "".join(f"  - {inert(problem)}\n" for problem in verdict.problems)
             + f"fix: run `sp client install {client_name}` (with --replace if asked)"
         )
-    click.echo(f"{client_name}: set up in {setup.target.path}")
+    click.echo(inert(f"{client_name}: set up in {setup.target.path} ({verdict.how})"))
 
 
 @client.command("list")
@@ -127,16 +127,32 @@ def _report_check(client_name: str, setup: Setup) -> None:
     default=None,
     help="The project whose entries to show (default: the current folder).",
 )
-def list_command(root: Path | None) -> None:
+@click.option(
+    "--check", is_flag=True,
+    help="Also ask Claude Code and Codex themselves (their CLIs), exit 1 if any differs.",
+)  # fmt: skip
+def list_command(root: Path | None, check: bool) -> None:
     """Show each client's `safeport` entry: profile, roots, home, and OK or what differs.
 
     \b
     Examples:
       sp client list
-      sp client list --root ~/src/app
+      sp client list --root ~/src/app --check
     """
-    for item in listing((root or Path.cwd()).resolve()):
+    folder = (root or Path.cwd()).resolve()
+    for item in listing(folder):
         click.echo(_listed_line(item))
+    if not check:
+        return
+    failed = False
+    for item, verdict in verify_listed(folder):
+        state = "OK" if not verdict.problems else "DIFFERS"
+        click.echo(inert(f"{item.client:<22} {state:<14} {verdict.how}"))
+        for problem in verdict.problems:
+            click.echo(inert(f"{'':<22} - {problem}"))
+        failed = failed or bool(verdict.problems)
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 def _listed_line(item: Listed) -> str:

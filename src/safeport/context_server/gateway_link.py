@@ -84,6 +84,7 @@ class GatewayLink:
         args: Mapping[str, str | int],
         on_pending: OnPending | None = None,
         remote_token: str | None = None,
+        wait_s: int | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "type": "propose",
@@ -94,6 +95,8 @@ class GatewayLink:
         }
         if remote_token:
             message["remote_token"] = remote_token
+        if wait_s is not None:
+            message["wait_s"] = wait_s  # the card expires before this client gives up
         return await self._call(message, on_pending)
 
     async def propose_http(
@@ -103,6 +106,7 @@ class GatewayLink:
         args: Mapping[str, str | int],
         on_pending: OnPending | None = None,
         remote_token: str | None = None,
+        wait_s: int | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "type": "propose",
@@ -115,6 +119,8 @@ class GatewayLink:
             # A remote client's proposal: the gateway verifies the token, names the client on
             # the card and asks for this call alone.
             message["remote_token"] = remote_token
+        if wait_s is not None:
+            message["wait_s"] = wait_s  # the card expires before this client gives up
         return await self._call(message, on_pending)
 
     async def propose_sql(
@@ -124,6 +130,7 @@ class GatewayLink:
         params: Mapping[str, str | int],
         on_pending: OnPending | None = None,
         remote_token: str | None = None,
+        wait_s: int | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "type": "propose",
@@ -134,6 +141,8 @@ class GatewayLink:
         }
         if remote_token:
             message["remote_token"] = remote_token  # as for SSH and HTTPS: named, per call
+        if wait_s is not None:
+            message["wait_s"] = wait_s  # the card expires before this client gives up
         return await self._call(message, on_pending)
 
     async def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:

@@ -232,8 +232,8 @@ def scope_text(request: ActionRequest | ClientAuthorization, session_max_s: floa
         minutes = round(session_max_s / 60)
         covers = f" for {', '.join(request.session_covers)}" if request.session_covers else ""
         return (
-            f"this process may use {request.credential}{covers} without asking again until it "
-            f"exits, at most {minutes} minutes"
+            f"this client process may use {request.credential}{covers} without asking again "
+            f"until it exits, at most {minutes} minutes; a new client process asks again"
         )
     return "this one request only"
 

@@ -127,7 +127,7 @@ class Ladder:
             # A credential from a server: sealed, unreachable, slow or refusing the login
             # means no card (and nothing falls back to the local vault).
             self.credentials.check_before_card(resolved.policy, request.credential, vault)
-            grant = self._rung_approval(peer, request, served, vault_epoch)
+            grant = self._rung_approval(peer, request, served, vault_epoch, proposal.wait_s)
             self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():
                 # The agent withdrew the request; nothing runs after a cancel.
@@ -205,15 +205,22 @@ class Ladder:
             raise Refusal("locked", Rung.VAULT, "locked", "the vault is locked") from exc
 
     def _rung_approval(
-        self, peer: PeerIdentity, request: ActionRequest, served: ServedPolicy, epoch: int
+        self,
+        peer: PeerIdentity,
+        request: ActionRequest,
+        served: ServedPolicy,
+        epoch: int,
+        wait_s: int | None,
     ) -> Grant:
         settings = served.policy.gateway
+        # A requester whose client gives up sooner shortens its own card, never lengthens it.
+        timeout_s = min(settings.approval_timeout_s, wait_s or settings.approval_timeout_s)
         try:
             return self.approvals.obtain(
                 peer,
                 request,
                 vault_epoch=epoch,
-                timeout_s=settings.approval_timeout_s,
+                timeout_s=timeout_s,
                 session_max_s=settings.session_max_minutes * 60.0,
             )
         except ApprovalTimedOut as exc:

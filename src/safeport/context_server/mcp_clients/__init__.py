@@ -1,8 +1,9 @@
 """The MCP clients' own configuration files: installing safeport into them and checking
-what they hold."""
+what they hold, and asking the clients themselves."""
 
 __all__ = [
     "checks",
     "config_files",
     "install",
+    "verify",
 ]

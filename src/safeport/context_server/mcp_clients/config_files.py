@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from safeport.context_server.mcp_clients.project_keys import claude_code_project
 from safeport.errors import ConfigError, UsageError
 from safeport.shared import jsonc
 from safeport.shared.launch import imports_from_working_folder, sp_command
@@ -64,8 +65,11 @@ def target_for(
             return ClientTarget("claude-code", root / ".mcp.json", "json", ("mcpServers",))
         if scope == "user":
             return ClientTarget("claude-code", base / ".claude.json", "json", ("mcpServers",))
+        # Filed under the folder Claude Code itself uses: the git top-level (the main
+        # checkout's, from a worktree), not the served folder (see project_keys.py).
+        project = str(claude_code_project(root))
         return ClientTarget(
-            "claude-code", base / ".claude.json", "json", ("projects", str(root), "mcpServers")
+            "claude-code", base / ".claude.json", "json", ("projects", project, "mcpServers")
         )
     if client == "claude-desktop":
         base = (
@@ -84,6 +88,16 @@ def target_for(
         base = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
         return ClientTarget("codex", base / "config.toml", "toml", ("mcp_servers",))
     raise UsageError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
+
+
+def misfiled_target(target: ClientTarget, *, root: Path) -> ClientTarget | None:
+    """Where an older version filed Claude Code's local entry (under the served folder itself)
+    when that is not the folder Claude Code reads, or None."""
+    if target.client != "claude-code" or target.key[:1] != ("projects",):
+        return None
+    if target.key[1] == str(root):
+        return None
+    return ClientTarget(target.client, target.path, "json", ("projects", str(root), "mcpServers"))
 
 
 def project_targets(client: str, *, root: Path) -> list[ClientTarget]:

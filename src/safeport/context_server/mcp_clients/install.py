@@ -27,6 +27,7 @@ from safeport.context_server.mcp_clients.config_files import (
     imports_project_code,
     installed_entry,
     merged_text,
+    misfiled_target,
     read_config_text,
     read_json_config,
     server_command,
@@ -154,7 +155,7 @@ class InstallResult:
 def install(setup: Setup, *, replace: bool) -> InstallResult:
     target, entry = setup.target, setup.entry
     existing = read_config_text(target.path)
-    text = merged_text(target, existing, entry, replace=replace)
+    text = merged_text(target, _without_misfiled(setup, existing), entry, replace=replace)
     legacy = [
         (old, cleaned)
         for old, cleaned in unsafe_project_entries(setup.client, root=setup.roots[0])
@@ -171,16 +172,39 @@ def check(setup: Setup) -> list[str]:
     """What is wrong with the installed entry (and the project's own files); empty = set up."""
     target, entry = setup.target, setup.entry
     current = installed_entry(target, read_config_text(target.path))
+    problems = leftover_problems(setup)
+    if current is None:
+        problems.append(f"no `{ENTRY_NAME}` entry in {target.path} under {'.'.join(target.key)}")
+    else:
+        problems += entry_differences(current, entry)
+    return problems
+
+
+def leftover_problems(setup: Setup) -> list[str]:
+    """Entries an older version left where they are unsafe or never read (an install removes
+    them), whatever the client itself says about the entry it runs."""
+    target = setup.target
     problems = [
         f"{old.path}: an older `{ENTRY_NAME}` entry imports code from the project folder"
         for old, _ in unsafe_project_entries(setup.client, root=setup.roots[0])
         if old.path != target.path
     ]
-    if current is None:
-        problems.append(f"no `{ENTRY_NAME}` entry in {target.path}")
-    else:
-        problems += entry_differences(current, entry)
+    misfiled = misfiled_target(target, root=setup.roots[0])
+    if misfiled is not None and installed_entry(misfiled, read_config_text(target.path)):
+        problems.append(
+            f"an entry under {misfiled.key[1]} in {target.path}, which Claude Code never reads "
+            f"there: it files this project under {target.key[1]}"
+        )
     return problems
+
+
+def _without_misfiled(setup: Setup, existing: str | None) -> str | None:
+    """The file without an entry an older version filed where the client does not look (it
+    moves to where the client does)."""
+    misfiled = misfiled_target(setup.target, root=setup.roots[0])
+    if existing is None or misfiled is None or installed_entry(misfiled, existing) is None:
+        return existing
+    return without_entry(misfiled, existing)
 
 
 def printed_entry(setup: Setup) -> str:
@@ -200,11 +224,13 @@ class UninstallResult:
 def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
     target = setup.target
     existing = read_config_text(target.path)
-    if existing is None or installed_entry(target, existing) is None:
+    kept = _without_misfiled(setup, existing)
+    if existing is None or (installed_entry(target, existing) is None and kept == existing):
         if existing is not None and target.format == "json":
             read_json_config(target, existing)  # a file that does not parse says so
         return UninstallResult(target.path, None)
-    text = without_entry(target, existing)
+    assert kept is not None
+    text = without_entry(target, kept) if installed_entry(target, kept) else kept
     real = Path(os.path.realpath(target.path))
     backup = real.with_name(f"{real.name}.{now.strftime('%Y%m%dT%H%M%S')}.bak")
     write_atomically(backup, existing)

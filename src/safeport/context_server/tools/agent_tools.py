@@ -55,6 +55,11 @@ from safeport.shared.schemas.wire import HttpResult, PendingBody, SqlResult, Ssh
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 5.0
+# The longest a call without a progress token is held for a human. Such a client cannot be kept
+# waiting by progress, and the common ones give up after 60 s: the MCP Inspector CLI (fixed),
+# the TypeScript SDK's default, Codex's default tool_timeout_sec. The card expires 10 s before,
+# so the refusal reaches the client rather than the client cancelling the proposal.
+PLAIN_CLIENT_WAIT_S = 50
 LISTS = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 Background = Callable[[], Coroutine[Any, Any, None]]
 Args = dict[Annotated[str, Field(max_length=64)], ArgValue]
@@ -174,7 +179,12 @@ class _Forwarder:
     ) -> SshExecResult:
         target = {"host_id": host_id, "command_id": command_id, "args": _shape(args)}
         call = self.link.propose_ssh(
-            host_id, command_id, args, progress.card_opened, remote_token=_remote_token()
+            host_id,
+            command_id,
+            args,
+            progress.card_opened,
+            remote_token=_remote_token(),
+            wait_s=progress.wait_s,
         )
         raw = await self._relay("ssh_exec", target, progress.around(call))
         return SshExecResult.model_validate(raw)
@@ -184,7 +194,12 @@ class _Forwarder:
     ) -> HttpResult:
         target = {"service_id": service_id, "operation_id": operation_id, "args": _shape(args)}
         call = self.link.propose_http(
-            service_id, operation_id, args, progress.card_opened, remote_token=_remote_token()
+            service_id,
+            operation_id,
+            args,
+            progress.card_opened,
+            remote_token=_remote_token(),
+            wait_s=progress.wait_s,
         )
         return HttpResult.model_validate(
             await self._relay("http_request", target, progress.around(call))
@@ -195,7 +210,12 @@ class _Forwarder:
     ) -> SqlResult:
         target = {"database": database, "query": query, "params": _shape(params)}
         call = self.link.propose_sql(
-            database, query, params, progress.card_opened, remote_token=_remote_token()
+            database,
+            query,
+            params,
+            progress.card_opened,
+            remote_token=_remote_token(),
+            wait_s=progress.wait_s,
         )
         raw = await self._relay("run_readonly_query", target, progress.around(call))
         return SqlResult.model_validate(raw)
@@ -248,6 +268,8 @@ class Progress:
         self._ctx = ctx
         self._count = 0
         self._text = "waiting for the action gateway"
+        # Without a token no progress reaches the client: wait no longer than it does.
+        self.wait_s = None if asked_for_progress(ctx) else PLAIN_CLIENT_WAIT_S
 
     async def card_opened(self, pending: PendingBody) -> None:
         self._text = (
@@ -281,6 +303,15 @@ class Progress:
 
 
 Waiter = Progress | CardSignal
+
+
+def asked_for_progress(ctx: Context | None) -> bool:
+    """Whether this call's ``_meta`` carried a progress token (the client then hears the
+    progress notifications, and one that resets its timeout on them keeps waiting)."""
+    if ctx is None:
+        return False
+    meta = ctx.request_context.meta
+    return meta is not None and meta.get("progressToken", meta.get("progress_token")) is not None
 
 
 def _remote_token() -> str | None:

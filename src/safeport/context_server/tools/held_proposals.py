@@ -100,6 +100,8 @@ class ApprovalView:
 class CardSignal:
     """Stands in for progress reporting while held: notes the card the gateway opened."""
 
+    wait_s: int | None = None  # the client retries: the policy's full wait applies
+
     def __init__(self) -> None:
         self.card: PendingBody | None = None
         self.opened = asyncio.Event()

@@ -51,6 +51,12 @@ class CatalogRequest(Envelope):
     type: Literal["catalog"]
 
 
+# How long the requester can wait for a human (its MCP client gives up after that): the card
+# expires no later, so the human sees the real deadline and the refusal reaches the client.
+# It can only shorten the policy's approval_timeout_s, never lengthen it.
+WaitLimit = Annotated[int, Field(ge=1, le=3600)] | None
+
+
 class ProposeSsh(Envelope):
     type: Literal["propose"]
     action: Literal["ssh_exec"]
@@ -60,6 +66,7 @@ class ProposeSsh(Envelope):
     # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
     # client on the card and asks for every call; absent for local agents.
     remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
+    wait_s: WaitLimit = None
 
 
 class ProposeHttp(Envelope):
@@ -71,6 +78,7 @@ class ProposeHttp(Envelope):
     # A remote client's access token (the desktop tunnel): the gateway verifies it, names the
     # client on the card and asks for every call; absent for local agents.
     remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
+    wait_s: WaitLimit = None
 
 
 class ProposeSql(Envelope):
@@ -80,6 +88,7 @@ class ProposeSql(Envelope):
     query: Identifier
     params: Args = Field(default_factory=dict)
     remote_token: Annotated[str, Field(min_length=16, max_length=4096)] | None = None
+    wait_s: WaitLimit = None
 
 
 class Cancel(Envelope):
