@@ -62,8 +62,11 @@ SCAN_WHY = "the example host is the test's sshd on 127.0.0.1"
 PASS = "--passphrase-file ~/.safeport-pass"
 SUBSTITUTIONS: dict[str, Step] = {
     # The first hour.
-    "pipx install .": Step(skip=True, why="installs into the user's pipx; `sp` on PATH runs "
-                           "this checkout's own interpreter instead"),  # fmt: skip
+    "pipx install .": Step(
+        skip=True,
+        why="installs into the user's pipx; `sp` on PATH runs "
+        "this checkout's own interpreter instead",
+    ),
     'export PATH="$PWD/.venv/bin:$PATH"': Step(skip=True, why="as above: `sp` is on PATH"),
     "sp init": Step(skip=True, run=f"sp init {PASS}", why="asks the passphrase on a terminal"),
     "sp vault add deploy-token --kind token": Step(
@@ -83,8 +86,9 @@ SUBSTITUTIONS: dict[str, Step] = {
         run="sp client install claude-code --profile agent --root {folder}",
         why="~/src/app is the package folder of the test's repository",
     ),
-    "sp approvals watch": Step(skip=True, run=f"sp approvals watch {PASS}",
-                               why="asks the passphrase on a terminal"),  # fmt: skip
+    "sp approvals watch": Step(
+        skip=True, run=f"sp approvals watch {PASS}", why="asks the passphrase on a terminal"
+    ),
     f"sp approvals watch {PASS}": Step(background=True, code=3, why="runs until its input ends"),
     # The first day.
     "cd ~/src/monorepo/pkg": Step(why="the walk's working folder from here on"),
@@ -99,8 +103,11 @@ SUBSTITUTIONS: dict[str, Step] = {
         "--host-key '{host_key}' --command 'disk_usage=df -h /'",
         why="the test's sshd, its account and the key the scan printed",
     ),
-    "sp policy accept": Step(skip=True, run=f"sp policy accept {PASS} --yes",
-                             why="asks y/n and the passphrase on a terminal"),  # fmt: skip
+    "sp policy accept": Step(
+        skip=True,
+        run=f"sp policy accept {PASS} --yes",
+        why="asks y/n and the passphrase on a terminal",
+    ),
     "sp approvals approve c-7f3a --passphrase-file ~/.safeport-pass": Step(
         run=f"sp approvals approve {{card}} {PASS}", why="the id of the card waiting now"
     ),
