@@ -41,6 +41,7 @@ pytestmark = pytest.mark.integration
 PASSPHRASE = "guide walk: a long passphrase nobody types"
 TOKEN = "dt-walk-0123456789abcdef0123456789abcdef"
 CARD_PROMPT = "approve? [y/n]"
+GUIDE_NAMES = ("first-hour.md", "first-day.md")
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,6 @@ def test_every_substitution_names_a_line_of_a_guide() -> None:
     assert set(SUBSTITUTIONS) <= written, set(SUBSTITUTIONS) - written
     for command, step in SUBSTITUTIONS.items():
         assert step.why or step.needs or step.shows or step.code, command
-
-
-GUIDE_NAMES = ("first-hour.md", "first-day.md")
 
 
 class Walk:
