@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from safeport.cli.card_text import LABEL_WIDTH, SPACE_MARK, WRAP_MARK, card_lines
-from safeport.shared.visible_text import inert, inert_lines
+from safeport.shared.visible_text import escape_code, inert, inert_lines
 from tests.cli.test_card_skim import proc, realistic_card, realistic_chain
 
 WIDTHS = (24, 40, 57, 80, 81, 132, 300)
@@ -174,3 +174,31 @@ def test_the_marks_a_value_holds_are_shown_as_escapes_and_a_typed_escape_stays_a
     assert "command     a\\u2420b\\u21aac" in real
     typed = card_lines({"id": "c", "fields": [["command", inert_lines("a\\u2420b\\u21aac")]]})
     assert "command     a\\\\u2420b\\\\u21aac" in typed
+
+
+@pytest.mark.parametrize("target", ["build · read-only", "x / y", "a b", "build  read-only"])
+def test_a_name_holding_a_space_cannot_pass_for_the_effect_on_the_action_line(
+    target: str,
+) -> None:
+    # A remote client's name is the target of its card: a name with a space keeps the effect
+    # on a row of its own, where nothing else is written.
+    lines = card_lines(realistic_card(target=inert(target)), width=120)
+    assert "effect      may change things" in lines
+    action = next(line for line in lines if line.startswith("action"))
+    assert not action.endswith("may change things")
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u2002", "\u3000", "\n", "\t", "\u200b"])
+def test_a_space_of_another_kind_in_a_name_is_an_escape_on_the_action_line(space: str) -> None:
+    target = f"build{space}·{space}read-only"
+    lines = card_lines(realistic_card(target=inert(target)), width=120)
+    action = next(line for line in lines if line.startswith("action"))
+    assert escape_code(space) in action and space not in action
+    assert action.endswith(" · may change things")
+
+
+@pytest.mark.parametrize("effect", ["read-only", "may change things"])
+def test_a_policy_names_action_carries_its_effect_on_one_line(effect: str) -> None:
+    lines = card_lines(realistic_card(effect=effect), width=80)
+    assert f"action      ssh_exec build / journal · {effect}" in lines
+    assert not any(line.startswith("effect") for line in lines)
