@@ -12,8 +12,10 @@ left the group or the session, is found afterwards among its descendants.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -135,20 +137,27 @@ def test_ctrl_c_stops_the_run_and_its_workers_with_a_summary_and_leaves_no_serve
     watcher = tmp_path / "watch.py"
     watcher.write_text(WATCHER)
     # The README's command, on these two files: the repository's configuration (two workers,
-    # loadfile) and its fixtures (tests/conftest.py, loaded as a plugin).
+    # loadfile) and its fixtures (tests/conftest.py, loaded as a plugin). Its temporary folders
+    # are its own and short (a gateway's socket path has a length limit), so it rotates none of
+    # the shared numbered ones.
+    base = Path(tempfile.mkdtemp(prefix="sp-int-"))
     argv = [
         sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir",
-        str(suite), "-p", "tests.conftest", "-p", "no:cacheprovider", str(suite),
+        str(suite), "--basetemp", str(base / "t"), "-p", "tests.conftest",
+        "-p", "no:cacheprovider", str(suite),
     ]  # fmt: skip
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
         "HOME": str(tmp_path),
         "SP_READY_DIR": str(ready),
     }
-    done = subprocess.run(
-        [sys.executable, str(watcher), str(ready), str(STOP_BOUND_S), to, *argv],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=STOP_BOUND_S + 300,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, str(watcher), str(ready), str(STOP_BOUND_S), to, *argv],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=STOP_BOUND_S + 300,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     output = report["output"]
