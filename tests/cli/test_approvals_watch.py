@@ -50,7 +50,7 @@ def test_a_card_reads_at_80_columns_and_long_lines_wrap_under_themselves() -> No
     lines = card_lines(card, width=80)
     assert all(len(line) <= 80 for line in lines)
     text = "\n".join(lines)
-    assert "time left   57 s" in text and "may change things" in text
+    assert lines[0].endswith(" · time left 57 s") and "may change things" in text
     assert "a yes       this one request only" in text
     # The body's long value wraps under its own indentation, each continuation marked in the
     # label column, and none of it is lost.
@@ -133,7 +133,7 @@ def test_an_expired_or_withdrawn_card_is_cleared_and_a_late_answer_lands_nowhere
         agent.send({**PROPOSAL, "id": "late"})
         shown = watcher.until("approve? [y/n] (")
         assert "time left" in shown and "this one request only" in shown
-        assert " s left) " in shown
+        assert " s left; c: the whole chain) " in shown
         # Nobody answers: the gateway's timeout denies, and the prompt says so at once.
         watcher.until("expired: nobody answered in time; nothing runs", timeout=15)
         assert agent.next(10)["error"]["code"] == "timeout"

@@ -98,7 +98,10 @@ def test_durations_read_in_the_unit_a_person_expects() -> None:
 def test_the_client_row_carries_the_label_of_the_entry_that_started_the_server() -> None:
     card = {"id": "c-1", "client": {"pid": 7, "exe": "/usr/bin/node"}, "client_label": "claude"}
     text = "\n".join(card_lines(card, width=100))
-    assert "client      pid 7 /usr/bin/node · entry claude (claimed)" in text
+    # Folded, the client's row also says what vouches for it (here: nothing the wire said).
+    assert "client      pid 7 /usr/bin/node (signature unknown) · entry claude (claimed)" in text
+    whole = "\n".join(card_lines(card, width=100, whole_chain=True))
+    assert "client      pid 7 /usr/bin/node · entry claude (claimed)" in whole
     alone = "\n".join(card_lines({"id": "c-2", "client_label": "cursor"}, width=100))
     assert "client      entry cursor (claimed)" in alone
 

@@ -99,7 +99,7 @@ def test_columns_counts_every_non_ascii_character_as_two() -> None:
 
 def test_a_plain_ascii_card_reads_as_before() -> None:
     lines = card_lines(_echo_card("hello"), width=80)
-    assert lines[0] == "── approval requested · card c-7"
+    assert lines[0] == "── approval requested · card c-7 · time left unknown"
     assert "command     echo hello" in lines
     assert "lengths     msg 5 characters" in lines
 
@@ -108,4 +108,5 @@ def test_a_narrow_but_readable_terminal_puts_the_id_in_a_row_of_its_own() -> Non
     lines = card_lines(_echo_card("hello"), width=MIN_CARD_WIDTH)
     assert lines[0] == "── approval requested"
     assert lines[1] == "card        c-7"
+    assert lines[2] == "time left   unknown"
     assert all(len(line) <= MIN_CARD_WIDTH for line in lines)

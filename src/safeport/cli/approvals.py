@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,20 +29,17 @@ def approvals() -> None:
     """Answer the gateway's approval cards."""
 
 
+_FULL_HELP = "Show the requester's whole process chain (digests, scripts), not folded."
+
+
 @approvals.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (always the whole chain).")
+@click.option("--full", is_flag=True, help=_FULL_HELP)
 @passphrase_file_option
-def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
+def list_cards(as_json: bool, full: bool, passphrase_file: Path | None) -> None:
     """Show the cards waiting for an answer (with several humans installed, only your own
     unless the passphrase is given)."""
-    with GatewayClient(locate()) as client:
-        if passphrase_file is not None:
-            secret = vault_passphrase(passphrase_file)()
-            try:
-                client.call_with_passphrase(ops.APPROVER_REGISTER, secret)
-            finally:
-                secret.wipe()
-        cards = [card.model_dump() for card in client.call(ops.APPROVALS_LIST).cards]
+    cards = _waiting_cards(passphrase_file)
     if as_json:
         click.echo(json.dumps(cards, indent=2, sort_keys=True))
         return
@@ -49,7 +47,48 @@ def list_cards(as_json: bool, passphrase_file: Path | None) -> None:
         click.echo("no pending approvals")
         return
     for card in cards:
-        click.echo("\n".join(card_lines(card, width=_terminal_width())))
+        _echo_card(card, full)
+
+
+@approvals.command()
+@click.argument("card_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (always the whole chain).")
+@click.option("--full", is_flag=True, help=_FULL_HELP)
+@passphrase_file_option
+def show(card_id: str, as_json: bool, full: bool, passphrase_file: Path | None) -> None:
+    """Show one waiting card (exit 1 if no such card waits)."""
+    card = next((c for c in _waiting_cards(passphrase_file) if c.get("id") == card_id), None)
+    if card is None:
+        raise NoSuchCard(
+            f"no card {inert(card_id)} is waiting", hint="`sp approvals list` shows them"
+        )
+    if as_json:
+        click.echo(json.dumps(card, indent=2, sort_keys=True))
+        return
+    _echo_card(card, full)
+
+
+class NoSuchCard(Error):
+    """The card asked for is not waiting (answered, expired, withdrawn, or never was)."""
+
+    exit_code = 1
+
+
+def _waiting_cards(passphrase_file: Path | None) -> list[dict[str, Any]]:
+    with GatewayClient(locate()) as client:
+        if passphrase_file is not None:
+            secret = vault_passphrase(passphrase_file)()
+            try:
+                client.call_with_passphrase(ops.APPROVER_REGISTER, secret)
+            finally:
+                secret.wipe()
+        return [card.model_dump() for card in client.call(ops.APPROVALS_LIST).cards]
+
+
+def _echo_card(card: dict[str, Any], full: bool) -> None:
+    hint = "" if full else "--full shows them"
+    lines = card_lines(card, width=_terminal_width(), whole_chain=full, unfold_hint=hint)
+    click.echo("\n".join(lines))
 
 
 @approvals.command()

@@ -1,11 +1,11 @@
 """`sp approvals watch` on a terminal: a live full-screen view (Textual).
 
-The card waiting for an answer, with the time left, on top (the requester's chain one line per
-process; ``c`` shows it whole); the open sessions (revoke the highlighted one with ``r``); the
-latest outcomes below, each answered card with what its action did ("done · 201"). ``y``
-approves and ``n`` denies: there is no default, and a key pressed within a moment of a new card
-appearing is ignored, as in the line mode, because it was meant for what was on screen before.
-Everything from the gateway arrives through
+The card waiting for an answer, with the time left, on top (the requester's chain folded to
+what differs from the usual; ``c`` shows it whole); the open sessions (revoke the highlighted
+one with ``r``); the latest outcomes below, each answered card with what its action did
+("done · 201"). ``y`` approves and ``n`` denies: there is no default, and a key pressed within
+a moment of a new card appearing is ignored, as in the line mode, because it was meant for what
+was on screen before. Everything from the gateway arrives through
 :class:`~safeport.gateway_client.approver_thread.ApprovalLink`.
 """
 
@@ -92,7 +92,7 @@ class ApprovalsApp(App[None]):
         self._lines_shown = 0  # the card's rows as last drawn, prompt included
         self._readable = False  # whether the card could be drawn exactly at the pane's width
         self._seen_whole = False  # whether its last row has been on screen since it was shown
-        self._whole_chain = False  # the requester's chain: one line per process, or whole
+        self._whole_chain = False  # the requester's chain: folded to what is unusual, or whole
         self._asked: dict[str, str] = {}  # card id → its action, for the outcome lines
         self.outcomes: list[str] = []  # what the outcomes pane shows, newest last
         self.failure: str | None = None
@@ -207,7 +207,7 @@ class ApprovalsApp(App[None]):
         self.query_one("#card-box").border_subtitle = subtitle if approve else "denying…"
 
     def action_chain(self) -> None:
-        """Show the requester's chain whole (digests, scripts), or one line per process."""
+        """Show the requester's chain whole (digests, scripts), or folded again."""
         self._whole_chain = not self._whole_chain
         if self._current is not None:
             self._seen_whole = False  # the card is drawn anew: its end must be seen again
@@ -258,12 +258,14 @@ class ApprovalsApp(App[None]):
             width=width,
             expires_in_s=self._left(self._current),
             whole_chain=self._whole_chain,
+            unfold_hint="" if self._whole_chain else "c: the whole chain",
         )
         if self._queue:
             lines.append(f"{len(self._queue)} more waiting")
-        chain = "c: one line per process" if self._whole_chain else "c: the whole chain"
-        lines.append(chain)
-        lines += textwrap.wrap("approve?  y = yes   n = no   (no default)", max(width, 1))
+        chain = "c: the chain folded" if self._whole_chain else "c: the whole chain"
+        lines += textwrap.wrap(
+            f"approve?  y = yes   n = no   (no default)   {chain}", max(width, 1)
+        )
         self._lines_shown = len(lines)
         card.update(Text("\n".join(lines)))
         self.call_after_refresh(self._while_shown, self._note_seen)

@@ -159,15 +159,17 @@ class ApproverPrompt:
             self._prompt()
             return
 
-    def _show(self, current: _Current) -> None:
+    def _show(self, current: _Current, *, whole_chain: bool = False) -> None:
         width = self._width()
         current.readable = readable_at(width)
         current.shown_at = self._clock()
-        self._say("\n".join(card_lines(current.card, width=width)))
+        hint = "" if whole_chain else "c shows the whole chain"
+        lines = card_lines(current.card, width=width, whole_chain=whole_chain, unfold_hint=hint)
+        self._say("\n".join(lines))
 
     def _prompt(self) -> None:
         if self._current is not None:
-            self._write(f"approve? [y/n] ({self._left()} s left) ")
+            self._write(f"approve? [y/n] ({self._left()} s left; c: the whole chain) ")
 
     def _remind(self) -> None:
         current = self._current
@@ -210,12 +212,18 @@ class ApproverPrompt:
                 self._forget_typing()  # what follows was typed before the card was shown again
                 self._prompt()
                 return
+            if answer in ("c", "chain"):
+                # The card again, every process of the chain whole (digests, scripts).
+                self._show(self._current, whole_chain=True)
+                self._forget_typing()
+                self._prompt()
+                return
             if answer in ("y", "yes"):
                 self._decide(True)
             elif answer in ("n", "no"):
                 self._decide(False)
             else:  # no default: an action runs, or not, only on a word a person typed
-                self._say("answer y or n")
+                self._say("answer y or n (c shows the whole chain)")
                 self._prompt()
 
     def _decide(self, approve: bool) -> None:

@@ -5,7 +5,9 @@ backslashes doubled); each is passed through :func:`~safeport.shared.visible_tex
 again here, so a card never depends on the other side for that. That rule leaves inert text as
 it is, so a backslash is not doubled a second time. Labels sit in
 one column; a value too long for the line wraps under itself, keeping its own indentation, so
-an indented JSON body stays readable; nothing is cut.
+an indented JSON body stays readable; nothing is cut. A continuation is marked ``↪`` in the
+label column and a space a line ends with is shown as ``␠``; the same characters inside a value
+are shown as their escapes (``\\u21aa``, ``\\u2420``), so neither mark can be imitated.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import math
 import textwrap
 from typing import Any
 
-from safeport.shared.visible_text import line_by_line, visible
+from safeport.cli.card_chain import FoldedChain, fold_ancestors
+from safeport.shared.visible_text import escape_code, line_by_line, visible
 
 LABEL_WIDTH = 11
 
@@ -25,15 +28,20 @@ def card_lines(
     *,
     width: int = 80,
     expires_in_s: int | None = None,
-    whole_chain: bool = True,
+    whole_chain: bool = False,
+    unfold_hint: str = "",
 ) -> list[str]:
-    """The card, top to bottom: what would run, what a yes allows, then who asks.
+    """The card, top to bottom: who asks, what would run, with which credential, what a yes
+    allows and the time left, then the requester's process chain.
 
-    ``whole_chain`` False gives one short line per process of the requester's chain (what it
-    runs and what vouches for it, and every warning); True adds digests, scripts and variables.
-    No line is wider than ``width`` columns: a terminal that wraps a line itself shows no mark
-    where it did, so it could make two values look alike. Below :data:`MIN_CARD_WIDTH` a card
-    cannot be laid out that way, and only that is said (see :func:`readable_at`)."""
+    ``whole_chain`` False folds the chain to what differs from the usual
+    (:mod:`~safeport.cli.card_chain`): the requester, its client, every process with a warning
+    and the first unusual ancestor, one short line each, and one line counting the rest, which
+    ends with ``unfold_hint`` (how this view shows them all). True shows every process with its
+    digest, script and variables. No line is wider than ``width`` columns: a terminal that wraps
+    a line itself shows no mark where it did, so it could make two values look alike. Below
+    :data:`MIN_CARD_WIDTH` a card cannot be laid out that way, and only that is said (see
+    :func:`readable_at`)."""
     card_id = visible(shown(card.get("id")))
     if not readable_at(width):
         return textwrap.wrap(
@@ -42,45 +50,89 @@ def card_lines(
             max(width, 1),
             break_on_hyphens=False,
         )
-    left = card.get("expires_in_s") if expires_in_s is None else expires_in_s
-    effect = card.get("effect") or ("read-only" if card.get("read_only") else "may change things")
-    header = f"── approval requested · card {card_id}"
+    left = human_duration(card.get("expires_in_s") if expires_in_s is None else expires_in_s)
+    header = f"── approval requested · card {card_id} · time left {left}"
     out: list[str] = [header] if columns(header) <= width else ["── approval requested"]
-    rows: list[tuple[str, str]] = [] if columns(header) <= width else [("card", card_id)]
-    action = f"{shown(card.get('action'))} {shown(card.get('target'))} / "
+    rows: list[tuple[str, str]] = []
+    if columns(header) > width:
+        rows += [("card", card_id), ("time left", left)]
     # These rows are one line each: a line break in one (a remote client's name is the target)
     # is shown as its escape, never as a row of its own. Only a field may span lines (a JSON
     # body the gateway indented), and every line of it is escaped in :func:`_row`.
     rows += [
-        (label, visible(value))
-        for label, value in (
-            ("asked by", user_text(card.get("user"))),
-            ("action", action + shown(card.get("operation"))),
-            ("effect", shown(effect)),
-            ("credential", shown(card.get("credential"))),
-            ("a yes", shown(card.get("scope_text") or card.get("scope"))),
-            ("time left", human_duration(left)),
-        )
+        ("asked by", visible(user_text(card.get("user")))),
+        *_action_rows(card),
+        # What runs exactly, as the executor will run it (host and command, URL and body...).
+        *[(shown(label), shown(value, "")) for label, value in _pairs(card.get("fields"))],
+        ("credential", visible(shown(card.get("credential")))),
+        ("a yes", visible(shown(card.get("scope_text") or card.get("scope")))),
     ]
     key = card.get("key")
     if isinstance(key, dict):  # which key will sign, or what to do when none is enrolled
         names = ", ".join(shown(k.get("name")) for k in _dicts(key.get("keys")))
         rows.append(("signed by", f"a touch of security key {names}" if names else
                      "no security key is enrolled: run `sp approver enroll`"))  # fmt: skip
-    # A field's value is shown exactly, an empty one as nothing at all.
-    rows += [(shown(label), shown(value, "")) for label, value in _pairs(card.get("fields"))]
-    describe = process_text if whole_chain else process_brief
-    for index, proc in enumerate(_dicts(card.get("requester"))):
-        rows.append(("requester" if index == 0 else f"parent {index}", describe(proc)))
-    client = card.get("client")
-    label = card.get("client_label")
-    if (isinstance(client, dict) and client) or label:
-        rows.append(("client", client_text(client if isinstance(client, dict) else {}, label)))
+    rows += chain_rows(card, whole=whole_chain, unfold_hint=unfold_hint)
     for label, value in rows:
         out += _row(visible(label), value, width)
     if not card.get("showable", True):
         out += textwrap.wrap("this card cannot be shown whole, so it cannot be approved", width)
     return out
+
+
+# The effects the gateway writes for an action; another (a remote client's grant) has a row.
+_SHORT_EFFECTS = frozenset({"read-only", "may change things"})
+
+
+def _action_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """``ssh_exec host / command · read-only``: the effect joins the action's line only when
+    that line holds no space of its own (policy names hold none), so nothing the requester
+    names can look like the effect; any other effect is a row of its own."""
+    action = visible(
+        f"{shown(card.get('action'))} {shown(card.get('target'))} / {shown(card.get('operation'))}"
+    )
+    effect = visible(
+        shown(card.get("effect") or ("read-only" if card.get("read_only") else "may change things"))
+    )
+    if effect in _SHORT_EFFECTS and action.count(" ") == 3:
+        return [("action", f"{action} · {effect}")]
+    return [("action", action), ("effect", effect)]
+
+
+def chain_rows(
+    card: dict[str, Any], *, whole: bool, unfold_hint: str = ""
+) -> list[tuple[str, str]]:
+    """The requester's chain as a card's rows: folded (see :func:`card_lines`) or whole."""
+    chain = _dicts(card.get("requester"))
+    raw_client = card.get("client")
+    client = raw_client if isinstance(raw_client, dict) and raw_client else None
+    label = card.get("client_label")
+    if whole:
+        rows = [
+            ("requester" if index == 0 else f"parent {index}", process_text(proc))
+            for index, proc in enumerate(chain)
+        ]
+        if client or label:
+            rows.append(("client", client_text(client or {}, label)))
+        return [(name, visible(value)) for name, value in rows]
+    rows = [("requester", process_brief(chain[0]))] if chain else []
+    if client or label:
+        named = f" · entry {shown(label)} (claimed)" if label else ""
+        rows.append(("client", process_brief(client) + named if client else named[3:]))
+    folded = fold_ancestors(chain, client)
+    rows += [(f"parent {place}", process_brief(proc)) for place, proc in folded.shown]
+    if folded.folded:
+        rows.append(("ancestors", fold_text(folded) + (f"; {unfold_hint}" if unfold_hint else "")))
+    # One line each: a line break in a program's path is shown as its escape, never as a row.
+    return [(name, visible(value)) for name, value in rows]
+
+
+def fold_text(folded: FoldedChain) -> str:
+    """``+8 usual (...)``: how many ancestors a folded card leaves out, and whether any of those
+    is unusual (none has a warning: a process with one is never folded)."""
+    if not folded.folded_unusual:
+        return f"+{folded.folded} usual (packaged or signed, no warning)"
+    return f"+{folded.folded} more, {folded.folded_unusual} of them unusual (no warning)"
 
 
 def shown(value: object, absent: str = "-") -> str:
@@ -212,22 +264,25 @@ def _row(label: str, value: str, width: int) -> list[str]:
     """``label  value``; each of the value's own lines wraps under itself.
 
     The card must be unique for unique bytes at any width, so a wrap never drops or merges a
-    character: a piece that ends in a space shows that last space as ``\\u0020`` (a terminal
-    shows a trailing space as nothing, and two values differing only there would print the
-    same), and a continuation carries ``WRAP_MARK`` in the label column, where no value is ever
-    written, so a wrapped line cannot pass for the value's own next line. Widths are counted in
-    terminal columns (:func:`columns`), so no line is wider than the terminal and the terminal
-    never wraps one itself, where no mark would show it.
+    character: a piece that ends in a space shows that last space as :data:`SPACE_MARK` (a
+    terminal shows a trailing space as nothing, and two values differing only there would print
+    the same), and a continuation carries :data:`WRAP_MARK` in the label column, where no value
+    is ever written, so a wrapped line cannot pass for the value's own next line. Both marks are
+    the card's own: the same characters inside a value are shown as their escapes
+    (:func:`card_visible`), so ``␠`` at the end of a line always stands for a space. Widths are
+    counted in terminal columns (:func:`columns`), so no line is wider than the terminal and the
+    terminal never wraps one itself, where no mark would show it.
     """
     indent = " " * (LABEL_WIDTH + 1)
     mark = " " * (LABEL_WIDTH - 1) + WRAP_MARK + " "
     room = width - len(indent)
     lines: list[str] = []
+    label = card_visible(label)
     if columns(label) > LABEL_WIDTH:
         # A label wider than its column stands on a line of its own, the value under it.
         lines += [_shown_end(piece) for piece in wrap_exactly(label, width, 0)]
         label = ""
-    for number, raw in enumerate(line_by_line(visible, value).split("\n")):
+    for number, raw in enumerate(line_by_line(card_visible, value).split("\n")):
         own = raw[: len(raw) - len(raw.lstrip(" "))]
         # Keep a wrapped JSON body readable: a continuation sits under its own line's text.
         hang = own + "  " if len(own) + 2 <= room // 2 else ""
@@ -244,10 +299,21 @@ def _row(label: str, value: str, width: int) -> list[str]:
     return lines
 
 
-WRAP_MARK = "\u21aa"  # ↪
-# The label column and the narrowest room a value needs: a piece ending in an escaped space
-# (six columns), with a hang of at most half the room beside it.
+WRAP_MARK = "\u21aa"  # ↪, in the label column: this line goes on from the one above
+SPACE_MARK = "\u2420"  # ␠, at the end of a line: a space the line ended with
+_MARKS = frozenset((WRAP_MARK, SPACE_MARK))
+# The label column and the narrowest room a value needs: a piece ending in a marked space, with
+# a hang of at most half the room beside it.
 MIN_CARD_WIDTH = LABEL_WIDTH + 1 + 12
+
+
+def card_visible(text: str) -> str:
+    """:func:`visible`, and the card's own marks written as escapes: a ``␠`` or ``↪`` a card
+    shows is always the card's, never a character of the value."""
+    shown_text = visible(text)
+    if shown_text.isascii():
+        return shown_text
+    return "".join(escape_code(char) if char in _MARKS else char for char in shown_text)
 
 
 def columns(text: str) -> int:
@@ -266,7 +332,7 @@ def wrap_exactly(text: str, room: int, hang: int) -> list[str]:
     """``text`` in pieces whose concatenation is ``text`` exactly (nothing dropped, trimmed or
     replaced). A piece breaks after a space where one falls in the second half of the line, else
     at the width; the first piece has ``room`` columns, the others ``room - hang``, and a piece
-    ending in a space keeps room for that space's escape. Widths are :func:`columns`."""
+    ending in a space keeps room for that space's mark. Widths are :func:`columns`."""
     pieces: list[str] = []
     rest = text
     while True:
@@ -296,9 +362,9 @@ def _longest_prefix(text: str, fits: int) -> str:
 
 
 def _shown_columns(piece: str) -> int:
-    # "\u0020" is six columns where the space it stands for was one.
-    return columns(piece) + (5 if piece.endswith(" ") else 0)
+    # The space mark is measured as two columns, as any non-ASCII character is.
+    return columns(piece) + (columns(SPACE_MARK) - 1 if piece.endswith(" ") else 0)
 
 
 def _shown_end(piece: str) -> str:
-    return piece[:-1] + "\\u0020" if piece.endswith(" ") else piece
+    return piece[:-1] + SPACE_MARK if piece.endswith(" ") else piece

@@ -31,7 +31,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "sp gateway uninstall": ("sp gateway uninstall --print", "sp gateway uninstall --purge"),
     "sp approvals": ("sp approvals watch",),
-    "sp approvals list": ("sp approvals list --json",),
+    "sp approvals list": (
+        "sp approvals list",
+        "sp approvals list --full",
+        "sp approvals list --json",
+    ),
+    "sp approvals show": ("sp approvals show c-7f3a", "sp approvals show c-7f3a --full"),
     "sp approvals approve": ("sp approvals approve c-7f3a",),
     "sp approvals deny": ("sp approvals deny c-7f3a",),
     "sp approvals watch": ("sp approvals watch", "sp approvals watch --passphrase-file pw.txt"),
