@@ -94,8 +94,8 @@ SUBSTITUTIONS: dict[str, Step] = {
     # The first day.
     "cd ~/src/monorepo/pkg": Step(why="the walk's working folder from here on"),
     "sp client list": Step(shows=("OK",)),
-    # needs item 1: Claude Code keys a local-scope entry by the repository's top-level folder.
-    "claude mcp list": Step(shows=("safeport:", "✔ Connected"), needs=1),
+    # Claude Code keys a local-scope entry by the repository's top-level folder.
+    "claude mcp list": Step(shows=("safeport:", "✔ Connected")),
     "codex mcp list": Step(shows=("safeport", "enabled")),
     "sp ssh scan web.example.com": Step(run=SCAN, why=SCAN_WHY),
     "sp policy add ssh web --address web.example.com --user deploy --host-key 'ssh-ed25519 AAAA…'"
