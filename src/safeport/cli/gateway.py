@@ -16,6 +16,7 @@ from safeport.gateway_client.control_socket import (
     GatewayNotRunning,
     call_for_everyone,
 )
+from safeport.gateway_client.gateway_exit import STOP_WAIT_S, GatewayDidNotStop, wait_for_exit
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.schemas import operations as ops
@@ -95,15 +96,32 @@ def status(as_json: bool) -> None:
 
 @gateway.command()
 @several_humans_passphrase_option
-def stop(passphrase_file: Path | None) -> None:
-    """Stop the gateway cleanly (it journals the stop and locks the vault)."""
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=0),
+    default=STOP_WAIT_S,
+    show_default=True,
+    help="Seconds to wait for the process to exit and its sockets to go; exit 1 past them.",
+)
+def stop(passphrase_file: Path | None, wait_s: float) -> None:
+    """Stop the gateway cleanly (it journals the stop and locks the vault) and wait until its
+    process has exited and its sockets are gone."""
+    paths = locate()
     try:
-        with GatewayClient(locate()) as client:
+        with GatewayClient(paths) as client:
+            pid = client.call(ops.STATUS).pid
             call_for_everyone(client, ops.GATEWAY_STOP, vault_passphrase(passphrase_file))
     except GatewayNotRunning:
         click.echo("gateway: not running")  # the state asked for already holds
         return
-    click.echo("gateway: stopping")
+    left = wait_for_exit(paths, pid, wait_s)
+    if not left.done:
+        raise GatewayDidNotStop(
+            f"the gateway (pid {pid}) was asked to stop, but after {wait_s:g} s {left.remaining()}",
+            hint="see gateway.log; rerun `sp gateway stop` or end the process",
+        )
+    click.echo(f"gateway: stopped (pid {pid} exited, sockets removed)")
 
 
 @gateway.command()

@@ -20,10 +20,19 @@ from safeport.gateway_client.vault_backend import GatewayVaultBackend
 from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
-from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, weakness
+from safeport.vault import (
+    Authority,
+    CannotUnlock,
+    VaultBackend,
+    VaultStatus,
+    trade_off,
+    weakness,
+)
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
+# The exit code of a vault that is locked, missing or has no gateway to hold it unlocked.
+LOCKED_EXIT = 2
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -92,11 +101,14 @@ def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys:
         )
     if report.held_by_gateway:
         click.echo("vault unlocked in the gateway")
-    else:
-        click.echo(
-            "passphrase accepted; no gateway is running to hold the unlocked state, so the vault "
-            "stays locked at rest (start one with `sp gateway run`)"
-        )
+        return
+    click.echo(
+        "passphrase accepted; no gateway is running to hold the unlocked state, so the vault "
+        "stays locked at rest (start one with `sp gateway run`)"
+    )
+    # What was asked for (an unlocked vault) does not hold: a script must not carry on as if it
+    # did. 2 is "locked or down", as in `sp status` and `sp vault status`.
+    raise click.exceptions.Exit(LOCKED_EXIT)
 
 
 @vault.command()
@@ -120,6 +132,12 @@ def lock(passphrase_file: Path | None) -> None:
 def status(as_json: bool) -> None:
     """The vault's state, entry count, keyring state and key fingerprints (no passphrase)."""
     report = vault_backend_for(locate()).status()
+    _show_status(report, as_json)
+    if not report.unlocked:
+        raise click.exceptions.Exit(LOCKED_EXIT)
+
+
+def _show_status(report: VaultStatus, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
         return
@@ -127,6 +145,7 @@ def status(as_json: bool) -> None:
     if not report.exists:
         click.echo("state: missing (create it with `sp vault init`)")
         return
+    click.echo(f"state: {'unlocked' if report.unlocked else 'locked'}")
     kdf = report.kdf
     assert kdf is not None
     click.echo(f"held by: {report.holder}")

@@ -52,12 +52,15 @@ class VaultStatus:
     audit_key_fingerprint: str | None = None
     checkpoint_key_fingerprint: str | None = None
     public_file: Literal["matches header", "missing", "differs from header"] | None = None
+    # True only while a running gateway holds it unlocked; at rest a vault is always locked.
+    unlocked: bool = False
 
     def as_json(self) -> dict[str, object]:
         return {
             "path": str(self.path),
             "exists": self.exists,
             "holder": self.holder,
+            "unlocked": self.unlocked,
             "format_version": self.format_version,
             "kdf": None
             if self.kdf is None
