@@ -19,6 +19,7 @@ from safeport.context_server.mcp_clients.install import (
     uninstall,
 )
 from safeport.errors import Denied
+from safeport.shared.paths import ensure_private_dir, locate
 from safeport.shared.provenance import verify_outside_served_roots
 from safeport.shared.visible_text import inert
 
@@ -178,7 +179,8 @@ def uninstall_command(client_name: str, root: Path | None, scope: str) -> None:
     """
     served = ((root or Path.cwd()).resolve(),)
     setup = Setup(client_name, served, scope=scope)  # type: ignore[arg-type]
-    result = uninstall(setup, now=datetime.now(UTC))
+    backups = ensure_private_dir(locate().data_dir / "client-backups")
+    result = uninstall(setup, now=datetime.now(UTC), backup_dir=backups)
     if result.backup is None:
         click.echo(f"{client_name}: no `safeport` entry in {result.path}; nothing changed")
         return

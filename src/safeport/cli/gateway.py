@@ -99,10 +99,11 @@ def status(as_json: bool) -> None:
 @click.option(
     "--wait",
     "wait_s",
+    metavar="SECONDS",
     type=click.FloatRange(min=0),
     default=STOP_WAIT_S,
     show_default=True,
-    help="Seconds to wait for the process to exit and its sockets to go; exit 1 past them.",
+    help="Wait up to SECONDS for the process to exit and its sockets to go; exit 1 past them.",
 )
 def stop(passphrase_file: Path | None, wait_s: float) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault) and wait until its

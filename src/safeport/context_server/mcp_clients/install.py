@@ -197,7 +197,10 @@ class UninstallResult:
     backup: Path | None  # None: there was no entry, nothing was written
 
 
-def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
+def uninstall(setup: Setup, *, now: datetime, backup_dir: Path) -> UninstallResult:
+    """Remove the entry; the file as it was is kept in ``backup_dir`` (safeport's own private
+    folder), never beside it: a project's client file would leave a copy holding this
+    machine's paths, and any other server's settings, in the project for a commit to carry."""
     target = setup.target
     existing = read_config_text(target.path)
     if existing is None or installed_entry(target, existing) is None:
@@ -206,7 +209,8 @@ def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
         return UninstallResult(target.path, None)
     text = without_entry(target, existing)
     real = Path(os.path.realpath(target.path))
-    backup = real.with_name(f"{real.name}.{now.strftime('%Y%m%dT%H%M%S')}.bak")
+    stamp = now.strftime("%Y%m%dT%H%M%S")
+    backup = backup_dir / f"{setup.client}.{real.name}.{stamp}.bak"
     write_atomically(backup, existing)
     write_atomically(target.path, text)
     return UninstallResult(target.path, backup)
