@@ -69,6 +69,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "sp context serve --root ~/src/app --profile agent --origin claude-code",
         "sp context serve --root ~/src/app --http 127.0.0.1:8765 --public-url https://my.tunnel",
     ),
+    "sp context call": (
+        "sp context call read_file path=README.md --root ~/src/app",
+        'sp context call search_project \'{"query": "TODO"}\' --json',
+    ),
     "sp context index": ("sp context index --root ~/src/app",),
     "sp context scan": ("sp context scan --root ~/src/app", "sp context scan --json"),
     "sp context allow": ("sp context allow fp1:…", "sp context allow --file settings.py --line 12"),
