@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from safeport.cli.options import profile_option
+from safeport.cli.replies import ClientEntry, ClientList, echo_json
 from safeport.context_server.mcp_clients.config_files import CLAUDE_SCOPES, CLIENTS
 from safeport.context_server.mcp_clients.install import (
     Listed,
@@ -128,16 +129,38 @@ def _report_check(client_name: str, setup: Setup) -> None:
     default=None,
     help="The project whose entries to show (default: the current folder).",
 )
-def list_command(root: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+def list_command(root: Path | None, as_json: bool) -> None:
     """Show each client's `safeport` entry: profile, roots, home, and OK or what differs.
 
     \b
     Examples:
       sp client list
-      sp client list --root ~/src/app
+      sp client list --root ~/src/app --json
     """
-    for item in listing((root or Path.cwd()).resolve()):
+    where = (root or Path.cwd()).resolve()
+    items = listing(where)
+    if as_json:
+        echo_json(ClientList(str(where), tuple(_entry(item) for item in items)))
+        return
+    for item in items:
         click.echo(_listed_line(item))
+
+
+def _entry(item: Listed) -> ClientEntry:
+    summary = item.summary
+    return ClientEntry(
+        client=item.client,
+        scope=item.scope,
+        path=str(item.path),
+        installed=summary is not None,
+        ok=summary is not None and not item.problems,
+        problems=item.problems,
+        profile=summary.profile if summary else None,
+        roots=summary.roots if summary else (),
+        origin=summary.origin if summary else None,
+        env=dict(summary.env) if summary else {},
+    )
 
 
 def _listed_line(item: Listed) -> str:

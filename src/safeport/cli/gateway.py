@@ -9,6 +9,7 @@ import click
 
 from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
 from safeport.cli.options import several_humans_passphrase_option
+from safeport.cli.replies import GatewayStopReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
 from safeport.cli.status_text import alarm_lines
 from safeport.gateway_client.control_socket import (
@@ -105,7 +106,8 @@ def status(as_json: bool) -> None:
     show_default=True,
     help="Wait up to SECONDS for the process to exit and its sockets to go; exit 1 past them.",
 )
-def stop(passphrase_file: Path | None, wait_s: float) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def stop(passphrase_file: Path | None, wait_s: float, as_json: bool) -> None:
     """Stop the gateway cleanly (it journals the stop and locks the vault) and wait until its
     process has exited and its sockets are gone."""
     paths = locate()
@@ -114,9 +116,16 @@ def stop(passphrase_file: Path | None, wait_s: float) -> None:
             pid = client.call(ops.STATUS).pid
             call_for_everyone(client, ops.GATEWAY_STOP, vault_passphrase(passphrase_file))
     except GatewayNotRunning:
-        click.echo("gateway: not running")  # the state asked for already holds
+        # The state asked for already holds.
+        if as_json:
+            echo_json(GatewayStopReply(was_running=False, stopped=True, pid=None))
+        else:
+            click.echo("gateway: not running")
         return
     left = wait_for_exit(paths, pid, wait_s)
+    if as_json and left.done:
+        echo_json(GatewayStopReply(was_running=True, stopped=True, pid=pid))
+        return
     if not left.done:
         raise GatewayDidNotStop(
             f"the gateway (pid {pid}) was asked to stop, but after {wait_s:g} s {left.remaining()}",

@@ -7,12 +7,13 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import click
 
 from safeport.cli.credential_input import read_value, value_options, wipe_value
 from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
+from safeport.cli.replies import VaultUnlockReply, echo_json
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.gateway_client.control_socket import GatewayRefused
@@ -85,20 +86,32 @@ def init(passphrase_file: Path | None) -> None:
     is_flag=True,
     help="Rewrite vault.pub.json from the keys inside the vault if it differs.",
 )
-def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def unlock(
+    passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool, as_json: bool
+) -> None:
     """Unlock the vault for the gateway (checks the passphrase and vault.pub.json)."""
     paths = locate()
     backend = vault_backend_for(paths)
     report = backend.unlock(
         _authority(passphrase_file, use_keyring), rewrite_public_file=rewrite_public_keys
     )
-    if report.public_file_rewritten:
-        click.echo(f"{paths.vault_public_file} rewritten from the keys inside the vault")
-    elif report.public_file == "mismatch":
+    if report.public_file == "mismatch" and not report.public_file_rewritten:
         raise EnvironmentProblem(
             f"{paths.vault_public_file} does not hold this vault's public keys (it was replaced)",
             hint="records sealed to it are unreadable to you; rerun with --rewrite-public-keys",
         )
+    code = 0 if report.held_by_gateway else LOCKED_EXIT
+    if as_json:
+        state: Literal["unlocked", "locked"] = "unlocked" if report.held_by_gateway else "locked"
+        echo_json(
+            VaultUnlockReply(state, report.held_by_gateway, report.public_file_rewritten, code)
+        )
+        if code:
+            raise click.exceptions.Exit(code)
+        return
+    if report.public_file_rewritten:
+        click.echo(f"{paths.vault_public_file} rewritten from the keys inside the vault")
     if report.held_by_gateway:
         click.echo("vault unlocked in the gateway")
         return
