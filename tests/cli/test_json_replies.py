@@ -87,6 +87,7 @@ def test_every_reporting_command_prints_its_documented_json(home: Path, tmp_path
         assert ok("sp doctor", "--offline")["state"] == "ok"
         assert ok("sp status")["state"] == "ok"
         ok("sp gateway status")
+        assert ok("sp gateway reload")["pending"] is False
         ok("sp sessions list")
         ok("sp approvals list")
         ok("sp approver list")

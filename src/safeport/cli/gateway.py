@@ -9,7 +9,7 @@ import click
 
 from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
 from safeport.cli.options import several_humans_passphrase_option
-from safeport.cli.replies import GatewayStopReply, echo_json
+from safeport.cli.replies import GatewayReloadReply, GatewayStopReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
 from safeport.cli.status_text import alarm_lines
 from safeport.gateway_client.control_socket import (
@@ -135,11 +135,14 @@ def stop(passphrase_file: Path | None, wait_s: float, as_json: bool) -> None:
 
 
 @gateway.command()
-def reload() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print whether changes wait, as JSON.")
+def reload(as_json: bool) -> None:
     """Re-read gateway.toml; changes are served only once accepted with `sp policy accept`."""
     with GatewayClient(locate()) as client:
         result = client.call(ops.GATEWAY_RELOAD)
-    if result.pending:
+    if as_json:
+        echo_json(GatewayReloadReply(pending=result.pending))
+    elif result.pending:
         click.echo("policy: gateway.toml differs from the accepted policy; run `sp policy accept`")
     else:
         click.echo("policy: gateway.toml is the accepted policy")

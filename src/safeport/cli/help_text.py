@@ -24,7 +24,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp gateway run": ("sp gateway run", "sp gateway run --print-service systemd"),
     "sp gateway status": ("sp gateway status", "sp gateway status --json"),
     "sp gateway stop": ("sp gateway stop", "sp gateway stop --wait 60 && sp gateway run"),
-    "sp gateway reload": ("sp gateway reload",),
+    "sp gateway reload": ("sp gateway reload", "sp gateway reload --json"),
     "sp gateway install": (
         "sp gateway install --human alice --print",
         "sp gateway install --human alice",

@@ -75,7 +75,21 @@ class GatewayStopReply:
     pid: int | None
 
 
-Reply = ClientList | InitReply | PolicyAcceptReply | VaultUnlockReply | GatewayStopReply
+@dataclass(frozen=True)
+class GatewayReloadReply:
+    """`sp gateway reload --json`: ``pending`` when gateway.toml differs from the served policy."""
+
+    pending: bool
+
+
+Reply = (
+    ClientList
+    | InitReply
+    | PolicyAcceptReply
+    | VaultUnlockReply
+    | GatewayStopReply
+    | GatewayReloadReply
+)
 
 
 def echo_json(reply: Reply) -> None:
