@@ -127,9 +127,10 @@ def test_install_print_shows_every_step_and_changes_nothing(setup: DedicatedSetu
 def test_the_human_side_works_through_control_sock(setup: DedicatedSetup) -> None:
     alice, _ = humans(setup)
     status = alice.sp("vault", "status", "--json")
-    assert status.returncode == 0, status.stderr
+    assert status.returncode == 2, status.stderr  # held by the gateway, locked until unlocked
     described = json.loads(status.stdout)
     assert described["exists"] is True and setup.account in described["holder"]
+    assert described["unlocked"] is False
     unlocked = alice.sp("vault", "unlock", "--passphrase-file", str(alice.passphrase_file))
     assert unlocked.returncode == 0, unlocked.stdout + unlocked.stderr
     pw = str(alice.passphrase_file)

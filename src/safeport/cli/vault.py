@@ -152,7 +152,8 @@ def status(as_json: bool) -> None:
 
 def _show_status(report: VaultStatus, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
+        answer = {**report.as_json(), "unlocked": report.unlocked}
+        click.echo(json.dumps(answer, indent=2, sort_keys=True))
         return
     click.echo(f"vault: {report.path}")
     if not report.exists:

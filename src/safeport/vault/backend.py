@@ -53,6 +53,8 @@ class VaultStatus:
     checkpoint_key_fingerprint: str | None = None
     public_file: Literal["matches header", "missing", "differs from header"] | None = None
     # True only while a running gateway holds it unlocked; at rest a vault is always locked.
+    # Not in as_json(): that is also the gateway's `vault.describe` answer, whose schema is the
+    # file's; `sp vault status --json` adds it.
     unlocked: bool = False
 
     def as_json(self) -> dict[str, object]:
@@ -60,7 +62,6 @@ class VaultStatus:
             "path": str(self.path),
             "exists": self.exists,
             "holder": self.holder,
-            "unlocked": self.unlocked,
             "format_version": self.format_version,
             "kdf": None
             if self.kdf is None
