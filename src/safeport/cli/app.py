@@ -34,8 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "doctor": (
         "safeport.cli.status", "doctor",
-        "Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a "
-        "problem, with the fix for each.",
+        "Check permissions, sockets, keyring, clients, policy and declared hosts, with the fix for "
+        "each; exit 1 on a problem, 2 while the gateway is down or the vault locked.",
     ),
     "vault": ("safeport.cli.vault", "vault", "The encrypted credential store the gateway unlocks."),
     "policy": (

@@ -17,7 +17,9 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
 def status(as_json: bool) -> None:
-    """Gateway, vault, served and pending policy, sessions, cards, journals and clients."""
+    """Gateway, vault, served and pending policy, sessions, cards, journals and clients.
+
+    Exit 0 when all is well, 1 on a problem, 2 while the gateway is down or the vault locked."""
     from safeport.cli.status_text import overview_lines
     from safeport.context_server import redaction_findings
     from safeport.context_server.mcp_clients.checks import client_overview
@@ -42,8 +44,8 @@ def status(as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the checks and the verdict as JSON.")
 def doctor(offline: bool, as_json: bool) -> None:
-    """Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a
-    problem, with the fix for each."""
+    """Check permissions, sockets, keyring, clients, policy and declared hosts, with the fix for
+    each; exit 1 on a problem, 2 while the gateway is down or the vault locked."""
     from safeport.context_server import redaction_findings
     from safeport.context_server.mcp_clients.checks import client_findings
     from safeport.gateway_client.doctor import diagnose
