@@ -24,6 +24,8 @@ def overview_lines(view: Overview) -> list[str]:
     vault = view.vault
     if vault.get("problem"):
         lines.append(f"vault     {vault['problem']}")
+    elif vault.get("account"):
+        lines.append(f"vault     {vault['path']}, held by the gateway's account {vault['account']}")
     elif vault["exists"]:
         keyring = ", keyring unlock on" if vault.get("keyring") else ""
         count = vault["entries"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from safeport.errors import Error
@@ -77,8 +78,8 @@ def overview(
     return Overview(
         home={
             "config": str(paths.config_dir),
-            "data": str(paths.data_dir),
-            "vault": str(paths.vault_file),
+            "data": str(_vault_file(paths).parent),
+            "vault": str(_vault_file(paths)),
             "audit": str(paths.audit_dir),
             "run": str(paths.run_dir),
             "SAFEPORT_HOME": os.environ.get("SAFEPORT_HOME", ""),
@@ -110,9 +111,21 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
     }
 
 
+def _vault_file(paths: SafeportPaths) -> Path:
+    """The vault the gateway unlocks: with a dedicated account, the account's, not this user's
+    own data folder (which `locate()` keeps for everything else of theirs)."""
+    if paths.install is not None:
+        return paths.install.state_dir / "vault.sp"
+    return paths.vault_file
+
+
 def _vault(paths: SafeportPaths) -> dict[str, Any]:
     from safeport.vault import FileVaultBackend, VaultFile
 
+    if paths.install is not None and _vault_file(paths) != paths.vault_file:
+        # The account's file, which this user may not read: its state is the gateway's to say.
+        return {"path": str(_vault_file(paths)), "exists": True,
+                "entries": None, "keyring": None, "account": paths.install.account}  # fmt: skip
     try:
         status = FileVaultBackend(VaultFile.at(paths)).status()
     except Error as exc:
