@@ -326,6 +326,8 @@ ROOM_ORDER = {
         ("transport",),
         ("http",),
         ("server",),
+        # shell_call: `sp context call`, an MCP client of the server it starts as a process.
+        ("shell_call",),
         ("__main__",),
     ],
 }

@@ -127,9 +127,15 @@ def test_install_print_shows_every_step_and_changes_nothing(setup: DedicatedSetu
 def test_the_human_side_works_through_control_sock(setup: DedicatedSetup) -> None:
     alice, _ = humans(setup)
     status = alice.sp("vault", "status", "--json")
-    assert status.returncode == 0, status.stderr
+    assert status.returncode == 2, status.stderr  # held by the gateway, locked until unlocked
     described = json.loads(status.stdout)
     assert described["exists"] is True and setup.account in described["holder"]
+    assert described["unlocked"] is False
+    # `sp status` names the account's vault, not one in alice's own data folder.
+    shown = alice.sp("status")
+    vault = setup.state_dir / "vault.sp"
+    assert f"vault     {vault}, held by the gateway's account {setup.account}" in shown.stdout
+    assert f"vault in {setup.state_dir}" in shown.stdout and ".local/share" not in shown.stdout
     unlocked = alice.sp("vault", "unlock", "--passphrase-file", str(alice.passphrase_file))
     assert unlocked.returncode == 0, unlocked.stdout + unlocked.stderr
     pw = str(alice.passphrase_file)

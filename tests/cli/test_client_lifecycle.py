@@ -119,8 +119,13 @@ def test_each_client_round_trips_install_list_check_uninstall(
     )
     assert removed.returncode == 0, removed.stderr
     assert read_entry(path, key) is None
-    backups = list(path.parent.glob(f"{path.name}.*.bak"))
+    # The file before is kept in safeport's private folder, never in the project or beside
+    # the client's file (it holds this machine's paths and any other server's settings).
+    assert list(workspace.rglob("*.bak")) == [] and list(path.parent.glob("*.bak")) == []
+    kept = home / ".local" / "share" / "safeport" / "client-backups"
+    backups = list(kept.glob(f"{client}.{path.name}.*.bak"))
     assert len(backups) == 1 and read_entry(backups[0], key) == entry
+    assert kept.stat().st_mode & 0o777 == 0o700 and backups[0].stat().st_mode & 0o777 == 0o600
     if client == "vscode":
         assert path.read_text() == VSCODE_JSONC  # the person's file, byte for byte
     gone = sp(home, *check, cwd=workspace, **where)

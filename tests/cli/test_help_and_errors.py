@@ -123,3 +123,45 @@ def test_version_and_help_import_no_server_code() -> None:
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "suggested"),
+    [
+        (("staus",), "Did you mean 'status'?"),
+        (("vaul", "status"), "Did you mean 'vault'?"),
+        (("docter",), "Did you mean 'doctor'?"),
+        (("vault", "unlok"), "'unlock'"),
+        (("gateway", "stp"), "Did you mean 'stop'?"),
+        (("audit", "verfy"), "Did you mean 'verify'?"),
+    ],
+)
+def test_a_mistyped_command_is_answered_with_the_close_names(
+    tmp_path: Path, args: tuple[str, ...], suggested: str
+) -> None:
+    done = run(tmp_path, *args)
+    assert done.returncode == 2 and suggested in done.stderr, done.stderr
+
+
+def test_a_name_like_no_command_gets_no_suggestion(tmp_path: Path) -> None:
+    done = run(tmp_path, "qqqqqq")
+    assert done.returncode == 2 and "No such command 'qqqqqq'." in done.stderr
+    assert "Did you mean" not in done.stderr
+
+
+def test_an_argument_that_may_be_left_out_is_shown_in_brackets() -> None:
+    done = CliRunner().invoke(sp_group, ["audit", "verify", "--help"])
+    assert "Usage: sp audit verify [OPTIONS] [FILE]\n" in done.output
+    required = CliRunner().invoke(sp_group, ["vault", "backup", "--help"])
+    assert "Usage: sp vault backup [OPTIONS] FILE\n" in required.output
+
+
+def test_sp_help_names_every_environment_variable_and_shows_a_command(tmp_path: Path) -> None:
+    done = run(tmp_path, "help", "environment")
+    assert done.returncode == 0, done.stderr
+    for name in ("SAFEPORT_HOME", "SAFEPORT_GATEWAY", "XDG_RUNTIME_DIR", "CODEX_HOME"):
+        assert f"\n{name}\n" in done.stdout
+    shown = run(tmp_path, "help", "vault", "unlock")
+    assert shown.returncode == 0 and "Usage: sp vault unlock [OPTIONS]" in shown.stdout
+    wrong = run(tmp_path, "help", "vault", "unlok")
+    assert wrong.returncode == 2 and "'unlock'" in wrong.stderr

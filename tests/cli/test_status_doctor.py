@@ -19,9 +19,11 @@ def test_status_on_an_empty_home_says_what_is_missing(tmp_path: Path) -> None:
     empty = tmp_path / "e"
     empty.mkdir(mode=0o700)
     done = sp(empty, "status")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr  # down: nothing runs yet
     assert "gateway   not running — start it with `sp gateway run`" in done.stdout
-    assert "vault     none yet — create it with `sp vault init`" in done.stdout
+    assert f"vault     none yet at {empty / 'vault.sp'} — create it with `sp vault init`" in (
+        done.stdout
+    )
     answer = json.loads(sp(empty, "status", "--json").stdout)
     assert answer["gateway"]["running"] is False and answer["vault"]["exists"] is False
 
@@ -59,7 +61,7 @@ def test_doctor_names_each_problem_with_its_fix_and_exits_1(home: Path) -> None:
     assert f"fix: chmod 700 {home}" in done.stdout
     os.chmod(home, 0o700)
     fixed = sp(home, "doctor", "--offline")
-    assert fixed.returncode == 0, fixed.stdout
+    assert fixed.returncode == 2, fixed.stdout  # no problem; the gateway is down
     assert "no problems found" in fixed.stdout and "warn  gateway" in fixed.stdout
 
 
@@ -112,7 +114,8 @@ def test_status_says_when_the_journals_disk_runs_low_and_is_quiet_when_it_does_n
                    "sessions": 0, "pending_cards": 0, "journal_space": space}  # fmt: skip
         policy: dict[str, Any] = {"file": "g.toml", "file_digest": None, "file_error": None,
                                   "served": None, "pending": False, "problems": []}  # fmt: skip
-        home = {"config": "/c", "audit": "/a", "run": "/r", "SAFEPORT_HOME": ""}
+        home = {"config": "/c", "data": "/d", "vault": "/d/vault.sp", "audit": "/a", "run": "/r",
+                "SAFEPORT_HOME": ""}  # fmt: skip
         view = Overview(home=home, gateway=gateway, vault={"exists": False}, policy=policy)
         return "\n".join(overview_lines(view))
 

@@ -375,7 +375,8 @@ def test_every_reporting_command_and_format_is_clean(home: Path) -> None:
         ("vault", "backup", str(home / "copy.sp")),
     ):
         done = run_sp(*args, home=home)
-        assert done.returncode == 0, (args, done.stderr)
+        # status and unlock report a vault locked at rest (no gateway holds it) with 2
+        assert done.returncode == (2 if args[1] in ("status", "unlock") else 0), (args, done.stderr)
         _clean(done.stdout + done.stderr)
     _clean((home / "copy.sp").read_bytes() + (home / "vault.pub.json").read_bytes())
     _clean(split(home / "vault.sp")[1])

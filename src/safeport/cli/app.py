@@ -8,9 +8,11 @@ lines equal to the commands' own).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
+from collections.abc import Iterable
 from typing import NoReturn
 
 import click
@@ -32,8 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "doctor": (
         "safeport.cli.status", "doctor",
-        "Check permissions, sockets, keyring, clients, policy and declared hosts; exit 1 on a "
-        "problem, with the fix for each.",
+        "Check permissions, sockets, keyring, clients, policy and declared hosts, with the fix for "
+        "each; exit 1 on a problem, 2 while the gateway is down or the vault locked.",
     ),
     "vault": ("safeport.cli.vault", "vault", "The encrypted credential store the gateway unlocks."),
     "policy": (
@@ -61,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "safeport.cli.demo", "demo",
         "Run workspace, vault, gateway, approval and audit end to end in a throwaway folder.",
     ),
+    "help": (
+        "safeport.cli.help_text", "help_command",
+        "Help on a topic (environment: every variable safeport reads) or on a command.",
+    ),
     "completion": (
         "safeport.cli.completion", "completion",
         "Print the completion script for SHELL; load it from your shell's start-up file.",
@@ -83,9 +89,27 @@ class LazyGroup(click.Group):
         help_text.apply(command, f"sp {cmd_name}")
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0]
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            raise click.UsageError(unknown_command(name, COMMANDS), ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, short) for name, (_, _, short) in COMMANDS.items()])
+
+
+def unknown_command(name: str, known: Iterable[str]) -> str:
+    """click's sentence for a mistyped command, with the close names it would suggest."""
+    close = difflib.get_close_matches(name, list(known))
+    if not close:
+        return f"No such command {name!r}."
+    if len(close) == 1:
+        return f"No such command {name!r}. Did you mean {close[0]!r}?"
+    return f"No such command {name!r}. (Did you mean one of: {', '.join(map(repr, close))}?)"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from safeport.cli.options import profile_option
+from safeport.cli.replies import ClientEntry, ClientList, echo_json
 from safeport.context_server.mcp_clients.config_files import CLAUDE_SCOPES, CLIENTS
 from safeport.context_server.mcp_clients.install import (
     Listed,
@@ -19,6 +20,7 @@ from safeport.context_server.mcp_clients.install import (
 )
 from safeport.context_server.mcp_clients.verify import verify, verify_listed
 from safeport.errors import Denied
+from safeport.shared.paths import ensure_private_dir, locate
 from safeport.shared.provenance import verify_outside_served_roots
 from safeport.shared.visible_text import inert
 
@@ -131,16 +133,24 @@ def _report_check(client_name: str, setup: Setup) -> None:
     "--check", is_flag=True,
     help="Also ask Claude Code and Codex themselves (their CLIs), exit 1 if any differs.",
 )  # fmt: skip
-def list_command(root: Path | None, check: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+def list_command(root: Path | None, check: bool, as_json: bool) -> None:
     """Show each client's `safeport` entry: profile, roots, home, and OK or what differs.
 
     \b
     Examples:
       sp client list
       sp client list --root ~/src/app --check
+      sp client list --json
     """
     folder = (root or Path.cwd()).resolve()
-    for item in listing(folder):
+    items = listing(folder)
+    if as_json:
+        echo_json(ClientList(str(folder), tuple(_entry(item) for item in items)))
+        if check and any(verdict.problems for _, verdict in verify_listed(folder)):
+            raise click.exceptions.Exit(1)
+        return
+    for item in items:
         click.echo(_listed_line(item))
     if not check:
         return
@@ -153,6 +163,22 @@ def list_command(root: Path | None, check: bool) -> None:
         failed = failed or bool(verdict.problems)
     if failed:
         raise click.exceptions.Exit(1)
+
+
+def _entry(item: Listed) -> ClientEntry:
+    summary = item.summary
+    return ClientEntry(
+        client=item.client,
+        scope=item.scope,
+        path=str(item.path),
+        installed=summary is not None,
+        ok=summary is not None and not item.problems,
+        problems=item.problems,
+        profile=summary.profile if summary else None,
+        roots=summary.roots if summary else (),
+        origin=summary.origin if summary else None,
+        env=dict(summary.env) if summary else {},
+    )
 
 
 def _listed_line(item: Listed) -> str:
@@ -194,7 +220,8 @@ def uninstall_command(client_name: str, root: Path | None, scope: str) -> None:
     """
     served = ((root or Path.cwd()).resolve(),)
     setup = Setup(client_name, served, scope=scope)  # type: ignore[arg-type]
-    result = uninstall(setup, now=datetime.now(UTC))
+    backups = ensure_private_dir(locate().data_dir / "client-backups")
+    result = uninstall(setup, now=datetime.now(UTC), backup_dir=backups)
     if result.backup is None:
         click.echo(f"{client_name}: no `safeport` entry in {result.path}; nothing changed")
         return

@@ -75,6 +75,45 @@ def serve_command(
     serve_http(options, parse_endpoint(bind, public_url, tls_cert, tls_key))
 
 
+@context.command("call")
+@click.argument("tool")
+@click.argument("arguments", nargs=-1, metavar="[ARGS]...")
+@click.option(
+    "--root", "roots", multiple=True, metavar="DIR", help="A folder to serve (repeatable)."
+)
+@profile_option
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+    help="Give up after SECONDS (an action waits for its approval within them).",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the tool's answer as JSON.")
+def call_command(
+    tool: str,
+    arguments: tuple[str, ...],
+    roots: tuple[str, ...],
+    profile: str,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Call one tool of the context server from the shell, as an MCP client would; exit 1
+    when the tool answers with an error.
+
+    ARGS are key=value words (typed by the tool's input schema) or one JSON object."""
+    from safeport.context_server import call_tool
+
+    serve_args = [arg for root in roots for arg in ("--root", root)]
+    serve_args += ["--profile", profile, "--origin", "sp-context-call"]
+    answer = call_tool(tool, arguments, serve_args, timeout_s=timeout)
+    if as_json:
+        click.echo(json.dumps(answer.as_json(), indent=2, sort_keys=True))
+    elif answer.structured is not None:
+        # ASCII JSON holds no control character or look-alike to make inert.
+        click.echo(json.dumps(answer.structured, indent=2))
+    else:
+        # Line by line: the answer is workspace text, inert like every other such field.
+        click.echo("\n".join(inert(line) for line in answer.text.splitlines()))
+
+
 @context.command("index")
 @click.option(
     "--root", "roots", multiple=True, metavar="DIR", help="A folder to index (repeatable)."

@@ -9,6 +9,7 @@ import click
 
 from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
 from safeport.cli.options import several_humans_passphrase_option
+from safeport.cli.replies import GatewayReloadReply, GatewayStopReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
 from safeport.cli.status_text import alarm_lines
 from safeport.gateway_client.control_socket import (
@@ -16,6 +17,7 @@ from safeport.gateway_client.control_socket import (
     GatewayNotRunning,
     call_for_everyone,
 )
+from safeport.gateway_client.gateway_exit import STOP_WAIT_S, GatewayDidNotStop, wait_for_exit
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import ensure_private_dir, locate, location_settings
 from safeport.shared.schemas import operations as ops
@@ -95,23 +97,52 @@ def status(as_json: bool) -> None:
 
 @gateway.command()
 @several_humans_passphrase_option
-def stop(passphrase_file: Path | None) -> None:
-    """Stop the gateway cleanly (it journals the stop and locks the vault)."""
+@click.option(
+    "--wait",
+    "wait_s",
+    metavar="SECONDS",
+    type=click.FloatRange(min=0),
+    default=STOP_WAIT_S,
+    show_default=True,
+    help="Wait up to SECONDS for the process to exit and its sockets to go; exit 1 past them.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def stop(passphrase_file: Path | None, wait_s: float, as_json: bool) -> None:
+    """Stop the gateway cleanly (it journals the stop and locks the vault) and wait until its
+    process has exited and its sockets are gone."""
+    paths = locate()
     try:
-        with GatewayClient(locate()) as client:
+        with GatewayClient(paths) as client:
+            pid = client.call(ops.STATUS).pid
             call_for_everyone(client, ops.GATEWAY_STOP, vault_passphrase(passphrase_file))
     except GatewayNotRunning:
-        click.echo("gateway: not running")  # the state asked for already holds
+        # The state asked for already holds.
+        if as_json:
+            echo_json(GatewayStopReply(was_running=False, stopped=True, pid=None))
+        else:
+            click.echo("gateway: not running")
         return
-    click.echo("gateway: stopping")
+    left = wait_for_exit(paths, pid, wait_s)
+    if as_json and left.done:
+        echo_json(GatewayStopReply(was_running=True, stopped=True, pid=pid))
+        return
+    if not left.done:
+        raise GatewayDidNotStop(
+            f"the gateway (pid {pid}) was asked to stop, but after {wait_s:g} s {left.remaining()}",
+            hint="see gateway.log; rerun `sp gateway stop` or end the process",
+        )
+    click.echo(f"gateway: stopped (pid {pid} exited, sockets removed)")
 
 
 @gateway.command()
-def reload() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print whether changes wait, as JSON.")
+def reload(as_json: bool) -> None:
     """Re-read gateway.toml; changes are served only once accepted with `sp policy accept`."""
     with GatewayClient(locate()) as client:
         result = client.call(ops.GATEWAY_RELOAD)
-    if result.pending:
+    if as_json:
+        echo_json(GatewayReloadReply(pending=result.pending))
+    elif result.pending:
         click.echo("policy: gateway.toml differs from the accepted policy; run `sp policy accept`")
     else:
         click.echo("policy: gateway.toml is the accepted policy")

@@ -23,8 +23,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp gateway": ("sp gateway run", "sp gateway status"),
     "sp gateway run": ("sp gateway run", "sp gateway run --print-service systemd"),
     "sp gateway status": ("sp gateway status", "sp gateway status --json"),
-    "sp gateway stop": ("sp gateway stop",),
-    "sp gateway reload": ("sp gateway reload",),
+    "sp gateway stop": ("sp gateway stop", "sp gateway stop --wait 60 && sp gateway run"),
+    "sp gateway reload": ("sp gateway reload", "sp gateway reload --json"),
     "sp gateway install": (
         "sp gateway install --human alice --print",
         "sp gateway install --human alice",
@@ -74,6 +74,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "sp context serve --root ~/src/app --profile agent --origin claude-code",
         "sp context serve --root ~/src/app --http 127.0.0.1:8765 --public-url https://my.tunnel",
     ),
+    "sp context call": (
+        "sp context call read_file path=README.md --root ~/src/app",
+        'sp context call search_project \'{"query": "TODO"}\' --json',
+    ),
     "sp context index": ("sp context index --root ~/src/app",),
     "sp context scan": ("sp context scan --root ~/src/app", "sp context scan --json"),
     "sp context allow": ("sp context allow fp1:…", "sp context allow --file settings.py --line 12"),
@@ -102,6 +106,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp vault keyring disable": ("sp vault keyring disable",),
     "sp status": ("sp status", "sp status --json"),
     "sp doctor": ("sp doctor", "sp doctor --offline"),
+    "sp help": ("sp help environment", "sp help vault unlock"),
     "sp completion": (
         "sp completion bash >> ~/.bashrc",
         "sp completion zsh > ~/.zfunc/_sp",
@@ -127,7 +132,7 @@ def apply(root: click.Command, path: str = "sp") -> None:
         block = "\n".join(f"  {line}" for line in examples)
         root.help = f"{inspect.cleandoc(root.help or '')}\n\n\b\nExamples:\n{block}"
     for param in root.params:
-        param.metavar = param.metavar or _metavar(param)
+        param.metavar = param.metavar or _optional(param, _metavar(param))
     if isinstance(root, click.Group):
         for name, command in root.commands.items():
             apply(command, f"{path} {name}")
@@ -149,3 +154,33 @@ def _metavar(param: click.Parameter) -> str | None:
     if name in ("name",):
         return "NAME"
     return None
+
+
+def _optional(param: click.Parameter, metavar: str | None) -> str | None:
+    """An argument that may be left out is shown in brackets, as click does for its own names
+    (a metavar set here replaces click's, brackets included)."""
+    if metavar is None or not isinstance(param, click.Argument) or param.required:
+        return metavar
+    return f"[{metavar}...]" if param.nargs == -1 else f"[{metavar}]"
+
+
+@click.command("help")
+@click.argument("topic", nargs=-1)
+@click.pass_context
+def help_command(ctx: click.Context, topic: tuple[str, ...]) -> None:
+    """Help on a topic (environment: every variable safeport reads) or on a command."""
+    if topic == ("environment",):
+        from safeport.shared.environment import environment_lines
+
+        click.echo("\n".join(environment_lines()))
+        return
+    command: click.Command = ctx.find_root().command
+    context = ctx.find_root()
+    for word in topic:
+        if not isinstance(command, click.Group):
+            raise click.UsageError(f"{context.command_path} has no subcommands", ctx)
+        found = command.resolve_command(context, [word])[1]
+        assert found is not None  # resolve_command raises for an unknown name
+        command = found
+        context = click.Context(command, info_name=word, parent=context)
+    click.echo(command.get_help(context))

@@ -3,6 +3,7 @@ and start entries from an API description."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from safeport.authoring.scaffold import (
 )
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.render import diff_text
+from safeport.cli.replies import PolicyAcceptReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
 from safeport.gateway_client.approver_keys import list_keys, policy_assertion
@@ -193,8 +195,21 @@ def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
 @policy.command()
 @passphrase_file_option
 @click.option("--yes", is_flag=True, help="Accept without asking after showing the diff.")
-def accept(passphrase_file: Path | None, yes: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print the outcome as JSON (the diff and the words go to stderr).",
+)  # fmt: skip
+def accept(passphrase_file: Path | None, yes: bool, as_json: bool) -> None:
     """Show the diff against the accepted policy, prove the passphrase, serve the new one."""
+    # With --json, stdout carries the one JSON document; what a person reads goes to stderr.
+    words = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with words:
+        reply = _accept(passphrase_file, yes)
+    if as_json:
+        echo_json(reply)
+
+
+def _accept(passphrase_file: Path | None, yes: bool) -> PolicyAcceptReply:
     paths = locate()
     with GatewayClient(paths) as client:
         status = client.call(ops.POLICY_STATUS)
@@ -209,7 +224,7 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
             raise Error("gateway.toml cannot be read by the gateway")
         if not status.pending:
             click.echo("no changes: gateway.toml is already the accepted policy")
-            return
+            return PolicyAcceptReply(accepted=True, changed=False, policy=status.served)
         served = status.served_text
         parsed, _ = parse_gateway_policy(text)
         problems = review(parsed, text, gateway_view(locate()).vault_kinds)
@@ -242,6 +257,7 @@ def accept(passphrase_file: Path | None, yes: bool) -> None:
         finally:
             secret.wipe()
     click.echo(f"accepted policy {result.policy[:16]}; the gateway serves it now")
+    return PolicyAcceptReply(accepted=True, changed=True, policy=result.policy)
 
 
 @policy.group("import")

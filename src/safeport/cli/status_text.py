@@ -19,32 +19,40 @@ def overview_lines(view: Overview) -> list[str]:
         )
     ]
     home = view.home
-    lines.append(f"home      {home['config']} (policy, vault); journals in {home['audit']}")
+    lines.append(f"home      policy in {home['config']}; vault in {home['data']}")
+    lines.append(f"          journals in {home['audit']}; sockets in {home['run']}")
     vault = view.vault
     if vault.get("problem"):
         lines.append(f"vault     {vault['problem']}")
+    elif vault.get("account"):
+        lines.append(f"vault     {vault['path']}, held by the gateway's account {vault['account']}")
     elif vault["exists"]:
         keyring = ", keyring unlock on" if vault.get("keyring") else ""
         count = vault["entries"]
         entries = f"{count} entry" if count == 1 else f"{count} entries"
         lines.append(f"vault     {entries} in {vault['path']}{keyring}")
     else:
-        lines.append("vault     none yet — create it with `sp vault init`")
+        lines.append(f"vault     none yet at {home['vault']} — create it with `sp vault init`")
     policy = view.policy
     if policy["file_error"]:
         lines.append(f"policy    {policy['file_error']}")
     for problem in policy.get("problems", []):
         lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
     served = policy["served"]
-    lines.append(
-        "policy    served "
-        + (served[:16] if served else "none")
-        + (
-            " — gateway.toml has changes waiting for `sp policy accept`"
-            if policy["pending"]
-            else ""
+    if not gateway["running"]:
+        # What a stopped gateway would serve is not known until it starts; "none" would say
+        # that nothing was ever accepted.
+        lines.append("policy    served: unknown while the gateway is not running")
+    else:
+        lines.append(
+            "policy    served "
+            + (served[:16] if served else "none accepted yet")
+            + (
+                " — gateway.toml has changes waiting for `sp policy accept`"
+                if policy["pending"]
+                else ""
+            )
         )
-    )
     if gateway["running"]:
         lines.append(f"sessions  {gateway['sessions']} open")
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
@@ -64,7 +72,19 @@ def overview_lines(view: Overview) -> list[str]:
     for finding in view.secrets:
         mark = "WARNING" if finding["state"] == "warn" else "PROBLEM"
         lines.append(f"secrets   {mark} {finding['check']}: {finding['detail']}")
+    lines.append(_state_line(view))
     return lines
+
+
+def _state_line(view: Overview) -> str:
+    state = view.state
+    if state == "problem":
+        return "state     PROBLEM: " + ", ".join(view.problems()) + " (exit 1)"
+    if state == "down":
+        running = view.gateway["running"]
+        part = "the vault is locked" if running else "the gateway is not running"
+        return f"state     down: {part} (exit 2)"
+    return "state     ok (exit 0)"
 
 
 def _space_lines(space: Any) -> list[str]:

@@ -7,12 +7,13 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import click
 
 from safeport.cli.credential_input import read_value, value_options, wipe_value
 from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
+from safeport.cli.replies import VaultUnlockReply, echo_json
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.gateway_client.control_socket import GatewayRefused
@@ -20,10 +21,19 @@ from safeport.gateway_client.vault_backend import GatewayVaultBackend
 from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
-from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, weakness
+from safeport.vault import (
+    Authority,
+    CannotUnlock,
+    VaultBackend,
+    VaultStatus,
+    trade_off,
+    weakness,
+)
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
+# The exit code of a vault that is locked, missing or has no gateway to hold it unlocked.
+LOCKED_EXIT = 2
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -76,27 +86,42 @@ def init(passphrase_file: Path | None) -> None:
     is_flag=True,
     help="Rewrite vault.pub.json from the keys inside the vault if it differs.",
 )
-def unlock(passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def unlock(
+    passphrase_file: Path | None, use_keyring: bool, rewrite_public_keys: bool, as_json: bool
+) -> None:
     """Unlock the vault for the gateway (checks the passphrase and vault.pub.json)."""
     paths = locate()
     backend = vault_backend_for(paths)
     report = backend.unlock(
         _authority(passphrase_file, use_keyring), rewrite_public_file=rewrite_public_keys
     )
-    if report.public_file_rewritten:
-        click.echo(f"{paths.vault_public_file} rewritten from the keys inside the vault")
-    elif report.public_file == "mismatch":
+    if report.public_file == "mismatch" and not report.public_file_rewritten:
         raise EnvironmentProblem(
             f"{paths.vault_public_file} does not hold this vault's public keys (it was replaced)",
             hint="records sealed to it are unreadable to you; rerun with --rewrite-public-keys",
         )
+    code = 0 if report.held_by_gateway else LOCKED_EXIT
+    if as_json:
+        state: Literal["unlocked", "locked"] = "unlocked" if report.held_by_gateway else "locked"
+        echo_json(
+            VaultUnlockReply(state, report.held_by_gateway, report.public_file_rewritten, code)
+        )
+        if code:
+            raise click.exceptions.Exit(code)
+        return
+    if report.public_file_rewritten:
+        click.echo(f"{paths.vault_public_file} rewritten from the keys inside the vault")
     if report.held_by_gateway:
         click.echo("vault unlocked in the gateway")
-    else:
-        click.echo(
-            "passphrase accepted; no gateway is running to hold the unlocked state, so the vault "
-            "stays locked at rest (start one with `sp gateway run`)"
-        )
+        return
+    click.echo(
+        "passphrase accepted; no gateway is running to hold the unlocked state, so the vault "
+        "stays locked at rest (start one with `sp gateway run`)"
+    )
+    # What was asked for (an unlocked vault) does not hold: a script must not carry on as if it
+    # did. 2 is "locked or down", as in `sp status` and `sp vault status`.
+    raise click.exceptions.Exit(LOCKED_EXIT)
 
 
 @vault.command()
@@ -120,13 +145,21 @@ def lock(passphrase_file: Path | None) -> None:
 def status(as_json: bool) -> None:
     """The vault's state, entry count, keyring state and key fingerprints (no passphrase)."""
     report = vault_backend_for(locate()).status()
+    _show_status(report, as_json)
+    if not report.unlocked:
+        raise click.exceptions.Exit(LOCKED_EXIT)
+
+
+def _show_status(report: VaultStatus, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
+        answer = {**report.as_json(), "unlocked": report.unlocked}
+        click.echo(json.dumps(answer, indent=2, sort_keys=True))
         return
     click.echo(f"vault: {report.path}")
     if not report.exists:
         click.echo("state: missing (create it with `sp vault init`)")
         return
+    click.echo(f"state: {'unlocked' if report.unlocked else 'locked'}")
     kdf = report.kdf
     assert kdf is not None
     click.echo(f"held by: {report.holder}")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         serve,
         serve_http,
     )
+    from safeport.context_server.shell_call import ToolFailed, call_tool
     from safeport.context_server.workspace.serving_config import (
         redaction_findings,
         redaction_off,
@@ -40,9 +41,11 @@ __all__ = [
     "ReadPolicy",
     "Refused",
     "ServeOptions",
+    "ToolFailed",
     "allow_secret",
     "build_index",
     "build_server",
+    "call_tool",
     "mcp_clients",
     "open_workspace",
     "parse_endpoint",
@@ -65,6 +68,8 @@ _HOMES = {
     "serve": _SERVER,
     "serve_http": _SERVER,
     "parse_endpoint": "safeport.context_server.http.endpoint",
+    "call_tool": "safeport.context_server.shell_call",
+    "ToolFailed": "safeport.context_server.shell_call",
     "ReadPolicy": "safeport.context_server.policy.read_policy",
     "Refused": "safeport.context_server.policy.read_policy",
     "redaction_findings": "safeport.context_server.workspace.serving_config",

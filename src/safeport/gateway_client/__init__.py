@@ -9,6 +9,7 @@ __all__ = [
     "control_socket",
     "ctap_socket",
     "doctor",
+    "gateway_exit",
     "gateway_view",
     "listener_check",
     "policy_check",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from safeport.errors import Error
 from safeport.gateway_client.control_socket import GatewayClient
@@ -18,6 +19,11 @@ from safeport.gateway_client.gateway_view import gateway_view
 from safeport.shared.audit import discover_journals, verify_journal
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
+
+# What a script branches on, as `vault status` tools have it: all is well, something needs a
+# human, or a part is simply not running (the gateway down, the vault locked or not made yet).
+OverviewState = Literal["ok", "problem", "down"]
+EXIT_CODES: dict[OverviewState, int] = {"ok": 0, "problem": 1, "down": 2}
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,35 @@ class Overview:
     secrets: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "state": self.state, "exit_code": EXIT_CODES[self.state]}
+
+    @property
+    def state(self) -> OverviewState:
+        """A problem outranks a part that is down: a broken journal needs a human either way."""
+        if self.problems():
+            return "problem"
+        gateway = self.gateway
+        if not gateway["running"] or gateway.get("vault") != "unlocked":
+            return "down"
+        return "ok"
+
+    def problems(self) -> list[str]:
+        """What is broken (not merely stopped), in a few words each."""
+        found = []
+        if self.vault.get("problem"):
+            found.append("vault")
+        if self.policy.get("file_exists") and self.policy["file_error"]:
+            found.append("policy file")
+        if self.policy.get("problems") and self.policy.get("file_exists"):
+            found.append("policy")
+        found += [f"journal {j['journal']}" for j in self.journals if not j["ok"]]
+        found += [f"alarm {a.get('kind')}" for a in self.gateway.get("alarms", [])]
+        space = self.gateway.get("journal_space")
+        if isinstance(space, dict) and space.get("low"):
+            found.append("journal space")
+        found += [f"client {c['client']}" for c in self.clients if not c["ok"]]
+        found += [f"secrets {f['check']}" for f in self.secrets if f["state"] == "fail"]
+        return found
 
 
 def overview(
@@ -44,6 +78,8 @@ def overview(
     return Overview(
         home={
             "config": str(paths.config_dir),
+            "data": str(_vault_file(paths).parent),
+            "vault": str(_vault_file(paths)),
             "audit": str(paths.audit_dir),
             "run": str(paths.run_dir),
             "SAFEPORT_HOME": os.environ.get("SAFEPORT_HOME", ""),
@@ -75,9 +111,21 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
     }
 
 
+def _vault_file(paths: SafeportPaths) -> Path:
+    """The vault the gateway unlocks: with a dedicated account, the account's, not this user's
+    own data folder (which `locate()` keeps for everything else of theirs)."""
+    if paths.install is not None:
+        return paths.install.state_dir / "vault.sp"
+    return paths.vault_file
+
+
 def _vault(paths: SafeportPaths) -> dict[str, Any]:
     from safeport.vault import FileVaultBackend, VaultFile
 
+    if paths.install is not None and _vault_file(paths) != paths.vault_file:
+        # The account's file, which this user may not read: its state is the gateway's to say.
+        return {"path": str(_vault_file(paths)), "exists": True,
+                "entries": None, "keyring": None, "account": paths.install.account}  # fmt: skip
     try:
         status = FileVaultBackend(VaultFile.at(paths)).status()
     except Error as exc:
@@ -97,6 +145,7 @@ def _policy(paths: SafeportPaths) -> dict[str, Any]:
     view = gateway_view(paths)
     return {
         "file": str(paths.gateway_config),
+        "file_exists": paths.gateway_config.exists(),
         "file_digest": current.digest,
         "file_error": current.error,
         "served": view.served_digest,

@@ -46,12 +46,14 @@ class GatewayVaultBackend:
             state = client.call(ops.STATUS)
             described = client.call(ops.VAULT_DESCRIBE) if self.paths.dedicated else None
         holder = f"the gateway (pid {state.pid}), {state.vault}"
+        unlocked = state.vault == "unlocked"
         if described is None:
             on_disk = FileVaultBackend(VaultFile.at(self.paths)).status()
-            return replace(on_disk, holder=holder)
+            return replace(on_disk, holder=holder, unlocked=unlocked and on_disk.exists)
         install = self.paths.install
         assert install is not None
-        return _described(described, f"{holder}, as {install.account}")
+        found = _described(described, f"{holder}, as {install.account}")
+        return replace(found, unlocked=unlocked and found.exists)
 
     def init(self, passphrase: SecretBytes) -> VaultPublicKeys:
         if not self.paths.dedicated:

@@ -6,6 +6,7 @@ packages import ``safeport.shared.<module>`` for a module listed here, and nothi
 
 __all__ = [
     "audit",
+    "environment",
     "exact_urls",
     "exception_summary",
     "findings",

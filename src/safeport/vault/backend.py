@@ -52,6 +52,10 @@ class VaultStatus:
     audit_key_fingerprint: str | None = None
     checkpoint_key_fingerprint: str | None = None
     public_file: Literal["matches header", "missing", "differs from header"] | None = None
+    # True only while a running gateway holds it unlocked; at rest a vault is always locked.
+    # Not in as_json(): that is also the gateway's `vault.describe` answer, whose schema is the
+    # file's; `sp vault status --json` adds it.
+    unlocked: bool = False
 
     def as_json(self) -> dict[str, object]:
         return {

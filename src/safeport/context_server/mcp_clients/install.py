@@ -221,7 +221,10 @@ class UninstallResult:
     backup: Path | None  # None: there was no entry, nothing was written
 
 
-def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
+def uninstall(setup: Setup, *, now: datetime, backup_dir: Path) -> UninstallResult:
+    """Remove the entry; the file as it was is kept in ``backup_dir`` (safeport's own private
+    folder), never beside it: a project's client file would leave a copy holding this
+    machine's paths, and any other server's settings, in the project for a commit to carry."""
     target = setup.target
     existing = read_config_text(target.path)
     kept = _without_misfiled(setup, existing)
@@ -232,7 +235,8 @@ def uninstall(setup: Setup, *, now: datetime) -> UninstallResult:
     assert kept is not None
     text = without_entry(target, kept) if installed_entry(target, kept) else kept
     real = Path(os.path.realpath(target.path))
-    backup = real.with_name(f"{real.name}.{now.strftime('%Y%m%dT%H%M%S')}.bak")
+    stamp = now.strftime("%Y%m%dT%H%M%S")
+    backup = backup_dir / f"{setup.client}.{real.name}.{stamp}.bak"
     write_atomically(backup, existing)
     write_atomically(target.path, text)
     return UninstallResult(target.path, backup)
