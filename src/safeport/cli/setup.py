@@ -33,8 +33,20 @@ patterns = []
 def init(passphrase_file: Path | None) -> None:
     """Write gateway.toml and context.toml templates and create the vault (first setup)."""
     paths = locate()
-    ensure_private_dir(paths.config_dir)
-    ensure_private_dir(paths.data_dir)
+    # What the command needs is asked before anything is written: a passphrase that cannot be
+    # asked (no terminal, no --passphrase-file) must not leave the templates and no vault.
+    passphrase = None if paths.vault_file.exists() else vault_cli.new_passphrase(passphrase_file)
+    try:
+        ensure_private_dir(paths.config_dir)
+        ensure_private_dir(paths.data_dir)
+        if passphrase is None:
+            click.echo(f"kept existing vault {paths.vault_file}")
+        else:
+            # The vault first: it is what can still be refused (an empty passphrase).
+            vault_cli.create_vault(passphrase)
+    finally:
+        if passphrase is not None:
+            passphrase.wipe()
     for path, text in (
         (paths.gateway_config, GATEWAY_TEMPLATE),
         (paths.context_config, CONTEXT_TEMPLATE),
@@ -49,11 +61,8 @@ def init(passphrase_file: Path | None) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         click.echo(f"wrote {path}")
-    if paths.vault_file.exists():
-        click.echo(f"kept existing vault {paths.vault_file}")
-    else:
-        click.get_current_context().invoke(vault_cli.init, passphrase_file=passphrase_file)
     click.echo(
-        "next: add credentials (`sp vault add`), declare them in gateway.toml, `sp policy check`, "
-        "`sp gateway run`, `sp vault unlock`, `sp policy accept`, `sp client install CLIENT`"
+        "next: add credentials (`sp vault add`), declare them in gateway.toml (`sp policy edit`; "
+        "its examples are commented out), `sp policy check`, `sp gateway run`, "
+        "`sp vault unlock`, `sp policy accept`, `sp client install CLIENT`"
     )

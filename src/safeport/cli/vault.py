@@ -47,14 +47,24 @@ def vault() -> None:
 @passphrase_file_option
 def init(passphrase_file: Path | None) -> None:
     """Create the vault, its audit sealing key and its checkpoint signing key."""
-    paths = locate()
-    backend = vault_backend_for(paths)
-    passphrase = ask_secret(
+    create_vault(new_passphrase(passphrase_file))
+
+
+def new_passphrase(passphrase_file: Path | None) -> SecretBytes:
+    """The new vault's passphrase, from the file or asked twice at a terminal."""
+    return ask_secret(
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
-    weak = weakness(passphrase)
-    keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
-    passphrase.wipe()
+
+
+def create_vault(passphrase: SecretBytes) -> None:
+    """Create the vault under ``passphrase`` (wiped here) and say where its keys are."""
+    backend = vault_backend_for(locate())
+    try:
+        weak = weakness(passphrase)
+        keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
+    finally:
+        passphrase.wipe()
     if weak:
         click.echo(
             f"warning: a weak passphrase ({weak}): anyone who copies vault.sp can guess it "
