@@ -23,6 +23,7 @@ from safeport.authoring.scaffold import (
     add_ssh_host,
 )
 from safeport.cli.options import confirm, passphrase_file_option, refuse_unanswerable
+from safeport.cli.policy_draft import draft_path, edit, remove
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import ConfigError, Denied, Error
@@ -40,6 +41,10 @@ from safeport.shared.visible_text import inert, visible
 @click.group()
 def policy() -> None:
     """Check and accept the gateway policy (gateway.toml)."""
+
+
+policy.add_command(edit)
+policy.add_command(remove)
 
 
 @policy.command()
@@ -128,9 +133,7 @@ def _ask_many(what: str) -> tuple[str, ...]:
 
 
 def _write(change: Callable[[str], str], what: str) -> None:
-    path = locate().gateway_config
-    if not path.exists():
-        raise Error(f"{path} does not exist", hint="run `sp init` first")
+    path = draft_path()
     updated = change(path.read_text(encoding="utf-8"))  # parsed before anything is written
     path.write_text(updated, encoding="utf-8")
     click.echo(f"added {what} to {path}; narrow its params, then `sp policy check`")
