@@ -170,3 +170,58 @@ def test_the_demo_without_a_terminal_names_yes_and_starts_nothing(
     assert done.returncode == 2, done.stdout + done.stderr
     assert b"--yes" in done.stderr and b"no terminal" in done.stderr
     assert list(temp.iterdir()) == []  # no throwaway home, no gateway was started
+
+
+def _vault(tmp_path: Path) -> tuple[Path, Path]:
+    sp_home = tmp_path / "h"
+    sp_home.mkdir(mode=0o700)
+    pw = tmp_path / "pw"
+    pw.write_text("a long enough passphrase for the test\n")
+    made = run_sp("vault", "init", "--passphrase-file", str(pw), home=sp_home)
+    assert made.returncode == 0, made.stderr
+    return sp_home, pw
+
+
+@pytest.mark.parametrize(
+    ("args", "named", "not_named"),
+    [
+        (("add", "t", "--kind", "token"), ("--passphrase-file", "--value-file"), ()),
+        (("add", "b", "--kind", "basic", "--username", "u"), ("--value-file",), ()),
+        (("rotate", "t"), ("--passphrase-file", "--value-file"), ()),
+        (("passphrase",), ("--passphrase-file", "--new-passphrase-file"), ()),
+        (("passphrase", "--passphrase-file", "PW"), ("--new-passphrase-file",), ("FILE (-",)),
+        (("add", "t", "--kind", "token", "--value-file", "-"), ("--passphrase-file",), ("value",)),
+    ],
+)
+def test_vault_changes_without_a_terminal_name_every_missing_flag_and_change_nothing(
+    tmp_path: Path, args: tuple[str, ...], named: tuple[str, ...], not_named: tuple[str, ...]
+) -> None:
+    sp_home, pw = _vault(tmp_path)
+    before = _tree(sp_home)
+    args = tuple(str(pw) if arg == "PW" else arg for arg in args)
+    if args[0] == "add" and "--username" in args:
+        args = (*args, "--passphrase-file", str(pw))
+    done = run_sp("vault", *args, home=sp_home, stdin=b"piped, not typed\n")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no terminal" in done.stderr
+    for flag in named:
+        assert flag in done.stderr, done.stderr
+    for word in not_named:
+        assert word not in done.stderr, done.stderr
+    assert _tree(sp_home) == before
+
+
+def test_vault_add_and_passphrase_with_their_flags_complete(tmp_path: Path) -> None:
+    sp_home, pw = _vault(tmp_path)
+    added = run_sp(
+        "vault", "add", "t", "--kind", "token", "--passphrase-file", str(pw),
+        "--value-file", "-", home=sp_home, stdin=b"tok-123\n",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    new = tmp_path / "new"
+    new.write_text("another long enough passphrase\n")
+    changed = run_sp(
+        "vault", "passphrase", "--passphrase-file", str(pw), "--new-passphrase-file", str(new),
+        home=sp_home,
+    )  # fmt: skip
+    assert changed.returncode == 0, changed.stderr

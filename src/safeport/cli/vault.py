@@ -12,7 +12,11 @@ from typing import get_args
 import click
 
 from safeport.cli.credential_input import read_value, value_options, wipe_value
-from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
+from safeport.cli.options import (
+    passphrase_file_option,
+    refuse_unanswerable,
+    several_humans_passphrase_option,
+)
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.gateway_client.control_socket import GatewayRefused
@@ -24,6 +28,7 @@ from safeport.vault import Authority, CannotUnlock, VaultBackend, trade_off, wea
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _KINDS = list(get_args(SecretKind))
+_FLAG_FOR_IT = "--passphrase-file FILE (- reads stdin)"  # what answers the vault passphrase
 
 
 def _authority(passphrase_file: Path | None, use_keyring: bool = False) -> Authority:
@@ -241,6 +246,10 @@ def rotate(
 def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -> None:
     """Change the passphrase (the vault is re-encrypted under a new data key)."""
     one_stdin(passphrase_file, new_passphrase_file)
+    asks = [] if passphrase_file is not None else [("the current passphrase", _FLAG_FOR_IT)]
+    if new_passphrase_file is None:
+        asks.append(("the new one", "--new-passphrase-file FILE"))
+    refuse_unanswerable(asks)
     backend = vault_backend_for(locate())
     old = ask_secret(passphrase_file, what="current vault passphrase", option="--passphrase-file")
     new = ask_secret(
@@ -307,6 +316,15 @@ def _new_value(
 ) -> Iterator[tuple[VaultBackend, _RetriedPassphrase, dict[str, SecretBytes | str]]]:
     """The backend, the proof of authority and the new value for add/rotate; wiped after."""
     one_stdin(value_file, key_passphrase_file, passphrase_file)
+    # Every question named at once, before the first is asked (an SSH key comes only from a
+    # file, which read_value says on its own).
+    asks = [] if passphrase_file is not None else [("the vault passphrase", _FLAG_FOR_IT)]
+    if value_file is None and kind != "ssh-key":
+        what = {"token": "the token", "basic": "the password"}.get(kind or "", "the new value")
+        asks.append((what, "--value-file FILE"))
+    if ask_key_passphrase and key_passphrase_file is None:
+        asks.append(("the SSH key's passphrase", "--key-passphrase-file FILE"))
+    refuse_unanswerable(asks)
     backend = vault_backend_for(locate())
     # The passphrase first: a value typed before a wrong passphrase would be lost with it.
     passphrase = _RetriedPassphrase(passphrase_file)
