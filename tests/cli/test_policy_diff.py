@@ -83,3 +83,22 @@ def test_diff_that_cannot_tell_exits_2(home: Path) -> None:
         broken = sp(home, "policy", "diff")
         assert broken.returncode == 2, broken.stdout + broken.stderr
         assert broken.stdout == ""
+
+
+def test_a_locked_vault_is_never_shown_as_nothing_accepted(home: Path) -> None:
+    pw = str(home / "pw")
+    with running_gateway(home):
+        assert sp(home, "policy", "accept", "--passphrase-file", pw, "--yes").returncode == 0
+    # A gateway started on a locked vault serves nothing: what was accepted is inside it.
+    with running_gateway(home, unlock=False):
+        locked = sp(home, "policy", "diff")
+        assert locked.returncode == 2 and locked.stdout == ""
+        assert "the vault is locked" in locked.stderr and "sp vault unlock" in locked.stderr
+        # `accept` proves the passphrase itself; what it shows says why every line is new.
+        shown = sp(home, "policy", "accept", "--passphrase-file", pw, "--yes")
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert "no policy is accepted yet" not in shown.stdout
+        assert "the vault is locked, so the accepted policy is unread" in shown.stdout
+        assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0
+        same = sp(home, "policy", "diff")
+        assert same.returncode == 0, same.stdout + same.stderr

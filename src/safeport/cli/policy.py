@@ -26,7 +26,7 @@ from safeport.cli.options import confirm, passphrase_file_option, refuse_unanswe
 from safeport.cli.policy_draft import draft_path, edit, remove
 from safeport.cli.render import diff_text
 from safeport.cli.secret_input import vault_passphrase
-from safeport.errors import ConfigError, Denied, Error
+from safeport.errors import ConfigError, Denied, EnvironmentProblem, Error
 from safeport.gateway_client.approver_keys import list_keys, policy_assertion
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import GatewayView
@@ -262,6 +262,11 @@ def diff(as_json: bool) -> None:
     paths = locate()
     with GatewayClient(paths) as client:
         proposal = policy_proposal(paths, client)
+    if proposal.vault_locked:
+        raise EnvironmentProblem(
+            "the vault is locked, and the accepted policy is inside it",
+            hint="run `sp vault unlock`, then `sp policy diff`",
+        )
     if as_json:
         click.echo(json.dumps(_proposal_json(proposal), indent=2, sort_keys=True))
     elif not proposal.pending:
@@ -276,7 +281,9 @@ def diff(as_json: bool) -> None:
 
 
 def _show_proposal(proposal: PolicyProposal) -> None:
-    if proposal.served is None:
+    if proposal.vault_locked:
+        click.echo("the vault is locked, so the accepted policy is unread: every line below is new")
+    elif proposal.served is None:
         click.echo("no policy is accepted yet: every line below is new")
     click.echo(diff_text(proposal.diff(), colour=sys.stdout.isatty()))
     _print_meaning(proposal.meaning, first=proposal.served is None)

@@ -25,6 +25,9 @@ class PolicyProposal:
     policy: GatewayPolicy | None  # parsed; None when nothing waits (the file is the served one)
     problems: tuple[PolicyProblem, ...] = ()
     meaning: tuple[MeaningChange, ...] = ()
+    # Nothing is served because the vault, which holds the accepted policy, is locked: what
+    # was accepted before cannot be read, so "nothing accepted yet" would not be true.
+    vault_locked: bool = False
 
     @property
     def pending(self) -> bool:
@@ -48,9 +51,10 @@ def policy_proposal(paths: SafeportPaths, client: GatewayClient) -> PolicyPropos
         raise Error("gateway.toml cannot be read by the gateway")
     if not status.pending:
         return PolicyProposal(text, status.served_text, None)
+    locked = status.served_text is None and client.call(ops.VAULT_STATUS).vault == "locked"
     parsed, _ = parse_gateway_policy(text)
     problems = review(parsed, text, gateway_view(paths).vault_kinds)
     # Beside the text, what it means: the two parsed policies compared, so an edit the text
     # hides (a table folded into a comment) is still said in words.
     meaning = meaning_of_edit(status.served_text, parsed)
-    return PolicyProposal(text, status.served_text, parsed, tuple(problems), meaning)
+    return PolicyProposal(text, status.served_text, parsed, tuple(problems), meaning, locked)
