@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from safeport.authoring.starter import uncommented
+from tests.cli.running_gateway import running_gateway
+
 
 def sp(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
@@ -46,7 +49,9 @@ def test_init_writes_templates_and_a_vault_then_keeps_them(tmp_path: Path) -> No
     assert (home / "vault.sp").read_bytes() == vault_before
 
 
-def test_init_writes_a_complete_example_that_sp_policy_check_accepts(tmp_path: Path) -> None:
+def test_init_writes_examples_that_sp_policy_check_accepts_once_uncommented(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     passphrase = tmp_path / "pass"
@@ -54,6 +59,10 @@ def test_init_writes_a_complete_example_that_sp_policy_check_accepts(tmp_path: P
     assert sp(home, "init", "--passphrase-file", str(passphrase)).returncode == 0
     text = (home / "gateway.toml").read_text()
     assert sum(" # " in f" {line}" for line in text.splitlines()) >= 20  # a comment on most keys
+    written = json.loads(sp(home, "policy", "check", "--json").stdout)
+    assert written["credentials"] == written["ssh_hosts"] == written["http_services"] == []
+    # The person's first step: the "#" taken off each example line, nothing else changed.
+    (home / "gateway.toml").write_text(uncommented(text))
     check = sp(home, "policy", "check")
     assert check.returncode == 0, check.stdout + check.stderr
     out = check.stdout
@@ -67,6 +76,18 @@ def test_init_writes_a_complete_example_that_sp_policy_check_accepts(tmp_path: P
     services = json.loads(as_json.stdout)["http_services"]
     approvals = {op["id"]: op["approval"] for op in services[0]["operations"]}
     assert approvals == {"deployment_status": "session", "create_issue": "per-call"}
+
+
+def test_a_fresh_init_is_accepted_by_the_real_gateway_with_no_edit(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "pw").write_text("a long enough passphrase for the test\n")
+    assert sp(home, "init", "--passphrase-file", str(home / "pw")).returncode == 0
+    with running_gateway(home):
+        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
+        assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+        assert "the gateway serves it now" in accepted.stdout
+        assert json.loads(sp(home, "policy", "check", "--json").stdout)["served"] is True
 
 
 def test_init_never_writes_through_a_dangling_link(tmp_path: Path) -> None:

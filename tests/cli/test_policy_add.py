@@ -79,7 +79,7 @@ def test_a_service_that_would_break_the_file_is_refused_and_nothing_is_written(
     )  # fmt: skip
     assert done.returncode != 0 and "`base_url` must be an https:// URL" in done.stderr
     missing = run(home, "policy", "add", "ssh", "box", "--address", "h")
-    assert missing.returncode != 0 and "--user is required" in missing.stderr
+    assert missing.returncode != 0 and "--user USER" in missing.stderr
     assert (home / "gateway.toml").read_text() == EMPTY
 
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from harness.gateway import clean_env
 from safeport.action_gateway.policy.store import policy_diff_lines
 from safeport.cli.render import diff_text
+from safeport.shared.launch import sp_command
 from tests.cli.running_gateway import running_gateway
+from tests.cli.terminal import Terminal
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]
@@ -76,14 +80,14 @@ def test_accept_shows_a_callers_table_folded_into_a_comment_as_removed_in_text_a
         assert "what it means, against the accepted policy:" in plain
         assert "LOOSENED   THE [callers] TABLE IS REMOVED" in plain
         # Refused at the prompt: the human saw the removal in both views before answering.
-        shown = sp(home, "policy", "accept", "--passphrase-file", pw, stdin="n\n")
-        assert shown.returncode != 0 and "not accepted" in shown.stderr, shown.stdout
-        lines = shown.stdout.splitlines()
+        shown = _refused_at_a_terminal(home)
+        assert "not accepted" in shown, shown
+        lines = shown.splitlines()
         assert "-[callers]" in lines and '-rules = [{ exe = "/usr/bin/flock" }]' in lines
         assert '+# callers\\u2028[callers]\\u0085rules = [{ exe = "/usr/bin/flock" }]' in lines
         said = lines.index("what it means, against the accepted policy:")
         assert lines[said + 1].startswith("  LOOSENED   THE [callers] TABLE IS REMOVED")
-        assert shown.stdout.index("TABLE IS REMOVED") < shown.stdout.index("serve this policy?")
+        assert shown.index("TABLE IS REMOVED") < shown.index("serve this policy?")
         served = json.loads(sp(home, "policy", "check", "--json").stdout)
         assert served["served"] is False
 
@@ -127,10 +131,19 @@ def test_check_and_accept_say_a_widened_argv_as_loosened_and_count_it_last(home:
                 'to ["sh", "-c", "uptime"]',
             }
         ]
-        shown = sp(home, "policy", "accept", "--passphrase-file", pw, stdin="n\n")
-        assert shown.returncode != 0
-        before_prompt = shown.stdout[: shown.stdout.index("serve this policy?")].splitlines()
+        shown = _refused_at_a_terminal(home)
+        before_prompt = shown[: shown.index("serve this policy?")].splitlines()
         assert (
             before_prompt[-1]
             == "in all: 1 LOOSENED, 0 CHANGED, 0 TIGHTENED (loosenings listed first)"
         )
+
+
+def _refused_at_a_terminal(home: Path) -> str:
+    """`sp policy accept` at a terminal answered "n": what the person saw, colours removed."""
+    argv = sp_command(["policy", "accept", "--passphrase-file", str(home / "pw")])
+    term = Terminal(argv, clean_env(home))
+    term.expect("serve this policy? [y/N]:")
+    term.type("n")
+    assert term.wait() != 0, term.seen
+    return re.sub(r"\x1b\[[0-9;]*m", "", term.seen).replace("\r\n", "\n")

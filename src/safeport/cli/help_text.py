@@ -50,9 +50,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "sp sessions": ("sp sessions list",),
     "sp sessions list": ("sp sessions list --json",),
     "sp sessions revoke": ("sp sessions revoke s-1a2b",),
-    "sp policy": ("sp policy check", "sp policy accept"),
+    "sp policy": ("sp policy check", "sp policy diff", "sp policy accept"),
     "sp policy check": ("sp policy check", "sp policy check --json"),
-    "sp policy accept": ("sp policy accept",),
+    "sp policy accept": ("sp policy accept", "sp policy accept --passphrase-file pw.txt --yes"),
+    "sp policy diff": ("sp policy diff", "sp policy diff --json"),
+    "sp policy edit": ("sp policy edit", "EDITOR=nano sp policy edit"),
+    "sp policy remove": (
+        "sp policy remove ssh staging",
+        "sp policy remove operation deploy-api/create_issue",
+        "sp policy remove credential staging-key",
+    ),
     "sp policy reference": ("sp policy reference > policy.md",),
     "sp policy add": ("sp policy add http github", "sp policy add ssh staging"),
     "sp policy add http": (

@@ -1,21 +1,20 @@
-"""`sp policy check|accept|import`: review gateway.toml, make it the policy the gateway serves,
-and start entries from an API description."""
+"""`sp policy check|diff|accept|add|remove|edit|import`: review gateway.toml, make it the policy
+the gateway serves, and write its entries (from flags, an editor or an API description)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
 
 from safeport.action_gateway.policy.approval_factor import loosens_factor
 from safeport.action_gateway.policy.inventory import inventory, inventory_lines
-from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines, meaning_of_edit
-from safeport.action_gateway.policy.review import PolicyProblem, review
-from safeport.action_gateway.policy.store import policy_diff_lines
+from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines
+from safeport.action_gateway.policy.review import PolicyProblem
 from safeport.authoring import openapi_import
 from safeport.authoring.reference import policy_reference
 from safeport.authoring.scaffold import (
@@ -24,15 +23,17 @@ from safeport.authoring.scaffold import (
     add_http_service,
     add_ssh_host,
 )
-from safeport.cli.options import passphrase_file_option
+from safeport.cli.options import confirm, passphrase_file_option, refuse_unanswerable
+from safeport.cli.policy_draft import draft_path, edit, remove
 from safeport.cli.render import diff_text
 from safeport.cli.replies import PolicyAcceptReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
-from safeport.errors import ConfigError, Denied, Error
+from safeport.errors import ConfigError, Denied, EnvironmentProblem, Error
 from safeport.gateway_client.approver_keys import list_keys, policy_assertion
 from safeport.gateway_client.control_socket import GatewayClient
-from safeport.gateway_client.gateway_view import GatewayView, gateway_view
-from safeport.gateway_client.policy_check import check_policy, local_proposal
+from safeport.gateway_client.gateway_view import GatewayView
+from safeport.gateway_client.policy_check import check_policy
+from safeport.gateway_client.policy_proposal import PolicyProposal, policy_proposal
 from safeport.shared.paths import locate
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.config import parse_gateway_policy, policy_digest
@@ -42,6 +43,10 @@ from safeport.shared.visible_text import inert, visible
 @click.group()
 def policy() -> None:
     """Check and accept the gateway policy (gateway.toml)."""
+
+
+policy.add_command(edit)
+policy.add_command(remove)
 
 
 @policy.command()
@@ -67,11 +72,15 @@ def add_http(
     name: str, base_url: str | None, credential: str | None, operations: tuple[str, ...]
 ) -> None:
     """Scaffold an HTTPS service: reads approved once per session, writes per call."""
+    refuse_unanswerable(
+        _missing((base_url, "the base URL", "--base-url URL"),
+                 (operations, "the operations", "--operation SPEC"))
+    )  # fmt: skip
     draft = HttpServiceDraft(
         name,
-        base_url or _ask("base URL (https://…)", "--base-url"),
+        base_url or _ask("base URL (https://…)"),
         credential or f"{name}-token",
-        operations or _ask_many("operation as ID=METHOD /path", "--operation"),
+        operations or _ask_many("operation as ID=METHOD /path"),
     )
     _write(lambda text: add_http_service(text, draft), f"http service {name}")
 
@@ -92,27 +101,33 @@ def add_ssh(
     credential: str | None, commands: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Scaffold an SSH host with its pinned key; every command approved per call."""
+    refuse_unanswerable(
+        _missing((address, "the address", "--address HOST"), (user, "the user", "--user USER"),
+                 (host_key, "the host key", "--host-key KEY"),
+                 (commands, "the commands", "--command SPEC"))
+    )  # fmt: skip
     draft = SshHostDraft(
         name,
-        address or _ask("address", "--address"),
-        user or _ask("remote user", "--user"),
-        host_key or _ask("host key (from `sp ssh scan HOST`)", "--host-key"),
+        address or _ask("address"),
+        user or _ask("remote user"),
+        host_key or _ask("host key (from `sp ssh scan HOST`)"),
         credential or f"{name}-key",
         port,
-        commands or _ask_many("command as ID=argv words", "--command"),
+        commands or _ask_many("command as ID=argv words"),
     )
     _write(lambda text: add_ssh_host(text, draft), f"ssh host {name}")
 
 
-def _ask(what: str, flag: str) -> str:
-    if not sys.stdin.isatty():
-        raise Error(f"{flag} is required", hint=f"give {flag}, or run in a terminal to be asked")
+def _missing(*given: tuple[object, str, str]) -> list[tuple[str, str]]:
+    """(what is asked, the flag) for each value left out: each would be asked at a prompt."""
+    return [(what, flag) for value, what, flag in given if not value]
+
+
+def _ask(what: str) -> str:
     return str(click.prompt(what))
 
 
-def _ask_many(what: str, flag: str) -> tuple[str, ...]:
-    if not sys.stdin.isatty():
-        raise Error(f"{flag} is required", hint=f"give {flag} (repeat it for more)")
+def _ask_many(what: str) -> tuple[str, ...]:
     found: list[str] = []
     while answer := str(click.prompt(f"{what} (empty to finish)", default="", show_default=False)):
         found.append(answer)
@@ -120,9 +135,7 @@ def _ask_many(what: str, flag: str) -> tuple[str, ...]:
 
 
 def _write(change: Callable[[str], str], what: str) -> None:
-    path = locate().gateway_config
-    if not path.exists():
-        raise Error(f"{path} does not exist", hint="run `sp init` first")
+    path = draft_path()
     updated = change(path.read_text(encoding="utf-8"))  # parsed before anything is written
     path.write_text(updated, encoding="utf-8")
     click.echo(f"added {what} to {path}; narrow its params, then `sp policy check`")
@@ -168,7 +181,7 @@ def check(as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _print_problems(problems: list[PolicyProblem]) -> None:
+def _print_problems(problems: Sequence[PolicyProblem]) -> None:
     if not problems:
         return
     click.echo(f"\n{len(problems)} problem(s):")
@@ -200,7 +213,15 @@ def _served_state(view: GatewayView, digest: str, changes: int | None) -> str:
     help="Print the outcome as JSON (the diff and the words go to stderr).",
 )  # fmt: skip
 def accept(passphrase_file: Path | None, yes: bool, as_json: bool) -> None:
-    """Show the diff against the accepted policy, prove the passphrase, serve the new one."""
+    """Show the diff against the accepted policy, prove the passphrase, serve the new one.
+
+    Without a terminal, --yes and --passphrase-file answer the two questions; without them
+    it stops before showing anything. `sp policy diff` shows the same without accepting.
+    """
+    asks = [] if yes else [("a yes to serve the policy", "--yes")]
+    if passphrase_file is None:
+        asks.append(("the vault passphrase", "--passphrase-file FILE (- reads stdin)"))
+    refuse_unanswerable(asks)
     # With --json, stdout carries the one JSON document; what a person reads goes to stderr.
     words = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with words:
@@ -212,35 +233,21 @@ def accept(passphrase_file: Path | None, yes: bool, as_json: bool) -> None:
 def _accept(passphrase_file: Path | None, yes: bool) -> PolicyAcceptReply:
     paths = locate()
     with GatewayClient(paths) as client:
-        status = client.call(ops.POLICY_STATUS)
-        if paths.dedicated:
-            # The gateway's account cannot read your home: the text is yours, sent with the
-            # passphrase, and accepted only if it is exactly what was shown here.
-            status = local_proposal(paths.gateway_config, status)
-        if status.file_error:
-            raise ConfigError(status.file_error)
-        text = status.file_text
-        if text is None:
-            raise Error("gateway.toml cannot be read by the gateway")
-        if not status.pending:
+        proposal = policy_proposal(paths, client)
+        if not proposal.pending:
             click.echo("no changes: gateway.toml is already the accepted policy")
-            return PolicyAcceptReply(accepted=True, changed=False, policy=status.served)
-        served = status.served_text
-        parsed, _ = parse_gateway_policy(text)
-        problems = review(parsed, text, gateway_view(locate()).vault_kinds)
-        if problems:
-            _print_problems(problems)
+            return PolicyAcceptReply(
+                accepted=True, changed=False, policy=policy_digest(proposal.text)
+            )
+        parsed, text, served = proposal.policy, proposal.text, proposal.served
+        assert parsed is not None
+        if proposal.problems:
+            _print_problems(proposal.problems)
             raise Denied(
                 "not accepted: fix the problem(s) above first", hint="then run `sp policy accept`"
             )
-        if served is None:
-            click.echo("no policy is accepted yet: every line below is new")
-        accepted = served
-        click.echo(diff_text(policy_diff_lines(accepted, text), colour=sys.stdout.isatty()))
-        # Beside the text, what it means: the two parsed policies compared, so an edit the
-        # text hides (a table folded into a comment) is still said in words before the prompt.
-        _print_meaning(meaning_of_edit(accepted, parsed), first=accepted is None)
-        if not yes and not click.confirm("serve this policy?", default=False):
+        _show_proposal(proposal)
+        if not yes and not confirm("serve this policy?", flag="--yes"):
             raise Error("not accepted", hint="nothing changed")
         secret = vault_passphrase(passphrase_file)()
         try:
@@ -258,6 +265,59 @@ def _accept(passphrase_file: Path | None, yes: bool) -> PolicyAcceptReply:
             secret.wipe()
     click.echo(f"accepted policy {result.policy[:16]}; the gateway serves it now")
     return PolicyAcceptReply(accepted=True, changed=True, policy=result.policy)
+
+
+@policy.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the diff and its meaning as JSON.")
+def diff(as_json: bool) -> None:
+    """Show what `sp policy accept` would show, and accept nothing.
+
+    The diff of gateway.toml against the policy the running gateway serves, what the edit
+    means in words, and the problems `accept` would refuse it for. Exit 0: no changes; 1:
+    gateway.toml differs from the accepted policy; 2: an error (no gateway running, a file
+    that does not parse), as `diff` does.
+    """
+    paths = locate()
+    with GatewayClient(paths) as client:
+        proposal = policy_proposal(paths, client)
+    if proposal.vault_locked:
+        raise EnvironmentProblem(
+            "the vault is locked, and the accepted policy is inside it",
+            hint="run `sp vault unlock`, then `sp policy diff`",
+        )
+    if as_json:
+        click.echo(json.dumps(_proposal_json(proposal), indent=2, sort_keys=True))
+    elif not proposal.pending:
+        click.echo("no changes: gateway.toml is already the accepted policy")
+    else:
+        _show_proposal(proposal)
+        if proposal.problems:
+            _print_problems(proposal.problems)
+            click.echo("`sp policy accept` refuses this until they are fixed")
+    if proposal.pending:
+        raise click.exceptions.Exit(1)
+
+
+def _show_proposal(proposal: PolicyProposal) -> None:
+    if proposal.vault_locked:
+        click.echo("the vault is locked, so the accepted policy is unread: every line below is new")
+    elif proposal.served is None:
+        click.echo("no policy is accepted yet: every line below is new")
+    click.echo(diff_text(proposal.diff(), colour=sys.stdout.isatty()))
+    _print_meaning(proposal.meaning, first=proposal.served is None)
+
+
+def _proposal_json(proposal: PolicyProposal) -> dict[str, object]:
+    return {
+        "differs": proposal.pending,
+        "accepted": proposal.served is not None,
+        "digest": policy_digest(proposal.text),
+        "diff": [{"kind": line.kind, "text": line.text} for line in proposal.diff()],
+        "meaning": [{"weight": c.weight, "text": c.text} for c in proposal.meaning],
+        "problems": [
+            {"line": p.line, "message": p.message, "fix": p.fix} for p in proposal.problems
+        ],
+    }
 
 
 @policy.group("import")

@@ -40,13 +40,25 @@ patterns = []
 def init(passphrase_file: Path | None, as_json: bool) -> None:
     """Write gateway.toml and context.toml templates and create the vault (first setup)."""
     paths = locate()
-    ensure_private_dir(paths.config_dir)
-    ensure_private_dir(paths.data_dir)
+    # What the command needs is asked before anything is written: a passphrase that cannot be
+    # asked (no terminal, no --passphrase-file) must not leave the templates and no vault.
+    passphrase = None if paths.vault_file.exists() else vault_cli.new_passphrase(passphrase_file)
     written: list[str] = []
     kept: list[str] = []
     # With --json, stdout carries the one JSON document; the words a person reads go to stderr.
     words = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with words:
+        try:
+            ensure_private_dir(paths.config_dir)
+            ensure_private_dir(paths.data_dir)
+            if passphrase is None:
+                click.echo(f"kept existing vault {paths.vault_file}")
+            else:
+                # The vault first: it is what can still be refused (an empty passphrase).
+                vault_cli.create_vault(passphrase)
+        finally:
+            if passphrase is not None:
+                passphrase.wipe()
         for path, text in (
             (paths.gateway_config, GATEWAY_TEMPLATE),
             (paths.context_config, CONTEXT_TEMPLATE),
@@ -63,15 +75,12 @@ def init(passphrase_file: Path | None, as_json: bool) -> None:
                 out.write(text)
             click.echo(f"wrote {path}")
             written.append(str(path))
-        created = not paths.vault_file.exists()
-        if created:
-            click.get_current_context().invoke(vault_cli.init, passphrase_file=passphrase_file)
-        else:
-            click.echo(f"kept existing vault {paths.vault_file}")
         click.echo(
-            "next: add credentials (`sp vault add`), declare them in gateway.toml, "
-            "`sp policy check`, `sp gateway run`, `sp vault unlock`, `sp policy accept`, "
-            "`sp client install CLIENT`"
+            "next: add credentials (`sp vault add`), declare them in gateway.toml "
+            "(`sp policy edit`; its examples are commented out), `sp policy check`, "
+            "`sp gateway run`, `sp vault unlock`, `sp policy accept`, `sp client install CLIENT`"
         )
     if as_json:
-        echo_json(InitReply(tuple(written), tuple(kept), str(paths.vault_file), created))
+        echo_json(
+            InitReply(tuple(written), tuple(kept), str(paths.vault_file), passphrase is not None)
+        )

@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, get_args
 
 import click
 
-from safeport.cli.credential_input import read_value, value_options, wipe_value
-from safeport.cli.options import passphrase_file_option, several_humans_passphrase_option
+from safeport.cli.credential_input import value_options
+from safeport.cli.options import (
+    passphrase_file_option,
+    refuse_unanswerable,
+    several_humans_passphrase_option,
+)
 from safeport.cli.replies import VaultUnlockReply, echo_json
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
-from safeport.errors import EnvironmentProblem, Error, UsageError
-from safeport.gateway_client.control_socket import GatewayRefused
+from safeport.cli.vault_values import FLAG_FOR_IT, new_value
+from safeport.errors import EnvironmentProblem, UsageError
 from safeport.gateway_client.vault_backend import GatewayVaultBackend
 from safeport.gateway_client.vault_route import vault_backend_for
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
 from safeport.vault import (
     Authority,
-    CannotUnlock,
-    VaultBackend,
     VaultStatus,
     trade_off,
     weakness,
@@ -57,14 +57,24 @@ def vault() -> None:
 @passphrase_file_option
 def init(passphrase_file: Path | None) -> None:
     """Create the vault, its audit sealing key and its checkpoint signing key."""
-    paths = locate()
-    backend = vault_backend_for(paths)
-    passphrase = ask_secret(
+    create_vault(new_passphrase(passphrase_file))
+
+
+def new_passphrase(passphrase_file: Path | None) -> SecretBytes:
+    """The new vault's passphrase, from the file or asked twice at a terminal."""
+    return ask_secret(
         passphrase_file, what="new vault passphrase", option="--passphrase-file", confirm=True
     )
-    weak = weakness(passphrase)
-    keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
-    passphrase.wipe()
+
+
+def create_vault(passphrase: SecretBytes) -> None:
+    """Create the vault under ``passphrase`` (wiped here) and say where its keys are."""
+    backend = vault_backend_for(locate())
+    try:
+        weak = weakness(passphrase)
+        keys = backend.init(passphrase)  # refuses an empty one before any warning is worth giving
+    finally:
+        passphrase.wipe()
     if weak:
         click.echo(
             f"warning: a weak passphrase ({weak}): anyone who copies vault.sp can guess it "
@@ -207,7 +217,7 @@ def add(
     passphrase_file: Path | None,
 ) -> None:
     """Add a credential NAME (its value from a prompt or --value-file)."""
-    with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
+    with new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
                     passphrase_file) as (backend, passphrase, value):  # fmt: skip
         passphrase.run(lambda authority: backend.add(authority, name, kind, value))
     click.echo(f"added {inert(name)} ({kind})")
@@ -248,7 +258,7 @@ def rotate(
       sp vault rotate deploy-token
       sp vault rotate build-key --value-file ~/.ssh/new_ed25519
     """
-    with _new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
+    with new_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase,
                     passphrase_file, name=name) as (backend, passphrase, value):  # fmt: skip
         passphrase.run(lambda authority: backend.rotate(authority, name, value))
     click.echo(f"rotated {inert(name)}")
@@ -264,6 +274,10 @@ def rotate(
 def passphrase(passphrase_file: Path | None, new_passphrase_file: Path | None) -> None:
     """Change the passphrase (the vault is re-encrypted under a new data key)."""
     one_stdin(passphrase_file, new_passphrase_file)
+    asks = [] if passphrase_file is not None else [("the current passphrase", FLAG_FOR_IT)]
+    if new_passphrase_file is None:
+        asks.append(("the new one", "--new-passphrase-file FILE"))
+    refuse_unanswerable(asks)
     backend = vault_backend_for(locate())
     old = ask_secret(passphrase_file, what="current vault passphrase", option="--passphrase-file")
     new = ask_secret(
@@ -315,86 +329,3 @@ def disable(passphrase_file: Path | None, use_keyring: bool) -> None:
 
 def _day(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
-
-
-@contextlib.contextmanager
-def _new_value(
-    kind: SecretKind | None,
-    value_file: Path | None,
-    username: str | None,
-    key_passphrase_file: Path | None,
-    ask_key_passphrase: bool,
-    passphrase_file: Path | None,
-    *,
-    name: str | None = None,
-) -> Iterator[tuple[VaultBackend, _RetriedPassphrase, dict[str, SecretBytes | str]]]:
-    """The backend, the proof of authority and the new value for add/rotate; wiped after."""
-    one_stdin(value_file, key_passphrase_file, passphrase_file)
-    backend = vault_backend_for(locate())
-    # The passphrase first: a value typed before a wrong passphrase would be lost with it.
-    passphrase = _RetriedPassphrase(passphrase_file)
-    try:
-        if kind is None:  # rotate: the entry already says what it is
-            kind = _kind_of(backend, passphrase, str(name))
-        value = read_value(kind, value_file, username, key_passphrase_file, ask_key_passphrase)
-        try:
-            yield backend, passphrase, value
-        finally:
-            wipe_value(value)
-    finally:
-        passphrase.wipe()
-
-
-def _kind_of(backend: VaultBackend, passphrase: _RetriedPassphrase, name: str) -> SecretKind:
-    found: list[SecretKind] = []
-    passphrase.run(
-        lambda authority: found.extend(
-            entry.kind for entry in backend.entries(authority) if entry.name == name
-        )
-    )
-    if not found:
-        raise UsageError(
-            f"the vault has no entry named {inert(name)!r}", hint="see `sp vault list`"
-        )
-    return found[0]
-
-
-class _RetriedPassphrase:
-    """The vault passphrase asked once, up front; at a prompt, a wrong one is asked again
-    (up to three times) and the operation retried, so the value already typed is kept."""
-
-    def __init__(self, passphrase_file: Path | None) -> None:
-        self.file = passphrase_file
-        self.attempts_left = 2
-        self.secret = self._ask()
-
-    def _ask(self) -> SecretBytes:
-        return ask_secret(self.file, what="vault passphrase", option="--passphrase-file")
-
-    def run(self, operation: Callable[[Authority], None]) -> None:
-        while True:
-            try:
-                operation(Authority(passphrase=self.secret.copy))
-                return
-            except Error as exc:
-                if not self.retry(exc):
-                    raise
-
-    def retry(self, error: Exception) -> bool:
-        """After a refusal: ask again when it was the passphrase and a person is typing."""
-        if self.file is not None or not _is_wrong_passphrase(error) or self.attempts_left == 0:
-            return False
-        self.attempts_left -= 1
-        click.echo("sp: wrong passphrase; try again", err=True)
-        self.secret.wipe()
-        self.secret = self._ask()
-        return True
-
-    def wipe(self) -> None:
-        self.secret.wipe()
-
-
-def _is_wrong_passphrase(error: Exception) -> bool:
-    if isinstance(error, CannotUnlock):
-        return True
-    return isinstance(error, GatewayRefused) and "passphrase" in error.diagnostic()

@@ -1,0 +1,82 @@
+"""`sp policy edit|remove`: change gateway.toml, the draft a human accepts later, in an editor or
+one entry at a time; the file is only a proposal until `sp policy accept`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import click
+
+from safeport.authoring.removal import ENTRY_KINDS, EntryKind, remove_entry
+from safeport.cli.options import stdin_is_terminal
+from safeport.errors import EnvironmentProblem, Error, UsageError
+from safeport.shared.paths import locate
+from safeport.shared.visible_text import inert
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(ENTRY_KINDS), metavar="KIND")
+@click.argument("name")
+def remove(kind: EntryKind, name: str) -> None:
+    """Take one entry out of gateway.toml, every other line left as it was.
+
+    KIND is credential, ssh (a host and its commands), http (a service and its operations),
+    sql (a database and its queries), or one action: command HOST/COMMAND, operation
+    SERVICE/OPERATION, query DATABASE/QUERY. Nothing is served before `sp policy accept`.
+    """
+    path = draft_path()
+    removal = remove_entry(path.read_text(encoding="utf-8"), kind, name)
+    path.write_text(removal.text, encoding="utf-8")
+    click.echo(inert(f"removed {removal.what} from {path}; `sp policy diff` shows what changes"))
+    if removal.unused_credential is not None:
+        unused = removal.unused_credential
+        hint = f"`sp policy remove credential {unused}` removes it too"
+        click.echo(inert(f"credential {unused} is used by nothing now: {hint}"))
+
+
+@click.command()
+def edit() -> None:
+    """Open gateway.toml in $VISUAL or $EDITOR, then check it as `sp policy check` does.
+
+    Exit as `check` does: 0 valid, 1 a problem found (each with its line and fix).
+    """
+    path = draft_path()
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        if not stdin_is_terminal():
+            raise UsageError(
+                "no editor to open: $VISUAL and $EDITOR are unset and there is no terminal",
+                hint="set one, e.g. `EDITOR=nano sp policy edit`; nothing was changed",
+            )
+        editor = "vi"  # the editor POSIX promises, as git falls back to
+    before = path.read_bytes()
+    try:
+        # Split as a shell would, but run without one: the path is an argument, never code.
+        done = subprocess.run([*shlex.split(editor), str(path)], check=False)
+    except (OSError, ValueError) as exc:
+        raise EnvironmentProblem(f"cannot run the editor {editor!r}: {exc}") from None
+    if done.returncode != 0:
+        raise EnvironmentProblem(
+            f"the editor {editor!r} exited with status {done.returncode}",
+            hint=f"{path} is as it left it; `sp policy check` checks it",
+        )
+    changed = path.read_bytes() != before
+    click.echo(f"{path} {'saved' if changed else 'unchanged'}; checking it:")
+    # `sp policy check` itself, found through the group that holds both commands (the module
+    # that defines it imports this one, and no import goes back).
+    context = click.get_current_context()
+    assert context.parent is not None and isinstance(context.parent.command, click.Group)
+    check = context.parent.command.get_command(context.parent, "check")
+    assert check is not None
+    context.invoke(check, as_json=False)
+
+
+def draft_path() -> Path:
+    """gateway.toml, the draft policy; a missing one says how to make it."""
+    path = locate().gateway_config
+    if not path.exists():
+        raise Error(f"{path} does not exist", hint="run `sp init` first")
+    return path
