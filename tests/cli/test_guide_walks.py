@@ -81,8 +81,10 @@ SUBSTITUTIONS: dict[str, Step] = {
     "sp vault unlock && sp policy accept": Step(
         skip=True, run=f"sp vault unlock {PASS} && …", why="both ask on a terminal"
     ),
-    # needs item 5: the starter policy's own examples name credentials nobody added.
-    f"sp vault unlock {PASS} && sp policy accept {PASS} --yes": Step(needs=5),
+    # The starter's own examples are commented out: accepted as written.
+    f"sp vault unlock {PASS} && sp policy accept {PASS} --yes": Step(
+        shows=("accepted policy",)
+    ),
     "sp client install claude-code --profile agent --root ~/src/app": Step(
         run="sp client install claude-code --profile agent --root {folder}",
         why="~/src/app is the package folder of the test's repository",
