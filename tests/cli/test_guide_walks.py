@@ -82,9 +82,7 @@ SUBSTITUTIONS: dict[str, Step] = {
         skip=True, run=f"sp vault unlock {PASS} && …", why="both ask on a terminal"
     ),
     # The starter's own examples are commented out: accepted as written.
-    f"sp vault unlock {PASS} && sp policy accept {PASS} --yes": Step(
-        shows=("accepted policy",)
-    ),
+    f"sp vault unlock {PASS} && sp policy accept {PASS} --yes": Step(shows=("accepted policy",)),
     "sp client install claude-code --profile agent --root ~/src/app": Step(
         run="sp client install claude-code --profile agent --root {folder}",
         why="~/src/app is the package folder of the test's repository",
