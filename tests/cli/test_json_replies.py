@@ -16,7 +16,7 @@ from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
 __all__ = ["home"]
 
 REFERENCE = REPO / "docs" / "reference" / "cli.md"
-_ROW = re.compile(r"^\| `(sp [a-z ]+) --json` \| (.+) \|$", re.MULTILINE)
+_ROW = re.compile(r"^\| `(sp [a-z ]+)(?: --[a-z]+)* --json` \| (.+) \|$", re.MULTILINE)
 
 
 def documented() -> dict[str, tuple[bool, set[str], set[str]]]:
@@ -77,6 +77,14 @@ def test_every_reporting_command_prints_its_documented_json(home: Path, tmp_path
     assert ok("sp vault list", "--passphrase-file", pw)[0]["name"] == "build-key"
     ok("sp policy check")
     ok("sp client list")
+    checked = ok(
+        "sp client install", "codex", "--check", "--root", str(tmp_path), code=1
+    )  # nothing installed yet
+    assert checked["ok"] is False and checked["problems"]
+    # --json reports a check; an install that changes a file is not run by a --json typo.
+    refused = sp(home, "client", "install", "codex", "--root", str(tmp_path), "--json")
+    assert refused.returncode == 2 and not (home / ".codex").exists(), refused.stderr
+    assert ok("sp vault lock") == {"locked": True, "held_by_gateway": False}
     ok("sp context scan", "--root", str(tmp_path))
     with running_gateway(home):
         assert ok("sp vault unlock", "--passphrase-file", pw)["state"] == "unlocked"
@@ -92,6 +100,7 @@ def test_every_reporting_command_prints_its_documented_json(home: Path, tmp_path
         ok("sp approvals list")
         ok("sp approver list")
         ok("sp context clients list")
+        assert ok("sp vault lock", "--passphrase-file", pw)["held_by_gateway"] is True
         stopped = ok("sp gateway stop")
         assert stopped["was_running"] and stopped["stopped"] and stopped["pid"] > 0
     assert ok("sp gateway stop") == {"was_running": False, "stopped": True, "pid": None}

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from safeport.cli.options import profile_option
-from safeport.cli.replies import ClientEntry, ClientList, echo_json
+from safeport.cli.replies import ClientCheckReply, ClientEntry, ClientList, echo_json
 from safeport.context_server.mcp_clients.config_files import CLAUDE_SCOPES, CLIENTS
 from safeport.context_server.mcp_clients.install import (
     Listed,
@@ -19,7 +19,7 @@ from safeport.context_server.mcp_clients.install import (
     uninstall,
 )
 from safeport.context_server.mcp_clients.verify import verify, verify_listed
-from safeport.errors import Denied
+from safeport.errors import Denied, UsageError
 from safeport.shared.paths import ensure_private_dir, locate
 from safeport.shared.provenance import verify_outside_served_roots
 from safeport.shared.visible_text import inert
@@ -63,6 +63,7 @@ def client() -> None:
 )
 @click.option("--print", "print_only", is_flag=True, help="Print the entry alone; change nothing.")
 @click.option("--replace", is_flag=True, help="Overwrite a different existing `safeport` entry.")
+@click.option("--json", "as_json", is_flag=True, help="With --check: print the verdict as JSON.")
 def install_command(
     client_name: str,
     profile: str,
@@ -71,6 +72,7 @@ def install_command(
     check: bool,
     print_only: bool,
     replace: bool,
+    as_json: bool,
 ) -> None:
     """Add safeport's context server to CLIENT's MCP configuration.
 
@@ -82,6 +84,7 @@ def install_command(
       sp client install claude-code --profile agent --root ~/src/app
       sp client install claude-code --scope user --root ~/src/app
       sp client install vscode --check
+      sp client install claude-code --check --json
       sp client install codex --print
     """
     served = tuple(root.resolve() for root in roots) or (Path.cwd().resolve(),)
@@ -91,8 +94,10 @@ def install_command(
         click.echo(f"# {setup.target.path}, under {'.'.join(setup.target.key)}", err=True)
         click.echo(printed_entry(setup), nl=False)
         return
+    if as_json and not check:
+        raise UsageError("--json reports a check", hint="add --check, or leave out --json")
     if check:
-        _report_check(client_name, setup)
+        _report_check(client_name, setup, as_json)
         return
     if client_name == "claude-code" and scope == "project":
         click.echo(
@@ -110,8 +115,21 @@ def install_command(
     click.echo(f"{client_name}: added `safeport` to {result.path}; restart the client to load it")
 
 
-def _report_check(client_name: str, setup: Setup) -> None:
+def _report_check(client_name: str, setup: Setup, as_json: bool) -> None:
     verdict = verify(setup)  # the client's own CLI when installed, else its file
+    if as_json:
+        echo_json(
+            ClientCheckReply(
+                client_name,
+                str(setup.target.path),
+                not verdict.problems,
+                verdict.problems,
+                verdict.how,
+            )
+        )
+        if verdict.problems:
+            raise click.exceptions.Exit(1)
+        return
     if verdict.problems:
         raise Denied(
             f"{client_name} ({setup.target.path}) differs from this install ({verdict.how}):\n"

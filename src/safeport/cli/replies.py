@@ -76,6 +76,26 @@ class GatewayStopReply:
 
 
 @dataclass(frozen=True)
+class ClientCheckReply:
+    """`sp client install CLIENT --check --json`: ``ok`` false (exit 1) when the entry differs;
+    ``how`` says whether the client itself was asked or its file read back."""
+
+    client: str
+    path: str
+    ok: bool
+    problems: tuple[str, ...]
+    how: str
+
+
+@dataclass(frozen=True)
+class VaultLockReply:
+    """`sp vault lock --json`: ``held_by_gateway`` false when no gateway ran (locked at rest)."""
+
+    locked: bool
+    held_by_gateway: bool
+
+
+@dataclass(frozen=True)
 class GatewayReloadReply:
     """`sp gateway reload --json`: ``pending`` when gateway.toml differs from the served policy."""
 
@@ -84,6 +104,8 @@ class GatewayReloadReply:
 
 Reply = (
     ClientList
+    | ClientCheckReply
+    | VaultLockReply
     | InitReply
     | PolicyAcceptReply
     | VaultUnlockReply

@@ -15,7 +15,7 @@ from safeport.cli.options import (
     refuse_unanswerable,
     several_humans_passphrase_option,
 )
-from safeport.cli.replies import VaultUnlockReply, echo_json
+from safeport.cli.replies import VaultLockReply, VaultUnlockReply, echo_json
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
 from safeport.cli.vault_values import FLAG_FOR_IT, new_value
 from safeport.errors import EnvironmentProblem, UsageError
@@ -136,7 +136,8 @@ def unlock(
 
 @vault.command()
 @several_humans_passphrase_option
-def lock(passphrase_file: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def lock(passphrase_file: Path | None, as_json: bool) -> None:
     """Lock the vault in the gateway (zero its keys in memory)."""
     backend = vault_backend_for(locate())
     locked = (
@@ -144,6 +145,9 @@ def lock(passphrase_file: Path | None) -> None:
         if isinstance(backend, GatewayVaultBackend)
         else backend.lock()
     )
+    if as_json:  # locked either way: in the gateway now, or at rest with none running
+        echo_json(VaultLockReply(locked=True, held_by_gateway=locked))
+        return
     if locked:
         click.echo("vault locked")
     else:
