@@ -92,6 +92,7 @@ SURFACES: dict[str, set[str]] = {
     "safeport.authoring": {
         "openapi_import",
         "reference",
+        "removal",
         "scaffold",
         "starter",
     },
@@ -141,6 +142,7 @@ SURFACES: dict[str, set[str]] = {
         "gateway_view",
         "listener_check",
         "policy_check",
+        "policy_proposal",
         "remote_clients",
         "saved_checkpoint",
         "security_key",

@@ -15,7 +15,7 @@ from safeport.cli.approver_prompt import InputEnded, stdout_writer, watch_until_
 from safeport.cli.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
-from safeport.errors import Error
+from safeport.errors import Denied, Error
 from safeport.gateway_client.approver_keys import enroll_key, list_keys, remove_key, sign_card
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.shared.paths import locate
@@ -68,10 +68,8 @@ def show(card_id: str, as_json: bool, full: bool, passphrase_file: Path | None) 
     _echo_card(card, full)
 
 
-class NoSuchCard(Error):
+class NoSuchCard(Denied):
     """The card asked for is not waiting (answered, expired, withdrawn, or never was)."""
-
-    exit_code = 1
 
 
 def _waiting_cards(passphrase_file: Path | None) -> list[dict[str, Any]]:

@@ -16,14 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TextIO, cast
 
-from safeport.errors import Error, UsageError
+from safeport.errors import Denied, Error, UsageError
 from safeport.shared.launch import sp_command
 
 
-class ToolFailed(Error):
+class ToolFailed(Denied):
     """The tool answered with an error (refused, not found, denied): a negative verdict."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ __all__ = [
     "gateway_view",
     "listener_check",
     "policy_check",
+    "policy_proposal",
     "remote_clients",
     "saved_checkpoint",
     "security_key",

@@ -13,16 +13,14 @@ from dataclasses import dataclass
 
 import psutil
 
-from safeport.errors import Error
+from safeport.errors import Denied
 from safeport.shared.paths import SafeportPaths
 
 STOP_WAIT_S = 30.0
 
 
-class GatewayDidNotStop(Error):
+class GatewayDidNotStop(Denied):
     """Asked to stop, the gateway was still there when the wait ended: a failure to report."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,12 @@ VARIABLES: tuple[EnvironmentVariable, ...] = (
         "a session bus is named.",
     ),
     EnvironmentVariable(
+        "VISUAL",
+        "The editor `sp policy edit` opens gateway.toml in (split as a shell splits it, run "
+        "with no shell); EDITOR when unset, then vi at a terminal.",
+    ),
+    EnvironmentVariable("EDITOR", "The editor `sp policy edit` opens when VISUAL is unset."),
+    EnvironmentVariable(
         "PATH",
         "Where the gateway finds notify-send (absolute entries only); `sp demo` passes it on.",
     ),
