@@ -154,3 +154,19 @@ def test_an_entry_that_cannot_be_cut_line_by_line_is_refused_whole(
         remove_entry(text, kind, name)  # type: ignore[arg-type]
     said = refused.value.diagnostic()
     assert "not written as [tables] of its own" in said and "sp policy edit" in said
+
+
+def test_an_array_of_tables_after_the_entry_is_kept_and_ends_the_cut() -> None:
+    text = _hosts() + '\n[[callers.rules]]\nexe = "/usr/bin/claude"\n'
+    before = tomllib.loads(text)
+    host = next(iter(before["ssh"]["hosts"]))
+    done = remove_entry(text, "ssh", host)
+    after = tomllib.loads(done.text)
+    assert after["callers"] == before["callers"]  # the caller rules stay, whole
+    assert host not in after.get("ssh", {}).get("hosts", {})
+
+
+def test_a_value_where_a_table_of_users_belongs_is_refused_not_a_crash() -> None:
+    text = '[credentials.k]\nkind = "token"\n\n[ssh]\nhosts = 3\n'
+    with pytest.raises(ConfigError):
+        remove_entry(text, "credential", "k")

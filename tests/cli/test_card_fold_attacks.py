@@ -86,6 +86,35 @@ def test_an_interpreter_running_a_script_is_never_usual() -> None:
 
 
 @pytest.mark.parametrize(
+    ("exe", "name"),
+    [
+        ("/usr/bin/gdb", "gdb"),
+        ("/usr/lib/jvm/java-17-openjdk-amd64/bin/java", "java"),
+        ("/usr/bin/node", "node"),
+        ("/usr/bin/perl", "perl"),
+        ("/usr/bin/awk", "awk"),
+        ("/usr/bin/python3.11", "python3"),
+    ],
+    ids=["gdb", "java", "node", "perl", "awk", "python"],
+)
+def test_an_interpreter_or_code_host_with_no_script_file_is_never_usual(
+    exe: str, name: str
+) -> None:
+    # `gdb -ex 'python …'`, `java -jar`, `node --require`, `perl -x`, `awk 'BEGIN{system()}'`:
+    # packaged programs running code no package vouches for, with no script file to name.
+    card = realistic_card()
+    card["requester"][3] = proc(4000, exe, name, interpreter=True)
+    text = "\n".join(card_lines(card, width=80))
+    assert f"pid 4000 {exe}" in text
+
+
+def test_a_shell_with_no_script_is_still_folded_as_usual() -> None:
+    card = realistic_card()
+    card["requester"][3] = proc(4000, "/usr/bin/bash", "bash", interpreter=True)
+    assert "pid 4000 /usr/bin/bash" not in "\n".join(card_lines(card, width=80))
+
+
+@pytest.mark.parametrize(
     "path",
     [
         "/tmp/x\nancestors   +8 usual (packaged or signed, no warning)",

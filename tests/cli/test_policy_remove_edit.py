@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -142,3 +143,53 @@ def test_edit_with_no_editor_and_no_terminal_names_the_variable_and_changes_noth
     failing = _editor(tmp_path, "sys.exit(3)")
     code, _, err = _edit(home, failing)
     assert code == 2 and "exited with status 3" in err
+
+
+def test_an_editor_value_that_names_no_program_never_runs_the_policy_file(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    marker = tmp_path / "policy-ran"
+    policy = home / "gateway.toml"
+    policy.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(marker))}\n" + STARTER_POLICY)
+    policy.chmod(0o700)
+    for blank in (" ", "\t", "''"):
+        code, _, err = _edit(home, blank, variable="VISUAL")
+        assert code == 2 and "names no program" in err, err
+    assert not marker.exists()
+
+
+def test_a_bare_editor_name_is_never_found_in_the_current_folder(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    (home / "gateway.toml").write_text(STARTER_POLICY)
+    project, marker = tmp_path / "project", tmp_path / "planted-ran"
+    project.mkdir()
+    planted = project / "planted-editor"
+    planted.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(marker))}\n")
+    planted.chmod(0o755)
+    for path in (".:/usr/bin:/bin", ":/usr/bin:/bin", "/usr/bin:/bin:"):
+        done = run_sp(
+            "policy", "edit", home=home,
+            prefix=("env", "-u", "VISUAL", "-C", str(project), f"PATH={path}",
+                    "EDITOR=planted-editor"),
+        )  # fmt: skip
+        assert done.returncode == 2 and "not on PATH" in done.stderr, done.stderr
+    assert not marker.exists()
+
+
+def test_the_editor_gets_an_absolute_path_and_starts_in_its_folder(tmp_path: Path) -> None:
+    # A relative HOME (here one that reads as an option) makes every derived path relative.
+    home = tmp_path / "-c-home"
+    config = home / ".config" / "safeport"
+    config.mkdir(parents=True)
+    (config / "gateway.toml").write_text(STARTER_POLICY)
+    seen = tmp_path / "seen.json"
+    body = (
+        f"import json, os\nPath({str(seen)!r}).write_text(json.dumps([sys.argv[1:], os.getcwd()]))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": "-c-home", "EDITOR": _editor(tmp_path, body)}
+    done = subprocess.run(
+        [sys.executable, "-m", "safeport", "policy", "edit"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, input="",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    argv, cwd = json.loads(seen.read_text())
+    assert argv == [str(config / "gateway.toml")] and Path(cwd) == config

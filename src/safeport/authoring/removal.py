@@ -95,7 +95,7 @@ def _entry_path(data: Mapping[str, Any], kind: EntryKind, name: str) -> tuple[li
 
 def _refuse_if_used(data: Mapping[str, Any], credential: str) -> None:
     for section, table, kind in _USERS:
-        for entry, body in sorted(_at(data, [section, table]).items()):
+        for entry, body in sorted(_table(data, [section, table]).items()):
             if isinstance(body, dict) and body.get("credential") == credential:
                 words = _PLACES[kind][2]
                 raise ConfigError(
@@ -112,7 +112,7 @@ def _newly_unused(
     if not isinstance(credential, str) or credential not in _at(after, ["credentials"]):
         return None
     for section, table, _ in _USERS:
-        for body in _at(after, [section, table]).values():
+        for body in _table(after, [section, table]).values():
             if isinstance(body, dict) and body.get("credential") == credential:
                 return None
     return credential
@@ -149,7 +149,9 @@ def _quoted(name: str) -> str:
 
 def _header_path(line: str) -> list[str] | None:
     """The key path of a `[table]` header line (quoted keys read as TOML reads them)."""
-    if not line.lstrip().startswith("[") or line.lstrip().startswith("[["):
+    # An array of tables' header (`[[callers.rules]]`) bounds a table too, and is one of the
+    # entry's own when its path is under the entry's.
+    if not line.lstrip().startswith("["):
         return None
     try:
         parsed: Any = tomllib.loads(line)
@@ -172,6 +174,13 @@ def _at(data: Mapping[str, Any], path: list[str]) -> Any:
     for key in path:
         data = data.get(key, {}) if isinstance(data, dict) else {}
     return data
+
+
+def _table(data: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    """The table at ``path``; empty when a value other than a table stands there (`hosts = 3`,
+    which `sp policy check` names)."""
+    found = _at(data, path)
+    return found if isinstance(found, dict) else {}
 
 
 def _drop(data: dict[str, Any], path: list[str]) -> None:

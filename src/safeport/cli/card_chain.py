@@ -41,14 +41,23 @@ def has_warning(proc: dict[str, Any]) -> bool:
     )
 
 
+# The interpreters a chain usually holds with no script: the shells a terminal or a client
+# starts commands in. Any other interpreter or code host with no script file (`node --require
+# …`, `perl -x`, `java -jar`, `gdb -ex 'python …'`, `awk 'BEGIN{system(…)}'`) runs code its
+# package does not vouch for, and is shown.
+USUAL_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "tcsh", "csh"})
+
+
 def is_usual(proc: dict[str, Any]) -> bool:
     """A package's own file (or a validly signed one), no warning, and no script: an
-    interpreter's script is only its own claim, so one running a script is never usual."""
-    return (
-        _signature(proc) in USUAL_SIGNATURES
-        and not has_warning(proc)
-        and not (proc.get("interpreter") and proc.get("script"))
-    )
+    interpreter's script is only its own claim, so one running a script is never usual, and
+    an interpreter other than a shell is never usual at all."""
+    if _signature(proc) not in USUAL_SIGNATURES or has_warning(proc):
+        return False
+    if not proc.get("interpreter"):
+        return True
+    program = str(proc.get("exe") or "").rsplit("/", 1)[-1]
+    return not proc.get("script") and program in USUAL_SHELLS
 
 
 def fold_ancestors(chain: list[dict[str, Any]], client: dict[str, Any] | None) -> FoldedChain:

@@ -55,9 +55,21 @@ def edit() -> None:
     before = path.read_bytes()
     try:
         # Split as a shell would, but run without one: the path is an argument, never code.
-        done = subprocess.run([*shlex.split(editor), str(path)], check=False)
-    except (OSError, ValueError) as exc:
-        raise EnvironmentProblem(f"cannot run the editor {editor!r}: {exc}") from None
+        argv = shlex.split(editor)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the editor {editor!r}: {exc}") from None
+    if not argv or not argv[0].strip():
+        raise UsageError(f"the editor {editor!r} names no program", hint="nothing was changed")
+    program = _editor_program(argv[0])
+    try:
+        # The path is absolute, so no editor takes it for an option (a HOME of "-c…" would
+        # make it one), and the editor starts in the file's folder, not in a project whose
+        # own editor settings (.exrc, .nvim.lua, .helix/) an agent may have written.
+        done = subprocess.run(
+            [program, *argv[1:], str(path.absolute())], cwd=path.parent, check=False
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot run the editor {editor!r}: {exc.strerror}") from None
     if done.returncode != 0:
         raise EnvironmentProblem(
             f"the editor {editor!r} exited with status {done.returncode}",
@@ -72,6 +84,22 @@ def edit() -> None:
     check = context.parent.command.get_command(context.parent, "check")
     assert check is not None
     context.invoke(check, as_json=False)
+
+
+def _editor_program(name: str) -> str:
+    """The editor's program: a path as given, or a bare name found on the absolute folders of
+    PATH only (``.`` or an empty entry would run one planted in the current folder)."""
+    if os.sep in name:
+        return name
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if folder and Path(folder).is_absolute():
+            candidate = Path(folder) / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    raise EnvironmentProblem(
+        f"the editor {name!r} is not on PATH (absolute folders only)",
+        hint="give its full path in $VISUAL or $EDITOR; nothing was changed",
+    )
 
 
 def draft_path() -> Path:

@@ -7,8 +7,10 @@ in the project folder with the user's home, when it is installed: ``claude mcp g
 answer is turned back into an entry and compared like one read from the file. Without the CLI
 the caller reads the file, and says so.
 
-The CLI is looked up on the user's PATH, absolute folders only: a relative entry (``.`` or an
-empty one) would find a ``claude`` planted in the project itself.
+The CLI is looked up on the user's PATH, absolute folders outside the served folders only: a
+relative entry (``.`` or an empty one), or a project's own ``.venv/bin`` or ``node_modules/.bin``
+on PATH, would find a ``claude`` the agent planted. The CLI then runs with that same PATH, since
+it looks up its own interpreter there (``#!/usr/bin/env node``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,17 +43,36 @@ class ClientAnswer:
     error: str | None = None  # the CLI itself failed (not: has no such server)
 
 
-def client_program(client: str, env: Mapping[str, str]) -> Path | None:
-    """The client's CLI on the user's PATH (absolute entries only), or None."""
-    name = _PROGRAMS.get(client)
-    if name is None:
-        return None
+def trusted_path(env: Mapping[str, str], served: Sequence[Path] = ()) -> str:
+    """The PATH a client's CLI is found and run with: the absolute folders of the user's PATH
+    that lie outside every served folder (the agent writes there)."""
+    roots = [Path(root).resolve() for root in served]
+    kept = []
     for folder in env.get("PATH", "").split(os.pathsep):
         if not folder or not Path(folder).is_absolute():
             continue
+        real = Path(folder).resolve()
+        if not any(real.is_relative_to(root) for root in roots):
+            kept.append(folder)
+    return os.pathsep.join(kept)
+
+
+def client_program(client: str, env: Mapping[str, str], served: Sequence[Path] = ()) -> Path | None:
+    """The client's CLI on the trusted PATH (``trusted_path``), or None; a link that leads
+    into a served folder is not taken either."""
+    name = _PROGRAMS.get(client)
+    if name is None:
+        return None
+    roots = [Path(root).resolve() for root in served]
+    for folder in trusted_path(env, served).split(os.pathsep):
+        if not folder:
+            continue
         candidate = Path(folder) / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        if any(candidate.resolve().is_relative_to(root) for root in roots):
+            continue
+        return candidate
     return None
 
 
@@ -125,12 +146,23 @@ def parse_codex_get(asked: str, code: int, out: str, err: str) -> ClientAnswer:
         server = json.loads(out)
         transport = server["transport"]
         entry: dict[str, Any] = {"command": transport["command"], "args": transport["args"]}
-    except (ValueError, KeyError, TypeError):
+        # Codex merges a project's .codex/config.toml into the user's entry key by key: any
+        # other setting it reports (cwd, env_vars, ...) is one this install did not write.
+        extra = {
+            key: value
+            for key, value in transport.items()
+            if key not in {"type", "command", "args", "env"} and value not in (None, [], {}, "")
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
         return ClientAnswer(asked, None, error="its answer is not the JSON it documents")
     if transport.get("env"):
         entry["env"] = transport["env"]
-    issue = None if server.get("enabled", True) else "disabled in Codex's configuration"
-    return ClientAnswer(asked, entry, issue=issue)
+    entry.update(extra)
+    issues = [] if server.get("enabled", True) else ["disabled in Codex's configuration"]
+    for key in ("enabled_tools", "disabled_tools"):
+        if server.get(key):
+            issues.append(f"its configuration sets {key} (only some tools are served)")
+    return ClientAnswer(asked, entry, issue="; ".join(issues) or None)
 
 
 def as_entry(answer_entry: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ where it is, as there.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 _POINTER_LIMIT = 65_536  # bytes read from a .git, commondir or gitdir file, as Claude Code
@@ -65,11 +66,20 @@ def _main_checkout(top: Path) -> Path:
 
 def _read_pointer(path: Path) -> str | None:
     """A small text file's content, trimmed; None when absent, too long or not plain text."""
+    # Opened without blocking and read only if it is a regular file: a FIFO planted where
+    # git keeps a pointer would otherwise hang every command that looks for the project.
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(_POINTER_LIMIT + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, _POINTER_LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(raw) > _POINTER_LIMIT or b"\x00" in raw:
         return None
     try:

@@ -12,6 +12,7 @@ from safeport.context_server.mcp_clients.client_cli import (
     as_entry,
     ask_client,
     client_program,
+    trusted_path,
 )
 from safeport.context_server.mcp_clients.install import (
     Listed,
@@ -34,16 +35,19 @@ class Verdict:
 def verify(setup: Setup) -> Verdict:
     """Ask the client's CLI when it is installed; read the file back when it is not, or when
     the CLI itself fails (each says which)."""
-    program = client_program(setup.client, setup.env)
+    program = client_program(setup.client, setup.env, setup.roots)
     if program is None:
         why = f" ({ASKABLE[setup.client]} is not on PATH)" if setup.client in ASKABLE else ""
         return Verdict(tuple(check(setup)), f"read {setup.target.path} back{why}")
-    env = {**setup.env, "HOME": str(setup.home)}
+    env = {**setup.env, "HOME": str(setup.home), "PATH": trusted_path(setup.env, setup.roots)}
     answer = ask_client(setup.client, program, folder=setup.roots[0], env=env)
     if answer.error is not None:
         how = f"read {setup.target.path} back (`{answer.asked}` failed: {answer.error})"
         return Verdict(tuple(check(setup)), how)
     problems = leftover_problems(setup) + answer_problems(setup, answer)
+    # The CLI's report can be ambiguous (Claude Code joins args with spaces); the file the
+    # entry was written to is read back too, and what it adds is reported.
+    problems += [problem for problem in check(setup) if problem not in problems]
     return Verdict(tuple(problems), f"asked `{answer.asked}` in {setup.roots[0]}")
 
 
@@ -59,7 +63,7 @@ def answer_problems(setup: Setup, answer: ClientAnswer) -> list[str]:
             f"{name} runs its {answer.scope}-scope entry here, not the {setup.scope}-scope one"
         )
     problems += entry_differences(as_entry(answer.entry, setup.entry), setup.entry)
-    if answer.status is not None and "Connected" not in answer.status:
+    if answer.status is not None and not _connected(answer.status):
         detail = f" ({answer.issue})" if answer.issue else ""
         problems.append(f"{name} says {answer.status}{detail}")
     elif answer.status is None and answer.issue:
@@ -82,3 +86,8 @@ def verify_listed(root: Path, **where: Any) -> list[tuple[Listed, Verdict]]:
                       scope=item.scope or "local", **where)  # type: ignore[arg-type]  # fmt: skip
         found.append((item, verify(setup)))
     return found
+
+
+def _connected(status: str) -> bool:
+    """Claude Code's health line says ``✔ Connected`` when it could start the server."""
+    return status.split()[-1:] == ["Connected"] and "not" not in status.lower()
