@@ -32,7 +32,13 @@ def user_env(home: Path, hostile: HostileFolder) -> dict[str, str]:
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(hostile.root),
-        # Offline: no update checks, telemetry or other traffic from the clients.
+        **offline(home),
+    }
+
+
+def offline(home: Path) -> dict[str, str]:
+    """No update checks, telemetry or other traffic from the clients; Codex's home in ``home``."""
+    return {
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",

@@ -16,6 +16,7 @@ from safeport.context_server.mcp_clients.checks import client_findings
 from safeport.context_server.mcp_clients.config_files import ENTRY_NAME, server_command
 from safeport.context_server.mcp_clients.project_keys import claude_code_project
 from safeport.shared.launch import sp_command
+from tests.cli.test_real_clients import offline, run
 from tests.conftest import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,17 +40,8 @@ def client_env(home: Path, *, with_clients: bool) -> dict[str, str]:
         "PATH": path,
         "HOME": str(home),
         "LANG": "C.UTF-8",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "CODEX_HOME": str(home / ".codex"),
+        **offline(home),
     }
-
-
-def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.fixture
