@@ -33,7 +33,7 @@ from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_byte
 from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
 from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
-from safeport.shared.secret_scan.plain_names import ordinary_pass_word
+from safeport.shared.secret_scan.passwords import ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
 from safeport.shared.secret_scan.prose import call_literal_at, prose_at, table_column_at
