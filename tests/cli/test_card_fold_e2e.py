@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.gateway import REPO, AgentProcess, clean_env, wait_until
-from safeport.shared.launch import sp_command
+from harness.gateway import AgentProcess, wait_until
+from tests.cli.running_gateway import running_gateway
 from tests.cli.test_approvals_watch import PROPOSAL, Watcher
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
@@ -28,18 +27,10 @@ def running(home: Path) -> Iterator[Path]:
     (home / "gateway.toml").write_text(
         POLICY.replace("approval_timeout_s = 20", "approval_timeout_s = 60")
     )
-    gateway = subprocess.Popen(
-        sp_command(["gateway", "run"]), cwd=REPO, env=clean_env(home), stderr=subprocess.DEVNULL
-    )
-    try:
-        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
-        assert sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw")).returncode == 0
+    with running_gateway(home):
         accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
         assert accepted.returncode == 0, accepted.stderr
         yield home
-    finally:
-        sp(home, "gateway", "stop")
-        gateway.wait(20)
 
 
 def _pids(text: str) -> set[int]:
