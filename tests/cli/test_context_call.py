@@ -4,6 +4,7 @@ the MCP SDK's client and prints the answer; a tool's error is exit 1, a wrong ca
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,18 @@ def test_words_are_typed_by_the_schema() -> None:
     for bad in (["path"], ["=x"], ["path=a", "path=b"], ["{not json"], ["[1]"]):
         with pytest.raises(UsageError):
             parse_arguments(bad, schema)
+
+
+def test_a_secret_inside_an_ordinary_file_does_not_leave_through_the_shell(
+    tmp_path: Path, workspace: Path
+) -> None:
+    token = "ghp_" + secrets.token_hex(18)  # a GitHub token's shape, drawn fresh
+    (workspace / "settings.py").write_text(f'DEBUG = True\nGITHUB_TOKEN = "{token}"\nPORT = 80\n')
+    code, out, err = call(tmp_path / "h", workspace, "read_file", "path=settings.py", "--json")
+    assert code == 0, err
+    assert token not in out and token not in err and token[:16] not in out
+    assert "[REDACTED:" in json.loads(out)["result"]["text"]
+    assert "PORT = 80" in json.loads(out)["result"]["text"]  # the lines beside it are served
+    code, out, err = call(tmp_path / "h", workspace, "search_project", f"query={token[4:20]}")
+    assert code == 0, err
+    assert token not in out and token not in err and token[:16] not in out
