@@ -46,6 +46,8 @@ def test_a_session_grant_covers_its_process_and_ends_when_that_process_exits(
     assert [s["requester_pid"] for s in sessions] == [agent.pid]
     agent.exit()
     wait_until(lambda: gateway.control("sessions.list")["result"]["sessions"] == [])
+    # The grant leaves the table before its end is journaled: wait for the record itself.
+    wait_until(lambda: "session.ended" in gateway.kinds("sessions"))
     ended = [r["body"] for r in gateway.journal("sessions") if r["kind"] == "session.ended"]
     assert ended[-1]["reason"] == "process exited"
     # A new process of the same program is a new requester: it needs its own approval.
