@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from safeport.errors import Error
 from safeport.vault import CannotUnlock, OpenVault, VaultFile
 from safeport.vault import envelope as envelope_module
-from safeport.vault import format as format_module
 from safeport.vault import kdf as kdf_module
+from safeport.vault import payload as payload_module
 from safeport.vault import store as store_module
 from safeport.vault import unlocked as unlocked_module
 from safeport.vault.secrets import SecretBytes, TokenSecret
@@ -262,7 +262,7 @@ def test_every_key_buffer_is_zeroed_after_use_and_on_failure(
     data_keys: list[bytearray] = []
     real_derive, real_open = kdf_module.derive_key, envelope_module.open_payload
     real_unwrap = envelope_module.unwrap_from_passphrase
-    real_encode = format_module.encode_payload
+    real_encode = payload_module.encode_payload
 
     def derive(*args: Any) -> bytearray:
         keks.append(real_derive(*args))

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from safeport.vault import CannotUnlock, EntryError
 from safeport.vault import kdf as kdf_module
 from safeport.vault.credentials import MAX_VALUE_BYTES
-from safeport.vault.format import Entry
+from safeport.vault.payload import Entry
 from safeport.vault.secrets import SecretBytes
 from tests.cli.cli_runner import run_sp
 from tests.vault.vault_factory import PASSPHRASE, make_vault, passphrase

@@ -32,17 +32,19 @@ from safeport.vault.files import (
     remove_stale_temps,
     replace_atomically,
 )
-from safeport.vault.format import Header, Payload, decode_payload, split_file
+from safeport.vault.format import Header, split_file
 from safeport.vault.interface import VaultPublicKeys
 from safeport.vault.kdf import PRODUCTION_KDF, KdfParams, derive_key, new_salt, zero
 from safeport.vault.keyring_wrap import KeyringBackend, OsKeyring, decode_keyring_key
 from safeport.vault.passphrase import require_passphrase
+from safeport.vault.payload import Payload, decode_payload
 from safeport.vault.public_file import read_public_keys, write_public_keys
 from safeport.vault.secrets import SecretBytes
 from safeport.vault.unlocked import OpenVault
 
 if TYPE_CHECKING:
     from safeport.shared.audit import BodySealer
+    from safeport.vault.backing_file import BackingFile
     from safeport.vault.checkpoints import VaultCheckpointSigner
     from safeport.vault.interface import CheckpointSigner, UnlockedVault, VaultStore
     from safeport.vault.sealing import AuditSealer
@@ -246,5 +248,5 @@ if TYPE_CHECKING:  # mypy proves the classes meet the contract the gateway codes
 
     def _conforms(
         store: VaultFile, vault: OpenVault, sealer: AuditSealer, signer: VaultCheckpointSigner
-    ) -> tuple[VaultStore, UnlockedVault, BodySealer, CheckpointSigner]:
-        return store, vault, sealer, signer
+    ) -> tuple[VaultStore, BackingFile, UnlockedVault, BodySealer, CheckpointSigner]:
+        return store, store, vault, sealer, signer

@@ -12,26 +12,25 @@ import dataclasses
 import hmac
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from safeport.errors import EnvironmentProblem
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.vault import envelope
+from safeport.vault.backing_file import BackingFile
 from safeport.vault.checkpoints import VaultCheckpointSigner
 from safeport.vault.credentials import check_name, check_value, to_secret
 from safeport.vault.errors import CannotUnlock, EntryError, KeyringProblem, VaultLocked
 from safeport.vault.files import VaultMissing
-from safeport.vault.format import Entry, Header, Payload, encode_payload, encode_prefix_and_header
+from safeport.vault.format import Header, encode_prefix_and_header
 from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import KdfParams, derive_key, new_salt, zero
 from safeport.vault.keyring_wrap import encode_keyring_key, new_keyring_key
 from safeport.vault.passphrase import require_passphrase
+from safeport.vault.payload import Entry, Payload, encode_payload
 from safeport.vault.public_file import read_public_keys, write_public_keys
 from safeport.vault.sealing import AuditOpener
 from safeport.vault.secrets import CredentialSecret, SecretBytes, SecretKind
-
-if TYPE_CHECKING:
-    from safeport.vault.store import VaultFile
 
 PublicFileState = Literal["matches", "missing", "mismatch"]
 
@@ -39,7 +38,7 @@ PublicFileState = Literal["matches", "missing", "mismatch"]
 class OpenVault:
     """The :class:`~safeport.vault.interface.UnlockedVault` implementation."""
 
-    def __init__(self, store: VaultFile, header: Header, data_key: bytearray, payload: Payload):
+    def __init__(self, store: BackingFile, header: Header, data_key: bytearray, payload: Payload):
         self._store = store
         self._header = header
         self._data_key = data_key
