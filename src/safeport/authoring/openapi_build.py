@@ -94,14 +94,7 @@ def build_operation(spec: Spec, op: SpecOperation, *, optional: bool) -> Importe
         required = bool(param.get("required")) or where == "path"
         schema = spec.resolve(param.get("schema") or {})
         if where in ("header", "cookie"):
-            fixed = _fixed_value(schema)
-            if required and fixed is not None and where == "header":
-                headers[raw] = fixed
-                # A fixed header can change what a call does (`X-HTTP-Method-Override`
-                # makes a GET delete): the description chose it, a person keeps it.
-                notes.append(f"header {raw!r} is sent as {fixed!r} on every call: check it")
-            elif required:
-                notes.append(f"{where} parameter {raw!r} is required but not imported: set it")
+            _header_or_cookie(raw, where, required, schema, headers, notes)
             continue
         if where not in ("path", "query"):
             continue
@@ -128,12 +121,7 @@ def build_operation(spec: Spec, op: SpecOperation, *, optional: bool) -> Importe
             "optional, not imported: " + ", ".join(skipped) + " (--optional imports them; "
             "the gateway then asks for every one)"
         )
-    leftover = set(re.findall(r"\{([^}]*)\}", path)) - {p.name for p in params}
-    if leftover:
-        raise ConfigError(
-            f"operation {op.operation_id!r}: the path has placeholders no parameter declares: "
-            f"{sorted(leftover)}"
-        )
+    _refuse_undeclared_placeholders(op, path, params)
     return ImportedOperation(
         name=operation_name(op.operation_id),
         operation_id=op.operation_id,
@@ -147,6 +135,38 @@ def build_operation(spec: Spec, op: SpecOperation, *, optional: bool) -> Importe
         params=params,
         notes=notes,
     )
+
+
+def _header_or_cookie(
+    raw: str,
+    where: str,
+    required: bool,
+    schema: Mapping[str, Any],
+    headers: dict[str, str],
+    notes: list[str],
+) -> None:
+    """A header or cookie never becomes a parameter the caller fills: a required header with one
+    fixed value is sent as the description fixes it, anything else required is left to a person."""
+    fixed = _fixed_value(schema)
+    if required and fixed is not None and where == "header":
+        headers[raw] = fixed
+        # A fixed header can change what a call does (`X-HTTP-Method-Override`
+        # makes a GET delete): the description chose it, a person keeps it.
+        notes.append(f"header {raw!r} is sent as {fixed!r} on every call: check it")
+    elif required:
+        notes.append(f"{where} parameter {raw!r} is required but not imported: set it")
+
+
+def _refuse_undeclared_placeholders(
+    op: SpecOperation, path: str, params: list[ImportedParam]
+) -> None:
+    """A ``{placeholder}`` no parameter fills would be sent literally: the import stops instead."""
+    leftover = set(re.findall(r"\{([^}]*)\}", path)) - {p.name for p in params}
+    if leftover:
+        raise ConfigError(
+            f"operation {op.operation_id!r}: the path has placeholders no parameter declares: "
+            f"{sorted(leftover)}"
+        )
 
 
 def _body(

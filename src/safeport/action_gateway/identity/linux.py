@@ -25,7 +25,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeport.action_gateway.identity.argv import PYTHON_NAME, client_label, launch_role
+from safeport.action_gateway.identity.argv import (
+    PYTHON_NAME,
+    LaunchRole,
+    client_label,
+    launch_role,
+)
 from safeport.action_gateway.identity.digests import DigestCache
 from safeport.action_gateway.identity.model import (
     EnvironStatus,
@@ -69,6 +74,30 @@ class _Checked:
     signature: SignatureStatus
     origin: str | None
     changed_after: float | None = None  # ctime (wall clock) of the file or its link
+
+
+def _requester_injections(
+    base: Path,
+    files: PeerFiles,
+    exe: str,
+    name: str,
+    argv: list[str],
+    role: LaunchRole,
+    uid: int,
+) -> tuple[EnvironStatus, tuple[tuple[str, str], ...]]:
+    """What changes the requester's program besides its binary and script: variables in its
+    environment, a tracer, and for Python the files its startup runs (the requester only: its
+    parents' environments change nothing it runs now)."""
+    environ_status, injected, variables = injected_environment(base)
+    # A tracer can write any code into the requester; one that already detached left no
+    # mark (SECURITY.md: a program rule attests the binary, not its memory).
+    tracer = tracer_pid(base / "status")
+    if tracer:
+        injected += (("traced", f"by pid {tracer}"),)
+    if role.interpreter and not role.loader and PYTHON_NAME.match(name):
+        startup = python_startup(files, exe, name, argv, variables, trusted=_trusted_owners(uid))
+        injected += tuple((place, bounded(found)) for place, found in startup)
+    return environ_status, injected
 
 
 def _trusted_owners(requester_uid: int) -> frozenset[int]:
@@ -176,17 +205,9 @@ class LinuxProbe:
         environ_status: EnvironStatus = "unsupported"
         injected: tuple[tuple[str, str], ...] = ()
         if environ:
-            environ_status, injected, variables = injected_environment(base)
-            # A tracer can write any code into the requester; one that already detached left no
-            # mark (SECURITY.md: a program rule attests the binary, not its memory).
-            tracer = tracer_pid(base / "status")
-            if tracer:
-                injected += (("traced", f"by pid {tracer}"),)
-            if role.interpreter and not role.loader and PYTHON_NAME.match(name):
-                startup = python_startup(
-                    files, exe, name, argv, variables, trusted=_trusted_owners(uid)
-                )
-                injected += tuple((place, bounded(found)) for place, found in startup)
+            environ_status, injected = _requester_injections(
+                base, files, exe, name, argv, role, uid
+            )
         injected += tuple(
             (f"ld.so {option}", bounded(value)) for option, value in role.loader_options
         )

@@ -79,13 +79,7 @@ def python_startup(
                     break
         sites += [("python venv", folder) for folder in _site_folders(prefix, lib, venv=True)]
     prefixes = _prefixes(files, start, lib, exe)
-    for prefix in dict.fromkeys(p for p in prefixes if p.startswith("/")):
-        zipped = f"{prefix}/lib/python{lib[6:].replace('.', '')}.zip"
-        for place in (f"{prefix}/lib/{lib}", zipped):
-            why = looks.changeable(place)
-            if why:
-                found.append(("python stdlib", f"{place} (found from {program}): {why}"))
-                break
+    found += _stdlib_findings(looks, prefixes, lib, program)
     if "S" in flags:
         return tuple(found)  # no `site`: no .pth, no customize modules, no user site
     if system_site:
@@ -101,6 +95,22 @@ def python_startup(
             seen.add(folder)
             found += _site_folder(looks, label, folder)
     return tuple(found)
+
+
+def _stdlib_findings(
+    looks: _Looks, prefixes: tuple[str, str], lib: str, program: str
+) -> list[Finding]:
+    """The standard library (a folder, or the zip CPython looks for first) under each prefix,
+    when another uid could change it: ``os.py`` and ``encodings`` run before any script."""
+    found: list[Finding] = []
+    for prefix in dict.fromkeys(p for p in prefixes if p.startswith("/")):
+        zipped = f"{prefix}/lib/python{lib[6:].replace('.', '')}.zip"
+        for place in (f"{prefix}/lib/{lib}", zipped):
+            why = looks.changeable(place)
+            if why:
+                found.append(("python stdlib", f"{place} (found from {program}): {why}"))
+                break
+    return found
 
 
 def _site_folder(looks: _Looks, label: str, folder: str) -> list[Finding]:
