@@ -466,18 +466,17 @@ def test_the_cycle_check_sees_a_cycle_hidden_in_a_function_or_behind_type_checki
         "import typing\nif typing.TYPE_CHECKING:\n    from safeport.vault import store\n",
         "from typing import TYPE_CHECKING\n"
         "if not TYPE_CHECKING:\n    pass\nelse:\n    from safeport.vault.store import VaultFile\n",
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from .store import VaultFile\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .store import VaultFile\n",
     ]
     for text in hidden:
         assert import_cycles(_graph(_two_module_vault(tmp_path, text))) == cycle, text
     # Without the way back there is no circle: the check does not report every import.
-    alone = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from safeport.vault import x\n"
+    alone = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from safeport import vault\n"
     assert import_cycles(_graph(_two_module_vault(tmp_path, alone))) == []
 
 
 def test_what_an_import_runs_leaves_out_type_only_imports(tmp_path: Path) -> None:
-    text = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from safeport.vault import store\n"
+    text = "import typing\nif typing.TYPE_CHECKING:\n    from safeport.vault import store\n"
     src = _two_module_vault(tmp_path, text)
     assert "safeport.vault.store" in _graph(src)["safeport.vault.unlocked"]
     assert "safeport.vault.store" not in _graph(src, type_checking=False)["safeport.vault.unlocked"]

@@ -166,6 +166,7 @@ SURFACES: dict[str, set[str]] = {
         "outside_json",
         "paths",
         "peer_credentials",
+        "platform_support",
         "provenance",
         "schemas",
         "secret_scan",

@@ -1,5 +1,34 @@
-"""The `sp` command: each command parses, makes one library call, and renders."""
+"""The `sp` command: each command parses, makes one library call, and renders.
 
-from safeport.cli.app import main, sp
+:func:`main` asks :mod:`safeport.shared.platform_support` before it imports click or any
+command, so on a platform safeport does not run on nothing but the refusal is loaded (click
+itself imports Windows console modules on Windows).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from safeport.shared.platform_support import refuse_unsupported_platform
+
+if TYPE_CHECKING:
+    from safeport.cli.app import sp
 
 __all__ = ["main", "sp"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`sp` and `python -m safeport`: refuse any platform but Linux, then run the command."""
+    refuse_unsupported_platform("sp")
+    from safeport.cli.app import main as run
+
+    run(argv)
+
+
+def __getattr__(name: str) -> object:
+    # The click group, loaded when it is asked for: importing this package stays light.
+    if name == "sp":
+        from safeport.cli.app import sp
+
+        return sp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: one `except Error` turns any known failure into its sentence and exit code.
 
     A command asked for ``--json`` answers in JSON also when it fails (``{"error": …}`` on
-    stdout, the same exit code), so a script never has to parse a sentence.
+    stdout, the same exit code), so a script never has to parse a sentence. (The platform is
+    checked before this runs: :func:`safeport.cli.main`.)
     """
     notice = downgrade_notice(os.environ, os.geteuid())
     if notice:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from safeport.context_server.server import ServeOptions, serve
 from safeport.errors import Error
+from safeport.shared.platform_support import refuse_unsupported_platform
 
 
 def main(argv: list[str] | None = None) -> int:
+    refuse_unsupported_platform("safeport context server")
+    # Imported after the platform check: the server needs Linux modules (fcntl, resource).
+    from safeport.context_server.server import ServeOptions, serve
+
     parser = argparse.ArgumentParser(
         prog="python -m safeport.context_server",
         description="Serve a workspace read-only over MCP stdio.",

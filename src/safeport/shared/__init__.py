@@ -20,6 +20,7 @@ __all__ = [
     "outside_json",
     "paths",
     "peer_credentials",
+    "platform_support",
     "provenance",
     "schemas",
     "secret_scan",
