@@ -96,7 +96,11 @@ def test_every_entry_point_refuses_another_platform_in_one_line_and_writes_nothi
     for program, kind, target, args in _entries(root, passphrase):
         done = _launch(tmp_path, platform, kind, target, *args, stdin=json.dumps(INITIALIZE))
         assert done.returncode == UNSUPPORTED_PLATFORM_EXIT == 2, (target, args, done.stderr)
-        assert done.stdout == "", (target, args)  # nothing on the MCP stream, no JSON reply
+        if "--json" in args:  # the reply a script reads for any failure
+            reply = {"error": unsupported_platform_reason(platform), "exit_code": 2}
+            assert json.loads(done.stdout) == reply, (target, args)
+        else:
+            assert done.stdout == "", (target, args)  # nothing on the MCP stream
         assert done.stderr == f"{program}: {unsupported_platform_reason(platform)}\n"
         assert sorted(tmp_path.rglob("*")) == before, (target, args)  # no state folder, no file
 

@@ -7,6 +7,7 @@ itself imports Windows console modules on Windows).
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from safeport.shared.platform_support import refuse_unsupported_platform
@@ -19,7 +20,8 @@ __all__ = ["main", "sp"]
 
 def main(argv: list[str] | None = None) -> None:
     """`sp` and `python -m safeport`: refuse any platform but Linux, then run the command."""
-    refuse_unsupported_platform("sp")
+    words = sys.argv[1:] if argv is None else argv
+    refuse_unsupported_platform("sp", json_reply="--json" in words)
     from safeport.cli.app import main as run
 
     run(argv)

@@ -13,6 +13,7 @@ that needs Linux is imported.
 
 from __future__ import annotations
 
+import json
 import sys
 
 # 2: "refused by its environment" (docs/reference/cli.md, Exit codes).
@@ -30,9 +31,15 @@ def unsupported_platform_reason(platform: str | None = None) -> str | None:
     )
 
 
-def refuse_unsupported_platform(program: str) -> None:
-    """Exit with the refusal on stderr on any platform but Linux; on Linux, return."""
+def refuse_unsupported_platform(program: str, *, json_reply: bool = False) -> None:
+    """Exit with the refusal on stderr on any platform but Linux; on Linux, return.
+
+    With ``json_reply`` (a command run with ``--json``) the refusal is also the JSON reply
+    every failing command prints, so a script reads it the way it reads any other failure."""
     reason = unsupported_platform_reason()
     if reason is not None:
         sys.stderr.write(f"{program}: {reason}\n")
+        if json_reply:
+            reply = {"error": reason, "exit_code": UNSUPPORTED_PLATFORM_EXIT}
+            sys.stdout.write(json.dumps(reply, sort_keys=True) + "\n")
         raise SystemExit(UNSUPPORTED_PLATFORM_EXIT)
