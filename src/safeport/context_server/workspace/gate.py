@@ -21,7 +21,7 @@ import os
 import stat
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Literal
 
 from safeport.context_server.policy.content_secrets import ContentSecrets
@@ -40,34 +40,9 @@ from safeport.context_server.workspace import listing
 from safeport.context_server.workspace import walk as walking
 from safeport.context_server.workspace.descriptors import read_up_to
 from safeport.context_server.workspace.listing import FolderNames
+from safeport.context_server.workspace.model import Located, ServedRoot
 from safeport.context_server.workspace.resolve import RootDescriptors, resolve_beneath
 from safeport.context_server.workspace.walk import WalkedFile
-
-
-@dataclass(frozen=True)
-class ServedRoot:
-    """A configured root: its display name and its real (symlink-free) location."""
-
-    name: str
-    path: Path
-
-
-@dataclass(frozen=True)
-class Located:
-    """A request that passed every path check: where it is and what it was when checked."""
-
-    root: ServedRoot
-    parts: tuple[str, ...]  # resolved, relative to the root, display names
-    kind: Literal["file", "directory", "other"]
-    st: os.stat_result
-
-    @property
-    def absolute(self) -> str:
-        return "/".join((str(self.root.path), *self.parts))
-
-    @property
-    def relative(self) -> str:
-        return "/".join(self.parts) if self.parts else "."
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import contextlib
 import os
 import stat
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from safeport.context_server.policy.display_names import (
     UndisplayableName,
@@ -30,10 +29,8 @@ from safeport.context_server.workspace.descriptors import (
     probe,
     read_link,
 )
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.named_entries import disk_name
-
-if TYPE_CHECKING:
-    from safeport.context_server.workspace.gate import ServedRoot
 
 MAX_LINKS = 40  # Linux's MAXSYMLINKS
 # Lookups one resolution may make: each `..` re-opens its folder from the root, so a link

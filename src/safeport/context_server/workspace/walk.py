@@ -14,7 +14,6 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from safeport.context_server.policy.display_names import (
     UndisplayableName,
@@ -32,10 +31,8 @@ from safeport.context_server.policy.read_policy import (
 )
 from safeport.context_server.policy.request_path import MAX_PATH_CHARS
 from safeport.context_server.workspace.descriptors import DIR_FLAGS, ident, read_entry, stat_entry
+from safeport.context_server.workspace.model import ServedRoot, WorkspaceView
 from safeport.context_server.workspace.named_entries import disk_name, shared_names
-
-if TYPE_CHECKING:
-    from safeport.context_server.workspace.gate import ServedRoot, Workspace
 
 # Called with each folder's parts and descriptor as the walk opens it, before its entries are
 # read (a change watch added there misses nothing the walk does not see).
@@ -73,7 +70,7 @@ Walked = WalkedFile | WalkedFolder
 
 
 def walk_tree(
-    workspace: Workspace,
+    workspace: WorkspaceView,
     root: ServedRoot,
     start: Sequence[str] = (),
     *,
@@ -204,7 +201,11 @@ def walk_tree(
 
 
 def _climb(
-    workspace: Workspace, fd: int, root: ServedRoot, parts: tuple[str, ...], ident_: tuple[int, int]
+    workspace: WorkspaceView,
+    fd: int,
+    root: ServedRoot,
+    parts: tuple[str, ...],
+    ident_: tuple[int, int],
 ) -> int:
     """Back to the parent folder (``fd`` is consumed): ``..`` if it is still the folder we
     came from, else that folder re-opened from the root; -1 if it is gone or another."""
