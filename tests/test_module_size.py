@@ -10,8 +10,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "safeport"
 MAX_LINES = 400
-# Data, not logic: the read policy's name tables (patterns and the reasons they are private).
-DATA_MODULES = {"context_server/policy/tables.py"}
+# Data, not logic. None at present: the read policy's name tables are split by what they name
+# (``policy/private_tables.py``, ``policy/readable_tables.py``), each within the limit.
+DATA_MODULES: set[str] = set()
 
 
 def _lines(path: Path) -> int:

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from safeport.context_server.policy.tables import (
+from safeport.context_server.policy.private_tables import (
     COMPRESSED,
     COPY_NUMBER,
     CREDENTIALS_FILE,

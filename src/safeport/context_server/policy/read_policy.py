@@ -25,18 +25,20 @@ from safeport.context_server.policy.private_names import (
     normalise,
     undecorated_forms,
 )
+from safeport.context_server.policy.private_tables import (
+    DEFAULT_PRIVATE_FOLDERS,
+    DEFAULT_PRIVATE_PATTERNS,
+    SECRET_DATA_HINT,
+)
 from safeport.context_server.policy.public_material import (
     PublicRule,
     holds_only_public_material,
     public_rule,
 )
-from safeport.context_server.policy.tables import (
+from safeport.context_server.policy.readable_tables import (
     BINARY_EXTENSIONS,
     DEFAULT_IGNORED_FOLDERS,
-    DEFAULT_PRIVATE_FOLDERS,
-    DEFAULT_PRIVATE_PATTERNS,
     IGNORED_SUFFIXES,
-    SECRET_DATA_HINT,
     TEXT_EXTENSIONS,
     TEXT_NAMES,
 )
