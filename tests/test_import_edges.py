@@ -486,6 +486,7 @@ DECISION_MODULES = {
         "context_server.policy.read_policy",
         "context_server.policy.readable_tables",
         "context_server.policy.request_path",
+        "context_server.policy.scope",
         "shared.audit.record",
         "shared.jsonc",
         "shared.schemas.audit",

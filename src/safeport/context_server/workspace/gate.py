@@ -29,13 +29,11 @@ from safeport.context_server.policy.public_material import MAX_JUDGED_BYTES
 from safeport.context_server.policy.read_policy import (
     ReadPolicy,
     Refused,
-    is_above,
     looks_binary,
-    narrow_scope,
     refusal,
-    within,
 )
 from safeport.context_server.policy.request_path import parse_request_path
+from safeport.context_server.policy.scope import is_above, narrow_scope, within
 from safeport.context_server.workspace import listing
 from safeport.context_server.workspace import walk as walking
 from safeport.context_server.workspace.descriptors import read_up_to

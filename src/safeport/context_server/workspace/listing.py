@@ -20,10 +20,9 @@ from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
     Refused,
-    is_above,
     refusal,
-    within,
 )
+from safeport.context_server.policy.scope import is_above, within
 from safeport.context_server.workspace.model import Located, WorkspaceView
 
 EntryType = Literal["file", "directory", "symlink", "other"]

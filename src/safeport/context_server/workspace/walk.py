@@ -26,10 +26,9 @@ from safeport.context_server.policy.read_policy import (
     NameKind,
     ReadPolicy,
     Refused,
-    is_above,
-    within,
 )
 from safeport.context_server.policy.request_path import MAX_PATH_CHARS
+from safeport.context_server.policy.scope import is_above, within
 from safeport.context_server.workspace.descriptors import DIR_FLAGS, ident, read_entry, stat_entry
 from safeport.context_server.workspace.model import ServedRoot, WorkspaceView
 from safeport.context_server.workspace.named_entries import disk_name, shared_names
