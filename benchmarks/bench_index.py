@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_context import generate, timed  # noqa: E402
 from safeport.context_server.index.search_index import SearchIndex  # noqa: E402
 from safeport.context_server.policy.read_policy import ReadPolicy  # noqa: E402
-from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
+from safeport.context_server.workspace.gate import Workspace  # noqa: E402
+from safeport.context_server.workspace.model import ServedRoot  # noqa: E402
 
 
 def rg_scan(root: Path, queries: list[str]) -> list[float]:

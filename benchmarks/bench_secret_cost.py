@@ -45,7 +45,8 @@ from safeport.context_server.operations.reads_journal import ReadsJournal  # noq
 from safeport.context_server.operations.service import WorkspaceService  # noqa: E402
 from safeport.context_server.policy.content_secrets import ContentSecrets  # noqa: E402
 from safeport.context_server.policy.read_policy import ReadPolicy  # noqa: E402
-from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
+from safeport.context_server.workspace.gate import Workspace  # noqa: E402
+from safeport.context_server.workspace.model import ServedRoot  # noqa: E402
 from safeport.shared.paths import locate  # noqa: E402
 from safeport.shared.secret_scan import find_secrets  # noqa: E402
 

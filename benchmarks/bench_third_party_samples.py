@@ -44,7 +44,8 @@ from safeport.context_server.policy.read_policy import (  # noqa: E402
     Refused,
     looks_binary,
 )
-from safeport.context_server.workspace.gate import ServedRoot, Workspace  # noqa: E402
+from safeport.context_server.workspace.gate import Workspace  # noqa: E402
+from safeport.context_server.workspace.model import ServedRoot  # noqa: E402
 from safeport.shared.secret_scan import find_secrets, redact  # noqa: E402
 
 DEFAULT_SET = REPO.parent / "shared" / "data" / "credsweeper"

@@ -16,7 +16,8 @@ from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.operations.reads_journal import ReadsJournal
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.read_policy import ReadPolicy
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from tests.benchmarks.profile_run import positive, run_quick_profile
 
 

@@ -12,7 +12,7 @@ from mcp.client import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.types import ListRootsResult, Root
 
-from safeport.context_server.policy.read_policy import narrow_scope
+from safeport.context_server.policy.scope import narrow_scope
 from tests.context_server.hostile import server_params
 from tests.context_server.listed import listed
 from tests.context_server.test_server import small_workspace

@@ -22,7 +22,8 @@ from safeport.context_server.index.inotify_watch import FolderWatch, open_folder
 from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.index.shards import shard_of, shard_paths
 from safeport.context_server.policy.read_policy import ReadPolicy
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="folder events are inotify (Linux)"

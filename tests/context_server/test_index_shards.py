@@ -21,7 +21,8 @@ from safeport.context_server.index.search_index import SearchIndex, trigram_quer
 from safeport.context_server.index.shards import SHARDS, shard_paths
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, create_schema
 from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.walk import WalkedFile
 from tests.context_server.test_index_refresh import cold_build, rows
 

@@ -14,7 +14,8 @@ from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.sdk_seam import find_tool
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from tests.context_server.listed import listed
 
 REASONS = ["private", "ignored", "out-of-scope", "binary", "unreadable-type"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server.policy.read_policy import BlockReason, ReadPolicy
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from tests.context_server.policy.material import material
 
 

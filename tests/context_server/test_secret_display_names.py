@@ -24,7 +24,8 @@ from safeport.context_server.policy.display_names import (
 )
 from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy
 from safeport.context_server.policy.request_path import parse_request_path
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from tests.context_server.listed import listed
 from tests.context_server.test_index_refresh import cold_build, rows
 

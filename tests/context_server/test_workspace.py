@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
-from safeport.context_server.workspace.gate import Located, ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import Located, ServedRoot
 
 
 @pytest.fixture

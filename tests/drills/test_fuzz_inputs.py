@@ -28,9 +28,9 @@ from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.executors.ssh.command import render_argv, render_command
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.context_server.policy.private_names import normalise
+from safeport.context_server.policy.private_tables import DEFAULT_PRIVATE_FOLDERS
 from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy
 from safeport.context_server.policy.request_path import parse_request_path
-from safeport.context_server.policy.tables import DEFAULT_PRIVATE_FOLDERS
 from safeport.context_server.workspace.serving_config import load_settings
 from safeport.errors import ConfigError, Error, FrameTooLarge, WireError
 from safeport.shared.schemas.config import ParamSpec, SshCommand, parse_gateway_policy

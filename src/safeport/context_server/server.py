@@ -6,7 +6,6 @@ the search index (cache folder) and the reads journal (audit folder).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -44,6 +43,12 @@ from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.sdk_seam import lowlevel_server
 from safeport.context_server.tools.agent_tools import HELD, register_agent_tools
+from safeport.context_server.tools.guidance import (
+    AGENT_INSTRUCTIONS,
+    INSTRUCTIONS,
+    add_prompts,
+    add_resources,
+)
 from safeport.context_server.tools.held_proposals import request_state_security
 from safeport.context_server.tools.journaled_calls import JournaledServer, without_client_roots
 from safeport.context_server.tools.reader_tools import register_reader_tools
@@ -65,20 +70,6 @@ from safeport.shared.undumpable import make_undumpable
 log = logging.getLogger(__name__)
 
 Profile = Literal["reader", "agent"]
-
-INSTRUCTIONS = """\
-A read-only view of the user's workspace. Start with list_roots to learn how to write paths,
-then list_directory / directory_tree to explore, search_project to find text, and read_file or
-read_file_excerpt to read. Some files are private by policy (secrets, keys, data folders): they
-show as blocked and cannot be read; do not try to work around that. Nothing here can change files.
-"""
-
-AGENT_INSTRUCTIONS = """
-Actions: list_actions shows the SSH commands and HTTPS operations the user's gateway policy lets
-you propose. ssh_exec / http_request (or the typed tool named in list_actions) send a proposal;
-the gateway may ask the user to approve it, then runs it with a credential you never see and
-returns the result. A denial is final for that proposal: do not retry it in another form.
-"""
 
 
 @dataclass(frozen=True)
@@ -189,8 +180,8 @@ def _assemble(
         task = register(server, service)
         if task is not None:
             server.background.append(task)
-    _add_resources(server, service)
-    _add_prompts(server)
+    add_resources(server, service)
+    add_prompts(server)
     return server, service
 
 
@@ -335,49 +326,3 @@ def _stop_on_signals(service: WorkspaceService) -> None:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop)
-
-
-def _add_resources(server: MCPServer[Any], service: WorkspaceService) -> None:
-    @server.resource("safeport://policy", name="policy", mime_type="application/json")
-    def policy() -> str:
-        """The effective read policy (what is private, ignored and readable)."""
-        return json.dumps(service.list_roots().model_dump(), indent=2)
-
-    @server.resource("safeport://health", name="health", mime_type="application/json")
-    def health() -> str:
-        """Index state, counts and journal state."""
-        return service.get_health().model_dump_json(indent=2)
-
-
-def _add_prompts(server: MCPServer[Any]) -> None:
-    @server.prompt(name="explore_workspace")
-    def explore_workspace() -> str:
-        """Get oriented in an unfamiliar workspace."""
-        return (
-            "Explore this workspace and summarise it for me. Call list_roots first, then "
-            "directory_tree with max_depth 2. Read the README and the build files (pyproject, "
-            "package.json, Makefile…) with read_file. Report: what the project does, its main "
-            "components and where they live, how to build and test it. Entries marked blocked "
-            "are private or generated; mention that they exist only if relevant, and never try "
-            "to read them another way."
-        )
-
-    @server.prompt(name="investigate_file")
-    def investigate_file(path: str) -> str:
-        """Explain one file and how the rest of the workspace uses it."""
-        return (
-            f"Investigate the file {path!r}. Read it with read_file (or read_file_excerpt if it "
-            "is truncated). Explain its purpose and main definitions. Then use search_project "
-            "for its main names to find where it is used, and list the callers with path and "
-            "line. Quote only short snippets."
-        )
-
-    @server.prompt(name="follow_changes")
-    def follow_changes() -> str:
-        """Review what changed in the workspace recently."""
-        return (
-            "Call get_recent_changes without a cursor to see the most recently modified files, "
-            "and keep the returned cursor. Read the changed files that look important and "
-            "summarise what changed and why it might matter. Next time, pass the cursor back "
-            "to see only newer changes; if the answer says reset, start over from that page."
-        )

@@ -59,19 +59,46 @@ def relay_routes(
     """The authorization server's endpoints at the public URL, relayed to ``gateway``:
     ``roots`` are the served roots' identities, ``directories`` theirs (for the card);
     ``token_gate`` charges token requests to their rate buckets."""
-    served, shown = list(roots), list(directories)
+    relay = _Relay(gateway, list(roots), list(directories), profile, token_gate)
+    return [
+        Route("/.well-known/oauth-authorization-server", _relayed(relay.metadata), methods=["GET"]),
+        Route("/register", _relayed(relay.register), methods=["POST"]),
+        Route("/authorize", _relayed(relay.authorize), methods=["GET"]),
+        Route(WAIT_PATH, _relayed(relay.authorize_wait), methods=["GET"]),
+        Route("/token", _relayed(relay.token), methods=["POST"]),
+        Route("/revoke", _relayed(relay.revoke), methods=["POST"]),
+    ]
 
-    async def metadata(_: Request) -> Response:
-        answer = await gateway.metadata()
+
+class _Relay:
+    """One handler per endpoint, each passing the request to the gateway and rendering its
+    answer; the served roots and the profile go with every authorization request."""
+
+    def __init__(
+        self,
+        gateway: OAuthGateway,
+        served: list[str],
+        shown: list[str],
+        profile: Profile,
+        token_gate: TokenRequestGate,
+    ) -> None:
+        self.gateway = gateway
+        self.served = served
+        self.shown = shown
+        self.profile = profile
+        self.token_gate = token_gate
+
+    async def metadata(self, _: Request) -> Response:
+        answer = await self.gateway.metadata()
         return JSONResponse(answer.metadata, headers={"cache-control": "max-age=60"})
 
-    async def register(request: Request) -> Response:
+    async def register(self, request: Request) -> Response:
         body = await _json_object(request)
-        return _render(await gateway.register(body))
+        return _render(await self.gateway.register(body))
 
-    async def authorize(request: Request) -> Response:
+    async def authorize(self, request: Request) -> Response:
         params = _single_values(request.query_params)
-        result = await gateway.authorize(params, served, shown, profile)
+        result = await self.gateway.authorize(params, self.served, self.shown, self.profile)
         if result.kind == "wait" and result.request_id and result.user_code:
             return waiting_page(
                 result.request_id, result.user_code, result.client_name, result.redirect_host
@@ -84,44 +111,35 @@ def relay_routes(
             result.error_description,
         )
 
-    async def authorize_wait(request: Request) -> Response:
+    async def authorize_wait(self, request: Request) -> Response:
         params = _single_values(request.query_params)
         request_id = params.get("request_id", "")
         if not 16 <= len(request_id) <= 128:
             return error_page(400, "invalid_request", "unknown authorization request")
-        answer = await gateway.authorize_wait(request_id, WAIT_S)
+        answer = await self.gateway.authorize_wait(request_id, WAIT_S)
         if answer.state == "pending":
             # The gateway does not send the code again; the page the browser already shows
             # has it, and a reload of the long poll only needs to come back here.
             return waiting_again(request_id)
         if answer.location:
             if answer.state == "approved":
-                await token_gate.warm()  # the code exchange that follows is told by its key
+                await self.token_gate.warm()  # the code exchange that follows is told by its key
             return _redirect(answer.location)
         return ended_page(answer.state)
 
-    async def token(request: Request) -> Response:
+    async def token(self, request: Request) -> Response:
         if not isinstance(request.scope.get("user"), AuthenticatedUser):  # else charged already
-            wait = await token_gate.charge(lambda: _small_form(request))
+            wait = await self.token_gate.charge(lambda: _small_form(request))
             if wait is not None:
                 return _json_error(
                     429, "rate_limited", TOO_MANY, {"retry-after": retry_after(wait)}
                 )
         form = await _form(request)
-        return _render(await gateway.token(form, request.headers.get("authorization")))
+        return _render(await self.gateway.token(form, request.headers.get("authorization")))
 
-    async def revoke(request: Request) -> Response:
+    async def revoke(self, request: Request) -> Response:
         form = await _form(request)
-        return _render(await gateway.revoke(form, request.headers.get("authorization")))
-
-    return [
-        Route("/.well-known/oauth-authorization-server", _relayed(metadata), methods=["GET"]),
-        Route("/register", _relayed(register), methods=["POST"]),
-        Route("/authorize", _relayed(authorize), methods=["GET"]),
-        Route(WAIT_PATH, _relayed(authorize_wait), methods=["GET"]),
-        Route("/token", _relayed(token), methods=["POST"]),
-        Route("/revoke", _relayed(revoke), methods=["POST"]),
-    ]
+        return _render(await self.gateway.revoke(form, request.headers.get("authorization")))
 
 
 def waiting_again(request_id: str) -> Response:

@@ -22,7 +22,8 @@ from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, Outcom
 from safeport.context_server.policy.display_names import UndisplayableName
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.workspace.descriptors import stat_entry
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.named_entries import disk_name
 from safeport.context_server.workspace.walk import WalkedFile
 

@@ -18,7 +18,8 @@ from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.operations.reads_journal import ReadsJournal
 from safeport.context_server.policy.read_policy import Refused, refusal
 from safeport.context_server.policy.request_path import parse_request_path
-from safeport.context_server.workspace.gate import Located, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import Located
 
 
 def clamp(value: object, low: int, high: int, default: int) -> int:

@@ -27,7 +27,7 @@ from safeport.context_server.operations.tool_results import (
 from safeport.context_server.policy.display_names import masked_path
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, refusal
 from safeport.context_server.policy.request_path import parse_request_path
-from safeport.context_server.workspace.gate import Located
+from safeport.context_server.workspace.model import Located
 
 _EXCERPT_CURSOR = re.compile(
     r"e1\.([0-9a-f]{1,16})\.([0-9a-f]{1,16})\.([0-9a-f]{1,20})\.([0-9]{1,12})\.([0-9]{1,10})"

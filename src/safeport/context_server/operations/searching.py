@@ -16,7 +16,7 @@ from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.policy.display_names import masked_path
 from safeport.context_server.policy.private_names import normalise
 from safeport.context_server.policy.read_policy import InvalidInput, Refused, looks_binary
-from safeport.context_server.workspace.gate import ServedRoot
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.walk import WalkedFile
 from safeport.shared.secret_scan import find_secrets, redact_spans
 from safeport.shared.text_lines import split_lines

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from safeport.context_server.operations.redacting import LOOKAHEAD_BYTES
 from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
-from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.walk import RefusalHook, WalkedFile
 from safeport.shared.secret_scan import (
     ALLOWABLE_KINDS,

@@ -1,6 +1,6 @@
 """How a name is compared with the private rules: normalised, undecorated, matched by shape.
 
-Pure functions over one name; the rules themselves are the data in ``policy_tables.py`` and
+Pure functions over one name; the rules themselves are the data in ``private_tables.py`` and
 the user's additions in :class:`~safeport.context_server.policy.read_policy.ReadPolicy`.
 
 Names are compared after NFC normalisation and casefolding: ``.ENV`` on a case-sensitive disk is
@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from safeport.context_server.policy.tables import (
+from safeport.context_server.policy.private_tables import (
     COMPRESSED,
     COPY_NUMBER,
     CREDENTIALS_FILE,

@@ -25,18 +25,20 @@ from safeport.context_server.policy.private_names import (
     normalise,
     undecorated_forms,
 )
+from safeport.context_server.policy.private_tables import (
+    DEFAULT_PRIVATE_FOLDERS,
+    DEFAULT_PRIVATE_PATTERNS,
+    SECRET_DATA_HINT,
+)
 from safeport.context_server.policy.public_material import (
     PublicRule,
     holds_only_public_material,
     public_rule,
 )
-from safeport.context_server.policy.tables import (
+from safeport.context_server.policy.readable_tables import (
     BINARY_EXTENSIONS,
     DEFAULT_IGNORED_FOLDERS,
-    DEFAULT_PRIVATE_FOLDERS,
-    DEFAULT_PRIVATE_PATTERNS,
     IGNORED_SUFFIXES,
-    SECRET_DATA_HINT,
     TEXT_EXTENSIONS,
     TEXT_NAMES,
 )
@@ -334,32 +336,6 @@ class ReadPolicy:
             "readable_extensions": len(TEXT_EXTENSIONS),
             "max_read_bytes": self.max_read_bytes,
         }
-
-
-def narrow_scope(configured: Sequence[str], client: Sequence[str]) -> tuple[str, ...]:
-    """Intersect the configured roots with a client's roots (all real, absolute paths).
-
-    A client root inside a configured root narrows to it; one that contains a configured root
-    leaves that root whole; one elsewhere adds nothing. Client roots never widen what is served.
-    """
-    scope: list[str] = []
-    for offered in client:
-        for root in configured:
-            if within(offered, (root,)):
-                scope.append(offered)
-            elif within(root, (offered,)):
-                scope.append(root)
-    return tuple(dict.fromkeys(scope))
-
-
-def within(path: str, prefixes: Sequence[str]) -> bool:
-    """Component-wise containment on normalised absolute path strings."""
-    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
-
-
-def is_above(path: str, scope: Sequence[str]) -> bool:
-    """Whether ``path`` is a folder that contains one of the scope's folders."""
-    return any(s.startswith(path.rstrip("/") + "/") for s in scope)
 
 
 def looks_binary(head: bytes) -> bool:

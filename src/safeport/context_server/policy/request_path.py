@@ -44,6 +44,26 @@ def parse_request_path(text: object, root_names: Sequence[str]) -> RequestPath:
     """
     if not isinstance(text, str):
         raise InvalidInput("invalid path: expected a string")
+    _check_shape(text)
+    parts = tuple(p for p in text.split("/") if p not in ("", "."))
+    if ".." in parts:
+        raise InvalidInput("invalid path: '..' is not accepted; use a path inside the workspace")
+    for part in parts:
+        _check_component(part)
+    if len(root_names) <= 1:
+        return RequestPath(root_names[0] if root_names else "", parts)
+    if not parts:
+        return RequestPath("", ())  # the virtual top that lists the roots
+    if parts[0] not in root_names:
+        raise InvalidInput(
+            "invalid path: with several roots, start the path with a root name (see list_roots)"
+        )
+    return RequestPath(parts[0], parts[1:])
+
+
+def _check_shape(text: str) -> None:
+    """Refuse the whole text for its form: empty, over-long, control characters, Windows
+    paths, URLs and absolute paths, each with the sentence that says what to send instead."""
     if text == "":
         raise InvalidInput('invalid path: empty; use "." for the root')
     if len(text) > MAX_PATH_CHARS:
@@ -66,34 +86,23 @@ def parse_request_path(text: object, root_names: Sequence[str]) -> RequestPath:
             "invalid path: absolute paths are not accepted; use a path relative to the "
             "workspace root (see list_roots)"
         )
-    parts = tuple(p for p in text.split("/") if p not in ("", "."))
-    if ".." in parts:
-        raise InvalidInput("invalid path: '..' is not accepted; use a path inside the workspace")
-    for part in parts:
-        try:
-            raw = raw_name(part)
-        except RedactedName:
-            continue  # looked up in its folder; what it stands for is a name that was listed
-        except SecretInName:
-            # The reply never repeats the name: it holds a secret the server withholds.
-            raise InvalidInput(
-                "invalid path: a name holding a secret is named as listings show it, with its "
-                "[REDACTED:<kind>] marker"
-            ) from None
-        except UndisplayableName:
-            raise InvalidInput(
-                "invalid path: a %XX escape this server never writes; use names exactly as listed"
-            ) from None
-        if len(raw) > MAX_COMPONENT_BYTES:
-            raise InvalidInput(
-                f"invalid path: a component is longer than {MAX_COMPONENT_BYTES} bytes"
-            )
-    if len(root_names) <= 1:
-        return RequestPath(root_names[0] if root_names else "", parts)
-    if not parts:
-        return RequestPath("", ())  # the virtual top that lists the roots
-    if parts[0] not in root_names:
+
+
+def _check_component(part: str) -> None:
+    """Refuse one component for what its escapes and markers say, or for its length on disk."""
+    try:
+        raw = raw_name(part)
+    except RedactedName:
+        return  # looked up in its folder; what it stands for is a name that was listed
+    except SecretInName:
+        # The reply never repeats the name: it holds a secret the server withholds.
         raise InvalidInput(
-            "invalid path: with several roots, start the path with a root name (see list_roots)"
-        )
-    return RequestPath(parts[0], parts[1:])
+            "invalid path: a name holding a secret is named as listings show it, with its "
+            "[REDACTED:<kind>] marker"
+        ) from None
+    except UndisplayableName:
+        raise InvalidInput(
+            "invalid path: a %XX escape this server never writes; use names exactly as listed"
+        ) from None
+    if len(raw) > MAX_COMPONENT_BYTES:
+        raise InvalidInput(f"invalid path: a component is longer than {MAX_COMPONENT_BYTES} bytes")

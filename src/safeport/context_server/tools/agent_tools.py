@@ -97,6 +97,14 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
 
     typed = TypedTools(server, propose, sessions.tools_changed)
     watch = GatewayWatch(link, typed)
+    _add_proposal_tools(server, forward, typed)
+    _first_look(watch)
+    return watch.run
+
+
+def _add_proposal_tools(server: MCPServer[Any], forward: _Forwarder, typed: TypedTools) -> None:
+    """The tools every agent session has, whatever the gateway's catalog: the list of actions
+    and one generic proposal tool per kind of action (the typed tools come from the catalog)."""
 
     @server.tool(annotations=LISTS)
     async def list_actions() -> ActionCatalog:
@@ -137,9 +145,6 @@ def register_agent_tools(server: MCPServer[Any], service: WorkspaceService) -> B
         driver, never spliced). The gateway may ask a human, runs it in a read-only transaction,
         and returns the declared columns of the rows, within the query's caps."""
         return await wait(ctx, lambda p: forward.sql(database, query, params or {}, p))
-
-    _first_look(watch)
-    return watch.run
 
 
 async def wait(

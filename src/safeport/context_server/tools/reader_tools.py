@@ -51,8 +51,20 @@ def read_only(server: MCPServer[Any]) -> Callable[[FnT], FnT]:
 
 
 def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> None:
-    """The workspace tools: read-only, closed-world, every path through one read policy."""
+    """The workspace tools: read-only, closed-world, every path through one read policy.
+
+    Added in the order ``tools/list`` answers with: folders, files, search, records."""
     calls = JournaledCalls(server, service)
+    _add_folder_tools(server, service, calls)
+    _add_file_tools(server, service, calls)
+    _add_search_tools(server, service, calls)
+    _add_record_tools(server, service, calls)
+
+
+def _add_folder_tools(
+    server: MCPServer[Any], service: WorkspaceService, calls: JournaledCalls
+) -> None:
+    """Where things are: the roots, one folder, a bounded tree."""
 
     @read_only(server)
     async def list_roots(roots: ClientRoots) -> RootsResult:
@@ -91,6 +103,12 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             args,
             lambda: service.directory_tree(path, max_depth, max_entries),
         )
+
+
+def _add_file_tools(
+    server: MCPServer[Any], service: WorkspaceService, calls: JournaledCalls
+) -> None:
+    """What a file holds: whole, by lines, several at once, and its facts."""
 
     @read_only(server)
     async def read_file(roots: ClientRoots, path: str) -> FileContent:
@@ -147,6 +165,12 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
             roots, "get_file_info", args, lambda: service.get_file_info(path, sha256)
         )
 
+
+def _add_search_tools(
+    server: MCPServer[Any], service: WorkspaceService, calls: JournaledCalls
+) -> None:
+    """Finding files by name, text by content, what changed, and the Deep Research pair."""
+
     @read_only(server)
     async def search_files(
         roots: ClientRoots, pattern: str, path: str = ".", limit: int = 200
@@ -192,6 +216,12 @@ def register_reader_tools(server: MCPServer[Any], service: WorkspaceService) -> 
     async def fetch(roots: ClientRoots, id: str) -> DeepResearchDocument:
         """Fetch one search result's full text by its id (Deep Research contract)."""
         return await calls.run(roots, "fetch", {"id": id}, lambda: service.fetch(id))
+
+
+def _add_record_tools(
+    server: MCPServer[Any], service: WorkspaceService, calls: JournaledCalls
+) -> None:
+    """What the server has done: its reads journal and its health."""
 
     @read_only(server)
     async def get_audit_trail(

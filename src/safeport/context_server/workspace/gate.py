@@ -21,7 +21,7 @@ import os
 import stat
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Literal
 
 from safeport.context_server.policy.content_secrets import ContentSecrets
@@ -29,45 +29,18 @@ from safeport.context_server.policy.public_material import MAX_JUDGED_BYTES
 from safeport.context_server.policy.read_policy import (
     ReadPolicy,
     Refused,
-    is_above,
     looks_binary,
-    narrow_scope,
     refusal,
-    within,
 )
 from safeport.context_server.policy.request_path import parse_request_path
+from safeport.context_server.policy.scope import is_above, narrow_scope, within
 from safeport.context_server.workspace import listing
 from safeport.context_server.workspace import walk as walking
 from safeport.context_server.workspace.descriptors import read_up_to
 from safeport.context_server.workspace.listing import FolderNames
+from safeport.context_server.workspace.model import Located, ServedRoot
 from safeport.context_server.workspace.resolve import RootDescriptors, resolve_beneath
 from safeport.context_server.workspace.walk import WalkedFile
-
-
-@dataclass(frozen=True)
-class ServedRoot:
-    """A configured root: its display name and its real (symlink-free) location."""
-
-    name: str
-    path: Path
-
-
-@dataclass(frozen=True)
-class Located:
-    """A request that passed every path check: where it is and what it was when checked."""
-
-    root: ServedRoot
-    parts: tuple[str, ...]  # resolved, relative to the root, display names
-    kind: Literal["file", "directory", "other"]
-    st: os.stat_result
-
-    @property
-    def absolute(self) -> str:
-        return "/".join((str(self.root.path), *self.parts))
-
-    @property
-    def relative(self) -> str:
-        return "/".join(self.parts) if self.parts else "."
 
 
 @dataclass(frozen=True)

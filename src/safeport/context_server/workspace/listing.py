@@ -13,20 +13,17 @@ import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from safeport.context_server.policy.display_names import display_name, is_redacted, written_name
 from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
     Refused,
-    is_above,
     refusal,
-    within,
 )
-
-if TYPE_CHECKING:
-    from safeport.context_server.workspace.gate import Located, Workspace
+from safeport.context_server.policy.scope import is_above, within
+from safeport.context_server.workspace.model import Located, WorkspaceView
 
 EntryType = Literal["file", "directory", "symlink", "other"]
 
@@ -60,7 +57,7 @@ class FolderPage:
 
 
 def list_folder(
-    workspace: Workspace, located: Located, offset: int = 0, limit: int | None = None
+    workspace: WorkspaceView, located: Located, offset: int = 0, limit: int | None = None
 ) -> FolderPage:
     """One page of a checked folder's entries, sorted by name, blocked ones marked.
 
@@ -104,7 +101,7 @@ class _FolderLook:
 
     __slots__ = ("base", "dir_fd", "folder", "located", "policy", "scope", "top", "workspace")
 
-    def __init__(self, workspace: Workspace, folder: Located, dir_fd: int) -> None:
+    def __init__(self, workspace: WorkspaceView, folder: Located, dir_fd: int) -> None:
         self.workspace = workspace
         self.policy = workspace.policy
         self.folder = folder
@@ -165,7 +162,7 @@ class _FolderLook:
         return Entry(name, "file", size, verdict)
 
 
-def _link_verdict(workspace: Workspace, folder: Located, name: str) -> BlockReason | None:
+def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> BlockReason | None:
     """A symlink in a listing: judged by its own path and by where it leads, through the
     same resolution as a request; nothing about a target the policy refuses is shown."""
     policy = workspace.policy

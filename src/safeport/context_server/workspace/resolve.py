@@ -13,7 +13,6 @@ import contextlib
 import os
 import stat
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from safeport.context_server.policy.display_names import (
     UndisplayableName,
@@ -30,10 +29,8 @@ from safeport.context_server.workspace.descriptors import (
     probe,
     read_link,
 )
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.context_server.workspace.named_entries import disk_name
-
-if TYPE_CHECKING:
-    from safeport.context_server.workspace.gate import ServedRoot
 
 MAX_LINKS = 40  # Linux's MAXSYMLINKS
 # Lookups one resolution may make: each `..` re-opens its folder from the root, so a link
@@ -127,69 +124,105 @@ def resolve_beneath(
     Refuses (never guesses) on a private component, a climb above the root, a link out of
     every root, more than :data:`MAX_LINKS` links, or a missing component.
     """
-    pending = list(reversed(parts))
-    current: list[str] = []
-    links = lookups = 0
-    fd = roots.probe_root(root)
+    walk = _Resolution(policy, roots, root, parts)
     try:
-        while pending:
-            lookups += 1
-            if lookups > MAX_LOOKUPS:
-                raise refusal("too-many-links")
-            name = pending.pop()
-            if name in ("", "."):
-                continue
-            if name == "..":
-                if not current:
-                    raise refusal("out-of-scope")  # above the root: nothing is looked up
-                current.pop()
-                os.close(fd)
-                fd = -1
-                fd = roots.open_chain(root, current)
-                lookups += len(current)
-                continue
-            _check_component(policy, root, current, name)
-            try:
-                raw = disk_name(fd, name)
-            except UndisplayableName:
-                raise refusal("not-found") from None
-            if is_redacted(name):
-                # Judged by the name as written too: a marker must not hide what makes it private.
-                _check_component(policy, root, current, written_name(raw))
-            child, st = probe(fd, raw)
-            if stat.S_ISLNK(st.st_mode):
-                if child >= 0:
-                    os.close(child)
-                links += 1
-                if links > MAX_LINKS:
-                    raise refusal("too-many-links")
-                target = read_link(fd, raw)
-                if target.startswith(b"/"):
-                    root, rest = roots.root_for(target)
-                    os.close(fd)
-                    fd = -1
-                    fd = roots.probe_root(root)
-                    current = []
-                else:
-                    rest = target.split(b"/")
-                pending.extend(reversed([_component(c) for c in rest]))
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                os.close(fd)
-                fd = child
-                current.append(name)
-                continue
-            if any(p not in ("", ".") for p in pending):
-                os.close(child)
-                raise refusal("not-found")  # a file is not a folder (ENOTDIR)
-            os.close(fd)
-            fd = child
-            current.append(name)
-            pending.clear()
-        return root, tuple(current), os.fstat(fd)
+        while walk.pending:
+            walk.step()
+        return walk.root, tuple(walk.current), os.fstat(walk.fd)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        if walk.fd >= 0:
+            os.close(walk.fd)
+
+
+class _Resolution:
+    """One resolution under way: the descriptor on the folder reached, the components left
+    (a link's target pushed in front of them), and the links and lookups spent so far.
+
+    ``fd`` is -1 while it is being replaced, so a refusal mid-way never closes it twice."""
+
+    __slots__ = ("current", "fd", "links", "lookups", "pending", "policy", "root", "roots")
+
+    def __init__(
+        self, policy: ReadPolicy, roots: RootDescriptors, root: ServedRoot, parts: Sequence[str]
+    ) -> None:
+        self.policy = policy
+        self.roots = roots
+        self.root = root
+        self.pending = list(reversed(parts))
+        self.current: list[str] = []
+        self.links = self.lookups = 0
+        self.fd = roots.probe_root(root)
+
+    def step(self) -> None:
+        """Take the next component: judge it, look it up, then descend, climb or follow."""
+        self.lookups += 1
+        if self.lookups > MAX_LOOKUPS:
+            raise refusal("too-many-links")
+        name = self.pending.pop()
+        if name in ("", "."):
+            return
+        if name == "..":
+            self._climb()
+            return
+        raw = self._looked_up(name)
+        child, st = probe(self.fd, raw)
+        if stat.S_ISLNK(st.st_mode):
+            if child >= 0:
+                os.close(child)
+            self._follow(raw)
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self._descend(child, name)
+            return
+        if any(p not in ("", ".") for p in self.pending):
+            os.close(child)
+            raise refusal("not-found")  # a file is not a folder (ENOTDIR)
+        self._descend(child, name)
+        self.pending.clear()
+
+    def _looked_up(self, name: str) -> bytes:
+        """The component's name on disk, once the policy has judged it (before any lookup)."""
+        _check_component(self.policy, self.root, self.current, name)
+        try:
+            raw = disk_name(self.fd, name)
+        except UndisplayableName:
+            raise refusal("not-found") from None
+        if is_redacted(name):
+            # Judged by the name as written too: a marker must not hide what makes it private.
+            _check_component(self.policy, self.root, self.current, written_name(raw))
+        return raw
+
+    def _descend(self, child: int, name: str) -> None:
+        os.close(self.fd)
+        self.fd = child
+        self.current.append(name)
+
+    def _climb(self) -> None:
+        """``..``: the folder above, re-opened from the root (never above the root)."""
+        if not self.current:
+            raise refusal("out-of-scope")  # above the root: nothing is looked up
+        self.current.pop()
+        os.close(self.fd)
+        self.fd = -1
+        self.fd = self.roots.open_chain(self.root, self.current)
+        self.lookups += len(self.current)
+
+    def _follow(self, raw: bytes) -> None:
+        """A symlink: its target's components go in front of those left, an absolute target
+        only into the root whose path it names literally."""
+        self.links += 1
+        if self.links > MAX_LINKS:
+            raise refusal("too-many-links")
+        target = read_link(self.fd, raw)
+        if target.startswith(b"/"):
+            self.root, rest = self.roots.root_for(target)
+            os.close(self.fd)
+            self.fd = -1
+            self.fd = self.roots.probe_root(self.root)
+            self.current = []
+        else:
+            rest = target.split(b"/")
+        self.pending.extend(reversed([_component(c) for c in rest]))
 
 
 def _check_component(

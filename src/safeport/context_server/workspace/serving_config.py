@@ -31,7 +31,7 @@ from safeport.context_server.policy.display_names import display_name
 from safeport.context_server.policy.private_names import path_pattern_problem
 from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.workspace.fingerprint_key import load_key
-from safeport.context_server.workspace.gate import ServedRoot
+from safeport.context_server.workspace.model import ServedRoot
 from safeport.errors import ConfigError, UsageError
 from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths
