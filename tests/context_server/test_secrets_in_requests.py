@@ -14,6 +14,9 @@ import pytest
 
 from tests.context_server.hostile import connected, result_text, server_params
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server"
+
 pytestmark = pytest.mark.anyio
 
 ALNUM = string.ascii_letters + string.digits

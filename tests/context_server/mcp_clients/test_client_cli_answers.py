@@ -1,5 +1,5 @@
 """What the clients' own CLIs answer, read back into an entry (pure parsing; the real CLIs are
-driven in tests/cli/test_real_clients_git.py)."""
+driven in tests/context_server/mcp_clients/test_real_clients_git.py)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from safeport.context_server.operations.secret_report import (
     ScanReport,
     summarise_kinds,
 )
+from tests.context_server.operations.test_scan_and_allow import sp
+from tests.context_server.operations.test_secrets_in_content import LATE_TOKEN as OTHER_TOKEN
+from tests.context_server.operations.test_secrets_in_content import TOKEN
 from tests.context_server.policy.material import material
-from tests.context_server.test_scan_and_allow import sp
-from tests.context_server.test_secrets_in_content import LATE_TOKEN as OTHER_TOKEN
-from tests.context_server.test_secrets_in_content import TOKEN
 
 FALSE_POSITIVE = "Zq8Wm3Kx7Lp2Rt5Vb9N"
 REAL = "Tn4Hx9Wq2Kb7Lm3Rz8P"

@@ -12,6 +12,9 @@ import pytest
 from safeport.context_server import ServeOptions, build_server
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.index"
+
 
 def test_sp_context_index_builds_the_index_under_the_cache_folder(tmp_path: Path) -> None:
     root, home = small_workspace(tmp_path)

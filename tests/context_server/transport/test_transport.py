@@ -22,6 +22,9 @@ from tests.context_server.hostile import result_text
 from tests.context_server.listed import names
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.transport"
+
 pytestmark = pytest.mark.anyio
 
 # The server, with workspace operations that behave like a careless library: they print, write

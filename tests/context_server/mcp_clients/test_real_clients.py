@@ -18,7 +18,7 @@ from tests.conftest import need
 from tests.hostile_folder import HostileFolder
 from tests.test_own_code_only import list_tools
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 CODEX = REPO / "node_modules" / ".bin" / "codex"
 

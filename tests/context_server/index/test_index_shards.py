@@ -23,7 +23,7 @@ from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, create
 from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
 from safeport.context_server.workspace.gate import ServedRoot, Workspace
 from safeport.context_server.workspace.walk import WalkedFile
-from tests.context_server.test_index_refresh import cold_build, rows
+from tests.context_server.index.test_index_refresh import cold_build, rows
 
 CANARY = "CANARY-shards-5e0b9a4d17"
 QUERIES = ["needle", "NEEDLE", "nee", "ä€x", 'quote"d', "line two", "zz top", CANARY, "and é"]

@@ -14,7 +14,7 @@ import pytest
 from safeport.context_server.mcp_clients.config_files import ENTRY_NAME
 from safeport.context_server.mcp_clients.install import entry_differences
 from safeport.shared import jsonc
-from tests.cli.test_client_install import sp
+from tests.context_server.mcp_clients.test_client_install import sp
 
 VSCODE_JSONC = """{
   // servers for this workspace

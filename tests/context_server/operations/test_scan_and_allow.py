@@ -20,7 +20,7 @@ from mcp import Client
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.secret_report import ScanReport
 from safeport.shared.audit import read_records
-from tests.context_server.test_secrets_in_content import _key, _key_pieces, _pieces
+from tests.context_server.operations.test_secrets_in_content import _key, _key_pieces, _pieces
 
 pytestmark = pytest.mark.anyio
 

@@ -25,8 +25,8 @@ from safeport.context_server.policy.display_names import (
 from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy
 from safeport.context_server.policy.request_path import parse_request_path
 from safeport.context_server.workspace.gate import ServedRoot, Workspace
+from tests.context_server.index.test_index_refresh import cold_build, rows
 from tests.context_server.listed import listed
-from tests.context_server.test_index_refresh import cold_build, rows
 
 ALNUM = string.ascii_letters + string.digits
 GITHUB = "ghp" + "_" + "".join(secrets.choice(ALNUM) for _ in range(36))

@@ -16,10 +16,10 @@ from safeport.context_server.mcp_clients.checks import client_findings
 from safeport.context_server.mcp_clients.config_files import ENTRY_NAME, server_command
 from safeport.context_server.mcp_clients.project_keys import claude_code_project
 from safeport.shared.launch import sp_command
-from tests.cli.test_real_clients import offline, run
 from tests.conftest import need
+from tests.context_server.mcp_clients.test_real_clients import offline, run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BIN = REPO / "node_modules" / ".bin"
 
 pytestmark = pytest.mark.integration

@@ -26,7 +26,7 @@ from safeport.context_server.tools.agent_tools import PLAIN_CLIENT_WAIT_S, PROGR
 from tests.conftest import need
 from tests.context_server.test_inspector import INSPECTOR
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TS_CLIENT = REPO / "node_modules" / "@modelcontextprotocol" / "client" / "dist"
 TYPED = "ssh_build-staging_read_service_status"
 

@@ -10,7 +10,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.context_server.test_direct import call, initialised, serve_small
+from tests.context_server.transport.test_direct import call, initialised, serve_small
+
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.transport"
 
 pytestmark = pytest.mark.anyio
 

@@ -24,6 +24,9 @@ from harness.gateway import Gateway, clean_env, decide, wait_card
 from harness.real_postgres import Postgres
 from tests.action_gateway.executors.sql_policy import policy_text
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.tools"
+
 pytestmark = pytest.mark.integration
 
 TYPED = "sql_app_orders_of"

@@ -17,6 +17,9 @@ from safeport.context_server import ServeOptions, build_server
 from tests.context_server.hostile import connected, result_text, server_params
 from tests.context_server.policy.material import material
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.policy"
+
 pytestmark = pytest.mark.anyio
 
 # Built from pieces so no scanner flags this file itself.

@@ -24,7 +24,7 @@ from benchmarks.secret_corpus.tokens import TOKENS
 from safeport.context_server import Refused, ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.tools.journaled_calls import JournaledServer
-from tests.context_server.test_direct import call, initialised
+from tests.context_server.transport.test_direct import call, initialised
 
 pytestmark = pytest.mark.anyio
 

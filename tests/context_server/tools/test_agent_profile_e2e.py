@@ -20,6 +20,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from harness.gateway import Gateway, clean_env, decide, wait_card
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.tools"
+
 TYPED = "ssh_build-staging_read_service_status"
 MARKER = "worker-canary-7"  # a valid service name that must not reach the reads journal
 

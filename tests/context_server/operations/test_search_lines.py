@@ -10,6 +10,9 @@ import pytest
 
 from tests.context_server.hostile import connected, server_params
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.operations"
+
 pytestmark = pytest.mark.anyio
 
 # Characters `str.splitlines` breaks at although no parser here does; each file puts some of
