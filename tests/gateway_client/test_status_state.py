@@ -11,7 +11,7 @@ from safeport.gateway_client.status_overview import EXIT_CODES, Overview
 from safeport.shared.findings import Diagnosis, Finding
 
 RUNNING = {"running": True, "vault": "unlocked", "alarms": [], "journal_space": {"low": False}}
-POLICY = {"file_exists": True, "file_error": None, "problems": []}
+POLICY: dict[str, Any] = {"file_exists": True, "file_error": None, "problems": []}
 
 
 def view(**parts: Any) -> Overview:

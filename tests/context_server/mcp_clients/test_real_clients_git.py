@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,7 +170,7 @@ def test_doctor_says_whether_it_asked_the_client_or_read_its_file(home: Path, re
     folder = repo / "pkg"
     env = client_env(home, with_clients=False)
     assert run(sp_command(["client", "install", "claude-code"]), env, folder).returncode == 0
-    where = {"home": home, "platform": "linux"}
+    where: dict[str, Any] = {"home": home, "platform": "linux"}
     (asked,) = client_findings(folder.resolve(), env=client_env(home, with_clients=True), **where)
     assert asked.state == "ok" and "asked `claude mcp get safeport`" in asked.detail
     (read,) = client_findings(folder.resolve(), env=env, **where)

@@ -91,12 +91,13 @@ async def test_no_reply_names_a_secret_hidden_behind_an_escape(tmp_path: Path) -
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
         async with connected(server_params([root], home), errlog) as client:
             texts = []
-            for tool, args in [
+            calls: list[tuple[str, dict[str, object]]] = [
                 ("directory_tree", {"path": ".", "max_depth": 5}),
                 ("search_files", {"pattern": "*"}),
                 ("search_project", {"query": WORD, "limit": 50}),
                 ("search", {"query": WORD}),
-            ]:
+            ]
+            for tool, args in calls:
                 texts.append(result_text(await client.call_tool(tool, args)))
             for i in range(6):
                 listing = await client.call_tool("list_directory", {"path": f"dumps/{i}"})
