@@ -1,4 +1,7 @@
-"""Shared fixtures. Integration parts skip with a reason, unless CI demands them."""
+"""Shared fixtures. Integration parts skip with a reason, unless CI demands them.
+
+A real server used by more than one room's tests starts here, once per test session (per xdist
+worker); a room's own real parts start in its folder's conftest.py."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import pytest
 
 from harness.gateway import Gateway
 from harness.real_postgres import INITDB, Postgres, running_postgres
+from harness.real_sshd import SSHD, Sshd, running_sshd
 from tests.hostile_folder import HostileFolder, plant
 
 REQUIRE_INTEGRATION = os.environ.get("SAFEPORT_REQUIRE_INTEGRATION") == "1"
@@ -84,3 +88,21 @@ def postgres(_postgres_session: Postgres | None) -> Postgres:
     need(_postgres_session is not None, "PostgreSQL is not installed (apt install postgresql)")
     assert _postgres_session is not None
     return _postgres_session
+
+
+@pytest.fixture(scope="session")
+def _sshd_session() -> Iterator[Sshd | None]:
+    if SSHD is None:
+        yield None
+        return
+    with running_sshd() as server:
+        yield server
+
+
+@pytest.fixture
+def sshd(_sshd_session: Sshd | None) -> Sshd:
+    """A real OpenSSH sshd on 127.0.0.1, one per test session (the executors, `sp ssh scan` and
+    the security-key run through `sp` all reach it)."""
+    need(_sshd_session is not None, "OpenSSH sshd is not installed (apt install openssh-server)")
+    assert _sshd_session is not None
+    return _sshd_session

@@ -21,6 +21,9 @@ from tests.cli.test_approvals_watch import Watcher
 from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
 from tests.conftest import need
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 
 HELD = "the gateway restarted; its vault stays locked until a human runs `sp vault unlock`"

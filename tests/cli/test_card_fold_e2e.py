@@ -17,6 +17,9 @@ from tests.cli.running_gateway import running_gateway
 from tests.cli.test_approvals_watch import PROPOSAL, Watcher
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 
 

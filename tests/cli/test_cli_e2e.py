@@ -15,6 +15,9 @@ from harness.gateway import PASSPHRASE, POLICY, Gateway, clean_env, ssh, wait_ca
 from safeport.vault import load_checkpoints, verify_checkpoint
 from safeport.vault.public_file import encode_public_keys
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 
 def _sp(gw: Gateway, *args: str) -> tuple[int, str]:
     return _run(gw.home, *args)

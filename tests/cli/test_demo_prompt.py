@@ -10,6 +10,9 @@ from pathlib import Path
 from safeport.shared.launch import sp_command
 from tests.cli.terminal import Terminal
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 
 def test_the_demo_asks_y_or_n_without_a_default() -> None:
     temp = Path(tempfile.mkdtemp(prefix="sp-"))  # short: socket paths have a length limit

@@ -13,6 +13,9 @@ from harness.gateway import REPO
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]
 
 REFERENCE = REPO / "docs" / "reference" / "cli.md"

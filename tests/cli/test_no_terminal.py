@@ -19,6 +19,9 @@ from tests.cli.running_gateway import running_gateway
 from tests.cli.terminal import Terminal
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]
 
 # Piped input is not a terminal, whatever it holds: an answer in it is not taken as typed.

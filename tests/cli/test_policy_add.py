@@ -12,6 +12,9 @@ from safeport.shared.launch import sp_command
 from tests.cli.terminal import Terminal
 from tests.cli.test_help_and_errors import run
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 EMPTY = "[gateway]\napproval_timeout_s = 120\n"
 
 

@@ -15,6 +15,9 @@ from safeport.shared.schemas.config import parse_gateway_policy
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]
 
 MISSING_CREDENTIAL = POLICY + '\n[credentials.deploy-token]\nkind = "token"\n'

@@ -9,6 +9,9 @@ from pathlib import Path
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 from harness.gateway import REPO
 from tests.conftest import need
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 PICTURES = ("approval-card", "status", "audit-show")
 
 

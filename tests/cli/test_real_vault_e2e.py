@@ -18,6 +18,9 @@ from harness.gateway import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
 from safeport.shared.launch import sp_command
 from tests.conftest import need
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 PASSPHRASE = "correct horse battery staple"
 CANARY = "CANARY-REAL-VAULT-41c2"
 

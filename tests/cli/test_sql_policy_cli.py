@@ -17,6 +17,9 @@ from tests.action_gateway.executors.sql_policy import policy_text
 from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import home, sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 __all__ = ["home"]
 pytestmark = pytest.mark.integration
 

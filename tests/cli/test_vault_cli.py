@@ -27,6 +27,9 @@ from tests.vault.vault_factory import (
     token_value,
 )
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 CANARIES = (CANARY_TOKEN.decode(), CANARY_PASSWORD.decode(), PASSPHRASE.decode())
 UNLOCK_FAILURE = "sp: cannot unlock the vault: wrong passphrase, or the file was altered or damaged"
 

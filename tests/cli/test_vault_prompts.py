@@ -13,6 +13,9 @@ from safeport.vault.passphrase import weakness
 from safeport.vault.secrets import SecretBytes
 from tests.cli.terminal import Terminal
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli"
+
 PASSPHRASE = "correct horse battery staple"
 
 

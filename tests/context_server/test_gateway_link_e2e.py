@@ -8,6 +8,9 @@ import sys
 
 from harness.gateway import REPO, Gateway, clean_env, decide, wait_card, wait_until
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server"
+
 LINK = """
 import asyncio, json, sys
 from pathlib import Path

@@ -24,6 +24,9 @@ from mcp import Client
 from tests.context_server.hostile import connected, result_text, server_params
 from tests.context_server.listed import listed
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server"
+
 pytestmark = pytest.mark.anyio
 
 ALNUM = string.ascii_letters + string.digits

@@ -14,6 +14,9 @@ import pytest
 
 from tests.context_server.hostile import connected, result_text, server_params
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server"
+
 pytestmark = pytest.mark.anyio
 
 ALNUM = string.ascii_letters + string.digits
@@ -38,7 +41,7 @@ async def test_no_result_or_journal_repeats_a_secret_a_client_spelled(tmp_path: 
     home.mkdir(mode=0o700)
     escaped_aws = "%41" + aws[1:]  # `A` written as an escape
     escaped_github = "%67hp" + github[3:]  # `g` likewise
-    requests = [
+    requests: list[tuple[str, dict[str, object]]] = [
         ("search_files", {"pattern": f"*{github}*"}),
         ("search_files", {"pattern": f"**/{aws}.csv"}),
         ("search_project", {"query": github}),

@@ -12,6 +12,9 @@ from pathlib import Path
 from safeport.shared.launch import sp_command
 from tests.hostile_folder import plant
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.demo"
+
 
 def test_the_demo_keeps_every_promise_it_checks(tmp_path: Path) -> None:
     # Run from a folder full of hostile code: none of the demo's processes may import it.

@@ -18,7 +18,7 @@ from safeport.cli.card_text import card_lines
 from safeport.shared.audit import JournalWriter
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.shared.visible_text import inert, inert_lines, visible
-from tests.action_gateway.test_cards import ssh_request
+from tests.action_gateway.approvals.test_cards import ssh_request
 
 # Characters a lax "printable" test lets through: a soft hyphen, a word joiner, a tag
 # character and an interlinear annotation anchor; each hides or changes what a line shows.

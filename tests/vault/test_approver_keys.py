@@ -8,6 +8,9 @@ from pathlib import Path
 
 from tests.vault.vault_factory import make_vault, passphrase
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.vault"
+
 KEYS = '{"keys": [], "rp_id": "gw-1.safeport.invalid", "user_id": "dXNlcg"}'
 
 

@@ -14,6 +14,9 @@ from tests.cli.cli_runner import run_sp
 from tests.conftest import need
 from tests.vault.vault_factory import CANARY_TOKEN, PASSPHRASE, make_vault
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.vault"
+
 DRIVER = Path(__file__).with_name("secret_service_driver.py")
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,9 @@ from tests.cli.cli_runner import run_sp
 from tests.conftest import need
 from tests.vault.vault_factory import CANARY_TOKEN, PASSPHRASE, make_vault
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.vault"
+
 NOBODY = 65534
 DROP = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
 

@@ -23,6 +23,9 @@ from tests.action_gateway.remote_clients.oauth_flow import (
 )
 from tests.cli.cli_runner import run_sp
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.remote_clients"
+
 
 @pytest.fixture
 def relay(gateway: Gateway) -> Iterator[Relay]:

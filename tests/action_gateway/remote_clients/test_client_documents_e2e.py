@@ -13,6 +13,9 @@ from harness.gateway import Gateway
 from harness.real_tls import TlsServer
 from tests.action_gateway.remote_clients.oauth_flow import REDIRECT, Relay, claims, fields_of, pkce
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.remote_clients"
+
 
 def _document(server: TlsServer, path: str) -> str:
     url = f"{server.base_url()}{path}"

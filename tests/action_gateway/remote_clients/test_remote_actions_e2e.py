@@ -18,6 +18,9 @@ from tests.action_gateway.remote_clients.oauth_flow import (
     pkce,
 )
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.remote_clients"
+
 
 @pytest.fixture
 def relay(gateway: Gateway) -> Iterator[Relay]:

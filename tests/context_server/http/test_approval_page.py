@@ -19,7 +19,7 @@ from safeport.context_server.http.endpoint import HttpEndpoint
 from safeport.context_server.http.gateway_oauth import OAuthGateway
 from safeport.context_server.tools.held_proposals import ApprovalView, CardSignal, HeldProposals
 from safeport.shared.schemas.wire import PendingBody
-from tests.context_server.test_held_proposals import CTX, as_client
+from tests.context_server.tools.test_held_proposals import CTX, as_client
 
 PUBLIC = "https://tunnel.safeport.test"
 PAGE = "P" * 32

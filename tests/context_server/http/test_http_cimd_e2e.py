@@ -27,6 +27,9 @@ from harness.remote_flow import (
 )
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 DOCUMENT_PATH = "/apps/remote-client.json"
 
 

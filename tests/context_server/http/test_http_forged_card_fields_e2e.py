@@ -29,6 +29,9 @@ from safeport.shared.visible_text import needs_escape
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 FORGED = "redirect: chatgpt.com"
 # Each a way to make text look like more (or other) than it is on a screen.
 BREAKERS = ("\n", "\r", "\x1b[2K\x1b[1G", "\u2028", "\u2029", "\u202e", "\u200b", "\x00", "\t")

@@ -23,6 +23,9 @@ from tests.context_server.http.test_http_forged_card_fields_e2e import (
     test_a_forged_line_in_a_clients_name_stays_inside_its_own_line_everywhere as forged_line,
 )
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 __all__ = ["home", "server"]  # the module's own gateway and server (module-scoped fixtures)
 
 MORE_BREAKERS = ("\x85", "\x9b2K", "\u2066", "\u061c", "\ufeff", "\ufe0f", "\u0301", "\U000e0041")

@@ -18,6 +18,9 @@ from harness.remote_flow import Browser, MemoryTokens, provider, read_remotely
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 # Each request is bounded: a hung worker fails the test instead of hanging it.
 TIMEOUT = httpx.Timeout(10.0)
 

@@ -33,6 +33,9 @@ from harness.remote_flow import Browser, MemoryTokens, provider, read_remotely
 from safeport.context_server.tools.held_proposals import MAX_HELD_PER_CLIENT
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 CARD_S = 6
 UPTIME = {"host_id": "session-host", "command_id": "uptime", "args": {}}
 MODERN = "2026-07-28"

@@ -35,6 +35,9 @@ from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_inspector import INSPECTOR
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 CANARY = "CANARYsmallworkspace"
 
 

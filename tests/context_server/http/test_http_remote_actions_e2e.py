@@ -20,6 +20,9 @@ from harness.http_context import HttpServer, http_server
 from harness.remote_flow import Browser, MemoryTokens, provider, read_remotely
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:

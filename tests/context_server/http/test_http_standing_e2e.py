@@ -26,6 +26,9 @@ from harness.remote_flow import Browser, MemoryTokens, provider, read_remotely, 
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 
 @pytest.fixture(scope="module")
 def gateway(

@@ -28,6 +28,9 @@ from tests.context_server.http.test_http_standing_e2e import (
 )
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 
 def _home(factory: pytest.TempPathFactory, name: str) -> Path:
     home = factory.mktemp(name)

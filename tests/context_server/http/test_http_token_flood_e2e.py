@@ -36,6 +36,9 @@ from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.http.test_http_oauth_e2e import mcp_post
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 META = "/.well-known/oauth-protected-resource/mcp"
 # Every code and refresh token this module saw, for the test that the server log has none.
 SEEN: list[str] = []

@@ -18,6 +18,9 @@ import pytest
 from harness.http_context import HttpServer, http_server
 from tests.context_server.test_server import small_workspace
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.context_server.http"
+
 CANARY = "CANARYsmallworkspace"
 META = "/.well-known/oauth-protected-resource/mcp"
 

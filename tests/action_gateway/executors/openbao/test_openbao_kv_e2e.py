@@ -23,6 +23,9 @@ from harness.gateway import Gateway, decide, wait_card
 from harness.real_openbao import GATEWAY_POLICY, KV_FIELD, KV_PATH, OpenBao
 from harness.real_tls import API_HOST, TlsServer
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.executors.openbao"
+
 pytestmark = pytest.mark.integration
 
 

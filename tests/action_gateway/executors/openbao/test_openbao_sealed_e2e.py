@@ -32,6 +32,9 @@ from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import (
 )
 from tests.conftest import need
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.executors.openbao"
+
 pytestmark = pytest.mark.integration
 
 

@@ -28,6 +28,9 @@ from harness.real_openbao import DATABASE_ROLE, OpenBao, enable_database_engine
 from harness.real_postgres import Postgres
 from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import everything_written
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.executors.openbao"
+
 pytestmark = pytest.mark.integration
 
 

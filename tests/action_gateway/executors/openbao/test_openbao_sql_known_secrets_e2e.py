@@ -23,6 +23,9 @@ from harness.real_postgres import Postgres
 from tests.action_gateway.executors.openbao.test_openbao_kv_e2e import everything_written
 from tests.action_gateway.executors.openbao.test_openbao_sql_e2e import db_policy, query, start
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.action_gateway.executors.openbao"
+
 pytestmark = pytest.mark.integration
 
 KEEP = 12
