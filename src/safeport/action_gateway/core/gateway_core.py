@@ -41,6 +41,7 @@ from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.executors import privileged_role_check
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.ladder.credentials import CredentialSupply
+from safeport.action_gateway.ladder.outcome import ProposalOutcome
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
@@ -155,7 +156,7 @@ class GatewayCore:
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event
-    ) -> dict[str, object]:
+    ) -> ProposalOutcome:
         """The whole decision ladder for one proposal (blocking: approvals wait for a human)."""
         return self._ladder.propose(peer, proposal, cancel)
 
