@@ -45,7 +45,6 @@ DEBTS = frozenset(
         "core/gateway_core.py:GatewayCore.record_session_by",
         "core/gateway_core.py:GatewayCore.reload",
         "core/gateway_core.py:GatewayCore.session_views",
-        "core/gateway_core.py:GatewayCore.status",
         "core/vault_events.py:VaultEvents.record_save",
         "core/vault_state.py:VaultState.describe",
         "core/vault_state.py:VaultState.public_file_view",

@@ -92,7 +92,7 @@ class ControlHandler(Handler):
 
 
 async def status(ctx: ControlContext, conn: Connection, request: StatusRequest) -> StatusResult:
-    return StatusResult.model_validate(ctx.core.status())
+    return ctx.core.status()
 
 
 async def gateway_stop(
