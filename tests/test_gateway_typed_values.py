@@ -34,8 +34,6 @@ DEBTS = frozenset(
         "approvals/key_ring.py:KeyApprovals.card_request",
         "approvals/key_ring.py:KeyApprovals.challenge",
         "core/gateway_core.py:GatewayCore.card_views",
-        "core/gateway_core.py:GatewayCore.check_sources",
-        "core/gateway_core.py:GatewayCore.checkpoint_view",
         "core/gateway_core.py:GatewayCore.describe_vault",
         "core/gateway_core.py:GatewayCore.policy_snapshot",
         "core/gateway_core.py:GatewayCore.policy_status",

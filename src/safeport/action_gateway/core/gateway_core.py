@@ -16,7 +16,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from safeport.action_gateway.approvals.broker import Approvals, Listener
 from safeport.action_gateway.approvals.cards import ApprovalCard
@@ -47,7 +46,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
-from safeport.shared.schemas.results import StatusResult
+from safeport.shared.schemas.results import CheckpointResult, SourcesCheckResult, StatusResult
 from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes, SecretKind
 
@@ -311,8 +310,9 @@ class GatewayCore:
     def reap(self) -> None:
         self._approvals.reap()
 
-    def check_sources(self) -> list[dict[str, object]]:  # sp doctor: no value is read
-        return self._credentials.doctor(self._policies.served, self._vault.current()[0])
+    def check_sources(self) -> SourcesCheckResult:  # sp doctor: no value is read
+        checks = self._credentials.doctor(self._policies.served, self._vault.current()[0])
+        return SourcesCheckResult.model_validate({"checks": checks})
 
     def inspect_at_start(self) -> None:
         """Before anything is served: judge the journals, learn the highest generation."""
@@ -322,8 +322,9 @@ class GatewayCore:
         """Sign the heads (``if_moved``: if one moved since); nothing to sign with while locked."""
         self._events.checkpoint(vault, if_moved=if_moved)
 
-    def checkpoint_view(self) -> dict[str, Any]:
-        return self._records.checkpoints.view()
+    def checkpoint_view(self) -> CheckpointResult:
+        """The latest signed heads, in the format of checkpoint.json."""
+        return CheckpointResult.model_validate(self._records.checkpoints.view())
 
     def status(self) -> StatusResult:
         """What `sp status` shows of this run."""
