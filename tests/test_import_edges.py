@@ -498,6 +498,8 @@ DECISION_MODULES = {
         "action_gateway.executors.prepare",
         "action_gateway.executors.sql.role",
         "action_gateway.executors.ssh.command",
+        "action_gateway.ladder.collaborators",
+        "action_gateway.ladder.outcome",
         "action_gateway.ladder.refusal",
         "action_gateway.ladder.result_filters",
         "action_gateway.policy.arguments",

@@ -58,7 +58,7 @@ def test_credential_use_cases_save_close_pooled_connections_and_journal_the_gene
     generations = [r["ref"]["generation"] for r in saves]  # type: ignore[index]
     assert generations == sorted(generations) and len(set(generations)) == 3
     # Each save was signed at once: the checkpoint covers the last record.
-    signed = {c["journal"]: c["seq"] for c in core.checkpoint_view()["checkpoints"]}
+    signed = {c.journal: c.seq for c in core.checkpoint_view().checkpoints}
     assert signed["sessions"] == _sessions(tmp_path)[-1]["seq"]
 
 

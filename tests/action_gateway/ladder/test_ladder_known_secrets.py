@@ -67,7 +67,7 @@ def test_a_result_holding_the_credential_encoded_is_withheld_whole(
     rig.fields = {"state": state}
     refusal = rig.refused()
     assert (refusal.code, refusal.category) == ("upstream", "upstream_bad_response")
-    assert "withheld" in refusal.message
+    assert "withheld" in refusal.reason
     outcome = [body for kind, body, _ in rig.journal.records if kind == "action.outcome"]
     assert outcome[-1]["status"] == "bad_response"
     assert TOKEN not in str(rig.journal.records)
@@ -76,7 +76,7 @@ def test_a_result_holding_the_credential_encoded_is_withheld_whole(
 def test_a_result_without_the_credential_is_served(tmp_path: Path) -> None:
     rig = Answering(tmp_path)
     rig.fields = {"state": base64.b64encode(b"an ordinary status value").decode()}
-    assert rig.propose()["fields"] == {"state": "YW4gb3JkaW5hcnkgc3RhdHVzIHZhbHVl"}
+    assert rig.propose().model_dump()["fields"] == {"state": "YW4gb3JkaW5hcnkgc3RhdHVzIHZhbHVl"}
 
 
 def _ends_in_a_piece(text: str) -> bool:
@@ -106,8 +106,8 @@ def test_a_failure_message_cut_inside_the_credential_leaves_no_fragment_anywhere
     refusal = rig.refused()
     outcome = [data for event, data in heard if event == "card.outcome"]
     denied = rig.denials()
-    reply = error_reply("r-1", refusal.code, refusal.message).error.reason
-    for text in (refusal.message, str(outcome[0]["detail"]), str(denied[0]["reason"]), reply):
+    reply = error_reply("r-1", refusal.code, refusal.reason).error.reason
+    for text in (refusal.reason, str(outcome[0]["detail"]), str(denied[0]["reason"]), reply):
         assert "x" * 100 in text  # the message is kept, only the credential is not
         assert not _ends_in_a_piece(text), text[-30:]
         assert encoded[:4] not in text
@@ -118,4 +118,4 @@ def test_a_short_failure_message_keeps_its_words_with_the_credential_redacted(
 ) -> None:
     rig = Answering(tmp_path)
     rig.executor.failure = ActionError("bad_response", f"the service said {TOKEN} is wrong")
-    assert rig.refused().message == "the service said [REDACTED] is wrong"
+    assert rig.refused().reason == "the service said [REDACTED] is wrong"

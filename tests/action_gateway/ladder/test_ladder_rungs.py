@@ -28,6 +28,7 @@ from safeport.action_gateway.executors.interface import (
     SshAction,
 )
 from safeport.action_gateway.identity.model import IdentityChanged, PeerIdentity, ProcessInfo
+from safeport.action_gateway.ladder.outcome import ActionResult, Executed, ProposalOutcome, Refused
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.rate_limits import RateLimiter
@@ -241,13 +242,18 @@ class Rig:
             admitted_uids=self.admitted,
         )
 
-    def propose(self, request: ProposeHttp | None = None) -> dict[str, object]:
+    def outcome(self, request: ProposeHttp | None = None) -> ProposalOutcome:
         return self.ladder().propose(REQUESTER, request or proposal(), self.cancel)
 
-    def refused(self, request: ProposeHttp | None = None) -> Refusal:
-        with pytest.raises(Refusal) as caught:
-            self.propose(request)
-        return caught.value
+    def propose(self, request: ProposeHttp | None = None) -> ActionResult:
+        outcome = self.outcome(request)
+        assert isinstance(outcome, Executed), outcome
+        return outcome.result
+
+    def refused(self, request: ProposeHttp | None = None) -> Refused:
+        outcome = self.outcome(request)
+        assert isinstance(outcome, Refused), outcome
+        return outcome
 
     def _decide(self, card: ApprovalCard) -> None:
         self.events.append("card")
@@ -360,7 +366,7 @@ def test_an_upstream_failure_whose_outcome_cannot_be_written_says_do_not_retry(
     rig.journal.fail.add("action.outcome")
     refusal = rig.refused()
     assert (refusal.code, refusal.rung) == ("unavailable", 9)
-    assert "do not retry automatically" in refusal.message
+    assert "do not retry automatically" in refusal.reason
     assert rig.events == PASSING
 
 
@@ -368,7 +374,7 @@ def test_with_every_rung_passing_the_action_runs_once_and_only_declared_fields_r
     tmp_path: Path,
 ) -> None:
     rig = Rig(tmp_path)
-    assert rig.propose() == {
+    assert rig.propose().model_dump() == {
         "status": 200,
         "fields": {"state": "ok"},
         "redacted": 0,
@@ -437,7 +443,7 @@ def test_a_cancel_while_the_card_waits_withdraws_it_and_the_action_never_runs(
     rig.cancel.clear()
     rig.events.clear()
     rig.rates = Rates(rig.events)  # a fresh minute: the cancelled call spent the cap
-    assert rig.propose()["status"] == 200
+    assert rig.propose().model_dump()["status"] == 200
     assert "card" in rig.events
 
 
@@ -480,7 +486,7 @@ def test_an_unlocked_vault_with_no_lock_in_between_still_runs(tmp_path: Path) ->
     # The guard above must not refuse the ordinary case of a vault that stays unlocked.
     rig = Rig(tmp_path)
     rig.approvals.after_consume.append(lambda: None)
-    assert rig.propose()["status"] == 200
+    assert rig.propose().model_dump()["status"] == 200
     assert rig.executor.tokens == [CANARY_TOKEN]
 
 

@@ -30,7 +30,7 @@ def ssh_result(stdout: str, stderr: str = "") -> SshExecResult:
 
 def test_http_results_carry_only_declared_response_fields() -> None:
     result = HttpResult(status=200, fields={"state": "ok", "token": "s3cr3t", "revision": 7})
-    assert filter_http(result, ["state", "revision"]) == {
+    assert filter_http(result, ["state", "revision"]).model_dump() == {
         "status": 200,
         "fields": {"state": "ok", "revision": 7},
         "redacted": 0,
@@ -47,14 +47,14 @@ def test_ssh_output_over_the_cap_is_truncated_and_flagged() -> None:
         stderr_truncated=False,
         duration_ms=1,
     )
-    filtered = filter_ssh(result, 11)
+    filtered = filter_ssh(result, 11).model_dump()
     assert filtered["stdout"] == "é" * 5 and filtered["stdout_truncated"] is True
     assert filtered["stderr_truncated"] is False
 
 
 def test_a_token_in_ssh_output_is_replaced_and_named_by_stream_and_line() -> None:
     token = github_token()
-    filtered = filter_ssh(ssh_result("ok\n", f"warning\nGITHUB={token}\n"), 1 << 20)
+    filtered = filter_ssh(ssh_result("ok\n", f"warning\nGITHUB={token}\n"), 1 << 20).model_dump()
     assert filtered["stdout"] == "ok\n"
     assert filtered["stderr"] == "warning\nGITHUB=[REDACTED:github-token]\n"
     assert filtered["redacted"] == 1
@@ -65,7 +65,7 @@ def test_a_token_in_ssh_output_is_replaced_and_named_by_stream_and_line() -> Non
 
 def test_a_secret_straddling_the_output_cap_is_withheld_whole() -> None:
     token = github_token()
-    filtered = filter_ssh(ssh_result("x" * 10 + token), 20)
+    filtered = filter_ssh(ssh_result("x" * 10 + token), 20).model_dump()
     assert token[:6] not in str(filtered["stdout"])
     assert filtered["stdout_truncated"] is True and filtered["redacted"] == 1
 
@@ -80,7 +80,7 @@ def test_a_stream_the_executor_cut_loses_its_partial_last_word_a_possible_secret
         stderr_truncated=False,
         duration_ms=1,
     )
-    filtered = filter_ssh(cut, 1 << 20)
+    filtered = filter_ssh(cut, 1 << 20).model_dump()
     assert filtered["stdout"] == "line one\nexport " and filtered["stdout_truncated"] is True
 
 
@@ -90,7 +90,7 @@ def test_secrets_nested_in_a_declared_field_and_in_its_keys_are_redacted_by_path
         status=200,
         fields={"config": {"items": ["plain", f"t={token}"], other: 1}, "state": "ok"},
     )
-    filtered = filter_http(result, ["config", "state"])
+    filtered = filter_http(result, ["config", "state"]).model_dump()
     assert token not in repr(filtered) and other not in repr(filtered)
     assert filtered["fields"] == {
         "config": {"items": ["plain", "t=[REDACTED:github-token]"], "[REDACTED:github-token]": 1},
@@ -112,9 +112,9 @@ def test_hashes_uuids_and_ordinary_text_come_back_unchanged() -> None:
         "integrity sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kx"
         "vUdBeoGlODJ6+SfaPg==\n"
     )
-    filtered = filter_ssh(ssh_result(text), 1 << 20)
+    filtered = filter_ssh(ssh_result(text), 1 << 20).model_dump()
     assert filtered["stdout"] == text and filtered["redacted"] == 0
-    http = filter_http(HttpResult(status=200, fields={"state": text}), ["state"])
+    http = filter_http(HttpResult(status=200, fields={"state": text}), ["state"]).model_dump()
     assert http["fields"] == {"state": text} and http["redactions"] == []
 
 

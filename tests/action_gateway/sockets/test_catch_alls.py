@@ -17,10 +17,12 @@ from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.handlers.agent_sock import AgentHandler
 from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.action_gateway.ladder.outcome import Executed, ProposalOutcome
 from safeport.action_gateway.sockets.connection import Connection, Handler, ServerLimits
 from safeport.action_gateway.sockets.peer_socket import PeerSocket
 from safeport.action_gateway.sockets.server import SocketServer
 from safeport.shared.exception_summary import summarize
+from safeport.shared.schemas.wire import HttpResult, SshExecResult
 from safeport.shared.wire import recv_message, send_message
 
 CANARY = "CANARY-SECRET-in-an-exception-3f9"
@@ -35,7 +37,7 @@ PROPOSAL = {
 }
 
 
-# A whole result, as the ladder answers an SSH proposal (the reply is checked against its model).
+# A whole result, as the ladder answers an SSH proposal.
 RESULT = {
     "exit_status": 0,
     "stdout": "ok\n",
@@ -67,10 +69,12 @@ class LadderWithABug:
     def reply_cap(self) -> int | None:
         return None
 
-    def propose(self, peer: PeerIdentity, proposal: object, cancel: threading.Event) -> Any:
+    def propose(
+        self, peer: PeerIdentity, proposal: object, cancel: threading.Event
+    ) -> ProposalOutcome:
         if self.failure is not None:
             raise self.failure
-        return dict(RESULT)
+        return Executed(SshExecResult.model_validate(RESULT))
 
 
 async def _propose_through(core: LadderWithABug) -> dict[str, Any]:
@@ -113,6 +117,21 @@ def test_a_proposal_that_succeeds_is_answered_with_its_result_and_logs_no_error(
     assert reply["ok"] is True and reply["id"] == "p1"
     assert {key: reply["result"][key] for key in RESULT} == RESULT
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+class AnswersAnotherKind(LadderWithABug):
+    """A ladder that answers an SSH proposal with an HTTPS result."""
+
+    def propose(
+        self, peer: PeerIdentity, proposal: object, cancel: threading.Event
+    ) -> ProposalOutcome:
+        return Executed(HttpResult(status=200, fields={"state": CANARY}))
+
+
+def test_a_result_of_another_kind_than_proposed_is_never_sent() -> None:
+    reply = asyncio.run(_propose_through(AnswersAnotherKind(None)))
+    assert reply["error"] == {"code": "internal", "reason": "the gateway failed on this request"}
+    assert CANARY not in str(reply)
 
 
 class ClosesBadly(Handler):

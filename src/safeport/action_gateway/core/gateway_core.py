@@ -16,13 +16,13 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from safeport.action_gateway.approvals.broker import Approvals, Listener
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
 from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
+from safeport.action_gateway.core.journal_wiring import journal_heads, open_records
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.remote_wiring import authorization_server
 from safeport.action_gateway.core.vault_events import VaultEvents
@@ -32,15 +32,10 @@ from safeport.action_gateway.core.vault_state import (
     should_auto_lock,
     unlock_name,
 )
-from safeport.action_gateway.evidence.alarms import JournalEvidence
-from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
-from safeport.action_gateway.evidence.journal_space import JournalSpace
-from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRecords
-from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
-from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.executors import privileged_role_check
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.ladder.credentials import CredentialSupply
+from safeport.action_gateway.ladder.outcome import ProposalOutcome
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
@@ -51,6 +46,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
+from safeport.shared.schemas.results import CheckpointResult, SourcesCheckResult, StatusResult
 from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes, SecretKind
 
@@ -70,36 +66,14 @@ class GatewayCore:
         self.run_id = secrets.token_urlsafe(12)
         # Who may use either socket: this user, or the install's named humans.
         self.admitted_uids = admitted_uids(paths)
-        self._sealing = JournalSealing(parts.sealer_for)
-        # A dedicated account's humans read (verify) the journals through its group.
-        journal_mode = 0o640 if paths.install is not None else 0o600
-        self._journals = GatewayJournals(
-            paths.audit_dir,
-            self._sealing.at_start(parts.vault_store),
-            file_mode=journal_mode,
-            segment_bytes=limits.journal_segment_bytes,
-        )
-        self._evidence = JournalEvidence(self._journals, paths.audit_dir / "checkpoint.json")
-        self._checkpoints = CheckpointKeeper(
-            self._journals,
-            self._evidence,
-            file=paths.audit_dir / "checkpoint.json",
-            file_mode=journal_mode,
-            syslog_setting=lambda: self.settings().syslog,
-            syslog_local_path=parts.syslog_local_path,
-        )
+        self._records = open_records(paths, parts, limits, lambda: self.settings().syslog)
+        self._journals, self._refusals = self._records.journals, self._records.refusals
         self._vault = VaultState(parts.vault_store)
         self._policies = PolicyStore(paths.gateway_config)
         humans = len(self.admitted_uids)
         self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
-        self._refusals = RefusalRecords(
-            self._journals,
-            lambda: RefusalBudget(
-                full_per_window=limits.refusals_per_window, window_s=limits.refusal_window_s
-            ),
-            JournalSpace(paths.audit_dir, limits.journal_reserve_bytes),
-        )
-        self._credentials = CredentialSupply(parts.sources, self._journals, self._evidence, paths)
+        evidence = self._records.evidence
+        self._credentials = CredentialSupply(parts.sources, self._journals, evidence, paths)
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,
@@ -117,9 +91,7 @@ class GatewayCore:
         self._agents = ConnectedAgents()
         self._events = VaultEvents(
             self._vault,
-            self._journals,
-            self._sealing,
-            self._checkpoints,
+            self._records,
             self._policies,
             self._credentials,
             self._approvals,
@@ -155,7 +127,7 @@ class GatewayCore:
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event
-    ) -> dict[str, object]:
+    ) -> ProposalOutcome:
         """The whole decision ladder for one proposal (blocking: approvals wait for a human)."""
         return self._ladder.propose(peer, proposal, cancel)
 
@@ -186,7 +158,7 @@ class GatewayCore:
     def create_vault(self, passphrase: SecretBytes) -> VaultPublicKeys:
         """`sp vault init` through the gateway (its account alone may write the vault file)."""
         keys = self._vault.create(passphrase)
-        self._sealing.created(self._journals, keys)
+        self._records.sealing.created(self._journals, keys)
         self.record_session("vault.created", {"checkpoint_signer": keys.checkpoint_fingerprint})
         return keys
 
@@ -338,24 +310,25 @@ class GatewayCore:
     def reap(self) -> None:
         self._approvals.reap()
 
-    def check_sources(self) -> list[dict[str, object]]:  # sp doctor: no value is read
-        return self._credentials.doctor(self._policies.served, self._vault.current()[0])
+    def check_sources(self) -> SourcesCheckResult:  # sp doctor: no value is read
+        checks = self._credentials.doctor(self._policies.served, self._vault.current()[0])
+        return SourcesCheckResult.model_validate({"checks": checks})
 
     def inspect_at_start(self) -> None:
         """Before anything is served: judge the journals, learn the highest generation."""
-        holding, highest = self._evidence.inspect_at_start(self._parts.vault_store.public_keys)
-        self._checkpoints.learned_at_start(holding, highest)
+        self._records.inspect_at_start(self._parts.vault_store.public_keys)
 
     def checkpoint(self, vault: UnlockedVault | None = None, *, if_moved: bool = False) -> None:
         """Sign the heads (``if_moved``: if one moved since); nothing to sign with while locked."""
         self._events.checkpoint(vault, if_moved=if_moved)
 
-    def checkpoint_view(self) -> dict[str, Any]:
-        return self._checkpoints.view()
+    def checkpoint_view(self) -> CheckpointResult:
+        """The latest signed heads, in the format of checkpoint.json."""
+        return CheckpointResult.model_validate(self._records.checkpoints.view())
 
-    def status(self) -> dict[str, Any]:
-        journals = (self._journals.sessions, self._journals.actions)
-        return {
+    def status(self) -> StatusResult:
+        """What `sp status` shows of this run."""
+        view = {
             "pid": os.getpid(),
             "account": self._paths.install.account if self._paths.install else None,
             "uptime_s": round(time.time() - self._started_at),
@@ -364,10 +337,11 @@ class GatewayCore:
             "policy": self._policies.status(),
             "sessions": len(self._approvals.sessions()),
             "pending_cards": len(self._approvals.cards()),
-            "journals": {j.name: {"seq": j.head.seq, "hash": j.head.hash} for j in journals},
-            "alarms": list(self._evidence.alarms),
+            "journals": journal_heads(self._journals),
+            "alarms": list(self._records.evidence.alarms),
             "journal_space": self._refusals.view(),
         }
+        return StatusResult.model_validate(view)
 
     def stop(self) -> None:
         """The end of a run: grants voided, the last counts journaled, the vault locked."""
@@ -381,5 +355,5 @@ class GatewayCore:
         self._events.close_pooled("at stop")
 
     def close(self) -> None:
-        self._checkpoints.close()
+        self._records.checkpoints.close()
         self._journals.close()

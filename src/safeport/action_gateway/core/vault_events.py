@@ -12,10 +12,8 @@ from __future__ import annotations
 import logging
 
 from safeport.action_gateway.approvals.broker import Approvals
+from safeport.action_gateway.core.journal_wiring import GatewayRecords
 from safeport.action_gateway.core.vault_state import Unlocker, VaultState
-from safeport.action_gateway.evidence.checkpoints import CheckpointKeeper
-from safeport.action_gateway.evidence.journals import GatewayJournals
-from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.policy.store import PolicyStore
@@ -31,18 +29,16 @@ class VaultEvents:
     def __init__(
         self,
         vault: VaultState,
-        journals: GatewayJournals,
-        sealing: JournalSealing,
-        checkpoints: CheckpointKeeper,
+        records: GatewayRecords,
         policies: PolicyStore,
         credentials: CredentialSupply,
         approvals: Approvals,
         executor: Executor,
     ) -> None:
         self._vault = vault
-        self._journals = journals
-        self._sealing = sealing
-        self._checkpoints = checkpoints
+        self._journals = records.journals
+        self._sealing = records.sealing
+        self._checkpoints = records.checkpoints
         self._policies = policies
         self._credentials = credentials
         self._approvals = approvals

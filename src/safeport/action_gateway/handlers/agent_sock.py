@@ -17,7 +17,7 @@ from typing import Any
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.handlers.oauth_requests import answer_oauth
-from safeport.action_gateway.ladder.refusal import Refusal
+from safeport.action_gateway.ladder.outcome import ProposalOutcome, Refused
 from safeport.action_gateway.sockets.connection import (
     Connection,
     Handler,
@@ -117,33 +117,33 @@ class AgentHandler(Handler):
         async def run() -> None:
             loop = asyncio.get_running_loop()
             try:
-                raw = await loop.run_in_executor(
+                outcome = await loop.run_in_executor(
                     self._pool, self._core.propose, conn.peer, request, cancel
                 )
-                result = _result_model(request).model_validate(raw)
-            except Refusal as refusal:
-                log.info(
-                    "pid %d %s: %s (%s)",
-                    conn.peer.pid,
-                    _names(request),
-                    refusal.code,
-                    refusal.category,
-                )
-                await conn.send_error(request.id, refusal.code, refusal.message)
+                _check_kind(request, outcome)
             except Exception as exc:  # the ladder journals what it can; never kill the connection
                 log.error("pid %d %s: internal error %s", conn.peer.pid, _names(request),
                           summarize(exc))  # fmt: skip
                 await conn.send_error(request.id, "internal", "the gateway failed on this request")
             else:
-                log.info("pid %d %s: done", conn.peer.pid, _names(request))
-                cap = self._core.reply_cap() or MAX_REPLY_BYTES
-                await conn.send(ok_reply(request.id, result), limit=cap)
+                await self._answer(conn, request, outcome)
             finally:
                 inflight.pop(request.id, None)
 
         task = asyncio.create_task(run())
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
+
+    async def _answer(self, conn: Connection, request: Proposal, outcome: ProposalOutcome) -> None:
+        """The one place a proposal's outcome becomes its wire reply."""
+        if isinstance(outcome, Refused):
+            log.info("pid %d %s: %s (%s)", conn.peer.pid, _names(request), outcome.code,
+                     outcome.category)  # fmt: skip
+            await conn.send_error(request.id, outcome.code, outcome.reason)
+            return
+        log.info("pid %d %s: done", conn.peer.pid, _names(request))
+        cap = self._core.reply_cap() or MAX_REPLY_BYTES
+        await conn.send(ok_reply(request.id, outcome.result), limit=cap)
 
     def _tell_requester(self, card: ApprovalCard) -> None:
         """A card opened (in a ladder worker): tell the connection whose proposal it is."""
@@ -179,12 +179,18 @@ class AgentHandler(Handler):
 Proposal = ProposeSsh | ProposeHttp | ProposeSql
 
 
-def _result_model(request: Proposal) -> type[SshExecResult | HttpResult | SqlResult]:
-    """The model of a proposal's result: what rung 9 let through, checked once more on its way
-    out (a result the contract does not describe is the gateway's failure, never sent)."""
+def _check_kind(request: Proposal, outcome: ProposalOutcome) -> None:
+    """Raise unless a result is of the proposal's kind: rung 9 builds it as the wire model, and
+    it is checked once more on its way out (a result of another kind is the gateway's failure,
+    never sent)."""
+    if isinstance(outcome, Refused):
+        return
     if isinstance(request, ProposeSql):
-        return SqlResult
-    return SshExecResult if isinstance(request, ProposeSsh) else HttpResult
+        expected: type[SshExecResult | HttpResult | SqlResult] = SqlResult
+    else:
+        expected = SshExecResult if isinstance(request, ProposeSsh) else HttpResult
+    if not isinstance(outcome.result, expected):
+        raise TypeError("the result is not of the proposed action's kind")
 
 
 def _names(request: Proposal) -> str:

@@ -92,7 +92,7 @@ class ControlHandler(Handler):
 
 
 async def status(ctx: ControlContext, conn: Connection, request: StatusRequest) -> StatusResult:
-    return StatusResult.model_validate(ctx.core.status())
+    return ctx.core.status()
 
 
 async def gateway_stop(
@@ -135,7 +135,7 @@ async def audit_checkpoint(
     # Signs only when a journal moved since the last signature: any admitted uid may ask, and
     # each signature is a syslog message and a file write, so asking again adds nothing.
     await ctx.in_thread(lambda: ctx.core.checkpoint(if_moved=True))
-    return CheckpointResult.model_validate(ctx.core.checkpoint_view())
+    return ctx.core.checkpoint_view()
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,7 @@ class Registered(Generic[Req, Res]):
 async def sources_check(
     ctx: ControlContext, conn: Connection, request: SourcesCheckRequest
 ) -> SourcesCheckResult:
-    checks = await ctx.in_thread(ctx.core.check_sources)  # network: off the event loop
-    return SourcesCheckResult.model_validate({"checks": checks})
+    return await ctx.in_thread(ctx.core.check_sources)  # network: off the event loop
 
 
 def register(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from safeport.action_gateway.executors.interface import Executor, SqlAction, SshAction
 from safeport.action_gateway.ladder.credential_texts import result_needles
+from safeport.action_gateway.ladder.outcome import ActionResult
 from safeport.action_gateway.ladder.resolve import Resolved
 from safeport.action_gateway.ladder.result_filters import (
     filter_http,
@@ -21,7 +22,7 @@ from safeport.errors import Error
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
-def execute_filtered(executor: Executor, secret: object, resolved: Resolved) -> dict[str, object]:
+def execute_filtered(executor: Executor, secret: object, resolved: Resolved) -> ActionResult:
     """The action's filtered result; raises the executor's ``ActionError`` (a withheld result
     included) or ``Error`` when the credential is not of the kind the action needs."""
     action = resolved.action

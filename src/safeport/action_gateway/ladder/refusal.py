@@ -1,7 +1,8 @@
 """The one way a proposal stops on the decision ladder, and the record that says so.
 
 Every rung, and the resolution that rung 4 runs, raises a :class:`Refusal`; the ladder journals
-it with :func:`refusal_record` and the agent side turns it into the wire reply.
+it with :func:`refusal_record` and answers with its ``Refused`` outcome (:mod:`.outcome`),
+which the agent socket turns into the wire reply.
 """
 
 from __future__ import annotations

@@ -23,7 +23,13 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql,
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.schemas.config import Credential, GatewayPolicy, ParamSpec, approval_of
+from safeport.shared.schemas.config import (
+    Approval,
+    Credential,
+    GatewayPolicy,
+    ParamSpec,
+    approval_of,
+)
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
 from safeport.shared.schemas.wire import ProposeHttp, ProposeSql, ProposeSsh
 
@@ -55,44 +61,30 @@ def _declared(table: Mapping[str, _T], name: str, missing: str) -> _T:
     return found
 
 
-def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
-    policy = served.policy
+@dataclass(frozen=True)
+class _Found:
+    """What one kind's step finds for a proposal: the prepared action and the policy's facts
+    about it that every kind's request carries."""
+
     prepared: Prepared
+    args: dict[str, str | int]
+    credential_id: str
+    read_only: bool
+    cap: int
+    scope: Approval
+
+
+def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
+    """Rung 4's resolution: one step for the proposal's kind (names declared, arguments valid,
+    the action prepared), then the request every kind makes of what that step found."""
+    policy = served.policy
     if isinstance(proposal, ProposeSql):
-        database = _declared(
-            policy.sql.databases, proposal.database, "no such sql database in the accepted policy"
-        )
-        query = _declared(database.queries, proposal.query, "no such query for this database")
-        args = _validate(query.params, proposal.params, ())
-        with _unpreparable():
-            prepared = prepare_sql(proposal.database, database, proposal.query, query, args)
-        credential_id, read_only, cap = database.credential, True, query.max_bytes
-        scope = approval_of(policy.credentials[credential_id], query)
+        found = _sql(proposal, policy)
     elif isinstance(proposal, ProposeSsh):
-        host = _declared(
-            policy.ssh.hosts, proposal.host_id, "no such ssh host in the accepted policy"
-        )
-        command = _declared(host.commands, proposal.command_id, "no such command for this host")
-        args = _validate(command.params, proposal.args, command.allow_leading_dash)
-        with _unpreparable():
-            prepared = prepare_ssh(proposal.host_id, host, proposal.command_id, command, args)
-        credential_id, read_only, cap = host.credential, command.read_only, command.max_output_bytes
-        scope = approval_of(policy.credentials[credential_id], command)
+        found = _ssh(proposal, policy)
     else:
-        service = _declared(
-            policy.http.services, proposal.service_id, "no such http service in the accepted policy"
-        )
-        operation = _declared(
-            service.operations, proposal.operation_id, "no such operation for this service"
-        )
-        args = _validate(operation.params, proposal.args, ())
-        with _unpreparable():
-            prepared = prepare_http(
-                proposal.service_id, service, proposal.operation_id, operation, args
-            )
-        credential_id, read_only = service.credential, operation.read_only
-        cap = service.max_response_bytes
-        scope = approval_of(policy.credentials[credential_id], operation)
+        found = _http(proposal, policy)
+    credential_id = found.credential_id
     _, target_id, operation_id = proposal_target(proposal)
     request = ActionRequest(
         request_id=proposal.id,
@@ -100,15 +92,60 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         target_id=target_id,
         operation_id=operation_id,
         credential=credential_id,
-        scope=scope,
-        session_covers=session_covers(policy, credential_id) if scope == "session" else (),
-        args=args,
+        scope=found.scope,
+        session_covers=session_covers(policy, credential_id) if found.scope == "session" else (),
+        args=found.args,
         policy_digest=served.digest,
-        read_only=read_only,
-        prepared=prepared,
+        read_only=found.read_only,
+        prepared=found.prepared,
         credential_origin=credential_origin(policy.credentials[credential_id]),
     )
-    return Resolved(request, cap, policy)
+    return Resolved(request, found.cap, policy)
+
+
+def _sql(proposal: ProposeSql, policy: GatewayPolicy) -> _Found:
+    """The declared query of the declared database, its parameters valid, the statement built."""
+    database = _declared(
+        policy.sql.databases, proposal.database, "no such sql database in the accepted policy"
+    )
+    query = _declared(database.queries, proposal.query, "no such query for this database")
+    args = _validate(query.params, proposal.params, ())
+    with _unpreparable():
+        prepared = prepare_sql(proposal.database, database, proposal.query, query, args)
+    scope = approval_of(policy.credentials[database.credential], query)
+    return _Found(prepared, args, database.credential, True, query.max_bytes, scope)
+
+
+def _ssh(proposal: ProposeSsh, policy: GatewayPolicy) -> _Found:
+    """The declared command of the declared host, its arguments valid, the one line rendered."""
+    host = _declared(policy.ssh.hosts, proposal.host_id, "no such ssh host in the accepted policy")
+    command = _declared(host.commands, proposal.command_id, "no such command for this host")
+    args = _validate(command.params, proposal.args, command.allow_leading_dash)
+    with _unpreparable():
+        prepared = prepare_ssh(proposal.host_id, host, proposal.command_id, command, args)
+    scope = approval_of(policy.credentials[host.credential], command)
+    return _Found(
+        prepared, args, host.credential, command.read_only, command.max_output_bytes, scope
+    )
+
+
+def _http(proposal: ProposeHttp, policy: GatewayPolicy) -> _Found:
+    """The declared operation of the declared service, its arguments valid, the request built."""
+    service = _declared(
+        policy.http.services, proposal.service_id, "no such http service in the accepted policy"
+    )
+    operation = _declared(
+        service.operations, proposal.operation_id, "no such operation for this service"
+    )
+    args = _validate(operation.params, proposal.args, ())
+    with _unpreparable():
+        prepared = prepare_http(
+            proposal.service_id, service, proposal.operation_id, operation, args
+        )
+    scope = approval_of(policy.credentials[service.credential], operation)
+    return _Found(
+        prepared, args, service.credential, operation.read_only, service.max_response_bytes, scope
+    )
 
 
 def credential_origin(credential: Credential) -> str:

@@ -55,7 +55,7 @@ def withhold_credential(
         )
 
 
-def filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
+def filter_ssh(result: SshExecResult, cap: int) -> SshExecResult:
     data = result.model_dump()
     redactions: list[ResultRedaction] = []
     for stream in ("stdout", "stderr"):
@@ -73,20 +73,23 @@ def filter_ssh(result: SshExecResult, cap: int) -> dict[str, object]:
             text = text.encode("utf-8")[:cap].decode("utf-8", "ignore")
             data[f"{stream}_truncated"] = True
         data[stream] = text
-    return _with_redactions(data, redactions)
+    data.update(redacted=len(redactions), redactions=redactions)
+    return SshExecResult.model_validate(data)
 
 
-def filter_http(result: HttpResult, response_fields: list[str]) -> dict[str, object]:
+def filter_http(result: HttpResult, response_fields: list[str]) -> HttpResult:
     allowed = set(response_fields)
     redactions: list[ResultRedaction] = []
     fields: dict[str, object] = {}
     for name, value in result.fields.items():
         if name in allowed:
             fields[name] = _redacted_value(value, name, redactions)
-    return _with_redactions({"status": result.status, "fields": fields}, redactions)
+    return HttpResult(
+        status=result.status, fields=fields, redacted=len(redactions), redactions=redactions
+    )
 
 
-def filter_sql(result: SqlResult, columns: list[str]) -> dict[str, object]:
+def filter_sql(result: SqlResult, columns: list[str]) -> SqlResult:
     """Only the declared columns, in the declared order (a column the statement does not
     return is absent), every value redacted like an HTTPS field."""
     index = {name: i for i, name in reversed(list(enumerate(result.columns)))}
@@ -96,48 +99,38 @@ def filter_sql(result: SqlResult, columns: list[str]) -> dict[str, object]:
         [_redacted_value(row[index[name]], f"rows.{n}.{name}", redactions) for name in kept]
         for n, row in enumerate(result.rows)
     ]
-    data: dict[str, object] = {
-        "columns": kept,
-        "rows": rows,
-        "row_count": result.row_count,
-        "truncated": result.truncated,
-        "duration_ms": result.duration_ms,
-    }
-    return _with_redactions(data, redactions)
+    return SqlResult(
+        columns=kept,
+        rows=rows,
+        row_count=result.row_count,
+        truncated=result.truncated,
+        duration_ms=result.duration_ms,
+        redacted=len(redactions),
+        redactions=redactions,
+    )
 
 
-def result_summary(result: dict[str, object]) -> dict[str, object]:
+def result_summary(result: SshExecResult | HttpResult | SqlResult) -> dict[str, object]:
     """Sizes, statuses and redactions (kind, field, lines) only: served content never goes into
     a journal."""
-    summary: dict[str, object] = {}
-    if "exit_status" in result:
+    summary: dict[str, object]
+    if isinstance(result, SshExecResult):
         summary = {
-            "exit_status": result["exit_status"],
-            "stdout_chars": len(str(result.get("stdout", ""))),
-            "stderr_chars": len(str(result.get("stderr", ""))),
+            "exit_status": result.exit_status,
+            "stdout_chars": len(result.stdout),
+            "stderr_chars": len(result.stderr),
         }
-    elif "row_count" in result:
+    elif isinstance(result, SqlResult):
         summary = {
-            "row_count": result["row_count"],
-            "truncated": result["truncated"],
-            "columns": result["columns"],
+            "row_count": result.row_count,
+            "truncated": result.truncated,
+            "columns": result.columns,
         }
-    elif "status" in result:
-        fields = result.get("fields")
-        summary = {
-            "http_status": result["status"],
-            "fields": sorted(fields) if isinstance(fields, dict) else [],
-        }
-    redactions = result.get("redactions")
-    if redactions:
-        summary["redacted"] = redactions
+    else:
+        summary = {"http_status": result.status, "fields": sorted(result.fields)}
+    if result.redactions:
+        summary["redacted"] = [item.model_dump() for item in result.redactions]
     return summary
-
-
-def _with_redactions(data: dict[str, object], found: list[ResultRedaction]) -> dict[str, object]:
-    data["redacted"] = len(found)
-    data["redactions"] = [item.model_dump() for item in found]
-    return data
 
 
 def _redacted(text: object, where: str) -> tuple[str, list[ResultRedaction]]:

@@ -12,13 +12,15 @@ Rungs, in order; the first that refuses ends the proposal and nothing past it is
    (:mod:`credentials`: not sealed, reachable, in time, login accepted) → ``upstream``
 6. approval (session grant or a card) → ``denied`` / ``timeout``
 7. durable intent record → ``unavailable``
-8. execute with the credential injected here → ``upstream`` / ``denied``
+8. execute with the credential injected here (:mod:`attempt`) → ``upstream`` / ``denied``
 9. filter the result; durable outcome record → ``unavailable`` ("do not retry automatically")
 
-Every refusal is a :class:`Refusal` carrying its wire code, rung and category, and is journaled
-before the reply is sent: whole while the requester's uid has budget left, past that counted
-into one record per category and window (:mod:`refusal_budget`). Reasons are fixed sentences
-with names from the policy, never the agent's raw values.
+A rung refuses by raising a :class:`Refusal` carrying its wire code, rung and category; it is
+journaled before the proposal is answered: whole while the requester's uid has budget left,
+past that counted into one record per category and window (:mod:`refusal_budget`). Reasons
+are fixed sentences with names from the policy, never the agent's raw values. The answer is
+one :data:`~.outcome.ProposalOutcome`: ``Executed`` with the filtered result, or ``Refused``;
+the agent socket renders it into the wire reply.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals, ApprovalTimedOut
 from safeport.action_gateway.approvals.cards import ActionRequest
@@ -35,9 +36,10 @@ from safeport.action_gateway.approvals.grants import Grant
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.action_gateway.executors.interface import ActionError, Executor
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
-from safeport.action_gateway.ladder.credential_texts import credential_texts
+from safeport.action_gateway.ladder.attempt import Attempt, attempt_action
+from safeport.action_gateway.ladder.collaborators import ActionJournal, PolicySource, VaultView
 from safeport.action_gateway.ladder.credentials import CredentialSupply, local_only
-from safeport.action_gateway.ladder.execute import execute_filtered
+from safeport.action_gateway.ladder.outcome import ActionResult, Executed, ProposalOutcome, Refused
 from safeport.action_gateway.ladder.refusal import Refusal, Rung, refusal_record
 from safeport.action_gateway.ladder.remote_proposal import no_remote_clients, remote_request
 from safeport.action_gateway.ladder.resolve import (
@@ -52,37 +54,9 @@ from safeport.action_gateway.policy.caller_rules import CallerRefused, check_cal
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Denied, Error
-from safeport.shared.audit import JournalHead
-from safeport.shared.known_secrets import shorten
-from safeport.shared.schemas.replies import MAX_REASON_CHARS
-from safeport.shared.schemas.wire import ErrorCode
+from safeport.shared.schemas.wire import ErrorCode, SqlResult, SshExecResult
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
-
-
-class ActionJournal(Protocol):
-    def record(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
-    ) -> JournalHead: ...
-
-
-class VaultView(Protocol):
-    """What the ladder reads of the vault's state (the core's ``VaultState`` is one): whether it
-    is unlocked, and the unlocked vault with its epoch, raising ``VaultLocked`` once locked."""
-
-    @property
-    def unlocked(self) -> bool: ...
-
-    def current(self) -> tuple[UnlockedVault, int]: ...
-
-
-class PolicySource(Protocol):
-    @property
-    def served(self) -> ServedPolicy | None: ...
-
-    def pending_declares(self, kind: str, target: str, action: str) -> bool:
-        """Whether an edited, not yet accepted gateway.toml declares this action."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,8 +83,9 @@ class Ladder:
 
     def propose(
         self, peer: PeerIdentity, proposal: Proposal, cancel: threading.Event | None = None
-    ) -> dict[str, object]:
-        """Run rungs 2 to 9; return the filtered result or raise a journaled :class:`Refusal`."""
+    ) -> ProposalOutcome:
+        """Run rungs 2 to 9: the filtered result, or the refusal that stopped it (journaled or
+        counted before this returns)."""
         request: ActionRequest | None = None
         intent: int | None = None
         low = self.space()
@@ -118,7 +93,7 @@ class Ladder:
             # Nothing is written for it: the disk is what is short. Counted, journaled as one
             # record when there is room again.
             self.budget.count(peer.uid, "disk_space")
-            raise Refusal("unavailable", Rung.INTAKE, "disk_space", low)
+            return Refused("unavailable", Rung.INTAKE, "disk_space", low)
         try:
             served = self._rung_identity_and_callers(peer)
             resolved = self._rung_action(peer, proposal, served)
@@ -135,12 +110,9 @@ class Ladder:
                     "denied", Rung.APPROVAL, "approval_cancelled", "the request was cancelled"
                 )
             intent = self._rung_intent(peer, request, grant.id)
-            return self._rung_execute_and_record(peer, resolved, grant, intent)
+            return Executed(self._rung_execute_and_record(peer, resolved, grant, intent))
         except Refusal as refusal:
-            answered = self._journal_refusal(peer, proposal, request, refusal, intent)
-            if answered is refusal:
-                raise
-            raise answered from refusal
+            return Refused.of(self._journal_refusal(peer, proposal, request, refusal, intent))
 
     # -- rungs --------------------------------------------------------------------------------
 
@@ -264,8 +236,29 @@ class Ladder:
 
     def _rung_execute_and_record(
         self, peer: PeerIdentity, resolved: Resolved, grant: Grant, intent: int
-    ) -> dict[str, object]:
-        request = resolved.request
+    ) -> ActionResult:
+        """Spend the grant, run the action once, journal its outcome (ran or not), tell the
+        human who approved it; return the filtered result or raise the attempt's refusal."""
+        vault = self._spend_grant(peer, resolved.request, grant)
+        attempt = attempt_action(
+            executor=self.executor,
+            credentials=self.credentials,
+            resolved=resolved,
+            vault=vault,
+            intent=intent,
+            clock=self.clock,
+        )
+        self._record_outcome(resolved.request, attempt, intent)
+        self._tell_approvers(grant, attempt.ended)
+        if isinstance(attempt.ended, Refusal):
+            raise attempt.ended
+        return attempt.ended
+
+    def _spend_grant(
+        self, peer: PeerIdentity, request: ActionRequest, grant: Grant
+    ) -> UnlockedVault:
+        """The grant is consumed against the vault's epoch now: a lock since the approval (or a
+        revoked session) stops the action before its credential is read."""
         try:
             vault, now_epoch = self.vault.current()
             self.approvals.consume(grant, peer, request, now_epoch)
@@ -275,52 +268,22 @@ class Ladder:
             ) from exc
         except ApprovalRefused as exc:
             raise Refusal("denied", Rung.EXECUTE, f"approval_{exc.outcome}", exc.message) from exc
-        started = self.clock()
-        status = "ok"
-        result: dict[str, object] = {}
-        refusal: Refusal | None = None
-        origin: dict[str, object] = {}  # a server's credential: where from, which version
-        texts: list[str] = []  # the credential's texts, withheld from messages
-        stopped: dict[str, object] = {}  # a deadline kept from this side: the step that held
-        try:
-            with self.credentials.held(resolved.policy, request, vault, intent) as held:
-                origin = held.origin
-                texts = credential_texts(held.secret)
-                result = execute_filtered(self.executor, held.secret, resolved)
-        except ActionError as exc:
-            status = exc.failure
-            if exc.stopped_by is not None:
-                stopped = {"stopped_by": exc.stopped_by}
-            # Redacted, then cut: the reply, the card and the journal all carry this text.
-            reason = shorten(exc.message, MAX_REASON_CHARS, texts)
-            refusal = Refusal(exc.code, Rung.EXECUTE, f"upstream_{exc.failure}", reason)
-        except VaultLocked:
-            # A lock from control.sock between the check above and this read: nothing ran,
-            # and the agent hears `locked` (retry after an unlock), not an internal error.
-            status = "locked"
-            refusal = Refusal(
-                "locked", Rung.EXECUTE, "locked", "the vault was locked before execution"
-            )
-        except Error as exc:
-            status = "error"
-            reason = shorten(f"the action could not run: {exc.message}", MAX_REASON_CHARS, texts)
-            refusal = Refusal("internal", Rung.EXECUTE, "internal", reason)
-        except Exception as exc:  # an executor bug must not kill the gateway or leak a trace
-            status = "error"
-            refusal = Refusal(
-                "internal", Rung.EXECUTE, "internal", f"the action failed ({type(exc).__name__})"
-            )
-        duration_ms = int((self.clock() - started) * 1000)
+        return vault
+
+    def _record_outcome(self, request: ActionRequest, attempt: Attempt, intent: int) -> None:
+        """The record closing the intent: sizes and statuses only, never served content."""
+        ended = attempt.ended
+        summary = {} if isinstance(ended, Refusal) else result_summary(ended)
         try:
             self.journal.record(
                 "action.outcome",
                 {
                     "request_id": request.request_id,
-                    "status": status,
-                    "duration_ms": duration_ms,
-                    **stopped,
-                    **result_summary(result),
-                    **({"credential": origin} if origin else {}),
+                    "status": attempt.status,
+                    "duration_ms": attempt.duration_ms,
+                    **attempt.stopped,
+                    **summary,
+                    **({"credential": attempt.origin} if attempt.origin else {}),
                 },
                 ref={"intent": intent},
             )
@@ -331,27 +294,17 @@ class Ladder:
                 "journal",
                 "the action ran but its outcome could not be recorded; do not retry automatically",
             ) from exc
-        self._tell_approvers(grant, result, refusal)
-        if refusal is not None:
-            raise refusal
-        return result
 
-    def _tell_approvers(
-        self, grant: Grant, result: dict[str, object], refusal: Refusal | None
-    ) -> None:
+    def _tell_approvers(self, grant: Grant, ended: ActionResult | Refusal) -> None:
         """The human who answered the card sees what the yes led to: done (the status or exit
         code), refused by a check made at execution, or failed upstream."""
         if grant.card is None:
             return  # a call an open session covered: no card was answered for it
-        if refusal is None:
-            verdict = "done"
-            status = result.get("status", result.get("exit_status"))
-            detail = f"exit {status}" if "exit_status" in result else str(status)
-            if "row_count" in result:
-                detail = f"{result['row_count']} row(s)"
+        if isinstance(ended, Refusal):
+            verdict = "refused" if ended.code == "denied" else "failed"
+            detail = ended.message
         else:
-            verdict = "refused" if refusal.code == "denied" else "failed"
-            detail = refusal.message
+            verdict, detail = "done", _done_detail(ended)
         self.approvals.notify(
             "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
         )
@@ -384,3 +337,13 @@ class Ladder:
             if refusal.rung < Rung.INTENT:
                 return refusal.answered("unavailable")
         return refusal
+
+
+def _done_detail(result: ActionResult) -> str:
+    """What the approver's card says of an action that ran: its exit code, row count or
+    HTTP status."""
+    if isinstance(result, SshExecResult):
+        return f"exit {result.exit_status}"
+    if isinstance(result, SqlResult):
+        return f"{result.row_count} row(s)"
+    return str(result.status)
