@@ -257,6 +257,7 @@ SURFACES: dict[str, set[str]] = {
         "audit",
         "catalog",
         "config",
+        "config_params",
         "config_sources",
         "config_sql",
         "control",

@@ -23,7 +23,8 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql,
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.schemas.config import Credential, GatewayPolicy, ParamSpec, approval_of
+from safeport.shared.schemas.config import Credential, GatewayPolicy, approval_of
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
 from safeport.shared.schemas.wire import ProposeHttp, ProposeSql, ProposeSsh
 

@@ -51,11 +51,10 @@ from safeport.action_gateway.ladder.result_filters import result_summary
 from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.errors import Denied, Error
+from safeport.errors import Denied, Error, ErrorCode
 from safeport.shared.audit import JournalHead
 from safeport.shared.known_secrets import shorten
 from safeport.shared.schemas.replies import MAX_REASON_CHARS
-from safeport.shared.schemas.wire import ErrorCode
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
 
