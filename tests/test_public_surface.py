@@ -274,6 +274,7 @@ SURFACES: dict[str, set[str]] = {
         "readable_id",
         "replies",
         "results",
+        "results_vault",
         "wire",
     },
     "safeport.vault": {
