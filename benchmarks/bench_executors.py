@@ -36,10 +36,10 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_ssh
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
-    ParamSpec,
     SshCommand,
     SshHost,
 )
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.vault.secrets import SecretBytes, TokenSecret
 
 

@@ -258,6 +258,7 @@ SURFACES: dict[str, set[str]] = {
         "audit",
         "catalog",
         "config",
+        "config_params",
         "config_sources",
         "config_sql",
         "control",
@@ -274,6 +275,7 @@ SURFACES: dict[str, set[str]] = {
         "readable_id",
         "replies",
         "results",
+        "results_vault",
         "wire",
     },
     "safeport.vault": {

@@ -8,10 +8,11 @@ categories.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Literal
 
-if TYPE_CHECKING:
-    from safeport.shared.schemas import ErrorCode
+# The codes a refusal carries on the gateway's sockets. They live here, on the lowest floor,
+# beside the errors that name them, so the wire contracts above can import both.
+ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
 
 
 class Error(Exception):

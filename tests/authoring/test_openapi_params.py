@@ -8,7 +8,7 @@ import re
 import pytest
 
 from safeport.authoring.openapi_params import map_schema
-from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.config_params import ParamSpec
 
 
 def test_an_enum_becomes_its_allowed_values() -> None:

@@ -13,15 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeport.cli.card_text import (
-    MIN_CARD_WIDTH,
     card_lines,
     client_text,
-    columns,
     human_duration,
     outcome_text,
     process_brief,
     process_text,
 )
+from safeport.cli.render import MIN_CARD_WIDTH, columns
 
 # Text that does not itself spell the word the test looks for.
 TEXT = st.text(max_size=40).filter(lambda text: "None" not in text)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from safeport.cli.card_text import LABEL_WIDTH, SPACE_MARK, card_lines, columns
+from safeport.cli.card_text import card_lines
+from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, columns
 
 LONG_COMMAND = (
     "journalctl --unit api.service --since '2026-12-06 20:00' --until '2026-12-06 21:00' "

@@ -8,14 +8,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeport.cli.card_text import (
-    LABEL_WIDTH,
-    SPACE_MARK,
-    WRAP_MARK,
-    card_lines,
-    columns,
-    wrap_exactly,
-)
+from safeport.cli.card_text import card_lines
+from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, WRAP_MARK, columns, wrap_exactly
 from safeport.shared.visible_text import inert_lines
 
 WIDTHS = (24, 40, 57, 80, 81, 132, 300)
@@ -27,8 +21,8 @@ def _card(command: str) -> dict[str, object]:
 
 def _read_back(lines: list[str], label: str) -> str:
     """What a reader recovers from the printed rows of ``label``: only the layout rules stated
-    in card_text (the label column, the wrap mark, the hang, the marked last space, the card's
-    marks escaped inside a value)."""
+    for a card's rows (``cli/render.py``: the label column, the wrap mark, the hang, the marked
+    last space, the card's marks escaped inside a value)."""
     start = next(
         i
         for i, line in enumerate(lines)

@@ -33,7 +33,8 @@ from safeport.context_server.policy.read_policy import InvalidInput, ReadPolicy
 from safeport.context_server.policy.request_path import parse_request_path
 from safeport.context_server.workspace.serving_config import load_settings
 from safeport.errors import ConfigError, Error, FrameTooLarge, WireError
-from safeport.shared.schemas.config import ParamSpec, SshCommand, parse_gateway_policy
+from safeport.shared.schemas.config import SshCommand, parse_gateway_policy
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.control import CONTROL_REQUEST
 from safeport.shared.schemas.wire import AGENT_REQUEST
 from safeport.shared.wire import (

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 from safeport.authoring.openapi_build import ImportedOperation, build_operation
 from safeport.authoring.openapi_spec import Spec, load_spec
 from safeport.errors import ConfigError
-from safeport.shared.schemas.config import ParamSpec, parse_gateway_policy
+from safeport.shared.schemas.config import parse_gateway_policy
+from safeport.shared.schemas.config_params import ParamSpec
 
 __all__ = ["ImportChoice", "ImportResult", "import_openapi", "load_spec", "write_into"]
 

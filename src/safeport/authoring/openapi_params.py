@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.config_params import ParamSpec
 
 Where = Literal["path", "query", "header", "body"]
 Resolve = Callable[[object], Any]

@@ -25,7 +25,6 @@ from safeport.shared.schemas.config import (
     HttpOperation,
     HttpSection,
     HttpService,
-    ParamSpec,
     RemoteSettings,
     SqlDatabase,
     SqlQuery,
@@ -34,6 +33,7 @@ from safeport.shared.schemas.config import (
     SshHost,
     SshSection,
 )
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.config_sources import OpenBaoAuth, OpenBaoServer, SourcesSection
 
 REGENERATE = "sp policy reference > docs/reference/policy.md"

@@ -14,7 +14,8 @@ import shlex
 from dataclasses import dataclass
 
 from safeport.errors import ConfigError
-from safeport.shared.schemas.config import PLACEHOLDER, parse_gateway_policy
+from safeport.shared.schemas.config import parse_gateway_policy
+from safeport.shared.schemas.config_params import PLACEHOLDER
 
 SAFE_VALUE = "^[A-Za-z0-9_.-]{1,64}$"
 _SPEC = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})=(?P<rest>.+)$", re.S)

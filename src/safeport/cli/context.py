@@ -14,8 +14,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from safeport.cli.card_text import labelled_lines
 from safeport.cli.options import profile_option, several_humans_passphrase_option
+from safeport.cli.render import labelled_lines
 from safeport.cli.secret_input import vault_passphrase
 from safeport.context_server import (
     ServeOptions,

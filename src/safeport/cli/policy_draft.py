@@ -1,20 +1,113 @@
-"""`sp policy edit|remove`: change gateway.toml, the draft a human accepts later, in an editor or
-one entry at a time; the file is only a proposal until `sp policy accept`."""
+"""`sp policy add|edit|remove`: change gateway.toml, the draft a human accepts later, in an
+editor or one entry at a time; the file is only a proposal until `sp policy accept`."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from safeport.authoring.removal import ENTRY_KINDS, EntryKind, remove_entry
-from safeport.cli.options import stdin_is_terminal
+from safeport.authoring.scaffold import (
+    HttpServiceDraft,
+    SshHostDraft,
+    add_http_service,
+    add_ssh_host,
+)
+from safeport.cli.options import refuse_unanswerable, stdin_is_terminal
 from safeport.errors import EnvironmentProblem, Error, UsageError
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
+
+
+@click.group()
+def add() -> None:
+    """Append an HTTPS service or an SSH host to gateway.toml, to narrow before accepting."""
+
+
+@add.command("http")
+@click.argument("name")
+@click.option("--base-url", metavar="URL", help="The API's https:// URL (asked when omitted).")
+@click.option("--credential", metavar="NAME", help="The token's vault name (NAME-token).")
+@click.option(
+    "--operation", "operations", multiple=True, metavar="SPEC",
+    help='One operation as ID="METHOD /path/{param}"; repeat for more (asked when omitted).',
+)  # fmt: skip
+def add_http(
+    name: str, base_url: str | None, credential: str | None, operations: tuple[str, ...]
+) -> None:
+    """Scaffold an HTTPS service: reads approved once per session, writes per call."""
+    refuse_unanswerable(
+        _missing((base_url, "the base URL", "--base-url URL"),
+                 (operations, "the operations", "--operation SPEC"))
+    )  # fmt: skip
+    draft = HttpServiceDraft(
+        name,
+        base_url or _ask("base URL (https://…)"),
+        credential or f"{name}-token",
+        operations or _ask_many("operation as ID=METHOD /path"),
+    )
+    _write(lambda text: add_http_service(text, draft), f"http service {name}")
+
+
+@add.command("ssh")
+@click.argument("name")
+@click.option("--address", metavar="HOST", help="The host name or address (asked when omitted).")
+@click.option("--user", metavar="USER", help="The remote account (asked when omitted).")
+@click.option("--host-key", metavar="KEY", help="The pinned key, from `sp ssh scan HOST`.")
+@click.option("--port", type=int, default=22, show_default=True, metavar="N", help="The SSH port.")
+@click.option("--credential", metavar="NAME", help="The key's vault name (NAME-key).")
+@click.option(
+    "--command", "commands", multiple=True, metavar="SPEC",
+    help='One command as ID="argv words {param}"; repeat for more (asked when omitted).',
+)  # fmt: skip
+def add_ssh(
+    name: str, address: str | None, user: str | None, host_key: str | None, port: int,
+    credential: str | None, commands: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Scaffold an SSH host with its pinned key; every command approved per call."""
+    refuse_unanswerable(
+        _missing((address, "the address", "--address HOST"), (user, "the user", "--user USER"),
+                 (host_key, "the host key", "--host-key KEY"),
+                 (commands, "the commands", "--command SPEC"))
+    )  # fmt: skip
+    draft = SshHostDraft(
+        name,
+        address or _ask("address"),
+        user or _ask("remote user"),
+        host_key or _ask("host key (from `sp ssh scan HOST`)"),
+        credential or f"{name}-key",
+        port,
+        commands or _ask_many("command as ID=argv words"),
+    )
+    _write(lambda text: add_ssh_host(text, draft), f"ssh host {name}")
+
+
+def _missing(*given: tuple[object, str, str]) -> list[tuple[str, str]]:
+    """(what is asked, the flag) for each value left out: each would be asked at a prompt."""
+    return [(what, flag) for value, what, flag in given if not value]
+
+
+def _ask(what: str) -> str:
+    return str(click.prompt(what))
+
+
+def _ask_many(what: str) -> tuple[str, ...]:
+    found: list[str] = []
+    while answer := str(click.prompt(f"{what} (empty to finish)", default="", show_default=False)):
+        found.append(answer)
+    return tuple(found)
+
+
+def _write(change: Callable[[str], str], what: str) -> None:
+    path = draft_path()
+    updated = change(path.read_text(encoding="utf-8"))  # parsed before anything is written
+    path.write_text(updated, encoding="utf-8")
+    click.echo(f"added {what} to {path}; narrow its params, then `sp policy check`")
 
 
 @click.command()

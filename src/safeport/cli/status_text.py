@@ -8,51 +8,17 @@ from safeport.gateway_client.status_overview import Overview
 
 
 def overview_lines(view: Overview) -> list[str]:
-    """The screen `sp status` prints."""
+    """The screen `sp status` prints: the gateway, where things live, the vault, the policy,
+    what the running gateway holds, then journals, clients and secrets, and the verdict."""
     gateway = view.gateway
-    lines = [
-        "gateway   "
-        + (
-            f"running (pid {gateway['pid']}, up {gateway['uptime_s']} s), vault {gateway['vault']}"
-            if gateway["running"]
-            else "not running — start it with `sp gateway run`"
-        )
-    ]
     home = view.home
-    lines.append(f"home      policy in {home['config']}; vault in {home['data']}")
-    lines.append(f"          journals in {home['audit']}; sockets in {home['run']}")
-    vault = view.vault
-    if vault.get("problem"):
-        lines.append(f"vault     {vault['problem']}")
-    elif vault.get("account"):
-        lines.append(f"vault     {vault['path']}, held by the gateway's account {vault['account']}")
-    elif vault["exists"]:
-        keyring = ", keyring unlock on" if vault.get("keyring") else ""
-        count = vault["entries"]
-        entries = f"{count} entry" if count == 1 else f"{count} entries"
-        lines.append(f"vault     {entries} in {vault['path']}{keyring}")
-    else:
-        lines.append(f"vault     none yet at {home['vault']} — create it with `sp vault init`")
-    policy = view.policy
-    if policy["file_error"]:
-        lines.append(f"policy    {policy['file_error']}")
-    for problem in policy.get("problems", []):
-        lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
-    served = policy["served"]
-    if not gateway["running"]:
-        # What a stopped gateway would serve is not known until it starts; "none" would say
-        # that nothing was ever accepted.
-        lines.append("policy    served: unknown while the gateway is not running")
-    else:
-        lines.append(
-            "policy    served "
-            + (served[:16] if served else "none accepted yet")
-            + (
-                " — gateway.toml has changes waiting for `sp policy accept`"
-                if policy["pending"]
-                else ""
-            )
-        )
+    lines = [
+        _gateway_line(gateway),
+        f"home      policy in {home['config']}; vault in {home['data']}",
+        f"          journals in {home['audit']}; sockets in {home['run']}",
+        _vault_line(view.vault, home),
+        *_policy_lines(view.policy, running=gateway["running"]),
+    ]
     if gateway["running"]:
         lines.append(f"sessions  {gateway['sessions']} open")
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
@@ -73,6 +39,56 @@ def overview_lines(view: Overview) -> list[str]:
         mark = "WARNING" if finding["state"] == "warn" else "PROBLEM"
         lines.append(f"secrets   {mark} {finding['check']}: {finding['detail']}")
     lines.append(_state_line(view))
+    return lines
+
+
+def _gateway_line(gateway: dict[str, Any]) -> str:
+    """Whether the gateway runs, since when, and its vault's state; or how to start it."""
+    return "gateway   " + (
+        f"running (pid {gateway['pid']}, up {gateway['uptime_s']} s), vault {gateway['vault']}"
+        if gateway["running"]
+        else "not running — start it with `sp gateway run`"
+    )
+
+
+def _vault_line(vault: dict[str, Any], home: dict[str, str]) -> str:
+    """The vault file: a problem with it, the account holding it, its entries, or how to make
+    one."""
+    if vault.get("problem"):
+        return f"vault     {vault['problem']}"
+    if vault.get("account"):
+        return f"vault     {vault['path']}, held by the gateway's account {vault['account']}"
+    if vault["exists"]:
+        keyring = ", keyring unlock on" if vault.get("keyring") else ""
+        count = vault["entries"]
+        entries = f"{count} entry" if count == 1 else f"{count} entries"
+        return f"vault     {entries} in {vault['path']}{keyring}"
+    return f"vault     none yet at {home['vault']} — create it with `sp vault init`"
+
+
+def _policy_lines(policy: dict[str, Any], *, running: bool) -> list[str]:
+    """gateway.toml's problems, and the policy served with whether the file waits to be
+    accepted."""
+    lines = []
+    if policy["file_error"]:
+        lines.append(f"policy    {policy['file_error']}")
+    for problem in policy.get("problems", []):
+        lines.append(f"policy    PROBLEM {problem} (`sp policy check`)")
+    served = policy["served"]
+    if not running:
+        # What a stopped gateway would serve is not known until it starts; "none" would say
+        # that nothing was ever accepted.
+        lines.append("policy    served: unknown while the gateway is not running")
+    else:
+        lines.append(
+            "policy    served "
+            + (served[:16] if served else "none accepted yet")
+            + (
+                " — gateway.toml has changes waiting for `sp policy accept`"
+                if policy["pending"]
+                else ""
+            )
+        )
     return lines
 
 

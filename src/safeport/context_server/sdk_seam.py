@@ -10,8 +10,8 @@ Importing this module checks, on a probe server and tool, that every attribute i
 present in the installed SDK; when one is missing the import fails with :class:`SdkSeamBroken`,
 which names the installed version and the version the seam was written against. ``mcp`` is
 pinned in ``pyproject.toml`` to that minor version (:data:`WRITTEN_AGAINST`): an upgrade is a
-deliberate edit of this module, its pin and ``tests/context_server/transport/test_direct.py`` (which holds
-the frames below equal to the SDK's answers).
+deliberate edit of this module, its pin and ``tests/context_server/transport/test_direct.py``
+(which holds the frames below equal to the SDK's answers).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from safeport.gateway_client.control_socket import GatewayClient, call_for_every
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.operations import ControlOp
-from safeport.shared.schemas.results import (
+from safeport.shared.schemas.results_vault import (
     VaultDescribeResult,
     VaultKeyringUnlockedResult,
     VaultUnlockedResult,

@@ -19,10 +19,10 @@ from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.shared.schemas.config import (
     HttpOperation,
     HttpService,
-    ParamSpec,
     SshCommand,
     SshHost,
 )
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.visible_text import inert
 
 HOST = SshHost(address="203.0.113.7", user="deploy", credential="k", host_keys=["ssh-ed25519 AAAA"])

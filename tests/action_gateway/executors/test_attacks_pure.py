@@ -22,7 +22,7 @@ from safeport.action_gateway.executors.https.response_contract import (
 from safeport.action_gateway.executors.https.target import normalise_host, service_origin
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
-from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.config_params import ParamSpec
 
 TOKEN = "CANARY-token-7f3a9c"
 

@@ -24,7 +24,7 @@ import pytest
 from harness.gateway import REPO, clean_env
 from harness.http_context import HttpServer, http_server
 from harness.remote_flow import REDIRECT_URI, register_by_hand, sp
-from safeport.cli.card_text import columns
+from safeport.cli.render import columns
 from safeport.shared.visible_text import needs_escape
 from tests.context_server.http.real_gateway import real_gateway
 from tests.context_server.test_server import small_workspace

@@ -27,7 +27,8 @@ from safeport.shared.schemas.control import (
     VaultUnlockKeyringRequest,
     VaultUnlockRequest,
 )
-from safeport.shared.schemas.results import (
+from safeport.shared.schemas.results import VaultState
+from safeport.shared.schemas.results_vault import (
     EntryAddedResult,
     EntryRemovedResult,
     EntryRotatedResult,
@@ -36,7 +37,6 @@ from safeport.shared.schemas.results import (
     VaultEntriesResult,
     VaultKeyringUnlockedResult,
     VaultLockedResult,
-    VaultState,
     VaultStateResult,
     VaultUnlockedResult,
 )

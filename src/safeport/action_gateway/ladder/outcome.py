@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
-from safeport.shared.schemas.wire import ErrorCode, HttpResult, SqlResult, SshExecResult
+from safeport.errors import ErrorCode
+from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 
 # Rung 9's filtered result, one model per action kind.
 ActionResult = SshExecResult | HttpResult | SqlResult

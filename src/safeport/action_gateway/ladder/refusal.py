@@ -10,8 +10,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from safeport.action_gateway.identity.model import PeerIdentity
-from safeport.errors import Error
-from safeport.shared.schemas.wire import ErrorCode
+from safeport.errors import Error, ErrorCode
 
 
 class Rung(IntEnum):

@@ -27,9 +27,9 @@ from safeport.shared.schemas.config import (
     Approval,
     Credential,
     GatewayPolicy,
-    ParamSpec,
     approval_of,
 )
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
 from safeport.shared.schemas.wire import ProposeHttp, ProposeSql, ProposeSsh
 

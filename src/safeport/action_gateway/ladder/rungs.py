@@ -53,8 +53,8 @@ from safeport.action_gateway.ladder.result_filters import result_summary
 from safeport.action_gateway.policy.caller_rules import CallerRefused, check_caller
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.errors import Denied, Error
-from safeport.shared.schemas.wire import ErrorCode, SqlResult, SshExecResult
+from safeport.errors import Denied, Error, ErrorCode
+from safeport.shared.schemas.wire import SqlResult, SshExecResult
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
 

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from functools import lru_cache
 
 from safeport.errors import Denied
-from safeport.shared.schemas.config import ParamSpec
+from safeport.shared.schemas.config_params import ParamSpec
 
 ArgValue = str | int
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f]")

@@ -16,7 +16,8 @@ from safeport.shared.schemas.catalog import (
     SshCatalogEntry,
     StringParam,
 )
-from safeport.shared.schemas.config import GatewayPolicy, ParamSpec, approval_of
+from safeport.shared.schemas.config import GatewayPolicy, approval_of
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.wire import MAX_REPLY_BYTES
 
 

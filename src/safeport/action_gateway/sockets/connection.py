@@ -20,10 +20,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.sockets.peer_socket import PeerSocket, Sender
-from safeport.errors import FrameTooLarge, WireError
+from safeport.errors import ErrorCode, FrameTooLarge, WireError
 from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ReplyError, ReplyOk, error_reply, wire_form
-from safeport.shared.schemas.wire import ErrorCode, PendingNotice, Welcome
+from safeport.shared.schemas.wire import PendingNotice, Welcome
 from safeport.shared.wire import (
     HEADER,
     MAX_REPLY_BYTES,

@@ -56,11 +56,11 @@ from safeport.action_gateway.sockets.peer_socket import (
     peer_closed,
     queued_bytes,
 )
-from safeport.errors import Denied, Error, FrameTooLarge, WireError
+from safeport.errors import Denied, Error, ErrorCode, FrameTooLarge, WireError
 from safeport.shared.exception_summary import summarize
 from safeport.shared.peer_credentials import peer_uid
 from safeport.shared.schemas.replies import error_reply, readable_id, wire_form
-from safeport.shared.schemas.wire import PROTOCOL_VERSION, ErrorCode, Welcome
+from safeport.shared.schemas.wire import PROTOCOL_VERSION, Welcome
 from safeport.shared.wire import PeerClosed, decode_payload, encode_frame
 
 log = logging.getLogger("safeport.gateway")

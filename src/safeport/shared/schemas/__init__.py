@@ -3,10 +3,12 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``config_sources``, ``control``, ``key_wire``, ``oauth_wire``, ``operations``, ``replies``,
-``results``, ``wire``).
+``config_params``, ``config_sources``, ``control``, ``key_wire``, ``oauth_wire``, ``operations``,
+``replies``, ``results``, ``results_vault``, ``wire``).
 """
 
+# ErrorCode lives beside the errors that carry it (the lowest floor); it stays a name here.
+from safeport.errors import ErrorCode
 from safeport.shared.schemas import config_sources, key_wire, oauth_wire, operations, results
 from safeport.shared.schemas.audit import AuditRecord, SealedBody
 from safeport.shared.schemas.catalog import (
@@ -24,12 +26,12 @@ from safeport.shared.schemas.config import (
     GatewayPolicy,
     HttpOperation,
     HttpService,
-    ParamSpec,
     SshCommand,
     SshHost,
     parse_gateway_policy,
     policy_digest,
 )
+from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.control import CONTROL_REQUEST, ControlRequest, control_ops
 from safeport.shared.schemas.replies import (
     REPLY,
@@ -49,7 +51,6 @@ from safeport.shared.schemas.wire import (
     AgentRequest,
     Cancel,
     CatalogRequest,
-    ErrorCode,
     Hello,
     HttpResult,
     ProposeHttp,
@@ -102,6 +103,7 @@ __all__ = [
     "audit",
     "catalog",
     "config",
+    "config_params",
     "config_sources",
     "config_sql",
     "control",
@@ -118,5 +120,6 @@ __all__ = [
     "readable_id",
     "replies",
     "results",
+    "results_vault",
     "wire",
 ]

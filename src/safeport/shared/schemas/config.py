@@ -9,12 +9,11 @@ HTTPS base URL is https, every param has exactly one constraint.
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from safeport.errors import ConfigError
 
@@ -27,6 +26,13 @@ from safeport.shared.schemas.config_gateway import Callers as Callers
 from safeport.shared.schemas.config_gateway import GatewaySettings as GatewaySettings
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
 from safeport.shared.schemas.config_gateway import RemoteSettings as RemoteSettings
+from safeport.shared.schemas.config_params import (
+    PLACEHOLDER,
+    ParamName,
+    ParamSpec,
+    check_placeholders,
+    json_placeholders,
+)
 from safeport.shared.schemas.config_problems import describe_problem
 from safeport.shared.schemas.config_sources import CredentialOrigin, SourcesSection
 from safeport.shared.schemas.config_sources import check_origin as _check_origin
@@ -36,9 +42,6 @@ from safeport.shared.schemas.config_sql import SqlQuery as SqlQuery
 from safeport.shared.schemas.config_sql import SqlSection as SqlSection
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
-ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-# `{name}` in an argv, path, query or body template; anything else (`${HOME}`) is literal text.
-PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]{0,63})\}")
 
 
 # Host key types the SSH executor can compare; DSA is obsolete and security-key (sk-) types are
@@ -52,39 +55,6 @@ PINNABLE_KEY_TYPES = frozenset(
         "ecdsa-sha2-nistp521",
     }
 )
-
-
-class ParamSpec(_Strict):
-    """One argument's constraint: exactly one of pattern, enum, or int with bounds."""
-
-    pattern: str | None = None
-    """A regular expression the whole value must match (anchor it: `^…$`)."""
-    enum: list[str] | None = None
-    """The only values allowed."""
-    type: Literal["str", "int"] = "str"
-    """"int" makes the value an integer, bounded by `min` and `max`."""
-    min: StrictInt | None = None
-    """The smallest integer allowed (with `type = "int"`)."""
-    max: StrictInt | None = None
-    """The largest integer allowed (with `type = "int"`)."""
-    max_length: Annotated[int, Field(ge=1, le=4096)] = 256
-    """The longest string value allowed, in characters."""
-
-    @model_validator(mode="after")
-    def _one_constraint(self) -> ParamSpec:
-        kinds = [self.pattern is not None, self.enum is not None, self.type == "int"]
-        if sum(kinds) != 1:
-            raise ValueError('a param needs exactly one of `pattern`, `enum` or `type = "int"`')
-        if self.type != "int" and (self.min is not None or self.max is not None):
-            raise ValueError('`min`/`max` only apply to `type = "int"`')
-        if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"`pattern` is not a valid regular expression: {exc}") from exc
-        if self.enum is not None and not self.enum:
-            raise ValueError("`enum` must list at least one value")
-        return self
 
 
 Approval = Literal["session", "per-call"]
@@ -125,7 +95,7 @@ class SshCommand(_Strict):
     @model_validator(mode="after")
     def _placeholders_declared(self) -> SshCommand:
         used = {name for part in self.argv for name in PLACEHOLDER.findall(part)}
-        _check_placeholders(used, self.params, "argv")
+        check_placeholders(used, self.params, "argv")
         unknown = set(self.allow_leading_dash) - set(self.params)
         if unknown:
             raise ValueError(f"`allow_leading_dash` names undeclared params: {sorted(unknown)}")
@@ -191,8 +161,8 @@ class HttpOperation(_Strict):
         used = set(PLACEHOLDER.findall(self.path))
         for value in self.query.values():
             used |= set(PLACEHOLDER.findall(value))
-        used |= _json_placeholders(self.json_body)
-        _check_placeholders(used, self.params, "path/query/json_body")
+        used |= json_placeholders(self.json_body)
+        check_placeholders(used, self.params, "path/query/json_body")
         for name in self.headers:
             if name.lower() in GATEWAY_HEADERS:
                 raise ValueError(f"header {name!r} is set by the gateway and cannot be declared")
@@ -358,12 +328,6 @@ def _only_tightens(
         )
 
 
-SqlQuery.model_rebuild(_types_namespace={"ParamSpec": ParamSpec})
-SqlDatabase.model_rebuild()
-SqlSection.model_rebuild()
-GatewayPolicy.model_rebuild()
-
-
 def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:
     """Parse gateway.toml; return the policy and its digest (SHA-256 of the accepted text)."""
     try:
@@ -379,22 +343,3 @@ def parse_gateway_policy(text: str) -> tuple[GatewayPolicy, str]:
 
 def policy_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _check_placeholders(used: set[str], params: dict[str, ParamSpec], where: str) -> None:
-    undeclared = used - set(params)
-    if undeclared:
-        raise ValueError(f"{where} uses undeclared params: {sorted(undeclared)}")
-    unused = set(params) - used
-    if unused:
-        raise ValueError(f"params declared but never used in {where}: {sorted(unused)}")
-
-
-def _json_placeholders(value: object) -> set[str]:
-    if isinstance(value, str):
-        return set(PLACEHOLDER.findall(value))
-    if isinstance(value, dict):
-        return set().union(*(_json_placeholders(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(_json_placeholders(v) for v in value)) if value else set()
-    return set()

@@ -8,18 +8,15 @@ typed parameters the driver binds, caps and the columns the agent may see.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from safeport.shared.schemas.config_gateway import PolicyTable as _Strict
+from safeport.shared.schemas.config_params import ParamName, ParamSpec
 from safeport.shared.sql_statement import StatementRefused, check_statement
 
-if TYPE_CHECKING:
-    from safeport.shared.schemas.config import ParamSpec
-
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
-ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 ColumnName = Annotated[str, Field(min_length=1, max_length=63)]
 Reason = Annotated[str, Field(min_length=8, max_length=200, pattern=r"^[\x20-\x7e]+$")]
 
@@ -39,7 +36,6 @@ class SqlQuery(_Strict):
     """Seconds the query may take, fetching included (the statement and lock timeouts too)."""
     approval: Literal["session", "per-call"] | None = None
     """This query's approval, overriding the credential's (unset: the credential's)."""
-    # ParamSpec lives in config.py, which imports this module and resolves the name.
     params: dict[ParamName, ParamSpec] = Field(default_factory=dict)
     """One constraint per `{name}` used in `statement`."""
 

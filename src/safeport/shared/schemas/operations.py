@@ -17,6 +17,7 @@ from safeport.shared.schemas import control as rq
 from safeport.shared.schemas import key_wire as kw
 from safeport.shared.schemas import oauth_wire as ow
 from safeport.shared.schemas import results as rs
+from safeport.shared.schemas import results_vault as rv
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.wire import (
     Cancel,
@@ -53,16 +54,16 @@ class ControlOp(Generic[Request, Result]):
 STATUS = ControlOp(rq.StatusRequest, rs.StatusResult)
 GATEWAY_STOP = ControlOp(rq.GatewayStopRequest, rs.StoppingResult)
 GATEWAY_RELOAD = ControlOp(rq.GatewayReloadRequest, rs.PolicyState)
-VAULT_STATUS = ControlOp(rq.VaultStatusRequest, rs.VaultStateResult)
-VAULT_DESCRIBE = ControlOp(rq.VaultDescribeRequest, rs.VaultDescribeResult)
-VAULT_INIT = ControlOp(rq.VaultInitRequest, rs.VaultCreatedResult)
-VAULT_UNLOCK = ControlOp(rq.VaultUnlockRequest, rs.VaultUnlockedResult)
-VAULT_LOCK = ControlOp(rq.VaultLockRequest, rs.VaultLockedResult)
-VAULT_UNLOCK_KEYRING = ControlOp(rq.VaultUnlockKeyringRequest, rs.VaultKeyringUnlockedResult)
-VAULT_ENTRIES = ControlOp(rq.VaultEntriesRequest, rs.VaultEntriesResult)
-VAULT_ADD = ControlOp(rq.VaultAddRequest, rs.EntryAddedResult)
-VAULT_ROTATE = ControlOp(rq.VaultRotateRequest, rs.EntryRotatedResult)
-VAULT_REMOVE = ControlOp(rq.VaultRemoveRequest, rs.EntryRemovedResult)
+VAULT_STATUS = ControlOp(rq.VaultStatusRequest, rv.VaultStateResult)
+VAULT_DESCRIBE = ControlOp(rq.VaultDescribeRequest, rv.VaultDescribeResult)
+VAULT_INIT = ControlOp(rq.VaultInitRequest, rv.VaultCreatedResult)
+VAULT_UNLOCK = ControlOp(rq.VaultUnlockRequest, rv.VaultUnlockedResult)
+VAULT_LOCK = ControlOp(rq.VaultLockRequest, rv.VaultLockedResult)
+VAULT_UNLOCK_KEYRING = ControlOp(rq.VaultUnlockKeyringRequest, rv.VaultKeyringUnlockedResult)
+VAULT_ENTRIES = ControlOp(rq.VaultEntriesRequest, rv.VaultEntriesResult)
+VAULT_ADD = ControlOp(rq.VaultAddRequest, rv.EntryAddedResult)
+VAULT_ROTATE = ControlOp(rq.VaultRotateRequest, rv.EntryRotatedResult)
+VAULT_REMOVE = ControlOp(rq.VaultRemoveRequest, rv.EntryRemovedResult)
 POLICY_STATUS = ControlOp(rq.PolicyStatusRequest, rs.PolicySnapshot)
 POLICY_ACCEPT = ControlOp(rq.PolicyAcceptRequest, rs.PolicyAcceptedResult)
 APPROVER_REGISTER = ControlOp(rq.ApproverRegisterRequest, rs.ApproverResult)

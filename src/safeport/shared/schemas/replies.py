@@ -14,9 +14,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from safeport.errors import WireError
+from safeport.errors import ErrorCode, WireError
 from safeport.shared.known_secrets import shorten
-from safeport.shared.schemas.wire import ErrorCode
 
 # What may be echoed back as a request id: printable ASCII, bounded; anything else is null.
 _ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")

@@ -8,6 +8,8 @@ replies the gateway has always sent.
 A few keys are sent only when they say something (a process line's ``team_id``, the public
 file's state after an unlock): :class:`Result` leaves out those of its ``_ABSENT_WHEN_NONE``
 that are ``None``, so the bytes on the wire are those of before.
+
+The vault's results are in :mod:`.results_vault`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from pydantic import (
 from safeport.shared.schemas.key_wire import KeyRequest
 
 VaultState = Literal["locked", "unlocked"]
-PublicFileState = Literal["matches", "missing", "mismatch"]
 
 
 class Result(BaseModel):
@@ -142,102 +143,6 @@ class CheckpointResult(Result):
     format: str
     version: int
     checkpoints: list[SignedHead]
-
-
-# -- the vault -------------------------------------------------------------------------------
-
-
-class VaultStateResult(Result):
-    vault: VaultState
-
-
-class KdfView(Result):
-    algorithm: str
-    memory_kib: int
-    iterations: int
-    lanes: int
-
-
-class VaultDescribeResult(Result):
-    """``vault.describe``: the header of the file only the gateway's account can read."""
-
-    _ABSENT_WHEN_NONE = frozenset(
-        {
-            "format_version",
-            "kdf",
-            "entries",
-            "keyring_enabled",
-            "audit_key_fingerprint",
-            "checkpoint_key_fingerprint",
-            "public_file",
-            "holder",
-        }
-    )
-
-    path: str
-    exists: bool
-    holder: str | None = None
-    format_version: int | None = None
-    kdf: KdfView | None = None
-    entries: int | None = None
-    keyring_enabled: bool | None = None
-    audit_key_fingerprint: str | None = None
-    checkpoint_key_fingerprint: str | None = None
-    public_file: Literal["matches header", "missing", "differs from header"] | None = None
-    vault: VaultState
-
-
-class VaultCreatedResult(Result):
-    """``vault.init``: the public keys of the new vault, base64."""
-
-    audit_x25519: str
-    checkpoint_ed25519: str
-
-
-class VaultUnlockedResult(Result):
-    _ABSENT_WHEN_NONE = frozenset({"public_file"})
-
-    vault: Literal["unlocked"]
-    policy: PolicyState
-    public_file: PublicFileState | None = None
-
-
-class VaultKeyringUnlockedResult(Result):
-    _ABSENT_WHEN_NONE = frozenset({"public_file"})
-
-    vault: Literal["unlocked"]
-    changed: bool
-    public_file: PublicFileState | None = None
-
-
-class VaultLockedResult(Result):
-    vault: Literal["locked"]
-    changed: bool
-
-
-class EntryView(Result):
-    """An entry as `sp vault list` shows it: never its value."""
-
-    name: str
-    kind: Literal["token", "basic", "ssh-key"]
-    created: str
-    rotated: str | None
-
-
-class VaultEntriesResult(Result):
-    entries: list[EntryView]
-
-
-class EntryAddedResult(Result):
-    added: str
-
-
-class EntryRotatedResult(Result):
-    rotated: str
-
-
-class EntryRemovedResult(Result):
-    removed: str
 
 
 # -- approvals and sessions ------------------------------------------------------------------

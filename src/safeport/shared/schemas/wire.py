@@ -34,8 +34,6 @@ ArgName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 ArgValue = StrictStr | StrictInt
 Args = Annotated[dict[ArgName, ArgValue], Field(max_length=32)]
 
-ErrorCode = Literal["invalid", "denied", "locked", "timeout", "upstream", "unavailable", "internal"]
-
 
 class Hello(Envelope):
     type: Literal["hello"]

@@ -122,7 +122,8 @@ def _assignment(
     text: str, start: int, end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
     # What follows the name first: most words in code (``passed``, ``Token(``) have no
-    # separator after them, and those need no walk back to the name's start.
+    # separator after them, and those need no walk back to the name's start. The steps after
+    # this one run only for the few keywords a separator follows.
     name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     after = _AFTER_NAME.match(text, name_end, line_end)
     if after is None or not (after.group("sep") or after.group("space")):
@@ -140,30 +141,56 @@ def _assignment(
     weak = not secret_name(name, words)
     if weak and not weak_secret_name(words):
         return None, 0
-    if not after.group("sep") and not (
-        (words in (["password"], ["passwd"]) and not after.group("quote"))
-        or (
-            after.group("quote")
-            and password_name(words)
-            and _starts_line(text, line_start, name_start)
-        )
+    if not after.group("sep") and not _bare_space_separates(
+        text, line_start, name_start, words, after
     ):
-        # A bare space separates a value only in netrc-style "password s3cr3t", and in Groovy's
-        # and Gradle's properties set without "=" (``storePassword 'x'``, ``keyPassword "x"``).
         return None, 0
     prefix = (after.group("prefix") or "").lower()
     if "r" in prefix or "f" in prefix:
         return None, 0  # raw strings are patterns, f-strings are built from other values
     if words[-1] == "authorization":
-        scheme = _AUTH_SCHEME.match(text, after.end(), line_end)
-        if scheme is not None and _token_like(scheme.group("value")):
-            if text[scheme.start() : scheme.start() + 5].lower() == "basic":
-                # Basic is base64 of user:password: judged by what it decodes to, so a
-                # documented stand-in (user:password) is served like any placeholder.
-                basic = basic_credential_at(text, scheme.start("value"))
-                return (basic, basic.end) if basic is not None else (None, 0)
-            span = SecretSpan(scheme.start("value"), scheme.end("value"), "authorization-header")
-            return span, span.end
+        header = _authorization_header(text, after.end(), line_end)
+        if header is not None:
+            return header
+    bounds = _value_bounds(text, after, name_start, line_end)
+    if bounds is None:
+        return None, 0
+    return _judged_value(text, after, name, words, weak, *bounds)
+
+
+def _bare_space_separates(
+    text: str, line_start: int, name_start: int, words: list[str], after: re.Match[str]
+) -> bool:
+    """A bare space separates a value only in netrc-style "password s3cr3t", and in Groovy's
+    and Gradle's properties set without "=" (``storePassword 'x'``, ``keyPassword "x"``)."""
+    return (words in (["password"], ["passwd"]) and not after.group("quote")) or bool(
+        after.group("quote") and password_name(words) and _starts_line(text, line_start, name_start)
+    )
+
+
+def _authorization_header(
+    text: str, value_start: int, line_end: int
+) -> tuple[SecretSpan | None, int] | None:
+    """The credential of an ``Authorization`` value that names its scheme, and how far it was
+    judged; None when the value names no scheme, for the ordinary judgement of a value."""
+    scheme = _AUTH_SCHEME.match(text, value_start, line_end)
+    if scheme is None or not _token_like(scheme.group("value")):
+        return None
+    if text[scheme.start() : scheme.start() + 5].lower() == "basic":
+        # Basic is base64 of user:password: judged by what it decodes to, so a
+        # documented stand-in (user:password) is served like any placeholder.
+        basic = basic_credential_at(text, scheme.start("value"))
+        return (basic, basic.end) if basic is not None else (None, 0)
+    span = SecretSpan(scheme.start("value"), scheme.end("value"), "authorization-header")
+    return span, span.end
+
+
+def _value_bounds(
+    text: str, after: re.Match[str], name_start: int, line_end: int
+) -> tuple[int, int] | None:
+    """Where the value after the separator starts and ends: to its closing quote, to the end
+    of a shell expansion, or over an unquoted run; None when what follows is code (a call, an
+    attribute, a parameter's type), not a literal."""
     quote = after.group("quote")
     value_start = after.end()
     if quote:
@@ -171,23 +198,38 @@ def _assignment(
         if value_end < 0:
             value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
-            return None, 0
+            return None
     elif (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None:
         value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
         if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
-            return None, 0  # a call or an attribute: code, not a literal
+            return None  # a call or an attribute: code, not a literal
         closing = _ANNOTATION_END.match(text, run.end(), line_end)
         # A type follows ": " in code; prose and configs write "(pw:Xy7…)" without the space.
         spaced = text[after.end("sep") : after.end("sep") + 1] in (" ", "\t")
         annotation = after.group("sep") == ":" and spaced and closing and closing.group().strip()
         if annotation and run.group()[:1].isupper():
-            return None, 0  # "private_key: Ed25519PrivateKey," is a parameter's type
+            return None  # "private_key: Ed25519PrivateKey," is a parameter's type
         value_end = run.end()
         if text[name_start - 1 : name_start] in ("?", "&"):  # a URL's query: ?key=…&next=…
             ampersand = text.find("&", value_start, value_end)
             value_end = value_end if ampersand < 0 else ampersand
+    return value_start, value_end
+
+
+def _judged_value(
+    text: str,
+    after: re.Match[str],
+    name: str,
+    words: list[str],
+    weak: bool,
+    value_start: int,
+    value_end: int,
+) -> tuple[SecretSpan | None, int]:
+    """The value at ``text[value_start:value_end]`` as a secret if it looks generated (or
+    chosen, under a name that can only mean a password), and how far the judgement reached."""
+    quote = after.group("quote")
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1

@@ -15,17 +15,23 @@ macros, markup and lookups with a default name a secret before its value.
 Each look starts at a keyword the prefilter found and reads its line (markup: the two after it);
 the name must be secret-like by the same words as an assignment's, and the value random by the
 same ``looks_random``.
+
+:func:`in_context` is where the scanner sends a word no assignment follows: it chooses among
+these looks, a command's flag (``commands.py``), libcurl's option, SQL's ``PASSWORD`` (``sql.py``)
+and a query encoded in a URL, by the character after the name.
 """
 
 from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
+from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, encoded_query_at
 from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.commands import curl_option_at, flag_value_at
 from safeport.shared.secret_scan.names import name_words, secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
+from safeport.shared.secret_scan.sql import password_keyword_at
 
 _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
 _LITERAL = r"""(?P<quote>\\?["'`])(?P<quoted>[^"'`\\\n]{1,256})(?P=quote)"""
@@ -260,3 +266,73 @@ def _cell_secret(value: str, name: str, words: list[str]) -> bool:
     if password_name(words) and chosen_password(value, name):
         return True
     return looks_random(value, quoted=True) and value.lower() not in name.lower()
+
+
+# What may follow a word for one of the shapes below to hold its value.
+_CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
+
+
+def in_context(
+    text: str, start: int, end: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
+    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
+    # Each takes its value after a space, a separator, a tag's end or a comma; most words in
+    # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    following = text[name_end : name_end + 1]
+    if following == "(":  # PASSWORD('…'), setPassword("…")
+        return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
+            text, start, end, line_start, line_end
+        )
+    if following == ",":  # CURLOPT_PASSWORD, "…"
+        if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
+            return None
+        return curl_option_at(text, start, end, line_end)
+    if following == "%":  # a query encoded in a URL: %26token%3D…
+        return encoded_query_at(text, start, end, line_start, line_end)
+    if following not in _CONTEXT_FOLLOWING:
+        return None
+    if following in (" ", "\t") and not spaced_may_hold(
+        text, start, name_end, line_start, line_end
+    ):
+        return None
+    if following in (" ", "\t"):
+        before = text[start - 1 : start] if start > line_start else ""
+        if before == "-" or (
+            before.isalnum() and text.rfind("-", max(line_start, start - 64), start) >= 0
+        ):
+            found = flag_value_at(text, start, end, line_start, line_end)
+            if found is not None:
+                return found
+        found = password_keyword_at(text, start, end, line_start, line_end)
+        if found is not None:
+            return found
+    return prose_at(text, start, end, line_start, line_end)
+
+
+# A name followed by a space and a word ("the token expires", "token lifetime": most word hits
+# in prose and code) holds a value in a few shapes only, each known by what comes after the name
+# (a word that continues it, "for …", "is"/"was") or before it (a flag's dash, a tag's bracket, a
+# keyword's colon, a macro, SQL's PASSWORD). Two cheap looks stand in for every shape's own.
+_SPACED_AFTER = re.compile(
+    r"[ \t]+(?:[^A-Za-z \t]|(?i:key|token|secret|password|passphrase|code|pin|phrase)\b"
+    r"|for[ \t]|is[ \t]|was[ \t])"
+)
+
+
+def spaced_may_hold(text: str, start: int, name_end: int, line_start: int, line_end: int) -> bool:
+    """Whether a name a space follows may hold a value in one of the shapes above."""
+    if _SPACED_AFTER.match(text, name_end, line_end) or text[start : start + 4].lower() == "pass":
+        return True
+    before = text[max(line_start, start - 80) : start]
+    return (
+        "-" in before
+        or "<" in before
+        or ":" in before
+        or "(" in before
+        or "define" in before
+        or "%global" in before
+        or "ENV" in before
+        or " set" in f" {before.lower()}"  # the macro word, not "offset" or "dataset"
+    )

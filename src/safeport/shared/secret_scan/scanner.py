@@ -16,6 +16,7 @@ some pays again only for the lines around them.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import re
 import threading
@@ -24,19 +25,18 @@ from collections import OrderedDict, defaultdict
 from safeport.shared.secret_scan.assignments import (
     assignment_at,
     bearer_at,
-    encoded_query_at,
     may_assign,
     may_assign_strong,
     url_credential_at,
 )
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
-from safeport.shared.secret_scan.commands import command_at, curl_option_at, flag_value_at
+from safeport.shared.secret_scan.commands import command_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
 from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.passwords import ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.prose import call_literal_at, prose_at, table_column_at
+from safeport.shared.secret_scan.prose import in_context, spaced_may_hold, table_column_at
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import (
@@ -45,7 +45,6 @@ from safeport.shared.secret_scan.spans import (
     merge_spans,
     reach_value_ends,
 )
-from safeport.shared.secret_scan.sql import password_keyword_at
 from safeport.shared.secret_scan.structured import (
     escaped_value_at,
     may_be_escaped,
@@ -66,8 +65,6 @@ _LINE_ENDS = ("\n", "")
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
 # paired name without a pattern match.
 _NAME_GOES_ON = frozenset(("", "\n", "\r", "_", ".", "-", '"', "'", "\\"))
-_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
-_CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 
 
 # Large texts are remembered by a digest of their bytes: an agent reads the same file again and
@@ -147,12 +144,9 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     """The secrets of ``text`` as written, and where it holds a hidden character."""
     spans: list[SecretSpan] = []
     hidden: list[int] = []
-    lead_regions: dict[TokenRule, list[tuple[int, int]]] = defaultdict(list)
     line_start = line_end = 0
     word_done = -1  # a name holding several words ("secret_token") is judged once
-    key_blocks: KeyBlocks | None = None
-    shapes: Shapes | None = None
-    lead_lines: dict[TokenRule, int] = {}
+    tokens, readers = _TokenRules(text), _Readers(text)
     for start, end, anchor in hits(text):
         if anchor.hidden:
             hidden.append(start)
@@ -161,88 +155,35 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             line_start = text.rfind("\n", line_end, start) + 1
             newline = text.find("\n", start)
             line_end = len(text) if newline < 0 else newline
-        for rule in anchor.rules:
-            if rule.lead:
-                if lead_lines.get(rule) != line_start:  # each line once, however many hits
-                    lead_lines[rule] = line_start
-                    region = _around(text, line_start, line_end, rule.context_lines)
-                    lead_regions[rule].append(region)
-                continue
-            match = rule.pattern.match(text, start)
-            if match is not None:
-                group = "secret" if "secret" in rule.pattern.groupindex else 0
-                if rule.check is None or rule.check(match.group(group)):
-                    spans.append(SecretSpan(match.start(group), match.end(group), rule.kind))
-        if (
-            anchor.word
-            and text[end : end + 1] in (" ", "\t")
-            and text.find("|", line_start, line_start + 4) < 0  # a table row is read below
-            and text[start:end].lower() != "bearer"
-            and not _spaced_may_hold(text, start, end, line_start, line_end)
-        ):
-            continue  # the commonest word hit, "the token expires": done in two cheap looks
-        if anchor.word and (
-            ordinary_pass_word(text, start, end)
-            or (
-                (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
-                and inside_base64_run(text, start, end, line_start, line_end)
-            )
-        ):
-            continue
-        if anchor.word and start >= word_done and "|" in text[line_start : line_start + 4]:
-            spans.extend(table_column_at(text, start, line_start, line_end))
+        if anchor.rules:
+            spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
-        # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing; a
-        # name a space and a plain word follow holds a value in a few shapes only, which two
-        # cheap looks rule out for most words in prose and code (see ``_spaced_may_hold``).
-        if (
-            anchor.word
-            and start >= word_done
-            and not (anchor.weak and text[end : end + 1].islower())
-            and not (
+        if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
+            # A name a space and a plain word follow holds a value in a few shapes only, which
+            # two cheap looks rule out for most words in prose and code (``spaced_may_hold``).
+            quiet = (
                 text[end : end + 1] in (" ", "\t")
                 and text[start:end].lower() != "bearer"
-                and not _spaced_may_hold(text, start, end, line_start, line_end)
+                and not spaced_may_hold(text, start, end, line_start, line_end)
             )
-        ):
-            separated = False
-            if text[end : end + 1] not in _LINE_ENDS:
-                if (
-                    may_assign_strong(text, end, line_end)
-                    if anchor.weak
-                    else may_assign(text, start, end, line_end)
-                ):
-                    separated = text[start:end].lower() != "pass"  # "pass" may need no sign
-                    found, reach = assignment_at(text, start, end, line_start, line_end)
-                    # A weak word's miss leaves its name to the words around it ("apiKey").
-                    word_done = reach if found is not None or not anchor.weak else word_done
-                if found is None and text[start:end].lower() == "bearer":
-                    found = bearer_at(text, start, line_end)
-            # A name that is itself a field's value (``key="Password" value="…"``, a YAML
-            # ``name:`` ending its line) names the secret of the field beside it; a name a
-            # separator follows is not one.
-            after = text[end : end + 1]
-            if (
-                found is None
-                and not separated
-                and (after in _NAME_GOES_ON or after.isalnum())
-                and may_pair(text, end, line_end)
+            if quiet and text.find("|", line_start, line_start + 4) < 0:  # a table: below
+                continue  # the commonest word hit, "the token expires": done
+            if ordinary_pass_word(text, start, end) or (
+                (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
+                and inside_base64_run(text, start, end, line_start, line_end)
             ):
-                found, word_done = pair_at(text, start, end, line_start, line_end)
+                continue
+            if start >= word_done and "|" in text[line_start : line_start + 4]:
+                spans.extend(table_column_at(text, start, line_start, line_end))
+            # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing.
             if (
-                found is None
-                and text[end : end + 1] not in _LINE_ENDS
-                and not anchor.weak  # assignments only
+                start >= word_done
+                and not quiet
+                and not (anchor.weak and text[end : end + 1].islower())
             ):
-                found = _in_context(text, start, end, line_start, line_end)
-            if may_open_below(text, end, line_end):  # a value below, or begun here and continued
-                below = value_below(text, start, end, line_start, line_end)
-                if below is not None:
-                    spans.append(below)
-            elif found is None and may_be_escaped(text, end, line_end):
-                found = escaped_value_at(text, start, end, line_start, line_end)
-            if found is None and may_hold_bytes(text, end, line_end):
-                found = byte_array_at(text, start, end, line_start, line_end)
+                found, word_done = _word_value_at(
+                    text, anchor.weak, start, end, line_start, line_end, word_done, spans
+                )
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
@@ -250,82 +191,122 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
         elif anchor.call:
             found = positional_at(text, end, line_end)
         elif anchor.key_block:
-            key_blocks = key_blocks or KeyBlocks(text)
-            found = key_blocks.at(start, line_start)
+            found = readers.key_blocks.at(start, line_start)
         elif anchor.shape:
-            shapes = shapes or Shapes(text)
-            spans.extend(shapes.at(anchor.shape, start, end, line_start))
+            spans.extend(readers.shapes.at(anchor.shape, start, end, line_start))
         if found is not None:
             spans.append(found)
-    for rule, regions in lead_regions.items():
-        spans.extend(_search_regions(text, rule, regions))
+    spans += tokens.searched()
     spans = [span for span in spans if not sealed_ciphertext(text, span.start)]
     return merge_spans(spans), hidden
 
 
-def _in_context(
-    text: str, start: int, end: int, line_start: int, line_end: int
-) -> SecretSpan | None:
-    """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
-    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
-    # Each takes its value after a space, a separator, a tag's end or a comma; most words in
-    # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
-    following = text[name_end : name_end + 1]
-    if following == "(":  # PASSWORD('…'), setPassword("…")
-        return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
-            text, start, end, line_start, line_end
-        )
-    if following == ",":  # CURLOPT_PASSWORD, "…"
-        if "CURLOPT_" not in text[max(line_start, start - 64) : start]:
-            return None
-        return curl_option_at(text, start, end, line_end)
-    if following == "%":  # a query encoded in a URL: %26token%3D…
-        return encoded_query_at(text, start, end, line_start, line_end)
-    if following not in _CONTEXT_FOLLOWING:
-        return None
-    if following in (" ", "\t") and not _spaced_may_hold(
-        text, start, name_end, line_start, line_end
-    ):
-        return None
-    if following in (" ", "\t"):
-        before = text[start - 1 : start] if start > line_start else ""
-        if before == "-" or (
-            before.isalnum() and text.rfind("-", max(line_start, start - 64), start) >= 0
+class _TokenRules:
+    """The provider rules the hits of one text wake. A rule whose anchor sits inside its token
+    (``lead``) is searched once every hit is read, over the lines around its hits: each line
+    joins its regions once, however many hits it holds."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines: dict[TokenRule, int] = {}
+        self.regions: dict[TokenRule, list[tuple[int, int]]] = defaultdict(list)
+
+    def at(
+        self, rules: tuple[TokenRule, ...], start: int, line_start: int, line_end: int
+    ) -> list[SecretSpan]:
+        """The tokens the rules of an anchor match at ``start``; lead rules note the line."""
+        text = self.text
+        found = []
+        for rule in rules:
+            if rule.lead:
+                if self.lines.get(rule) != line_start:  # each line once, however many hits
+                    self.lines[rule] = line_start
+                    region = _around(text, line_start, line_end, rule.context_lines)
+                    self.regions[rule].append(region)
+                continue
+            match = rule.pattern.match(text, start)
+            if match is not None:
+                group = "secret" if "secret" in rule.pattern.groupindex else 0
+                if rule.check is None or rule.check(match.group(group)):
+                    found.append(SecretSpan(match.start(group), match.end(group), rule.kind))
+        return found
+
+    def searched(self) -> list[SecretSpan]:
+        """The tokens of the lead rules, over the regions their hits noted."""
+        found = []
+        for rule, regions in self.regions.items():
+            found += _search_regions(self.text, rule, regions)
+        return found
+
+
+class _Readers:
+    """The readers of a whole text, built the first time a hit needs one (most texts hold no
+    key block and no shape, and never pay for either)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def key_blocks(self) -> KeyBlocks:
+        return KeyBlocks(self.text)
+
+    @functools.cached_property
+    def shapes(self) -> Shapes:
+        return Shapes(self.text)
+
+
+def _word_value_at(
+    text: str,
+    weak: bool,
+    start: int,
+    end: int,
+    line_start: int,
+    line_end: int,
+    word_done: int,
+    spans: list[SecretSpan],
+) -> tuple[SecretSpan | None, int]:
+    """The value the word at ``text[start:end]`` names, in each shape a word may name one (an
+    assignment, a bearer header, a field beside it, a flag or prose, a value below or escaped,
+    a byte array), and where the next word hit needs judging again. A value found beside the
+    one returned (one continued below the line) joins ``spans``."""
+    found: SecretSpan | None = None
+    separated = False
+    if text[end : end + 1] not in _LINE_ENDS:
+        if (
+            may_assign_strong(text, end, line_end)
+            if weak
+            else may_assign(text, start, end, line_end)
         ):
-            found = flag_value_at(text, start, end, line_start, line_end)
-            if found is not None:
-                return found
-        found = password_keyword_at(text, start, end, line_start, line_end)
-        if found is not None:
-            return found
-    return prose_at(text, start, end, line_start, line_end)
-
-
-# A name followed by a space and a word ("the token expires", "token lifetime": most word hits
-# in prose and code) holds a value in a few shapes only, each known by what comes after the name
-# (a word that continues it, "for …", "is"/"was") or before it (a flag's dash, a tag's bracket, a
-# keyword's colon, a macro, SQL's PASSWORD). Two cheap looks stand in for every shape's own.
-_SPACED_AFTER = re.compile(
-    r"[ \t]+(?:[^A-Za-z \t]|(?i:key|token|secret|password|passphrase|code|pin|phrase)\b"
-    r"|for[ \t]|is[ \t]|was[ \t])"
-)
-
-
-def _spaced_may_hold(text: str, start: int, name_end: int, line_start: int, line_end: int) -> bool:
-    if _SPACED_AFTER.match(text, name_end, line_end) or text[start : start + 4].lower() == "pass":
-        return True
-    before = text[max(line_start, start - 80) : start]
-    return (
-        "-" in before
-        or "<" in before
-        or ":" in before
-        or "(" in before
-        or "define" in before
-        or "%global" in before
-        or "ENV" in before
-        or " set" in f" {before.lower()}"  # the macro word, not "offset" or "dataset"
-    )
+            separated = text[start:end].lower() != "pass"  # "pass" may need no sign
+            found, reach = assignment_at(text, start, end, line_start, line_end)
+            # A weak word's miss leaves its name to the words around it ("apiKey").
+            word_done = reach if found is not None or not weak else word_done
+        if found is None and text[start:end].lower() == "bearer":
+            found = bearer_at(text, start, line_end)
+    # A name that is itself a field's value (``key="Password" value="…"``, a YAML
+    # ``name:`` ending its line) names the secret of the field beside it; a name a
+    # separator follows is not one.
+    after = text[end : end + 1]
+    if (
+        found is None
+        and not separated
+        and (after in _NAME_GOES_ON or after.isalnum())
+        and may_pair(text, end, line_end)
+    ):
+        found, word_done = pair_at(text, start, end, line_start, line_end)
+    if (
+        found is None and text[end : end + 1] not in _LINE_ENDS and not weak  # assignments only
+    ):
+        found = in_context(text, start, end, line_start, line_end)
+    if may_open_below(text, end, line_end):  # a value below, or begun here and continued
+        below = value_below(text, start, end, line_start, line_end)
+        if below is not None:
+            spans.append(below)
+    elif found is None and may_be_escaped(text, end, line_end):
+        found = escaped_value_at(text, start, end, line_start, line_end)
+    if found is None and may_hold_bytes(text, end, line_end):
+        found = byte_array_at(text, start, end, line_start, line_end)
+    return found, word_done
 
 
 def _around(text: str, line_start: int, line_end: int, lines: int) -> tuple[int, int]:

@@ -27,7 +27,8 @@ import idna
 
 from safeport.action_gateway.executors.interface import ActionError, RequestTarget, ServiceOrigin
 from safeport.action_gateway.policy.arguments import ArgumentRejected, ArgValue, validate_args
-from safeport.shared.schemas.config import PLACEHOLDER, HttpOperation, HttpService
+from safeport.shared.schemas.config import HttpOperation, HttpService
+from safeport.shared.schemas.config_params import PLACEHOLDER
 
 _WHOLE_PLACEHOLDER = re.compile(r"^\{([a-z][a-z0-9_]{0,63})\}$")
 # Characters a declared (human-written) path may carry literally: RFC 3986 pchar minus `%`.

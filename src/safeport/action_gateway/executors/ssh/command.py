@@ -16,7 +16,8 @@ from collections.abc import Mapping
 
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
-from safeport.shared.schemas.config import PLACEHOLDER, SshCommand
+from safeport.shared.schemas.config import SshCommand
+from safeport.shared.schemas.config_params import PLACEHOLDER
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # sshd runs the command as one argument of `$SHELL -c`, and Linux refuses a single argument of
