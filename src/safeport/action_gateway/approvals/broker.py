@@ -99,7 +99,7 @@ class Approvals:
             if found is not None:
                 binding = grant_binding(request, requester)
                 return Grant(found.id, "session", vault_epoch, found.expires_at, binding)
-            self.reap()
+            self.reap()  # none is live: the ones that ended are journaled before a new card
         card_id = self._approved_card(requester, request, timeout_s, session_max_s)
         now = self._clock()
         if request.scope == "session":
@@ -131,29 +131,6 @@ class Approvals:
         with self._lock:
             self._per_call[per_call.id] = per_call
         return per_call
-
-    def _approved_card(
-        self,
-        requester: PeerIdentity,
-        request: ActionRequest,
-        timeout_s: float,
-        session_max_s: float,
-    ) -> str:
-        """Show the request's card and wait: the card's id once approved; raises otherwise."""
-        # wall_now: the expiry a key signs must mean something outside this process.
-        times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
-        card = card_kinds.build_card(
-            _new_id("c"), requester, request, **times, wall_now=time.time()
-        )
-        pending = self._open_card(card)
-        if pending.outcome == "timeout":
-            raise ApprovalTimedOut("no approver answered in time")
-        if pending.outcome != "approved":
-            assert pending.outcome is not None
-            raise ApprovalRefused(
-                pending.reason or "the approver denied it", outcome=pending.outcome
-            )
-        return pending.card.id
 
     def consume(
         self, grant: Grant, requester: PeerIdentity, request: ActionRequest, vault_epoch: int
@@ -273,6 +250,29 @@ class Approvals:
         times = {"now": self._clock(), "timeout_s": timeout_s, "wall_now": time.time()}
         card = card_kinds.build_client_card(_new_id("c"), requester, request, **times)
         return self._open_card(card).outcome or "timeout"
+
+    def _approved_card(
+        self,
+        requester: PeerIdentity,
+        request: ActionRequest,
+        timeout_s: float,
+        session_max_s: float,
+    ) -> str:
+        """Show the request's card and wait: the card's id once approved; raises otherwise."""
+        # wall_now: the expiry a key signs must mean something outside this process.
+        times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
+        card = card_kinds.build_card(
+            _new_id("c"), requester, request, **times, wall_now=time.time()
+        )
+        pending = self._open_card(card)
+        if pending.outcome == "timeout":
+            raise ApprovalTimedOut("no approver answered in time")
+        if pending.outcome != "approved":
+            assert pending.outcome is not None
+            raise ApprovalRefused(
+                pending.reason or "the approver denied it", outcome=pending.outcome
+            )
+        return pending.card.id
 
     def _open_card(self, card: ApprovalCard) -> _Pending:
         """Show ``card`` and wait for its answer (or its expiry)."""
