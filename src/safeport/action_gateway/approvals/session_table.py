@@ -1,8 +1,8 @@
 """The open session grants: found again for a matching request, opened on approval, ended on
 revoke, on expiry, when the requester's process exits, or when everything is voided.
 
-The table shares the broker's lock, so a vault lock settles every waiting card and ends every
-session in one step: no proposal can slip between the two.
+The table shares the broker's lock, so a vault lock settles every waiting card, takes every
+session and drops every per-call grant while holding that one lock.
 """
 
 from __future__ import annotations
