@@ -506,6 +506,7 @@ DECISION_MODULES = {
         "action_gateway.policy.caller_rules",
         "action_gateway.policy.directions",
         "action_gateway.policy.meaning",
+        "action_gateway.policy.meaning_rules",
         "action_gateway.policy.rate_limits",
         "action_gateway.policy.review",
         "action_gateway.policy.shares",

@@ -17,10 +17,10 @@ from safeport.action_gateway.install.code_check import code_write_problem
 from safeport.action_gateway.install.plan import (
     InstallOptions,
     SystemFacts,
-    check_prefix,
     plan_install,
     plan_uninstall,
 )
+from safeport.action_gateway.install.root_checks import check_prefix
 from safeport.action_gateway.install.start_checks import code_roots
 from safeport.action_gateway.install.steps import Step, make_folder
 from safeport.errors import EnvironmentProblem, UsageError

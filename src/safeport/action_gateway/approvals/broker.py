@@ -18,18 +18,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from safeport.action_gateway.approvals import cards as card_kinds
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused, check_approver
 from safeport.action_gateway.approvals.cards import ActionRequest, ApprovalCard, ClientAuthorization
-from safeport.action_gateway.approvals.grants import (
-    Grant,
-    SessionGrant,
-    grant_binding,
-    held_requester,
-    let_go,
-)
+from safeport.action_gateway.approvals.grants import Grant, SessionGrant, grant_binding, let_go
+from safeport.action_gateway.approvals.session_table import Journal, LivenessProbe, SessionTable
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.policy.shares import one_more
 from safeport.errors import Denied, Error
@@ -58,14 +53,6 @@ class NoSuchCard(Error):
     wire_code = "denied"
 
 
-class Journal(Protocol):
-    def record(self, kind: str, body: dict[str, object]) -> object: ...
-
-
-class LivenessProbe(Protocol):
-    def alive(self, identity: PeerIdentity) -> bool: ...
-
-
 @dataclass
 class _Pending:
     card: ApprovalCard
@@ -86,12 +73,11 @@ class Approvals:
         """``humans``: how many uids are served, each with its share of the waiting cards."""
         self._humans = humans
         self._journal = journal
-        self._probe = probe
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
         self._by_requester: dict[tuple[object, ...], str] = {}
-        self._sessions: dict[str, SessionGrant] = {}
+        self._sessions = SessionTable(self._lock, journal, probe, clock)
         self._per_call: dict[str, Grant] = {}
         self._listeners: list[Listener] = []
         self._card_openers: list[Callable[[ApprovalCard], None]] = []
@@ -109,61 +95,38 @@ class Approvals:
     ) -> Grant:
         """Return a grant for this request, asking a human when needed; blocks until decided."""
         if request.scope == "session":
-            found = self._live_session(requester, request, vault_epoch)
+            found = self._sessions.live(requester, request, vault_epoch)
             if found is not None:
                 binding = grant_binding(request, requester)
                 return Grant(found.id, "session", vault_epoch, found.expires_at, binding)
-        # wall_now: the expiry a key signs must mean something outside this process.
-        times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
-        card = card_kinds.build_card(
-            _new_id("c"), requester, request, **times, wall_now=time.time()
-        )
-        pending = self._open_card(card)
-        if pending.outcome == "timeout":
-            raise ApprovalTimedOut("no approver answered in time")
-        if pending.outcome != "approved":
-            assert pending.outcome is not None
-            raise ApprovalRefused(
-                pending.reason or "the approver denied it", outcome=pending.outcome
-            )
+            self.reap()  # none is live: the ones that ended are journaled before a new card
+        card_id = self._approved_card(requester, request, timeout_s, session_max_s)
         now = self._clock()
         if request.scope == "session":
-            grant = SessionGrant(
-                id=_new_id("s"),
-                requester=held_requester(requester),
-                credential=request.credential,
-                policy_digest=request.policy_digest,
-                opened_at=now,
-                expires_at=now + session_max_s,
+            grant = self._sessions.open(
+                _new_id("s"),
+                requester,
+                request,
+                card_id=card_id,
+                now=now,
+                session_max_s=session_max_s,
                 vault_epoch=vault_epoch,
             )
-            self._journal.record(
-                "session.opened",
-                {
-                    "session": grant.id,
-                    "credential": grant.credential,
-                    "card": pending.card.id,
-                    "requester": requester.as_record(),
-                    "policy": grant.policy_digest,
-                },
-            )
-            with self._lock:
-                self._sessions[grant.id] = grant
             return Grant(
                 grant.id,
                 "session",
                 vault_epoch,
                 grant.expires_at,
                 grant_binding(request, requester),
-                card=pending.card.id,
+                card=card_id,
             )
         per_call = Grant(
-            pending.card.id,
+            card_id,
             "per-call",
             vault_epoch,
             now + PER_CALL_GRANT_S,
             grant_binding(request, requester),
-            card=pending.card.id,
+            card=card_id,
         )
         with self._lock:
             self._per_call[per_call.id] = per_call
@@ -185,7 +148,7 @@ class Approvals:
                     raise ApprovalRefused(
                         "the approval was already used or voided", outcome="voided"
                     )
-            elif grant.id not in self._sessions:
+            elif not self._sessions.holds_locked(grant.id):
                 raise ApprovalRefused("the session grant has ended", outcome="voided")
         if now > grant.expires_at:
             raise ApprovalRefused("the approval expired before use", outcome="voided")
@@ -255,12 +218,10 @@ class Approvals:
     # -- sessions -----------------------------------------------------------------------------
 
     def sessions(self) -> list[SessionGrant]:
-        with self._lock:
-            return list(self._sessions.values())
+        return self._sessions.listing()
 
     def revoke(self, session_id: str, *, by: str) -> SessionGrant:
-        with self._lock:
-            grant = self._sessions.pop(session_id, None)
+        grant = self._sessions.take(session_id)
         if grant is None:
             raise NoSuchCard(f"no session {session_id}", hint="`sp sessions list` shows them")
         let_go(grant)
@@ -269,65 +230,49 @@ class Approvals:
 
     def reap(self) -> list[SessionGrant]:
         """End sessions whose process exited or whose time is up; journal each end."""
-        now = self._clock()
-        ended: list[tuple[SessionGrant, str]] = []
-        with self._lock:
-            grants = list(self._sessions.values())
-        for grant in grants:
-            if now > grant.expires_at:
-                ended.append((grant, "expired"))
-            elif not self._probe.alive(grant.requester):
-                ended.append((grant, "process exited"))
-        for grant, why in ended:
-            with self._lock:
-                if self._sessions.pop(grant.id, None) is None:
-                    continue
-            let_go(grant)
-            self._journal.record("session.ended", {"session": grant.id, "reason": why})
-        return [grant for grant, _ in ended]
+        return self._sessions.reap()
 
     def void_all(self, reason: str) -> int:
         """Vault lock/unlock or stop: every pending card, session and per-call grant ends."""
         with self._lock:
             for pending in list(self._pending.values()):
                 self._settle(pending, "voided", reason)
-            sessions = list(self._sessions.values())
-            self._sessions.clear()
+            sessions = self._sessions.take_all_locked()
             self._per_call.clear()
         for grant in sessions:
-            let_go(grant)
-            self._journal.record("session.ended", {"session": grant.id, "reason": reason})
+            self._sessions.end(grant, reason)
         return len(sessions)
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _live_session(
-        self, requester: PeerIdentity, request: ActionRequest, vault_epoch: int
-    ) -> SessionGrant | None:
-        now = self._clock()
-        with self._lock:
-            candidates = [
-                grant
-                for grant in self._sessions.values()
-                if grant.requester.instance == requester.instance
-                and grant.credential == request.credential
-                and grant.policy_digest == request.policy_digest
-            ]
-        for grant in candidates:
-            if (
-                grant.vault_epoch == vault_epoch
-                and now <= grant.expires_at
-                and self._probe.alive(grant.requester)
-            ):
-                return grant
-        self.reap()
-        return None
 
     def ask(self, requester: PeerIdentity, request: ClientAuthorization, timeout_s: float) -> str:
         """A remote client's authorization on a card; blocks until answered: the outcome."""
         times = {"now": self._clock(), "timeout_s": timeout_s, "wall_now": time.time()}
         card = card_kinds.build_client_card(_new_id("c"), requester, request, **times)
         return self._open_card(card).outcome or "timeout"
+
+    def _approved_card(
+        self,
+        requester: PeerIdentity,
+        request: ActionRequest,
+        timeout_s: float,
+        session_max_s: float,
+    ) -> str:
+        """Show the request's card and wait: the card's id once approved; raises otherwise."""
+        # wall_now: the expiry a key signs must mean something outside this process.
+        times = {"now": self._clock(), "timeout_s": timeout_s, "session_max_s": session_max_s}
+        card = card_kinds.build_card(
+            _new_id("c"), requester, request, **times, wall_now=time.time()
+        )
+        pending = self._open_card(card)
+        if pending.outcome == "timeout":
+            raise ApprovalTimedOut("no approver answered in time")
+        if pending.outcome != "approved":
+            assert pending.outcome is not None
+            raise ApprovalRefused(
+                pending.reason or "the approver denied it", outcome=pending.outcome
+            )
+        return pending.card.id
 
     def _open_card(self, card: ApprovalCard) -> _Pending:
         """Show ``card`` and wait for its answer (or its expiry)."""

@@ -104,75 +104,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     pools = WorkerPools.sized(limits)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-
-    def on_junk(pool: Executor) -> Callable[[Connection], Awaitable[None]]:
-        # Agent junk is journaled on the agents' workers, never on the ones the human needs,
-        # and within the uid's budget of whole records (past it, counted).
-        async def journal(conn: Connection) -> None:
-            body = {
-                "counts": dict(conn.junk),
-                "peer_pid": conn.peer.pid,
-                "peer_exe": conn.peer.process.exe,
-            }
-            uid = conn.peer.uid
-            await loop.run_in_executor(
-                pool, lambda: core.record_refused(uid, "input_invalid", "input.invalid", body)
-            )
-
-        return journal
-
-    async def on_foreign_sender(
-        conn: Connection, request_id: str | None, senders: list[int | None]
-    ) -> None:
-        refusal = Refusal(
-            "denied",
-            Rung.IDENTITY,
-            "sender",
-            "a message on the requester's connection was written by another process",
-        )
-        body = refusal_record(request_id, refusal, conn.peer)
-        body["senders"] = senders
-        uid = conn.peer.uid
-        await loop.run_in_executor(
-            pools.agents, lambda: core.record_refused(uid, "sender", "action.denied", body)
-        )
-
-    # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: 0660 in a 0750 folder of
-    # the account's group, whose members are the named humans; the gateway still admits by the
-    # kernel-attested uid, so a member the install did not name is refused too.
-    socket_mode = 0o660 if paths.install is not None else 0o600
-    servers = [
-        SocketServer(
-            "agent",
-            paths.agent_socket,
-            AgentHandler(core, pools.agents),
-            probe=parts.probe,
-            pool=pools.agent_identity,
-            limits=limits.server,
-            max_connections=core.max_connections,
-            on_refused=core.count_refusal,
-            on_junk=on_junk(pools.agents),
-            on_foreign_sender=on_foreign_sender,
-            speaks_first=True,
-            admitted_uids=core.admitted_uids,
-            socket_mode=socket_mode,
-        ),
-        SocketServer(
-            "control",
-            paths.control_socket,
-            ControlHandler(core, pools.control, stop.set),
-            probe=parts.control_probe or parts.probe,
-            pool=pools.control_identity,
-            limits=limits.server,
-            max_connections=core.control_max_connections,
-            on_refused=core.count_refusal,
-            on_junk=on_junk(pools.control),
-            make_room=True,
-            first_message_timeout_s=limits.server.first_message_timeout_s,
-            admitted_uids=core.admitted_uids,
-            socket_mode=socket_mode,
-        ),
-    ]
+    servers = _socket_servers(paths, parts, limits, core, pools, stop)
     for server in servers:
         await server.start()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -183,15 +115,7 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     core.inspect_at_start()
     core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policy_status()})
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
-    housekeeping = [
-        (limits.reap_interval_s, core.reap),
-        (limits.noise_interval_s, core.flush_noise),
-        (limits.checkpoint_interval_s, core.checkpoint),
-        (min(30.0, limits.reap_interval_s * 5), core.lock_if_idle),
-    ]
-    tasks = [
-        asyncio.create_task(_every(interval, pools.control, job)) for interval, job in housekeeping
-    ]
+    tasks = _housekeeping(limits, core, pools.control)
     try:
         await stop.wait()
     finally:
@@ -206,6 +130,112 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
             pools.shutdown()
             core.remote.close()
             core.close()
+
+
+def _socket_servers(
+    paths: SafeportPaths,
+    parts: GatewayParts,
+    limits: RuntimeLimits,
+    core: GatewayCore,
+    pools: WorkerPools,
+    stop: asyncio.Event,
+) -> list[SocketServer]:
+    """agent.sock and control.sock, each with its own workers, budget and junk journal."""
+    loop = asyncio.get_running_loop()
+    # Same-user mode: 0600 sockets in a 0700 folder. Dedicated mode: 0660 in a 0750 folder of
+    # the account's group, whose members are the named humans; the gateway still admits by the
+    # kernel-attested uid, so a member the install did not name is refused too.
+    socket_mode = 0o660 if paths.install is not None else 0o600
+    return [
+        SocketServer(
+            "agent",
+            paths.agent_socket,
+            AgentHandler(core, pools.agents),
+            probe=parts.probe,
+            pool=pools.agent_identity,
+            limits=limits.server,
+            max_connections=core.max_connections,
+            on_refused=core.count_refusal,
+            on_junk=_junk_journal(loop, core, pools.agents),
+            on_foreign_sender=_foreign_sender_journal(loop, core, pools.agents),
+            speaks_first=True,
+            admitted_uids=core.admitted_uids,
+            socket_mode=socket_mode,
+        ),
+        SocketServer(
+            "control",
+            paths.control_socket,
+            ControlHandler(core, pools.control, stop.set),
+            probe=parts.control_probe or parts.probe,
+            pool=pools.control_identity,
+            limits=limits.server,
+            max_connections=core.control_max_connections,
+            on_refused=core.count_refusal,
+            on_junk=_junk_journal(loop, core, pools.control),
+            make_room=True,
+            first_message_timeout_s=limits.server.first_message_timeout_s,
+            admitted_uids=core.admitted_uids,
+            socket_mode=socket_mode,
+        ),
+    ]
+
+
+def _junk_journal(
+    loop: asyncio.AbstractEventLoop, core: GatewayCore, pool: Executor
+) -> Callable[[Connection], Awaitable[None]]:
+    """A closed connection's junk counts, journaled on ``pool``: agent junk on the agents'
+    workers, never on the ones the human needs, and within the uid's budget of whole records
+    (past it, counted)."""
+
+    async def journal(conn: Connection) -> None:
+        body = {
+            "counts": dict(conn.junk),
+            "peer_pid": conn.peer.pid,
+            "peer_exe": conn.peer.process.exe,
+        }
+        uid = conn.peer.uid
+        await loop.run_in_executor(
+            pool, lambda: core.record_refused(uid, "input_invalid", "input.invalid", body)
+        )
+
+    return journal
+
+
+def _foreign_sender_journal(
+    loop: asyncio.AbstractEventLoop, core: GatewayCore, pool: Executor
+) -> Callable[[Connection, str | None, list[int | None]], Awaitable[None]]:
+    """A frame on a requester's connection that another process wrote: journaled as a refusal
+    at the identity rung, on the agents' workers."""
+
+    async def journal(conn: Connection, request_id: str | None, senders: list[int | None]) -> None:
+        refusal = Refusal(
+            "denied",
+            Rung.IDENTITY,
+            "sender",
+            "a message on the requester's connection was written by another process",
+        )
+        body = refusal_record(request_id, refusal, conn.peer)
+        body["senders"] = senders
+        uid = conn.peer.uid
+        await loop.run_in_executor(
+            pool, lambda: core.record_refused(uid, "sender", "action.denied", body)
+        )
+
+    return journal
+
+
+def _housekeeping(
+    limits: RuntimeLimits, core: GatewayCore, pool: Executor
+) -> list[asyncio.Task[None]]:
+    """The periodic jobs (reaping sessions, flushing refusal counts, checkpoints, auto-lock),
+    each on ``pool`` at its own interval until cancelled."""
+    housekeeping = [
+        (limits.reap_interval_s, core.reap),
+        (limits.noise_interval_s, core.flush_noise),
+        (limits.checkpoint_interval_s, core.checkpoint),
+        (min(30.0, limits.reap_interval_s * 5), core.lock_if_idle),
+    ]
+    return [asyncio.create_task(_every(interval, pool, job)) for interval, job in housekeeping]
 
 
 async def _every(interval: float, pool: Executor, job: Callable[[], object]) -> None:

@@ -20,13 +20,10 @@ from safeport.action_gateway.executors.interface import (
 )
 from safeport.action_gateway.executors.preflight import check_before_card
 from safeport.action_gateway.executors.sql.pool import SqlPool, inspect_roles
+from safeport.action_gateway.executors.ssh.command_channel import run_command
 from safeport.action_gateway.executors.ssh.deadline import action_deadline
 from safeport.action_gateway.executors.ssh.pool import SshPool
-from safeport.action_gateway.executors.ssh.transport import (
-    StaleTransport,
-    open_transport,
-    run_command,
-)
+from safeport.action_gateway.executors.ssh.transport import StaleTransport, open_transport
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.wire import HttpResult, SqlResult, SshExecResult
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret

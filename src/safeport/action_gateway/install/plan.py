@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import os
 import pwd
-import stat
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from safeport.action_gateway.install import code_check
-from safeport.action_gateway.install.code_check import code_write_problem
+from safeport.action_gateway.install.root_checks import (
+    check_code_is_root_owned,
+    check_prefix,
+    require_root,
+)
 from safeport.action_gateway.install.service_files import (
     launchd_daemon_plist,
     start_script,
@@ -136,6 +138,19 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         )
     if options.account in options.humans:
         raise UsageError("the gateway's account cannot be one of its humans")
+    uid = facts.account_uid if facts.account_uid is not None else UNKNOWN_ID
+    gid = facts.account_gid if facts.account_gid is not None else UNKNOWN_ID
+    return [
+        *_account_steps(options, facts),
+        *_folder_steps(options, (uid, gid)),
+        *_trust_steps(options, facts, uid, gid),
+        _service_step(options),
+    ]
+
+
+def _account_steps(options: InstallOptions, facts: SystemFacts) -> list[Step]:
+    """The gateway's account (created first, when missing, so ``install`` can plan again with
+    its real ids), and each human a member of its group."""
     steps: list[Step] = []
     linux = options.platform != "darwin"
     if facts.account_uid is None:
@@ -170,24 +185,31 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
                 else ("dseditgroup", "-o", "edit", "-a", name, "-t", "user", options.account),
             )
         )
-    uid = facts.account_uid if facts.account_uid is not None else UNKNOWN_ID
-    gid = facts.account_gid if facts.account_gid is not None else UNKNOWN_ID
-    owner = (uid, gid)
-    for folder, mode, why in (
-        (options.state_dir, STATE_MODE, "vault, accepted policy and journals"),
-        (options.state_dir / "audit", AUDIT_MODE, "journals, readable by the group"),
-        (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
-        (options.run_dir, RUN_MODE, "the sockets: reached by the account's group only"),
-    ):
-        steps.append(
-            Step(
-                f"folder for {why}",
-                folder=folder,
-                mode=mode,
-                owner=owner,
-                owner_name=options.account,
-            )
+    return steps
+
+
+def _folder_steps(options: InstallOptions, owner: tuple[int, int]) -> list[Step]:
+    """The account's folders, each with the mode that says who may reach it."""
+    return [
+        Step(
+            f"folder for {why}",
+            folder=folder,
+            mode=mode,
+            owner=owner,
+            owner_name=options.account,
         )
+        for folder, mode, why in (
+            (options.state_dir, STATE_MODE, "vault, accepted policy and journals"),
+            (options.state_dir / "audit", AUDIT_MODE, "journals, readable by the group"),
+            (options.state_dir / "cache", CACHE_MODE, "the gateway's cache"),
+            (options.run_dir, RUN_MODE, "the sockets: reached by the account's group only"),
+        )
+    ]
+
+
+def _trust_steps(options: InstallOptions, facts: SystemFacts, uid: int, gid: int) -> list[Step]:
+    """What others trust, root's to change: the code check the service runs, and the install
+    file `sp` and the context server read (written once the account's ids are known)."""
     install = DedicatedInstall(
         source=options.install_file,
         account=options.account,
@@ -198,22 +220,26 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         humans=tuple(sorted(facts.humans.values())),
     )
     names = {uid_: name for name, uid_ in facts.humans.items()}
-    steps.append(
+    return [
         Step(
             "the code check the service runs before the gateway, with no site-packages loaded",
             file=options.check_file,
             content=Path(code_check.__file__).read_text(encoding="utf-8"),
             mode=0o644,
-        )
-    )
-    steps.append(
+        ),
         Step(
             "the install file `sp` and the context server trust (only root can change it)",
             file=options.install_file,
             content=render_install(install, names) if uid != UNKNOWN_ID else "(after useradd)",
             mode=0o644,
-        )
-    )
+        ),
+    ]
+
+
+def _service_step(options: InstallOptions) -> Step:
+    """What starts the gateway as the account: a systemd unit or a start script on Linux, a
+    LaunchDaemon on macOS; each runs the code check first."""
+    linux = options.platform != "darwin"
     argv = sp_command(["gateway", "run"], python=options.python)
     env = {ENV_VARIABLE: str(options.install_file)}
     precheck = [options.base_python, "-I", "-S", str(options.check_file), *map(str, options.code)]
@@ -235,17 +261,14 @@ def plan_install(options: InstallOptions, facts: SystemFacts) -> list[Step]:
         )
     else:
         text = launchd_daemon_plist(argv, env, account=options.account, precheck=precheck)
-    steps.append(
-        Step(
-            "the service that runs the gateway as that account"
-            if options.init == "systemd" or not linux
-            else "the start script that runs the gateway as that account (run it as root)",
-            file=options.service_file,
-            content=text,
-            mode=mode,
-        )
+    return Step(
+        "the service that runs the gateway as that account"
+        if options.init == "systemd" or not linux
+        else "the start script that runs the gateway as that account (run it as root)",
+        file=options.service_file,
+        content=text,
+        mode=mode,
     )
-    return steps
 
 
 def plan_uninstall(options: InstallOptions, facts: SystemFacts, *, purge: bool) -> list[Step]:
@@ -281,19 +304,6 @@ def plan_uninstall(options: InstallOptions, facts: SystemFacts, *, purge: bool) 
     return steps
 
 
-def check_code_is_root_owned(roots: Sequence[Path] | None = None) -> None:
-    """The gateway will run this installation's code as its account: refuse code a user could
-    change (a venv in a home folder), which would hand that user the account."""
-    problem = code_write_problem(code_roots() if roots is None else roots, trusted={0})
-    if problem:
-        raise EnvironmentProblem(
-            f"the gateway would run code another user can change: {problem}",
-            hint="install safeport where only root can write (for example "
-            "`sudo python3 -m venv /opt/safeport && sudo /opt/safeport/bin/pip install …`) "
-            "and run `sudo /opt/safeport/bin/sp gateway install` from there",
-        )
-
-
 def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:
     """Plan (and unless ``dry_run``, perform) an install; returns the steps as planned.
 
@@ -304,7 +314,7 @@ def install(options: InstallOptions, *, dry_run: bool) -> list[Step]:
     steps = plan_install(options, facts)
     if dry_run:
         return steps
-    _require_root()
+    require_root()
     check_code_is_root_owned()
     check_prefix(options.prefix)
     if facts.account_uid is None:
@@ -319,27 +329,9 @@ def uninstall(options: InstallOptions, *, purge: bool, dry_run: bool) -> list[St
     facts = SystemFacts(account_uid=_uid_of(options.account), account_gid=None, humans={})
     steps = plan_uninstall(options, facts, purge=purge)
     if not dry_run:
-        _require_root()
+        require_root()
         carry_out(steps)
     return steps
-
-
-def check_prefix(prefix: Path) -> None:
-    """Every folder from / down to the prefix must be root's and closed to others: root will
-    create, chown and chmod beneath it, and a user who can rename entries there could point
-    those steps at files of their choosing."""
-    for folder in [prefix, *prefix.parents]:
-        try:
-            st = os.lstat(folder)
-        except FileNotFoundError:
-            continue
-        sticky = bool(st.st_mode & 0o1000)
-        linked = stat.S_ISLNK(st.st_mode)
-        if st.st_uid != 0 or (st.st_mode & 0o022 and not sticky) or linked:
-            raise EnvironmentProblem(
-                f"{folder} is not a folder only root can change; refusing to install under it",
-                hint="choose a --prefix whose every folder is root's (the default is /)",
-            )
 
 
 def _uid_of(account: str) -> int | None:
@@ -347,11 +339,3 @@ def _uid_of(account: str) -> int | None:
         return pwd.getpwnam(account).pw_uid
     except KeyError:
         return None
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        raise EnvironmentProblem(
-            "creating the gateway's account and folders needs root",
-            hint="run it with sudo, or add --print to see every step without doing it",
-        )

@@ -12,9 +12,7 @@ from xml.sax.saxutils import escape
 
 def systemd_unit(argv: Sequence[str], env: Mapping[str, str]) -> str:
     """A user unit (~/.config/systemd/user/safeport-gateway.service)."""
-    environment = "".join(
-        f"Environment={shlex.quote(f'{name}={value}')}\n" for name, value in sorted(env.items())
-    )
+    environment = _environment_lines(env)
     return (
         "[Unit]\n"
         "Description=safeport action gateway\n"
@@ -67,19 +65,9 @@ def systemd_system_unit(
     read-only rather than off-limits for the same reason; ProtectSystem=strict leaves it no
     place to write but its own folders.
     """
-    environment = "".join(
-        f"Environment={shlex.quote(f'{name}={value}')}\n" for name, value in sorted(env.items())
-    )
+    environment = _environment_lines(env)
     pre = f"ExecStartPre={shlex.join(precheck)}\n" if precheck else ""
-    if standard:
-        folders = (
-            "StateDirectory=safeport\n"
-            "StateDirectoryMode=0750\n"
-            "RuntimeDirectory=safeport\n"
-            "RuntimeDirectoryMode=0750\n"
-        )
-    else:
-        folders = f"ReadWritePaths={shlex.quote(str(state_dir))} {shlex.quote(str(run_dir))}\n"
+    folders = _writable_folders(state_dir, run_dir, standard=standard)
     return (
         "[Unit]\n"
         "Description=safeport action gateway (dedicated account)\n"
@@ -100,23 +88,50 @@ def systemd_system_unit(
         "Restart=always\n"
         "RestartSec=2\n"
         f"{folders}"
-        "UMask=0027\n"
-        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
-        "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
-        "NoNewPrivileges=yes\n"
-        "ProtectSystem=strict\n"
-        "ProtectHome=read-only\n"
-        "PrivateTmp=yes\n"
-        "PrivateDevices=yes\n"
-        "ProtectKernelTunables=yes\n"
-        "ProtectKernelModules=yes\n"
-        "ProtectControlGroups=yes\n"
-        "RestrictSUIDSGID=yes\n"
-        "LockPersonality=yes\n"
-        "LimitCORE=0\n"
+        f"{_SYSTEM_SANDBOX}"
         "\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
+    )
+
+
+# The system unit's confinement: two read capabilities and nothing else, no writable place but
+# the account's own folders, no devices, kernel knobs, set-id programs or core files.
+_SYSTEM_SANDBOX = (
+    "UMask=0027\n"
+    "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
+    "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH\n"
+    "NoNewPrivileges=yes\n"
+    "ProtectSystem=strict\n"
+    "ProtectHome=read-only\n"
+    "PrivateTmp=yes\n"
+    "PrivateDevices=yes\n"
+    "ProtectKernelTunables=yes\n"
+    "ProtectKernelModules=yes\n"
+    "ProtectControlGroups=yes\n"
+    "RestrictSUIDSGID=yes\n"
+    "LockPersonality=yes\n"
+    "LimitCORE=0\n"
+)
+
+
+def _writable_folders(state_dir: Path, run_dir: Path, *, standard: bool) -> str:
+    """At the system's own locations systemd makes the folders; under another prefix the unit
+    may only write to the ones the install made."""
+    if standard:
+        return (
+            "StateDirectory=safeport\n"
+            "StateDirectoryMode=0750\n"
+            "RuntimeDirectory=safeport\n"
+            "RuntimeDirectoryMode=0750\n"
+        )
+    return f"ReadWritePaths={shlex.quote(str(state_dir))} {shlex.quote(str(run_dir))}\n"
+
+
+def _environment_lines(env: Mapping[str, str]) -> str:
+    """One quoted ``Environment=`` line per variable, in name order."""
+    return "".join(
+        f"Environment={shlex.quote(f'{name}={value}')}\n" for name, value in sorted(env.items())
     )
 
 

@@ -8,54 +8,21 @@ from urllib.parse import urlencode
 
 from safeport.action_gateway.policy.authorized_keys import advise
 from safeport.action_gateway.policy.caller_rules import describe_default
-from safeport.shared.schemas.config import GatewayPolicy, HttpOperation, HttpService, approval_of
+from safeport.shared.schemas.config import (
+    GatewayPolicy,
+    HttpOperation,
+    HttpService,
+    SshHost,
+    approval_of,
+)
 
 
 def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
-    hosts = []
-    for host_id, host in sorted(policy.ssh.hosts.items()):
-        advice = advise(host_id, host)
-        hosts.append(
-            {
-                "authorized_keys": {"line": advice.line(), "notes": list(advice.notes)},
-                "id": host_id,
-                "address": f"{host.user}@{host.address}:{host.port}",
-                "credential": host.credential,
-                "pinned_keys": len(host.host_keys),
-                "commands": [
-                    {
-                        "id": command_id,
-                        "argv": shlex.join(command.argv),
-                        "read_only": command.read_only,
-                        "approval": approval_of(policy.credentials[host.credential], command),
-                        "params": sorted(command.params),
-                    }
-                    for command_id, command in sorted(host.commands.items())
-                ],
-            }
-        )
-    services = []
-    for service_id, service in sorted(policy.http.services.items()):
-        services.append(
-            {
-                "id": service_id,
-                "base_url": service.base_url,
-                "credential": service.credential,
-                "auth": service.auth,
-                "private_addresses": service.allow_private_addresses,
-                "operations": [
-                    {
-                        "id": operation_id,
-                        "request": _request_template(service, operation),
-                        "read_only": operation.read_only,
-                        "approval": approval_of(policy.credentials[service.credential], operation),
-                        "response_fields": list(operation.response_fields),
-                        "params": sorted(operation.params),
-                    }
-                    for operation_id, operation in sorted(service.operations.items())
-                ],
-            }
-        )
+    hosts = [_ssh_host(policy, host_id, host) for host_id, host in sorted(policy.ssh.hosts.items())]
+    services = [
+        _http_service(policy, service_id, service)
+        for service_id, service in sorted(policy.http.services.items())
+    ]
     credentials = [
         {
             "id": name,
@@ -73,6 +40,52 @@ def inventory(policy: GatewayPolicy, digest: str) -> dict[str, object]:
         "credentials": credentials,
         "ssh_hosts": hosts,
         "http_services": services,
+    }
+
+
+def _ssh_host(policy: GatewayPolicy, host_id: str, host: SshHost) -> dict[str, object]:
+    """A host, its commands with the approval each gets, and the authorized_keys line advised."""
+    advice = advise(host_id, host)
+    return {
+        "authorized_keys": {"line": advice.line(), "notes": list(advice.notes)},
+        "id": host_id,
+        "address": f"{host.user}@{host.address}:{host.port}",
+        "credential": host.credential,
+        "pinned_keys": len(host.host_keys),
+        "commands": [
+            {
+                "id": command_id,
+                "argv": shlex.join(command.argv),
+                "read_only": command.read_only,
+                "approval": approval_of(policy.credentials[host.credential], command),
+                "params": sorted(command.params),
+            }
+            for command_id, command in sorted(host.commands.items())
+        ],
+    }
+
+
+def _http_service(
+    policy: GatewayPolicy, service_id: str, service: HttpService
+) -> dict[str, object]:
+    """A service and its operations: each request's template, approval and returned fields."""
+    return {
+        "id": service_id,
+        "base_url": service.base_url,
+        "credential": service.credential,
+        "auth": service.auth,
+        "private_addresses": service.allow_private_addresses,
+        "operations": [
+            {
+                "id": operation_id,
+                "request": _request_template(service, operation),
+                "read_only": operation.read_only,
+                "approval": approval_of(policy.credentials[service.credential], operation),
+                "response_fields": list(operation.response_fields),
+                "params": sorted(operation.params),
+            }
+            for operation_id, operation in sorted(service.operations.items())
+        ],
     }
 
 

@@ -107,14 +107,7 @@ class AuthorizationEndpoint:
             return OAuthAuthorizeResult(kind="redirect", location=location, status=302)
         roots = tuple(sorted(set(request.roots)))
         named = dict(zip(request.roots, request.root_dirs, strict=False))
-        binding = Binding(
-            state.client.client_id,
-            state.client.name,
-            rules.resource_of(request.public_url),
-            issuer,
-            roots,
-            rules.granted_profile(request.profile, actions_on=self._issuer.settings().actions),
-        )
+        binding = self._binding(request, state.client, issuer, roots)
         budget = self._requests.take()
         if budget == "refused_first":
             self._issuer.journal("oauth.authorizations_throttled", {"per_minute": PER_MINUTE})
@@ -186,6 +179,20 @@ class AuthorizationEndpoint:
         )
         self._issuer.journal("oauth.client_registered", _client_record(client))
         return book.register(client)
+
+    def _binding(
+        self, request: OAuthAuthorize, client: RemoteClient, issuer: str, roots: tuple[str, ...]
+    ) -> Binding:
+        """What an approval would bind: the client, this resource and issuer, the roots, and
+        the profile granted (actions only while the gateway's settings allow them)."""
+        return Binding(
+            client.client_id,
+            client.name,
+            rules.resource_of(request.public_url),
+            issuer,
+            roots,
+            rules.granted_profile(request.profile, actions_on=self._issuer.settings().actions),
+        )
 
     def _wait_for(self, binding: Binding, ask: rules.AuthorizeAsk) -> _Waiting | None:
         with self._lock:

@@ -8,14 +8,15 @@ never use up what the human's `sp` needs on control.sock.
 Limits: request frames of 64 KiB (a larger declared length is answered ``invalid`` and the
 connection closed, its bytes never read), a partial frame times out after a few seconds, an idle
 connection after a longer while (control.sock: a few seconds before its first message), and a
-connection budget per server, of which each admitted uid may hold its share (:mod:`shares`), so
-one human's agent cannot take the places another human needs. When agent.sock is full, or the
-uid holds its share, more connections are answered ``unavailable`` (saying which limit) and
-closed; when control.sock is, the connection that has been idle longest (never a subscribed
-approver, never one idle less than half a second) makes room, among the uid's own when it holds
-its share, so a new `sp` command gets through a flood of idle connections. Peers of another
-uid are refused before they take a place, even if the socket's mode were loosened. Junk is
-counted per connection and journaled once, with the count, when it closes.
+connection budget per server, of which each admitted uid may hold its share (:mod:`shares`, kept
+by :mod:`admission`), so one human's agent cannot take the places another human needs. When
+agent.sock is full, or the uid holds its share, more connections are answered ``unavailable``
+(saying which limit) and closed; when control.sock is, the connection that has been idle longest
+(never a subscribed approver, never one idle less than half a second) makes room, among the
+uid's own when it holds its share, so a new `sp` command gets through a flood of idle
+connections. Peers of another uid are refused before they take a place, even if the socket's
+mode were loosened. Junk is counted per connection and journaled once, with the count, when it
+closes.
 
 Sender check (Linux): agent.sock receives with ``SO_PASSCRED``, so every chunk the kernel hands
 over carries the pid of the process that wrote it (``SCM_CREDENTIALS``; the kernel never merges
@@ -34,13 +35,12 @@ import logging
 import os
 import socket
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from safeport.action_gateway.identity.model import IdentityProbe, PeerIdentity
-from safeport.action_gateway.policy.shares import Verdict, at_share, one_more
+from safeport.action_gateway.sockets.admission import ConnectionBudget, refusal_frame
 from safeport.action_gateway.sockets.connection import (
     Connection,
     Handler,
@@ -56,12 +56,12 @@ from safeport.action_gateway.sockets.peer_socket import (
     peer_closed,
     queued_bytes,
 )
-from safeport.errors import Denied, Error, ErrorCode, FrameTooLarge, WireError
+from safeport.errors import Denied, Error, FrameTooLarge, WireError
 from safeport.shared.exception_summary import summarize
 from safeport.shared.peer_credentials import peer_uid
-from safeport.shared.schemas.replies import error_reply, readable_id, wire_form
+from safeport.shared.schemas.replies import readable_id
 from safeport.shared.schemas.wire import PROTOCOL_VERSION, Welcome
-from safeport.shared.wire import PeerClosed, decode_payload, encode_frame
+from safeport.shared.wire import PeerClosed, decode_payload
 
 log = logging.getLogger("safeport.gateway")
 
@@ -99,20 +99,26 @@ class SocketServer:
         self._probe = probe
         self._pool = pool
         self._limits = limits
-        self._max_connections = max_connections
         self._on_refused = on_refused
         self._on_junk = on_junk
         self._on_foreign_sender = on_foreign_sender if SENDER_CHECK else None
-        self._make_room = make_room
         self._first_message_timeout_s = first_message_timeout_s
         self._speaks_first = speaks_first
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
-        self._channels: dict[PeerSocket, int] = {}  # each connection and its peer's uid
         self._serving: set[asyncio.Task[None]] = set()
         self._connections: set[Connection] = set()
         self._admitted = admitted_uids if admitted_uids is not None else frozenset({os.geteuid()})
         self._socket_mode = socket_mode
+        self._budget = ConnectionBudget(
+            name,
+            max_connections=max_connections,
+            humans=len(self._admitted),
+            on_refused=on_refused,
+            make_room=make_room,
+            evict_after_idle_s=limits.evict_after_idle_s,
+        )
+        self._channels = self._budget.channels  # each connection and its peer's uid
 
     async def start(self) -> None:
         self._listener = bind_private_socket(
@@ -168,10 +174,10 @@ class SocketServer:
             # every local user; same-user mode's are 0600 and this holds even if loosened), nor
             # take a place in the budget.
             self._on_refused(f"other_uid:{uid}")
-            channel.send_nowait(_refusal("denied", "this gateway does not serve your user"))
+            channel.send_nowait(refusal_frame("denied", "this gateway does not serve your user"))
             channel.close()
             return
-        if not self._admit(channel, uid):
+        if not self._budget.admit(channel, uid):
             return
         self._channels[channel] = uid
         try:
@@ -179,60 +185,6 @@ class SocketServer:
         finally:
             self._channels.pop(channel, None)
             channel.close()
-
-    def _admit(self, channel: PeerSocket, uid: int) -> bool:
-        """Whether a new connection of ``uid`` fits: under the server's budget and under the
-        uid's share of it (:mod:`shares`), so one human's flood never takes another's place.
-        A refused connection is told which limit it met and counted, never journaled alone."""
-        held = Counter(self._channels.values())
-        verdict = one_more(
-            held_by_uid=held[uid],
-            held_by_all=len(self._channels),
-            ceiling=self._max_connections(),
-            humans=len(self._admitted),
-        )
-        if verdict.fits or self._evict_one(uid, verdict, held):
-            return True
-        category = "too_many_connections" if verdict.whose == "all" else f"connection_share:{uid}"
-        self._on_refused(category)
-        reason = verdict.reason(f"connections to {self.name}.sock")
-        channel.send_nowait(_refusal("unavailable", f"too many connections: {reason}"))
-        channel.close()
-        return False
-
-    def _evict_one(self, uid: int, verdict: Verdict, held: Counter[int]) -> bool:
-        """control.sock: close the connection idle longest (not a subscribed approver, not one
-        with an operation in progress, not one that just arrived, and silent ones before any with
-        unread bytes) to serve a new `sp` command. A uid at its share makes room among its own
-        connections; a uid under its share, from those of the uids at theirs."""
-        if not self._make_room:
-            return False
-        if verdict.whose == "user":
-            owners = {uid}
-        else:
-            owners = at_share(dict(held), self._max_connections(), len(self._admitted))
-        now = time.monotonic()
-        grace = self._limits.evict_after_idle_s
-        idle = [
-            ch
-            for ch, owner in self._channels.items()
-            if owner in owners and ch.evictable(now, grace)
-        ]
-        if not idle:
-            return False
-        # A connection whose peer wrote bytes not read yet is not idle: under a flood, the
-        # human's request can sit queued while its connection waits for an identity worker.
-        # Truly silent connections go first; only when none is left is a queued one closed.
-        oldest = min(
-            idle,
-            key=lambda ch: (not peer_closed(ch.sock), queued_bytes(ch.sock) > 0, ch.last_active),
-        )
-        self._on_refused("evicted_idle")
-        oldest.close()
-        if oldest.busy and oldest.task is not None:
-            oldest.task.cancel()  # it was waiting its turn; the read loop is not listening
-        self._channels.pop(oldest, None)
-        return True
 
     def _resolve_live(self, sock: socket.socket) -> PeerIdentity:
         """Identify the peer, unless it has already hung up: a flood of connect-write-close
@@ -252,7 +204,7 @@ class SocketServer:
             peer = await loop.run_in_executor(self._pool, self._resolve_live, channel.sock)
         except Denied as exc:
             self._on_refused("identity_unavailable")
-            channel.send_nowait(_refusal("denied", exc.message))
+            channel.send_nowait(refusal_frame("denied", exc.message))
             return
         except ConnectionAbortedError:  # hung up before it was identified: counted, not read
             self._on_refused("hung_up_unidentified")
@@ -377,8 +329,3 @@ class SocketServer:
         await conn.send_error(
             request_id, "denied", "this message was not sent by the process that connected"
         )
-
-
-def _refusal(code: ErrorCode, reason: str) -> bytes:
-    """The one frame sent to a connection refused before it is served (no id was read)."""
-    return encode_frame(wire_form(error_reply(None, code, reason)))

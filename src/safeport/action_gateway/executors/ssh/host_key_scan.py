@@ -15,11 +15,8 @@ import paramiko
 from paramiko.ssh_exception import IncompatiblePeer
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.ssh.transport import (
-    is_plain_address,
-    sha256_fingerprint,
-    translate_ssh_errors,
-)
+from safeport.action_gateway.executors.ssh.host_keys import sha256_fingerprint
+from safeport.action_gateway.executors.ssh.transport import is_plain_address, translate_ssh_errors
 
 # One key exchange per family, in the order OpenSSH prefers them.
 _SCANNED_ALGORITHMS = (

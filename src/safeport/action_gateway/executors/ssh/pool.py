@@ -23,11 +23,8 @@ from typing import TypeVar
 import paramiko
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.executors.ssh.transport import (
-    StaleTransport,
-    open_transport,
-    parse_pinned_keys,
-)
+from safeport.action_gateway.executors.ssh.host_keys import parse_pinned_keys
+from safeport.action_gateway.executors.ssh.transport import StaleTransport, open_transport
 from safeport.shared.schemas.config import SshHost
 from safeport.vault.secrets import SshKeySecret
 
