@@ -6,6 +6,14 @@ and ``sockets/`` (frames in and out). Every other room's public function or meth
 none may take or return ``dict[str, object]`` / ``dict[str, Any]`` (anywhere in its annotation,
 ``list[dict[str, object]]`` and ``dict[str, Any] | None`` included). ``DEBTS`` lists the ones
 still there; it may only shrink, so a name that is made typed leaves it in the same change.
+
+One dict is a wire format of its own: a journal record's body
+(:data:`safeport.shared.audit.record.JournalBody`). The hash-chained journal stores it as
+canonical JSON and ``sp audit verify`` checks those bytes offline, so the journal writer is a
+wire edge for record bodies exactly as a socket is for frames. The name is allowed only where a
+record body is built (``shape``, ``as_record``, ``refusal_record``...) or handed to the writer
+(``record``, ``record_*``, ``alarm``): ``JOURNAL_WIRE`` lists those, and anywhere else the name
+counts as the loose dict it is, so it cannot become a way to rename a view or a result.
 """
 
 from __future__ import annotations
@@ -17,20 +25,45 @@ from pathlib import Path
 GATEWAY = Path(__file__).resolve().parents[1] / "src" / "safeport" / "action_gateway"
 WIRE_EDGE = frozenset({"handlers", "sockets"})
 
-# Journal record bodies and `sp`'s views, still plain JSON objects between rooms.
+# Where a journal record's body is built or written: the journal's own wire format.
+JOURNAL_WIRE = frozenset(
+    {
+        "approvals/cards.py:ActionRequest.shape",
+        "approvals/cards.py:ClientAuthorization.shape",
+        "approvals/key_ring.py:KeyApprovals.__init__",  # takes the writer of key-ring records
+        "approvals/session_table.py:Journal.record",
+        "core/gateway_core.py:GatewayCore.record_refused",
+        "core/gateway_core.py:GatewayCore.record_session",
+        "core/gateway_core.py:GatewayCore.record_session_by",
+        "core/vault_events.py:VaultEvents.record_save",
+        "evidence/alarms.py:JournalEvidence.alarm",
+        "evidence/journals.py:DurableJournal.record",
+        "evidence/journals.py:RefusalRecords.refused",
+        "evidence/journals.py:RefusalRecords.session_by",
+        "evidence/refusal_budget.py:Tally.body",
+        "evidence/refusal_budget.py:record_size",
+        "evidence/restart_scan.py:HeadFinding.as_record",
+        "identity/model.py:PeerIdentity.as_record",
+        "identity/model.py:ProcessInfo.as_record",
+        "ladder/collaborators.py:ActionJournal.record",
+        "ladder/credentials.py:Journal.record",
+        "ladder/refusal.py:refusal_record",
+        "ladder/resolve.py:proposal_names",
+        "ladder/result_filters.py:result_summary",
+    }
+)
+_JOURNAL_BODY = frozenset({"JournalBody", "record.JournalBody"})
+
+# `sp`'s views and the values still plain JSON objects between rooms.
 DEBTS = frozenset(
     {
         "approvals/broker.py:Approvals.card_views",
         "approvals/broker.py:Approvals.notify",
-        "approvals/broker.py:Journal.record",
-        "approvals/cards.py:ActionRequest.shape",
         "approvals/cards.py:ApprovalCard.view",
-        "approvals/cards.py:ClientAuthorization.shape",
         "approvals/cards.py:requester_user",
         "approvals/desktop_notice.py:notify_card_waiting",
         "approvals/grants.py:SessionGrant.view",
         "approvals/key_checks.py:EnrolledKey.as_json",
-        "approvals/key_ring.py:KeyApprovals.__init__",
         "approvals/key_ring.py:KeyApprovals.card_request",
         "approvals/key_ring.py:KeyApprovals.challenge",
         "core/gateway_core.py:GatewayCore.card_views",
@@ -38,34 +71,16 @@ DEBTS = frozenset(
         "core/gateway_core.py:GatewayCore.policy_snapshot",
         "core/gateway_core.py:GatewayCore.policy_status",
         "core/gateway_core.py:GatewayCore.public_file_view",
-        "core/gateway_core.py:GatewayCore.record_refused",
-        "core/gateway_core.py:GatewayCore.record_session",
-        "core/gateway_core.py:GatewayCore.record_session_by",
         "core/gateway_core.py:GatewayCore.reload",
         "core/gateway_core.py:GatewayCore.session_views",
-        "core/vault_events.py:VaultEvents.record_save",
         "core/vault_state.py:VaultState.describe",
         "core/vault_state.py:VaultState.public_file_view",
-        "evidence/alarms.py:JournalEvidence.alarm",
         "evidence/checkpoints.py:CheckpointKeeper.view",
         "evidence/journal_space.py:JournalSpace.view",
-        "evidence/journals.py:DurableJournal.record",
-        "evidence/journals.py:RefusalRecords.refused",
-        "evidence/journals.py:RefusalRecords.session_by",
         "evidence/journals.py:RefusalRecords.view",
-        "evidence/refusal_budget.py:Tally.body",
-        "evidence/refusal_budget.py:record_size",
-        "evidence/restart_scan.py:HeadFinding.as_record",
         "executors/https/response_contract.py:extract_fields",
         "executors/https/response_contract.py:refuse_credential_echo",
-        "identity/model.py:PeerIdentity.as_record",
-        "identity/model.py:ProcessInfo.as_record",
-        "ladder/collaborators.py:ActionJournal.record",
         "ladder/credentials.py:CredentialSupply.doctor",
-        "ladder/credentials.py:Journal.record",
-        "ladder/refusal.py:refusal_record",
-        "ladder/resolve.py:proposal_names",
-        "ladder/result_filters.py:result_summary",
         "policy/inventory.py:inventory",
         "policy/inventory.py:inventory_lines",
         "policy/store.py:PolicyStore.snapshot",
@@ -79,15 +94,20 @@ DEBTS = frozenset(
 _LOOSE_VALUES = frozenset({"object", "Any", "typing.Any"})
 
 
-def _is_loose(annotation: ast.expr | None) -> bool:
-    """Whether ``annotation`` names ``dict[str, object]`` or ``dict[str, Any]`` anywhere in it."""
-    if annotation is None:
-        return False
+def _annotation(annotation: ast.expr | None) -> ast.expr | None:
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
-            annotation = ast.parse(annotation.value, mode="eval").body
+            return ast.parse(annotation.value, mode="eval").body
         except SyntaxError:
-            return False
+            return None
+    return annotation
+
+
+def _is_loose(annotation: ast.expr | None) -> bool:
+    """Whether ``annotation`` names ``dict[str, object]`` or ``dict[str, Any]`` anywhere in it."""
+    annotation = _annotation(annotation)
+    if annotation is None:
+        return False
     for node in ast.walk(annotation):
         if not isinstance(node, ast.Subscript) or not isinstance(node.slice, ast.Tuple):
             continue
@@ -100,39 +120,73 @@ def _is_loose(annotation: ast.expr | None) -> bool:
     return False
 
 
+def _is_journal_body(annotation: ast.expr | None) -> bool:
+    """Whether ``annotation`` names the journal's record body anywhere in it."""
+    annotation = _annotation(annotation)
+    if annotation is None:
+        return False
+    return any(
+        isinstance(node, ast.Name | ast.Attribute) and ast.unparse(node) in _JOURNAL_BODY
+        for node in ast.walk(annotation)
+    )
+
+
 def _public(name: str) -> bool:
     return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
 
-def _loose_functions(body: list[ast.stmt], prefix: str = "") -> Iterator[str]:
+def _functions(
+    body: list[ast.stmt], prefix: str = ""
+) -> Iterator[tuple[str, list[ast.expr | None]]]:
+    """Every public function or method, with the annotations of its parameters and return."""
     for node in body:
         if isinstance(node, ast.ClassDef) and _public(node.name):
-            yield from _loose_functions(node.body, f"{prefix}{node.name}.")
+            yield from _functions(node.body, f"{prefix}{node.name}.")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _public(node.name):
             args = node.args
             every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
             every += [arg for arg in (args.vararg, args.kwarg) if arg is not None]
-            if _is_loose(node.returns) or any(_is_loose(arg.annotation) for arg in every):
-                yield f"{prefix}{node.name}"
+            yield f"{prefix}{node.name}", [node.returns, *(arg.annotation for arg in every)]
 
 
-def loose_crossings(gateway: Path = GATEWAY) -> set[str]:
-    """``room/module.py:Qualified.name`` of every public function or method outside the wire
-    edge that takes or returns a JSON-shaped dict."""
-    found: set[str] = set()
+def _rooms(gateway: Path) -> Iterator[tuple[str, list[ast.expr | None]]]:
     for path in sorted(gateway.rglob("*.py")):
         relative = path.relative_to(gateway)
         if len(relative.parts) > 1 and relative.parts[0] in WIRE_EDGE:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        found |= {f"{relative.as_posix()}:{name}" for name in _loose_functions(tree.body)}
+        for name, signature in _functions(tree.body):
+            yield f"{relative.as_posix()}:{name}", signature
+
+
+def loose_crossings(gateway: Path = GATEWAY) -> set[str]:
+    """``room/module.py:Qualified.name`` of every public function or method outside the wire
+    edge that takes or returns a JSON-shaped dict: a journal body counts as one, except where
+    ``JOURNAL_WIRE`` says a record body is built or written."""
+    found: set[str] = set()
+    for name, signature in _rooms(gateway):
+        journal_body = name not in JOURNAL_WIRE and any(map(_is_journal_body, signature))
+        if journal_body or any(map(_is_loose, signature)):
+            found.add(name)
     return found
+
+
+def journal_body_sites(gateway: Path = GATEWAY) -> set[str]:
+    """Where a record body is named (``JournalBody``) in a signature."""
+    return {
+        name for name, annotations in _rooms(gateway) if any(map(_is_journal_body, annotations))
+    }
 
 
 def test_no_new_json_shaped_dict_crosses_a_room_boundary_and_every_debt_is_still_owed() -> None:
     found = loose_crossings()
     assert sorted(found - DEBTS) == [], "type these values (a frozen dataclass or a model)"
     assert sorted(DEBTS - found) == [], "typed now: take these out of DEBTS"
+
+
+def test_a_journal_body_is_named_only_where_a_record_is_built_or_written() -> None:
+    assert sorted(JOURNAL_WIRE - journal_body_sites()) == [], "no record body here: drop it"
+    assert not JOURNAL_WIRE & DEBTS
 
 
 def test_the_proposal_path_is_typed_from_the_ladder_to_the_agent_socket() -> None:
@@ -159,6 +213,9 @@ def test_the_checker_sees_loose_dicts_in_every_position_and_leaves_the_edge_alon
         "    def propose(self) -> dict[str, object]: ...\n"
         "    def __init__(self, body: dict[str, object]) -> None: ...\n"
         "    def _inner(self) -> dict[str, object]: ...\n"
+        "from safeport.shared.audit import record\n"
+        "def refusal_record(x: int) -> JournalBody: ...\n"
+        "def view(x: int) -> list[record.JournalBody]: ...\n"
         "class _Hidden:\n"
         "    def shown(self) -> dict[str, object]: ...\n"
     )
@@ -175,5 +232,14 @@ def test_the_checker_sees_loose_dicts_in_every_position_and_leaves_the_edge_alon
         "ladder/rungs.py:maybe",
         "ladder/rungs.py:Ladder.propose",
         "ladder/rungs.py:Ladder.__init__",
+        "ladder/rungs.py:refusal_record",
+        "ladder/rungs.py:view",
         "core/gateway_core.py:GatewayCore.status",
     }
+    (tmp_path / "ladder" / "refusal.py").write_text(
+        "def refusal_record(x: int) -> 'JournalBody': ...\n"
+        "def proposal_names(x: int) -> dict[str, object]: ...\n"
+    )
+    found = loose_crossings(tmp_path)
+    assert "ladder/refusal.py:refusal_record" not in found  # listed in JOURNAL_WIRE
+    assert "ladder/refusal.py:proposal_names" in found  # listed, but a plain dict is still loose

@@ -23,6 +23,7 @@ from typing import Literal
 
 from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.visible_text import Inert, checked_inert, inert, inert_lines
 
 ActionKind = Literal["ssh_exec", "http_request", "run_readonly_query"]
@@ -59,7 +60,7 @@ class ActionRequest:
         canonical = json.dumps(dict(self.args), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def shape(self) -> dict[str, object]:
+    def shape(self) -> JournalBody:
         """The journal form: names, argument shapes and a digest, never the values."""
         return {
             "request_id": self.request_id,
@@ -140,7 +141,7 @@ class ClientAuthorization:
             lines.append(f"{name} ({directory})" if directory else root)
         return lines
 
-    def shape(self) -> dict[str, object]:
+    def shape(self) -> JournalBody:
         return {
             "request_id": self.request_id,
             "action": self.kind,

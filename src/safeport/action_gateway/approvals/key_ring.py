@@ -30,6 +30,7 @@ from safeport.action_gateway.approvals.key_checks import (
 from safeport.action_gateway.policy.approval_factor import key_factor
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.key_wire import KeyAssertion, KeyRegistration
 from safeport.vault.interface import UnlockedVault
@@ -81,7 +82,7 @@ class KeyApprovals:
         self,
         vault: CurrentVault,
         policies: PolicyStore,
-        saved: Callable[[str, dict[str, object], UnlockedVault], None],
+        saved: Callable[[str, JournalBody, UnlockedVault], None],
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

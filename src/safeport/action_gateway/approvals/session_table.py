@@ -14,10 +14,11 @@ from typing import Protocol
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.approvals.grants import SessionGrant, held_requester, let_go
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.shared.audit.record import JournalBody
 
 
 class Journal(Protocol):
-    def record(self, kind: str, body: dict[str, object]) -> object: ...
+    def record(self, kind: str, body: JournalBody) -> object: ...
 
 
 class LivenessProbe(Protocol):

@@ -42,6 +42,7 @@ from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.catalog import Catalog
@@ -290,14 +291,14 @@ class GatewayCore:
 
     # -- journals and housekeeping ------------------------------------------------------------
 
-    def record_session(self, kind: str, body: dict[str, object]) -> None:
+    def record_session(self, kind: str, body: JournalBody) -> None:
         self._journals.sessions.record(kind, body)
 
-    def record_refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+    def record_refused(self, uid: int, category: str, kind: str, body: JournalBody) -> None:
         """A requester's junk or refusal: whole within its uid's budget, else only counted."""
         self._refusals.refused(uid, category, kind, body)
 
-    def record_session_by(self, uid: int | None, kind: str, body: dict[str, object]) -> None:
+    def record_session_by(self, uid: int | None, kind: str, body: JournalBody) -> None:
         self._refusals.session_by(uid, kind, body)  # within the uid's budget (RefusalRecords)
 
     def count_refusal(self, category: str) -> None:

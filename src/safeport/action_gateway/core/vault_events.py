@@ -18,6 +18,7 @@ from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Error
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.known_secrets import shorten
 from safeport.vault.interface import UnlockedVault
@@ -82,7 +83,7 @@ class VaultEvents:
         except Exception as exc:  # the lock stands; pooled connections die with their keys
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 
-    def record_save(self, kind: str, body: dict[str, object], vault: UnlockedVault) -> None:
+    def record_save(self, kind: str, body: JournalBody, vault: UnlockedVault) -> None:
         """Journal one of the gateway's saves with the generation it reached (a rollback shows)."""
         generation = self._checkpoints.saved(vault)
         self._journals.sessions.record(kind, body, ref={"generation": generation})

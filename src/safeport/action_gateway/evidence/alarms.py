@@ -18,6 +18,7 @@ from safeport.action_gateway.evidence.journals import DurableJournal, GatewayJou
 from safeport.action_gateway.evidence.restart_scan import HeadFinding, check_head, scan_refs
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.known_secrets import shorten
 from safeport.vault import CheckpointInvalid, load_checkpoints, verify_checkpoint
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
@@ -140,9 +141,7 @@ class JournalEvidence:
                 self.contradicted.append(previous)
                 self._alarm_head(finding, "running gateway")
 
-    def alarm(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
-    ) -> None:
+    def alarm(self, kind: str, body: JournalBody, *, ref: dict[str, int] | None = None) -> None:
         self._journals.sessions.record(kind, body, ref=ref)
         self.alarms.append({"kind": kind, "at": time.time(), **body})
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
+from safeport.shared.audit.record import JournalBody
 
 SESSIONS = "sessions"
 ACTIONS = "actions"
@@ -46,7 +47,7 @@ class DurableJournal:
         )
 
     def record(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+        self, kind: str, body: JournalBody, *, ref: dict[str, int] | None = None
     ) -> JournalHead:
         return self._writer.append(kind, body, ref=ref)
 
@@ -134,12 +135,12 @@ class RefusalRecords:
         self.sessions_budget = budget()
         self.space = space
 
-    def refused(self, uid: int, category: str, kind: str, body: dict[str, object]) -> None:
+    def refused(self, uid: int, category: str, kind: str, body: JournalBody) -> None:
         """A requester's junk or refusal: whole within its uid's budget, else only counted."""
         if self.budget.admit(uid, category, record_size(body)):
             self._actions.record(kind, body)
 
-    def session_by(self, uid: int | None, kind: str, body: dict[str, object]) -> None:
+    def session_by(self, uid: int | None, kind: str, body: JournalBody) -> None:
         """A sessions record ``uid`` caused: whole within its budget, else counted into one
         ``KIND_many`` record per window. None: the account or root asked (SIGHUP); whole."""
         if uid is None or self.sessions_budget.admit(uid, kind, record_size(body)):

@@ -24,12 +24,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from safeport.shared.audit.record import JournalBody
+
 FULL_PER_WINDOW = 20
 BYTES_PER_WINDOW = 256 * 1024
 WINDOW_S = 60.0
 
 
-def record_size(body: dict[str, object]) -> int:
+def record_size(body: JournalBody) -> int:
     """About what ``body`` takes in a journal line (before sealing, which adds a fixed amount)."""
     return len(json.dumps(body, separators=(",", ":"), default=str, ensure_ascii=False).encode())
 
@@ -45,7 +47,7 @@ class Tally:
     last_at: float
     opened: float  # the monotonic clock, for the window
 
-    def body(self) -> dict[str, object]:
+    def body(self) -> JournalBody:
         return {
             "uid": self.uid,
             "category": self.category,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from safeport.errors import AuditError
 from safeport.shared.audit import JournalHead, journal_segments, verify_journal
+from safeport.shared.audit.record import JournalBody
 from safeport.vault import CheckpointVerdict, compare_head
 
 INTENT = "action.intent"
@@ -49,7 +50,7 @@ class HeadFinding:
     def alarm(self) -> str:
         return f"journal.{self.status}"
 
-    def as_record(self, source: str) -> dict[str, object]:
+    def as_record(self, source: str) -> JournalBody:
         return {
             "alarm": True,
             "journal": self.journal,

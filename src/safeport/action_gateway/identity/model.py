@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from safeport.errors import Denied
+from safeport.shared.audit.record import JournalBody
 
 MAX_CHAIN = 16
 
@@ -142,7 +143,7 @@ class ProcessInfo:
     def signature_text(self) -> str:
         return describe_signature(self.signature, self.origin, self.authority)
 
-    def as_record(self) -> dict[str, object]:
+    def as_record(self) -> JournalBody:
         """The journal/card form: identities and digests, never arguments; of the environment
         only the names of variables that inject code, and their values."""
         record: dict[str, object] = {
@@ -223,7 +224,7 @@ class PeerIdentity:
             found.append(proc)
         return tuple(found)
 
-    def as_record(self) -> dict[str, object]:
+    def as_record(self) -> JournalBody:
         return {"uid": self.uid, "chain": [proc.as_record() for proc in self.chain]}
 
 

@@ -8,12 +8,13 @@ from typing import Protocol
 
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.shared.audit import JournalHead
+from safeport.shared.audit.record import JournalBody
 from safeport.vault.interface import UnlockedVault
 
 
 class ActionJournal(Protocol):
     def record(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+        self, kind: str, body: JournalBody, *, ref: dict[str, int] | None = None
     ) -> JournalHead: ...
 
 

@@ -35,6 +35,7 @@ from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewayPolicy
@@ -72,7 +73,7 @@ class CredentialSources(Protocol):
 
 class Journal(Protocol):
     def record(
-        self, kind: str, body: dict[str, object], *, ref: dict[str, int] | None = None
+        self, kind: str, body: JournalBody, *, ref: dict[str, int] | None = None
     ) -> JournalHead: ...
 
 

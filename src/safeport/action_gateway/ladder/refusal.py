@@ -11,6 +11,7 @@ from enum import IntEnum
 
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.errors import Error, ErrorCode
+from safeport.shared.audit.record import JournalBody
 
 
 class Rung(IntEnum):
@@ -46,7 +47,7 @@ class Refusal(Error):
 
 def refusal_record(
     request_id: str | None, refusal: Refusal, requester: PeerIdentity
-) -> dict[str, object]:
+) -> JournalBody:
     """The body every ``action.denied`` record starts with; callers add what they know more
     (the request and policy, the other senders). The rung is written as a plain number."""
     return {

@@ -23,6 +23,7 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql,
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.schemas.config import (
     Approval,
     Credential,
@@ -205,7 +206,7 @@ def proposal_target(proposal: Proposal) -> tuple[str, str, str]:
     return "http", proposal.service_id, proposal.operation_id
 
 
-def proposal_names(proposal: Proposal) -> dict[str, object]:
+def proposal_names(proposal: Proposal) -> JournalBody:
     """Names only (schema-valid identifiers); argument values are never journaled."""
     _, target, operation = proposal_target(proposal)
     return {

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.known_secrets import KnownSecrets
 from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SqlResult, SshExecResult
 from safeport.shared.secret_scan import redact
@@ -110,7 +111,7 @@ def filter_sql(result: SqlResult, columns: list[str]) -> SqlResult:
     )
 
 
-def result_summary(result: SshExecResult | HttpResult | SqlResult) -> dict[str, object]:
+def result_summary(result: SshExecResult | HttpResult | SqlResult) -> JournalBody:
     """Sizes, statuses and redactions (kind, field, lines) only: served content never goes into
     a journal."""
     summary: dict[str, object]

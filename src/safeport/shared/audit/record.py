@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeAlias
 
 ZERO_HASH = "0" * 64
 
@@ -40,6 +41,12 @@ class JournalHead:
 
 
 GENESIS = JournalHead(seq=0, hash=ZERO_HASH)
+
+JournalBody: TypeAlias = dict[str, object]
+"""A record's members after ``hash``, ``seq``, ``prev``, ``ts`` and ``kind``: the journal's own
+on-disk format, a wire format like a frame. It is written as canonical JSON and read back only by
+``sp audit verify`` and the restart scan, never as a value between the gateway's rooms; each kind
+of record keeps the members it has always had, so the name says what the dict is, not its keys."""
 
 
 # Built once: ``json.dumps`` with any non-default option builds a new encoder on every call.
