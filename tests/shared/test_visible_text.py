@@ -50,7 +50,7 @@ def _gateway_card(text: str, _: Path) -> str:
         chain=(ProcessInfo(pid=5, start_time=1, uid=1, name="x", exe=text, exe_sha256=None),),
     )
     card = build_card("c-1", peer, ssh_request(prepared), now=0, timeout_s=10).view(0)
-    return json.dumps(card, ensure_ascii=False)
+    return json.dumps(card.model_dump(), ensure_ascii=False)
 
 
 def _cli_card(text: str, _: Path | None = None) -> str:

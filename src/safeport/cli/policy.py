@@ -60,8 +60,9 @@ def check(as_json: bool) -> None:
     """
     found = check_policy(locate())
     view, digest, problems, changes = found.view, found.digest, found.problems, found.unaccepted
-    data = inventory(found.policy, digest)
+    listed = inventory(found.policy, digest)
     if as_json:
+        data = listed.model_dump()
         data["problems"] = [{"line": p.line, "message": p.message, "fix": p.fix} for p in problems]
         data["notes"] = list(found.notes)
         data["vault_checked"] = view.vault_kinds is not None
@@ -76,7 +77,7 @@ def check(as_json: bool) -> None:
         if problems:
             raise click.exceptions.Exit(1)
         return
-    click.echo("\n".join(inert(line) for line in inventory_lines(data)))
+    click.echo("\n".join(inert(line) for line in inventory_lines(listed)))
     if view.vault_note:
         click.echo(f"note: {view.vault_note}")
     for note in found.notes:

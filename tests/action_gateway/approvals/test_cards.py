@@ -159,8 +159,7 @@ def test_a_card_that_cannot_be_shown_whole_is_not_showable() -> None:
     short = build_card("c-2", PEER, ssh_request(SshAction("h", HOST, "c", command, "ok")), now=0,
                        timeout_s=10)  # fmt: skip
     assert short.showable is True
-    fields = short.view(0)["fields"]
-    assert isinstance(fields, list) and ["command", "ok"] in fields
+    assert ("command", "ok") in short.view(0).fields
 
 
 def test_the_card_says_what_a_yes_allows_and_how_long_is_left() -> None:
@@ -169,18 +168,18 @@ def test_the_card_says_what_a_yes_allows_and_how_long_is_left() -> None:
         "c", PEER, ssh_request(prepared, scope="session"), now=100, timeout_s=120,
         session_max_s=720 * 60,
     )  # fmt: skip
-    assert session.view(100)["scope_text"] == (
+    assert session.view(100).scope_text == (
         "this client process may use k without asking again until it exits, at most 720 "
         "minutes; a new client process asks again"
     )
-    assert session.view(100)["expires_in_s"] == 120
-    assert session.view(145)["expires_in_s"] == 75  # it counts down
-    assert session.view(999)["expires_in_s"] == 0
+    assert session.view(100).expires_in_s == 120
+    assert session.view(145).expires_in_s == 75  # it counts down
+    assert session.view(999).expires_in_s == 0
     once = build_card("c", PEER, ssh_request(prepared), now=0, timeout_s=60)
-    assert once.view(0)["scope_text"] == "this one request only"
-    assert once.view(0)["effect"] == "read-only"
+    assert once.view(0).scope_text == "this one request only"
+    assert once.view(0).effect == "read-only"
     assert (
-        build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).view(0)["effect"]
+        build_card("c", PEER, http_request(prepared), now=0, timeout_s=9).view(0).effect
         == "may change things"
     )
 
@@ -232,7 +231,7 @@ def test_the_card_marks_an_interpreters_script_as_its_claim_never_a_match() -> N
         script_signature="package", script_origin="dpkg libpython3.11-stdlib",
     )  # fmt: skip
     line = _process_line(python)
-    assert line["verified"] == "dpkg python3.11-minimal: matches"  # the binary: attested
-    assert line["script_claimed"] is True
-    assert "matches" not in str(line["script_verified"])
-    assert "libpython3.11-stdlib" in str(line["script_verified"])
+    assert line.verified == "dpkg python3.11-minimal: matches"  # the binary: attested
+    assert line.script_claimed is True
+    assert "matches" not in str(line.script_verified)
+    assert "libpython3.11-stdlib" in str(line.script_verified)

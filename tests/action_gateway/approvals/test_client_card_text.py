@@ -54,7 +54,7 @@ def _texts(value: object) -> list[str]:
 
 
 def _view(question: ClientAuthorization) -> dict[str, object]:
-    return build_client_card("c1", PEER, question, now=0, timeout_s=60).view(0)
+    return build_client_card("c1", PEER, question, now=0, timeout_s=60).view(0).model_dump()
 
 
 def _assert_inert(view: dict[str, object]) -> None:

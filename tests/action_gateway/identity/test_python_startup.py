@@ -120,7 +120,7 @@ def test_a_pth_in_the_agents_venv_runs_before_the_packaged_interpreters_script(
     assert "python venv" in _places(head), head.injected_env
     assert any("zz.pth" in value and "uid 65534" in value for _, value in head.injected_env)
     assert head.code_injected and not rule_matches(ANY_SCRIPT, _peer(head))
-    line = process_text(_process_line(head))
+    line = process_text(_process_line(head).model_dump())
     assert "INJECTS CODE: python venv=" in line and "zz.pth" in line
 
 
@@ -247,7 +247,7 @@ def test_an_argv0_in_the_agents_folder_brings_its_standard_library(
     assert head.exe == PYTHON and head.signature == "package"
     assert "python stdlib" in _places(head), head.injected_env
     assert not rule_matches(ANY_SCRIPT, _peer(head))
-    assert "INJECTS CODE: python stdlib=" in process_text(_process_line(head))
+    assert "INJECTS CODE: python stdlib=" in process_text(_process_line(head).model_dump())
 
 
 def test_a_link_to_the_packaged_interpreter_in_the_agents_folder_keeps_its_stdlib(

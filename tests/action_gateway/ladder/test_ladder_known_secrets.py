@@ -18,6 +18,7 @@ from harness.gateway import POLICY
 from safeport.action_gateway.executors.interface import ActionError, HttpAction
 from safeport.shared.known_secrets import secret_forms
 from safeport.shared.schemas.replies import MAX_REASON_CHARS, error_reply
+from safeport.shared.schemas.results import ApprovalEvent, CardOutcome
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, TokenSecret
 from tests.action_gateway.ladder.test_ladder_rungs import Policies, Rig
@@ -93,8 +94,8 @@ def test_a_failure_message_cut_inside_the_credential_leaves_no_fragment_anywhere
     tmp_path: Path, keep: int, form: str
 ) -> None:
     rig = Answering(tmp_path)
-    heard: list[tuple[str, dict[str, object]]] = []
-    rig.approvals.subscribe(lambda event, data: heard.append((event, data)))
+    heard: list[ApprovalEvent] = []
+    rig.approvals.subscribe(heard.append)
     encoded = {
         "raw": TOKEN,
         "hex": CANARY_TOKEN.hex(),
@@ -104,10 +105,10 @@ def test_a_failure_message_cut_inside_the_credential_leaves_no_fragment_anywhere
     message = "x" * (MAX_REASON_CHARS - 1 - keep) + encoded + " (and the rest)"
     rig.executor.failure = ActionError("bad_response", message)
     refusal = rig.refused()
-    outcome = [data for event, data in heard if event == "card.outcome"]
+    outcome = [event for event in heard if isinstance(event, CardOutcome)]
     denied = rig.denials()
     reply = error_reply("r-1", refusal.code, refusal.reason).error.reason
-    for text in (refusal.reason, str(outcome[0]["detail"]), str(denied[0]["reason"]), reply):
+    for text in (refusal.reason, outcome[0].detail, str(denied[0]["reason"]), reply):
         assert "x" * 100 in text  # the message is kept, only the credential is not
         assert not _ends_in_a_piece(text), text[-30:]
         assert encoded[:4] not in text

@@ -37,6 +37,7 @@ from safeport.errors import Error
 from safeport.shared.audit import JournalHead
 from safeport.shared.audit.record import canonical_json
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
+from safeport.shared.schemas.results import ApprovalEvent, CardOpened, CardOutcome
 from safeport.shared.schemas.wire import HttpResult, ProposeHttp, SqlResult, SshExecResult
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
@@ -510,8 +511,8 @@ def test_the_approver_hears_what_an_answered_card_led_to_and_nothing_for_a_reuse
 ) -> None:
     rig = Rig(tmp_path)
     rig.policies = Policies(POLICY)  # no rate cap: four calls in a row
-    heard: list[tuple[str, dict[str, object]]] = []
-    rig.approvals.subscribe(lambda event, data: heard.append((event, data)))
+    heard: list[ApprovalEvent] = []
+    rig.approvals.subscribe(heard.append)
     rig.propose()  # a card, approved: the session opens and the call runs
     rig.propose()  # the same session covers it: no card, so nothing to tell
     rig.executor.failure = ActionError("bad_response", "the service answered 503")
@@ -522,8 +523,10 @@ def test_the_approver_hears_what_an_answered_card_led_to_and_nothing_for_a_reuse
     for grant in rig.approvals.sessions():
         rig.approvals.revoke(grant.id, by="test")
     rig.refused()  # refused by a check made at execution
-    cards = [data["id"] for event, data in heard if event == "card"]
-    outcomes = [data for event, data in heard if event == "card.outcome"]
+    cards = [event.id for event in heard if isinstance(event, CardOpened)]
+    outcomes = [
+        event.model_dump(exclude={"event"}) for event in heard if isinstance(event, CardOutcome)
+    ]
     assert outcomes == [
         {"id": cards[0], "outcome": "done", "detail": "200"},
         {"id": cards[1], "outcome": "failed", "detail": "the service answered 503"},

@@ -4,7 +4,6 @@ two different texts look alike. Beside each, the ordinary edit that must keep re
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -227,7 +226,7 @@ def test_status_gives_the_text_and_its_digest_from_one_read(tmp_path: Path) -> N
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     status = PolicyStore(path).snapshot()
-    assert status["file"] == policy_digest(str(status["file_text"]))
+    assert status.file == policy_digest(str(status.file_text))
     # If the store read only once, the feeder waits to open the FIFO a second time: a reader
     # opened without waiting for a writer lets it finish, and waits for nothing if the feeder
     # is already done (whether it is cannot be told from how long it has been alive).
@@ -236,7 +235,7 @@ def test_status_gives_the_text_and_its_digest_from_one_read(tmp_path: Path) -> N
         feeder.join(timeout=60)
     finally:
         os.close(reader)
-    assert json.dumps(status)  # wire-safe
+    assert status.model_dump_json()  # wire-safe
 
 
 def test_a_long_list_still_ends_with_how_many_loosenings_it_holds() -> None:

@@ -21,7 +21,7 @@ def test_nothing_is_served_before_an_acceptance(tmp_path: Path) -> None:
     (tmp_path / "gateway.toml").write_text(POLICY)
     store = PolicyStore(tmp_path / "gateway.toml")
     assert store.load_accepted(_vault()) is None
-    assert store.status()["pending"] is True and store.served is None
+    assert store.status().pending is True and store.served is None
 
 
 def test_accept_serves_exactly_the_text_that_was_shown(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_accept_serves_exactly_the_text_that_was_shown(tmp_path: Path) -> None:
     accepted = vault.accepted_policy()
     assert accepted is not None and accepted.text == POLICY
     path.write_text(POLICY + "\n# agent edit\n")
-    assert store.status()["pending"] is True
+    assert store.status().pending is True
     assert store.served is served  # the edit changes nothing served
     with pytest.raises(PolicyChanged):
         store.accept(vault, policy_digest(POLICY))
@@ -49,7 +49,7 @@ def test_a_fresh_store_serves_what_the_vault_holds(tmp_path: Path) -> None:
     fresh = PolicyStore(path)
     served = fresh.load_accepted(vault)
     assert served is not None and served.text == POLICY
-    assert fresh.status()["file_error"] is not None
+    assert fresh.status().file_error is not None
 
 
 def test_the_diff_shows_added_lines() -> None:

@@ -154,7 +154,7 @@ def test_the_free_space_check_reads_the_folder(tmp_path: Path) -> None:
     low = JournalSpace(folder, reserve_bytes=2**62).low_reason()
     assert low is not None and "almost full" in low
     view = JournalSpace(folder, reserve_bytes=2**62).view()
-    assert view["low"] is True and int(str(view["free_bytes"])) > 0
+    assert view.low is True and view.free_bytes > 0 and view.refusals_counted == 0
 
 
 class JournalThatFails:

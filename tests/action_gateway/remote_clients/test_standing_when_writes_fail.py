@@ -57,7 +57,7 @@ def approved_token(core: GatewayCore) -> AccessClaims:
     code = issuer.ledger.new_code(binding, REDIRECT, "x" * 43)
     family = issuer.ledger.redeem_code(code, lambda record: None).family
     assert family is not None
-    access = str(issuer.issue(family)["access_token"])
+    access = issuer.issue(family).access_token
     return AccessClaims.model_validate(jwt.decode(access, options={"verify_signature": False}))
 
 

@@ -28,12 +28,13 @@ from safeport.action_gateway.approvals.session_table import Journal, LivenessPro
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.action_gateway.policy.shares import one_more
 from safeport.errors import Denied, Error
+from safeport.shared.schemas.results import ApprovalEvent, CardClosed, CardOpened, CardView
 
 PER_CALL_GRANT_S = 60.0
 MAX_PENDING_CARDS = 32  # one per requester; a flood of requesters cannot queue without bound
 
 CardOutcome = Literal["approved", "denied", "timeout", "cancelled", "voided", "unshowable"]
-Listener = Callable[[str, dict[str, object]], None]
+Listener = Callable[[ApprovalEvent], None]
 
 
 class ApprovalRefused(Denied):
@@ -169,7 +170,7 @@ class Approvals:
         with self._lock:  # one answered, not yet taken by its waiter, no longer waits
             return [pending.card for pending in self._pending.values() if pending.outcome is None]
 
-    def card_views(self) -> list[dict[str, object]]:
+    def card_views(self) -> list[CardView]:
         """The pending cards as approvers see them, with the time left counted now."""
         now = self._clock()
         return [card.view(now) for card in self.cards()]
@@ -299,7 +300,7 @@ class Approvals:
             pending = _Pending(card=card, done=threading.Event())
             self._pending[card.id] = pending
             self._by_requester[_slot(card)] = card.id
-        self.notify("card", card.view(self._clock()))
+        self.notify(CardOpened(**dict(card.view(self._clock())), event="card"))
         for opened in list(self._card_openers):
             opened(card)  # the requester's own side learns which card it waits on
         finished = pending.done.wait(card.expires_at - card.created_at)
@@ -307,7 +308,7 @@ class Approvals:
             self._forget_card(pending.card)
             if not finished and pending.outcome is None:
                 pending.outcome = "timeout"
-        self.notify("card.closed", {"id": pending.card.id, "outcome": pending.outcome})
+        self.notify(CardClosed(event="card.closed", id=pending.card.id, outcome=pending.outcome))
         return pending
 
     def _settle(self, pending: _Pending, outcome: CardOutcome, reason: str) -> None:
@@ -322,12 +323,12 @@ class Approvals:
         if self._by_requester.get(_slot(card)) == card.id:
             del self._by_requester[_slot(card)]
 
-    def notify(self, event: str, data: dict[str, object]) -> None:
+    def notify(self, event: ApprovalEvent) -> None:
         """Tell every watching approver (a card, its closing, what its action did)."""
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
-            listener(event, data)
+            listener(event)
 
 
 def _slot(card: ApprovalCard) -> tuple[object, ...]:

@@ -24,6 +24,7 @@ from typing import Literal
 from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.shared.audit.record import JournalBody
+from safeport.shared.schemas.results import CardView, ProcessLine, RequesterUser
 from safeport.shared.visible_text import Inert, checked_inert, inert, inert_lines
 
 ActionKind = Literal["ssh_exec", "http_request", "run_readonly_query"]
@@ -173,32 +174,32 @@ class ApprovalCard:
         record = json.dumps(self.requester.as_record(), sort_keys=True, default=str)
         return hashlib.sha256(record.encode("utf-8")).hexdigest()
 
-    def view(self, now: float) -> dict[str, object]:
+    def view(self, now: float) -> CardView:
         """The card as control clients receive it (every text already inert)."""
         client = self.requester.client()
         request = self.request
-        return {
-            "id": self.id,
-            "user": requester_user(self.requester.uid),
-            "scope": request.scope,
-            "scope_text": inert(scope_text(request, self.session_max_s)),
-            "credential": inert(request.credential),
-            "action": request.kind,
-            "target": inert(request.target_id),
-            "operation": inert(request.operation_id),
-            "read_only": request.read_only,
-            "effect": inert(_effect(request)),
-            "fields": [[label, text] for label, text in self.fields],
-            "showable": self.showable,
-            "requester": [_process_line(proc) for proc in self.requester.chain],
-            "client": _process_line(client) if client else None,
-            "client_label": next((inert(p.label) for p in self.requester.chain if p.label), None),
-            "expires_in_s": max(0, round(self.expires_at - now)),
-            "timeout_s": round(self.expires_at - self.created_at),
-            "prepared_sha256": _what_runs_sha256(request),
-            "requester_sha256": self.requester_sha256,
-            "expires_unix": self.expires_unix,
-        }
+        return CardView(
+            id=self.id,
+            user=requester_user(self.requester.uid),
+            scope=request.scope,
+            scope_text=inert(scope_text(request, self.session_max_s)),
+            credential=inert(request.credential),
+            action=request.kind,
+            target=inert(request.target_id),
+            operation=inert(request.operation_id),
+            read_only=request.read_only,
+            effect=inert(_effect(request)),
+            fields=[(label, text) for label, text in self.fields],
+            showable=self.showable,
+            requester=[_process_line(proc) for proc in self.requester.chain],
+            client=_process_line(client) if client else None,
+            client_label=next((inert(p.label) for p in self.requester.chain if p.label), None),
+            expires_in_s=max(0, round(self.expires_at - now)),
+            timeout_s=round(self.expires_at - self.created_at),
+            prepared_sha256=_what_runs_sha256(request),
+            requester_sha256=self.requester_sha256,
+            expires_unix=self.expires_unix,
+        )
 
 
 def _what_runs_sha256(request: ActionRequest | ClientAuthorization) -> str:
@@ -215,14 +216,14 @@ def _effect(request: ActionRequest | ClientAuthorization) -> str:
     return "read-only" if request.read_only else "may change things"
 
 
-def requester_user(uid: int) -> dict[str, object]:
+def requester_user(uid: int) -> RequesterUser:
     """Which human asks: with several humans served, one must never approve another's proposal
     unknowingly. The name is the system's, for this uid, at the time the card is shown."""
     try:
         name: str | None = pwd.getpwuid(uid).pw_name
     except KeyError:
         name = None
-    return {"uid": uid, "name": inert(name) if name is not None else None}
+    return RequesterUser(uid=uid, name=inert(name) if name is not None else None)
 
 
 def scope_text(request: ActionRequest | ClientAuthorization, session_max_s: float) -> str:
@@ -315,7 +316,7 @@ def argument_lengths(args: Mapping[str, str | int]) -> str:
     )
 
 
-def _process_line(proc: object) -> dict[str, object]:
+def _process_line(proc: object) -> ProcessLine:
     """One process of the chain: its digest and what vouches for it (said once), the script
     only for an interpreter — marked as the process's claim, with what the file at that path
     is, never "matches" — and any variable in its environment that injects code."""
@@ -346,4 +347,4 @@ def _process_line(proc: object) -> dict[str, object]:
         line["environ"] = "unreadable"
     if proc.injected_env:
         line["injected_env"] = [[inert(name), inert(value)] for name, value in proc.injected_env]
-    return line
+    return ProcessLine.model_validate(line)

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from safeport.shared.schemas.results import ApprovalEvent, CardOpened
+
 TITLE = "safeport"
 BODY = "An action is waiting for approval: run `sp approvals watch`"
 
@@ -37,9 +39,9 @@ def _on_absolute_path(program: str, env: Mapping[str, str]) -> str | None:
     return shutil.which(program, path=os.pathsep.join(entries)) if entries else None
 
 
-def notify_card_waiting(event: str, data: dict[str, object]) -> None:
+def notify_card_waiting(event: ApprovalEvent) -> None:
     """An approvals listener: on a new card, show the notification without waiting for it."""
-    if event != "card":
+    if not isinstance(event, CardOpened):
         return
     argv = notifier_argv(sys.platform, os.environ)
     if argv is None:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.identity.model import PeerIdentity
+from safeport.shared.schemas.results import SessionView
 
 
 @dataclass(frozen=True)
@@ -27,16 +28,16 @@ class SessionGrant:
     expires_at: float
     vault_epoch: int
 
-    def view(self, now: float) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "credential": self.credential,
-            "requester_pid": self.requester.pid,
-            "requester_exe": self.requester.process.exe,
-            "policy": self.policy_digest,
-            "age_s": round(now - self.opened_at),
-            "expires_in_s": max(0, round(self.expires_at - now)),
-        }
+    def view(self, now: float) -> SessionView:
+        return SessionView(
+            id=self.id,
+            credential=self.credential,
+            requester_pid=self.requester.pid,
+            requester_exe=self.requester.process.exe,
+            policy=self.policy_digest,
+            age_s=round(now - self.opened_at),
+            expires_in_s=max(0, round(self.expires_at - now)),
+        )
 
 
 @dataclass(frozen=True)

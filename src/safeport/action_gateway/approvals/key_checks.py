@@ -38,7 +38,7 @@ from fido2.webauthn import (
 
 from safeport.errors import Denied
 from safeport.shared.outside_json import loads_object
-from safeport.shared.schemas.key_wire import origin_of
+from safeport.shared.schemas.key_wire import EnrolledKeyView, origin_of
 
 _DOMAIN = "safeport approval v1"
 # The wire bounds the base64 at 4096 characters (``key_wire.B64``): 3 KiB of bytes.
@@ -60,6 +60,7 @@ class EnrolledKey:
     enrolled_at: str
 
     def as_json(self) -> dict[str, object]:
+        """The key as the ring stored in the vault holds it (read back by :meth:`from_json`)."""
         return {
             "id": self.id,
             "name": self.name,
@@ -67,6 +68,12 @@ class EnrolledKey:
             "counter": self.counter,
             "enrolled_at": self.enrolled_at,
         }
+
+    def view(self) -> EnrolledKeyView:
+        """The key as `sp approver keys` shows it: no public key."""
+        return EnrolledKeyView(
+            id=self.id, name=self.name, counter=self.counter, enrolled_at=self.enrolled_at
+        )
 
     @classmethod
     def from_json(cls, raw: Mapping[str, object]) -> EnrolledKey:

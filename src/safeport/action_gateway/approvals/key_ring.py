@@ -12,7 +12,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
@@ -32,7 +32,14 @@ from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
 from safeport.shared.audit.record import JournalBody
 from safeport.shared.schemas.config import GatewayPolicy
-from safeport.shared.schemas.key_wire import KeyAssertion, KeyRegistration
+from safeport.shared.schemas.key_wire import (
+    KeyAssertion,
+    KeyChallengeResult,
+    KeyChoice,
+    KeyRegistration,
+    KeyRequest,
+)
+from safeport.shared.schemas.results import CardView
 from safeport.vault.interface import UnlockedVault
 
 CHALLENGE_S = 120.0
@@ -109,9 +116,9 @@ class KeyApprovals:
     def factor_in_use(self, credential: str | None = None) -> bool:
         return key_factor(self.served_policy(), credential)
 
-    def card_request(self, card: Mapping[str, object]) -> dict[str, object] | None:
+    def card_request(self, card: CardView) -> KeyRequest | None:
         """What the approver's key must sign for a yes to ``card`` (None: no key needed)."""
-        if not self.factor_in_use(str(card["credential"])):
+        if not self.factor_in_use(card.credential):
             return None
         try:
             ring = self.ring() or KeyRing("", b"", ())
@@ -121,16 +128,16 @@ class KeyApprovals:
 
     # -- cards ------------------------------------------------------------------------------
 
-    def check_card(self, card: Mapping[str, object], assertion: KeyAssertion | None) -> None:
+    def check_card(self, card: CardView, assertion: KeyAssertion | None) -> None:
         """Raise unless ``assertion`` is an enrolled key's first answer to ``card``."""
         if assertion is None:
             raise KeyRequired(
-                f"credential {card['credential']!s} is approved with a security key: the "
+                f"credential {card.credential} is approved with a security key: the "
                 "passphrase alone does not approve it",
                 hint="answer it in `sp approvals watch` (or `sp approvals approve`) and touch "
                 "your enrolled key",
             )
-        card_id, expires = str(card["id"]), int(str(card["expires_unix"]))
+        card_id, expires = card.id, card.expires_unix
         now = time.time()
         if expires < now:
             raise KeyRefused("the card expired before the key's answer arrived")
@@ -144,7 +151,7 @@ class KeyApprovals:
 
     # -- enrolment, removal and policy -------------------------------------------------------
 
-    def challenge(self, purpose: str, subject: str) -> dict[str, object]:
+    def challenge(self, purpose: str, subject: str) -> KeyChallengeResult:
         ring = self.ring()
         if ring is None:  # the installation's relying party is chosen once, with the first key
             ring = KeyRing.new()
@@ -154,11 +161,11 @@ class KeyApprovals:
             now = self._clock()
             self._issued = {k: v for k, v in self._issued.items() if v[1] > now}
             self._issued[(purpose, subject)] = (nonce, now + CHALLENGE_S)
-        return {
-            "request": self._request(ring, admin_challenge(purpose, subject, nonce)),
-            "user_id": websafe_encode(ring.user_id),
-            "expires_in_s": int(CHALLENGE_S),
-        }
+        return KeyChallengeResult(
+            request=self._request(ring, admin_challenge(purpose, subject, nonce)),
+            user_id=websafe_encode(ring.user_id),
+            expires_in_s=int(CHALLENGE_S),
+        )
 
     def needs_key(self) -> bool:
         """Whether a change (enrol, remove, turning the factor off) needs an enrolled key."""
@@ -223,14 +230,14 @@ class KeyApprovals:
     def _saved(self, kind: str, body: dict[str, object]) -> None:
         self._record_save(kind, body, self._vault())
 
-    def _request(self, ring: KeyRing, challenge: bytes) -> dict[str, object]:
+    def _request(self, ring: KeyRing, challenge: bytes) -> KeyRequest:
         policy = self.served_policy()
-        return {
-            "rp_id": ring.rp_id,
-            "challenge": websafe_encode(challenge),
-            "user_verification": bool(policy and policy.approvals.user_verification),
-            "keys": [{"id": key.id, "name": key.name} for key in ring.keys],
-        }
+        return KeyRequest(
+            rp_id=ring.rp_id,
+            challenge=websafe_encode(challenge),
+            user_verification=bool(policy and policy.approvals.user_verification),
+            keys=[KeyChoice(id=key.id, name=key.name) for key in ring.keys],
+        )
 
     def _take(self, purpose: str, subject: str, *, keep: bool) -> bytes:
         """The challenge issued for (purpose, subject), used once. Caller holds the lock."""
@@ -267,13 +274,8 @@ class KeyApprovals:
         self._vault().record_approver_keys(ring.text())
 
 
-def _card_challenge(card: Mapping[str, object]) -> bytes:
-    return card_challenge(
-        str(card["id"]),
-        str(card["prepared_sha256"]),
-        str(card["requester_sha256"]),
-        int(str(card["expires_unix"])),
-    )
+def _card_challenge(card: CardView) -> bytes:
+    return card_challenge(card.id, card.prepared_sha256, card.requester_sha256, card.expires_unix)
 
 
 def _with_id(response: dict[str, object], credential_id: str | None = None) -> dict[str, object]:

@@ -45,9 +45,10 @@ from safeport.errors import Denied, Error
 from safeport.shared.audit.record import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas import results as rs
+from safeport.shared.schemas import results_vault as rv
 from safeport.shared.schemas.catalog import Catalog
 from safeport.shared.schemas.config import GatewaySettings
-from safeport.shared.schemas.results import CheckpointResult, SourcesCheckResult, StatusResult
 from safeport.vault.interface import EntryInfo, UnlockedVault, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes, SecretKind
 
@@ -197,10 +198,10 @@ class GatewayCore:
         if should_auto_lock(self._vault.unlocked, idle, self.settings().auto_lock_minutes):
             self._vault.lock("idle")
 
-    def describe_vault(self) -> dict[str, object]:
+    def describe_vault(self) -> rv.VaultDescribeResult:
         return self._vault.describe()
 
-    def public_file_view(self) -> dict[str, object]:
+    def public_file_view(self) -> rv.PublicFileState | None:
         return self._vault.public_file_view()
 
     def entries(self) -> list[EntryInfo]:
@@ -227,10 +228,10 @@ class GatewayCore:
 
     # -- the policy ---------------------------------------------------------------------------
 
-    def policy_status(self) -> dict[str, object]:
+    def policy_status(self) -> rs.PolicyState:
         return self._policies.status()
 
-    def policy_snapshot(self) -> dict[str, object]:
+    def policy_snapshot(self) -> rs.PolicySnapshot:
         """The status with the text served and the text on disk (one read), for `sp policy`."""
         return self._policies.snapshot()
 
@@ -242,14 +243,14 @@ class GatewayCore:
         self._events.record_save("policy.accepted", {"policy": served.digest}, vault)
         return served.digest
 
-    def reload(self, uid: int | None = None) -> dict[str, object]:
+    def reload(self, uid: int | None = None) -> rs.PolicyState:
         """SIGHUP (``uid`` None) / `sp gateway reload`: re-read the accepted policy and file."""
         with contextlib.suppress(Error):  # locked: there is nothing accepted to re-read
             vault, _ = self._vault.current()
             self._policies.load_accepted(vault)
         status = self._policies.status()
-        self.record_session_by(uid, "gateway.reloaded", dict(status))
-        if status["pending"]:
+        self.record_session_by(uid, "gateway.reloaded", status.model_dump())
+        if status.pending:
             log.warning("gateway.toml differs from the accepted policy; run `sp policy accept`")
         return status
 
@@ -262,7 +263,7 @@ class GatewayCore:
     def approver_started(self, peer: PeerIdentity) -> None:
         self.record_session("approver.started", {"approver": peer.as_record()})
 
-    def card_views(self) -> list[dict[str, object]]:
+    def card_views(self) -> list[rs.CardView]:
         return self._approvals.card_views()
 
     def decide_card(self, card_id: str, approve: bool, approver: PeerIdentity) -> ApprovalCard:
@@ -277,7 +278,7 @@ class GatewayCore:
     def unwatch_cards(self, listener: Listener) -> None:
         self._approvals.unsubscribe(listener)
 
-    def session_views(self, *, of_uid: int | None = None) -> list[dict[str, object]]:
+    def session_views(self, *, of_uid: int | None = None) -> list[rs.SessionView]:
         """Open sessions as `sp sessions list` shows them; only one uid's when ``of_uid``."""
         now = time.monotonic()
         grants = self._approvals.sessions()
@@ -311,9 +312,9 @@ class GatewayCore:
     def reap(self) -> None:
         self._approvals.reap()
 
-    def check_sources(self) -> SourcesCheckResult:  # sp doctor: no value is read
+    def check_sources(self) -> rs.SourcesCheckResult:  # sp doctor: no value is read
         checks = self._credentials.doctor(self._policies.served, self._vault.current()[0])
-        return SourcesCheckResult.model_validate({"checks": checks})
+        return rs.SourcesCheckResult(checks=checks)
 
     def inspect_at_start(self) -> None:
         """Before anything is served: judge the journals, learn the highest generation."""
@@ -323,26 +324,25 @@ class GatewayCore:
         """Sign the heads (``if_moved``: if one moved since); nothing to sign with while locked."""
         self._events.checkpoint(vault, if_moved=if_moved)
 
-    def checkpoint_view(self) -> CheckpointResult:
+    def checkpoint_view(self) -> rs.CheckpointResult:
         """The latest signed heads, in the format of checkpoint.json."""
-        return CheckpointResult.model_validate(self._records.checkpoints.view())
+        return self._records.checkpoints.view()
 
-    def status(self) -> StatusResult:
+    def status(self) -> rs.StatusResult:
         """What `sp status` shows of this run."""
-        view = {
-            "pid": os.getpid(),
-            "account": self._paths.install.account if self._paths.install else None,
-            "uptime_s": round(time.time() - self._started_at),
-            "run": self.unlock_name(),
-            "vault": "unlocked" if self._vault.unlocked else "locked",
-            "policy": self._policies.status(),
-            "sessions": len(self._approvals.sessions()),
-            "pending_cards": len(self._approvals.cards()),
-            "journals": journal_heads(self._journals),
-            "alarms": list(self._records.evidence.alarms),
-            "journal_space": self._refusals.view(),
-        }
-        return StatusResult.model_validate(view)
+        return rs.StatusResult(
+            pid=os.getpid(),
+            account=self._paths.install.account if self._paths.install else None,
+            uptime_s=round(time.time() - self._started_at),
+            run=self.unlock_name(),
+            vault="unlocked" if self._vault.unlocked else "locked",
+            policy=self._policies.status(),
+            sessions=len(self._approvals.sessions()),
+            pending_cards=len(self._approvals.cards()),
+            journals=journal_heads(self._journals),
+            alarms=[rs.Alarm.model_validate(alarm) for alarm in self._records.evidence.alarms],
+            journal_space=self._refusals.view(),
+        )
 
     def stop(self) -> None:
         """The end of a run: grants voided, the last counts journaled, the vault locked."""

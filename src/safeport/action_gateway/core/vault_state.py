@@ -10,8 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from safeport.errors import Denied, Error
+from safeport.shared.schemas.results_vault import PublicFileState, VaultDescribeResult
 from safeport.vault import FileVaultBackend, VaultFile, VaultLocked
 from safeport.vault.interface import UnlockedVault, VaultPublicKeys, VaultStore
 from safeport.vault.secrets import SecretBytes
@@ -175,21 +177,24 @@ class VaultState:
         except Error:
             return None
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> VaultDescribeResult:
         """What `sp vault status` shows, read by the gateway from the file only it can read."""
         store = self._store
-        if not isinstance(store, VaultFile):
-            return {"exists": True, "path": str(store.path)}
-        return FileVaultBackend(store).status().as_json()
+        if isinstance(store, VaultFile):
+            header = FileVaultBackend(store).status().as_json()
+        else:
+            header = {"exists": True, "path": str(store.path)}
+        state = "unlocked" if self.unlocked else "locked"
+        return VaultDescribeResult.model_validate({**header, "vault": state})
 
-    def public_file_view(self) -> dict[str, object]:
+    def public_file_view(self) -> PublicFileState | None:
         """The state of vault.pub.json beside the vault, when the store can tell."""
         try:
             vault, _ = self.current()
         except Error:
-            return {}
+            return None
         state = getattr(vault, "public_file_state", None)
-        return {"public_file": state()} if callable(state) else {}
+        return cast("PublicFileState", state()) if callable(state) else None
 
     def touch(self) -> None:
         """A human acted on control.sock (proved the passphrase); resets the idle clock."""

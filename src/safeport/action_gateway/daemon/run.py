@@ -31,6 +31,7 @@ from safeport.errors import EnvironmentProblem
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths, check_socket_path, ensure_private_dir
 from safeport.shared.provenance import verify_installed_package
+from safeport.shared.schemas.results import PolicyState
 
 log = logging.getLogger("safeport.gateway")
 
@@ -113,7 +114,9 @@ async def _serve(paths: SafeportPaths, parts: GatewayParts, limits: RuntimeLimit
     # Before anything new is written (gateway.started included): a cut or rewritten journal,
     # or an intent left open by a kill, is judged on the files as they were found.
     core.inspect_at_start()
-    core.record_session("gateway.started", {"pid": os.getpid(), "policy": core.policy_status()})
+    core.record_session(
+        "gateway.started", {"pid": os.getpid(), "policy": core.policy_status().model_dump()}
+    )
     log.info("gateway listening on %s and %s", paths.agent_socket, paths.control_socket)
     tasks = _housekeeping(limits, core, pools.control)
     try:
@@ -256,7 +259,7 @@ def _in_background(loop: asyncio.AbstractEventLoop, pool: Executor, core: Gatewa
     """SIGHUP: reload off the loop; a failure is logged, never left for asyncio to print."""
     future = loop.run_in_executor(pool, core.reload)
 
-    def report(done: asyncio.Future[dict[str, object]]) -> None:
+    def report(done: asyncio.Future[PolicyState]) -> None:
         exc = None if done.cancelled() else done.exception()
         if exc is not None:
             log.error("reload on SIGHUP failed: %s", summarize(exc))

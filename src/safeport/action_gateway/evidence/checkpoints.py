@@ -9,7 +9,6 @@ them: an unlock of an older file is a rollback alarm.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -17,12 +16,12 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from safeport.action_gateway.evidence.alarms import JournalEvidence
 from safeport.action_gateway.evidence.journals import GatewayJournals
 from safeport.action_gateway.evidence.syslog import SyslogSender, SyslogTarget, format_heads
 from safeport.errors import Error
+from safeport.shared.schemas.results import CheckpointResult
 from safeport.vault import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultEvidence
 
@@ -113,10 +112,9 @@ class CheckpointKeeper:
             self._keep_in_vault(vault)
             self._send_to_syslog(list(self._signed.values()))
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> CheckpointResult:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
-        document: dict[str, Any] = json.loads(dump_checkpoints(self._all_signed()))
-        return document
+        return CheckpointResult.model_validate_json(dump_checkpoints(self._all_signed()))
 
     def close(self) -> None:
         if self._syslog is not None:

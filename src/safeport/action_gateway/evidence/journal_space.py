@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from safeport.shared.schemas.results import JournalSpace as JournalSpaceView
+
 RESERVE_BYTES = 64 * 1024 * 1024
 CHECK_EVERY_S = 0.25
 
@@ -69,10 +71,13 @@ class JournalSpace:
             "until space is freed"
         )
 
-    def view(self) -> dict[str, object]:
+    def view(self, refusals_counted: int = 0) -> JournalSpaceView:
+        """What `sp status` shows of the disk, with the refusals only counted (see
+        :class:`~safeport.action_gateway.evidence.journals.RefusalRecords`)."""
         free = self.free_bytes()
-        return {
-            "free_bytes": free,
-            "reserve_bytes": self.reserve_bytes,
-            "low": free >= 0 and space_low(free, self.reserve_bytes),
-        }
+        return JournalSpaceView(
+            free_bytes=free,
+            reserve_bytes=self.reserve_bytes,
+            low=free >= 0 and space_low(free, self.reserve_bytes),
+            refusals_counted=refusals_counted,
+        )

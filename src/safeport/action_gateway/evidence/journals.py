@@ -20,6 +20,7 @@ from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
 from safeport.shared.audit.record import JournalBody
+from safeport.shared.schemas.results import JournalSpace as JournalSpaceView
 
 SESSIONS = "sessions"
 ACTIONS = "actions"
@@ -155,9 +156,8 @@ class RefusalRecords:
         _flush_tallies(self.budget, self._actions, lambda _: "action.denied_many", everything)
         _flush_tallies(self.sessions_budget, self._sessions, lambda c: f"{c}_many", everything)
 
-    def view(self) -> dict[str, object]:
-        counted = self.budget.counted + self.sessions_budget.counted
-        return {**self.space.view(), "refusals_counted": counted}
+    def view(self) -> JournalSpaceView:
+        return self.space.view(self.budget.counted + self.sessions_budget.counted)
 
 
 def _flush_tallies(

@@ -14,7 +14,11 @@ import contextlib
 from safeport.action_gateway.approvals.approver_rules import ApproverRefused
 from safeport.action_gateway.core.vault_state import unlock_name
 from safeport.action_gateway.handlers.control_context import ControlContext
-from safeport.action_gateway.handlers.key_ops import check_yes, with_key_requests
+from safeport.action_gateway.handlers.key_ops import (
+    check_yes,
+    with_key_request,
+    with_key_requests,
+)
 from safeport.action_gateway.sockets.connection import Connection
 from safeport.errors import Error
 from safeport.shared.schemas.control import (
@@ -29,8 +33,9 @@ from safeport.shared.schemas.control import (
 )
 from safeport.shared.schemas.replies import ok_reply
 from safeport.shared.schemas.results import (
-    APPROVAL_EVENT,
+    ApprovalEvent,
     ApproverResult,
+    CardOpened,
     CardsResult,
     DecidedResult,
     RemoteClientsResult,
@@ -81,8 +86,7 @@ async def approver_register(
 async def approvals_list(
     ctx: ControlContext, conn: Connection, request: ApprovalsListRequest
 ) -> CardsResult:
-    views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
-    cards = CardsResult.model_validate({"cards": views}).cards
+    cards = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
     if ctx.sees_only_its_own(conn):
         # A card holds the requester's process chain, scripts and injected variables: facts
         # about another human's processes that only a proven approver is shown.
@@ -111,26 +115,25 @@ async def approvals_watch(
     loop = asyncio.get_running_loop()
     watch_id = request.id
 
-    def listener(event: str, data: dict[str, object]) -> None:
-        if event == "card":  # what a key must sign for a yes, when one is needed
-            data = with_key_requests(ctx, [data])[0]
+    def listener(event: ApprovalEvent) -> None:
+        if isinstance(event, CardOpened):  # what a key must sign for a yes, when one is needed
+            event = with_key_request(ctx, event)
         # Its own id: an event sent before the watch reply must not be taken for it.
-        typed = APPROVAL_EVENT.validate_python({"event": event, **data})
-        message = ok_reply(f"{watch_id}:event", typed)
+        message = ok_reply(f"{watch_id}:event", event)
         with contextlib.suppress(RuntimeError):  # the loop is closing
             loop.call_soon_threadsafe(conn.spawn_send, message)
 
     ctx.watch(conn, listener)
     conn.subscribe()  # stays open while it waits for cards
     views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
-    return WatchingResult.model_validate({"event": "watching", "cards": views})
+    return WatchingResult(event="watching", cards=views)
 
 
 async def sessions_list(
     ctx: ControlContext, conn: Connection, request: SessionsListRequest
 ) -> SessionsResult:
     only = conn.peer.uid if ctx.sees_only_its_own(conn) else None
-    return SessionsResult.model_validate({"sessions": ctx.core.session_views(of_uid=only)})
+    return SessionsResult(sessions=ctx.core.session_views(of_uid=only))
 
 
 async def sessions_revoke(
@@ -149,8 +152,7 @@ async def sessions_revoke(
 async def clients_list(
     ctx: ControlContext, conn: Connection, request: ClientsListRequest
 ) -> RemoteClientsResult:
-    views = await ctx.in_thread(ctx.core.remote.client_views)
-    return RemoteClientsResult.model_validate({"clients": views})
+    return RemoteClientsResult(clients=await ctx.in_thread(ctx.core.remote.client_views))
 
 
 async def clients_revoke(

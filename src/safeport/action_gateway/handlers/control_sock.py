@@ -107,13 +107,13 @@ async def gateway_reload(
     ctx: ControlContext, conn: Connection, request: GatewayReloadRequest
 ) -> PolicyState:
     uid = conn.peer.uid  # any admitted uid may reload: its records come from its budget
-    return PolicyState.model_validate(await ctx.in_thread(lambda: ctx.core.reload(uid)))
+    return await ctx.in_thread(lambda: ctx.core.reload(uid))
 
 
 async def policy_status(
     ctx: ControlContext, conn: Connection, request: PolicyStatusRequest
 ) -> PolicySnapshot:
-    return PolicySnapshot.model_validate(ctx.core.policy_snapshot())
+    return ctx.core.policy_snapshot()
 
 
 async def policy_accept(

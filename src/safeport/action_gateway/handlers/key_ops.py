@@ -9,7 +9,7 @@ the human's, or accept a policy that lets the passphrase approve again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import TypeVar
 
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.policy.approval_factor import loosens_factor
@@ -32,6 +32,9 @@ from safeport.shared.schemas.key_wire import (
     KeyEnrolledResult,
     KeyRemovedResult,
 )
+from safeport.shared.schemas.results import CardView
+
+Card = TypeVar("Card", bound=CardView)  # a card as listed, or as pushed to a watcher
 
 
 async def approver_keys(
@@ -39,15 +42,10 @@ async def approver_keys(
 ) -> ApproverKeysResult:
     keys = ctx.core.keys
     ring = await ctx.in_thread(keys.ring)
-    return ApproverKeysResult.model_validate(
-        {
-            "rp_id": ring.rp_id if ring else None,
-            "keys": [
-                {k: v for k, v in key.as_json().items() if k != "public_key"}
-                for key in (ring.keys if ring else ())
-            ],
-            "factor_in_use": keys.factor_in_use(),
-        }
+    return ApproverKeysResult(
+        rp_id=ring.rp_id if ring else None,
+        keys=[key.view() for key in (ring.keys if ring else ())],
+        factor_in_use=keys.factor_in_use(),
     )
 
 
@@ -56,8 +54,7 @@ async def approver_key_challenge(
 ) -> KeyChallengeResult:
     ctx.core.check_approver(conn.peer)
     params = request.params
-    issued = await ctx.in_thread(lambda: ctx.core.keys.challenge(params.purpose, params.subject))
-    return KeyChallengeResult.model_validate(issued)
+    return await ctx.in_thread(lambda: ctx.core.keys.challenge(params.purpose, params.subject))
 
 
 async def approver_enroll(
@@ -84,8 +81,8 @@ async def check_yes(
     """A yes to a card whose credential needs a key: refused without an enrolled key's touch
     over exactly that card (its id, action, requester and expiry). A refusal is journaled
     (within the uid's budget): a key answer that does not hold is evidence of an attempt."""
-    card = next((c for c in ctx.core.card_views() if c["id"] == card_id), None)
-    if card is None or not ctx.core.keys.factor_in_use(str(card["credential"])):
+    card = next((c for c in ctx.core.card_views() if c.id == card_id), None)
+    if card is None or not ctx.core.keys.factor_in_use(card.credential):
         return  # no such card is the broker's to say; no factor: the passphrase approves
     try:
         await ctx.in_thread(lambda: ctx.core.keys.check_card(card, assertion))
@@ -103,7 +100,7 @@ async def check_yes(
 async def check_policy(ctx: ControlContext, params: PolicyAcceptParams) -> None:
     """Accepting a policy that turns the key off needs an enrolled key's touch over its digest."""
     snapshot = ctx.core.policy_snapshot()
-    text = params.text if params.text is not None else snapshot.get("file_text")
+    text = params.text if params.text is not None else snapshot.file_text
     if not isinstance(text, str) or policy_digest(text) != params.digest:
         # Refused here, not left to the acceptance: it reads gateway.toml again, and a file
         # swapped back in between would be accepted without this check having judged it.
@@ -118,16 +115,14 @@ async def check_policy(ctx: ControlContext, params: PolicyAcceptParams) -> None:
         await ctx.in_thread(lambda: keys.prove("policy", params.digest, params.assertion))
 
 
-def with_key_requests(
-    ctx: ControlContext, cards: list[dict[str, object]]
-) -> list[dict[str, object]]:
+def with_key_requests(ctx: ControlContext, cards: list[Card]) -> list[Card]:
     """Each card with what a key must sign for its yes, when its credential needs one."""
-    return [_with_key_request(ctx, card) for card in cards]
+    return [with_key_request(ctx, card) for card in cards]
 
 
-def _with_key_request(ctx: ControlContext, card: Mapping[str, object]) -> dict[str, object]:
+def with_key_request(ctx: ControlContext, card: Card) -> Card:
     request = ctx.core.keys.card_request(card)
-    return {**card, "key": request} if request is not None else dict(card)
+    return card.model_copy(update={"key": request}) if request is not None else card
 
 
 async def _changes_keys(

@@ -52,8 +52,7 @@ async def vault_status(
 async def vault_describe(
     ctx: ControlContext, conn: Connection, request: VaultDescribeRequest
 ) -> VaultDescribeResult:
-    described = await ctx.in_thread(ctx.core.describe_vault)
-    return VaultDescribeResult.model_validate({**described, "vault": _state(ctx)})
+    return await ctx.in_thread(ctx.core.describe_vault)
 
 
 async def vault_init(
@@ -77,8 +76,8 @@ async def vault_unlock(
     ctx: ControlContext, conn: Connection, request: VaultUnlockRequest
 ) -> VaultUnlockedResult:
     await ctx.prove(conn, request.op, request.params.passphrase)
-    return VaultUnlockedResult.model_validate(
-        {"vault": "unlocked", "policy": ctx.core.policy_status(), **ctx.core.public_file_view()}
+    return VaultUnlockedResult(
+        vault="unlocked", policy=ctx.core.policy_status(), public_file=ctx.core.public_file_view()
     )
 
 
@@ -87,8 +86,8 @@ async def vault_unlock_keyring(
 ) -> VaultKeyringUnlockedResult:
     by = {"op": request.op, "peer": conn.peer.as_record()}
     changed = await ctx.in_thread(lambda: ctx.core.unlock_with_keyring(by))
-    return VaultKeyringUnlockedResult.model_validate(
-        {"vault": "unlocked", "changed": bool(changed), **ctx.core.public_file_view()}
+    return VaultKeyringUnlockedResult(
+        vault="unlocked", changed=bool(changed), public_file=ctx.core.public_file_view()
     )
 
 

@@ -40,6 +40,7 @@ from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
+from safeport.shared.schemas.results import SourceCheck
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import CredentialSecret, TokenSecret
 
@@ -190,12 +191,12 @@ class CredentialSupply:
         self._journal.record("credential.revoke_failed", body, ref=ref)
         self._alarm("credential.revoke_failed", {"alarm": True, **body})
 
-    def doctor(self, served: ServedPolicy | None, vault: UnlockedVault) -> list[dict[str, object]]:
+    def doctor(self, served: ServedPolicy | None, vault: UnlockedVault) -> list[SourceCheck]:
         """`sp doctor`'s lines for the servers and each declared path (no value is read)."""
         if served is None:
             return []
         found = self.sources.doctor(served.policy, _reader(vault))
-        return [dataclasses.asdict(finding) for finding in found]
+        return [SourceCheck(**dataclasses.asdict(finding)) for finding in found]
 
 
 @dataclasses.dataclass(frozen=True)

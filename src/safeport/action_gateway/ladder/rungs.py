@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from safeport.action_gateway.approvals.broker import ApprovalRefused, Approvals, ApprovalTimedOut
 from safeport.action_gateway.approvals.cards import ActionRequest
@@ -54,6 +55,7 @@ from safeport.action_gateway.policy.caller_rules import CallerRefused, check_cal
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Denied, Error, ErrorCode
+from safeport.shared.schemas.results import CardOutcome
 from safeport.shared.schemas.wire import SqlResult, SshExecResult
 from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
@@ -300,13 +302,14 @@ class Ladder:
         code), refused by a check made at execution, or failed upstream."""
         if grant.card is None:
             return  # a call an open session covered: no card was answered for it
+        verdict: Literal["done", "refused", "failed"]
         if isinstance(ended, Refusal):
             verdict = "refused" if ended.code == "denied" else "failed"
             detail = ended.message
         else:
             verdict, detail = "done", _done_detail(ended)
         self.approvals.notify(
-            "card.outcome", {"id": grant.card, "outcome": verdict, "detail": detail}
+            CardOutcome(event="card.outcome", id=grant.card, outcome=verdict, detail=detail)
         )
 
     # -- journal ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Literal
 
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
+from safeport.shared.schemas.results import PolicySnapshot, PolicyState
 from safeport.shared.text_lines import split_lines
 from safeport.shared.visible_text import visible_exactly
 from safeport.vault import replace_atomically
@@ -140,28 +141,28 @@ class PolicyStore:
         service = policy.http.services.get(target)
         return service is not None and action in service.operations
 
-    def status(self) -> dict[str, object]:
+    def status(self) -> PolicyState:
         return self._status(self.read_file(), self._served)
 
-    def snapshot(self) -> dict[str, object]:
+    def snapshot(self) -> PolicySnapshot:
         """:meth:`status` with the served text and the file's text, all from one read of the
         file and one look at the served policy: the digest a human accepts is then the digest
         of the text `sp policy accept` showed them, never that of a file swapped in between."""
         current, served = self.read_file(), self._served
-        return {
-            **self._status(current, served),
-            "served_text": served.text if served else None,
-            "file_text": current.text,
-        }
+        return PolicySnapshot(
+            **dict(self._status(current, served)),
+            served_text=served.text if served else None,
+            file_text=current.text,
+        )
 
     @staticmethod
-    def _status(current: PolicyFile, served: ServedPolicy | None) -> dict[str, object]:
-        return {
-            "served": served.digest if served else None,
-            "file": current.digest,
-            "file_error": current.error,
-            "pending": bool(current.digest and (served is None or served.digest != current.digest)),
-        }
+    def _status(current: PolicyFile, served: ServedPolicy | None) -> PolicyState:
+        return PolicyState(
+            served=served.digest if served else None,
+            file=current.digest,
+            file_error=current.error,
+            pending=bool(current.digest and (served is None or served.digest != current.digest)),
+        )
 
 
 def policy_diff(accepted: str | None, proposed: str) -> str:

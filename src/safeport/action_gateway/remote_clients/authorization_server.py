@@ -30,6 +30,7 @@ from safeport.shared.schemas.oauth_wire import (
     OAuthMetadataResult,
     OAuthRegister,
 )
+from safeport.shared.schemas.results import ClientApprovalView, RemoteClientView
 
 REGISTRATIONS_PER_MINUTE = 60
 
@@ -162,26 +163,24 @@ class AuthorizationServer:
             raise RemoteActionRefused("the remote client was approved for reading only")
         return RemoteCaller(claims.sub, claims.sp_client)
 
-    def client_views(self) -> list[dict[str, object]]:
+    def client_views(self) -> list[RemoteClientView]:
         return [
-            {
-                "client_id": state.client.client_id,
-                "name": state.client.name,
-                "source": state.client.source,
-                "redirect_hosts": sorted(
-                    {rules.redirect_host(u) for u in state.client.redirect_uris}
-                ),
-                "approved": [
-                    {
-                        "roots": list(a.roots),
-                        "profile": a.profile,
-                        "redirect_host": rules.redirect_host(a.redirect_uri),
-                    }
+            RemoteClientView(
+                client_id=state.client.client_id,
+                name=state.client.name,
+                source=state.client.source,
+                redirect_hosts=sorted({rules.redirect_host(u) for u in state.client.redirect_uris}),
+                approved=[
+                    ClientApprovalView(
+                        roots=list(a.roots),
+                        profile=a.profile,
+                        redirect_host=rules.redirect_host(a.redirect_uri),
+                    )
                     for a in state.approvals
                 ],
-                "revoked": state.revoked_at is not None,
-                "last_used": state.last_used,
-            }
+                revoked=state.revoked_at is not None,
+                last_used=state.last_used,
+            )
             for state in self._issuer.book().all()
         ]
 

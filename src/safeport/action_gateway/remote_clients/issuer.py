@@ -12,7 +12,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +39,15 @@ class VaultAccess(Protocol):
 
 
 Journal = Callable[[str, dict[str, object]], None]
+
+
+@dataclass(frozen=True)
+class IssuedTokens:
+    """What one grant issues (the token response carries it): the tokens stay out of reprs."""
+
+    access_token: str = field(repr=False)
+    refresh_token: str = field(repr=False)
+    expires_in: int  # seconds
 
 
 @dataclass(frozen=True)
@@ -111,8 +120,8 @@ class Issuer:
     def access_minutes(self) -> int:
         return max(1, min(MAX_ACCESS_MINUTES, self.settings().access_minutes))
 
-    def issue(self, family: Family) -> dict[str, object]:
-        """An access token and a new refresh token for ``family`` (the token response)."""
+    def issue(self, family: Family) -> IssuedTokens:
+        """An access token and a new refresh token for ``family``."""
         key = self.key()
         binding: Binding = family.binding
         now = int(self.clock())
@@ -131,9 +140,4 @@ class Issuer:
         access = key.sign(claims)
         self.ledger.issued(family, claims.jti, float(claims.exp))
         refresh = self.ledger.next_refresh(family)
-        return {
-            "access_token": access,
-            "token_type": "Bearer",
-            "expires_in": lifetime,
-            "refresh_token": refresh,
-        }
+        return IssuedTokens(access_token=access, refresh_token=refresh, expires_in=lifetime)

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 
 from safeport.action_gateway.remote_clients import authorization_rules as rules
-from safeport.action_gateway.remote_clients.issuer import Issuer
+from safeport.action_gateway.remote_clients.issuer import IssuedTokens, Issuer
 from safeport.action_gateway.remote_clients.signing_key import TokenRejected
 from safeport.action_gateway.remote_clients.token_ledger import CodeRecord, Family, Redeemed
 from safeport.shared.schemas.oauth_wire import OAuthHttpAnswer, OAuthRevoke, OAuthToken
@@ -150,7 +150,7 @@ class TokenEndpoint:
         if family is None:
             problem = redeemed.problem or "invalid_grant"
             return _error(400, problem, "the grant is not valid for this client")
-        body = self._issuer.issue(family)
+        tokens = self._issuer.issue(family)
         self._issuer.journal(
             granted,
             {
@@ -158,10 +158,10 @@ class TokenEndpoint:
                 "family": family.id,
                 "roots": list(family.binding.roots),
                 "profile": family.binding.profile,
-                "refresh_sha256_prefix": rules.token_digest(str(body["refresh_token"]))[:12],
+                "refresh_sha256_prefix": rules.token_digest(tokens.refresh_token)[:12],
             },
         )
-        return OAuthHttpAnswer(status=200, body=body, headers=NO_STORE)
+        return OAuthHttpAnswer(status=200, body=_token_response(tokens), headers=NO_STORE)
 
     def _revoke_access(self, token: str, public_url: str) -> Family | None:
         issuer = rules.issuer_of(public_url)
@@ -176,6 +176,16 @@ class TokenEndpoint:
         except TokenRejected:
             return None
         return self._issuer.ledger.revoke_access(claims.jti)
+
+
+def _token_response(tokens: IssuedTokens) -> dict[str, object]:
+    """The RFC 6749 token response: the HTTP body the context server relays as it is."""
+    return {
+        "access_token": tokens.access_token,
+        "token_type": "Bearer",
+        "expires_in": tokens.expires_in,
+        "refresh_token": tokens.refresh_token,
+    }
 
 
 def _error(status: int, error: str, description: str) -> OAuthHttpAnswer:
