@@ -227,7 +227,7 @@ class KeyApprovals:
         served = self._policies.served
         return served.policy if served else None
 
-    def _saved(self, kind: str, body: dict[str, object]) -> None:
+    def _saved(self, kind: str, body: JournalBody) -> None:
         self._record_save(kind, body, self._vault())
 
     def _request(self, ring: KeyRing, challenge: bytes) -> KeyRequest:

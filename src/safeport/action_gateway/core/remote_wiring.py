@@ -19,6 +19,7 @@ from safeport.action_gateway.remote_clients.metadata_documents import (
 )
 from safeport.action_gateway.remote_clients.revocation_notice import RevocationNotice
 from safeport.action_gateway.remote_clients.signing_key import ENTRY_NAME
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.interface import UnlockedVault
@@ -42,7 +43,7 @@ class _Gateway(Protocol):
         self, name: str, kind: SecretKind, value: Mapping[str, SecretBytes | str]
     ) -> None: ...
 
-    def record_session(self, kind: str, body: dict[str, object]) -> None: ...
+    def record_session(self, kind: str, body: JournalBody) -> None: ...
 
     def settings(self) -> GatewaySettings: ...
 

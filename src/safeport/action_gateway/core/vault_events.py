@@ -101,5 +101,5 @@ class VaultEvents:
                 return
         self._checkpoints.sign(vault)
 
-    def _record(self, kind: str, body: dict[str, object]) -> None:
+    def _record(self, kind: str, body: JournalBody) -> None:
         self._journals.sessions.record(kind, body)

@@ -78,7 +78,7 @@ class Journal(Protocol):
     ) -> JournalHead: ...
 
 
-Alarm = Callable[[str, dict[str, object]], None]
+Alarm = Callable[[str, JournalBody], None]
 
 
 class CredentialSupply:

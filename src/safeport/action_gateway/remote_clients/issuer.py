@@ -24,6 +24,7 @@ from safeport.action_gateway.remote_clients.signing_key import (
     seed_from_entry,
 )
 from safeport.action_gateway.remote_clients.token_ledger import Binding, Family, TokenLedger
+from safeport.shared.audit.record import JournalBody
 from safeport.shared.schemas.oauth_wire import AccessClaims
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import SecretBytes, TokenSecret
@@ -38,7 +39,7 @@ class VaultAccess(Protocol):
     def add_signing_key(self, seed: SecretBytes) -> None: ...
 
 
-Journal = Callable[[str, dict[str, object]], None]
+Journal = Callable[[str, JournalBody], None]
 
 
 @dataclass(frozen=True)
