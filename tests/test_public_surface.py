@@ -183,6 +183,7 @@ SURFACES: dict[str, set[str]] = {
         "BodySealer",
         "ChainReport",
         "Durability",
+        "JournalBody",
         "JournalHead",
         "JournalResult",
         "JournalWriter",

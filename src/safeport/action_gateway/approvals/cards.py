@@ -23,7 +23,7 @@ from typing import Literal
 
 from safeport.action_gateway.executors.interface import HttpAction, SqlAction, SshAction
 from safeport.action_gateway.identity.model import PeerIdentity
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.schemas.results import CardView, ProcessLine, RequesterUser
 from safeport.shared.visible_text import Inert, checked_inert, inert, inert_lines
 

@@ -30,7 +30,7 @@ from safeport.action_gateway.approvals.key_checks import (
 from safeport.action_gateway.policy.approval_factor import key_factor
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.key_wire import (
     KeyAssertion,

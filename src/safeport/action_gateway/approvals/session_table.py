@@ -14,7 +14,7 @@ from typing import Protocol
 from safeport.action_gateway.approvals.cards import ActionRequest
 from safeport.action_gateway.approvals.grants import SessionGrant, held_requester, let_go
 from safeport.action_gateway.identity.model import PeerIdentity
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 
 
 class Journal(Protocol):

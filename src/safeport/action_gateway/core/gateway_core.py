@@ -42,7 +42,7 @@ from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import results as rs

@@ -19,7 +19,7 @@ from safeport.action_gateway.remote_clients.metadata_documents import (
 )
 from safeport.action_gateway.remote_clients.revocation_notice import RevocationNotice
 from safeport.action_gateway.remote_clients.signing_key import ENTRY_NAME
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewaySettings
 from safeport.vault.interface import UnlockedVault

@@ -18,7 +18,7 @@ from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Error
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.exception_summary import summarize
 from safeport.shared.known_secrets import shorten
 from safeport.vault.interface import UnlockedVault

@@ -18,8 +18,13 @@ from pathlib import Path
 
 from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget, record_size
-from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer, JournalHead, JournalWriter
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import (
+    DEFAULT_SEGMENT_BYTES,
+    BodySealer,
+    JournalBody,
+    JournalHead,
+    JournalWriter,
+)
 from safeport.shared.schemas.results import JournalSpace as JournalSpaceView
 
 SESSIONS = "sessions"

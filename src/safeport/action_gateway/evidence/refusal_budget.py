@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 
 FULL_PER_WINDOW = 20
 BYTES_PER_WINDOW = 256 * 1024

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.errors import AuditError
-from safeport.shared.audit import JournalHead, journal_segments, verify_journal
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody, JournalHead, journal_segments, verify_journal
 from safeport.vault import CheckpointVerdict, compare_head
 
 INTENT = "action.intent"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from safeport.errors import Denied
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 
 MAX_CHAIN = 16
 

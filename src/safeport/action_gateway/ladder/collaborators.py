@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.audit import JournalHead
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody, JournalHead
 from safeport.vault.interface import UnlockedVault
 
 

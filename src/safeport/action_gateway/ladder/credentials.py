@@ -34,8 +34,7 @@ from safeport.action_gateway.executors.openbao.sources import SourceFinding
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
-from safeport.shared.audit import JournalHead
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody, JournalHead
 from safeport.shared.exception_summary import summarize
 from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas.config import GatewayPolicy

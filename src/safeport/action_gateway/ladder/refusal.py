@@ -11,7 +11,7 @@ from enum import IntEnum
 
 from safeport.action_gateway.identity.model import PeerIdentity
 from safeport.errors import Error, ErrorCode
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 
 
 class Rung(IntEnum):

@@ -23,7 +23,7 @@ from safeport.action_gateway.executors.prepare import prepare_http, prepare_sql,
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.policy.arguments import ArgumentRejected, validate_args
 from safeport.action_gateway.policy.store import ServedPolicy
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.schemas.config import (
     Approval,
     Credential,

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.known_secrets import KnownSecrets
 from safeport.shared.schemas.wire import HttpResult, ResultRedaction, SqlResult, SshExecResult
 from safeport.shared.secret_scan import redact

@@ -24,7 +24,7 @@ from safeport.action_gateway.remote_clients.signing_key import (
     seed_from_entry,
 )
 from safeport.action_gateway.remote_clients.token_ledger import Binding, Family, TokenLedger
-from safeport.shared.audit.record import JournalBody
+from safeport.shared.audit import JournalBody
 from safeport.shared.schemas.oauth_wire import AccessClaims
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import SecretBytes, TokenSecret

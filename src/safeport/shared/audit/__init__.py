@@ -9,6 +9,7 @@ from safeport.shared.audit.members import BodySealer
 from safeport.shared.audit.reader import read_records
 from safeport.shared.audit.record import (
     ZERO_HASH,
+    JournalBody,
     JournalHead,
     RecordLayoutError,
     format_record,
@@ -29,6 +30,7 @@ __all__ = [
     "BodySealer",
     "ChainReport",
     "Durability",
+    "JournalBody",
     "JournalHead",
     "JournalResult",
     "JournalWriter",
