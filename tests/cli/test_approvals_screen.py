@@ -17,7 +17,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from harness.gateway import REPO, AgentProcess, clean_env, wait_until
-from safeport.cli.approvals_screen import ApprovalsApp
+from safeport.cli.cards.approvals_screen import ApprovalsApp
 from safeport.gateway_client.approver_thread import ApprovalLink
 from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from safeport.action_gateway.approvals.cards import argument_lengths
-from safeport.cli.approvals_screen import ApprovalsApp
-from safeport.cli.card_text import card_lines, readable_at
+from safeport.cli.cards.approvals_screen import ApprovalsApp
+from safeport.cli.cards.card_text import card_lines, readable_at
 from safeport.gateway_client.approver_session import CardArrived
 from safeport.gateway_client.approver_thread import News
 from safeport.shared.visible_text import inert

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from safeport.cli.approvals_screen import ApprovalsApp
+from safeport.cli.cards.approvals_screen import ApprovalsApp
 from safeport.gateway_client.approver_thread import News, Sessions
 from safeport.shared.schemas.results import SessionView
 from tests.cli.test_approvals_screen_card import Clock, RecordingLink

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import REPO, AgentProcess, clean_env, wait_until
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.shared.launch import sp_command
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 

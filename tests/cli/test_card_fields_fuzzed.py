@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeport.cli.card_text import (
+from safeport.cli.cards.card_text import (
     card_lines,
     client_text,
     human_duration,

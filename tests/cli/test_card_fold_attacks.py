@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, WRAP_MARK
 from safeport.shared.visible_text import escape_code, inert, inert_lines
 from tests.cli.test_card_skim import proc, realistic_card, realistic_chain

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeport.action_gateway.approvals.cards import argument_lengths
-from safeport.cli.card_text import card_lines, readable_at
+from safeport.cli.cards.card_text import card_lines, readable_at
 from safeport.cli.render import MIN_CARD_WIDTH, columns
 from safeport.shared.visible_text import inert
 

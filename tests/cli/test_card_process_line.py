@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from safeport.cli.card_text import card_lines, process_text
+from safeport.cli.cards.card_text import card_lines, process_text
 
 PYTHON = {
     "pid": 9,

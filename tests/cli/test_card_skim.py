@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, columns
 
 LONG_COMMAND = (

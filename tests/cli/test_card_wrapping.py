@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, WRAP_MARK, columns, wrap_exactly
 from safeport.shared.visible_text import inert_lines
 

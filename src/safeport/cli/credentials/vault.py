@@ -9,7 +9,8 @@ from typing import Literal, get_args
 
 import click
 
-from safeport.cli.credential_input import value_options
+from safeport.cli.credentials.credential_input import value_options
+from safeport.cli.credentials.vault_values import FLAG_FOR_IT, new_value
 from safeport.cli.options import (
     passphrase_file_option,
     refuse_unanswerable,
@@ -17,7 +18,6 @@ from safeport.cli.options import (
 )
 from safeport.cli.replies import VaultLockReply, VaultUnlockReply, echo_json
 from safeport.cli.secret_input import ask_secret, one_stdin, vault_passphrase
-from safeport.cli.vault_values import FLAG_FOR_IT, new_value
 from safeport.errors import EnvironmentProblem, UsageError
 from safeport.gateway_client.vault_backend import GatewayVaultBackend
 from safeport.gateway_client.vault_route import vault_backend_for

@@ -25,8 +25,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Log, Static
 
-from safeport.cli.approver_prompt import GRACE_S
-from safeport.cli.card_text import card_lines, human_duration, outcome_text, readable_at, shown
+from safeport.cli.cards.approver_prompt import GRACE_S
+from safeport.cli.cards.card_text import (
+    card_lines,
+    human_duration,
+    outcome_text,
+    readable_at,
+    shown,
+)
 from safeport.gateway_client.approver_session import CardArrived, CardClosed, CardResult
 from safeport.gateway_client.approver_thread import (
     Answered,

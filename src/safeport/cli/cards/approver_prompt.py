@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from safeport.cli.card_text import card_lines, outcome_text, readable_at
+from safeport.cli.cards.card_text import card_lines, outcome_text, readable_at
 from safeport.errors import Error
 from safeport.gateway_client.approver_session import (
     ApproverEvent,

@@ -20,7 +20,7 @@ def status(as_json: bool) -> None:
     """Gateway, vault, served and pending policy, sessions, cards, journals and clients.
 
     Exit 0 when all is well, 1 on a problem, 2 while the gateway is down or the vault locked."""
-    from safeport.cli.status_text import overview_lines
+    from safeport.cli.health.status_text import overview_lines
     from safeport.context_server import redaction_findings
     from safeport.context_server.mcp_clients.checks import client_overview
     from safeport.gateway_client.status_overview import EXIT_CODES, overview

@@ -17,8 +17,8 @@ from safeport.action_gateway.policy.meaning import MeaningChange, meaning_lines
 from safeport.action_gateway.policy.review import PolicyProblem
 from safeport.authoring import openapi_import
 from safeport.authoring.reference import policy_reference
+from safeport.cli.gateway_policy.policy_draft import add, edit, remove
 from safeport.cli.options import confirm, passphrase_file_option, refuse_unanswerable
-from safeport.cli.policy_draft import add, edit, remove
 from safeport.cli.render import diff_text
 from safeport.cli.replies import PolicyAcceptReply, echo_json
 from safeport.cli.secret_input import vault_passphrase

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from safeport.cli.card_text import human_duration
+from safeport.cli.cards.card_text import human_duration
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.gateway_client.control_socket import GatewayClient, call_for_everyone

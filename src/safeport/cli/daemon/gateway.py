@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from safeport.action_gateway.install.service_files import launchd_plist, systemd_unit
+from safeport.cli.health.status_text import alarm_lines
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.replies import GatewayReloadReply, GatewayStopReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
-from safeport.cli.status_text import alarm_lines
 from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayNotRunning,
@@ -168,7 +168,7 @@ def checkpoint(out: Path | None) -> None:
 
 def _add_install() -> None:
     # Installing the dedicated account is a gateway command, written apart from the rest.
-    from safeport.cli.gateway_install import install_command, uninstall_command
+    from safeport.cli.daemon.gateway_install import install_command, uninstall_command
 
     gateway.add_command(install_command)
     gateway.add_command(uninstall_command)

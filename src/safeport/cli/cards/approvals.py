@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from safeport.action_gateway.daemon.hardening import harden_process
-from safeport.cli.approver_prompt import InputEnded, stdout_writer, watch_until_stopped
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.approver_prompt import InputEnded, stdout_writer, watch_until_stopped
+from safeport.cli.cards.card_text import card_lines
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.secret_input import vault_passphrase
 from safeport.errors import Denied, Error
@@ -139,7 +139,7 @@ def _terminal_width() -> int:
 
 
 def _watch_screen(secret: SecretBytes) -> None:
-    from safeport.cli.approvals_screen import ApprovalsApp
+    from safeport.cli.cards.approvals_screen import ApprovalsApp
     from safeport.gateway_client.approver_thread import ApprovalLink
 
     paths = locate()

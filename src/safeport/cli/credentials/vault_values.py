@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from safeport.cli.credential_input import read_value, wipe_value
+from safeport.cli.credentials.credential_input import read_value, wipe_value
 from safeport.cli.options import refuse_unanswerable
 from safeport.cli.secret_input import ask_secret, one_stdin
 from safeport.errors import Error, UsageError

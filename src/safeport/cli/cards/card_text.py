@@ -15,7 +15,7 @@ import math
 import textwrap
 from typing import Any
 
-from safeport.cli.card_chain import FoldedChain, fold_ancestors
+from safeport.cli.cards.card_chain import FoldedChain, fold_ancestors
 from safeport.cli.render import MIN_CARD_WIDTH, columns, labelled_lines
 from safeport.shared.visible_text import visible
 
@@ -32,7 +32,7 @@ def card_lines(
     allows and the time left, then the requester's process chain.
 
     ``whole_chain`` False folds the chain to what differs from the usual
-    (:mod:`~safeport.cli.card_chain`): the requester, its client, every process with a warning
+    (:mod:`~safeport.cli.cards.card_chain`): the requester, its client, every process with a warning
     and the first unusual ancestor, one short line each, and one line counting the rest, which
     ends with ``unfold_hint`` (how this view shows them all). True shows every process with its
     digest, script and variables. No line is wider than ``width`` columns: a terminal that wraps
