@@ -16,7 +16,7 @@ import pytest
 from safeport.cli.cards.card_text import card_lines
 from safeport.cli.render import LABEL_WIDTH, SPACE_MARK, WRAP_MARK
 from safeport.shared.visible_text import escape_code, inert, inert_lines
-from tests.cli.test_card_skim import proc, realistic_card, realistic_chain
+from tests.cli.cards.test_card_skim import proc, realistic_card, realistic_chain
 
 WIDTHS = (24, 40, 57, 80, 81, 132, 300)
 OWN_LABELS = {

@@ -14,7 +14,7 @@ from safeport.vault.secrets import SecretBytes
 from tests.cli.terminal import Terminal
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.credentials.vault"
 
 PASSPHRASE = "correct horse battery staple"
 

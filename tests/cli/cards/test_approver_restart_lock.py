@@ -16,13 +16,13 @@ import psutil
 
 from harness.gateway import REPO, clean_env, wait_until
 from safeport.shared.launch import sp_command
+from tests.cli.cards.test_approvals_watch import Watcher
 from tests.cli.running_gateway import running_gateway
-from tests.cli.test_approvals_watch import Watcher
 from tests.cli.test_real_vault_e2e import PASSPHRASE, home, sp
 from tests.conftest import need
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.cards.approvals"
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 

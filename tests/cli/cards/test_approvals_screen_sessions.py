@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 from safeport.cli.cards.approvals_screen import ApprovalsApp
 from safeport.gateway_client.approver_thread import News, Sessions
 from safeport.shared.schemas.results import SessionView
-from tests.cli.test_approvals_screen_card import Clock, RecordingLink
+from tests.cli.cards.test_approvals_screen_card import Clock, RecordingLink
 
 # Each is a real path a process can run from; in Rich markup each means something else.
 MARKUP_PATHS = (

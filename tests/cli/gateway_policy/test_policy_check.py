@@ -16,7 +16,7 @@ from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.gateway_policy.policy"
 
 __all__ = ["home"]
 

@@ -16,6 +16,9 @@ from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 __all__ = ["home"]
 
+# The package these tests drive through real processes (see tests/test_layout.py).
+SUBJECT = "safeport.cli.gateway_policy.policy"
+
 
 def test_the_diff_keeps_one_line_per_line_and_escapes_only_inside_lines() -> None:
     lines = policy_diff_lines("a = 1\nb = 2\n", 'a = 1\nb = "x\x1b[2Jy\u202e"\n')

@@ -13,7 +13,7 @@ import pytest
 from harness.real_sshd import Sshd, free_port
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.gateway_policy.ssh"
 
 pytestmark = pytest.mark.integration
 

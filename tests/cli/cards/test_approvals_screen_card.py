@@ -19,7 +19,7 @@ from safeport.cli.cards.card_text import card_lines, readable_at
 from safeport.gateway_client.approver_session import CardArrived
 from safeport.gateway_client.approver_thread import News
 from safeport.shared.visible_text import inert
-from tests.cli.test_card_on_a_terminal import SPACE_MOVED
+from tests.cli.cards.test_card_on_a_terminal import SPACE_MOVED
 
 
 class RecordingLink:

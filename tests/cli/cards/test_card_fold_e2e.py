@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import AgentProcess, wait_until
+from tests.cli.cards.test_approvals_watch import PROPOSAL, Watcher
 from tests.cli.running_gateway import running_gateway
-from tests.cli.test_approvals_watch import PROPOSAL, Watcher
 from tests.cli.test_real_vault_e2e import POLICY, home, sp
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.cards.approvals"
 
 __all__ = ["home"]  # the fixture: a real vault holding an ssh key, and gateway.toml
 

@@ -28,7 +28,7 @@ from tests.vault.vault_factory import (
 )
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.credentials.vault"
 
 CANARIES = (CANARY_TOKEN.decode(), CANARY_PASSWORD.decode(), PASSPHRASE.decode())
 UNLOCK_FAILURE = "sp: cannot unlock the vault: wrong passphrase, or the file was altered or damaged"

@@ -13,7 +13,7 @@ from tests.cli.terminal import Terminal
 from tests.cli.test_help_and_errors import run
 
 # The package these tests drive through real processes (see tests/test_layout.py).
-SUBJECT = "safeport.cli"
+SUBJECT = "safeport.cli.gateway_policy.policy_draft"
 
 EMPTY = "[gateway]\napproval_timeout_s = 120\n"
 
