@@ -89,6 +89,11 @@ SURFACES: dict[str, set[str]] = {
         "main",
         "sp",
     },
+    "safeport.cli.cards": set(),
+    "safeport.cli.credentials": set(),
+    "safeport.cli.daemon": set(),
+    "safeport.cli.gateway_policy": set(),
+    "safeport.cli.health": set(),
     "safeport.authoring": {
         "openapi_import",
         "reference",

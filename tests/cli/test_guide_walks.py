@@ -31,7 +31,7 @@ import pytest
 
 from harness.gateway import REPO
 from harness.real_sshd import SSHD, Sshd, running_sshd
-from safeport.cli.approver_prompt import GRACE_S
+from safeport.cli.cards.approver_prompt import GRACE_S
 from tests.cli.guide_walk import Agent, Line, Watcher, World, guide_lines, toml_block, wait_for
 from tests.conftest import need
 from tests.test_own_code_only import installed_entry

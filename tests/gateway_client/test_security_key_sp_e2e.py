@@ -18,8 +18,8 @@ from harness.gateway import REPO, AgentProcess, clean_env, wait_until
 from harness.real_sshd import Sshd
 from harness.soft_authenticator import AuthenticatorSocket, SoftAuthenticator
 from safeport.shared.launch import sp_command
+from tests.cli.cards.test_approvals_watch import Watcher
 from tests.cli.running_gateway import running_gateway
-from tests.cli.test_approvals_watch import Watcher
 
 # The package these tests drive through real processes (see tests/test_layout.py).
 SUBJECT = "safeport.gateway_client"

@@ -106,7 +106,7 @@ def test_doctor_checks_an_https_service_with_the_identity_the_gateway_would_requ
 
 
 def test_status_says_when_the_journals_disk_runs_low_and_is_quiet_when_it_does_not() -> None:
-    from safeport.cli.status_text import overview_lines
+    from safeport.cli.health.status_text import overview_lines
     from safeport.gateway_client.status_overview import Overview
 
     def lines(space: dict[str, object]) -> str:

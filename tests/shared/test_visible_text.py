@@ -14,7 +14,7 @@ from safeport.action_gateway.approvals.cards import build_card
 from safeport.action_gateway.executors.prepare import prepare_ssh
 from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.cli.app import sp
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.shared.audit import JournalWriter
 from safeport.shared.schemas.config import SshCommand, SshHost
 from safeport.shared.visible_text import inert, inert_lines, visible

@@ -29,36 +29,44 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Write gateway.toml and context.toml templates and create the vault (first setup).",
     ),
     "status": (
-        "safeport.cli.status", "status",
+        "safeport.cli.health.status", "status",
         "Gateway, vault, served and pending policy, sessions, cards, journals and clients.",
     ),
     "doctor": (
-        "safeport.cli.status", "doctor",
+        "safeport.cli.health.status", "doctor",
         "Check permissions, sockets, keyring, clients, policy and declared hosts, with the fix for "
         "each; exit 1 on a problem, 2 while the gateway is down or the vault locked.",
     ),
-    "vault": ("safeport.cli.vault", "vault", "The encrypted credential store the gateway unlocks."),
+    "vault": (
+        "safeport.cli.credentials.vault", "vault",
+        "The encrypted credential store the gateway unlocks.",
+    ),
     "policy": (
-        "safeport.cli.policy", "policy", "Check and accept the gateway policy (gateway.toml)."
+        "safeport.cli.gateway_policy.policy", "policy",
+        "Check and accept the gateway policy (gateway.toml).",
     ),
     "gateway": (
-        "safeport.cli.gateway", "gateway",
+        "safeport.cli.daemon.gateway", "gateway",
         "Run and manage the action gateway (the only process that holds credentials).",
     ),
     "client": (
         "safeport.cli.client", "client",
         "Connect MCP clients (Claude Code, Claude Desktop, Codex, Cursor, VS Code).",
     ),
-    "approvals": ("safeport.cli.approvals", "approvals", "Answer the gateway's approval cards."),
-    "approver": (
-        "safeport.cli.approvals", "approver", "Enrol the security keys that sign approvals."
+    "approvals": (
+        "safeport.cli.cards.approvals", "approvals", "Answer the gateway's approval cards."
     ),
-    "sessions": ("safeport.cli.sessions", "sessions", "List and revoke session grants."),
+    "approver": (
+        "safeport.cli.cards.approvals", "approver", "Enrol the security keys that sign approvals."
+    ),
+    "sessions": ("safeport.cli.cards.sessions", "sessions", "List and revoke session grants."),
     "audit": ("safeport.cli.audit", "audit", "Verify and read the hash-chained audit journals."),
     "context": (
         "safeport.cli.context", "context", "The read-only workspace server for MCP clients."
     ),
-    "ssh": ("safeport.cli.ssh", "ssh", "SSH helpers for writing the gateway policy."),
+    "ssh": (
+        "safeport.cli.gateway_policy.ssh", "ssh", "SSH helpers for writing the gateway policy."
+    ),
     "demo": (
         "safeport.cli.demo", "demo",
         "Run workspace, vault, gateway, approval and audit end to end in a throwaway folder.",

@@ -193,7 +193,7 @@ def _render_table(name: str, records: list[dict[str, Any]]) -> None:
 
 def _add_checkpoint() -> None:
     # `sp audit checkpoint` asks the gateway, so it lives with the gateway commands.
-    from safeport.cli.gateway import checkpoint
+    from safeport.cli.daemon.gateway import checkpoint
 
     audit.add_command(checkpoint)
 

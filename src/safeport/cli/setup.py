@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from safeport.authoring.starter import STARTER_POLICY
-from safeport.cli import vault as vault_cli
+from safeport.cli.credentials import vault as vault_cli
 from safeport.cli.options import passphrase_file_option
 from safeport.cli.replies import InitReply, echo_json
 from safeport.shared.paths import ensure_private_dir, locate

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from safeport.action_gateway.approvals.cards import ClientAuthorization, build_client_card
 from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
-from safeport.cli.card_text import card_lines
+from safeport.cli.cards.card_text import card_lines
 from safeport.shared.visible_text import checked_inert, visible
 
 PEER = PeerIdentity(

@@ -25,7 +25,7 @@ from safeport.action_gateway.identity.linux import LinuxProbe
 from safeport.action_gateway.identity.model import PeerIdentity, ProcessInfo
 from safeport.action_gateway.identity.python_startup import group_has_outsider
 from safeport.action_gateway.policy.caller_rules import rule_matches
-from safeport.cli.card_text import process_text
+from safeport.cli.cards.card_text import process_text
 from safeport.shared.schemas.config import CallerRule
 from tests.conftest import need
 

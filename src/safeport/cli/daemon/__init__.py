@@ -1,0 +1,3 @@
+"""`sp gateway`: running, stopping, reloading and installing the action gateway as a service."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""`sp status` and `sp doctor`: the whole installation at a glance, and what to fix."""
+
+__all__ = []
