@@ -24,7 +24,7 @@ Path = tuple[str, ...]
 # "bigger"/"smaller": the larger/smaller number allows more (None = no bound at all);
 # "true": True allows more; "more": items added to the list allow more; "any": no direction
 # can be computed, so any change may allow more; "words": decides nothing; "rule": said by a
-# sentence of its own in policy_meaning.
+# sentence of its own in policy/meaning_rules.py.
 # "factor": "key" (or True) proves more than the passphrase, so turning it off loosens.
 Direction = Literal["bigger", "smaller", "true", "more", "any", "words", "rule", "factor"]
 
