@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from safeport.action_gateway.approvals.broker import Approvals, Listener
+from safeport.action_gateway.approvals.broker import Approvals
 from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
 from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
+from safeport.action_gateway.core.approval_desk import ApprovalDesk
 from safeport.action_gateway.core.journal_wiring import journal_heads, open_records
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.remote_wiring import authorization_server
@@ -91,6 +92,8 @@ class GatewayCore:
             credentials=self._credentials,
         )
         self._agents = ConnectedAgents()
+        # What the humans ask of cards and sessions (approval_desk.py).
+        self.approvals = ApprovalDesk(self._approvals, self._agents, self._vault, self.settings)
         self._events = VaultEvents(
             self._vault,
             self._records,
@@ -254,41 +257,8 @@ class GatewayCore:
             log.warning("gateway.toml differs from the accepted policy; run `sp policy accept`")
         return status
 
-    # -- approvals and sessions ---------------------------------------------------------------
-
-    def check_approver(self, peer: PeerIdentity) -> None:
-        """Refuse a human-only request from inside any connected agent's process tree."""
-        self._agents.check_approver(peer, allow_in_client=self.settings().allow_approver_in_client)
-
     def approver_started(self, peer: PeerIdentity) -> None:
         self.record_session("approver.started", {"approver": peer.as_record()})
-
-    def card_views(self) -> list[rs.CardView]:
-        return self._approvals.card_views()
-
-    def decide_card(self, card_id: str, approve: bool, approver: PeerIdentity) -> ApprovalCard:
-        allow = self.settings().allow_approver_in_client
-        card = self._approvals.decide(card_id, approve, approver, allow_in_client=allow)
-        self._vault.touch()
-        return card
-
-    def watch_cards(self, listener: Listener) -> None:
-        self._approvals.subscribe(listener)
-
-    def unwatch_cards(self, listener: Listener) -> None:
-        self._approvals.unsubscribe(listener)
-
-    def session_views(self, *, of_uid: int | None = None) -> list[rs.SessionView]:
-        """Open sessions as `sp sessions list` shows them; only one uid's when ``of_uid``."""
-        now = time.monotonic()
-        grants = self._approvals.sessions()
-        return [g.view(now) for g in grants if of_uid is None or g.requester.uid == of_uid]
-
-    def session_owner(self, session_id: str) -> int | None:
-        return {g.id: g.requester.uid for g in self._approvals.sessions()}.get(session_id)
-
-    def revoke_session(self, session_id: str, *, by: str) -> str:
-        return self._approvals.revoke(session_id, by=by).id
 
     # -- journals and housekeeping ------------------------------------------------------------
 

@@ -86,7 +86,7 @@ async def approver_register(
 async def approvals_list(
     ctx: ControlContext, conn: Connection, request: ApprovalsListRequest
 ) -> CardsResult:
-    cards = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
+    cards = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.approvals.card_views()))
     if ctx.sees_only_its_own(conn):
         # A card holds the requester's process chain, scripts and injected variables: facts
         # about another human's processes that only a proven approver is shown.
@@ -103,7 +103,9 @@ async def approvals_decide(
         await ctx.prove(conn, request.op, params.passphrase, unlock=False)
     if params.approve:
         await check_yes(ctx, conn, params.id, params.assertion)
-    card = await ctx.in_thread(lambda: ctx.core.decide_card(params.id, params.approve, conn.peer))
+    card = await ctx.in_thread(
+        lambda: ctx.core.approvals.decide_card(params.id, params.approve, conn.peer)
+    )
     return DecidedResult(id=card.id, approved=params.approve)
 
 
@@ -125,7 +127,7 @@ async def approvals_watch(
 
     ctx.watch(conn, listener)
     conn.subscribe()  # stays open while it waits for cards
-    views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.card_views()))
+    views = await ctx.in_thread(lambda: with_key_requests(ctx, ctx.core.approvals.card_views()))
     return WatchingResult(event="watching", cards=views)
 
 
@@ -133,18 +135,18 @@ async def sessions_list(
     ctx: ControlContext, conn: Connection, request: SessionsListRequest
 ) -> SessionsResult:
     only = conn.peer.uid if ctx.sees_only_its_own(conn) else None
-    return SessionsResult(sessions=ctx.core.session_views(of_uid=only))
+    return SessionsResult(sessions=ctx.core.approvals.session_views(of_uid=only))
 
 
 async def sessions_revoke(
     ctx: ControlContext, conn: Connection, request: SessionsRevokeRequest
 ) -> RevokedResult:
     params = request.params
-    if ctx.core.session_owner(params.id) != conn.peer.uid:
+    if ctx.core.approvals.session_owner(params.id) != conn.peer.uid:
         # Another human's session, or none.
         await ctx.for_everyone(conn, request.op, params.passphrase)
     revoked = await ctx.in_thread(
-        lambda: ctx.core.revoke_session(params.id, by=f"pid {conn.peer.pid}")
+        lambda: ctx.core.approvals.revoke_session(params.id, by=f"pid {conn.peer.pid}")
     )
     return RevokedResult(revoked=revoked)
 

@@ -72,12 +72,12 @@ class ControlContext:
         """This connection's card events go to ``listener`` (one watch per connection)."""
         self.unwatch(conn)
         self._watchers[id(conn)] = listener
-        self.core.watch_cards(listener)
+        self.core.approvals.watch_cards(listener)
 
     def unwatch(self, conn: Connection) -> None:
         listener = self._watchers.pop(id(conn), None)
         if listener is not None:
-            self.core.unwatch_cards(listener)
+            self.core.approvals.unwatch_cards(listener)
 
     def forget(self, conn: Connection) -> None:
         """The connection closed."""

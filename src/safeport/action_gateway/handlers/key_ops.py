@@ -52,7 +52,7 @@ async def approver_keys(
 async def approver_key_challenge(
     ctx: ControlContext, conn: Connection, request: ApproverKeyChallengeRequest
 ) -> KeyChallengeResult:
-    ctx.core.check_approver(conn.peer)
+    ctx.core.approvals.check_approver(conn.peer)
     params = request.params
     return await ctx.in_thread(lambda: ctx.core.keys.challenge(params.purpose, params.subject))
 
@@ -81,7 +81,7 @@ async def check_yes(
     """A yes to a card whose credential needs a key: refused without an enrolled key's touch
     over exactly that card (its id, action, requester and expiry). A refusal is journaled
     (within the uid's budget): a key answer that does not hold is evidence of an attempt."""
-    card = next((c for c in ctx.core.card_views() if c.id == card_id), None)
+    card = next((c for c in ctx.core.approvals.card_views() if c.id == card_id), None)
     if card is None or not ctx.core.keys.factor_in_use(card.credential):
         return  # no such card is the broker's to say; no factor: the passphrase approves
     try:
@@ -130,7 +130,7 @@ async def _changes_keys(
 ) -> None:
     keys = ctx.core.keys
     if await ctx.in_thread(keys.needs_key):
-        ctx.core.check_approver(conn.peer)
+        ctx.core.approvals.check_approver(conn.peer)
         await ctx.in_thread(lambda: keys.prove(purpose, subject, proof.assertion))
         return
     # The first key: the passphrase, proved by a human's process (never an agent's tree).

@@ -53,7 +53,7 @@ class PassphraseProof:
     ) -> None:
         """Prove ``passphrase`` (with ``unlock``, unlocking a locked vault with it, and with
         ``at_epoch`` only if the vault's epoch is still that one), or raise."""
-        self._core.check_approver(conn.peer)
+        self._core.approvals.check_approver(conn.peer)
         secret = secret_of(passphrase)
         uid = conn.peer.uid
         # Journaled with an unlock it causes: which operation, and which process asked.

@@ -60,7 +60,7 @@ async def vault_init(
 ) -> VaultCreatedResult:
     """Create the vault: the first human to set a passphrase owns it, so the request is
     refused from an agent's process tree, like every other passphrase-carrying one."""
-    ctx.core.check_approver(conn.peer)
+    ctx.core.approvals.check_approver(conn.peer)
     secret = secret_of(request.params.passphrase)
     try:
         keys = await ctx.in_thread(lambda: ctx.core.create_vault(secret))
