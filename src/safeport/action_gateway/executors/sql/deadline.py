@@ -19,6 +19,8 @@ still connecting then goes on alone, and the journal says the step that was seen
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import socket
 import threading
@@ -66,7 +68,12 @@ TERMINATE_WAITING = (
 
 
 class QueryWatch:
-    """Watches one call on ``conn``; stops it from this side once ``timeout_s`` has passed."""
+    """Watches one call on ``conn``; stops it from this side once ``timeout_s`` has passed.
+
+    Its deadline waits in the one watcher thread every query shares (:class:`_Watcher`): a
+    thread started and joined per query cost more than the query's round trip. Only a watch
+    whose deadline passes gets a thread of its own, for the steps above.
+    """
 
     def __init__(self, conn: Connection, timeout_s: float, terminate: Terminate | None) -> None:
         self._conn = conn
@@ -74,15 +81,18 @@ class QueryWatch:
         self._terminate = terminate
         self._pid = conn.info.backend_pid
         self._done = threading.Event()
-        self._lock = threading.Lock()  # the socket is shut only while the call still runs
+        # The call ending and the deadline firing decide under this lock, one or the other;
+        # the socket is shut only while the call still runs.
+        self._lock = threading.Lock()
         self._answer_by = 0.0
+        self._escalation: threading.Thread | None = None
         self.fired = False
         self.stopped_by: StoppedBy | None = None
-        self._thread = threading.Thread(target=self._watch, name="sql-deadline", daemon=True)
 
     def __enter__(self) -> QueryWatch:
-        self._answer_by = time.monotonic() + self._timeout_s + ANSWER_WITHIN
-        self._thread.start()
+        now = time.monotonic()
+        self._answer_by = now + self._timeout_s + ANSWER_WITHIN
+        _WATCHER.watch(now + self._timeout_s + _CANCEL_AFTER, self)
         return self
 
     def __exit__(
@@ -93,14 +103,28 @@ class QueryWatch:
     ) -> None:
         with self._lock:
             self._done.set()
-        # A terminate under way is waited for, but never past the answer's own deadline.
-        self._thread.join(max(0.0, self._answer_by - time.monotonic()))
+            escalation = self._escalation
+        if escalation is not None:
+            # A terminate under way is waited for, but never past the answer's own deadline.
+            escalation.join(max(0.0, self._answer_by - time.monotonic()))
 
-    def _watch(self) -> None:
-        if self._done.wait(self._timeout_s + _CANCEL_AFTER):
-            return
-        self.fired = True
-        self.stopped_by = "cancel"
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def deadline_passed(self) -> None:
+        """The watcher's call at the deadline: fire, unless the call ended first."""
+        with self._lock:
+            if self._done.is_set():
+                return
+            self.fired = True
+            self.stopped_by = "cancel"
+            self._escalation = threading.Thread(
+                target=self._escalate, name="sql-deadline", daemon=True
+            )
+            self._escalation.start()
+
+    def _escalate(self) -> None:
         # libpq's blocking cancel, in a thread of its own: the server may never answer it, and
         # the next step does not wait for it. (cancel_safe() would open a TLS connection that
         # needs the pinned CA's file, removed once the connection opened; the classic cancel
@@ -128,6 +152,49 @@ class QueryWatch:
     def _cancel(self) -> None:
         with suppress(psycopg.Error, OSError):
             self._conn.cancel()
+
+
+class _Watcher:
+    """One daemon thread holding every running query's deadline, earliest first; it sleeps
+    until the earliest and hands a watch whose call has not ended to its escalation. A watch
+    that ended is dropped when it comes up (or when ended ones pile up), never waited on."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition(threading.Lock())
+        self._due: list[tuple[float, int, QueryWatch]] = []
+        self._count = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def watch(self, at: float, watch: QueryWatch) -> None:
+        with self._wake:
+            if self._pid != os.getpid():  # a forked child has no watcher thread of its own
+                self._due, self._thread, self._pid = [], None, os.getpid()
+            if len(self._due) > _PRUNE_AT:
+                self._due = [entry for entry in self._due if not entry[2].done]
+                heapq.heapify(self._due)
+            earliest = self._due[0][0] if self._due else None
+            heapq.heappush(self._due, (at, next(self._count), watch))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sql-deadlines", daemon=True)
+                self._thread.start()
+            elif earliest is None or at < earliest:
+                self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                _, _, watch = heapq.heappop(self._due)
+            if not watch.done:
+                watch.deadline_passed()
+
+
+# Ended watches are dropped in one pass past this many waiting deadlines (a busy gateway with
+# long timeouts would otherwise keep every query's until its deadline came).
+_PRUNE_AT = 1024
+_WATCHER = _Watcher()
 
 
 def _shut_socket(conn: Connection) -> bool:

@@ -18,6 +18,7 @@ import ipaddress
 import time
 import uuid
 from collections.abc import Sequence
+from functools import lru_cache
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -34,6 +35,9 @@ from safeport.shared.schemas.wire import SqlResult
 from safeport.shared.sql_statement import driver_text
 
 _BATCH = 100
+# A declared statement's text for the driver depends on the policy's text alone: parsed once,
+# not at every call (the policy holds a bounded number of statements).
+_declared_text = lru_cache(maxsize=1024)(driver_text)
 # Constant text: the timeouts are bound values, the role query has none.
 _LIMITS = (
     "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true),"
@@ -130,7 +134,7 @@ def _pipelined(
         limits = conn.execute(_LIMITS_AND_ROLE, (ms, ms, idle))
         # DECLARE takes one SELECT or VALUES (never a data-modifying WITH); the statement is the
         # declared text, its values bound through the extended protocol.
-        conn.execute(_DECLARE + driver_text(query.statement), dict(action.bound), prepare=False)
+        conn.execute(_DECLARE + _declared_text(query.statement), dict(action.bound), prepare=False)
         batch = conn.execute(f"FETCH FORWARD {first} FROM safeport_query", prepare=False)
         if whole:
             conn.execute("ROLLBACK")
