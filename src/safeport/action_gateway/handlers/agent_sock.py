@@ -23,6 +23,7 @@ from safeport.action_gateway.sockets.connection import (
     Handler,
     parse_request,
 )
+from safeport.action_gateway.sockets.worker_call import in_worker
 from safeport.errors import Error
 from safeport.shared.exception_summary import summarize
 from safeport.shared.schemas.replies import ok_reply, readable_id
@@ -115,10 +116,9 @@ class AgentHandler(Handler):
         inflight[request.id] = cancel
 
         async def run() -> None:
-            loop = asyncio.get_running_loop()
             try:
-                outcome = await loop.run_in_executor(
-                    self._pool, self._core.propose, conn.peer, request, cancel
+                outcome = await in_worker(
+                    self._pool, lambda: self._core.propose(conn.peer, request, cancel)
                 )
                 _check_kind(request, outcome)
             except Exception as exc:  # the ladder journals what it can; never kill the connection
