@@ -154,22 +154,18 @@ class LinuxProbe:
 
     def verify(self, identity: PeerIdentity) -> None:
         now = None
-        if self.alive(identity):
+        if _pidfd_running(identity):
             with contextlib.suppress(OSError):
-                now = fingerprint(identity.pid)
+                taken = fingerprint(identity.pid)
+                # The fingerprint starts with the start time alive() reads: one read of the
+                # process's stat serves both (another start time: the pid was reused).
+                if taken[0] == identity.process.start_time:
+                    now = taken
         check_unchanged(identity, now)
 
     def alive(self, identity: PeerIdentity) -> bool:
-        if identity.pidfd is not None:
-            # A pidfd polls readable once its process has exited (poll, unlike select, has no
-            # limit on descriptor numbers).
-            poller = select.poll()
-            poller.register(identity.pidfd, select.POLLIN)
-            try:
-                if poller.poll(0):
-                    return False
-            except OSError:
-                return False
+        if not _pidfd_running(identity):
+            return False
         try:
             return start_time(identity.pid) == identity.process.start_time
         except OSError:
@@ -320,3 +316,18 @@ class LinuxProbe:
         except OSError:
             return False
         return (st.st_dev, st.st_ino) == self._root
+
+
+def _pidfd_running(identity: PeerIdentity) -> bool:
+    """False once the peer's pidfd says its process exited (True without a pidfd: the start
+    time is then what tells)."""
+    if identity.pidfd is None:
+        return True
+    # A pidfd polls readable once its process has exited (poll, unlike select, has no limit on
+    # descriptor numbers).
+    poller = select.poll()
+    poller.register(identity.pidfd, select.POLLIN)
+    try:
+        return not poller.poll(0)
+    except OSError:
+        return False
