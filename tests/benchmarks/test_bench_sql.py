@@ -14,12 +14,15 @@ from tests.conftest import need
 def test_the_sql_benchmark_reports_the_gateway_and_the_executor_beside_psycopg() -> None:
     need(INITDB is not None, "PostgreSQL is not installed (apt install postgresql)")
     figures = run_quick_profile("bench_sql.py")
-    assert figures["runs"] == 30 and figures["budget_gateway"] == 1.5
+    assert figures["runs"] == 30
+    assert figures["budget_gateway"] == 2.5 and figures["budget_executor"] == 3.0
     for key in (
         "psycopg_warm_p50_ms",
+        "bare_two_fsyncs_p50_ms",
         "executor_p50_ms",
         "gateway_p50_ms",
         "ratio_executor",
         "ratio_gateway",
+        "ratio_gateway_to_floor",
     ):
         assert positive(figures[key]), key
