@@ -17,6 +17,7 @@ are character offsets; Hyperscan's would be UTF-8 byte offsets.
 
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import dataclass
 
@@ -216,6 +217,7 @@ class _LiteralScan:
 
 
 _LITERAL_SCAN = _LiteralScan(_ASCII_LITERALS) if hyperscan is not None else None
+_START_END = operator.itemgetter(1, 2)
 
 
 def hits(text: str) -> list[tuple[int, int, Anchor]]:
@@ -238,7 +240,7 @@ def hits(text: str) -> list[tuple[int, int, Anchor]]:
     # By start, then end: the automaton reports in order of end, so this is the order its hits
     # always had (a start shared by two literals, ``api`` and ``api_key``, shorter first), and
     # Hyperscan's come in the same order whatever order it reports them in.
-    found.sort(key=lambda hit: (hit[1], hit[2]))
+    found.sort(key=_START_END)
     kept = []
     ends: dict[int, int] = {}
     for index, start, end in found:
