@@ -188,31 +188,46 @@ _ASCII_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(_ASCII_LITERALS, implementati
 
 class _LiteralScan:
     """The ASCII literals as one Hyperscan database: each occurrence of each literal, as
-    (index, start, end) like the automaton's, the start known from the literal's length."""
+    (index, start, end) like the automaton's, the start known from the literal's length. The
+    database is compiled at the first scan (some 25 ms), not by every command that imports
+    the detector."""
 
     def __init__(self, literals: list[bytes]) -> None:
-        # Every byte written as an escape: the literals hold regex syntax (``1|``, ``SG.``) and
-        # one is a NUL, which Hyperscan's pure-literal compiler would read as an empty string.
-        patterns = ["".join(f"\\x{byte:02x}" for byte in literal).encode() for literal in literals]
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns)
-        )
+        self._literals = literals
         self._lengths = [len(literal) for literal in literals]
+        self._database: hyperscan.Database | None = None
+        self._compiling = threading.Lock()
         # A scan needs scratch space no other scan uses at the same time: one per thread.
         self._local = threading.local()
 
+    def _compiled(self) -> hyperscan.Database:
+        with self._compiling:
+            if self._database is None:
+                # Every byte written as an escape: the literals hold regex syntax (``1|``,
+                # ``SG.``) and a NUL, which the pure-literal compiler would read as the end.
+                patterns = [
+                    "".join(f"\\x{byte:02x}" for byte in literal).encode()
+                    for literal in self._literals
+                ]
+                database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                database.compile(
+                    expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns)
+                )
+                self._database = database
+            return self._database
+
     def find(self, data: bytes) -> list[tuple[int, int, int]]:
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        local = self._local
+        if not hasattr(local, "scratch"):
+            local.database = self._compiled()
+            local.scratch = hyperscan.Scratch(local.database)
         found: list[tuple[int, int, int]] = []
         lengths = self._lengths
 
         def on_match(index: int, _from: int, to: int, _flags: int, _context: object) -> None:
             found.append((index, to - lengths[index], to))
 
-        self._database.scan(data, match_event_handler=on_match, scratch=scratch)
+        local.database.scan(data, match_event_handler=on_match, scratch=local.scratch)
         return found
 
 
