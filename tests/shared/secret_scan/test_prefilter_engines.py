@@ -94,3 +94,22 @@ def test_scans_on_several_threads_at_once_each_get_their_own_answer() -> None:
         sys.setswitchinterval(interval)
     assert not any(thread.is_alive() for thread in threads)
     assert failures == []
+
+
+def test_a_wheel_that_cannot_run_here_leaves_every_scan_to_the_automaton(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hyperscan is loaded at the first scan; a wheel this processor cannot run (an import or
+    compile error) must not fail the scan, which would fail the read: the automaton answers."""
+    text = "api_key = apiKey + API_KEY; password: Vx7#mQ2!kL9p\n"
+    expected = _automaton_hits(text, monkeypatch)
+
+    def cannot_run(name: str) -> object:
+        raise ImportError(name)
+
+    unloadable = prefilter._LiteralScan(prefilter._ASCII_LITERALS)
+    monkeypatch.setattr("importlib.import_module", cannot_run)
+    monkeypatch.setattr(prefilter, "_LITERAL_SCAN", unloadable)
+    assert unloadable.find(text.encode("ascii")) is None
+    assert hits(text) == expected
+    assert [text[s.start : s.end] for s in scan_text(text)] == ["Vx7#mQ2!kL9p"]

@@ -17,16 +17,14 @@ are character offsets; Hyperscan's would be UTF-8 byte offsets.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import operator
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import ahocorasick_rs
-
-try:
-    import hyperscan
-except ImportError:  # a platform without its wheel (``pyproject.toml``): the automaton alone
-    hyperscan = None  # type: ignore[assignment]
 
 from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.pairs import POSITIONAL_CALLS
@@ -188,39 +186,49 @@ _ASCII_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(_ASCII_LITERALS, implementati
 
 class _LiteralScan:
     """The ASCII literals as one Hyperscan database: each occurrence of each literal, as
-    (index, start, end) like the automaton's, the start known from the literal's length. The
-    database is compiled at the first scan (some 25 ms), not by every command that imports
-    the detector."""
+    (index, start, end) like the automaton's, the start known from the literal's length.
+    Hyperscan is imported and the database compiled at the first scan (some 30 ms), not by
+    every command that imports the detector; if either fails (a wheel this processor cannot
+    run), every scan is the automaton's, as where no wheel installs."""
 
     def __init__(self, literals: list[bytes]) -> None:
         self._literals = literals
         self._lengths = [len(literal) for literal in literals]
-        self._database: hyperscan.Database | None = None
+        self._database: Any = None
+        self._failed = False
         self._compiling = threading.Lock()
         # A scan needs scratch space no other scan uses at the same time: one per thread.
         self._local = threading.local()
 
-    def _compiled(self) -> hyperscan.Database:
+    def _compiled(self) -> Any:
         with self._compiling:
-            if self._database is None:
+            if self._database is None and not self._failed:
                 # Every byte written as an escape: the literals hold regex syntax (``1|``,
                 # ``SG.``) and a NUL, which the pure-literal compiler would read as the end.
                 patterns = [
                     "".join(f"\\x{byte:02x}" for byte in literal).encode()
                     for literal in self._literals
                 ]
-                database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                database.compile(
-                    expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns)
-                )
-                self._database = database
+                try:
+                    hyperscan = importlib.import_module("hyperscan")
+                    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                    database.compile(
+                        expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns)
+                    )
+                    self._database = (database, hyperscan.Scratch)
+                except Exception:  # the automaton finds the same hits
+                    self._failed = True
             return self._database
 
-    def find(self, data: bytes) -> list[tuple[int, int, int]]:
+    def find(self, data: bytes) -> list[tuple[int, int, int]] | None:
+        """The hits in ``data``, or None where Hyperscan cannot run."""
         local = self._local
         if not hasattr(local, "scratch"):
-            local.database = self._compiled()
-            local.scratch = hyperscan.Scratch(local.database)
+            compiled = self._compiled()
+            if compiled is None:
+                return None
+            local.database, scratch = compiled
+            local.scratch = scratch(local.database)
         found: list[tuple[int, int, int]] = []
         lengths = self._lengths
 
@@ -231,17 +239,23 @@ class _LiteralScan:
         return found
 
 
-_LITERAL_SCAN = _LiteralScan(_ASCII_LITERALS) if hyperscan is not None else None
+# Where no wheel installs (``pyproject.toml``), the automaton alone.
+_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
+_LITERAL_SCAN = _LiteralScan(_ASCII_LITERALS) if _HYPERSCAN else None
 _START_END = operator.itemgetter(1, 2)
 
 
 def hits(text: str) -> list[tuple[int, int, Anchor]]:
     """Each anchor occurrence in ``text`` as (start, end, what it wakes), in text order."""
     try:
-        if text.isascii() and _LITERAL_SCAN is not None:
-            found = _LITERAL_SCAN.find(text.encode("ascii"))
-        elif text.isascii():
-            found = _ASCII_AUTOMATON.find_matches_as_indexes(text.encode("ascii"), overlapping=True)
+        if text.isascii():
+            data = text.encode("ascii")
+            scanned = None if _LITERAL_SCAN is None else _LITERAL_SCAN.find(data)
+            found = (
+                _ASCII_AUTOMATON.find_matches_as_indexes(data, overlapping=True)
+                if scanned is None
+                else scanned
+            )
         else:
             found = _AUTOMATON.find_matches_as_indexes(text, overlapping=True)
     except UnicodeEncodeError:
