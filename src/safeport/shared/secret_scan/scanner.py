@@ -145,6 +145,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
+    table_row = False  # a Markdown table's row: its words are judged as its header (below)
     word_done = -1  # a name holding several words ("secret_token") is judged once
     tokens, readers = _TokenRules(text), _Readers(text)
     for start, end, anchor in hits(text):
@@ -155,35 +156,20 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             line_start = text.rfind("\n", line_end, start) + 1
             newline = text.find("\n", start)
             line_end = len(text) if newline < 0 else newline
+            table_row = text.find("|", line_start, line_start + 4) >= 0
         if anchor.rules:
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
-            # A name a space and a plain word follow holds a value in a few shapes only, which
-            # two cheap looks rule out for most words in prose and code (``spaced_may_hold``).
-            quiet = (
-                text[end : end + 1] in (" ", "\t")
-                and text[start:end].lower() != "bearer"
-                and not spaced_may_hold(text, start, end, line_start, line_end)
-            )
-            if quiet and text.find("|", line_start, line_start + 4) < 0:  # a table: below
-                continue  # the commonest word hit, "the token expires": done
-            if ordinary_pass_word(text, start, end) or (
-                (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
-                and inside_base64_run(text, start, end, line_start, line_end)
+            # Outside a table, a word inside a name already judged, or a weak word inside a
+            # longer one (``keyword``, ``apis``, ``rapid``), names nothing: done before any look.
+            if not table_row and (
+                start < word_done or (anchor.weak and text[end : end + 1].islower())
             ):
                 continue
-            if start >= word_done and "|" in text[line_start : line_start + 4]:
-                spans.extend(table_column_at(text, start, line_start, line_end))
-            # A weak word inside a longer one (``keyword``, ``apis``, ``rapid``) names nothing.
-            if (
-                start >= word_done
-                and not quiet
-                and not (anchor.weak and text[end : end + 1].islower())
-            ):
-                found, word_done = _word_value_at(
-                    text, anchor.weak, start, end, line_start, line_end, word_done, spans
-                )
+            found, word_done = _word_hit(
+                text, anchor.weak, start, end, line_start, line_end, table_row, word_done, spans
+            )
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
@@ -253,6 +239,40 @@ class _Readers:
     @functools.cached_property
     def shapes(self) -> Shapes:
         return Shapes(self.text)
+
+
+def _word_hit(
+    text: str,
+    weak: bool,
+    start: int,
+    end: int,
+    line_start: int,
+    line_end: int,
+    table_row: bool,
+    word_done: int,
+    spans: list[SecretSpan],
+) -> tuple[SecretSpan | None, int]:
+    """What the word hit at ``text[start:end]`` names (a table's column joins ``spans``), and
+    where the next word hit needs judging again."""
+    # A name a space and a plain word follow holds a value in a few shapes only, which two
+    # cheap looks rule out for most words in prose and code (``spaced_may_hold``).
+    quiet = (
+        text[end : end + 1] in (" ", "\t")
+        and text[start:end].lower() != "bearer"
+        and not spaced_may_hold(text, start, end, line_start, line_end)
+    )
+    if quiet and not table_row:  # a table's row: below
+        return None, word_done  # the commonest word hit, "the token expires": done
+    if ordinary_pass_word(text, start, end) or (
+        (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
+        and inside_base64_run(text, start, end, line_start, line_end)
+    ):
+        return None, word_done
+    if start >= word_done and table_row:
+        spans.extend(table_column_at(text, start, line_start, line_end))
+    if start >= word_done and not quiet and not (weak and text[end : end + 1].islower()):
+        return _word_value_at(text, weak, start, end, line_start, line_end, word_done, spans)
+    return None, word_done
 
 
 def _word_value_at(
