@@ -114,6 +114,9 @@ class Refresher:
         only what changed (False: everything was walked). The stored record is removed first
         and stored again by :meth:`save` once the rows are committed."""
         try:
+            digest = walk_record.policy_digest(self.workspace)
+            if self._record is None or self._record.digest != digest:
+                self._record = walk_record.load(shards.dbs[0], digest)
             walk_record.clear(shards.dbs[0])
             tally = Tally()
             touched: Iterable[Touched] | None = None
@@ -146,9 +149,6 @@ class Refresher:
     def _catch_up(self, shards: Shards) -> list[Touched] | None:
         """The entries changed since the recorded walk, by ``stat`` only; None: no record
         (or a root changed), walk everything."""
-        digest = walk_record.policy_digest(self.workspace)
-        if self._record is None or self._record.digest != digest:
-            self._record = walk_record.load(shards.dbs[0], digest)
         record = self._record
         if record is None:
             return None
