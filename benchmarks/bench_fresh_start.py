@@ -41,6 +41,8 @@ FOLDERS = 2_000
 SOURCES = [Path(sysconfig.get_paths()["purelib"]), Path("/usr/lib/python3"), Path("/usr/share")]
 SOURCES += sorted(Path("/usr/lib").glob("python3.*"))
 _LARGEST = 256 * 1024
+# Source and text files, as a project holds (the read policy refuses some other kinds by type).
+_KINDS = {".py", ".pyi", ".md", ".rst", ".txt", ".js", ".ts", ".json", ".c", ".h", ".html"}
 
 Call = tuple[str, dict[str, Any]]
 
@@ -77,6 +79,8 @@ def _source_files(enough: int) -> list[Path]:
                 break
             for name in names:
                 path = Path(dirpath, name)
+                if path.suffix not in _KINDS:
+                    continue
                 with contextlib.suppress(OSError):
                     st = path.lstat()
                     if path.is_file() and not path.is_symlink() and 512 <= st.st_size <= _LARGEST:
@@ -142,7 +146,9 @@ async def timed_call(client: Client, call: Call) -> float:
 async def fresh_side_by_side(root: Path, env: dict[str, str], rounds: int) -> dict[str, Any]:
     """Both servers started now, no warm-up: every call from the first is counted."""
     folders = sorted(p for p in (root / "pkg00").iterdir())[:20]
-    files = sorted(str(p.relative_to(root)) for p in folders[0].iterdir())[:20]
+    files = sorted(str(p.relative_to(root)) for p in folders[0].iterdir() if p.suffix in _KINDS)[
+        :20
+    ]
     ours_calls: dict[str, list[Call]] = {
         "read_file": [("read_file", {"path": f}) for f in files],
         "list_directory": [
