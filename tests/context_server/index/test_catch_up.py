@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from safeport.context_server.index.search_index import IndexStats
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.server import ServeOptions, build_server
 from safeport.shared.paths import locate
@@ -65,6 +66,13 @@ def sessions(
 def finished(service: WorkspaceService) -> None:
     service.index.wait(60)
     service.close()
+
+
+def check_of(service: WorkspaceService) -> IndexStats:
+    """What the session's start-up refresh did."""
+    stats = service.index.last_stats
+    assert stats is not None
+    return stats
 
 
 def first_search(service: WorkspaceService, query: str) -> list[str]:
@@ -133,8 +141,8 @@ def test_a_change_between_two_sessions_is_found_by_the_next_sessions_first_searc
     make_change(root)
     second = sessions(root)
     assert first_search(second, NEEDLE) == [where]
-    stats = second.index.last_stats
-    assert stats is not None and not stats.walked_everything
+    stats = check_of(second)
+    assert not stats.walked_everything
     assert stats.added + stats.updated == 1
 
 
@@ -144,8 +152,8 @@ def test_an_unchanged_tree_is_checked_without_reading_a_file(
     finished(sessions(root))
     second = sessions(root)
     assert first_search(second, "walrus-aaaaaa") == ["src/app/main.py"]
-    stats = second.index.last_stats
-    assert stats is not None and not stats.walked_everything
+    stats = check_of(second)
+    assert not stats.walked_everything
     assert (stats.added, stats.updated, stats.removed) == (0, 0, 0)
 
 
@@ -156,8 +164,8 @@ def test_a_removed_file_leaves_the_index_by_the_check(
     (root / "src/app/main.py").unlink()
     second = sessions(root)
     assert first_search(second, "walrus-aaaaaa") == []
-    stats = second.index.last_stats
-    assert stats is not None and stats.removed == 1 and not stats.walked_everything
+    stats = check_of(second)
+    assert stats.removed == 1 and not stats.walked_everything
 
 
 def test_a_new_policy_walks_everything_instead_of_trusting_the_record(
@@ -169,6 +177,5 @@ def test_a_new_policy_walks_everything_instead_of_trusting_the_record(
     config.write_text('[private]\npatterns = ["main.*"]\n')
     second = sessions(root)
     second.index.wait(60)
-    stats = second.index.last_stats
-    assert stats is not None and stats.walked_everything
+    assert check_of(second).walked_everything
     assert second.search_project("walrus-aaaaaa", ".", 50, None).hits == []
