@@ -155,6 +155,7 @@ def test_an_unchanged_tree_is_checked_without_reading_a_file(
     stats = check_of(second)
     assert not stats.walked_everything
     assert (stats.added, stats.updated, stats.removed) == (0, 0, 0)
+    assert second.get_health().index_walk == "idle"  # the check has ended
 
 
 def test_a_removed_file_leaves_the_index_by_the_check(

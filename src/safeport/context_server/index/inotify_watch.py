@@ -227,6 +227,9 @@ def open_folder_watch() -> FolderWatch | None:
     fd = int(init(_IN_NONBLOCK | _IN_CLOEXEC))
     if fd < 0:
         code = ctypes.get_errno()
-        log.info("no folder watch (%s); refreshes walk the tree", errno.errorcode.get(code, code))
+        log.info(
+            "no folder watch (%s); refreshes check the tree by stat",
+            errno.errorcode.get(code, code),
+        )
         return None
     return FolderWatch(fd, add, remove)

@@ -207,12 +207,16 @@ class SearchIndex:
         if (self._worker is not None and self._worker.is_alive()) or self._refresher.stop.is_set():
             return
         now = time.time()
-        # The first refresh of a process is its start-up check, whatever the index's age.
-        if not force and self._caught_up.is_set():
+        if not force:
             if self.last_error is not None:
                 if now - self._failed_at < self._retry_after_s:
                     return
-            elif self.last_refresh is not None and now - self.last_refresh < self._refresh_after():
+            # The first refresh of a process is its start-up check, whatever the index's age.
+            elif (
+                self._caught_up.is_set()
+                and self.last_refresh is not None
+                and now - self.last_refresh < self._refresh_after()
+            ):
                 return
         self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
         self._worker.start()
