@@ -57,6 +57,11 @@ class WalkRecord:
 
     def forget_below(self, root: str, rel: str) -> None:
         """Drop what was recorded for ``rel`` and everything under it (about to be re-walked)."""
+        key = (root, rel)
+        self.unstored.pop(key, None)
+        self.linked.discard(key)
+        if rel and key not in self.folders:
+            return  # a file, or a folder never recorded: nothing below it is recorded either
         below = rel + "/"
         for table in (self.folders, self.unstored):
             for key in [
