@@ -9,7 +9,8 @@ own writer thread and connection. The walk stays on the caller's thread and deci
 A file's row always lives in the shard its path names, so its delete and insert are one
 transaction of one database: a crash between two shards' commits leaves rows missing or stale,
 never duplicated, and each row's size and time are those of the text it holds, so the next walk
-of everything (the first refresh of every process) puts it right.
+of everything puts it right (a refresh removes the walk record before it writes and stores it
+after its commits, ``walk_record.py``, so the refresh after a crash walks everything).
 """
 
 from __future__ import annotations
