@@ -36,7 +36,7 @@ def touched_since(
     paths = {r.name: os.fsencode(r.path) for r in roots}
     if any((name, "") not in record.folders for name in paths):
         return None
-    names = _names_by_folder(record, rows, paths)
+    names = _names_by_folder(record, rows, paused)
     touched: list[Touched] = []
     for count, ((root, rel), seen) in enumerate(list(record.folders.items())):
         if count % 256 == 0:
@@ -100,14 +100,14 @@ def _same_file(
     return (st.st_size, st.st_mtime_ns) == (size, mtime_ns)
 
 
-def _names_by_folder(
-    record: WalkRecord, rows: Rows, paths: dict[str, bytes]
-) -> dict[Key, set[str]]:
+def _names_by_folder(record: WalkRecord, rows: Rows, paused: Iterator[None]) -> dict[Key, set[str]]:
     """The names the recorded walk met in each folder: its subfolders and its files."""
     names: dict[Key, set[str]] = {}
     keys: list[Key] = [*record.folders, *record.unstored, *record.linked]
     keys += [key for key, _size, _mtime in rows]
-    for root, rel in keys:
+    for count, (root, rel) in enumerate(keys):
+        if count % 4096 == 0:
+            next(paused, None)
         if not rel:
             continue
         folder, _, name = rel.rpartition("/")

@@ -153,8 +153,13 @@ class Refresher:
         if record is None:
             return None
         self.doing = "checking what changed (stat only)"
-        rows = [(key, size, mtime) for key, (_id, size, mtime) in shards.all_rows().items()]
-        touched = touched_since(record, self.workspace.roots, rows, self._paced())
+        paced = self._paced()
+        rows = []
+        for count, row in enumerate(shards.each_row()):
+            if count % 4096 == 0:
+                next(paced)
+            rows.append(row)
+        touched = touched_since(record, self.workspace.roots, rows, paced)
         if touched is not None:
             self._walked_policy = self.workspace.policy
             self._linked = {(root, tuple(rel.split("/"))) for root, rel in record.linked}

@@ -113,6 +113,14 @@ class Shards:
                 found[key] = (_global(local, shard), size, mtime)
         return found
 
+    def each_row(self) -> Iterator[tuple[tuple[str, str], int, int]]:
+        """((root, relative path), size, mtime_ns) of every row, one at a time: a caller that
+        yields to requests can do so between rows."""
+        self._drain()
+        for db in self.dbs:
+            for root, rel, size, mtime in db.execute("SELECT root, rel, size, mtime_ns FROM files"):
+                yield (str(root), str(rel)), int(size), int(mtime)
+
     def rows_under(self, root: str, rel: str) -> dict[str, Stored]:
         self._drain()
         found: dict[str, Stored] = {}
