@@ -27,7 +27,13 @@ from safeport.context_server.server import ServeOptions, build_server
 
 NEEDLE = "kestrel-51be07"
 # Said on stderr by a walk that outlived its watch: EBADF or EINVAL from inotify_add_watch.
-OUTLIVED = ("folder watch", "errno", "Bad file descriptor", "Traceback", "refresh failed")
+OUTLIVED = (
+    "folder watch not added",
+    "Bad file descriptor",
+    "Traceback",
+    "refresh failed",
+    "did not stop",
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +69,10 @@ def test_fifty_stops_during_a_walk_leave_no_error_and_the_index_intact(
         service.index.refresh_in_background(force=True)  # as `serve` starts
         time.sleep(0.01)
         service.close()
-    assert [r.getMessage() for r in index_logs.records] == []
+    # No error, and no watch added on a closed or reused descriptor (said at INFO). A watch
+    # not made at all (the user's inotify instances all taken by others) is no error of ours.
+    said = [r.getMessage() for r in index_logs.records]
+    assert [m for m in said if "no folder watch" not in m] == []
     _, service = build_server(ServeOptions(roots=[str(tree)]))
     try:
         stats = service.index.refresh()
