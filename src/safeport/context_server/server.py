@@ -210,11 +210,12 @@ def serve(options: ServeOptions) -> None:
         # Someone ran it by hand: say what it is, on stderr (stdout is the protocol's).
         sys.stderr.write(TERMINAL_NOTICE + "\n")
         sys.stderr.flush()
+    # The start-up check: stat what the last walk recorded, walk only what changed.
     service.index.refresh_in_background(force=True)
     try:
         anyio.run(_serve_session, server)
     finally:
-        service.journal.close()  # writes and fsyncs the records still queued
+        service.close()  # the walk stopped and joined, then what it used, then the journal
 
 
 def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
@@ -265,7 +266,7 @@ def serve_http(options: ServeOptions, endpoint: HttpEndpoint) -> None:
         run_http(app, endpoint)
     finally:
         for service in servers:
-            service.journal.close()
+            service.close()
 
 
 def _warn_of_secret_rules(service: WorkspaceService) -> None:

@@ -278,7 +278,7 @@ def test_a_hard_link_removed_brings_its_twin_back_by_events(
     assert after == cold_build(indexed, tmp_path)
 
 
-def test_the_periodic_walk_of_everything_still_runs_with_a_watch(
+def test_the_periodic_check_catches_a_link_made_from_outside_the_tree(
     indexed: SearchIndex, tree: Path, tmp_path: Path
 ) -> None:
     assert not indexed.refresh().walked_everything  # the default period: events suffice
@@ -286,7 +286,11 @@ def test_the_periodic_walk_of_everything_still_runs_with_a_watch(
     index = SearchIndex(tmp_path / "cache" / "walking.sqlite", workspace, full_walk_after_s=0.0)
     try:
         assert index.refresh().walked_everything
-        assert index.refresh().walked_everything  # watched, but the period has passed
+        # No folder of the tree changes, so no event: the period's check sees the link count.
+        os.link(tree / "src" / "app" / "main.py", tmp_path / "outside-link.py")
+        index.refresh()
+        assert "src/app/main.py" not in [rel for _r, rel, *_ in rows(index.path)]
+        assert rows(index.path) == cold_build(index, tmp_path)
     finally:
         index.close()
         workspace.close()
@@ -308,10 +312,17 @@ def test_a_refresh_that_fails_midway_leaves_the_next_one_walking_everything(
     assert rows(indexed.path) == cold_build(indexed, tmp_path)
 
 
-def test_without_a_watch_every_refresh_walks_everything(tree: Path, tmp_path: Path) -> None:
+def test_without_a_watch_a_refresh_checks_by_stat_and_reads_what_changed(
+    tree: Path, tmp_path: Path
+) -> None:
     workspace = Workspace([ServedRoot("ws", tree)], ReadPolicy())
     index = SearchIndex(tmp_path / "plain" / "index.sqlite", workspace, watch=False)
-    assert index.refresh().walked_everything and index.refresh().walked_everything
+    assert index.refresh().walked_everything
+    (tree / "src" / "app" / "main.py").write_text(f"def main():\n    return '{CANARY}'\n")
+    (tree / "docs" / "new.md").write_text("new\n")
+    again = index.refresh()
+    assert not again.walked_everything and (again.added, again.updated) == (1, 1)
+    assert rows(index.path) == cold_build(index, tmp_path)
     workspace.close()
 
 

@@ -84,6 +84,9 @@ class FolderWatch:
         # inotify instances are few per user (128 by default): one dropped without close()
         # still gives its descriptor back.
         self._closer = weakref.finalize(self, os.close, fd)
+        # Not at interpreter exit: a thread may still hold it then, and the process's end
+        # gives it back anyway (closing it under that thread is how a number gets reused).
+        self._closer.atexit = False
         self._fd = fd
         self._add = add
         self._remove = remove
@@ -113,12 +116,21 @@ class FolderWatch:
         self._previous = {}
 
     def watch(self, root: str, parts: tuple[str, ...], dir_fd: int) -> None:
-        """Watch the folder open on ``dir_fd`` (the object itself, whatever its path now)."""
+        """Watch the folder open on ``dir_fd`` (the object itself, whatever its path now).
+        Called by the index's walk only, which the index stops and joins before it closes
+        this watch: the descriptor is never used after its close."""
+        if self._fd < 0:
+            raise ValueError("the folder watch is closed")
         wd = self._add(self._fd, f"/proc/self/fd/{dir_fd}".encode(), _MASK)
         if wd < 0:
-            # ENOSPC: the user's watch limit. Refreshes walk everything until a walk fits.
+            # ENOSPC: the user's watch limit; ENOENT: the folder went meanwhile. Either way
+            # the events cannot vouch for the tree, and refreshes check it by stat instead.
             self._complete = False
-            log.info("folder watch not added (errno %d); refreshes walk the tree", -wd)
+            reason = errno.errorcode.get(-wd, str(-wd))
+            if -wd == errno.ENOSPC:
+                log.info("folder watch not added (%s: the user's inotify watch limit)", reason)
+            else:
+                log.info("folder watch not added (%s)", reason)
             return
         self._folders[wd] = (root, parts)
 
@@ -215,6 +227,9 @@ def open_folder_watch() -> FolderWatch | None:
     fd = int(init(_IN_NONBLOCK | _IN_CLOEXEC))
     if fd < 0:
         code = ctypes.get_errno()
-        log.info("no folder watch (%s); refreshes walk the tree", errno.errorcode.get(code, code))
+        log.info(
+            "no folder watch (%s); refreshes check the tree by stat",
+            errno.errorcode.get(code, code),
+        )
         return None
     return FolderWatch(fd, add, remove)

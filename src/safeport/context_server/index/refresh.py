@@ -1,24 +1,34 @@
-"""What one refresh of the search index re-reads: everything, or only what folder events name.
+"""What one refresh of the search index re-reads: everything, or only what changed.
 
-The first refresh walks every root and watches each folder it enters (``watch.py``). Later ones
-ask the watch which entries were touched and walk only those (each with what is below it),
-through the same walk code and the same per-file step as a walk of everything, so the rows come
-out as a cold build would write them. Anything the events cannot vouch for (a new policy, an
-overflowed queue, a hard link appearing, the periodic check, a refresh that failed) makes the
-next refresh walk everything again.
+What changed comes from folder events (``inotify_watch.py``) while every folder is watched, else
+from the record of the last walk checked by ``stat`` (``walk_record.py``, ``catch_up.py``): a new
+server process starts with that check, not a walk. Either way only the touched entries are
+walked (each with what is below it), through the same walk code and the same per-file step as a
+walk of everything, so the rows come out as a cold build would write them. Anything neither can
+vouch for (a new policy, no record, a root moved, a hard link appearing, a refresh that failed)
+makes the refresh walk everything.
+
+The walk runs on the index's worker thread and stops at the next file when asked
+(:class:`Stopped`): the index joins it before it closes the watch or the database it uses.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
 from safeport.context_server.index import sqlite_store as store
+from safeport.context_server.index import walk_record
+from safeport.context_server.index.catch_up import touched_since
 from safeport.context_server.index.inotify_watch import FolderWatch, Touched, open_folder_watch
+from safeport.context_server.index.requests_first import RequestGate
 from safeport.context_server.index.shards import Shards
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, Outcome, Stored
+from safeport.context_server.index.walk_hooks import walk_hooks
+from safeport.context_server.index.walk_record import WalkRecord
 from safeport.context_server.policy.display_names import UndisplayableName
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.workspace.descriptors import stat_entry
@@ -34,8 +44,15 @@ FULL_WALK_AFTER_S = 300.0
 # larger transactions are cheaper; a crash loses at most this many files' rows.
 _COMMIT_EVERY = 10_000
 
+# The walk looks at the stop flag and yields to requests this often (in files).
+_PACE_EVERY = 64
+
 Progress = Callable[[int, int], None]
 Linked = set[tuple[str, tuple[str, ...]]]
+
+
+class Stopped(Exception):
+    """The index is closing: the walk stopped where it was (nothing is committed)."""
 
 
 class Tally:
@@ -61,9 +78,19 @@ class Refresher:
     Used under the index's refresh lock only."""
 
     def __init__(
-        self, workspace: Workspace, *, watch: bool, full_walk_after_s: float = FULL_WALK_AFTER_S
+        self,
+        workspace: Workspace,
+        *,
+        watch: bool,
+        full_walk_after_s: float = FULL_WALK_AFTER_S,
+        gate: RequestGate | None = None,
     ) -> None:
         self.workspace = workspace
+        self.gate = gate or RequestGate()
+        self.stop = threading.Event()
+        # What the walk is doing now, for `get_health`.
+        self.doing = "idle"
+        self._record: WalkRecord | None = None
         self._want_watch = watch
         self._full_walk_after_s = full_walk_after_s
         self._watch: FolderWatch | None = None
@@ -83,21 +110,70 @@ class Refresher:
     def run(
         self, shards: Shards, progress: Progress | None, everything: bool
     ) -> tuple[Tally, bool]:
-        """Refresh the rows in ``shards`` (not committed); the tally and whether it took events
-        only (False: everything was walked)."""
+        """Refresh the rows in ``shards`` (not committed); the tally and whether it walked
+        only what changed (False: everything was walked). The stored record is removed first
+        and stored again by :meth:`save` once the rows are committed."""
         try:
+            digest = walk_record.policy_digest(self.workspace)
+            if self._record is None or self._record.digest != digest:
+                self._record = walk_record.load(shards.dbs[0], digest)
+            walk_record.clear(shards.dbs[0])
             tally = Tally()
-            touched = None if everything else self._touched_since_last_walk()
-            if touched is not None and self._refresh_touched(shards, touched, tally):
-                return tally, True
+            touched: Iterable[Touched] | None = None
+            if not everything:
+                touched = self._touched_since_last_walk()
+                if touched is None:
+                    touched = self._catch_up(shards)
+            if touched is not None:
+                self.doing = "walking what changed"
+                if self._refresh_touched(shards, touched, tally):
+                    return tally, True
             tally = Tally()
+            self.doing = "walking everything"
             self._refresh_everything(shards, tally, progress)
             return tally, False
         except BaseException:
             # The events drained are gone and the transaction is not: only a walk of
             # everything can say what the index should hold now.
             self._walked_policy = None
+            self._record = None
             raise
+        finally:
+            self.doing = "idle"
+
+    def save(self, shards: Shards) -> None:
+        """Store what the refresh just committed proves (for the next process's check)."""
+        if self._record is not None:
+            walk_record.save(shards.dbs[0], self._record)
+
+    def _catch_up(self, shards: Shards) -> list[Touched] | None:
+        """The entries changed since the recorded walk, by ``stat`` only; None: no record
+        (or a root changed), walk everything."""
+        record = self._record
+        if record is None:
+            return None
+        self.doing = "checking what changed (stat only)"
+        paced = self._paced()
+        rows = []
+        for count, row in enumerate(shards.each_row()):
+            if count % 4096 == 0:
+                next(paced)
+            rows.append(row)
+        touched = touched_since(record, self.workspace.roots, rows, paced)
+        if touched is not None:
+            self._walked_policy = self.workspace.policy
+            self._linked = {(root, tuple(rel.split("/"))) for root, rel in record.linked}
+        return touched
+
+    def _paced(self) -> Iterator[None]:
+        """Advanced between pieces of work: stops when asked, else waits while requests run."""
+        while True:
+            if self.stop.is_set():
+                raise Stopped
+            self.gate.pause(self.stop)
+            if self.stop.is_set():
+                raise Stopped
+            yield None
 
     @property
     def watching(self) -> bool:
@@ -127,6 +203,7 @@ class Refresher:
         watch = self._watch
         if watch is not None:
             watch.begin_walk()
+        self._record = WalkRecord(walk_record.policy_digest(self.workspace))
         policy = self.workspace.policy
         rows = shards.all_rows()
         total = self._count_changed(rows) if progress is not None else 0
@@ -151,11 +228,13 @@ class Refresher:
         """Walk only the touched entries (each with what is below it); False if a hard link
         appeared, which only a walk of everything can place."""
         watch = self._watch
-        assert watch is not None
         entries = _outermost({(t.root, t.parts) for t in touched})
         by_name = {r.name: r for r in self.workspace.roots}
         for root_name, parts in entries:
-            watch.forget(root_name, parts)  # re-added by the walk below if still a folder
+            if watch is not None:
+                watch.forget(root_name, parts)  # re-added by the walk below if still a folder
+            if self._record is not None:
+                self._record.forget_below(root_name, "/".join(parts))
         previous = self._linked
         kept = {e for e in previous if not any(_below(e, entry) for entry in entries)}
         linked: set[tuple[str, tuple[str, ...]]] = set()
@@ -215,24 +294,33 @@ class Refresher:
             current = store.unchanged(found, rows.get((root.name, found.relative)))
             return None if current else MAX_INDEXED_BYTES + 1
 
-        def opened(parts: tuple[str, ...], fd: int) -> None:
-            if watch is not None:
-                watch.watch(root.name, parts, fd)
-
+        paced = self._paced()
+        opened, left_out, link = walk_hooks(
+            self._record, watch, root.name, (start, only), linked, paced
+        )
+        record = self._record
         find = self.workspace.secrets.finder(root.path)
-        for item in self.workspace.walk(
-            root,
-            start,
-            max_bytes=MAX_INDEXED_BYTES,
-            scoped=False,
-            head_for=wanted,
-            opened=opened,
-            only=only,
-            linked=lambda parts: linked.add((root.name, parts)),
+        for count, item in enumerate(
+            self.workspace.walk(
+                root,
+                start,
+                max_bytes=MAX_INDEXED_BYTES,
+                scoped=False,
+                head_for=wanted,
+                opened=opened,
+                only=only,
+                linked=link,
+                refused=left_out,
+            )
         ):
+            if count % _PACE_EVERY == 0:
+                next(paced)
             if not isinstance(item, WalkedFile):
                 continue
-            tally.count(shards.store(item, rows.get((root.name, item.relative)), find))
+            outcome = shards.store(item, rows.get((root.name, item.relative)), find)
+            tally.count(outcome)
+            if record is not None and outcome in ("skipped", "dropped"):
+                record.unstored[(root.name, item.relative)] = (item.size, item.mtime_ns)
             if tally.done and tally.done % _COMMIT_EVERY == 0:
                 shards.commit()
             yield item.relative

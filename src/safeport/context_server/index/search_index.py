@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeport.context_server.index import sqlite_store as store
-from safeport.context_server.index.refresh import FULL_WALK_AFTER_S, Progress, Refresher
+from safeport.context_server.index.refresh import FULL_WALK_AFTER_S, Progress, Refresher, Stopped
+from safeport.context_server.index.requests_first import RequestGate
 from safeport.context_server.index.shards import Shards, candidates, shard_paths
 from safeport.context_server.workspace.gate import Workspace
 from safeport.errors import EnvironmentProblem
@@ -33,6 +34,8 @@ REFRESH_AFTER_S = 30.0
 # With every folder watched a refresh costs what changed, so it may run far more often.
 WATCHED_REFRESH_AFTER_S = 1.0
 RETRY_AFTER_S = 5.0
+# How long closing waits for the walk to stop (it stops at its next file or folder).
+STOP_WAIT_S = 30.0
 # An index's name without its rules part: the files of one set of roots under any rules.
 _FAMILY = re.compile(r"index-[0-9a-f]{20}")
 _OFF = re.compile(r"index-[0-9a-f]{20}-off-")
@@ -108,7 +111,13 @@ class SearchIndex:
         self.last_stats: IndexStats | None = None
         self.last_error: str | None = None
         self._failed_at = 0.0
-        self._refresher = Refresher(workspace, watch=watch, full_walk_after_s=full_walk_after_s)
+        self.requests = RequestGate()
+        self._refresher = Refresher(
+            workspace, watch=watch, full_walk_after_s=full_walk_after_s, gate=self.requests
+        )
+        # Set once the first refresh of this process ended (the start-up check): until then a
+        # row may speak for a file changed while no server ran.
+        self._caught_up = threading.Event()
         ensure_private_dir(path.parent)
         drop_other_rules(path, none_off=not workspace.secrets.off_anywhere)
         with Shards(path) as shards:
@@ -117,8 +126,25 @@ class SearchIndex:
                 self.last_refresh = path.stat().st_mtime
 
     def close(self) -> None:
+        """Stop the walk and wait for it, then close the watch it uses: the worker is the
+        only user of the watch's descriptor while it runs, so it must be gone first."""
+        self._refresher.stop.set()
+        worker = self._worker
+        if worker is not None:
+            worker.join(STOP_WAIT_S)
+            if worker.is_alive():  # stuck in a system call: leave what it holds open
+                log.warning("index walk did not stop; its folder watch is left open")
+                return
         with self._refresh_lock:
             self._refresher.close()
+
+    def caught_up(self, timeout: float) -> bool:
+        """Whether the start-up check has ended (waiting up to ``timeout``, without holding
+        up the walk as a request would): until then only a scan is sure to see every file."""
+        if self._caught_up.is_set():
+            return True
+        with self.requests.waiting():
+            return self._caught_up.wait(timeout)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -131,6 +157,13 @@ class SearchIndex:
     @property
     def ready(self) -> bool:
         return self.last_refresh is not None
+
+    @property
+    def walk(self) -> str:
+        """What the index's walk is doing now (``get_health``)."""
+        if self.requests.yielding:
+            return "yielding to requests"
+        return self._refresher.doing
 
     def counts(self) -> dict[str, int]:
         files = size = 0
@@ -150,6 +183,7 @@ class SearchIndex:
             started = time.monotonic()
             tally, by_events = self._refresher.run(shards, progress, everything)
             shards.commit()
+            self._refresher.save(shards)
             if tally.updated or tally.removed:
                 shards.forget_removed()
             count, size = shards.counts()
@@ -164,19 +198,25 @@ class SearchIndex:
                 time.monotonic() - started,
                 walked_everything=not by_events,
             )
+            self._caught_up.set()
             return self.last_stats
 
     def refresh_in_background(self, *, force: bool = False) -> None:
         """Start a refresh on a worker thread if none runs and the index is old enough; after
         a failed refresh, the next call tries again (at most every few seconds)."""
-        if self._worker is not None and self._worker.is_alive():
+        if (self._worker is not None and self._worker.is_alive()) or self._refresher.stop.is_set():
             return
         now = time.time()
         if not force:
             if self.last_error is not None:
                 if now - self._failed_at < self._retry_after_s:
                     return
-            elif self.last_refresh is not None and now - self.last_refresh < self._refresh_after():
+            # The first refresh of a process is its start-up check, whatever the index's age.
+            elif (
+                self._caught_up.is_set()
+                and self.last_refresh is not None
+                and now - self.last_refresh < self._refresh_after()
+            ):
                 return
         self._worker = threading.Thread(target=self._refresh_quietly, daemon=True, name="index")
         self._worker.start()
@@ -195,6 +235,8 @@ class SearchIndex:
     def _refresh_quietly(self) -> None:
         try:
             self.refresh()
+        except Stopped:
+            return  # closing: nothing to report
         except Exception as exc:  # the worker must report, never die silently
             # Reported by category only: an OS message could carry a path.
             self.last_error = f"the last index refresh failed ({type(exc).__name__}); retrying"

@@ -9,7 +9,8 @@ own writer thread and connection. The walk stays on the caller's thread and deci
 A file's row always lives in the shard its path names, so its delete and insert are one
 transaction of one database: a crash between two shards' commits leaves rows missing or stale,
 never duplicated, and each row's size and time are those of the text it holds, so the next walk
-of everything (the first refresh of every process) puts it right.
+of everything puts it right (a refresh removes the walk record before it writes and stores it
+after its commits, ``walk_record.py``, so the refresh after a crash walks everything).
 """
 
 from __future__ import annotations
@@ -111,6 +112,14 @@ class Shards:
             for key, (local, size, mtime) in store.all_rows(db).items():
                 found[key] = (_global(local, shard), size, mtime)
         return found
+
+    def each_row(self) -> Iterator[tuple[tuple[str, str], int, int]]:
+        """((root, relative path), size, mtime_ns) of every row, one at a time: a caller that
+        yields to requests can do so between rows."""
+        self._drain()
+        for db in self.dbs:
+            for root, rel, size, mtime in db.execute("SELECT root, rel, size, mtime_ns FROM files"):
+                yield (str(root), str(rel)), int(size), int(mtime)
 
     def rows_under(self, root: str, rel: str) -> dict[str, Stored]:
         self._drain()

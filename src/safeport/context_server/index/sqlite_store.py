@@ -49,6 +49,7 @@ def create_schema(db: sqlite3.Connection) -> None:
     if version not in (0, SCHEMA_VERSION):
         db.execute("DROP TABLE IF EXISTS files")
         db.execute("DROP TABLE IF EXISTS fts")
+        db.execute("DROP TABLE IF EXISTS walk_record")
     db.execute(
         "CREATE TABLE IF NOT EXISTS files (id INTEGER PRIMARY KEY, root TEXT NOT NULL, "
         "rel TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
@@ -57,6 +58,8 @@ def create_schema(db: sqlite3.Connection) -> None:
     db.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='trigram', detail='none')"
     )
+    # What the last walk proved (``walk_record.py``): one row, in the first shard only.
+    db.execute("CREATE TABLE IF NOT EXISTS walk_record (id INTEGER PRIMARY KEY, body TEXT)")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.commit()
 

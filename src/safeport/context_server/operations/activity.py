@@ -70,6 +70,7 @@ class FeedOperations(Operations):
             status="ok" if self.index.last_error is None else "degraded",
             roots=len(self.workspace.roots),
             index_state=self.index.state,
+            index_walk=self.index.walk,
             index_files=counts["files"],
             index_bytes=counts["bytes"],
             index_last_refresh=(

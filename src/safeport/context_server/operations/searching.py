@@ -24,6 +24,8 @@ from safeport.shared.text_lines import split_lines
 MAX_QUERY_CHARS = 500
 HITS_PER_FILE = 5
 SNIPPET_CHARS = 200
+# How long a search waits for the start-up check before it scans instead.
+CATCH_UP_WAIT_S = 20.0
 # Search cursors also name the method: index and scan walk files in different orders.
 _SEARCH_CURSOR = re.compile(r"q2\.([is])\.([0-9]{1,3})\.([A-Za-z0-9_-]{0,8000})")
 
@@ -72,7 +74,10 @@ class SearchOperations(Operations):
         if len(query) > MAX_QUERY_CHARS or "\x00" in query or "\n" in query:
             raise InvalidInput(f"invalid query: one line of at most {MAX_QUERY_CHARS} characters")
         scopes = self._scopes(path)
-        use_index = len(query) >= 3 and self.index.ready
+        self.index.refresh_in_background()
+        # Rows from before this process speak for files as they were then: the index answers
+        # once the start-up check has brought them up to date, a scan until then.
+        use_index = len(query) >= 3 and self.index.ready and self.index.caught_up(CATCH_UP_WAIT_S)
         start_scope, after = 0, ""
         if cursor:
             use_index, start_scope, after = _parse_search_cursor(cursor)
@@ -80,7 +85,6 @@ class SearchOperations(Operations):
                 raise InvalidInput("invalid cursor: it belongs to another query; start over")
             if start_scope >= len(scopes):
                 raise InvalidInput("invalid cursor: it belongs to another search; start over")
-        self.index.refresh_in_background()
         hits: list[SearchHit] = []
         next_cursor = None
         method = "i" if use_index else "s"

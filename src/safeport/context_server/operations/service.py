@@ -29,6 +29,12 @@ URL_PREFIX = "safeport://workspace/file/"
 class WorkspaceService(FolderOperations, ReadingOperations, SearchOperations, FeedOperations):
     """The reader profile's operations over one workspace."""
 
+    def close(self) -> None:
+        """The index first: its walk is stopped and joined before the watch it uses closes;
+        then the journal, which writes and fsyncs the records still queued."""
+        self.index.close()
+        self.journal.close()
+
     def list_roots(self) -> RootsResult:
         many = len(self.workspace.roots) > 1
         rules = (

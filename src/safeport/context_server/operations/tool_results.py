@@ -238,6 +238,11 @@ class Health(ToolResult):
     status: Literal["ok", "degraded"]
     roots: int
     index_state: str
+    index_walk: str = Field(
+        default="idle",
+        description="What the index's walk is doing: idle, checking what changed (stat "
+        "only), walking what changed, walking everything, or yielding to requests.",
+    )
     index_files: int
     index_bytes: int
     index_last_refresh: str | None

@@ -134,7 +134,8 @@ class JournaledServer(MCPServer[Any]):
         marker: list[bool] = []
         token = CALL_RECORDED.set(marker)
         try:
-            return await run()
+            with self.service.index.requests.serving():  # the index's walk waits meanwhile
+                return await run()
         except UnexpectedToolError:
             log.warning("tool %s crashed", bounded_text(name))
             self._record_unrecorded(marker, name, arguments, "internal")
