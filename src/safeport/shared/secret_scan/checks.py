@@ -146,16 +146,32 @@ def is_placeholder(value: str) -> bool:
     return "xxxxxxxx" in lowered or any(word in lowered for word in _LONG_PLACEHOLDER_WORDS)
 
 
+_SMALL_RUN = re.compile(r"[a-z]+")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
 def _generated_after_all(value: str) -> bool:
     """Whether a value that starts like a path is generated all the same: paths are words,
-    mostly small letters; base64 (which starts with ``/`` one time in 64, and may hold more)
-    is about half capitals, with digits, at high entropy."""
+    mostly small letters, and words hold vowels; base64 (which starts with ``/`` one time in 64,
+    and may hold more) is about half capitals at high entropy, switching case every other
+    letter, and 42 of its 52 letters are consonants. Capitals and digits alone passed one draw
+    in three hundred as a path (few capitals, or no digit); vowels and case switches tell the
+    two apart, all but about one draw in thirty thousand."""
     body = value.lstrip("/.~")
     letters = [c for c in body if c.isalpha()]
-    if len(body) < 24 or not letters or not any(c.isdigit() for c in body):
+    if len(body) < 24 or len(letters) < 12 or shannon_bits(body) < 4.0:
         return False
     capitals = sum(c.isupper() for c in letters) / len(letters)
-    return capitals >= 0.25 and shannon_bits(body) >= 4.0
+    if capitals >= 0.25 and any(c.isdigit() for c in body):
+        return True
+    if not 0.1 <= capitals <= 0.9:
+        return False  # one case throughout: a folder of words, or a lowercase hash a store names
+    runs = _SMALL_RUN.findall(body)
+    vowels = sum(c in "aeiouAEIOU" for c in letters) / len(letters)
+    spoken = all(_VOWEL.search(run) for run in runs if len(run) >= 3)
+    # Words switch case at their starts (``SystemRootCertificates``); a draw, every other letter.
+    switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(letters))
+    return not (vowels >= 0.28 and spoken and switches < 0.3 * len(letters))
 
 
 def looks_random(value: str, *, quoted: bool) -> bool:
@@ -188,8 +204,6 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     return shannon_bits(value) >= (2.8 if len(value) < 16 else 3.0)
 
 
-_SMALL_RUN = re.compile(r"[a-z]+")
-_VOWEL = re.compile(r"[aeiouy]")
 _LETTERS_AND_MARKS = re.compile(r"[A-Za-z!#%^&*+=~@._\-]{12,128}")
 
 
