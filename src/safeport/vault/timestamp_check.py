@@ -23,7 +23,7 @@ import binascii
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -164,11 +164,12 @@ def order_problem(stamped: Sequence[StampedNote]) -> str | None:
 
 
 def judge_stamps(
-    journal: str, stamped: Sequence[StampedNote], hash_at: Callable[[int], str | None]
+    journal: str, stamped: Sequence[StampedNote], hash_at: Mapping[int, str | None]
 ) -> StampVerdict:
     """Judge a journal against every verified stamp of its notes (pure).
 
-    ``hash_at(seq)`` is the journal's stored hash at ``seq`` (None past its end or a break).
+    ``hash_at[seq]`` is the journal's stored hash at each stamped ``seq`` (None past its end or
+    a break).
     """
     if not stamped:
         return StampVerdict(True, "none", "no time-stamped checkpoint")
@@ -178,7 +179,7 @@ def judge_stamps(
     last_good: StampedNote | None = None
     for item in sorted(stamped, key=lambda s: s.time):
         seq = item.note.head.seq
-        if seq == 0 or hash_at(seq) == item.note.head.hash:
+        if seq == 0 or hash_at.get(seq) == item.note.head.hash:
             last_good = item
             continue
         since = (

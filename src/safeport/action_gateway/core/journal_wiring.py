@@ -18,8 +18,7 @@ from safeport.action_gateway.evidence.sealing import JournalSealing
 from safeport.action_gateway.evidence.stamper import CheckpointStamper
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.shared.paths import SafeportPaths
-from safeport.shared.schemas.config import GatewaySettings
-from safeport.shared.schemas.config_audit import TimestampSettings
+from safeport.shared.schemas.config import GatewaySettings, TimestampSettings
 from safeport.shared.schemas.results import JournalHeadView
 from safeport.vault.interface import VaultPublicKeys
 

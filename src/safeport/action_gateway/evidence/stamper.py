@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from safeport.action_gateway.evidence.tsa_client import TsaFault, TsaTarget, request_stamp
-from safeport.shared.schemas.config_audit import TimestampSettings
+from safeport.shared.schemas.config import TimestampSettings
 from safeport.shared.schemas.results import TimestampState
 from safeport.vault.timestamp_check import STAMPS_FILE, StoredStamp
 

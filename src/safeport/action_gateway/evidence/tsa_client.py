@@ -16,7 +16,7 @@ import httpx
 from cryptography import x509
 from rfc3161_client import HashAlgorithm, TimestampRequestBuilder
 
-from safeport.shared.schemas.config_audit import TsaSettings
+from safeport.shared.schemas.config import TsaSettings
 from safeport.vault.timestamp_check import (
     MAX_RESPONSE,
     StampInvalid,

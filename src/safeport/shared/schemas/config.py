@@ -19,6 +19,8 @@ from safeport.errors import ConfigError
 
 # The [gateway] and [callers] tables live beside this module; their names stay importable here.
 from safeport.shared.schemas.config_audit import AuditSettings as AuditSettings
+from safeport.shared.schemas.config_audit import TimestampSettings as TimestampSettings
+from safeport.shared.schemas.config_audit import TsaSettings as TsaSettings
 from safeport.shared.schemas.config_gateway import SYSLOG_TARGET as SYSLOG_TARGET
 from safeport.shared.schemas.config_gateway import ApprovalFactor as ApprovalFactor
 from safeport.shared.schemas.config_gateway import ApprovalsSettings as ApprovalsSettings
