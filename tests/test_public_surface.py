@@ -152,6 +152,7 @@ SURFACES: dict[str, set[str]] = {
         "saved_checkpoint",
         "security_key",
         "status_overview",
+        "timestamp_findings",
         "vault_backend",
         "vault_route",
     },
