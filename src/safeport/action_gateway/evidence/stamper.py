@@ -39,7 +39,7 @@ Journal = Callable[[str, dict[str, object]], object]
 class _Authority:
     pending: deque[str] = field(default_factory=lambda: deque(maxlen=PENDING_PER_TSA))
     fault: str | None = None
-    retry_in: float = FIRST_RETRY_S
+    retry_in: float = 0.0  # 0: the next fault waits FIRST_RETRY_S
     next_try: float = 0.0
 
 
@@ -89,9 +89,9 @@ class CheckpointStamper:
         with self._lock:
             last = self._last_stamped
             faults = [
-                f"{url}: {authority.fault}"
-                for url, authority in self._authorities.items()
-                if authority.fault is not None
+                f"{tsa.url}: {authority.fault}"
+                for tsa in settings.tsa
+                if (authority := self._authorities.get(tsa.url)) and authority.fault is not None
             ]
         since = last if last is not None else self._started
         stale = (datetime.now(UTC) - since).total_seconds() > bound
@@ -154,7 +154,7 @@ class CheckpointStamper:
         with self._lock:
             changed = authority.fault != reason
             authority.fault = reason
-            wait = authority.retry_in
+            wait = authority.retry_in or FIRST_RETRY_S
             authority.next_try = time.monotonic() + wait
             authority.retry_in = min(wait * 2, LAST_RETRY_S)
         if changed:
@@ -167,7 +167,7 @@ class CheckpointStamper:
             if authority.pending and authority.pending[0] == note:
                 authority.pending.popleft()
             recovered = authority.fault is not None
-            authority.fault, authority.retry_in, authority.next_try = None, FIRST_RETRY_S, 0.0
+            authority.fault, authority.retry_in, authority.next_try = None, 0.0, 0.0
             self._last_stamped = datetime.now(UTC)
         if recovered:
             self._journal("timestamp.recovered", {"tsa": url})
