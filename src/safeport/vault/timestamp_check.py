@@ -166,16 +166,15 @@ def order_problem(stamped: Sequence[StampedNote]) -> str | None:
 def judge_stamps(
     journal: str, stamped: Sequence[StampedNote], hash_at: Mapping[int, str | None]
 ) -> StampVerdict:
-    """Judge a journal against every verified stamp of its notes (pure).
+    """Judge a journal against every verified stamp of its notes, oldest first (pure): the
+    first stamp it no longer matches dates the rewrite; the last one before it that still
+    matches is when the history was last known good.
 
     ``hash_at[seq]`` is the journal's stored hash at each stamped ``seq`` (None past its end or
     a break).
     """
     if not stamped:
         return StampVerdict(True, "none", "no time-stamped checkpoint")
-    problem = order_problem(stamped)
-    if problem is not None:
-        return StampVerdict(False, "disordered", f"journal {journal!r} was {problem}")
     last_good: StampedNote | None = None
     for item in sorted(stamped, key=lambda s: s.time):
         seq = item.note.head.seq
@@ -185,7 +184,7 @@ def judge_stamps(
         since = (
             f"last known good at {_at(last_good.time)}"
             if last_good is not None
-            else "no stamp matches the journal as it is now"
+            else "it matches no stamp made before then"
         )
         return StampVerdict(
             False,
@@ -195,6 +194,9 @@ def judge_stamps(
             last_good.time if last_good is not None else None,
         )
     assert last_good is not None
+    problem = order_problem(stamped)  # each matches the journal, yet they contradict in time
+    if problem is not None:
+        return StampVerdict(False, "disordered", f"journal {journal!r} was {problem}")
     return StampVerdict(
         True,
         "stamped",
