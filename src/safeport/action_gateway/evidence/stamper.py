@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from safeport.action_gateway.evidence.tsa_client import TsaFault, TsaTarget, request_stamp
+import httpx
+
+from safeport.action_gateway.evidence.tsa_client import (
+    TsaFault,
+    TsaTarget,
+    new_client,
+    request_stamp,
+)
 from safeport.shared.schemas.config import TimestampSettings
 from safeport.shared.schemas.results import TimestampState
 from safeport.vault.timestamp_check import STAMPS_FILE, StoredStamp
@@ -112,15 +119,16 @@ class CheckpointStamper:
             thread.join(timeout=wait_s)
 
     def _run(self) -> None:
-        while True:
-            with self._lock:
-                if self._stopping:
-                    return
-            wait = self._round()
-            self._wake.wait(timeout=wait)
-            self._wake.clear()
+        with new_client() as client:
+            while True:
+                with self._lock:
+                    if self._stopping:
+                        return
+                wait = self._round(client)
+                self._wake.wait(timeout=wait)
+                self._wake.clear()
 
-    def _round(self) -> float:
+    def _round(self, client: httpx.Client) -> float:
         """Ask each authority due for its pending notes; the seconds until the next is due."""
         settings = self._settings()
         if settings is None:
@@ -137,7 +145,8 @@ class CheckpointStamper:
                     continue
                 note = authority.pending[0]
             try:
-                stamp = request_stamp(TsaTarget.from_settings(tsa), note, settings.timeout_s)
+                target = TsaTarget.from_settings(tsa)
+                stamp = request_stamp(client, target, note, settings.timeout_s)
                 self._store(stamp)
             except TsaFault as exc:
                 soonest = min(soonest, self._failed(tsa.url, authority, str(exc)))
