@@ -18,6 +18,7 @@ real gateway processes side by side (the test harness's, journal bodies sealed),
 ``--checkpoint-interval`` seconds (the default policy signs every 300 s: this is far more
 often). Proposal round trips over agent.sock alternate between the two in chunks, so the
 machine's changing pace hits both alike; the ratio is stamping on / off (lower is better).
+``--twin`` runs the same with stamping off in both: its ratio is the run's noise.
 """
 
 from __future__ import annotations
@@ -190,6 +191,9 @@ def main() -> None:
     parser.add_argument("--stamping", action="store_true", help="time stamps' cost to an action")
     parser.add_argument("--requests", type=int, default=600, help="proposals per gateway")
     parser.add_argument("--checkpoint-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--twin", action="store_true", help="--stamping with neither stamping: the run's noise"
+    )
     args = parser.parse_args()
     if args.quick:
         args.records, args.appends, args.requests = 20_000, 300, 100
@@ -284,7 +288,6 @@ def render(figures: dict[str, Any]) -> None:
     print(f"load average before {' '.join(load['before'])}, after {' '.join(load['after'])}")
 
 
-
 def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
     """Proposal round trips with and without time stamps of checkpoints, side by side."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -309,7 +312,8 @@ def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
                 home.mkdir(mode=0o700, parents=True)
                 gw = gateways[mode] = Gateway(home)
                 gw.record_path = Path(os.devnull)
-                gw.write_policy(POLICY + (stamping if mode == "on" else ""))
+                stamped = mode == "on" and not args.twin
+                gw.write_policy(POLICY + (stamping if stamped else ""))
                 gw.start("--seal", "--checkpoint-interval", str(args.checkpoint_interval))
                 gw.unlock()
                 gw.accept_policy()
@@ -346,6 +350,7 @@ def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
     figures["stamps_stored"] = stamps
     figures["tsa_requests"] = tsa_requests
     figures["checkpoint_interval_s"] = args.checkpoint_interval
+    figures["twin"] = args.twin
     figures["load_average"] = {
         "before": load_before,
         "after": Path("/proc/loadavg").read_text().split()[:3],
