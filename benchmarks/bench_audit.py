@@ -292,7 +292,6 @@ def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
     """Proposal round trips with and without time stamps of checkpoints, side by side."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import bench_gateway as bg  # the gateway benchmark's client processes and figures
-
     from harness.gateway import POLICY, Gateway
     from harness.real_tsa import running_tsa
 
@@ -319,7 +318,7 @@ def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
                 gw.accept_policy()
                 [clients[mode]] = bg.start_clients(gw, 1)
                 bg.run_clients([clients[mode]], 10)  # one-off digests and caches
-            chunk = max(1, min(50, args.requests // 6))
+            chunk = max(1, min(10, args.requests // 6))  # short turns: both see the same load
             turn = 0
             while len(samples["on"]) < args.requests:
                 order = ("off", "on") if turn % 2 == 0 else ("on", "off")
