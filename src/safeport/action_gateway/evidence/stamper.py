@@ -110,7 +110,8 @@ class CheckpointStamper:
         )
 
     def close(self, wait_s: float = 2.0) -> None:
-        """Stop the thread; a request under way is abandoned after ``wait_s``."""
+        """Stop the thread after one last round; what is not done after ``wait_s`` is
+        abandoned (the thread is a daemon: it never holds the process)."""
         with self._lock:
             self._stopping = True
             thread = self._thread
@@ -121,12 +122,14 @@ class CheckpointStamper:
     def _run(self) -> None:
         with new_client() as client:
             while True:
+                self._wake.clear()  # before the round: a submit during it is not missed
+                # A round after close() too: the heads signed at stop are asked for once,
+                # within the wait close() allows.
+                wait = self._round(client)
                 with self._lock:
                     if self._stopping:
                         return
-                wait = self._round(client)
                 self._wake.wait(timeout=wait)
-                self._wake.clear()
 
     def _round(self, client: httpx.Client) -> float:
         """Ask each authority due for its pending notes; the seconds until the next is due."""
