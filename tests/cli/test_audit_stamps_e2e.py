@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.real_tsa import TsaServer
+from safeport.cli.audit_stamps import stamps_folder
 from safeport.shared.audit import JournalHead, JournalWriter, verify_journal
 from safeport.vault import OpenVault, dump_checkpoints
 from safeport.vault.interface import Checkpoint
@@ -51,6 +52,7 @@ def test_a_whole_journal_rewritten_and_re_signed_with_the_real_key_is_caught_by_
     _stamp(tsa, audit, _sign(vault, journal))
     _append(journal, "drop table")
     _stamp(tsa, audit, _sign(vault, journal))
+    assert stamps_folder(journal, tmp_path) == audit  # the stamps beside the journal verified
     ca = str(tsa.honest.ca_file)
     honest = run_sp("audit", "verify", str(journal), "--tsa-ca", ca, home=tmp_path)
     assert honest.returncode == 0, honest.stdout + honest.stderr

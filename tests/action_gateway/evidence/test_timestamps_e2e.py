@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.gateway import POLICY, Gateway, clean_env, decide, ssh, wait_card, wait_until
 from harness.real_tsa import TsaServer
+from safeport.action_gateway.evidence import stamper
 from safeport.vault.timestamp_check import STAMPS_FILE
 from tests.cli.cli_runner import run_sp
 
@@ -67,8 +68,10 @@ def test_failing_authorities_delay_no_action_and_each_shows_in_doctor(
         ):
             assert f"{url}: " in report and reason in report, (url, report)
         assert not (gw.home / "audit" / STAMPS_FILE).exists()
-        kinds = gw.kinds("sessions")
-        assert kinds.count("timestamp.failed") >= 4 and "action.outcome" in gw.kinds("actions")
+        failed = [r for r in gw.journal("sessions") if r["kind"] == "timestamp.failed"]
+        assert {r["body"]["tsa"] for r in failed} == set(faulty)
+        assert {r["body"]["retry_s"] for r in failed} >= {stamper.FIRST_RETRY_S}
+        assert "action.outcome" in gw.kinds("actions")
 
         # A down authority beside a working one: the stamps go on; the fault still shows.
         gw.write_policy(_policy(tsa, tsa.down_url, tsa.url()))
