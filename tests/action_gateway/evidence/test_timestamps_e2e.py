@@ -37,14 +37,17 @@ def test_failing_authorities_delay_no_action_and_each_shows_in_doctor(
     gw.start("--checkpoint-interval", "0.5")
     try:
         gw.unlock()
-        gw.accept_policy()  # a save: signed at once, handed to the stamper
+        # The slow authority holds each request 10 s; the gateway waits 4 s (timeout_s) for
+        # it, four authorities in turn: an accept (a save, signed at once and handed to the
+        # stamper), an action, or a checkpoint signed on request, that waited on any of them
+        # would take 4 s or more.
+        started = time.monotonic()
+        gw.accept_policy()
+        assert time.monotonic() - started < 3.5
         agent = gw.spawn_agent()
         agent.send(ssh("first", service="web"))
         assert decide(gw, wait_card(gw)["id"])["ok"]
         assert agent.next()["ok"]
-        # The slow authority holds each request 10 s; the gateway waits 4 s (timeout_s) for
-        # it, four authorities in turn: an action, or a checkpoint signed on request, that
-        # waited on any of them would take 4 s or more.
         for index in range(3):
             started = time.monotonic()
             agent.send(ssh(f"again-{index}", service="web"))
