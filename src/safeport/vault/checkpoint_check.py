@@ -57,7 +57,7 @@ class SignedCheckpoints:
             raise Error(f"cannot read the checkpoint file {path}: {exc.strerror}") from exc
         if len(data) > MAX_CHECKPOINT_FILE:
             raise UsageError(f"{path} is too large to be a checkpoint file")
-        if not data.lstrip().startswith(b"{"):
+        if data.startswith(b"safeport/"):  # a note's origin line; anything else is JSON's
             return NoteCheckpoints.parse(data, keys, source=str(path))
         loaded = load_checkpoints(data, source=str(path))
         for checkpoint in loaded:
