@@ -291,7 +291,7 @@ def render(figures: dict[str, Any]) -> None:
 def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
     """Proposal round trips with and without time stamps of checkpoints, side by side."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import bench_gateway as bg  # the gateway benchmark's client processes and figures
+    from benchmarks import bench_gateway as bg  # its client processes and figures
     from harness.gateway import POLICY, Gateway
     from harness.real_tsa import running_tsa
 

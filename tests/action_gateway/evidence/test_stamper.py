@@ -48,6 +48,11 @@ def _stamper(
     )
 
 
+def _stamped(stamper: CheckpointStamper) -> bool:
+    state = stamper.state()
+    return state is not None and state.last_stamped_at is not None
+
+
 def test_a_checkpoint_is_stamped_in_the_background_and_its_stamp_verifies(
     tsa: TsaServer, tmp_path: Path
 ) -> None:
@@ -55,7 +60,7 @@ def test_a_checkpoint_is_stamped_in_the_background_and_its_stamp_verifies(
     stamper = _stamper(tmp_path, _settings(tsa, tsa.url()), journaled)
     try:
         stamper.submit([NOTE])
-        _until(lambda: (tmp_path / STAMPS_FILE).exists() and stamper.state().last_stamped_at)
+        _until(lambda: (tmp_path / STAMPS_FILE).exists() and _stamped(stamper))
     finally:
         stamper.close()
     (stamp,), malformed = load_stamps((tmp_path / STAMPS_FILE).read_bytes())
