@@ -7,6 +7,7 @@ before the rewrite and kept out of reach can tell."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.real_tsa import TsaServer
@@ -74,6 +75,9 @@ def test_a_whole_journal_rewritten_and_re_signed_with_the_real_key_is_caught_by_
     assert done.returncode == 1, done.stdout + done.stderr
     assert "actions: TAMPERED: rewritten after a time stamp: sequence 2 differs" in done.stdout
     assert "it matches no stamp made before then" in done.stdout
+    as_json = run_sp("audit", "verify", str(journal), "--tsa-ca", ca, "--json", home=tmp_path)
+    verdict = json.loads(as_json.stdout)["timestamps"]
+    assert as_json.returncode == 1 and verdict["status"] == "rewritten" and not verdict["ok"]
 
 
 def test_stamps_checked_against_another_root_are_invalid_not_trusted(
