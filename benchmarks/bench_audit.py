@@ -330,7 +330,7 @@ def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
                     cpu[mode] += bg.cpu_seconds(pid) - before  # the stamper thread's included
                     samples[mode] += result["samples"]
                 turn += 1
-            stamps_file = gateways["on"].home / "audit" / "checkpoint-stamps.jsonl"
+            stamps_file = gateways["on"].home / "audit" / "checkpoint.stamps"
             stamps = len(stamps_file.read_bytes().splitlines()) if stamps_file.exists() else 0
             tsa_requests = sum(tsa.requests.values())
     finally:

@@ -55,8 +55,13 @@ def test_a_whole_journal_rewritten_and_re_signed_with_the_real_key_is_caught_by_
     _stamp(tsa, audit, _sign(vault, journal))
     assert stamps_folder(journal, tmp_path) == audit  # the stamps beside the journal verified
     ca = str(tsa.honest.ca_file)
-    honest = run_sp("audit", "verify", str(journal), "--tsa-ca", ca, home=tmp_path)
+    # The whole audit folder: the stamps beside the journals are not taken for a journal.
+    honest = run_sp("audit", "verify", "--tsa-ca", ca, home=tmp_path)
     assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert (
+        honest.stdout.startswith("journal: actions\n")
+        and "journal: checkpoint" not in honest.stdout
+    )
     assert "actions: ok: matches 2 time-stamped checkpoints" in honest.stdout
 
     # The rewrite: a fresh, valid chain without "drop table", signed with the vault's own key,

@@ -39,7 +39,7 @@ from safeport.errors import Denied
 from safeport.shared.audit import ChainReport
 from safeport.vault.signed_note import CheckpointNote, NoteInvalid, read_note
 
-STAMPS_FILE = "checkpoint-stamps.jsonl"
+STAMPS_FILE = "checkpoint.stamps"
 MAX_RESPONSE = 64 * 1024  # a TimeStampResp with its certificates is a few KiB
 MAX_STAMPS_FILE = 64 * 1024 * 1024
 

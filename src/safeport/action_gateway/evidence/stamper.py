@@ -2,7 +2,7 @@
 
 `CheckpointKeeper.sign` hands the notes it just signed to :meth:`CheckpointStamper.submit`,
 which only queues them and wakes one thread. That thread asks every configured authority in
-turn (see :mod:`tsa_client`), appends each verified stamp to ``checkpoint-stamps.jsonl`` beside
+turn (see :mod:`tsa_client`), appends each verified stamp to ``checkpoint.stamps`` beside
 checkpoint.json, and on a fault keeps the notes and retries that authority with back-off
 (doubling from 2 s to 5 min). The first fault of a streak, and each change of its reason, is
 journaled (``timestamp.failed``); the return to health is journaled too. `sp status` and
