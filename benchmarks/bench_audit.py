@@ -2,6 +2,7 @@
 
     python benchmarks/bench_audit.py [--records 1000000] [--appends 2000] [--threads 8] [--dir DIR]
     python benchmarks/bench_audit.py --quick --json     # the short profile CI runs
+    python benchmarks/bench_audit.py --stamping [--requests 600] [--checkpoint-interval 1]
 
 Reports (1) verification speed of a journal vs a bare SHA-256 chain loop over the same bytes,
 with the verifier's peak memory, (2) durable (fsync) appends vs a bare write+fsync loop in the
@@ -9,6 +10,15 @@ same folder, one thread each, taking turns every 10 appends with a twin bare loo
 ratio to the first is the run's noise), and (3) the same with ``--threads``
 threads appending at once (group commit) beside the bare loop. Ratios are ours/bare for rates
 (higher is better). The load average is printed before and after.
+
+``--stamping`` measures instead what RFC 3161 time stamps of checkpoints cost an action: two
+real gateway processes side by side (the test harness's, journal bodies sealed), one without
+``[audit.timestamp]`` and one stamping every checkpoint at a real TSA on loopback (OpenSSL's
+`openssl ts -reply`, the tests' harness), both signing a checkpoint every
+``--checkpoint-interval`` seconds (the default policy signs every 300 s: this is far more
+often). Proposal round trips over agent.sock alternate between the two in chunks, so the
+machine's changing pace hits both alike; the ratio is stamping on / off (lower is better).
+``--twin`` runs the same with stamping off in both: its ratio is the run's noise.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,9 +188,19 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="a short profile (for CI)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    parser.add_argument("--stamping", action="store_true", help="time stamps' cost to an action")
+    parser.add_argument("--requests", type=int, default=600, help="proposals per gateway")
+    parser.add_argument("--checkpoint-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--twin", action="store_true", help="--stamping with neither stamping: the run's noise"
+    )
     args = parser.parse_args()
     if args.quick:
-        args.records, args.appends = 20_000, 300
+        args.records, args.appends, args.requests = 20_000, 300, 100
+    if args.stamping:
+        figures = stamping_cost(args)
+        print(json.dumps(figures, sort_keys=True, indent=None if args.json else 2))
+        return
     figures = measure(args)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
@@ -264,6 +286,84 @@ def render(figures: dict[str, Any]) -> None:
     )
     load = figures["load_average"]
     print(f"load average before {' '.join(load['before'])}, after {' '.join(load['after'])}")
+
+
+def stamping_cost(args: argparse.Namespace) -> dict[str, Any]:
+    """Proposal round trips with and without time stamps of checkpoints, side by side."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import bench_gateway as bg  # its client processes and figures
+    from harness.gateway import POLICY, Gateway
+    from harness.real_tsa import running_tsa
+
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    base = Path(tempfile.mkdtemp(prefix="spbench-stamps-"))
+    gateways: dict[str, Gateway] = {}
+    clients: dict[str, Any] = {}
+    samples: dict[str, list[float]] = {"off": [], "on": []}
+    cpu = {"off": 0.0, "on": 0.0}
+    try:
+        with running_tsa() as tsa:
+            stamping = (
+                f'\n[[audit.timestamp.tsa]]\nurl = "{tsa.url()}"\n'
+                f'ca_file = "{tsa.honest.ca_file}"\n'
+            )
+            for mode in ("off", "on"):
+                home = base / mode
+                home.mkdir(mode=0o700, parents=True)
+                gw = gateways[mode] = Gateway(home)
+                gw.record_path = Path(os.devnull)
+                stamped = mode == "on" and not args.twin
+                gw.write_policy(POLICY + (stamping if stamped else ""))
+                gw.start("--seal", "--checkpoint-interval", str(args.checkpoint_interval))
+                gw.unlock()
+                gw.accept_policy()
+                [clients[mode]] = bg.start_clients(gw, 1)
+                bg.run_clients([clients[mode]], 10)  # one-off digests and caches
+            chunk = max(1, min(10, args.requests // 6))  # short turns: both see the same load
+            turn = 0
+            while len(samples["on"]) < args.requests:
+                order = ("off", "on") if turn % 2 == 0 else ("on", "off")
+                for mode in order:
+                    pid = gateways[mode].proc.pid  # type: ignore[union-attr]
+                    before = bg.cpu_seconds(pid)
+                    [result] = bg.run_clients([clients[mode]], chunk)
+                    cpu[mode] += bg.cpu_seconds(pid) - before  # the stamper thread's included
+                    samples[mode] += result["samples"]
+                turn += 1
+            stamps_file = gateways["on"].home / "audit" / "checkpoint.stamps"
+            stamps = len(stamps_file.read_bytes().splitlines()) if stamps_file.exists() else 0
+            tsa_requests = sum(tsa.requests.values())
+    finally:
+        for mode, gw in gateways.items():
+            if mode in clients:
+                bg.stop_clients([clients[mode]])
+            gw.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    figures: dict[str, Any] = {
+        mode: {
+            "proposals": len(values),
+            "p50_ms": bg.pct(values, 0.5),
+            "p99_ms": bg.pct(values, 0.99),
+            "mean_ms": statistics.fmean(values) * 1000,
+            # Follows the code more than the machine's load does: what that gateway spent.
+            "gateway_cpu_ms_per_proposal": cpu[mode] / len(values) * 1000,
+        }
+        for mode, values in samples.items()
+    }
+    figures["ratio_p50"] = figures["on"]["p50_ms"] / figures["off"]["p50_ms"]
+    figures["ratio_mean"] = figures["on"]["mean_ms"] / figures["off"]["mean_ms"]
+    figures["ratio_cpu"] = (
+        figures["on"]["gateway_cpu_ms_per_proposal"] / figures["off"]["gateway_cpu_ms_per_proposal"]
+    )
+    figures["stamps_stored"] = stamps
+    figures["tsa_requests"] = tsa_requests
+    figures["checkpoint_interval_s"] = args.checkpoint_interval
+    figures["twin"] = args.twin
+    figures["load_average"] = {
+        "before": load_before,
+        "after": Path("/proc/loadavg").read_text().split()[:3],
+    }
+    return figures
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ def main() -> int:
         help="NAME=FILE: the in-memory vault's token NAME is FILE's content, read at each use",
     )
     parser.add_argument("--journal-reserve-bytes", type=int, default=None)
+    parser.add_argument("--checkpoint-interval", type=float, default=None)
     parser.add_argument("--refusal-window", type=float, default=None)
     parser.add_argument("--refusals-per-window", type=int, default=None)
     parser.add_argument(
@@ -137,6 +138,8 @@ def main() -> int:
     )
     if args.journal_reserve_bytes is not None:
         limits = replace(limits, journal_reserve_bytes=args.journal_reserve_bytes)
+    if args.checkpoint_interval is not None:
+        limits = replace(limits, checkpoint_interval_s=args.checkpoint_interval)
     if args.refusal_window is not None:
         limits = replace(limits, refusal_window_s=args.refusal_window)
     if args.refusals_per_window is not None:

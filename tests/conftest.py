@@ -14,6 +14,7 @@ import pytest
 from harness.gateway import Gateway
 from harness.real_postgres import INITDB, Postgres, running_postgres
 from harness.real_sshd import SSHD, Sshd, running_sshd
+from harness.real_tsa import OPENSSL, TsaServer, running_tsa
 from tests.hostile_folder import HostileFolder, plant
 
 REQUIRE_INTEGRATION = os.environ.get("SAFEPORT_REQUIRE_INTEGRATION") == "1"
@@ -106,3 +107,21 @@ def sshd(_sshd_session: Sshd | None) -> Sshd:
     need(_sshd_session is not None, "OpenSSH sshd is not installed (apt install openssh-server)")
     assert _sshd_session is not None
     return _sshd_session
+
+
+@pytest.fixture(scope="session")
+def _tsa_session() -> Iterator[TsaServer | None]:
+    if OPENSSL is None:
+        yield None
+        return
+    with running_tsa() as server:
+        yield server
+
+
+@pytest.fixture
+def tsa(_tsa_session: TsaServer | None) -> TsaServer:
+    """OpenSSL's own RFC 3161 time-stamping (`openssl ts -reply`) behind a loopback HTTP
+    endpoint, with a TSA certificate from a test CA, one per test session."""
+    need(_tsa_session is not None, "openssl is not installed (apt install openssl)")
+    assert _tsa_session is not None
+    return _tsa_session

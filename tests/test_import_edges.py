@@ -525,6 +525,7 @@ DECISION_MODULES = {
         "shared.schemas.audit",
         "shared.schemas.catalog",
         "shared.schemas.config",
+        "shared.schemas.config_audit",
         "shared.schemas.config_gateway",
         "shared.schemas.config_problems",
         "shared.schemas.config_sql",
@@ -550,6 +551,8 @@ DECISION_MODULES = {
         "vault.interface",
         "vault.passphrase",
         "vault.payload",
+        "vault.signed_note",
+        "vault.timestamp_check",
     )
 }
 IO_MODULES = {

@@ -17,6 +17,7 @@ from pydantic_core import PydanticUndefined
 from safeport.authoring.policy_examples import EXAMPLES
 from safeport.shared.schemas.config import (
     ApprovalsSettings,
+    AuditSettings,
     CallerRule,
     Callers,
     Credential,
@@ -32,6 +33,8 @@ from safeport.shared.schemas.config import (
     SshCommand,
     SshHost,
     SshSection,
+    TimestampSettings,
+    TsaSettings,
 )
 from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.config_sources import OpenBaoAuth, OpenBaoServer, SourcesSection
@@ -108,6 +111,21 @@ SECTIONS = (
         "[remote]",
         RemoteSettings,
         "Remote MCP clients reached over HTTP (`sp context serve --http`); every key is optional.",
+    ),
+    Section(
+        "[audit]",
+        AuditSettings,
+        "Where the journals' evidence goes besides the machine's own files; every key is optional.",
+    ),
+    Section(
+        "[audit.timestamp]",
+        TimestampSettings,
+        "RFC 3161 time stamps of every signed checkpoint ([guide](../guides/timestamps.md)).",
+    ),
+    Section(
+        "[[audit.timestamp.tsa]]",
+        TsaSettings,
+        "One time-stamping authority: its URL and the root its stamps must chain to.",
     ),
     Section(
         "params.NAME",

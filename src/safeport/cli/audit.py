@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from safeport.cli.audit_stamps import check_stamps, echo_stamps, stamp_json, stamps_folder
 from safeport.cli.secret_input import ask_secret
 from safeport.errors import Error, UsageError
 from safeport.gateway_client.vault_route import vault_backend_for
@@ -25,7 +26,14 @@ from safeport.shared.audit import (
 )
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
-from safeport.vault import Authority, CheckpointVerdict, SignedCheckpoints, trusted_public_keys
+from safeport.vault import (
+    Authority,
+    CheckpointVerdict,
+    NoteCheckpoints,
+    SignedCheckpoints,
+    trusted_public_keys,
+)
+from safeport.vault.checkpoint_stamps import StampsReport
 
 
 @click.group()
@@ -47,31 +55,47 @@ def audit() -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The vault.pub.json whose checkpoint key must have signed (default: this vault's).",
 )
+@click.option(
+    "--tsa-ca",
+    "tsa_ca",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="PEM roots the stored time stamps must chain to (default: [audit.timestamp]'s).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per journal.")
 def verify(
     journal_file: Path | None,
     checkpoint_file: Path | None,
     public_keys_file: Path | None,
+    tsa_ca: tuple[Path, ...],
     as_json: bool,
 ) -> None:
-    """Check a journal's hash chain (every journal in the audit folder when FILE is omitted).
+    """Check a journal's hash chain (every journal in the audit folder when FILE is omitted),
+    and the stored time stamps of its checkpoints.
 
-    Exit 0: valid or empty. Exit 1: broken, an incomplete final record, or a journal that does
-    not reach or match its signed checkpoint. Exit 2: unreadable.
+    Exit 0: valid or empty. Exit 1: broken, an incomplete final record, a journal that does
+    not reach or match its signed checkpoint, or one rewritten after a time stamp. Exit 2:
+    unreadable.
     """
+    paths = locate()
+    stamped = stamps_folder(journal_file, paths.gateway_audit_dir)
     check = None
     if checkpoint_file is not None:
-        keys = trusted_public_keys(locate(), public_keys_file)
+        keys = trusted_public_keys(paths, public_keys_file)
         check = SignedCheckpoints.read(checkpoint_file, keys)
-    elif public_keys_file is not None:
-        raise UsageError("--public-keys only applies with --checkpoint")
+    elif public_keys_file is not None and stamped is None:
+        raise UsageError("--public-keys only applies with --checkpoint or stored time stamps")
     if journal_file is not None:
         results = verify_files([journal_file], check)
     else:
-        paths = locate()
         results = verify_folder(paths.journal_dirs, paths.gateway_audit_dir, check)
-    _print_reports(results, check, headed=journal_file is None, as_json=as_json)
-    if not all(result.ok for result in results):
+    stamps, heading = None, ""
+    if stamped is not None:
+        stamps, heading = check_stamps(stamped, results, tsa_ca, public_keys_file)
+    _print_reports(results, check, headed=journal_file is None, as_json=as_json, stamps=stamps)
+    if not as_json:
+        echo_stamps(stamps, heading)
+    if not all(result.ok for result in results) or (stamps is not None and not stamps.ok):
         sys.exit(1)
 
 
@@ -136,10 +160,11 @@ def show(
 
 def _print_reports(
     results: list[JournalResult[CheckpointVerdict]],
-    check: SignedCheckpoints | None,
+    check: SignedCheckpoints | NoteCheckpoints | None,
     *,
     headed: bool,
     as_json: bool,
+    stamps: StampsReport | None = None,
 ) -> None:
     if as_json:
         objects = []
@@ -155,6 +180,9 @@ def _print_reports(
                     if verdict.status != "unsigned"
                     else None,
                 }
+            stamped = stamp_json(stamps, result.report.journal)
+            if stamped is not None:
+                item["timestamps"] = stamped
             objects.append(item)
         payload: Any = objects if headed else objects[0]
         click.echo(json.dumps(payload, indent=2))

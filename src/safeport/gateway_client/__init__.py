@@ -18,6 +18,7 @@ __all__ = [
     "saved_checkpoint",
     "security_key",
     "status_overview",
+    "timestamp_findings",
     "vault_backend",
     "vault_route",
 ]

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from safeport.errors import Error
 from safeport.gateway_client.control_socket import GatewayClient
 from safeport.gateway_client.gateway_view import gateway_view
+from safeport.gateway_client.timestamp_findings import timestamp_findings
 from safeport.shared.findings import Finding
 from safeport.shared.paths import SafeportPaths, check_socket_path, private_dir_problem
 from safeport.shared.schemas import operations as ops
@@ -38,7 +39,19 @@ def diagnose(
         *clients,
         *_policy(paths, network=network),
         *_security_keys(paths),
+        *_timestamps(paths),
     ]
+
+
+def _timestamps(paths: SafeportPaths) -> Iterator[Finding]:
+    """The time stamps of the checkpoints, as the running gateway knows them."""
+    try:
+        with GatewayClient(paths, timeout=5) as client:
+            status = client.call(ops.STATUS)
+    except Error:
+        return  # the gateway's own findings say why it does not answer
+    stamps = status.timestamps.model_dump() if status.timestamps is not None else None
+    yield from timestamp_findings(stamps)
 
 
 def _folders(paths: SafeportPaths) -> Iterator[Finding]:

@@ -64,6 +64,9 @@ class Overview:
         space = self.gateway.get("journal_space")
         if isinstance(space, dict) and space.get("low"):
             found.append("journal space")
+        stamps = self.gateway.get("timestamps")
+        if isinstance(stamps, dict) and (stamps.get("stale") or stamps.get("faults")):
+            found.append("timestamps")
         found += [f"client {c['client']}" for c in self.clients if not c["ok"]]
         found += [f"secrets {f['check']}" for f in self.secrets if f["state"] == "fail"]
         return found
@@ -108,6 +111,7 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
         "pending_cards": status.pending_cards,
         "journal_space": status.journal_space.model_dump(),
         "alarms": [alarm.model_dump() for alarm in status.alarms],
+        "timestamps": status.timestamps.model_dump() if status.timestamps else None,
     }
 
 

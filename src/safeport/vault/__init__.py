@@ -4,8 +4,10 @@ runs) imports this package; the context server never does (a test pins it).
 Public surface (a test pins it): :class:`VaultFile` (the locked file, a ``VaultStore``),
 :class:`OpenVault` (an ``UnlockedVault``), :class:`FileVaultBackend` (vault commands on the file
 when no gateway runs), :class:`AuditSealer`/:class:`AuditOpener` (journal bodies), checkpoint
-signing and checking, the KDF parameters, the vault's errors, and two modules: ``interface``
-(the contract the gateway codes against) and ``secrets`` (the values handed to executors).
+signing and checking, the KDF parameters, the vault's errors, and these modules: ``interface``
+(the contract the gateway codes against), ``secrets`` (the values handed to executors),
+``signed_note`` (checkpoints as C2SP notes), ``timestamp_check`` (RFC 3161 stamps of them) and
+``checkpoint_stamps`` (the stored stamps, checked for `sp audit verify`).
 """
 
 from safeport.vault.backend import (
@@ -15,7 +17,11 @@ from safeport.vault.backend import (
     VaultBackend,
     VaultStatus,
 )
-from safeport.vault.checkpoint_check import SignedCheckpoints, trusted_public_keys
+from safeport.vault.checkpoint_check import (
+    NoteCheckpoints,
+    SignedCheckpoints,
+    trusted_public_keys,
+)
 from safeport.vault.checkpoints import (
     CheckpointInvalid,
     CheckpointVerdict,
@@ -59,6 +65,7 @@ __all__ = [
     "KeyringBackend",
     "KeyringProblem",
     "NotAVault",
+    "NoteCheckpoints",
     "OpenVault",
     "OsKeyring",
     "SignedCheckpoints",
@@ -72,6 +79,7 @@ __all__ = [
     "VaultMissing",
     "VaultStatus",
     "check_consistent",
+    "checkpoint_stamps",
     "compare",
     "compare_head",
     "decode_public_keys",
@@ -81,6 +89,8 @@ __all__ = [
     "read_public_keys",
     "replace_atomically",
     "secrets",
+    "signed_note",
+    "timestamp_check",
     "trade_off",
     "trusted_public_keys",
     "verify_checkpoint",

@@ -11,19 +11,21 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from safeport.errors import Error, UsageError
-from safeport.shared.audit import ChainReport
+from safeport.shared.audit import ChainReport, JournalHead
 from safeport.shared.paths import SafeportPaths
 from safeport.vault.checkpoints import (
     CheckpointInvalid,
     CheckpointVerdict,
     check_consistent,
     compare,
+    compare_head,
     load_checkpoints,
     verify_checkpoint,
 )
 from safeport.vault.files import VaultMissing
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
 from safeport.vault.public_file import decode_public_keys, read_public_keys
+from safeport.vault.signed_note import NoteInvalid, read_note, split_notes
 from safeport.vault.store import VaultFile
 
 MAX_CHECKPOINT_FILE = 1024 * 1024
@@ -45,8 +47,9 @@ class SignedCheckpoints:
                 self._earlier.setdefault(checkpoint.journal, []).append(checkpoint)
 
     @classmethod
-    def read(cls, path: Path, keys: VaultPublicKeys) -> SignedCheckpoints:
-        """Load ``path``; every signature must be the vault's and the heads consistent."""
+    def read(cls, path: Path, keys: VaultPublicKeys) -> SignedCheckpoints | NoteCheckpoints:
+        """Load ``path`` (checkpoint.json's form, or signed notes one after another); every
+        signature must be the vault's and the heads consistent."""
         try:
             with path.open("rb") as stream:
                 data = stream.read(MAX_CHECKPOINT_FILE + 1)
@@ -54,6 +57,8 @@ class SignedCheckpoints:
             raise Error(f"cannot read the checkpoint file {path}: {exc.strerror}") from exc
         if len(data) > MAX_CHECKPOINT_FILE:
             raise UsageError(f"{path} is too large to be a checkpoint file")
+        if data.startswith(b"safeport/"):  # a note's origin line; anything else is JSON's
+            return NoteCheckpoints.parse(data, keys, source=str(path))
         loaded = load_checkpoints(data, source=str(path))
         for checkpoint in loaded:
             verify_checkpoint(checkpoint, keys)
@@ -78,6 +83,61 @@ class SignedCheckpoints:
         """The fingerprint of the key that signed ``journal``'s latest head."""
         latest = self._latest.get(journal)
         return latest.signer_fingerprint if latest is not None else None
+
+    def notes(self) -> list[str]:
+        """The latest head of each journal as a C2SP signed note (`sp audit checkpoint --note`)."""
+        return [cp.note for _, cp in sorted(self._latest.items()) if cp.note is not None]
+
+
+class NoteCheckpoints:
+    """Signed notes kept elsewhere (`sp audit checkpoint --note`, appended to by a cron job):
+    every head a note names must still be in the journal, the latest first."""
+
+    def __init__(self, heads: dict[str, list[JournalHead]], signer: str) -> None:
+        self._heads = heads
+        self._signer = signer
+
+    @classmethod
+    def parse(cls, data: bytes, keys: VaultPublicKeys, *, source: str) -> NoteCheckpoints:
+        heads: dict[str, dict[int, str]] = {}
+        try:
+            notes = [
+                read_note(text, keys.checkpoint_ed25519) for text in split_notes(data.decode())
+            ]
+        except (NoteInvalid, UnicodeDecodeError) as exc:
+            raise CheckpointInvalid(f"{source} is not a checkpoint file: {exc}") from exc
+        if not notes:
+            raise CheckpointInvalid(f"{source} holds no checkpoint note")
+        for note in notes:
+            known = heads.setdefault(note.journal, {})
+            if known.setdefault(note.head.seq, note.head.hash) != note.head.hash:
+                raise CheckpointInvalid(
+                    f"journal {note.journal!r} has two different signed notes at sequence "
+                    f"{note.head.seq}: it was rewritten between them"
+                )
+        ordered = {
+            journal: [JournalHead(seq, digest) for seq, digest in sorted(by_seq.items())[::-1]]
+            for journal, by_seq in heads.items()
+        }
+        return cls(ordered, keys.checkpoint_fingerprint)
+
+    def journals(self) -> Collection[str]:
+        return self._heads.keys()
+
+    def sequences(self, journal: str) -> Sequence[int]:
+        return [head.seq for head in self._heads.get(journal, [])]
+
+    def judge(self, report: ChainReport, journal: str, index: int) -> CheckpointVerdict:
+        heads = self._heads.get(journal)
+        if not heads:
+            return compare(report, None, journal)
+        verdict = compare_head(report, heads[index])
+        if verdict.ok and heads[index].seq:
+            return CheckpointVerdict(True, "matches", f"{verdict.detail} of a signed note")
+        return verdict
+
+    def signer(self, journal: str) -> str | None:
+        return self._signer if journal in self._heads else None
 
 
 def trusted_public_keys(paths: SafeportPaths, chosen: Path | None = None) -> VaultPublicKeys:

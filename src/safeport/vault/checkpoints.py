@@ -35,6 +35,7 @@ from safeport.shared.audit import ChainReport, JournalHead
 from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import Checkpoint, VaultPublicKeys
 from safeport.vault.secrets import SecretBytes
+from safeport.vault.signed_note import MAX_NOTE, NoteInvalid, read_note, sign_note
 
 FORMAT = "safeport-checkpoint"
 UNSIGNED_JOURNALS = frozenset({"reads"})
@@ -87,6 +88,7 @@ class VaultCheckpointSigner:
             signed_at=signed_at,
             signature=signature,
             signer_fingerprint=self._fingerprint,
+            note=sign_note(journal, head, key),
         )
 
 
@@ -105,6 +107,14 @@ def verify_checkpoint(checkpoint: Checkpoint, public: VaultPublicKeys) -> None:
         raise CheckpointInvalid(
             f"the checkpoint for journal {checkpoint.journal!r} has an invalid signature"
         ) from exc
+    if checkpoint.note is None:
+        return
+    try:
+        note = read_note(checkpoint.note, public.checkpoint_ed25519)
+    except NoteInvalid as exc:
+        raise CheckpointInvalid(f"the note for journal {checkpoint.journal!r}: {exc}") from exc
+    if (note.journal, note.head) != (checkpoint.journal, checkpoint.head):
+        raise CheckpointInvalid(f"the note for journal {checkpoint.journal!r} says otherwise")
 
 
 def dump_checkpoints(checkpoints: Sequence[Checkpoint]) -> bytes:
@@ -119,6 +129,7 @@ def dump_checkpoints(checkpoints: Sequence[Checkpoint]) -> bytes:
                 "signed_at": cp.signed_at.isoformat(),
                 "signer": cp.signer_fingerprint,
                 "signature": base64.b64encode(cp.signature).decode("ascii"),
+                **({"note": cp.note} if cp.note is not None else {}),
             }
             for cp in checkpoints
         ],
@@ -145,6 +156,9 @@ def load_checkpoints(data: bytes, *, source: str) -> list[Checkpoint]:
             # that restyles the terminal, say) is refused here.
             if not isinstance(raw["signer"], str) or not _SIGNER_RE.fullmatch(raw["signer"]):
                 raise ValueError("signer")
+            note = raw.get("note")
+            if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
+                raise ValueError("note")
             checkpoints.append(
                 Checkpoint(
                     journal=journal,
@@ -152,6 +166,7 @@ def load_checkpoints(data: bytes, *, source: str) -> list[Checkpoint]:
                     signed_at=datetime.fromisoformat(raw["signed_at"]),
                     signature=base64.b64decode(raw["signature"], validate=True),
                     signer_fingerprint=raw["signer"],
+                    note=note,
                 )
             )
     except (ValueError, TypeError, KeyError, binascii.Error, RecursionError) as exc:

@@ -80,6 +80,9 @@ class Checkpoint:
     signed_at: datetime
     signature: bytes
     signer_fingerprint: str
+    # The same statement as a C2SP signed note (safeport.vault.signed_note): the text
+    # `sp audit checkpoint --note` prints and a time-stamping authority stamps.
+    note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -69,14 +69,13 @@ class GatewayCore:
         self.run_id = secrets.token_urlsafe(12)
         # Who may use either socket: this user, or the install's named humans.
         self.admitted_uids = admitted_uids(paths)
-        self._records = open_records(paths, parts, limits, lambda: self.settings().syslog)
-        self._journals, self._refusals = self._records.journals, self._records.refusals
+        self._records = records = open_records(paths, parts, limits, lambda: self._policies.served)
+        self._journals, self._refusals = records.journals, records.refusals
         self._vault = VaultState(parts.vault_store)
         self._policies = PolicyStore(paths.gateway_config)
         humans = len(self.admitted_uids)
         self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
-        evidence = self._records.evidence
-        self._credentials = CredentialSupply(parts.sources, self._journals, evidence, paths)
+        self._credentials = CredentialSupply(parts.sources, self._journals, records.evidence, paths)
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,
@@ -312,6 +311,7 @@ class GatewayCore:
             journals=journal_heads(self._journals),
             alarms=[rs.Alarm.model_validate(alarm) for alarm in self._records.evidence.alarms],
             journal_space=self._refusals.view(),
+            timestamps=self._records.checkpoints.stamper_state(),
         )
 
     def stop(self) -> None:

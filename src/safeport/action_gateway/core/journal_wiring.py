@@ -15,7 +15,10 @@ from safeport.action_gateway.evidence.journal_space import JournalSpace
 from safeport.action_gateway.evidence.journals import GatewayJournals, RefusalRecords
 from safeport.action_gateway.evidence.refusal_budget import RefusalBudget
 from safeport.action_gateway.evidence.sealing import JournalSealing
+from safeport.action_gateway.evidence.stamper import CheckpointStamper
+from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.shared.paths import SafeportPaths
+from safeport.shared.schemas.config import GatewaySettings, TimestampSettings
 from safeport.shared.schemas.results import JournalHeadView
 from safeport.vault.interface import VaultPublicKeys
 
@@ -38,10 +41,20 @@ def open_records(
     paths: SafeportPaths,
     parts: GatewayParts,
     limits: RuntimeLimits,
-    syslog_setting: Callable[[], str],
+    served: Callable[[], ServedPolicy | None],
 ) -> GatewayRecords:
     """The journals in the audit folder, sealed to the keys in vault.pub.json when there are
-    some; ``syslog_setting`` is read at each checkpoint (the served policy's, which can change)."""
+    some; the served policy's syslog and time-stamping settings are read at each checkpoint
+    (they can change)."""
+
+    def syslog_setting() -> str:
+        policy = served()
+        return policy.policy.gateway.syslog if policy else GatewaySettings().syslog
+
+    def timestamp_setting() -> TimestampSettings | None:
+        policy = served()
+        return policy.policy.audit.timestamp if policy else None
+
     sealing = JournalSealing(parts.sealer_for)
     # A dedicated account's humans read (verify) the journals through its group.
     journal_mode = 0o640 if paths.install is not None else 0o600
@@ -59,6 +72,12 @@ def open_records(
         file_mode=journal_mode,
         syslog_setting=syslog_setting,
         syslog_local_path=parts.syslog_local_path,
+        stamper=CheckpointStamper(
+            paths.audit_dir,
+            journal_mode,
+            timestamp_setting,
+            journals.sessions.record,
+        ),
     )
     refusals = RefusalRecords(
         journals,

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from safeport.action_gateway.evidence.alarms import JournalEvidence
 from safeport.action_gateway.evidence.journals import GatewayJournals
+from safeport.action_gateway.evidence.stamper import CheckpointStamper
 from safeport.action_gateway.evidence.syslog import SyslogSender, SyslogTarget, format_heads
 from safeport.errors import Error
-from safeport.shared.schemas.results import CheckpointResult
+from safeport.shared.schemas.results import CheckpointResult, TimestampState
 from safeport.vault import dump_checkpoints
 from safeport.vault.interface import Checkpoint, UnlockedVault, VaultEvidence
 
@@ -38,6 +39,7 @@ class CheckpointKeeper:
         file_mode: int,
         syslog_setting: Callable[[], str],
         syslog_local_path: str,
+        stamper: CheckpointStamper | None = None,
     ) -> None:
         self._journals = journals
         self._evidence = evidence
@@ -46,6 +48,7 @@ class CheckpointKeeper:
         self._syslog_setting = syslog_setting
         self._syslog_local_path = syslog_local_path
         self._syslog: SyslogSender | None = None
+        self.stamper = stamper
         self._signed: dict[str, Checkpoint] = {}
         self._lock = threading.Lock()
         # The highest vault generation seen: journaled after each unlock and each of our own
@@ -111,12 +114,19 @@ class CheckpointKeeper:
             _write_checkpoints(self._file, self._all_signed(), self._file_mode)
             self._keep_in_vault(vault)
             self._send_to_syslog(list(self._signed.values()))
+            if self.stamper is not None:  # queued only: the authorities are asked elsewhere
+                self.stamper.submit([cp.note for cp in self._signed.values() if cp.note])
 
     def view(self) -> CheckpointResult:
         """The latest checkpoints in the file format `sp audit verify --checkpoint` reads."""
         return CheckpointResult.model_validate_json(dump_checkpoints(self._all_signed()))
 
+    def stamper_state(self) -> TimestampState | None:
+        return self.stamper.state() if self.stamper is not None else None
+
     def close(self) -> None:
+        if self.stamper is not None:
+            self.stamper.close()
         if self._syslog is not None:
             self._syslog.close()  # the heads signed at stop still leave (bounded wait)
 

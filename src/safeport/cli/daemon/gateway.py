@@ -12,6 +12,7 @@ from safeport.cli.health.status_text import alarm_lines
 from safeport.cli.options import several_humans_passphrase_option
 from safeport.cli.replies import GatewayReloadReply, GatewayStopReply, echo_json
 from safeport.cli.secret_input import vault_passphrase
+from safeport.errors import Error
 from safeport.gateway_client.control_socket import (
     GatewayClient,
     GatewayNotRunning,
@@ -150,7 +151,13 @@ def reload(as_json: bool) -> None:
 
 @click.command("checkpoint")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write to FILE.")
-def checkpoint(out: Path | None) -> None:
+@click.option(
+    "--note",
+    "as_note",
+    is_flag=True,
+    help="Print the C2SP signed-note form (tlog-checkpoint), one note per journal.",
+)
+def checkpoint(out: Path | None, as_note: bool) -> None:
     """Export the latest signed checkpoint of the gateway's journals."""
     from safeport.gateway_client.saved_checkpoint import latest_checkpoint
 
@@ -159,6 +166,14 @@ def checkpoint(out: Path | None) -> None:
         why = found.unanswered.diagnostic()
         click.echo(f"{inert(why)}; showing the last saved checkpoint", err=True)
     text = found.text
+    if as_note:
+        from safeport.vault import SignedCheckpoints, load_checkpoints
+
+        loaded = load_checkpoints(text.encode(), source="the checkpoint")
+        notes = SignedCheckpoints(loaded).notes()
+        if not notes:
+            raise Error("the checkpoint holds no signed note (signed before notes were kept)")
+        text = "\n".join(notes).rstrip("\n")
     if out is None:
         click.echo(text)
     else:

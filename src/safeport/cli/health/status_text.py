@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from safeport.gateway_client.status_overview import Overview
+from safeport.gateway_client.timestamp_findings import timestamp_lines
 
 
 def overview_lines(view: Overview) -> list[str]:
@@ -24,6 +25,7 @@ def overview_lines(view: Overview) -> list[str]:
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
         lines.extend(alarm_lines(gateway.get("alarms", [])))
         lines.extend(_space_lines(gateway.get("journal_space")))
+        lines.extend(timestamp_lines(gateway.get("timestamps")))
     for journal in view.journals:
         mark = "ok" if journal["ok"] else "PROBLEM"
         lines.append(f"journal   {journal['journal']:<9} {mark:<8} {journal['verdict']}")

@@ -18,6 +18,9 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from safeport.errors import ConfigError
 
 # The [gateway] and [callers] tables live beside this module; their names stay importable here.
+from safeport.shared.schemas.config_audit import AuditSettings as AuditSettings
+from safeport.shared.schemas.config_audit import TimestampSettings as TimestampSettings
+from safeport.shared.schemas.config_audit import TsaSettings as TsaSettings
 from safeport.shared.schemas.config_gateway import SYSLOG_TARGET as SYSLOG_TARGET
 from safeport.shared.schemas.config_gateway import ApprovalFactor as ApprovalFactor
 from safeport.shared.schemas.config_gateway import ApprovalsSettings as ApprovalsSettings
@@ -256,6 +259,8 @@ class GatewayPolicy(_Strict):
     """PostgreSQL databases and their read-only queries."""
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
     """Remote MCP clients (the desktop tunnel): their tokens and whether they may act."""
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    """What the journals' evidence also goes to: RFC 3161 time-stamping authorities."""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayPolicy:

@@ -90,7 +90,18 @@ class Alarm(Result):
     at: float
 
 
+class TimestampState(Result):
+    """The checkpoints' RFC 3161 time stamps: the last stamped, and each authority's fault."""
+
+    last_stamped_at: str | None
+    stale_after_s: int
+    stale: bool
+    faults: list[str]
+
+
 class StatusResult(Result):
+    _ABSENT_WHEN_NONE = frozenset({"timestamps"})
+
     pid: int
     account: str | None
     uptime_s: int
@@ -105,6 +116,7 @@ class StatusResult(Result):
     journals: dict[str, JournalHeadView]
     alarms: list[Alarm]
     journal_space: JournalSpace
+    timestamps: TimestampState | None = None  # absent when no time-stamping authority is set
 
 
 class SourceCheck(Result):
@@ -129,12 +141,15 @@ class PolicyAcceptedResult(Result):
 
 
 class SignedHead(Result):
+    _ABSENT_WHEN_NONE = frozenset({"note"})
+
     journal: str
     seq: int
     hash: str
     signed_at: str
     signer: str
     signature: str
+    note: str | None = None  # the C2SP signed-note form of the same head
 
 
 class CheckpointResult(Result):

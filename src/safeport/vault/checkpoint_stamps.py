@@ -1,0 +1,113 @@
+"""The time-stamped checkpoints kept beside checkpoint.json, checked for `sp audit verify`.
+
+The roots a stamp must chain to come from a file the person names (``--tsa-ca``), else from
+the authorities in gateway.toml's ``[audit.timestamp]``; never from the stamps file, which
+whoever rewrote the journal could also rewrite. Each journal is judged against every stamp of
+its notes (:func:`safeport.vault.timestamp_check.judge_stamps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+
+from safeport.errors import Error
+from safeport.shared.audit import verify_journal
+from safeport.shared.schemas.config import TimestampSettings, parse_gateway_policy
+from safeport.vault.timestamp_check import (
+    MAX_STAMPS_FILE,
+    STAMPS_FILE,
+    StampedNote,
+    StampInvalid,
+    StampVerdict,
+    captured,
+    check_stamp,
+    judge_stamps,
+    load_stamps,
+)
+
+MAX_ROOTS_FILE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StampsReport:
+    """Every journal's verdict against its stamps, and the stamps that did not verify."""
+
+    verdicts: dict[str, StampVerdict]
+    invalid: list[str]
+    stored: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.invalid and all(v.ok for v in self.verdicts.values())
+
+
+def read_roots(files: Sequence[Path]) -> list[x509.Certificate]:
+    roots: list[x509.Certificate] = []
+    for file in files:
+        try:
+            with file.open("rb") as stream:
+                roots += x509.load_pem_x509_certificates(stream.read(MAX_ROOTS_FILE))
+        except (OSError, ValueError) as exc:
+            raise Error(f"cannot read TSA root certificates from {file}: {exc}") from exc
+    return roots
+
+
+def configured_roots(gateway_config: Path) -> list[x509.Certificate]:
+    """The roots [audit.timestamp] names in gateway.toml (none when it is absent or unset)."""
+    try:
+        text = gateway_config.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    settings: TimestampSettings | None = parse_gateway_policy(text)[0].audit.timestamp
+    roots: list[x509.Certificate] = []
+    for tsa in settings.tsa if settings is not None else []:
+        if tsa.ca_pem is not None:
+            roots += x509.load_pem_x509_certificates(tsa.ca_pem.encode())
+        elif tsa.ca_file is not None:
+            roots += read_roots([Path(tsa.ca_file)])
+    return roots
+
+
+def verify_stamps(
+    folder: Path, journals: dict[str, Path], roots: Sequence[x509.Certificate], public_key: bytes
+) -> StampsReport | None:
+    """Judge the journals against the stamps stored in ``folder`` (None: no stamps file)."""
+    try:
+        with (folder / STAMPS_FILE).open("rb") as stream:
+            data = stream.read(MAX_STAMPS_FILE + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Error(f"cannot read {folder / STAMPS_FILE}: {exc.strerror}") from exc
+    if len(data) > MAX_STAMPS_FILE:
+        raise Error(f"{folder / STAMPS_FILE} is too large to check")
+    stamps, malformed = load_stamps(data)
+    invalid = [f"{malformed} lines are not stamps"] if malformed else []
+    by_journal: dict[str, list[StampedNote]] = {}
+    for stamp in stamps:
+        try:
+            checked = check_stamp(stamp, roots, public_key)
+        except StampInvalid as exc:
+            invalid.append(f"a stamp from {stamp.tsa}: {exc}".split("\n", 1)[0][:240])
+            continue
+        by_journal.setdefault(checked.note.journal, []).append(checked)
+    verdicts = {}
+    for name, stamped in sorted(by_journal.items()):
+        path = journals.get(name, folder / f"{name}.jsonl")
+        verdicts[name] = judge_stamps(name, stamped, _hashes(path, stamped))
+    return StampsReport(verdicts, invalid, len(stamps))
+
+
+def _hashes(path: Path, stamped: Sequence[StampedNote]) -> dict[int, str | None]:
+    """The journal's stored hash at each stamped sequence (one pass per distinct sequence)."""
+    found: dict[int, str | None] = {}
+    for seq in sorted({item.note.head.seq for item in stamped}):
+        if not path.exists():
+            found[seq] = None
+            continue
+        found[seq] = captured(verify_journal(path, capture_seq=seq), seq)
+    return found
