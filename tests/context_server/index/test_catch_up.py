@@ -88,6 +88,16 @@ def keep_mtime(path: Path, write: Callable[[Path], object]) -> None:
     os.utime(path.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
 
 
+def new_deep_folder(root: Path) -> None:
+    (root / "src/app/x/y").mkdir(parents=True)
+    (root / "src/app/x/y/deep.py").write_text(f"V = '{NEEDLE}'\n")
+
+
+def hard_link_gone(path: Path) -> None:
+    (path.parent / "util-twin.py").unlink()
+    path.write_text(f"U = '{NEEDLE}'\n")
+
+
 def renamed_with_needle(root: Path) -> None:
     (root / "docs/guide.md").write_text(f"{NEEDLE}\n")
     (root / "docs").rename(root / "manual")
@@ -106,13 +116,7 @@ CHANGES: dict[str, tuple[Callable[[Path], object], str]] = {
         "docs/new.md",
     ),
     "a new file at the root": (lambda r: (r / "top.md").write_text(f"{NEEDLE}\n"), "top.md"),
-    "a new folder deep down": (
-        lambda r: (
-            (r / "src/app/x/y").mkdir(parents=True)
-            or (r / "src/app/x/y/deep.py").write_text(f"V = '{NEEDLE}'\n")
-        ),
-        "src/app/x/y/deep.py",
-    ),
+    "a new folder deep down": (new_deep_folder, "src/app/x/y/deep.py"),
     "a folder renamed": (renamed_with_needle, "manual/guide.md"),
     "a binary file now text": (
         lambda r: keep_mtime(r / "assets/blob.txt", lambda p: p.write_text(f"{NEEDLE}\n")),
@@ -123,10 +127,7 @@ CHANGES: dict[str, tuple[Callable[[Path], object], str]] = {
         "assets/big.txt",
     ),
     "a hard link gone": (
-        lambda r: keep_mtime(
-            r / "src/lib/util.py",
-            lambda p: (p.parent / "util-twin.py").unlink() or p.write_text(f"U = '{NEEDLE}'\n"),
-        ),
+        lambda r: keep_mtime(r / "src/lib/util.py", hard_link_gone),
         "src/lib/util.py",
     ),
 }
