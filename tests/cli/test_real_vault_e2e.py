@@ -16,7 +16,11 @@ import pytest
 
 from harness.gateway import HOST_KEY, REPO, AgentProcess, clean_env, wait_until
 from safeport.shared.launch import sp_command
+from safeport.shared.paths import locate
+from safeport.vault import FileVaultBackend, VaultFile
+from safeport.vault.secrets import SecretBytes
 from tests.conftest import need
+from tests.vault.vault_factory import FAST_KDF
 
 # The package these tests drive through real processes (see tests/test_layout.py).
 SUBJECT = "safeport.cli"
@@ -57,8 +61,16 @@ def sp(home: Path, *args: str, stdin: str | None = None) -> subprocess.Completed
     )
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
+def _home(tmp_path: Path, *, sp_vault_init: bool) -> Path:
+    """A home with a vault holding build-key and POLICY written (not yet accepted).
+
+    With ``sp_vault_init`` the vault is made by `sp vault init` at the production KDF costs
+    (about a second and a half per passphrase proof on two busy cores); otherwise with
+    test-sized costs, passed explicitly: the commands, the gateway and every passphrase check
+    run as written, the tests that share this home are about them and not about the KDF's cost
+    (tests/vault/test_format.py holds the production costs, and the end-to-end test below
+    starts from `sp vault init` itself).
+    """
     need(shutil.which("ssh-keygen") is not None, "ssh-keygen (openssh-client) is not installed")
     home = tmp_path / "h"
     home.mkdir(mode=0o700)
@@ -67,7 +79,11 @@ def home(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", CANARY, "-f", str(key)], check=True
     )
-    assert sp(home, "vault", "init", "--passphrase-file", str(home / "pw")).returncode == 0
+    if sp_vault_init:
+        assert sp(home, "vault", "init", "--passphrase-file", str(home / "pw")).returncode == 0
+    else:
+        backend = FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF)
+        backend.init(SecretBytes(PASSPHRASE.encode()))
     added = sp(
         home,
         "vault",
@@ -82,10 +98,21 @@ def home(tmp_path: Path) -> Iterator[Path]:
     )
     assert added.returncode == 0, added.stderr
     (home / "gateway.toml").write_text(POLICY)
-    yield home
+    return home
 
 
-def test_the_real_gateway_end_to_end(home: Path) -> None:
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    yield _home(tmp_path, sp_vault_init=False)
+
+
+@pytest.fixture
+def home_by_sp_vault_init(tmp_path: Path) -> Iterator[Path]:
+    yield _home(tmp_path, sp_vault_init=True)
+
+
+def test_the_real_gateway_end_to_end(home_by_sp_vault_init: Path) -> None:
+    home = home_by_sp_vault_init
     gateway = subprocess.Popen(
         sp_command(["gateway", "run"]),
         cwd=REPO,

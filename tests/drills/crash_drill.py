@@ -11,7 +11,9 @@ these modes (in turn):
 - ``actions``: 0-300 ms into the flow of actions: before, inside or after an intent record,
   during execution, during an outcome record, and (every few records, at 4 KiB) a rotation;
 - ``vault-save``: 0-150 ms after a ``vault.rotate`` was sent on control.sock, with the save in
-  flight (its reply, if any, says whether it was acknowledged);
+  flight (its reply, if any, says whether it was acknowledged); the first save of a run is killed
+  as soon as it is sent and the second only after its reply, so that even a short run has both a
+  save cut off and one acknowledged, whatever the machine's speed;
 - ``startup``: as soon as the gateway answers, while it closes interrupted intents;
 - ``torn-tail``: as ``actions``, and then the bytes of a half-written record are appended to a
   journal, as a power cut mid-write would leave them (SIGKILL never tears a single write()).
@@ -205,8 +207,11 @@ class Drill:
 
     acknowledged: set[str]
 
-    def send_save(self) -> threading.Thread:
-        """vault.rotate on its own connection; the reply (if any) comes on another thread."""
+    def send_save(self) -> tuple[threading.Thread, threading.Event]:
+        """vault.rotate on its own connection; the reply (if any) comes on another thread.
+
+        The event is set once the request was written to the socket."""
+        sent = threading.Event()
         self._value_numbers += 1
         value = f"v{self._value_numbers}"
         self.unacked.append(value)
@@ -222,6 +227,7 @@ class Drill:
                     sock,
                     {"v": 1, "id": "s", "type": "control", "op": "vault.rotate", "params": params},
                 )
+                sent.set()
                 reply = recv_message(sock)
             except Exception:
                 return  # killed before it answered: not acknowledged
@@ -239,7 +245,7 @@ class Drill:
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
-        return thread
+        return thread, sent
 
     def kill(self) -> None:
         assert self.gw.proc is not None
@@ -273,8 +279,14 @@ class Drill:
         self.approve_session()
         self.wait_for_actions(1)
         if mode == "vault-save":
-            saver = self.send_save()
-            time.sleep(self.rng.uniform(0.0, 0.15))
+            saves = self.report.modes["vault-save"]
+            saver, sent = self.send_save()
+            if saves == 1:
+                sent.wait(10)  # killed as soon as it is sent: a save cut off
+            elif saves == 2:
+                saver.join(10)  # killed after its reply: an acknowledged save
+            else:
+                time.sleep(self.rng.uniform(0.0, 0.15))
             self.kill()
             saver.join(10)
             self.check_vault_opens()

@@ -18,8 +18,12 @@ from harness.gateway import REPO, AgentProcess, clean_env, wait_until
 from harness.real_sshd import Sshd
 from harness.soft_authenticator import AuthenticatorSocket, SoftAuthenticator
 from safeport.shared.launch import sp_command
+from safeport.shared.paths import locate
+from safeport.vault import FileVaultBackend, VaultFile
+from safeport.vault.secrets import SecretBytes
 from tests.cli.cards.test_approvals_watch import Watcher
 from tests.cli.running_gateway import running_gateway
+from tests.vault.vault_factory import FAST_KDF
 
 # The package these tests drive through real processes (see tests/test_layout.py).
 SUBJECT = "safeport.gateway_client"
@@ -72,7 +76,9 @@ def keyed(tmp_path: Path, sshd: Sshd) -> Iterator[Keyed]:
     server = AuthenticatorSocket(key, tmp_path / "key.sock")
     world = Keyed(home, key, server.path)
     pw = str(home / "pw")
-    assert world.sp("vault", "init", "--passphrase-file", pw).returncode == 0
+    # Test-sized KDF costs, passed explicitly: these tests are about the key, not the KDF's cost.
+    vault = FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF)
+    vault.init(SecretBytes(PASSPHRASE.encode()))
     added = world.sp("vault", "add", "box-key", "--kind", "ssh-key", "--value-file",
                      str(sshd.client_key_path), "--passphrase-file", pw)  # fmt: skip
     assert added.returncode == 0, added.stderr

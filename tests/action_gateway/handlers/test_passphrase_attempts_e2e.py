@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
-from harness.gateway import PASSPHRASE, REPO, Gateway, clean_env
+from harness.gateway import PASSPHRASE, REPO, AgentSocket, Gateway, clean_env
 from safeport.action_gateway.handlers.passphrase_attempts import failure_delay
+from safeport.shared.wire import PeerClosed
 
 WRONG = "not the passphrase at all"
 
@@ -143,16 +145,25 @@ def test_the_right_passphrase_is_not_held_behind_an_agents_waiting_guesses(
     for _ in range(3):
         assert gateway.control("vault.unlock", passphrase=WRONG)["ok"] is False
 
-    def guess() -> None:
-        with contextlib.suppress(TimeoutError):  # its own answer comes after 8 s or more
-            gateway.control("vault.unlock", passphrase=WRONG)
+    sockets = [gateway.control_conn() for _ in range(3)]
 
-    guesses = [threading.Thread(target=guess) for _ in range(3)]
+    def guess(conn: AgentSocket) -> None:
+        # Its own answer comes after 8 s or more; the test hangs up before then.
+        with contextlib.suppress(OSError, PeerClosed):
+            conn.call({"v": 1, "id": "g", "type": "control", "op": "vault.unlock",
+                       "params": {"passphrase": WRONG}})  # fmt: skip
+
+    guesses = [threading.Thread(target=guess, args=(conn,)) for conn in sockets]
     for thread in guesses:
         thread.start()
     time.sleep(0.2)  # the guesses are queued first
     reply, took = _timed(gateway, "vault.unlock", passphrase=PASSPHRASE)
     assert reply["ok"], reply
     assert took < 20, took  # three turns of a second, not 8 + 16 + 30 s of delays
+    # The guesses' answers are not what this test is about: hang up instead of waiting them out.
+    for conn in sockets:
+        conn.sock.shutdown(socket.SHUT_RDWR)
     for thread in guesses:
         thread.join(60)
+    for conn in sockets:
+        conn.sock.close()

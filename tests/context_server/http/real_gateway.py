@@ -11,6 +11,10 @@ from pathlib import Path
 from harness.gateway import PASSPHRASE, REPO, clean_env, wait_until
 from harness.remote_flow import sp
 from safeport.shared.launch import sp_command
+from safeport.shared.paths import locate
+from safeport.vault import FileVaultBackend, VaultFile
+from safeport.vault.secrets import SecretBytes
+from tests.vault.vault_factory import FAST_KDF
 
 POLICY = """[gateway]
 approval_timeout_s = 60
@@ -24,7 +28,11 @@ access_token_minutes = 5
 @contextmanager
 def real_gateway(home: Path) -> Iterator[subprocess.Popen[str]]:
     (home / "pw").write_text(PASSPHRASE + "\n")
-    sp(home, "vault", "init", "--passphrase-file", str(home / "pw"))
+    # Test-sized KDF costs, passed explicitly: every approval here proves the passphrase, and
+    # these tests are about the remote flow, not the KDF's cost (`sp vault init` and the
+    # production costs have their own tests in tests/cli and tests/vault).
+    vault = FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF)
+    vault.init(SecretBytes(PASSPHRASE.encode()))
     (home / "gateway.toml").write_text(POLICY)
     errors = (home / "gateway.stderr").open("w")
     gateway = subprocess.Popen(
