@@ -27,6 +27,7 @@ from safeport.vault.timestamp_check import (
     check_stamp,
     judge_stamps,
     load_stamps,
+    unstamped,
 )
 
 MAX_ROOTS_FILE = 1024 * 1024
@@ -56,12 +57,13 @@ def read_roots(files: Sequence[Path]) -> list[x509.Certificate]:
     return roots
 
 
-def configured_roots(gateway_config: Path) -> list[x509.Certificate]:
-    """The roots [audit.timestamp] names in gateway.toml (none when it is absent or unset)."""
+def configured_roots(gateway_config: Path) -> tuple[list[x509.Certificate], bool]:
+    """The roots [audit.timestamp] names in gateway.toml (none when it is absent or unset),
+    and whether it names any authority at all."""
     try:
         text = gateway_config.read_text(encoding="utf-8")
     except OSError:
-        return []
+        return [], False
     settings: TimestampSettings | None = parse_gateway_policy(text)[0].audit.timestamp
     roots: list[x509.Certificate] = []
     for tsa in settings.tsa if settings is not None else []:
@@ -69,7 +71,7 @@ def configured_roots(gateway_config: Path) -> list[x509.Certificate]:
             roots += x509.load_pem_x509_certificates(tsa.ca_pem.encode())
         elif tsa.ca_file is not None:
             roots += read_roots([Path(tsa.ca_file)])
-    return roots
+    return roots, settings is not None
 
 
 def verify_stamps(
@@ -100,6 +102,16 @@ def verify_stamps(
         path = journals.get(name, folder / f"{name}.jsonl")
         verdicts[name] = judge_stamps(name, stamped, _hashes(path, stamped))
     return StampsReport(verdicts, invalid, len(stamps))
+
+
+def require_stamps(report: StampsReport | None, journals: Sequence[str]) -> StampsReport:
+    """``report`` with every one of ``journals`` (signed, holding records) that has no
+    verified stamp judged "unstamped": its stamps were removed, or none was made yet."""
+    base = report if report is not None else StampsReport({}, [], 0)
+    verdicts = dict(base.verdicts)
+    for name in journals:
+        verdicts.setdefault(name, unstamped())
+    return StampsReport(dict(sorted(verdicts.items())), base.invalid, base.stored)
 
 
 def _hashes(path: Path, stamped: Sequence[StampedNote]) -> dict[int, str | None]:

@@ -138,9 +138,19 @@ class StampVerdict:
     """How one journal compares with its stamped notes; ``ok`` False is tampering."""
 
     ok: bool
-    status: str  # "stamped" | "rewritten" | "disordered" | "none"
+    status: str  # "stamped" | "rewritten" | "disordered" | "unstamped" | "none"
     detail: str
     last_good: datetime | None = None
+
+
+def unstamped() -> StampVerdict:
+    """A journal with records but no verified stamp where stamps are expected."""
+    return StampVerdict(
+        False,
+        "unstamped",
+        "no time stamp of this journal, though stamps are expected: they were removed, or "
+        "none was made yet (sp doctor names an authority's faults)",
+    )
 
 
 def order_problem(stamped: Sequence[StampedNote]) -> str | None:
