@@ -68,6 +68,26 @@ def test_a_stamp_that_lies_is_refused(tsa: TsaServer) -> None:
         check_stamp(StoredStamp(note, "t", tsa.honest.reply_for(note.encode())), [], PUBLIC)
 
 
+def test_a_token_whose_embedded_certificate_does_not_parse_is_invalid_not_a_crash(
+    tsa: TsaServer,
+) -> None:
+    """The certificates inside a token are parsed by `cryptography`, whose errors are not all
+    ValueErrors (an unknown X.509 version is not): a TSA, or whoever edits the stamps file,
+    must get "does not verify", never an exception that ends `sp audit verify` or the
+    stamper's thread."""
+    note = _note(10)
+    good = tsa.honest.reply_for(note.encode())
+    version = bytes.fromhex("a003020102")  # [0] EXPLICIT INTEGER 2: an X.509 v3 certificate
+    places = [at for at in range(len(good)) if good.startswith(version, at)]
+    assert places
+    for at in places:
+        for bad_version in (0x27, 0x05):
+            token = bytearray(good)
+            token[at + len(version) - 1] = bad_version
+            with pytest.raises(StampInvalid):
+                check_stamp(StoredStamp(note, "t", bytes(token)), [_root(tsa)], PUBLIC)
+
+
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
