@@ -67,6 +67,7 @@ def check_stamps(
             for result in results
             if result.report.last_sequence is not None
             and result.report.journal not in UNSIGNED_JOURNALS
+            and result.path.parent == folder
         ]
         report = require_stamps(report, signed)
     if report is None:

@@ -99,7 +99,12 @@ def verify_stamps(
         by_journal.setdefault(checked.note.journal, []).append(checked)
     verdicts = {}
     for name, stamped in sorted(by_journal.items()):
-        path = journals.get(name, folder / f"{name}.jsonl")
+        # The stamps in ``folder`` are of the journals in ``folder``: a file of the same name
+        # in another folder verify reads (the user's own, for an installed gateway) must not
+        # answer for them.
+        path = journals.get(name)
+        if path is None or path.parent != folder:
+            path = folder / f"{name}.jsonl"
         verdicts[name] = judge_stamps(name, stamped, _hashes(path, stamped))
     return StampsReport(verdicts, invalid, len(stamps))
 
