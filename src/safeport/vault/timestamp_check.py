@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -156,17 +155,14 @@ def unstamped() -> StampVerdict:
 
 
 def order_problem(stamped: Sequence[StampedNote]) -> str | None:
-    """Stamps of one journal that contradict each other in time (pure): a later stamp of a
-    shorter journal, or two stamps of one size with different hashes."""
-    by_time = sorted(stamped, key=lambda s: s.time)
+    """Stamps of one journal that contradict each other (pure): two stamps of one size with
+    different hashes.
+
+    A later stamp of a shorter head is no contradiction: with two authorities, one that was
+    down stamps the older heads of its backlog after the other stamped a newer one. As long
+    as the journal still holds every stamped head, it was neither cut nor rewritten."""
     seen: dict[int, str] = {}
-    for earlier, later in itertools.pairwise(by_time):
-        if later.note.head.seq < earlier.note.head.seq:
-            return (
-                f"stamped at {_at(earlier.time)} with {earlier.note.head.seq} records and at "
-                f"{_at(later.time)} with {later.note.head.seq}: it was cut and written again"
-            )
-    for item in by_time:
+    for item in sorted(stamped, key=lambda s: s.time):
         if seen.setdefault(item.note.head.seq, item.note.head.hash) != item.note.head.hash:
             return (
                 f"two stamped checkpoints differ at sequence {item.note.head.seq} (the later "
