@@ -5,13 +5,16 @@ journal. Real journals, a real TSA (`openssl ts -reply`)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from harness.real_tsa import TsaServer
+from safeport.errors import Error
 from safeport.shared.audit import JournalHead, JournalWriter, verify_journal
 from safeport.vault.checkpoint_stamps import verify_stamps
 from safeport.vault.signed_note import sign_note
@@ -51,3 +54,15 @@ def test_a_same_named_copy_in_another_folder_does_not_answer_for_the_stamped_jou
         judged = verify_stamps(audit, {"actions": found}, roots, PUBLIC)
         assert judged is not None and not judged.ok, found
         assert judged.verdicts["actions"].status == "rewritten"
+
+
+def test_a_stamps_file_that_is_no_regular_file_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """A FIFO (which blocks whoever opens it until a writer comes) or a link in place of
+    checkpoint.stamps is refused at once with a clear error."""
+    os.mkfifo(tmp_path / STAMPS_FILE)
+    with pytest.raises(Error, match="not a regular file"):
+        verify_stamps(tmp_path, {}, [], PUBLIC)
+    (tmp_path / STAMPS_FILE).unlink()
+    (tmp_path / STAMPS_FILE).symlink_to("/dev/zero")
+    with pytest.raises(Error, match="cannot read"):
+        verify_stamps(tmp_path, {}, [], PUBLIC)

@@ -8,6 +8,8 @@ its notes (:func:`safeport.vault.timestamp_check.judge_stamps`).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,15 +80,21 @@ def verify_stamps(
     folder: Path, journals: dict[str, Path], roots: Sequence[x509.Certificate], public_key: bytes
 ) -> StampsReport | None:
     """Judge the journals against the stamps stored in ``folder`` (None: no stamps file)."""
+    path = folder / STAMPS_FILE
     try:
-        with (folder / STAMPS_FILE).open("rb") as stream:
-            data = stream.read(MAX_STAMPS_FILE + 1)
+        # Not following a link, and not waiting on a FIFO put in its place: either is refused
+        # at once, never a verify that hangs.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise Error(f"cannot read {folder / STAMPS_FILE}: {exc.strerror}") from exc
+        raise Error(f"cannot read {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Error(f"{path} is not a regular file")
+        data = stream.read(MAX_STAMPS_FILE + 1)
     if len(data) > MAX_STAMPS_FILE:
-        raise Error(f"{folder / STAMPS_FILE} is too large to check")
+        raise Error(f"{path} is too large to check")
     stamps, malformed = load_stamps(data)
     invalid = [f"{malformed} lines are not stamps"] if malformed else []
     by_journal: dict[str, list[StampedNote]] = {}
@@ -102,10 +110,10 @@ def verify_stamps(
         # The stamps in ``folder`` are of the journals in ``folder``: a file of the same name
         # in another folder verify reads (the user's own, for an installed gateway) must not
         # answer for them.
-        path = journals.get(name)
-        if path is None or path.parent != folder:
-            path = folder / f"{name}.jsonl"
-        verdicts[name] = judge_stamps(name, stamped, _hashes(path, stamped))
+        found = journals.get(name)
+        journal = found if found is not None and found.parent == folder else None
+        journal = journal or folder / f"{name}.jsonl"
+        verdicts[name] = judge_stamps(name, stamped, _hashes(journal, stamped))
     return StampsReport(verdicts, invalid, len(stamps))
 
 
