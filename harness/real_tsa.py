@@ -4,8 +4,9 @@ endpoint, started once per test session.
 
 Paths: ``/tsr`` answers honestly; ``/slow`` answers honestly after ``SLOW_S`` seconds;
 ``/garbage`` answers bytes that are no response; ``/other`` answers a stamp of another digest;
-``/wrong-ca`` answers a stamp from a TSA certified by a CA nobody configured. ``down_url`` is a
-port nothing listens on. Every request is counted per path.
+``/wrong-ca`` answers a stamp from a TSA certified by a CA nobody configured; ``/trickle``
+sends its header lines a few bytes at a time for ``SLOW_S`` seconds, each read well within any
+read timeout. ``down_url`` is a port nothing listens on. Every request is counted per path.
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ class _Handler(BaseHTTPRequestHandler):
         tsa.requests[self.path] += 1
         if self.path == "/slow":
             time.sleep(SLOW_S)
+        if self.path == "/trickle":
+            self._trickle()
+            return
         try:
             if self.path in ("/tsr", "/slow"):
                 body = tsa.honest.reply(query)
@@ -162,6 +166,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except OSError:
             return  # the client gave up waiting (the slow path): expected
+
+    def _trickle(self) -> None:
+        deadline = time.monotonic() + SLOW_S
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            while time.monotonic() < deadline:
+                self.wfile.write(b"X-Wait: 1\r\n")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            return  # the client gave up: expected
+        self.close_connection = True
 
 
 class _Server(ThreadingHTTPServer):

@@ -150,3 +150,51 @@ def test_a_forged_or_damaged_note_file_is_refused(tmp_path: Path) -> None:
         kept.write_text(text)
         done = run_sp("audit", "verify", str(journal), "--checkpoint", str(kept), home=tmp_path)
         assert done.returncode != 0 and "Traceback" not in done.stderr, text
+
+
+def test_stamps_removed_where_they_are_expected_are_reported_not_passed(
+    tsa: TsaServer, tmp_path: Path
+) -> None:
+    """The rewrite, then the evidence against it removed: the whole stamps file, or only the
+    lines of the rewritten journal. Where stamps are expected (--tsa-ca, or [audit.timestamp]
+    in gateway.toml) a journal with records and no stamp is reported, not passed."""
+    _, vault = make_vault(tmp_path)
+    audit = tmp_path / "audit"
+    audit.mkdir(mode=0o700)
+    journal = audit / "actions.jsonl"
+    _append(journal, "deploy", "drop table")
+    _stamp(tsa, audit, _sign(vault, journal))
+    sessions = audit / "sessions.jsonl"
+    _append(sessions, "opened")
+    _stamp(tsa, audit, vault.checkpoint_signer().sign("sessions", _head(sessions)))
+    ca = str(tsa.honest.ca_file)
+    honest = run_sp("audit", "verify", "--tsa-ca", ca, home=tmp_path)
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+
+    journal.unlink()
+    _append(journal, "deploy", "nothing to see")
+    kept = (audit / STAMPS_FILE).read_bytes().splitlines(keepends=True)
+    (audit / STAMPS_FILE).write_bytes(b"".join(line for line in kept if b"/sessions/" in line))
+    only_sessions = run_sp("audit", "verify", "--tsa-ca", ca, home=tmp_path)
+    assert only_sessions.returncode == 1, only_sessions.stdout
+    assert "actions: TAMPERED: no time stamp" in only_sessions.stdout
+    (audit / STAMPS_FILE).unlink()
+    for args in (["--tsa-ca", ca], ["--tsa-ca", ca, str(journal)]):
+        gone = run_sp("audit", "verify", *args, home=tmp_path)
+        assert gone.returncode == 1, (args, gone.stdout)
+        assert "actions: TAMPERED: no time stamp" in gone.stdout
+    as_json = run_sp("audit", "verify", "--tsa-ca", ca, str(journal), "--json", home=tmp_path)
+    assert json.loads(as_json.stdout)["timestamps"]["status"] == "unstamped"
+
+    # The gateway's policy names an authority: the same, without --tsa-ca.
+    (tmp_path / "gateway.toml").write_text(
+        f'[audit.timestamp]\n[[audit.timestamp.tsa]]\nurl = "{tsa.url()}"\nca_file = "{ca}"\n'
+    )
+    by_policy = run_sp("audit", "verify", home=tmp_path)
+    assert by_policy.returncode == 1 and "no time stamp" in by_policy.stdout, by_policy.stdout
+
+
+def _head(journal: Path) -> JournalHead:
+    report = verify_journal(journal)
+    assert report.last_sequence is not None and report.last_hash is not None
+    return JournalHead(seq=report.last_sequence, hash=report.last_hash)

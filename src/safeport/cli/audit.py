@@ -74,8 +74,9 @@ def verify(
     and the stored time stamps of its checkpoints.
 
     Exit 0: valid or empty. Exit 1: broken, an incomplete final record, a journal that does
-    not reach or match its signed checkpoint, or one rewritten after a time stamp. Exit 2:
-    unreadable.
+    not reach or match its signed checkpoint, one rewritten after a time stamp, or one with
+    records but no time stamp where stamps are expected (--tsa-ca, or [audit.timestamp] for
+    the gateway's own folder). Exit 2: unreadable.
     """
     paths = locate()
     stamped = stamps_folder(journal_file, paths.gateway_audit_dir)
@@ -89,9 +90,8 @@ def verify(
         results = verify_files([journal_file], check)
     else:
         results = verify_folder(paths.journal_dirs, paths.gateway_audit_dir, check)
-    stamps, heading = None, ""
-    if stamped is not None:
-        stamps, heading = check_stamps(stamped, results, tsa_ca, public_keys_file)
+    folder = journal_file.parent if journal_file is not None else paths.gateway_audit_dir
+    stamps, heading = check_stamps(folder, results, tsa_ca, public_keys_file)
     _print_reports(results, check, headed=journal_file is None, as_json=as_json, stamps=stamps)
     if not as_json:
         echo_stamps(stamps, heading)

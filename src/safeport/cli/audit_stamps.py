@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from safeport.errors import UsageError
 from safeport.shared.audit import JournalResult
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
@@ -15,8 +16,10 @@ from safeport.vault.checkpoint_stamps import (
     StampsReport,
     configured_roots,
     read_roots,
+    require_stamps,
     verify_stamps,
 )
+from safeport.vault.checkpoints import UNSIGNED_JOURNALS
 from safeport.vault.timestamp_check import STAMPS_FILE
 
 
@@ -32,20 +35,43 @@ def check_stamps(
     tsa_ca: tuple[Path, ...],
     public_keys_file: Path | None,
 ) -> tuple[StampsReport | None, str]:
-    """The stamps' report, and the line that says what they were checked with."""
+    """The stamps' report, and the line that says what they were checked with.
+
+    Stamps are expected when the person names roots (--tsa-ca), or when the gateway's policy
+    names authorities and these are the gateway's own journals: there, a signed journal with
+    records and no stamp at all is reported. Whoever rewrote it could delete its stamps (or
+    the whole file) as easily as the journal; a missing stamp must not read as "nothing to
+    check"."""
     paths = locate()
-    roots = read_roots(tsa_ca) if tsa_ca else configured_roots(paths.gateway_config)
-    keys = trusted_public_keys(paths, public_keys_file)
-    journals = {result.report.journal: result.path for result in results}
-    report = verify_stamps(folder, journals, roots, keys.checkpoint_ed25519)
-    if report is None:
-        return None, ""
+    if tsa_ca:
+        roots, expected = read_roots(tsa_ca), True
+        if not roots:
+            raise UsageError("--tsa-ca names no PEM certificate")
+    else:
+        roots, named = configured_roots(paths.gateway_config)
+        expected = named and folder == paths.gateway_audit_dir
+    report = None
+    if (folder / STAMPS_FILE).exists():
+        keys = trusted_public_keys(paths, public_keys_file)
+        journals = {result.report.journal: result.path for result in results}
+        report = verify_stamps(folder, journals, roots, keys.checkpoint_ed25519)
     where = "--tsa-ca" if tsa_ca else "[audit.timestamp] in gateway.toml"
-    if not roots:
+    if report is not None and not roots:
         return None, (
             f"timestamps: {report.stored} stored, not checked: no TSA root "
             "(pass --tsa-ca FILE, or name the authorities in [audit.timestamp])"
         )
+    if expected:
+        signed = [
+            result.report.journal
+            for result in results
+            if result.report.last_sequence is not None
+            and result.report.journal not in UNSIGNED_JOURNALS
+            and result.path.parent == folder
+        ]
+        report = require_stamps(report, signed)
+    if report is None:
+        return None, ""
     return report, f"timestamps: {report.stored} stored, checked against the roots of {where}"
 
 

@@ -8,6 +8,8 @@ its notes (:func:`safeport.vault.timestamp_check.judge_stamps`).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from safeport.vault.timestamp_check import (
     check_stamp,
     judge_stamps,
     load_stamps,
+    unstamped,
 )
 
 MAX_ROOTS_FILE = 1024 * 1024
@@ -56,12 +59,13 @@ def read_roots(files: Sequence[Path]) -> list[x509.Certificate]:
     return roots
 
 
-def configured_roots(gateway_config: Path) -> list[x509.Certificate]:
-    """The roots [audit.timestamp] names in gateway.toml (none when it is absent or unset)."""
+def configured_roots(gateway_config: Path) -> tuple[list[x509.Certificate], bool]:
+    """The roots [audit.timestamp] names in gateway.toml (none when it is absent or unset),
+    and whether it names any authority at all."""
     try:
         text = gateway_config.read_text(encoding="utf-8")
     except OSError:
-        return []
+        return [], False
     settings: TimestampSettings | None = parse_gateway_policy(text)[0].audit.timestamp
     roots: list[x509.Certificate] = []
     for tsa in settings.tsa if settings is not None else []:
@@ -69,22 +73,28 @@ def configured_roots(gateway_config: Path) -> list[x509.Certificate]:
             roots += x509.load_pem_x509_certificates(tsa.ca_pem.encode())
         elif tsa.ca_file is not None:
             roots += read_roots([Path(tsa.ca_file)])
-    return roots
+    return roots, settings is not None
 
 
 def verify_stamps(
     folder: Path, journals: dict[str, Path], roots: Sequence[x509.Certificate], public_key: bytes
 ) -> StampsReport | None:
     """Judge the journals against the stamps stored in ``folder`` (None: no stamps file)."""
+    path = folder / STAMPS_FILE
     try:
-        with (folder / STAMPS_FILE).open("rb") as stream:
-            data = stream.read(MAX_STAMPS_FILE + 1)
+        # Not following a link, and not waiting on a FIFO put in its place: either is refused
+        # at once, never a verify that hangs.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise Error(f"cannot read {folder / STAMPS_FILE}: {exc.strerror}") from exc
+        raise Error(f"cannot read {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Error(f"{path} is not a regular file")
+        data = stream.read(MAX_STAMPS_FILE + 1)
     if len(data) > MAX_STAMPS_FILE:
-        raise Error(f"{folder / STAMPS_FILE} is too large to check")
+        raise Error(f"{path} is too large to check")
     stamps, malformed = load_stamps(data)
     invalid = [f"{malformed} lines are not stamps"] if malformed else []
     by_journal: dict[str, list[StampedNote]] = {}
@@ -97,9 +107,24 @@ def verify_stamps(
         by_journal.setdefault(checked.note.journal, []).append(checked)
     verdicts = {}
     for name, stamped in sorted(by_journal.items()):
-        path = journals.get(name, folder / f"{name}.jsonl")
-        verdicts[name] = judge_stamps(name, stamped, _hashes(path, stamped))
+        # The stamps in ``folder`` are of the journals in ``folder``: a file of the same name
+        # in another folder verify reads (the user's own, for an installed gateway) must not
+        # answer for them.
+        found = journals.get(name)
+        journal = found if found is not None and found.parent == folder else None
+        journal = journal or folder / f"{name}.jsonl"
+        verdicts[name] = judge_stamps(name, stamped, _hashes(journal, stamped))
     return StampsReport(verdicts, invalid, len(stamps))
+
+
+def require_stamps(report: StampsReport | None, journals: Sequence[str]) -> StampsReport:
+    """``report`` with every one of ``journals`` (signed, holding records) that has no
+    verified stamp judged "unstamped": its stamps were removed, or none was made yet."""
+    base = report if report is not None else StampsReport({}, [], 0)
+    verdicts = dict(base.verdicts)
+    for name in journals:
+        verdicts.setdefault(name, unstamped())
+    return StampsReport(dict(sorted(verdicts.items())), base.invalid, base.stored)
 
 
 def _hashes(path: Path, stamped: Sequence[StampedNote]) -> dict[int, str | None]:
