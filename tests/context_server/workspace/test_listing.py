@@ -4,7 +4,7 @@ looked at by its own name on disk, and folders listed again without being read a
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -12,7 +12,7 @@ from jsonschema.validators import validator_for
 
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
-from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.sdk_seam import find_tool
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.model import ServedRoot
@@ -154,3 +154,28 @@ def test_a_folder_listed_again_is_not_read_again_until_it_changes(
     (root / "d07" / "b.py").write_text("b\n")
     again = workspace.list_folder(workspace.locate("d07"))
     assert [e.name for e in again.entries] == ["a.py", "b.py"] and len(reads) == 41
+
+
+def test_safeport_folders_among_the_entries_are_private_and_only_they(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    for folder in ("app/state/audit", "app/state/audit2", "app/state/audi", ".sp", ".sp-notes"):
+        (root / folder).mkdir(parents=True)
+    (root / "app" / "state" / "audit.py").write_text("x\n")
+    (root / ".sp.md").write_text("x\n")
+    locations = (PurePosixPath(root / "app/state/audit"), PurePosixPath(root / ".sp"))
+    workspace = Workspace([ServedRoot("ws", root)], ReadPolicy(private_locations=locations))
+
+    def blocked(path: str) -> dict[str, str | None]:
+        return {e.name: e.blocked for e in workspace.list_folder(workspace.locate(path)).entries}
+
+    assert blocked("app/state") == {
+        "audi": None,
+        "audit": "private",
+        "audit.py": None,
+        "audit2": None,
+    }
+    assert blocked(".") == {".sp": "private", ".sp-notes": None, ".sp.md": None, "app": None}
+    assert blocked("app") == {"state": None}
+    # Inside one, a request is refused before anything is listed.
+    with pytest.raises(Refused):
+        workspace.locate("app/state/audit")

@@ -266,6 +266,16 @@ class ReadPolicy:
         # /srv/ws/.sp-notes is not inside /srv/ws/.sp), and cost far less than pathlib.
         return absolute in self._locations or (absolute + "/").startswith(self._location_prefixes)
 
+    def locations_in(self, folder: str) -> tuple[bool, frozenset[str]]:
+        """For the entries of one folder, what ``is_private_location(f"{folder}/{name}")``
+        says of each: (every entry is, the names that are). A name holds no ``/``, so only a
+        location at or above the folder, or one naming an entry itself, can match."""
+        inside = folder + "/"
+        if inside.startswith(self._location_prefixes):
+            return True, frozenset()
+        ends = (p[len(inside) : -1] for p in self._location_prefixes if p.startswith(inside))
+        return False, frozenset(e for e in ends if e and "/" not in e)
+
     def is_ignored(self, parts: Sequence[str]) -> bool:
         return any(self.is_ignored_name(p) for p in parts)
 

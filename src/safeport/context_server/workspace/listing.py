@@ -99,7 +99,17 @@ def _twin(name: str) -> Entry:
 class _FolderLook:
     """What one listing judges every entry against, worked out once for the page."""
 
-    __slots__ = ("base", "dir_fd", "folder", "located", "policy", "scope", "top", "workspace")
+    __slots__ = (
+        "base",
+        "dir_fd",
+        "folder",
+        "hidden_here",
+        "paths",
+        "policy",
+        "scope",
+        "top",
+        "workspace",
+    )
 
     def __init__(self, workspace: WorkspaceView, folder: Located, dir_fd: int) -> None:
         self.workspace = workspace
@@ -108,8 +118,12 @@ class _FolderLook:
         self.dir_fd = dir_fd
         self.base = folder.absolute
         self.scope = workspace.scope
-        # Only a location rule or a client's roots need each entry's absolute path.
-        self.located = bool(self.policy.private_locations)
+        # safeport's own folders among the entries, worked out once for the folder: every entry
+        # (the folder is inside one) or the names that are one; no per-entry path is built.
+        whole, names = self.policy.locations_in(self.base)
+        self.hidden_here: frozenset[str] | None = None if whole else names
+        # Path patterns are matched per entry only when there are some.
+        self.paths = bool(self.policy.private_paths)
         self.top = not folder.parts and self.policy.projects is not None
 
     def entry(self, name: str, disk: str) -> Entry:
@@ -117,7 +131,7 @@ class _FolderLook:
         policy = self.policy
         if (
             policy.is_private_name(name)
-            or policy.is_private_path((*self.folder.parts, name))
+            or (self.paths and policy.is_private_path((*self.folder.parts, name)))
             or (is_redacted(name) and policy.is_private_name(written_name(disk)))
         ):
             # Not even looked at: a private entry shows its name and nothing about it.
@@ -131,17 +145,15 @@ class _FolderLook:
         # The kind is the entry's own, from the lstat just made: the cached verdict is for it.
         named = policy.name_verdict(name, kind)
         scope = self.scope
-        absolute = f"{self.base}/{name}" if scope is not None or self.located else ""
-        if named == "private" or (self.located and policy.is_private_location(absolute)):
+        hidden = self.hidden_here
+        if named == "private" or hidden is None or name in hidden:
             return Entry(name, shown, None, "private")
         verdict: BlockReason | None = None
         if named == "ignored":
             verdict = "ignored"
         elif self.top and policy.out_of_projects((name,), is_dir=is_dir):
             verdict = "out-of-scope"
-        if scope is not None and not (
-            within(absolute, scope) or (is_dir and is_above(absolute, scope))
-        ):
+        if scope is not None and not _in_scope(f"{self.base}/{name}", scope, is_dir=is_dir):
             return Entry(name, shown, None, "out-of-scope")
         if shown == "symlink":
             link = verdict or _link_verdict(self.workspace, self.folder, name)
@@ -160,6 +172,10 @@ class _FolderLook:
             verdict = named  # the file's type verdict (private and ignored returned above)
         size = st.st_size if verdict in (None, "binary", "unreadable-type") else None
         return Entry(name, "file", size, verdict)
+
+
+def _in_scope(absolute: str, scope: tuple[str, ...], *, is_dir: bool) -> bool:
+    return within(absolute, scope) or (is_dir and is_above(absolute, scope))
 
 
 def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> BlockReason | None:
