@@ -287,6 +287,7 @@ SURFACES: dict[str, set[str]] = {
     },
     "safeport.vault": {
         "PRODUCTION_KDF",
+        "UNSIGNED_JOURNALS",
         "AuditOpener",
         "AuditSealer",
         "Authority",

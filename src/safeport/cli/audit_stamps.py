@@ -11,7 +11,7 @@ from safeport.errors import UsageError
 from safeport.shared.audit import JournalResult
 from safeport.shared.paths import locate
 from safeport.shared.visible_text import inert
-from safeport.vault import CheckpointVerdict, trusted_public_keys
+from safeport.vault import UNSIGNED_JOURNALS, CheckpointVerdict, trusted_public_keys
 from safeport.vault.checkpoint_stamps import (
     StampsReport,
     configured_roots,
@@ -19,7 +19,6 @@ from safeport.vault.checkpoint_stamps import (
     require_stamps,
     verify_stamps,
 )
-from safeport.vault.checkpoints import UNSIGNED_JOURNALS
 from safeport.vault.timestamp_check import STAMPS_FILE
 
 

@@ -23,6 +23,7 @@ from safeport.vault.checkpoint_check import (
     trusted_public_keys,
 )
 from safeport.vault.checkpoints import (
+    UNSIGNED_JOURNALS,
     CheckpointInvalid,
     CheckpointVerdict,
     VaultCheckpointSigner,
@@ -53,6 +54,7 @@ from safeport.vault.unlocked import OpenVault
 
 __all__ = [
     "PRODUCTION_KDF",
+    "UNSIGNED_JOURNALS",
     "AuditOpener",
     "AuditSealer",
     "Authority",
