@@ -148,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._trickle()
             return
         try:
-            if self.path in ("/tsr", "/slow"):
+            # A query names a second authority of the same TSA ("/tsr?second"), counted apart.
+            if self.path.partition("?")[0] in ("/tsr", "/slow"):
                 body = tsa.honest.reply(query)
             elif self.path == "/wrong-ca":
                 body = tsa.rogue.reply(query)

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from harness.real_tsa import TsaServer
 from safeport.errors import Error
 from safeport.shared.audit import JournalHead, JournalWriter, verify_journal
+from safeport.vault import checkpoint_stamps
 from safeport.vault.checkpoint_stamps import verify_stamps
 from safeport.vault.signed_note import sign_note
 from safeport.vault.timestamp_check import STAMPS_FILE, StoredStamp
@@ -66,3 +67,38 @@ def test_a_stamps_file_that_is_no_regular_file_is_an_error_not_a_hang(tmp_path: 
     (tmp_path / STAMPS_FILE).symlink_to("/dev/zero")
     with pytest.raises(Error, match="cannot read"):
         verify_stamps(tmp_path, {}, [], PUBLIC)
+
+
+def test_many_stamped_heads_of_one_journal_are_checked_in_one_read_and_a_rewrite_still_shows(
+    tsa: TsaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stamp of each of 40 heads of one journal: verify reads the journal once, not once per
+    stamped head, and still finds the rewrite below the newest of them."""
+    journal = tmp_path / "actions.jsonl"
+    lines = []
+    with JournalWriter(journal) as writer:
+        for index in range(40):
+            head = writer.append("test.event", {"n": index})
+            note = sign_note("actions", head, KEY)
+            lines.append(StoredStamp(note, tsa.url(), tsa.honest.reply_for(note.encode())).line())
+    (tmp_path / STAMPS_FILE).write_bytes(b"".join(lines))
+    roots = [x509.load_pem_x509_certificate(tsa.honest.ca_file.read_bytes())]
+    reads: list[Path] = []
+
+    def counted(path: Path, **kwargs: object) -> object:
+        reads.append(path)
+        return verify_journal(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkpoint_stamps, "verify_journal", counted)
+    honest = verify_stamps(tmp_path, {"actions": journal}, roots, PUBLIC)
+    assert honest is not None and honest.ok and reads == [journal]
+    assert "matches 40 time-stamped checkpoints" in honest.verdicts["actions"].detail
+
+    kept = journal.read_bytes().splitlines(keepends=True)[:-1]
+    journal.write_bytes(b"".join(kept))  # the same records but the last, chained anew
+    with JournalWriter(journal) as writer:
+        writer.append("test.event", {"n": "rewritten"})
+    reads.clear()
+    judged = verify_stamps(tmp_path, {"actions": journal}, roots, PUBLIC)
+    assert judged is not None and judged.verdicts["actions"].status == "rewritten"
+    assert "sequence 40" in judged.verdicts["actions"].detail and reads == [journal]

@@ -1,6 +1,7 @@
 """What `sp doctor` and `sp status` say about the checkpoints' RFC 3161 time stamps: each
-authority's fault (down, slow, garbage, another digest, another CA) and a last stamp older than
-the policy's bound. The gateway keeps acting meanwhile; these say the evidence off the machine
+authority's fault (down, slow, garbage, another digest, another CA) and a checkpoint that has
+waited for its stamp longer than the policy's bound (a quiet gateway whose heads are all
+stamped is not late). The gateway keeps acting meanwhile; these say the evidence off the machine
 has stopped growing."""
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ def timestamp_findings(timestamps: dict[str, Any] | None) -> Iterator[Finding]:
     bound_min = timestamps["stale_after_s"] // 60
     last = timestamps["last_stamped_at"]
     if timestamps["stale"]:
-        when = f"last at {last}" if last else "none yet"
+        when = f"last stamp at {last}" if last else "none stamped yet"
         yield Finding(
             "timestamps",
             "fail",
-            f"no checkpoint stamped within {bound_min} minutes ({when})",
+            f"a checkpoint has waited for its stamp longer than {bound_min} minutes ({when})",
             _FIX,
         )
     elif not timestamps["faults"]:

@@ -128,11 +128,10 @@ def require_stamps(report: StampsReport | None, journals: Sequence[str]) -> Stam
 
 
 def _hashes(path: Path, stamped: Sequence[StampedNote]) -> dict[int, str | None]:
-    """The journal's stored hash at each stamped sequence (one pass per distinct sequence)."""
-    found: dict[int, str | None] = {}
-    for seq in sorted({item.note.head.seq for item in stamped}):
-        if not path.exists():
-            found[seq] = None
-            continue
-        found[seq] = captured(verify_journal(path, capture_seq=seq), seq)
-    return found
+    """The journal's stored hash at each stamped sequence, all in one pass over the journal
+    (its cost does not grow with the number of stamps)."""
+    seqs = {item.note.head.seq for item in stamped}
+    if not path.exists():
+        return dict.fromkeys(seqs)
+    report = verify_journal(path, capture_seqs=seqs)
+    return {seq: captured(report, seq) for seq in seqs}

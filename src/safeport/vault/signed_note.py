@@ -144,3 +144,13 @@ def split_notes(text: str) -> list[str]:
     if current and any(current):
         notes.append("\n".join(current).rstrip("\n") + "\n")
     return notes
+
+
+def note_head(text: str) -> tuple[str, int] | None:
+    """The journal and size a note names, its signature unchecked (pure): for the gateway's
+    own bookkeeping of what it stamped, never for judging a stamp (:func:`read_note` does)."""
+    lines = text[:MAX_NOTE].split("\n", 2)
+    match = _ORIGIN_RE.fullmatch(lines[0])
+    if match is None or len(lines) < 2 or not _SIZE_RE.fullmatch(lines[1]):
+        return None
+    return match["journal"], int(lines[1])

@@ -217,7 +217,7 @@ def captured(report: ChainReport, seq: int) -> str | None:
     """The hash a report captured at ``seq``, if the chain reached it intact."""
     if report.chain == "broken" and (report.broken_at or 0) <= seq:
         return None
-    return report.captured_hash
+    return report.captured_hashes.get(seq)
 
 
 def _at(moment: datetime) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -120,15 +119,6 @@ def test_a_fault_is_retried_with_back_off_and_journaled_once_per_reason(
         stamper.close()
     assert [kind for kind, _ in journaled] == ["timestamp.failed"]
     assert journaled[0][1]["retry_s"] == 0.2
-
-
-def test_a_last_stamp_older_than_the_bound_shows_in_doctor(tsa: TsaServer, tmp_path: Path) -> None:
-    stamper = _stamper(tmp_path, _settings(tsa, tsa.url()), [])
-    stamper._started = datetime.now(UTC) - timedelta(minutes=31)
-    state = stamper.state()
-    assert state is not None and state.stale and state.last_stamped_at is None
-    (finding,) = timestamp_findings(state.model_dump())
-    assert finding.state == "fail" and "within 30 minutes (none yet)" in finding.detail
 
 
 def test_no_authority_configured_means_no_thread_and_nothing_shown(tmp_path: Path) -> None:

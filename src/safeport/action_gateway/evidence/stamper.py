@@ -7,6 +7,13 @@ checkpoint.json, and on a fault keeps the notes and retries that authority with 
 (doubling from 2 s to 5 min). The first fault of a streak, and each change of its reason, is
 journaled (``timestamp.failed``); the return to health is journaled too. `sp status` and
 `sp doctor` read :meth:`state`.
+
+A journal's note is asked for only when its head moved since that authority's last stamp of
+it (read back from the stamps file after a restart, :mod:`stamp_history`): a quiet gateway
+signs a checkpoint every few minutes, and stamping each would grow the stamps file without
+bound while proving nothing new. Each authority keeps one waiting note per journal, the
+newest: it covers every record before it (the chain links them), and it waits since the first
+head that moved. "Stale" is a head that has waited longer than the policy's bound.
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,28 +29,41 @@ from pathlib import Path
 
 import httpx
 
+from safeport.action_gateway.evidence.stamp_history import LastStamps, read_last_stamps
 from safeport.action_gateway.evidence.tsa_client import (
     TsaFault,
     TsaTarget,
     new_client,
     request_stamp,
 )
-from safeport.shared.schemas.config import TimestampSettings
+from safeport.shared.schemas.config import TimestampSettings, TsaSettings
 from safeport.shared.schemas.results import TimestampState
+from safeport.vault.signed_note import note_head
 from safeport.vault.timestamp_check import STAMPS_FILE, StoredStamp
 
 log = logging.getLogger("safeport.gateway")
 
 FIRST_RETRY_S = 2.0
 LAST_RETRY_S = 300.0
-PENDING_PER_TSA = 32  # the oldest notes give way: a later note covers the records before it
 
 Journal = Callable[[str, dict[str, object]], object]
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Waiting:
+    note: str
+    since: datetime  # when the oldest head not stamped yet was handed over
 
 
 @dataclass
 class _Authority:
-    pending: deque[str] = field(default_factory=lambda: deque(maxlen=PENDING_PER_TSA))
+    pending: dict[str, _Waiting] = field(default_factory=dict)  # journal -> its newest note
+    stamped: dict[str, str] = field(default_factory=dict)  # journal -> the note last stamped
     fault: str | None = None
     retry_in: float = 0.0  # 0: the next fault waits FIRST_RETRY_S
     next_try: float = 0.0
@@ -57,35 +76,44 @@ class CheckpointStamper:
         file_mode: int,
         settings: Callable[[], TimestampSettings | None],
         journal: Journal,
+        clock: Clock = _now,
     ) -> None:
         self._file = folder / STAMPS_FILE
         self._file_mode = file_mode
         self._settings = settings
         self._journal = journal
+        self._clock = clock
         self._authorities: dict[str, _Authority] = {}
+        self._history: LastStamps | None = None  # read once, at the first need
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._started = datetime.now(UTC)
+        self._died: str | None = None
         self._last_stamped: datetime | None = None
 
     def submit(self, notes: list[str]) -> None:
-        """Queue ``notes`` for every configured authority; never blocks on the network."""
+        """Queue each of ``notes`` whose journal moved since an authority's last stamp of it;
+        never blocks on the network."""
         settings = self._settings()
         if settings is None or not notes:
             return
+        now = self._clock()
+        queued = False
         with self._lock:
             if self._stopping:
                 return
             for tsa in settings.tsa:
-                self._authorities.setdefault(tsa.url, _Authority()).pending.extend(notes)
-            if self._thread is None:
+                authority = self._authority(tsa.url)
+                for note in notes:
+                    queued |= _queue(authority, note, now)
+            if queued and self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="checkpoint-stamper", daemon=True
                 )
                 self._thread.start()
-        self._wake.set()
+        if queued:
+            self._wake.set()
 
     def state(self) -> TimestampState | None:
         """What `sp status` shows; None when no authority is configured."""
@@ -93,19 +121,25 @@ class CheckpointStamper:
         if settings is None:
             return None
         bound = settings.stale_after_minutes * 60
+        now = self._clock()
         with self._lock:
+            self._read_history()  # the stamps made before a restart count as the last ones
             last = self._last_stamped
-            faults = [
-                f"{tsa.url}: {authority.fault}"
-                for tsa in settings.tsa
-                if (authority := self._authorities.get(tsa.url)) and authority.fault is not None
-            ]
-        since = last if last is not None else self._started
-        stale = (datetime.now(UTC) - since).total_seconds() > bound
+            faults, waited = [], 0.0
+            for tsa in settings.tsa:
+                authority = self._authorities.get(tsa.url)
+                if authority is None:
+                    continue
+                if authority.fault is not None:
+                    faults.append(f"{tsa.url}: {authority.fault}")
+                for waiting in authority.pending.values():
+                    waited = max(waited, (now - waiting.since).total_seconds())
+            if self._died is not None:
+                faults.append(f"stamping stopped: {self._died}")
         return TimestampState(
             last_stamped_at=last.isoformat() if last is not None else None,
             stale_after_s=bound,
-            stale=stale,
+            stale=waited > bound,
             faults=faults,
         )
 
@@ -119,48 +153,78 @@ class CheckpointStamper:
         if thread is not None:
             thread.join(timeout=wait_s)
 
+    def _read_history(self) -> LastStamps:
+        """The stamps made before a restart, read once (lock held)."""
+        if self._history is None:
+            self._history = read_last_stamps(self._file)
+            self._last_stamped = self._history.at
+        return self._history
+
+    def _authority(self, url: str) -> _Authority:
+        """``url``'s state, starting from what it stamped before a restart (lock held)."""
+        found = self._authorities.get(url)
+        if found is None:
+            notes = self._read_history().notes
+            stamped = {j: note for (tsa, j), note in notes.items() if tsa == url}
+            found = self._authorities[url] = _Authority(stamped=stamped)
+        return found
+
     def _run(self) -> None:
-        with new_client() as client:
-            while True:
-                self._wake.clear()  # before the round: a submit during it is not missed
-                # A round after close() too: the heads signed at stop are asked for once,
-                # within the wait close() allows.
-                wait = self._round(client)
-                with self._lock:
-                    if self._stopping:
-                        return
-                self._wake.wait(timeout=wait)
+        try:
+            with new_client() as client:
+                while True:
+                    self._wake.clear()  # before the round: a submit during it is not missed
+                    # A round after close() too: the heads signed at stop are asked for once,
+                    # within the wait close() allows.
+                    wait = self._round(client)
+                    with self._lock:
+                        if self._stopping:
+                            return
+                    self._wake.wait(timeout=wait)
+        except Exception as exc:
+            # Each request's faults are caught in _ask; what still ends the thread (no HTTP
+            # client, say) shows in sp status and sp doctor, never a silent stop.
+            with self._lock:
+                self._died = type(exc).__name__
+            log.exception("checkpoint stamping stopped")
 
     def _round(self, client: httpx.Client) -> float:
-        """Ask each authority due for its pending notes; the seconds until the next is due."""
+        """Ask each authority due for its waiting notes; the seconds until the next is due."""
         settings = self._settings()
         if settings is None:
             return LAST_RETRY_S
         soonest = LAST_RETRY_S
         for tsa in settings.tsa:
+            soonest = min(soonest, self._ask(client, tsa, settings.timeout_s))
+        return soonest
+
+    def _ask(self, client: httpx.Client, tsa: TsaSettings, timeout_s: float) -> float:
+        """Ask one authority for each waiting note, until one fails; the seconds until it is
+        due again."""
+        while True:
             with self._lock:
-                authority = self._authorities.setdefault(tsa.url, _Authority())
+                authority = self._authority(tsa.url)
                 due = authority.next_try - time.monotonic()
                 if not authority.pending:
-                    continue
+                    return LAST_RETRY_S
                 if due > 0:
-                    soonest = min(soonest, due)
-                    continue
-                note = authority.pending[0]
+                    return due
+                journal, waiting = next(iter(authority.pending.items()))
             try:
                 target = TsaTarget.from_settings(tsa)
-                stamp = request_stamp(client, target, note, settings.timeout_s)
-                self._store(stamp)
+                self._store(request_stamp(client, target, waiting.note, timeout_s))
             except TsaFault as exc:
-                soonest = min(soonest, self._failed(tsa.url, authority, str(exc)))
-                continue
+                return self._failed(tsa.url, authority, str(exc))
             except OSError as exc:
                 reason = f"the stamp could not be stored ({exc.strerror})"
-                soonest = min(soonest, self._failed(tsa.url, authority, reason))
-                continue
-            self._stamped(tsa.url, authority, note)
-            soonest = 0.0 if authority.pending else soonest
-        return soonest
+                return self._failed(tsa.url, authority, reason)
+            except Exception as exc:
+                # Whatever else one answer provokes (a parser's own error type, say) is that
+                # request's fault: the thread goes on with the others and retries this one.
+                log.debug("time-stamp request failed", exc_info=True)
+                reason = f"the stamp could not be made ({type(exc).__name__})"
+                return self._failed(tsa.url, authority, reason)
+            self._stamped(tsa.url, authority, journal, waiting.note)
 
     def _failed(self, url: str, authority: _Authority, reason: str) -> float:
         with self._lock:
@@ -174,13 +238,15 @@ class CheckpointStamper:
             self._journal("timestamp.failed", {"tsa": url, "reason": reason, "retry_s": wait})
         return wait
 
-    def _stamped(self, url: str, authority: _Authority, note: str) -> None:
+    def _stamped(self, url: str, authority: _Authority, journal: str, note: str) -> None:
         with self._lock:
-            if authority.pending and authority.pending[0] == note:
-                authority.pending.popleft()
+            authority.stamped[journal] = note
+            waiting = authority.pending.get(journal)
+            if waiting is not None and waiting.note == note:
+                del authority.pending[journal]
             recovered = authority.fault is not None
             authority.fault, authority.retry_in, authority.next_try = None, 0.0, 0.0
-            self._last_stamped = datetime.now(UTC)
+            self._last_stamped = self._clock()
         if recovered:
             self._journal("timestamp.recovered", {"tsa": url})
 
@@ -197,3 +263,17 @@ class CheckpointStamper:
             os.write(fd, stamp.line())
         finally:
             os.close(fd)
+
+
+def _queue(authority: _Authority, note: str, now: datetime) -> bool:
+    """Keep ``note`` for ``authority`` unless it stamped it already (pure); whether it waits.
+
+    A newer note of a journal replaces the waiting one, which it covers, but not the time
+    that one has waited since."""
+    head = note_head(note)
+    journal = head[0] if head is not None else note
+    if authority.stamped.get(journal) == note:
+        return False
+    waiting = authority.pending.get(journal)
+    authority.pending[journal] = _Waiting(note, waiting.since if waiting else now)
+    return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 ZERO_HASH = "0" * 64
@@ -124,8 +124,9 @@ class ChainState:
     first_seq: int | None = None
     anchored: bool = True  # False: accept the first record's seq/prev as they are (a lone segment)
     broken_reason: str | None = None
-    capture_seq: int | None = None
-    captured_hash: str | None = None
+    capture_seq: int | None = None  # the one sequence a ChainReport's captured_hash is of
+    captures: frozenset[int] = frozenset()  # every sequence whose stored hash is wanted
+    captured: dict[int, str] = field(default_factory=dict)
 
     @property
     def last_seq(self) -> int | None:
@@ -146,7 +147,7 @@ def check_lines(state: ChainState, lines: Iterable[bytes]) -> bool:
     expected = state.expected_seq
     prev = state.prev_hash
     records = state.records
-    capture = state.capture_seq if state.capture_seq is not None else -1
+    captures = state.captures
     reason: str | None = None
     for line in lines:
         if line[:9] != _PREFIX or line[73:81] != _SEQ_TAG or line[-1:] != b"}":
@@ -173,8 +174,8 @@ def check_lines(state: ChainState, lines: Iterable[bytes]) -> bool:
             break
         if records == 0 and state.first_seq is None:
             state.first_seq = expected
-        if expected == capture:
-            state.captured_hash = stored.decode("ascii")
+        if captures and expected in captures:
+            state.captured[expected] = stored.decode("ascii")
         prev = stored
         expected += 1
         records += 1

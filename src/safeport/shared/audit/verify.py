@@ -9,7 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +37,7 @@ class ChainReport:
     reason: str | None = None
     incomplete_bytes: int | None = None
     captured_hash: str | None = None
+    captured_hashes: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -103,12 +105,15 @@ def discover_journals(audit_dir: Path) -> list[Path]:
     return [audit_dir / f"{stem}.jsonl" for stem in sorted(stems)]
 
 
-def verify_journal(path: Path, *, capture_seq: int | None = None) -> ChainReport:
+def verify_journal(
+    path: Path, *, capture_seq: int | None = None, capture_seqs: Collection[int] = ()
+) -> ChainReport:
     """Verify the chain of ``path``; raises :class:`AuditError` if it cannot be read at all.
 
     Given an active journal file, its rotated segments are verified first, in order. Given a
     single rotated segment, only that segment is checked, anchored at its own first record.
-    ``capture_seq`` asks for the stored hash of that sequence (for checkpoint comparison).
+    ``capture_seq`` asks for the stored hash of that sequence (for checkpoint comparison),
+    ``capture_seqs`` for those of several, all in the one pass (``captured_hashes``).
     """
     lone_segment = _SEGMENT_RE.fullmatch(path.name) is not None
     files = [path] if lone_segment else journal_segments(path)
@@ -118,6 +123,8 @@ def verify_journal(path: Path, *, capture_seq: int | None = None) -> ChainReport
         files = files[:-1]  # rotated just now, or the active file was never recreated
     state = ChainState(anchored=not lone_segment or path.name.endswith(".000001.jsonl"))
     state.capture_seq = capture_seq
+    wanted = {*capture_seqs, *([capture_seq] if capture_seq is not None else [])}
+    state.captures = frozenset(wanted)
     name = journal_name(path)
     for index, file in enumerate(files):
         is_last = index == len(files) - 1
@@ -171,7 +178,10 @@ def _report(
         broken_at=state.expected_seq if chain == "broken" else None,
         reason=state.broken_reason if chain == "broken" else None,
         incomplete_bytes=incomplete,
-        captured_hash=state.captured_hash,
+        captured_hash=state.captured.get(state.capture_seq)
+        if state.capture_seq is not None
+        else None,
+        captured_hashes=state.captured,
     )
 
 

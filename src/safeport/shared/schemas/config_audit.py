@@ -42,11 +42,11 @@ class TsaSettings(PolicyTable):
 
 class TimestampSettings(PolicyTable):
     tsa: Annotated[list[TsaSettings], Field(min_length=1, max_length=4)]
-    """The time-stamping authorities asked, each for every checkpoint."""
+    """The time-stamping authorities asked, each for every checkpoint whose journal moved."""
     timeout_s: Annotated[int, Field(ge=1, le=60)] = 10
     """Seconds one request to an authority may take (it never delays an action)."""
     stale_after_minutes: Annotated[int, Field(ge=1, le=10080)] = 60
-    """`sp status` and `sp doctor` warn when the last stamped checkpoint is older than this."""
+    """`sp status` and `sp doctor` warn when a checkpoint waits longer than this for its stamp."""
 
 
 class AuditSettings(PolicyTable):
