@@ -166,6 +166,14 @@ DIRECTIONS: dict[Path, Direction] = {
     ("http", "services"): "any",
     ("http", "services", "*"): "rule",
     **{("http", "services", "*", *key): value for key, value in _SERVICE.items()},
+    # Evidence off the machine: another authority or root is another witness, and a timeout
+    # too short to be answered stops stamping as surely as removing it; a later stale warning
+    # lets an unstamped history wait longer.
+    ("audit",): "any",
+    ("audit", "timestamp"): "any",
+    ("audit", "timestamp", "tsa"): "any",
+    ("audit", "timestamp", "timeout_s"): "any",
+    ("audit", "timestamp", "stale_after_minutes"): "bigger",
     ("sql",): "any",
     ("sql", "databases"): "any",
     ("sql", "databases", "*"): "rule",
