@@ -321,6 +321,7 @@ ROOM_ORDER = {
         ("policy",),
         ("sockets",),
         ("executors",),
+        ("oauth",),
         ("approvals",),
         ("remote_clients",),
         ("ladder",),

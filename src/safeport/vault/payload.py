@@ -28,7 +28,7 @@ from safeport.vault.kdf import zero
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _BLOB_LEN = struct.Struct(">I")
-KINDS: tuple[SecretKind, ...] = ("token", "basic", "ssh-key")
+KINDS: tuple[SecretKind, ...] = ("token", "basic", "ssh-key", "oauth")
 
 
 @dataclass

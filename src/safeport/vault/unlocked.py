@@ -61,7 +61,13 @@ class OpenVault:
         with self._mutex:
             self._require_open()
             return [
-                EntryInfo(name=e.name, kind=e.kind, created=e.created, rotated=e.rotated)
+                EntryInfo(
+                    name=e.name,
+                    kind=e.kind,
+                    created=e.created,
+                    rotated=e.rotated,
+                    scopes=tuple(e.plain.get("scopes", "").split()) if e.kind == "oauth" else None,
+                )
                 for e in sorted(self._payload.entries.values(), key=lambda e: e.name)
             ]
 

@@ -1,0 +1,1 @@
+"""OAuth grants the gateway holds: connecting them, refreshing their tokens, revoking them."""
