@@ -93,6 +93,11 @@ class OidcProvider:
         """The lifetime of access tokens issued from now on (those issued keep theirs)."""
         self._harness("access-token-ttl", {"seconds": seconds})
 
+    def drop_access_token(self, token: str) -> bool:
+        """End one access token now, its grant and refresh token left alive (the resource then
+        answers 401 to it). RFC 7009 revocation would end the whole grant with this provider."""
+        return bool(self._harness("drop-access-token", {"token": token})["dropped"])
+
     def revoke_account(self, account: str) -> int:
         """Revoke every grant the account gave (their access and refresh tokens die with them)."""
         return int(self._harness("revoke-account", {"account": account})["revoked"])

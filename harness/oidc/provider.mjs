@@ -13,8 +13,9 @@
 // - every request to the token, device, revocation and resource routes is appended to the events
 //   file as one JSON line (route, grant type, client, status, error code; never a token), so a
 //   test counts token requests exactly.
-// - /_harness/* (needs the harness key): set the access-token lifetime, revoke an account's
-//   grants the way a user does on the provider's "connected apps" page.
+// - /_harness/* (needs the harness key): set the access-token lifetime, end one access token
+//   early, revoke an account's grants the way a user does on the provider's "connected apps"
+//   page.
 // - the device flow behaves as GitHub's does: the device authorization answer carries an
 //   `interval`, a poll sooner than the interval answers `slow_down` (and the interval grows by
 //   a step, given back in the answer), an unapproved code answers `authorization_pending`.
@@ -223,6 +224,13 @@ async function harnessRoute(provider, ctx) {
   if (ctx.path === '/_harness/access-token-ttl') {
     state.accessTokenTtl = Number(form.seconds);
     ctx.body = { seconds: state.accessTokenTtl };
+  } else if (ctx.path === '/_harness/drop-access-token') {
+    // One access token ends early (as a resource server's key rotation or a provider's own
+    // expiry would) while its grant and refresh token live: RFC 7009 revocation of an access
+    // token would end the whole grant here.
+    const token = await provider.AccessToken.find(String(form.token));
+    await token?.destroy();
+    ctx.body = { dropped: token !== undefined };
   } else if (ctx.path === '/_harness/revoke-account') {
     const ids = [...(state.grants.get(form.account) ?? [])];
     for (const grantId of ids) {
