@@ -58,6 +58,24 @@ EXAMPLES: dict[str, str] = {
     "Credential.ttl_s": "ttl_s = 60",
     "Credential.database_mount": 'database_mount = "database"',
     "Credential.database_role": 'database_role = "reader"',
+    "Credential.oauth": "[credentials.tracker.oauth]",
+    "OAuthGrantSpec.preset": 'preset = "linear"',
+    "OAuthGrantSpec.issuer": 'issuer = "https://idp.example.com"',
+    "OAuthGrantSpec.client_id": 'client_id = "3f1c9a7e2b"',
+    "OAuthGrantSpec.client_auth": 'client_auth = "client_secret_basic"',
+    "OAuthGrantSpec.scopes": 'scopes = ["read", "write"]',
+    "OAuthGrantSpec.ca_file": 'ca_file = "/etc/safeport/idp-ca.pem"',
+    "OAuthGrantSpec.authorization_endpoint": (
+        'authorization_endpoint = "https://idp.example.com/authorize"'
+    ),
+    "OAuthGrantSpec.token_endpoint": 'token_endpoint = "https://idp.example.com/token"',
+    "OAuthGrantSpec.device_authorization_endpoint": (
+        'device_authorization_endpoint = "https://idp.example.com/device"'
+    ),
+    "OAuthGrantSpec.revocation_endpoint": 'revocation_endpoint = "https://idp.example.com/revoke"',
+    "OAuthGrantSpec.allow_private_addresses": "allow_private_addresses = true",
+    "OAuthGrantSpec.timeout_s": "timeout_s = 10",
+    "OAuthGrantSpec.max_response_bytes": "max_response_bytes = 65536",
     "SourcesSection.openbao": "[sources.openbao.team]",
     "OpenBaoServer.address": 'address = "https://bao.example.com:8200"',
     "OpenBaoServer.ca_file": 'ca_file = "/etc/safeport/bao-ca.pem"',

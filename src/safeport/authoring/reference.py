@@ -36,6 +36,7 @@ from safeport.shared.schemas.config import (
     TimestampSettings,
     TsaSettings,
 )
+from safeport.shared.schemas.config_oauth import OAuthGrantSpec
 from safeport.shared.schemas.config_params import ParamSpec
 from safeport.shared.schemas.config_sources import OpenBaoAuth, OpenBaoServer, SourcesSection
 
@@ -70,6 +71,11 @@ SECTIONS = (
         "[credentials.NAME]",
         Credential,
         "A credential the vault holds under NAME (`sp vault add NAME --kind KIND`).",
+    ),
+    Section(
+        "[credentials.NAME.oauth]",
+        OAuthGrantSpec,
+        'An OAuth grant the gateway holds (`kind = "oauth"`); `sp oauth connect NAME` connects it.',
     ),
     Section("[sources]", SourcesSection, "Servers credentials may come from, besides the vault."),
     Section(

@@ -1,1 +1,7 @@
-"""OAuth grants the gateway holds: connecting them, refreshing their tokens, revoking them."""
+"""OAuth grants the gateway holds: it is the OAuth client of a service's authorization server.
+
+``presets`` (the catalogue), ``endpoints`` (discovery and overrides), ``protocol`` and
+``responses`` (PKCE, state, iss, token and device answers) decide without I/O; ``transport`` is
+the one place that talks to a provider, and ``client`` runs each grant's steps over it.
+``broker`` holds the grants' access tokens in memory and refreshes them one at a time.
+"""

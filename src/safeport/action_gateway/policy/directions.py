@@ -129,6 +129,19 @@ _DATABASE: dict[Path, Direction] = {
     ("queries", "*"): "rule",
     **{("queries", "*", *key): value for key, value in _QUERY.items()},
 }
+# An OAuth grant: another authorization server, endpoint, client or CA decides to whom the
+# refresh token goes (no direction); more scopes let the grant do more.
+_OAUTH: dict[Path, Direction] = {
+    **{(key,): "any" for key in ("preset", "issuer", "client_id", "client_auth", "ca_file")},
+    ("authorization_endpoint",): "any",
+    ("token_endpoint",): "any",
+    ("device_authorization_endpoint",): "any",
+    ("revocation_endpoint",): "any",
+    ("scopes",): "more",
+    ("allow_private_addresses",): "true",
+    ("timeout_s",): "bigger",
+    ("max_response_bytes",): "bigger",
+}
 DIRECTIONS: dict[Path, Direction] = {
     ("gateway",): "any",
     ("gateway", "approval_timeout_s"): "bigger",
@@ -154,6 +167,8 @@ DIRECTIONS: dict[Path, Direction] = {
     # Where the value comes from: another server, path or role is another credential.
     **{("credentials", "*", key): "any" for key in _ORIGIN},
     ("credentials", "*", "ttl_s"): "bigger",
+    ("credentials", "*", "oauth"): "any",
+    **{("credentials", "*", "oauth", *key): value for key, value in _OAUTH.items()},
     ("sources",): "any",
     ("sources", "openbao"): "any",
     ("sources", "openbao", "*"): "any",

@@ -21,6 +21,8 @@ from safeport.errors import ConfigError
 from safeport.shared.schemas.config_audit import AuditSettings as AuditSettings
 from safeport.shared.schemas.config_audit import TimestampSettings as TimestampSettings
 from safeport.shared.schemas.config_audit import TsaSettings as TsaSettings
+from safeport.shared.schemas.config_credential import Approval as Approval
+from safeport.shared.schemas.config_credential import Credential as Credential
 from safeport.shared.schemas.config_gateway import SYSLOG_TARGET as SYSLOG_TARGET
 from safeport.shared.schemas.config_gateway import ApprovalFactor as ApprovalFactor
 from safeport.shared.schemas.config_gateway import ApprovalsSettings as ApprovalsSettings
@@ -37,7 +39,7 @@ from safeport.shared.schemas.config_params import (
     json_placeholders,
 )
 from safeport.shared.schemas.config_problems import describe_problem
-from safeport.shared.schemas.config_sources import CredentialOrigin, SourcesSection
+from safeport.shared.schemas.config_sources import SourcesSection
 from safeport.shared.schemas.config_sources import check_origin as _check_origin
 from safeport.shared.schemas.config_sources import check_sources as _check_sources
 from safeport.shared.schemas.config_sql import SqlDatabase as SqlDatabase
@@ -60,19 +62,7 @@ PINNABLE_KEY_TYPES = frozenset(
 )
 
 
-Approval = Literal["session", "per-call"]
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class Credential(CredentialOrigin):
-    kind: Literal["token", "basic", "ssh-key"]
-    """What the vault holds under this name: a bearer "token", a "basic" pair or an "ssh-key"."""
-    approval: Approval = "per-call"
-    """The default approval of calls using it: one card per "session" or per call."""
-    rate_per_minute: Annotated[int, Field(ge=1, le=100000)] | None = None
-    """The most calls per minute with this credential, over every host and service using it."""
-    approval_factor: ApprovalFactor = "passphrase"
-    """"key": a yes for its calls needs a touch of an enrolled security key, not the passphrase."""
 
 
 class SshCommand(_Strict):
@@ -194,7 +184,7 @@ class HttpService(_Strict):
     base_url: str
     """The https:// URL every operation's path is appended to."""
     credential: Name
-    """The token or basic credential (a name under `[credentials]`) sent with each call."""
+    """The token, basic or oauth credential (a name under `[credentials]`) sent with each call."""
     auth: Annotated[str, Field(pattern=r"^(bearer|basic|header:[A-Za-z0-9-]{1,64})$")] = "bearer"
     """How the credential is sent: "bearer", "basic" or "header:NAME" (the token as NAME)."""
     ca_file: str | None = None
