@@ -13,14 +13,14 @@ import pytest
 
 from harness.gateway import POLICY
 from safeport.action_gateway.executors.interface import HttpAction
-from safeport.action_gateway.ladder.credentials import CredentialSupply
+from safeport.action_gateway.ladder.credentials import local_only
 from safeport.action_gateway.ladder.rungs import Ladder
 from safeport.action_gateway.oauth.broker import GrantClient
 from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, SecretBytes, TokenSecret
 from tests.action_gateway.ladder.test_ladder_rungs import Policies, Rig
-from tests.action_gateway.oauth.test_broker import _Journal, _Provider, _Refused
+from tests.action_gateway.oauth.test_broker import _Journal, _Provider, _refused
 
 SUBJECT = "safeport.action_gateway.ladder"
 
@@ -37,13 +37,17 @@ class OAuthRig(Rig):
         self.policies = Policies(POLICY)
         vault, _ = self.vault.current()
         vault.remove("deploy-token")
-        value = {"refresh_token": SecretBytes(REFRESH), "scopes": "deploy:read"}
+        value: dict[str, SecretBytes | str] = {
+            "refresh_token": SecretBytes(REFRESH),
+            "scopes": "deploy:read",
+        }
         vault.add("deploy-token", "oauth", {**value, "client_secret": SecretBytes(CLIENT_SECRET)})
         self.provider = _Provider()
         self.valid: set[bytes] = set()
         self.fields: dict[str, object] = {"state": "ok"}
         self.sent: list[bytes] = []
-        self.supply = CredentialSupply(_NoServers(), None, None, None, grant_clients=self._client)
+        self.supply = local_only()
+        self.supply._grant_clients = self._client
         self.supply._journal = self.oauth_journal = _Journal()
         self.supply.grants._journal = self.oauth_journal
         rig = self
@@ -63,11 +67,6 @@ class OAuthRig(Rig):
 
     def ladder(self) -> Ladder:
         return dataclasses.replace(super().ladder(), credentials=self.supply)
-
-
-class _NoServers:
-    def forget(self) -> None:
-        return
 
 
 def test_an_action_runs_with_the_grants_access_token(tmp_path: Path) -> None:
@@ -100,7 +99,7 @@ def test_a_dead_grant_fails_the_action_naming_the_command_that_reconnects_it(
     tmp_path: Path,
 ) -> None:
     rig = OAuthRig(tmp_path)
-    rig.provider.refuse = _Refused("invalid_grant")
+    rig.provider.refuse = _refused("invalid_grant")
     for _ in range(2):
         refusal = rig.refused()
         assert refusal.category == "upstream_oauth_grant_dead"

@@ -9,11 +9,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.oauth.broker import REFRESH_BEFORE_S, GrantBroker
+from safeport.action_gateway.oauth.broker import REFRESH_BEFORE_S, Access, GrantBroker
+from safeport.action_gateway.oauth.errors import OAuthGrantDead, OAuthUnreachable
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
 from safeport.vault import OpenVault
@@ -23,8 +25,8 @@ from tests.vault.vault_factory import make_vault
 FIRST_REFRESH = b"CANARY-REFRESH-1"
 
 
-class _Refused(Error):
-    code = "oauth_grant_dead"
+def _refused(what: str) -> OAuthGrantDead:
+    return OAuthGrantDead(f"the provider refused the refresh token ({what})", error=what)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class _Provider:
         self.spent: set[bytes] = set()
         self.issued: list[SecretBytes] = []
         self.refuse: Error | None = None
+        self.revoked: list[tuple[str, bytes]] = []
         self._lock = threading.Lock()
 
     def refresh(self, refresh_token: SecretBytes, client_secret: SecretBytes | None) -> _Tokens:
@@ -55,7 +58,7 @@ class _Provider:
             if self.refuse is not None:
                 raise self.refuse
             if seen in self.spent:
-                raise _Refused("invalid_grant")
+                raise _refused("invalid_grant")
             if self.rotate:
                 self.spent.add(seen)
             access = SecretBytes(b"CANARY-ACCESS-%d" % self.calls)
@@ -63,8 +66,14 @@ class _Provider:
             new = SecretBytes(b"CANARY-REFRESH-%d" % (self.calls + 1)) if self.rotate else None
             return _Tokens(access.copy(), new, self.expires_in, None)
 
-    def revoke(self, token: SecretBytes, hint: str, client_secret: SecretBytes | None) -> None:
-        return
+    def revoke(
+        self,
+        token: SecretBytes,
+        hint: Literal["refresh_token", "access_token"],
+        client_secret: SecretBytes | None,
+    ) -> bool:
+        self.revoked.append((hint, token.reveal()))
+        return True
 
 
 class _Journal:
@@ -92,7 +101,10 @@ class _Clock:
 @pytest.fixture
 def vault(tmp_path: Path) -> OpenVault:
     _, opened = make_vault(tmp_path)
-    value = {"refresh_token": SecretBytes(FIRST_REFRESH), "scopes": "read write"}
+    value: dict[str, SecretBytes | str] = {
+        "refresh_token": SecretBytes(FIRST_REFRESH),
+        "scopes": "read write",
+    }
     opened.add("tracker", "oauth", {**value, "issuer": "https://idp.example"})
     return opened
 
@@ -103,9 +115,9 @@ def _stored_refresh(vault: OpenVault) -> bytes:
     return secret.refresh_token.reveal()
 
 
-def _at_once(count: int, work: Callable[[], object]) -> list[object]:
+def _at_once(count: int, work: Callable[[], Access]) -> list[Access | Exception]:
     barrier = threading.Barrier(count)
-    results: list[object] = [None] * count
+    results: list[Access | Exception] = [ValueError("not run")] * count
 
     def run(index: int) -> None:
         barrier.wait(timeout=10)
@@ -191,7 +203,7 @@ def test_a_refused_grant_is_dead_and_never_asked_again(vault: OpenVault, how: st
     provider, journal = _Provider(), _Journal()
     broker = GrantBroker(journal)
     if how == "invalid_grant":
-        provider.refuse = _Refused("invalid_grant")
+        provider.refuse = _refused("invalid_grant")
     else:
         provider.spent.add(FIRST_REFRESH)  # another holder of the same token refreshed first
     for _ in range(3):
@@ -206,7 +218,7 @@ def test_a_refused_grant_is_dead_and_never_asked_again(vault: OpenVault, how: st
 
 def test_twenty_actions_on_a_dead_grant_cause_one_refused_refresh(vault: OpenVault) -> None:
     provider = _Provider()
-    provider.refuse = _Refused("invalid_grant")
+    provider.refuse = _refused("invalid_grant")
     broker = GrantBroker(_Journal())
     results = _at_once(20, lambda: broker.access("tracker", provider, vault))
     assert provider.calls == 1
@@ -215,7 +227,7 @@ def test_twenty_actions_on_a_dead_grant_cause_one_refused_refresh(vault: OpenVau
 
 def test_another_refresh_failure_is_not_a_dead_grant(vault: OpenVault) -> None:
     provider, journal = _Provider(), _Journal()
-    provider.refuse = Error("the provider could not be reached")
+    provider.refuse = OAuthUnreachable("the provider could not be reached")
     broker = GrantBroker(journal)
     with pytest.raises(ActionError, match="could not be refreshed") as caught:
         broker.access("tracker", provider, vault)
@@ -227,7 +239,7 @@ def test_another_refresh_failure_is_not_a_dead_grant(vault: OpenVault) -> None:
 
 def test_a_reconnected_grant_is_alive_again(vault: OpenVault) -> None:
     provider = _Provider()
-    provider.refuse = _Refused("invalid_grant")
+    provider.refuse = _refused("invalid_grant")
     broker = GrantBroker(_Journal())
     with pytest.raises(ActionError):
         broker.access("tracker", provider, vault)
@@ -275,7 +287,7 @@ def test_no_token_reaches_a_journal_record_or_a_repr(vault: OpenVault) -> None:
     provider, journal = _Provider(), _Journal()
     broker = GrantBroker(journal)
     access = broker.access("tracker", provider, vault)
-    provider.refuse = _Refused("invalid_grant")
+    provider.refuse = _refused("invalid_grant")
     with pytest.raises(ActionError) as caught:
         broker.after_unauthorized("tracker", provider, vault, access)
     text = json.dumps(journal.records) + repr(access) + repr(broker.dead()) + str(caught.value)

@@ -19,9 +19,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.oauth.errors import OAuthGrantDead
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
 from safeport.vault.interface import UnlockedVault
@@ -30,7 +31,6 @@ from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
 # Refresh this long before the provider's expiry: an action's request must not carry a token
 # that expires while it is in flight.
 REFRESH_BEFORE_S = 60
-DEAD_CODE = "oauth_grant_dead"
 
 
 class FreshTokens(Protocol):
@@ -51,14 +51,21 @@ class FreshTokens(Protocol):
 
 class GrantClient(Protocol):
     """The provider's side of one grant (``oauth.client.OAuthClient`` is one). A refusal of the
-    grant itself (``invalid_grant``) is an :class:`~safeport.errors.Error` whose ``code`` is
-    ``oauth_grant_dead``; any other failure is any other ``Error``."""
+    grant itself (``invalid_grant``) is :class:`OAuthGrantDead`; any other failure is any other
+    :class:`~safeport.errors.Error`."""
 
     def refresh(
         self, refresh_token: SecretBytes, client_secret: SecretBytes | None
     ) -> FreshTokens: ...
 
-    def revoke(self, token: SecretBytes, hint: str, client_secret: SecretBytes | None) -> None: ...
+    def revoke(
+        self,
+        token: SecretBytes,
+        hint: Literal["refresh_token", "access_token"],
+        client_secret: SecretBytes | None,
+    ) -> bool:
+        """RFC 7009; False when the provider has no revocation endpoint."""
+        ...
 
 
 class Journal(Protocol):
@@ -228,7 +235,7 @@ class GrantBroker:
         try:
             fresh = client.refresh(refresh_token, stored.client_secret)
         except Error as exc:
-            if getattr(exc, "code", None) == DEAD_CODE:
+            if isinstance(exc, OAuthGrantDead):
                 self._die(name, grant, stored, "its provider refused the refresh token")
             self._journal.record(
                 "oauth.refresh_failed", {**_about(name, stored), "reason": exc.message}
