@@ -77,6 +77,13 @@ path = "/api/whoami"
 read_only = true
 approval = "session"
 response_fields = ["sub", "scope", "state"]
+
+[http.services.idp.operations.echo]
+method = "GET"
+path = "/api/echo"
+read_only = true
+approval = "session"
+response_fields = ["sub", "state", "authorization", "token", "note"]
 """
 
 
@@ -128,12 +135,12 @@ class Rig:
     said: list[str]  # every text the gateway showed anyone: replies, cards, ps lines
     connected: bytes  # the refresh token the connect step sealed into the vault
 
-    def whoami(self, request_id: str) -> dict[str, Any]:
+    def whoami(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
         return {"v": 1, "id": request_id, "type": "propose", "action": "http_request",
-                "service_id": "idp", "operation_id": "whoami", "args": {}}  # fmt: skip
+                "service_id": "idp", "operation_id": operation, "args": {}}  # fmt: skip
 
-    def call(self, request_id: str) -> dict[str, Any]:
-        reply = self.agents[0].call(self.whoami(request_id), timeout=30)
+    def call(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
+        reply = self.agents[0].call(self.whoami(request_id, operation), timeout=30)
         self.said.append(json.dumps(reply))
         return reply
 
@@ -229,6 +236,12 @@ def test_an_action_runs_with_the_grant_and_twenty_at_once_refresh_once(rig_for: 
     assert first["result"]["fields"] == {"sub": "olivia", "scope": "openid profile", "state": "ok"}
     assert rig.approve_session(1).get("ok") and rig.approve_session(2).get("ok")
     assert [r["status"] for r in rig.refreshes()[before:]] == [200]  # the token was reused
+    # A service that echoes the access token back: the whole result is withheld, as for any
+    # credential a service echoes.
+    echoed = rig.call("echo", "echo")
+    assert not echoed.get("ok") and echoed["error"]["code"] == "upstream", echoed
+    assert "echoed the credential" in echoed["error"]["reason"]
+    assert rig.provider.issued("access_token")[-1] not in json.dumps(echoed)
 
     # The next access token lives 61 s: inside the gateway's refresh margin a second later. The
     # provider ends the current one so that the next action (a 401, then a refresh) gets it.
