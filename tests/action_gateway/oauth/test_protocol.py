@@ -139,7 +139,9 @@ def test_a_value_cannot_add_a_parameter_of_its_own() -> None:
 
 def test_no_authorization_endpoint_is_said() -> None:
     with pytest.raises(OAuthBadResponse, match="device"):
-        authorization_url(_endpoints(authorization=None), "c", "http://127.0.0.1:1/cb", (), "s", "c")
+        authorization_url(
+            _endpoints(authorization=None), "c", "http://127.0.0.1:1/cb", (), "s", "c"
+        )
 
 
 # --- the callback ---
@@ -211,7 +213,9 @@ def test_an_error_callback_is_the_providers_no_and_names_its_code() -> None:
     assert "access_denied" in str(caught.value) and "The user said no" in str(caught.value)
     # An error beside a code is still an error: the code is not used.
     with pytest.raises(OAuthRefused) as caught:
-        check_callback(_callback(error="server_error"), state=STATE, issuer=ISSUER, iss_required=0)
+        check_callback(
+            _callback(error="server_error"), state=STATE, issuer=ISSUER, iss_required=False
+        )
     _refusal_shows_nothing_secret(caught.value, CODE)
 
 

@@ -67,9 +67,10 @@ def test_a_json_answer_gives_its_tokens_as_secrets() -> None:
 def test_token_type_is_compared_without_case_and_only_bearer_is_taken() -> None:
     for token_type in ("bearer", "BEARER", "Bearer"):
         assert parse_token_response(200, JSON, _json(**_good(token_type=token_type)))
-    for token_type in ("DPoP", "mac", "Bearer ", "", None, 1):
+    odd: tuple[object, ...] = ("DPoP", "mac", "Bearer ", "", None, 1)
+    for other in odd:
         with pytest.raises(OAuthBadResponse, match="not a bearer") as caught:
-            parse_token_response(200, JSON, _json(**_good(token_type=token_type)))
+            parse_token_response(200, JSON, _json(**_good(token_type=other)))
         _message_holds_no_token(caught.value)
 
 
@@ -79,8 +80,8 @@ def test_githubs_form_encoded_answer_with_comma_separated_scopes() -> None:
     assert grant.access_token.reveal() == ACCESS.encode()
     assert grant.refresh_token is None and grant.expires_in is None
     assert grant.scopes == ("repo", "read:user")
-    body = f"access_token={ACCESS}&expires_in=28800&refresh_token={REFRESH}&token_type=bearer"
-    grant = parse_token_response(200, FORM, body.encode())
+    text = f"access_token={ACCESS}&expires_in=28800&refresh_token={REFRESH}&token_type=bearer"
+    grant = parse_token_response(200, FORM, text.encode())
     assert grant.expires_in == 28800 and grant.refresh_token is not None
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from harness.real_tls import API_HOST, OTHER_HOST, TlsServer
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthUnreachable
-from safeport.action_gateway.oauth.transport import OAuthHttp
+from safeport.action_gateway.oauth.transport import FormValue, OAuthHttp
 from safeport.vault.secrets import SecretBytes
 
 SECRET = "cs-Wq8Er4Ty2Ui6Op0As3Df7Gh1Jk5Lz9"
@@ -26,9 +26,7 @@ def _loopback(host: str, port: int) -> list[str]:
 
 @pytest.fixture
 def http(tls_server: TlsServer) -> Iterator[OAuthHttp]:
-    client = OAuthHttp(
-        str(tls_server.ca_file), 5, 65536, allow_private=True, resolver=_loopback
-    )
+    client = OAuthHttp(str(tls_server.ca_file), 5, 65536, allow_private=True, resolver=_loopback)
     yield client
     client.close()
 
@@ -60,8 +58,11 @@ def test_get_json_reads_a_metadata_document(http: OAuthHttp, tls_server: TlsServ
 def test_a_form_is_posted_encoded_and_basic_auth_follows_rfc_6749(
     http: OAuthHttp, tls_server: TlsServer
 ) -> None:
-    form = {"grant_type": "refresh_token", "refresh_token": SecretBytes(REFRESH.encode())}
-    form_with_odd = {**form, "x": "a b&c=d"}
+    form_with_odd: dict[str, FormValue] = {
+        "grant_type": "refresh_token",
+        "refresh_token": SecretBytes(REFRESH.encode()),
+        "x": "a b&c=d",
+    }
     secret = SecretBytes(b"s:e cr%t")
     answer = http.post_form(
         f"{tls_server.base_url()}/oauth-t/token", form_with_odd, basic=("id:1", secret)
