@@ -185,7 +185,7 @@ def test_the_providers_words_are_shown_cut_cleaned_and_never_with_a_secret() -> 
     for words in (f"token {leaked} was revoked", f"{'y' * 190} {leaked}"):
         with pytest.raises(OAuthRefused) as caught:
             parse_token_response(400, JSON, _json(error="invalid_grant", error_description=words))
-        assert leaked[:10] not in str(caught.value)
+        assert "ghp_" not in str(caught.value)
         assert "invalid_grant" in str(caught.value)
 
 
