@@ -124,7 +124,13 @@ def test_the_url_keeps_the_endpoints_own_query_and_reads_provider_quirks() -> No
     audience = authorization_url(
         _endpoints(quirks=frozenset({AUDIENCE})), "c", "http://127.0.0.1:1/cb", ("x",), STATE, "ch"
     )
-    assert parse_qs(urlsplit(audience).query)["audience"] == ["api.atlassian.com"]
+    query = parse_qs(urlsplit(audience).query)
+    assert query["audience"] == ["api.atlassian.com"] and query["prompt"] == ["consent"]
+    both = authorization_url(
+        _endpoints(quirks=frozenset({AUDIENCE, ACCESS_TYPE_OFFLINE})), "c", "http://127.0.0.1:1/cb",
+        ("x",), STATE, "ch",
+    )  # fmt: skip
+    assert parse_qs(urlsplit(both).query)["prompt"] == ["consent"]  # once
 
 
 def test_a_value_cannot_add_a_parameter_of_its_own() -> None:

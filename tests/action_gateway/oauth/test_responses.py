@@ -8,7 +8,11 @@ import json
 import pytest
 
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthRefused
-from safeport.action_gateway.oauth.presets import OK_FIELD, SCOPE_SEPARATOR_COMMA
+from safeport.action_gateway.oauth.presets import (
+    OK_FIELD,
+    SCOPE_SEPARATOR_COMMA,
+    TOKEN_TYPE_BOT_OR_USER,
+)
 from safeport.action_gateway.oauth.responses import (
     DevicePending,
     ProviderError,
@@ -99,6 +103,18 @@ def test_an_error_is_an_error_whatever_the_status() -> None:
         assert caught.value.error in ("bad_verification_code", "invalid_grant", "invalid_client")
         assert f"HTTP {status}" in str(caught.value)
         _message_holds_no_token(caught.value)
+
+
+def test_slacks_bot_and_user_token_types_are_bearer_tokens_for_slack_only() -> None:
+    slack = frozenset({TOKEN_TYPE_BOT_OR_USER})
+    for name in ("bot", "user", "Bearer"):
+        grant = parse_token_response(200, JSON, _json(**_good(token_type=name)), quirks=slack)
+        assert grant.token_type == "Bearer"
+        if name != "Bearer":
+            with pytest.raises(OAuthBadResponse, match="not a bearer"):
+                parse_token_response(200, JSON, _json(**_good(token_type=name)))
+    with pytest.raises(OAuthBadResponse, match="not a bearer"):
+        parse_token_response(200, JSON, _json(**_good(token_type="app")), quirks=slack)
 
 
 def test_slacks_ok_false_is_an_error_only_for_slack() -> None:
