@@ -44,6 +44,7 @@ from safeport.action_gateway.oauth.responses import parse_error as parse_error
 from safeport.action_gateway.oauth.responses import (
     parse_token_response as parse_token_response,
 )
+from safeport.action_gateway.oauth.responses import scopes_not_granted as scopes_not_granted
 from safeport.vault.secrets import SecretBytes
 
 _VERIFIER_BYTES = 32
@@ -115,9 +116,13 @@ def authorization_url(
     if scopes:
         params.append(("scope", scope_text(scopes, quirks)))
     if ACCESS_TYPE_OFFLINE in quirks:
-        params += [("access_type", "offline"), ("prompt", "consent")]
+        params.append(("access_type", "offline"))
     if AUDIENCE in quirks:
-        params += [("audience", ATLASSIAN_AUDIENCE), ("prompt", "consent")]
+        params.append(("audience", ATLASSIAN_AUDIENCE))
+    if quirks & {ACCESS_TYPE_OFFLINE, AUDIENCE}:
+        # Both ask for consent every time: without it Google issues no new refresh token, and
+        # Atlassian's documented request carries it.
+        params.append(("prompt", "consent"))
     base = endpoints.authorization
     joiner = "&" if urlsplit(base).query else "?"
     return base + joiner + urlencode(params)
