@@ -59,6 +59,10 @@ def _credential_problems(
             continue  # its value lives at an OpenBao server (`sp doctor` checks the path)
         line = _line_holding(text, f"[credentials.{name}]")
         held = vault_kinds.get(name)
+        if held is None and credential.kind == "oauth":
+            # Connected after the policy is accepted (`sp oauth connect` reads its [oauth]
+            # table from the accepted policy); until then its actions are refused, naming it.
+            continue
         if held is None:
             found.append(
                 PolicyProblem(
