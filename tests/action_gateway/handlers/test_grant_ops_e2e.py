@@ -49,9 +49,8 @@ def test_a_code_flow_begins_with_pkce_state_and_the_loopback_redirect(
     reply = _begin(oauth_gateway, redirect_uri=REDIRECT)
     assert reply["ok"], reply
     result = reply["result"]
-    assert set(result) == {"flow_id", "scopes", "authorization_url"} and result["scopes"] == [
-        "read"
-    ]
+    assert set(result) == {"flow_id", "scopes", "authorization_url"}
+    assert result["scopes"] == ["read"]
     url = urlsplit(result["authorization_url"])
     query = parse_qs(url.query)
     assert url.netloc == "127.0.0.1:9" and url.path == "/authorize"
