@@ -22,7 +22,10 @@ def home(tmp_path: Path) -> Path:
     folder.mkdir(mode=0o700)
     (folder / "pass").write_bytes(PASSPHRASE + b"\n")
     _, vault = make_vault(folder)
-    value = {"refresh_token": SecretBytes(REFRESH), "scopes": "read:issues write:issues"}
+    value: dict[str, SecretBytes | str] = {
+        "refresh_token": SecretBytes(REFRESH),
+        "scopes": "read:issues write:issues",
+    }
     vault.add("tracker", "oauth", {**value, "issuer": "https://idp.example"})
     vault.lock()
     (folder / "value").write_bytes(b"CANARY-PASTED\n")
