@@ -27,7 +27,7 @@ from harness.gateway import (
     wait_until,
 )
 from harness.oidc_browser import Browser
-from harness.real_oidc import PUBLIC_CLIENT, OidcProvider
+from harness.real_oidc import CONFIDENTIAL_CLIENT, PUBLIC_CLIENT, OidcProvider
 from safeport.action_gateway.oauth.client import OAuthClient
 from safeport.action_gateway.oauth.transport import OAuthHttp
 from safeport.shared.launch import sp_command
@@ -41,7 +41,8 @@ from tests.vault.vault_factory import FAST_KDF
 NAME = "tracker"
 
 
-def policy(provider: OidcProvider) -> str:
+def policy(provider: OidcProvider, *, confidential: bool = False) -> str:
+    client = f'"{CONFIDENTIAL_CLIENT}"\nclient_auth = "client_secret_basic"'
     return f"""
 [gateway]
 approval_timeout_s = 10
@@ -53,7 +54,7 @@ kind = "oauth"
 
 [credentials.{NAME}.oauth]
 issuer = "{provider.issuer}"
-client_id = "{PUBLIC_CLIENT}"
+client_id = {client if confidential else f'"{PUBLIC_CLIENT}"'}
 scopes = ["openid", "profile"]
 ca_file = "{provider.ca_file}"
 allow_private_addresses = true
@@ -98,7 +99,9 @@ def provider_client(provider: OidcProvider) -> OAuthClient:
     return OAuthClient(spec, http)
 
 
-def connect(provider: OidcProvider, home: Path, account: str, *, device: bool) -> list[str]:
+def connect(
+    provider: OidcProvider, home: Path, account: str, *, device: bool, secret: Path | None = None
+) -> list[str]:
     """`sp oauth connect NAME` as the human runs it, the browser played by ``account``: the code
     flow's page opened from the `open:` line (the browser then lands on sp's loopback listener),
     or the device flow's code entered at the `visit:` page. Returns what sp printed."""
@@ -106,6 +109,8 @@ def connect(provider: OidcProvider, home: Path, account: str, *, device: bool) -
             "--timeout", "60", "--passphrase-file", str(home / "pw")]  # fmt: skip
     if device:
         argv.append("--device")
+    if secret is not None:  # a confidential client's secret, given as a human gives it
+        argv += ["--client-secret-file", str(secret)]
     with subprocess.Popen(argv, cwd=REPO, env=clean_env(home), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as connect:  # fmt: skip
         assert connect.stderr is not None
@@ -178,26 +183,33 @@ def _ps() -> str:
 
 
 class RigFor(Protocol):
-    def __call__(self, account: str | None, *, device: bool = False) -> Rig: ...
+    def __call__(
+        self, account: str | None, *, device: bool = False, confidential: bool = False
+    ) -> Rig: ...
 
 
 @contextlib.contextmanager
 def running_rigs(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor]:
     """``rig_for(account)``: a real gateway on a new vault, serving the policy, unlocked, the
     grant of ``account`` connected through `sp oauth connect` (``device``: by the device flow;
-    ``account`` None: not connected), and three agents. Everything said is checked for tokens
-    at the end."""
+    ``account`` None: not connected; ``confidential``: as the confidential client, its secret
+    given to `sp oauth connect`), and three agents. Everything said is checked for tokens and
+    the client secret at the end."""
     stack = contextlib.ExitStack()
     rigs: list[Rig] = []
 
-    def start(account: str | None, *, device: bool = False) -> Rig:
+    def start(account: str | None, *, device: bool = False, confidential: bool = False) -> Rig:
         home = tmp_path / "h"
         home.mkdir(mode=0o700)
         (home / "pw").write_text(PASSPHRASE + "\n")
         FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF).init(
             SecretBytes(PASSPHRASE.encode())
         )
-        (home / "gateway.toml").write_text(policy(oidc_provider))
+        (home / "gateway.toml").write_text(policy(oidc_provider, confidential=confidential))
+        secret = None
+        if confidential:
+            secret = tmp_path / "client-secret"  # outside the home, which is searched
+            secret.write_text(oidc_provider.client_secret + "\n")
         process = stack.enter_context(_gateway_run(home, tmp_path / "gateway.stderr"))
         accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
         assert accepted.returncode == 0, accepted.stdout + accepted.stderr
@@ -206,7 +218,7 @@ def running_rigs(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor
             stack.callback(agent.exit)
         said = [accepted.stdout]
         if account is not None:
-            said += connect(oidc_provider, home, account, device=device)
+            said += connect(oidc_provider, home, account, device=device, secret=secret)
         rig = Rig(home, Gateway(home), process, agents, oidc_provider, said)
         rigs.append(rig)
         return rig
@@ -253,7 +265,7 @@ def never_said(rig: Rig) -> None:
         if path.is_file() and path.name != "vault.sp" and path.suffix != ".sock":
             texts.append(path.read_text(errors="replace"))
     joined = "\n".join(texts)
-    issued = rig.provider.issued()
+    issued = [*rig.provider.issued(), rig.provider.client_secret]
     assert issued
     leaked = [value for value in issued if value in joined]
     assert leaked == []

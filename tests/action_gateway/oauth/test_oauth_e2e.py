@@ -15,6 +15,7 @@ output or `ps` line."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -148,3 +149,25 @@ def test_a_device_flow_grant_acts(rig_for: RigFor, oidc_provider: OidcProvider) 
         provider_client(rig.provider).refresh(SecretBytes(held.encode()), None)
     after = rig.call("after-remove")
     assert not after.get("ok"), after
+
+
+def test_a_confidential_client_refreshes_with_its_secret_which_appears_nowhere(
+    rig_for: RigFor,
+) -> None:
+    rig = rig_for("sophie", confidential=True)
+    assert rig.approve_session().get("ok")
+    before = len(rig.refreshes())
+    # The access token ends: the next action refreshes, authenticating with the vault's secret.
+    assert rig.provider.drop_access_token(rig.provider.issued("access_token")[-1])
+    reply = rig.call("after-refresh")
+    assert reply.get("ok") and reply["result"]["fields"]["sub"] == "sophie", reply
+    refreshes = rig.refreshes()[before:]
+    assert [(r["status"], r["client_id"]) for r in refreshes] == [(200, "sp-confidential")]
+    # The secret is in no command line of the running gateway and its peers (sp was given a file;
+    # the rig also searches every reply, journal, log and file of the home for it).
+    assert (
+        rig.provider.client_secret
+        not in subprocess.run(
+            ["ps", "-eo", "args"], capture_output=True, text=True, timeout=10
+        ).stdout
+    )
