@@ -3,18 +3,25 @@ authorization server: the redirect that reaches sp's loopback listener is altere
 `state` or RFC 9207 `iss` forged or left out, as a page that races the provider's would send),
 or the human refuses at the provider. Each connect fails, stores nothing, and -- when the
 callback fails its checks -- never sends the code to the token endpoint; a clean connect on the
-same gateway still works afterwards."""
+same gateway still works afterwards. And a provider whose metadata is of another issuer,
+redirects, is oversized, malformed or never comes fails the connect within the grant's bound."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
+import trustme
 
 from harness.gateway import REPO, clean_env
 from harness.oidc_browser import Browser
@@ -101,3 +108,99 @@ def test_forged_or_refused_callbacks_connect_nothing_and_send_nothing(rig_for: R
     # The gateway is none the worse: a clean connect right after succeeds.
     rig.said += connect(rig.provider, rig.home, "sybil", device=False)
     assert _grants(rig) == [NAME]
+
+
+class _BadProvider(ThreadingHTTPServer):
+    """An authorization server on 127.0.0.1 (TLS from its own test CA) that answers its
+    metadata badly, the way ``answer`` says."""
+
+    daemon_threads = True
+    answer = "another issuer"
+    release = threading.Event()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        return  # the gateway hanging up on a bad answer is the point
+
+
+class _BadHandler(BaseHTTPRequestHandler):
+    server: _BadProvider
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def do_GET(self) -> None:
+        origin = f"https://localhost:{self.server.server_address[1]}"
+        document = {"issuer": origin, "authorization_endpoint": f"{origin}/auth",
+                    "token_endpoint": f"{origin}/token",
+                    "code_challenge_methods_supported": ["S256"]}  # fmt: skip
+        status, headers, body = 200, {"Content-Type": "application/json"}, b""
+        if self.server.answer == "another issuer":
+            body = json.dumps({**document, "issuer": "https://evil.safeport.test"}).encode()
+        elif self.server.answer == "redirect":
+            status, headers = 302, {"Location": "https://evil.safeport.test/.well-known/x"}
+        elif self.server.answer == "oversized":
+            body = json.dumps({**document, "pad": "x" * 70000}).encode()
+        elif self.server.answer == "malformed":
+            body = b'{"issuer": "' + origin.encode() + b'", "token_endpoint": '
+        elif self.server.answer == "silent":
+            self.server.release.wait(30)
+            return
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def bad_provider(tmp_path: Path) -> Iterator[tuple[_BadProvider, Path]]:
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("localhost").configure_cert(context)
+    ca_file = tmp_path / "bad-ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server = _BadProvider(("127.0.0.1", 0), _BadHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server, ca_file
+    finally:
+        server.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_a_provider_that_answers_badly_fails_the_connect_in_bounded_time(
+    rig_for: RigFor, bad_provider: tuple[_BadProvider, Path]
+) -> None:
+    rig = rig_for(None)
+    server, ca_file = bad_provider
+    text = (rig.home / "gateway.toml").read_text()
+    text = text.replace(rig.provider.issuer, f"https://localhost:{server.server_address[1]}")
+    text = text.replace(
+        f'ca_file = "{rig.provider.ca_file}"\nallow', f'ca_file = "{ca_file}"\nallow', 1
+    )
+    (rig.home / "gateway.toml").write_text(text.replace("timeout_s = 10", "timeout_s = 2"))
+    accepted = sp(rig.home, "policy", "accept", "--passphrase-file", str(rig.home / "pw"), "--yes")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    argv = ["oauth", "connect", NAME, "--no-browser", "--passphrase-file", str(rig.home / "pw")]
+    said = {
+        "another issuer": "another issuer",
+        "redirect": "never followed",
+        "oversized": "max_response_bytes",
+        "malformed": "not JSON",
+        "silent": "did not answer in time",
+    }
+    for answer, reason in said.items():
+        server.answer = answer
+        started = time.monotonic()
+        done = sp(rig.home, *argv)
+        rig.said.append(done.stdout + done.stderr)
+        assert done.returncode != 0 and reason in done.stderr, (answer, done.stderr)
+        assert "open:" not in done.stderr  # nothing was opened for a provider that failed
+        # The grant's timeout_s (2 s) bounds the wait; the rest is sp's start on a busy machine.
+        assert time.monotonic() - started < 20, answer
+        assert "xxxxxxxx" not in done.stderr and "evil.safeport.test/.well-known" not in done.stderr
+    assert _grants(rig) == []
