@@ -179,7 +179,8 @@ class GrantDesk:
             raise
         if grant.refresh_token is not None:
             grant.refresh_token.wipe()
-        self._credentials.grants.connected(name, grant.access_token, grant.expires_in)
+        grants = self._credentials.grants
+        grants.connected(name, grant.access_token, grant.expires_in, flow.client)
         body = {"grant": name, "issuer": endpoints.issuer, "scopes": list(scopes), "flow": how}
         self._journal.record("oauth.connected", {**body, "expires_in": grant.expires_in})
         return scopes
