@@ -163,6 +163,13 @@ def test_a_confidential_client_refreshes_with_its_secret_which_appears_nowhere(
     assert reply.get("ok") and reply["result"]["fields"]["sub"] == "sophie", reply
     refreshes = rig.refreshes()[before:]
     assert [(r["status"], r["client_id"]) for r in refreshes] == [(200, "sp-confidential")]
+    # A lock wipes the access tokens the gateway held: after the unlock, the next action (on a
+    # new session card: the lock ended the old one) refreshes again before it acts.
+    home, pw = rig.home, str(rig.home / "pw")
+    assert sp(home, "vault", "lock").returncode == 0
+    assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0
+    assert rig.approve_session().get("ok")
+    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200]
     # The secret is in no command line of the running gateway and its peers (sp was given a file;
     # the rig also searches every reply, journal, log and file of the home for it).
     assert (
