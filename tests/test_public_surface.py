@@ -171,6 +171,7 @@ SURFACES: dict[str, set[str]] = {
         "folder_sync",
         "gateway_socket",
         "grant_tokens",
+        "http_deadline",
         "install_file",
         "jsonc",
         "known_secrets",

@@ -13,6 +13,7 @@ __all__ = [
     "folder_sync",
     "gateway_socket",
     "grant_tokens",
+    "http_deadline",
     "install_file",
     "jsonc",
     "known_secrets",

@@ -9,17 +9,14 @@ that authority, with our nonce, over our digest. Anything else is a fault with a
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 from cryptography import x509
 from rfc3161_client import HashAlgorithm, TimestampRequestBuilder
 
+from safeport.shared.http_deadline import deadline_client, request_deadline
 from safeport.shared.schemas.config import TsaSettings
 from safeport.vault.timestamp_check import (
     MAX_RESPONSE,
@@ -55,56 +52,10 @@ class TsaTarget:
 
 def new_client() -> httpx.Client:
     """One client for the stamper's life: its TLS context is built once, not per stamp
-    (building it costs more than the request itself). Connections are not kept alive: each
-    request opens its own, so :class:`_Deadline` always sees the socket it must cut."""
-    return httpx.Client(
-        follow_redirects=False,
-        trust_env=False,
-        limits=httpx.Limits(max_keepalive_connections=0),
-    )
-
-
-class _Deadline:
-    """Shuts the request's socket down when its time is up.
-
-    httpx's timeouts bound each read, not the whole answer: an authority that sends its
-    header lines a few bytes at a time, each within the read timeout, would hold the stamper
-    (and every authority after it) for hours. The socket is learnt from httpcore's trace of
-    the connection it opens; shutting it down ends any read blocked on it at once."""
-
-    def __init__(self, seconds: float) -> None:
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self.expired = False
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> None:
-        self._timer.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            return
-        sock = info["return_value"].get_extra_info("socket")
-        if isinstance(sock, socket.socket):
-            with self._lock:
-                self._sock = sock
-                if self.expired:
-                    _shut(sock)
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            if self._sock is not None:
-                _shut(self._sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already closed
-        sock.shutdown(socket.SHUT_RDWR)
+    (building it costs more than the request itself). Each request runs under one deadline for
+    the whole answer (httpx's timeouts bound each read, not the whole answer: an authority that
+    sends its header lines a few bytes at a time would otherwise hold the stamper for hours)."""
+    return deadline_client()
 
 
 def request_stamp(
@@ -120,10 +71,9 @@ def request_stamp(
     )
     deadline = time.monotonic() + timeout_s
     body = bytearray()
-    cut = _Deadline(timeout_s)
     try:
         with (
-            cut,
+            request_deadline(deadline),
             client.stream(
                 "POST",
                 target.url,
@@ -131,7 +81,6 @@ def request_stamp(
                 headers={"Content-Type": "application/timestamp-query"},
                 timeout=timeout_s,
                 follow_redirects=False,
-                extensions={"trace": cut.trace},
             ) as response,
         ):
             if response.status_code != 200:
@@ -145,8 +94,6 @@ def request_stamp(
     except httpx.TimeoutException as exc:
         raise TsaFault(f"no answer within {timeout_s:g} s") from exc
     except httpx.HTTPError as exc:
-        if cut.expired:
-            raise TsaFault(f"no answer within {timeout_s:g} s") from exc
         raise TsaFault(f"unreachable ({type(exc).__name__})") from exc
     try:
         check_response(bytes(body), note, target.roots, nonce=request.nonce)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
-from safeport.action_gateway.executors.https.deadline import request_deadline
 from safeport.action_gateway.executors.https.pinned_network import (
     AddressRefused,
     NameNotResolved,
@@ -38,6 +37,7 @@ from safeport.action_gateway.remote_clients.authorization_rules import (
 from safeport.action_gateway.remote_clients.throttle import Throttle
 from safeport.errors import Denied
 from safeport.shared.exact_urls import UrlRefused, exact_url
+from safeport.shared.http_deadline import request_deadline
 from safeport.shared.outside_json import JsonRefused, loads_object
 
 MAX_DOCUMENT_BYTES = 64 * 1024

@@ -25,7 +25,6 @@ from typing import Any
 import h11
 import httpx
 
-from safeport.action_gateway.executors.https.deadline import request_deadline
 from safeport.action_gateway.executors.https.pinned_network import (
     AddressRefused,
     NameNotResolved,
@@ -45,6 +44,7 @@ from safeport.action_gateway.executors.https.tls import tls_context
 from safeport.action_gateway.executors.https.trust_files import UntrustedFile, check_trust_file
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, RequestTarget
 from safeport.action_gateway.executors.prepare import HEADER_VALUE, credential_header_name
+from safeport.shared.http_deadline import request_deadline
 from safeport.shared.schemas.config import HttpService
 from safeport.shared.schemas.wire import HttpResult
 from safeport.vault.secrets import BasicSecret, TokenSecret

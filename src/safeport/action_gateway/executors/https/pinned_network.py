@@ -19,7 +19,7 @@ import httpcore
 import httpx
 
 from safeport.action_gateway.executors.https.address_policy import IpAddress, check_addresses
-from safeport.action_gateway.executors.https.deadline import DeadlineStream, bounded_wait
+from safeport.shared.http_deadline import DeadlineStream, bounded_wait
 
 Resolver = Callable[[str, int], Sequence[str]]
 """``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""

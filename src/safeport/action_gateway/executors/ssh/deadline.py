@@ -5,7 +5,7 @@ Each paramiko wait has its own timeout (``connect_timeout_s`` for the socket, th
 key exchange and authentication each), so a server that accepts and then stalls would otherwise
 hold the answer for several times ``connect_timeout_s`` before the command's ``timeout_s`` even
 started. The deadline travels with the call (a context variable), as the HTTPS one does
-(https/deadline.py), so the pool's opener keeps its signature.
+(shared/http_deadline.py), so the pool's opener keeps its signature.
 """
 
 from __future__ import annotations
