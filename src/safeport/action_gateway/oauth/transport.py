@@ -26,7 +26,7 @@ from urllib.parse import quote, quote_from_bytes
 import h11
 import httpx
 
-from safeport.action_gateway.executors.https.deadline import request_deadline
+from safeport.shared.http_deadline import request_deadline
 from safeport.action_gateway.executors.https.pinned_network import (
     AddressRefused,
     NameNotResolved,
