@@ -142,8 +142,9 @@ class GrantDesk:
             if isinstance(answer, DevicePending):
                 # RFC 8628 section 3.5: slow_down adds 5 seconds to every later interval.
                 flow.interval += 5.0 if answer.slow_down else 0.0
+                # The code's expiry stays where the provider put it at the start: a pending
+                # answer does not extend it (else a flow waited on for ever polls for ever).
                 flow.next_poll = self._clock() + flow.interval
-                flow.device_expires = self._clock() + flow.device.expires_in
                 continue
             try:
                 scopes = self._store(flow, answer, "device")
