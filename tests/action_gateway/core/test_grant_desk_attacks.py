@@ -11,8 +11,8 @@ from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePe
 from safeport.errors import Error
 from safeport.vault.secrets import SecretBytes
 from tests.action_gateway.core.test_grant_desk import ISSUER, UID, Clock, Provider
-from tests.action_gateway.core.test_grant_desk import core as core  # noqa: F401 (fixture)
-from tests.action_gateway.core.test_grant_desk import provider as provider  # noqa: F401
+from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
+from tests.action_gateway.core.test_grant_desk import provider as provider  # a fixture
 
 
 class ShortLivedDevice(Provider):
