@@ -1,14 +1,22 @@
 """Connect flows against a caller who keeps a flow alive or spends it in pieces, through an
 in-process GatewayCore and the provider stand-in of ``test_grant_desk.py``: a device code is
-polled no longer than the provider said it lives, however often the provider answers pending."""
+polled no longer than the provider said it lives, however often the provider answers pending;
+a grant is never revoked at another issuer than the one it was connected at."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 from safeport.action_gateway.core.gateway_core import GatewayCore
+from safeport.action_gateway.oauth.endpoints import Endpoints
 from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePending
 from safeport.errors import Error
+from safeport.shared.audit import read_records
+from safeport.shared.schemas.config import GatewayPolicy
 from safeport.vault.secrets import SecretBytes
 from tests.action_gateway.core.test_grant_desk import ISSUER, UID, Clock, Provider
 from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
@@ -62,3 +70,37 @@ def test_a_device_code_that_lives_long_enough_still_connects(
     begun = core.grants.begin("tracker", UID, redirect_uri=None, device=True, client_secret=None)
     states = [core.grants.device_wait(begun.flow_id, UID, 2).state for _ in range(3)]
     assert states[-1] == "connected" and clock.now <= ShortLivedDevice.lives_s
+
+
+class OtherIssuer(Provider):
+    """The provider a changed policy names: another issuer than the grant was connected at."""
+
+    issuer: str | None = "https://evil.example"
+
+    def endpoints(self) -> Endpoints:
+        return dataclasses.replace(super().endpoints(), issuer=self.issuer)
+
+
+@pytest.mark.parametrize("issuer", ["https://evil.example", ISSUER + "/", None])
+def test_removing_a_grant_never_sends_its_token_to_another_issuer(
+    core: GatewayCore, provider: Provider, tmp_path: Path, issuer: str | None
+) -> None:
+    begun = core.grants.begin(
+        "tracker", UID, redirect_uri="http://127.0.0.1:5555/callback", device=False,
+        client_secret=SecretBytes(b"CANARY-CLIENT-SECRET"),
+    )  # fmt: skip
+    assert begun.authorization_url is not None
+    state = begun.authorization_url.split("state=", 1)[1].split("&", 1)[0]
+    core.grants.finish(begun.flow_id, UID, {"code": "the-code", "state": state, "iss": ISSUER})
+    other = OtherIssuer()
+    other.issuer = issuer
+
+    def clients(policy: GatewayPolicy, name: str) -> Provider:
+        return other
+
+    core._credentials.grant_clients = clients  # the accepted policy now names another provider
+    problem = core.grants.revoke("tracker")
+    assert problem is not None and "sp oauth connect tracker" in problem
+    assert other.revoked == [] and provider.revoked == []
+    records = read_records(tmp_path / "h" / "audit" / "actions.jsonl")
+    assert records[-1]["kind"] == "oauth.revoke_failed" and "CANARY" not in json.dumps(records)

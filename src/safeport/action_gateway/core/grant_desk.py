@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from safeport.action_gateway.core.vault_events import VaultEvents
 from safeport.action_gateway.core.vault_state import VaultState
 from safeport.action_gateway.ladder.credentials import CredentialSupply, Journal
+from safeport.action_gateway.oauth.broker import check_issuer
 from safeport.action_gateway.oauth.flows import ConnectClient, Flow, FlowBook
 from safeport.action_gateway.oauth.protocol import DevicePending, TokenGrant, granted_scopes
 from safeport.action_gateway.policy.store import PolicyStore
@@ -201,6 +202,7 @@ class GrantDesk:
         about["scopes"] = list(stored.scopes)
         try:
             client = self._client(name)
+            check_issuer(name, client, stored)  # never a token to another provider
             if stored.refresh_token is not None:
                 revoked = client.revoke(stored.refresh_token, "refresh_token", stored.client_secret)
             elif stored.access_token is not None:

@@ -19,9 +19,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.oauth.endpoints import Endpoints
 from safeport.action_gateway.oauth.errors import OAuthGrantDead
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
@@ -66,6 +67,13 @@ class GrantClient(Protocol):
     ) -> bool:
         """RFC 7009; False when the provider has no revocation endpoint."""
         ...
+
+
+@runtime_checkable
+class ResolvesEndpoints(Protocol):
+    """A client that knows its provider (``oauth.client.OAuthClient`` does)."""
+
+    def endpoints(self) -> Endpoints: ...
 
 
 class Journal(Protocol):
@@ -220,6 +228,7 @@ class GrantBroker:
             stored.wipe()
             raise ActionError("auth_failed", f"credential {name!r} is not an OAuth grant")
         try:
+            check_issuer(name, client, stored)
             grant.client = client
             if stored.refresh_token is None:
                 self._lasting(name, grant, stored, unauthorized)
@@ -295,6 +304,22 @@ def dead_error(name: str) -> ActionError:
         f"the OAuth grant {name!r} was refused by its provider (revoked or expired);"
         f" a human reconnects it with `sp oauth connect {name}`",
     )
+
+
+def check_issuer(name: str, client: object, stored: OAuthSecret) -> None:
+    """Refuse a client of another issuer than the one the grant was connected at: an accepted
+    policy that now names another provider must not have the grant's refresh token and client
+    secret sent to that provider's token or revocation endpoint; the grant is reconnected."""
+    if not isinstance(client, ResolvesEndpoints):
+        return
+    issuer = client.endpoints().issuer
+    if issuer != stored.issuer:
+        was, now = stored.issuer or "(no issuer)", issuer or "(no issuer)"
+        raise ActionError(
+            "auth_failed",
+            f"the OAuth grant {name!r} was connected at {was} and the policy now names {now};"
+            f" a human reconnects it with `sp oauth connect {name}`",
+        )
 
 
 def _rotated(old: SecretBytes, new: SecretBytes | None) -> bool:
