@@ -104,3 +104,20 @@ def test_removing_a_grant_never_sends_its_token_to_another_issuer(
     assert other.revoked == [] and provider.revoked == []
     records = read_records(tmp_path / "h" / "audit" / "actions.jsonl")
     assert records[-1]["kind"] == "oauth.revoke_failed" and "CANARY" not in json.dumps(records)
+
+
+def test_a_wait_with_no_poll_in_it_still_lasts_its_time_so_sp_does_not_spin(
+    core: GatewayCore, provider: Provider
+) -> None:
+    clock = Clock()
+    core.grants._clock, core.grants._sleep = clock, clock.sleep
+    # slow_down after slow_down: the interval (1 + 5 + 5 s) outgrows the 2 s waits.
+    provider.device_answers = [DevicePending(True), DevicePending(True)] + [
+        DevicePending(False) for _ in range(20)
+    ]
+    begun = core.grants.begin("tracker", UID, redirect_uri=None, device=True, client_secret=None)
+    for _ in range(12):  # `sp` asks again as soon as it is answered
+        started = clock.now
+        assert core.grants.device_wait(begun.flow_id, UID, 2).state == "pending"
+        assert clock.now >= started + 2
+    assert provider.polls <= 1 + 12 * 2 // 6 + 1  # at the provider's pace, not the caller's

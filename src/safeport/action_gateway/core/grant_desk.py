@@ -133,6 +133,10 @@ class GrantDesk:
                 self.flows.drop(flow)
                 raise Error("the device code expired before it was entered; connect again")
             if flow.next_poll > deadline:
+                # The wait lasts what was asked even when no poll falls in it (an interval
+                # slow_down made longer than the wait): `sp` asks again at once, and an answer
+                # given at once would have it ask in a busy loop.
+                self._sleep(max(0.0, deadline - now))
                 return gw.OAuthDeviceStateResult(state="pending", name=flow.name)
             self._sleep(max(0.0, flow.next_poll - now))
             try:
