@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.oauth.endpoints import Endpoints
-from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePending
+from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePending, TokenGrant
 from safeport.errors import Error
 from safeport.shared.audit import read_records
-from safeport.shared.schemas.config import GatewayPolicy
+from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
 from safeport.vault.secrets import SecretBytes
-from tests.action_gateway.core.test_grant_desk import ISSUER, UID, Clock, Provider
+from tests.action_gateway.core.test_grant_desk import ISSUER, POLICY, UID, Clock, Provider
 from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
 from tests.action_gateway.core.test_grant_desk import provider as provider  # a fixture
+from tests.action_gateway.in_process_core import in_process_core
+from tests.vault.vault_factory import passphrase
 
 
 class ShortLivedDevice(Provider):
@@ -121,3 +124,62 @@ def test_a_wait_with_no_poll_in_it_still_lasts_its_time_so_sp_does_not_spin(
         assert core.grants.device_wait(begun.flow_id, UID, 2).state == "pending"
         assert clock.now >= started + 2
     assert provider.polls <= 1 + 12 * 2 // 6 + 1  # at the provider's pace, not the caller's
+
+
+class SlowRefresh(Provider):
+    """A refresh that waits at the provider until the test lets it answer (a rotated token)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_refresh = threading.Event()
+        self.proceed = threading.Event()
+
+    def refresh(self, refresh_token: SecretBytes, client_secret: SecretBytes | None) -> TokenGrant:
+        self.in_refresh.set()
+        assert self.proceed.wait(30)
+        return super().refresh(refresh_token, client_secret)
+
+
+def test_a_removal_during_a_refresh_revokes_the_token_the_refresh_rotated_to(
+    tmp_path: Path,
+) -> None:
+    provider = SlowRefresh()
+
+    def clients(policy: GatewayPolicy, name: str) -> Provider:
+        return provider
+
+    gateway, paths = in_process_core(tmp_path, grant_clients=clients)
+    paths.gateway_config.parent.mkdir(parents=True, exist_ok=True)
+    paths.gateway_config.write_text(POLICY, encoding="utf-8")
+    try:
+        gateway.prove_passphrase(passphrase())
+        gateway.accept_policy(parse_gateway_policy(POLICY)[1], None)
+        begun = gateway.grants.begin(
+            "tracker", UID, redirect_uri="http://127.0.0.1:5555/callback", device=False,
+            client_secret=None,
+        )  # fmt: skip
+        assert begun.authorization_url is not None
+        state = begun.authorization_url.split("state=", 1)[1].split("&", 1)[0]
+        query = {"code": "the-code", "state": state, "iss": ISSUER}
+        gateway.grants.finish(begun.flow_id, UID, query)  # the vault holds CANARY-REFRESH-1
+        gateway._credentials.grants.forget()  # the next action refreshes
+        vault, _ = gateway._vault.current()
+        action = threading.Thread(
+            target=gateway._credentials.grants.access, args=("tracker", provider, vault)
+        )
+        action.start()
+        assert provider.in_refresh.wait(30)
+        problems: list[str | None] = []
+        removal = threading.Thread(target=lambda: problems.append(gateway.grants.revoke("tracker")))
+        removal.start()
+        removal.join(0.5)  # a removal that does not wait for the refresh reads the old token
+        provider.proceed.set()
+        action.join(30)
+        removal.join(30)
+        assert problems == [None]
+        # The provider rotated CANARY-REFRESH-1 to CANARY-REFRESH-2: that one is revoked.
+        assert provider.revoked == [("refresh_token", b"CANARY-REFRESH-2")]
+    finally:
+        provider.proceed.set()
+        gateway.lock("test over")
+        gateway.close()

@@ -200,7 +200,16 @@ class GrantDesk:
         vault, _ = self._vault.current()
         if not any(e.name == name and e.kind == "oauth" for e in vault.entries()):
             return None
-        stored = vault.secret(name)
+        grants = self._credentials.grants
+        try:
+            # Under the grant's lock: a refresh under way ends (its rotated token saved) before
+            # the token to revoke is read, so the one revoked is the one the provider honours.
+            with grants.holding(name):
+                return self._revoke_stored(name, vault.secret(name))
+        finally:
+            grants.forget(name)
+
+    def _revoke_stored(self, name: str, stored: object) -> str | None:
         assert isinstance(stored, OAuthSecret)
         about: dict[str, object] = {"grant": name, "issuer": stored.issuer}
         about["scopes"] = list(stored.scopes)
@@ -218,7 +227,6 @@ class GrantDesk:
             return f"the grant could not be revoked at its provider: {exc.message}"
         finally:
             stored.wipe()
-            self._credentials.grants.forget(name)
         if revoked:
             self._journal.record("oauth.revoked", about)
         return None

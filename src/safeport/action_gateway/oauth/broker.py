@@ -14,10 +14,11 @@ never a token.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -196,6 +197,14 @@ class GrantBroker:
             if name is None or grant_name == name:
                 with grant.lock:
                     grant.drop_token()
+
+    @contextlib.contextmanager
+    def holding(self, name: str) -> Iterator[None]:
+        """No refresh of grant ``name`` runs while the block does (its revocation at removal:
+        a rotation saved after the token to revoke was read would leave a live token behind)."""
+        grant = self._grant(name)
+        with grant.lock:
+            yield
 
     # -- internals ------------------------------------------------------------------------------
 
