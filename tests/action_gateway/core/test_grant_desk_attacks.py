@@ -5,9 +5,11 @@ a grant is never revoked at another issuer than the one it was connected at."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePe
 from safeport.errors import Error
 from safeport.shared.audit import read_records
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
-from safeport.vault.secrets import SecretBytes
+from safeport.vault.secrets import OAuthSecret, SecretBytes
 from tests.action_gateway.core.test_grant_desk import ISSUER, POLICY, UID, Clock, Provider
 from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
 from tests.action_gateway.core.test_grant_desk import provider as provider  # a fixture
@@ -140,11 +142,8 @@ class SlowRefresh(Provider):
         return super().refresh(refresh_token, client_secret)
 
 
-def test_a_removal_during_a_refresh_revokes_the_token_the_refresh_rotated_to(
-    tmp_path: Path,
-) -> None:
-    provider = SlowRefresh()
-
+@contextlib.contextmanager
+def _core_of(tmp_path: Path, provider: Provider) -> Iterator[GatewayCore]:
     def clients(policy: GatewayPolicy, name: str) -> Provider:
         return provider
 
@@ -154,32 +153,73 @@ def test_a_removal_during_a_refresh_revokes_the_token_the_refresh_rotated_to(
     try:
         gateway.prove_passphrase(passphrase())
         gateway.accept_policy(parse_gateway_policy(POLICY)[1], None)
-        begun = gateway.grants.begin(
-            "tracker", UID, redirect_uri="http://127.0.0.1:5555/callback", device=False,
-            client_secret=None,
-        )  # fmt: skip
-        assert begun.authorization_url is not None
-        state = begun.authorization_url.split("state=", 1)[1].split("&", 1)[0]
-        query = {"code": "the-code", "state": state, "iss": ISSUER}
-        gateway.grants.finish(begun.flow_id, UID, query)  # the vault holds CANARY-REFRESH-1
-        gateway._credentials.grants.forget()  # the next action refreshes
-        vault, _ = gateway._vault.current()
-        action = threading.Thread(
-            target=gateway._credentials.grants.access, args=("tracker", provider, vault)
-        )
-        action.start()
-        assert provider.in_refresh.wait(30)
+        yield gateway
+    finally:
+        gateway.lock("test over")
+        gateway.close()
+
+
+def _connect(gateway: GatewayCore) -> None:
+    begun = gateway.grants.begin(
+        "tracker", UID, redirect_uri="http://127.0.0.1:5555/callback", device=False,
+        client_secret=None,
+    )  # fmt: skip
+    assert begun.authorization_url is not None
+    state = begun.authorization_url.split("state=", 1)[1].split("&", 1)[0]
+    gateway.grants.finish(begun.flow_id, UID, {"code": "the-code", "state": state, "iss": ISSUER})
+
+
+def _refresh_under_way(gateway: GatewayCore, provider: SlowRefresh) -> threading.Thread:
+    """An action's refresh, stopped at the provider until ``provider.proceed`` is set."""
+    gateway._credentials.grants.forget()  # the next action refreshes
+    vault, _ = gateway._vault.current()
+    action = threading.Thread(
+        target=gateway._credentials.grants.access, args=("tracker", provider, vault)
+    )
+    action.start()
+    assert provider.in_refresh.wait(30)
+    return action
+
+
+def _alongside(work: Callable[[], object], provider: SlowRefresh, action: threading.Thread) -> None:
+    """Run ``work`` while the refresh is under way, then let the refresh answer."""
+    other = threading.Thread(target=work)
+    other.start()
+    other.join(0.5)  # work that does not wait for the refresh reads or writes before it ends
+    provider.proceed.set()
+    action.join(30)
+    other.join(30)
+    assert not other.is_alive() and not action.is_alive()
+
+
+def test_a_removal_during_a_refresh_revokes_the_token_the_refresh_rotated_to(
+    tmp_path: Path,
+) -> None:
+    provider = SlowRefresh()
+    with _core_of(tmp_path, provider) as gateway:
+        _connect(gateway)  # the vault holds CANARY-REFRESH-1
+        action = _refresh_under_way(gateway, provider)
         problems: list[str | None] = []
-        removal = threading.Thread(target=lambda: problems.append(gateway.grants.revoke("tracker")))
-        removal.start()
-        removal.join(0.5)  # a removal that does not wait for the refresh reads the old token
-        provider.proceed.set()
-        action.join(30)
-        removal.join(30)
+        _alongside(lambda: problems.append(gateway.grants.revoke("tracker")), provider, action)
         assert problems == [None]
         # The provider rotated CANARY-REFRESH-1 to CANARY-REFRESH-2: that one is revoked.
         assert provider.revoked == [("refresh_token", b"CANARY-REFRESH-2")]
-    finally:
-        provider.proceed.set()
-        gateway.lock("test over")
-        gateway.close()
+
+
+def test_a_reconnect_during_a_refresh_is_not_undone_by_the_token_the_refresh_rotated_to(
+    tmp_path: Path,
+) -> None:
+    provider = SlowRefresh()
+    with _core_of(tmp_path, provider) as gateway:
+        _connect(gateway)  # CANARY-REFRESH-1
+        action = _refresh_under_way(gateway, provider)
+        _alongside(lambda: _connect(gateway), provider, action)
+        # The reconnect was given CANARY-REFRESH-2 while the old grant's refresh waited; that
+        # refresh then rotated CANARY-REFRESH-1 to CANARY-REFRESH-3. The vault keeps the
+        # reconnect's grant, its scopes, and the broker its access token.
+        vault, _ = gateway._vault.current()
+        stored = vault.secret("tracker")
+        assert isinstance(stored, OAuthSecret) and stored.refresh_token is not None
+        assert (stored.refresh_token.reveal(), stored.scopes) == (b"CANARY-REFRESH-2", ("read",))
+        access = gateway._credentials.grants.access("tracker", provider, vault)
+        assert access.secret.token.reveal() == b"CANARY-ACCESS-2"

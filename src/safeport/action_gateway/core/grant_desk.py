@@ -172,6 +172,19 @@ class GrantDesk:
             value["client_secret"] = flow.client_secret
         if endpoints.issuer is not None:
             value["issuer"] = endpoints.issuer
+        grants = self._credentials.grants
+        # Under the grant's lock: a refresh under way ends first, so the token it rotated to
+        # cannot overwrite the grant just connected (a reconnect to fewer scopes, another account).
+        with grants.holding(name):
+            self._save(name, value, grant)
+            if grant.refresh_token is not None:
+                grant.refresh_token.wipe()
+            grants.connected(name, grant.access_token, grant.expires_in, flow.client)
+        body = {"grant": name, "issuer": endpoints.issuer, "scopes": list(scopes), "flow": how}
+        self._journal.record("oauth.connected", {**body, "expires_in": grant.expires_in})
+        return scopes
+
+    def _save(self, name: str, value: dict[str, SecretBytes | str], grant: TokenGrant) -> None:
         try:
             vault, _ = self._vault.current()
             if any(entry.name == name for entry in vault.entries()):
@@ -183,13 +196,6 @@ class GrantDesk:
         except BaseException:
             grant.wipe()
             raise
-        if grant.refresh_token is not None:
-            grant.refresh_token.wipe()
-        grants = self._credentials.grants
-        grants.connected(name, grant.access_token, grant.expires_in, flow.client)
-        body = {"grant": name, "issuer": endpoints.issuer, "scopes": list(scopes), "flow": how}
-        self._journal.record("oauth.connected", {**body, "expires_in": grant.expires_in})
-        return scopes
 
     # -- removing, and what status shows ------------------------------------------------------
 

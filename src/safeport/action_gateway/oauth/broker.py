@@ -107,7 +107,7 @@ class Access:
 
 class _Grant:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entered: connected() inside holding()
         self.token: SecretBytes | None = None
         self.expires_at: float | None = None  # monotonic; None: the provider gave no expiry
         self.generation = 0
@@ -200,8 +200,8 @@ class GrantBroker:
 
     @contextlib.contextmanager
     def holding(self, name: str) -> Iterator[None]:
-        """No refresh of grant ``name`` runs while the block does (its revocation at removal:
-        a rotation saved after the token to revoke was read would leave a live token behind)."""
+        """No refresh of grant ``name`` runs while the block does (its revocation at removal, a
+        connect's save: a rotation saved meanwhile would leave a live token behind, or undo it)."""
         grant = self._grant(name)
         with grant.lock:
             yield
