@@ -38,7 +38,8 @@ class OAuthBeginParams(_Params):
 
 class OAuthFinishParams(_Params):
     flow_id: FlowId
-    query: FormFields
+    # The callback's query holds the authorization code: never in a repr or a log line.
+    query: Annotated[FormFields, Field(repr=False)]
 
 
 class OAuthDeviceWaitParams(_Params):
