@@ -117,9 +117,8 @@ def test_a_wait_with_no_poll_in_it_still_lasts_its_time_so_sp_does_not_spin(
     clock = Clock()
     core.grants._clock, core.grants._sleep = clock, clock.sleep
     # slow_down after slow_down: the interval (1 + 5 + 5 s) outgrows the 2 s waits.
-    provider.device_answers = [DevicePending(True), DevicePending(True)] + [
-        DevicePending(False) for _ in range(20)
-    ]
+    answers: list[TokenGrant | DevicePending] = [DevicePending(True), DevicePending(True)]
+    provider.device_answers = answers + [DevicePending(False) for _ in range(20)]
     begun = core.grants.begin("tracker", UID, redirect_uri=None, device=True, client_secret=None)
     for _ in range(12):  # `sp` asks again as soon as it is answered
         started = clock.now
