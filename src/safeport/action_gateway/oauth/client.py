@@ -9,9 +9,9 @@ with ``invalid_grant`` raises :class:`OAuthGrantDead`, which no retry can cure.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from safeport.action_gateway.oauth.endpoints import (
     Endpoints,
@@ -20,7 +20,13 @@ from safeport.action_gateway.oauth.endpoints import (
     parse_metadata,
     resolve,
 )
-from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthGrantDead, OAuthRefused
+from safeport.action_gateway.oauth.errors import (
+    OAuthBadResponse,
+    OAuthError,
+    OAuthGrantDead,
+    OAuthRefused,
+    withheld_if_quoting,
+)
 from safeport.action_gateway.oauth.presets import PRESETS
 from safeport.action_gateway.oauth.protocol import (
     DeviceAuthorization,
@@ -41,6 +47,7 @@ from safeport.shared.exact_urls import UrlRefused, exact_url
 from safeport.shared.schemas.config_oauth import OAuthGrantSpec
 from safeport.vault.secrets import SecretBytes
 
+_T = TypeVar("_T")
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "[::1]"})
 
@@ -109,21 +116,30 @@ class OAuthClient:
                 "redirect_uri": flow.redirect_uri,
                 "code_verifier": flow.pkce.verifier,
             }
-            answer = self._post(endpoints.token, form, client_secret, endpoints)
+
+            def step() -> TokenGrant:
+                answer = self._post(endpoints.token, form, client_secret, endpoints)
+                return parse_token_response(*_parts(answer), quirks=endpoints.quirks)
+
+            return _quoting_nothing_sent(step, form, client_secret)
         finally:
             code.wipe()
-        return parse_token_response(*_parts(answer), quirks=endpoints.quirks)
 
     def device_start(self, client_secret: SecretBytes | None) -> DeviceAuthorization:
         """RFC 8628 section 3.1: ask for a device code and the user code the human enters."""
         endpoints = self.endpoints()
-        if endpoints.device is None:
+        device_url = endpoints.device
+        if device_url is None:
             raise OAuthBadResponse("the provider has no device authorization endpoint")
         form: dict[str, FormValue] = {}
         if endpoints.scopes:
             form["scope"] = scope_text(endpoints.scopes, endpoints.quirks)
-        answer = self._post(endpoints.device, form, client_secret, endpoints)
-        return parse_device_response(*_parts(answer))
+
+        def step() -> DeviceAuthorization:
+            answer = self._post(device_url, form, client_secret, endpoints)
+            return parse_device_response(*_parts(answer))
+
+        return _quoting_nothing_sent(step, form, client_secret)
 
     def device_poll(
         self, device: DeviceAuthorization, client_secret: SecretBytes | None
@@ -132,16 +148,24 @@ class OAuthClient:
         ``device.interval`` between polls, 5 s more after each ``slow_down``."""
         endpoints = self.endpoints()
         form: dict[str, FormValue] = {"grant_type": DEVICE_GRANT, "device_code": device.device_code}
-        answer = self._post(endpoints.token, form, client_secret, endpoints)
-        return parse_device_poll(*_parts(answer), quirks=endpoints.quirks)
+
+        def step() -> TokenGrant | DevicePending:
+            answer = self._post(endpoints.token, form, client_secret, endpoints)
+            return parse_device_poll(*_parts(answer), quirks=endpoints.quirks)
+
+        return _quoting_nothing_sent(step, form, client_secret)
 
     def refresh(self, refresh_token: SecretBytes, client_secret: SecretBytes | None) -> TokenGrant:
         """A new access token (and perhaps a rotated refresh token) for ``refresh_token``."""
         endpoints = self.endpoints()
         form: dict[str, FormValue] = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-        answer = self._post(endpoints.token, form, client_secret, endpoints)
-        try:
+
+        def step() -> TokenGrant:
+            answer = self._post(endpoints.token, form, client_secret, endpoints)
             return parse_token_response(*_parts(answer), quirks=endpoints.quirks)
+
+        try:
+            return _quoting_nothing_sent(step, form, client_secret)
         except OAuthRefused as exc:
             if exc.error == "invalid_grant":
                 raise OAuthGrantDead(
@@ -198,6 +222,24 @@ class OAuthClient:
         if has_token:
             return None  # endpoints given by the policy or the preset; no metadata to add
         raise OAuthBadResponse("the provider publishes no metadata for the configured issuer")
+
+
+def _quoting_nothing_sent(
+    step: Callable[[], _T], form: Mapping[str, FormValue], client_secret: SecretBytes | None
+) -> _T:
+    """``step()``; an error it raises, without the provider's words if they quote a secret the
+    request sent (the form's secrets, the client secret)."""
+    cleaned: OAuthError | None = None
+    try:
+        return step()
+    except OAuthError as exc:
+        sent = [value for value in form.values() if isinstance(value, SecretBytes)]
+        sent += [client_secret] if client_secret is not None else []
+        cleaned = withheld_if_quoting(exc, sent)
+        if cleaned is exc:
+            raise
+    # Raised outside the handler: the error that quoted the secret is not its context.
+    raise cleaned
 
 
 def _parts(answer: RawResponse) -> tuple[int, str | None, bytes]:

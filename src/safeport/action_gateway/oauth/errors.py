@@ -4,15 +4,20 @@ A message names the grant's provider and the step, never a token, a code, a veri
 the provider sent: a body may echo what was posted to it. The one text of the provider's that
 may be shown is its ``error_description`` (RFC 6749 section 5.2), and only through
 :func:`provider_words`: control characters dropped, cut to 200 characters, and withheld whole
-if the project's secret detector finds anything in it.
+if the project's secret detector finds anything in it -- or if it quotes, in any form, a secret
+the request itself sent (:func:`withheld_if_quoting`: the detector cannot tell a provider's
+opaque token from a word, but the client knows what it posted).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from safeport.errors import Error, ErrorCode
+from safeport.shared.known_secrets import KnownSecrets
 from safeport.shared.secret_scan import find_secrets
+from safeport.vault.secrets import SecretBytes
 
 OAuthCode = Literal[
     "oauth_unreachable", "oauth_bad_response", "oauth_refused", "oauth_grant_dead", "oauth_pending"
@@ -85,3 +90,18 @@ def provider_words(description: object) -> str | None:
     whole = plain_text(description.strip(), _SCANNED_CHARS)
     findings = find_secrets(whole)
     return None if findings else plain_text(whole, _DESCRIPTION_CHARS)
+
+
+def withheld_if_quoting(exc: OAuthError, sent: Sequence[SecretBytes]) -> OAuthError:
+    """``exc``, or in its place one without the provider's words when they quote a secret of
+    ``sent`` (a refresh token, code, verifier, device code or client secret the request posted):
+    a provider that echoes its input must not carry a token into a message, a journal or an
+    agent's refusal. A refusal keeps its RFC 6749 code unless the code is the quote."""
+    known = KnownSecrets([value.reveal().decode("utf-8", "replace") for value in sent if value])
+    if not known.found_in(exc.message):
+        return exc
+    said = "its words are withheld: they quote a secret this request sent"
+    if isinstance(exc, OAuthRefused):
+        error = exc.error if exc.error is not None and not known.found_in(exc.error) else None
+        return type(exc)(f"the provider refused ({error or 'unnamed'}); {said}", error=error)
+    return type(exc)(f"the provider's answer cannot be used; {said}")
