@@ -26,7 +26,6 @@ from urllib.parse import quote, quote_from_bytes
 import h11
 import httpx
 
-from safeport.shared.http_deadline import request_deadline
 from safeport.action_gateway.executors.https.pinned_network import (
     AddressRefused,
     NameNotResolved,
@@ -38,6 +37,7 @@ from safeport.action_gateway.executors.https.pinned_network import (
 from safeport.action_gateway.executors.https.trust_files import UntrustedFile, check_trust_file
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthUnreachable
 from safeport.shared.exact_urls import UrlRefused, exact_url
+from safeport.shared.http_deadline import request_deadline
 from safeport.vault.secrets import SecretBytes
 
 FormValue = str | SecretBytes
