@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from safeport.action_gateway.core.vault_events import VaultEvents
 from safeport.action_gateway.core.vault_state import VaultState
 from safeport.action_gateway.ladder.credentials import CredentialSupply, Journal
-from safeport.action_gateway.oauth.broker import check_issuer
 from safeport.action_gateway.oauth.flows import ConnectClient, Flow, FlowBook
+from safeport.action_gateway.oauth.grant_issuer import check_issuer
 from safeport.action_gateway.oauth.protocol import DevicePending, TokenGrant, granted_scopes
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Error

@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 from safeport.action_gateway.executors.interface import ActionError
-from safeport.action_gateway.oauth.endpoints import Endpoints
 from safeport.action_gateway.oauth.errors import OAuthGrantDead
+from safeport.action_gateway.oauth.grant_issuer import check_issuer
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
 from safeport.vault.interface import UnlockedVault
@@ -68,13 +68,6 @@ class GrantClient(Protocol):
     ) -> bool:
         """RFC 7009; False when the provider has no revocation endpoint."""
         ...
-
-
-@runtime_checkable
-class ResolvesEndpoints(Protocol):
-    """A client that knows its provider (``oauth.client.OAuthClient`` does)."""
-
-    def endpoints(self) -> Endpoints: ...
 
 
 class Journal(Protocol):
@@ -322,22 +315,6 @@ def dead_error(name: str) -> ActionError:
         f"the OAuth grant {name!r} was refused by its provider (revoked or expired);"
         f" a human reconnects it with `sp oauth connect {name}`",
     )
-
-
-def check_issuer(name: str, client: object, stored: OAuthSecret) -> None:
-    """Refuse a client of another issuer than the one the grant was connected at: an accepted
-    policy that now names another provider must not have the grant's refresh token and client
-    secret sent to that provider's token or revocation endpoint; the grant is reconnected."""
-    if not isinstance(client, ResolvesEndpoints):
-        return
-    issuer = client.endpoints().issuer
-    if issuer != stored.issuer:
-        was, now = stored.issuer or "(no issuer)", issuer or "(no issuer)"
-        raise ActionError(
-            "auth_failed",
-            f"the OAuth grant {name!r} was connected at {was} and the policy now names {now};"
-            f" a human reconnects it with `sp oauth connect {name}`",
-        )
 
 
 def _rotated(old: SecretBytes, new: SecretBytes | None) -> bool:
