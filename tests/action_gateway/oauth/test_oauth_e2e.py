@@ -60,15 +60,16 @@ def test_a_code_flow_grant_acts_and_twenty_at_once_refresh_once(rig_for: RigFor)
     assert "echoed the credential" in echoed["error"]["reason"]
     assert rig.provider.issued("access_token")[-1] not in json.dumps(echoed)
 
-    # The next access token lives 61 s: inside the gateway's refresh margin a second later. The
-    # provider ends the current one so that the next action (a 401, then a refresh) gets it.
-    rig.provider.set_access_token_ttl(61)
+    # The next access token lives 10 s: inside the gateway's refresh margin (half the life of a
+    # token this short) 5 s later. The provider ends the current one so that the next action
+    # (a 401, then a refresh) gets it.
+    rig.provider.set_access_token_ttl(10)
     assert rig.provider.drop_access_token(rig.provider.issued("access_token")[-1])
     assert rig.call("to-short-token").get("ok")
     issued_at = time.monotonic()
     rig.provider.set_access_token_ttl(3600)
     assert [r["status"] for r in rig.refreshes()[before:]] == [200]
-    time.sleep(max(0.0, 1.2 - (time.monotonic() - issued_at)))
+    time.sleep(max(0.0, 5.2 - (time.monotonic() - issued_at)))
     replies = rig.at_once(20, "expiring-")
     assert all(reply.get("ok") for reply in replies), replies
     assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200]

@@ -1,7 +1,8 @@
 """The OAuth grants the gateway holds: access tokens in memory, one refresh at a time per grant.
 
 The vault keeps each grant's refresh token; an access token is minted from it when an action
-needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry, and
+needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry (half the
+life of a token that lives less than twice that), and
 again once after the service answered 401. A per-grant lock makes the refresh single-flight:
 twenty actions that find the token expired at once wait for one refresh and use its result,
 so a rotating refresh token is never spent twice. A rotated refresh token is saved to the vault
@@ -106,7 +107,7 @@ class _Grant:
     def __init__(self) -> None:
         self.lock = threading.RLock()  # re-entered: connected() inside holding()
         self.token: SecretBytes | None = None
-        self.expires_at: float | None = None  # monotonic; None: the provider gave no expiry
+        self.renew_at: float | None = None  # monotonic; None: the provider gave no expiry
         self.generation = 0
         self.dead: DeadGrant | None = None
         # The client the token came from: a policy that changed the grant's provider gives a
@@ -117,7 +118,7 @@ class _Grant:
         if self.token is not None:
             self.token.wipe()
         self.token = None
-        self.expires_at = None
+        self.renew_at = None
 
 
 class GrantBroker:
@@ -179,7 +180,7 @@ class GrantBroker:
             grant.generation += 1
             if token is not None:
                 grant.token, grant.client = token, client
-                grant.expires_at = None if expires_in is None else self._clock() + expires_in
+                grant.renew_at = _renew_at(self._clock(), expires_in)
 
     def dead(self) -> list[DeadGrant]:
         """The grants their providers refused, by name."""
@@ -213,7 +214,7 @@ class GrantBroker:
             return self._grants.setdefault(name, _Grant())
 
     def _fresh(self, grant: _Grant) -> bool:
-        return grant.expires_at is None or self._clock() < grant.expires_at - REFRESH_BEFORE_S
+        return grant.renew_at is None or self._clock() < grant.renew_at
 
     def _lease(self, grant: _Grant) -> Access:
         assert grant.token is not None
@@ -253,7 +254,7 @@ class GrantBroker:
             self._die(name, grant, stored, "the service refused its access token")
         assert stored.access_token is not None
         grant.token = stored.access_token.copy()
-        grant.expires_at = None
+        grant.renew_at = None
         grant.generation += 1
 
     def _refresh(
@@ -295,7 +296,7 @@ class GrantBroker:
                 fresh.refresh_token.wipe()
         grant.drop_token()
         grant.token = fresh.access_token
-        grant.expires_at = None if fresh.expires_in is None else started + fresh.expires_in
+        grant.renew_at = _renew_at(started, fresh.expires_in)
         grant.generation += 1
         body = {**_about(name, stored), "scopes": list(scopes), "rotated": rotated}
         body["expires_in"] = fresh.expires_in
@@ -315,6 +316,15 @@ def dead_error(name: str) -> ActionError:
         f"the OAuth grant {name!r} was refused by its provider (revoked or expired);"
         f" a human reconnects it with `sp oauth connect {name}`",
     )
+
+
+def _renew_at(start: float, expires_in: int | None) -> float | None:
+    # REFRESH_BEFORE_S ahead of the expiry, but never more than half the token's life: a token
+    # that lives a minute or less would otherwise be stale as it arrives, and every action --
+    # each of twenty waiting on the one refresh -- would refresh again, spending the grant.
+    if expires_in is None:
+        return None
+    return start + expires_in - min(REFRESH_BEFORE_S, expires_in / 2)
 
 
 def _rotated(old: SecretBytes, new: SecretBytes | None) -> bool:
