@@ -1,9 +1,9 @@
 """The OAuth grants the gateway holds: access tokens in memory, one refresh at a time per grant.
 
 The vault keeps each grant's refresh token; an access token is minted from it when an action
-needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry (half the
-life of a token that lives less than twice that), and
-again once after the service answered 401. A per-grant lock makes the refresh single-flight:
+needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry (half
+the life of a token that lives less than twice that), and again once after the service
+answered 401. A per-grant lock makes the refresh single-flight:
 twenty actions that find the token expired at once wait for one refresh and use its result,
 so a rotating refresh token is never spent twice. A rotated refresh token is saved to the vault
 (an atomic save) before the new access token is handed to anyone: a crash after the save loses
