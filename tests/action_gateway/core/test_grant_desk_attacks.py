@@ -20,7 +20,7 @@ from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePe
 from safeport.errors import Error
 from safeport.shared.audit import read_records
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
-from safeport.vault.secrets import OAuthSecret, SecretBytes
+from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
 from tests.action_gateway.core.test_grant_desk import ISSUER, POLICY, UID, Clock, Provider
 from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
 from tests.action_gateway.core.test_grant_desk import provider as provider  # a fixture
@@ -134,8 +134,10 @@ class SlowRefresh(Provider):
         super().__init__()
         self.in_refresh = threading.Event()
         self.proceed = threading.Event()
+        self.refreshed_with: list[bytes] = []
 
     def refresh(self, refresh_token: SecretBytes, client_secret: SecretBytes | None) -> TokenGrant:
+        self.refreshed_with.append(refresh_token.reveal())
         self.in_refresh.set()
         assert self.proceed.wait(30)
         return super().refresh(refresh_token, client_secret)
@@ -222,3 +224,45 @@ def test_a_reconnect_during_a_refresh_is_not_undone_by_the_token_the_refresh_rot
         assert (stored.refresh_token.reveal(), stored.scopes) == (b"CANARY-REFRESH-2", ("read",))
         access = gateway._credentials.grants.access("tracker", provider, vault)
         assert access.secret.token.reveal() == b"CANARY-ACCESS-2"
+
+
+HUMAN_VALUE: dict[str, SecretBytes | str] = {"scopes": "read", "issuer": ISSUER}
+
+
+def _rotate_by_hand(gateway: GatewayCore) -> None:
+    value = {**HUMAN_VALUE, "refresh_token": SecretBytes(b"CANARY-BY-HAND")}
+    gateway.rotate_credential("tracker", value)
+
+
+def test_a_grant_rotated_by_hand_is_used_from_the_next_action(tmp_path: Path) -> None:
+    provider = SlowRefresh()
+    provider.proceed.set()
+    with _core_of(tmp_path, provider) as gateway:
+        _connect(gateway)  # the broker holds CANARY-ACCESS-1 of the connect
+        _rotate_by_hand(gateway)
+        vault, _ = gateway._vault.current()
+        access = gateway._credentials.grants.access("tracker", provider, vault)
+        # Not the old grant's cached access token: one minted from the value given by hand.
+        assert provider.refreshed_with == [b"CANARY-BY-HAND"]
+        assert access.secret.token.reveal() == b"CANARY-ACCESS-2"
+
+
+def test_a_rotation_by_hand_during_a_refresh_is_not_undone(tmp_path: Path) -> None:
+    provider = SlowRefresh()
+    with _core_of(tmp_path, provider) as gateway:
+        _connect(gateway)  # CANARY-REFRESH-1
+        action = _refresh_under_way(gateway, provider)
+        _alongside(lambda: _rotate_by_hand(gateway), provider, action)
+        vault, _ = gateway._vault.current()
+        stored = vault.secret("tracker")
+        assert isinstance(stored, OAuthSecret) and stored.refresh_token is not None
+        assert stored.refresh_token.reveal() == b"CANARY-BY-HAND"
+
+
+def test_a_token_credential_rotates_as_before(core: GatewayCore) -> None:
+    core.add_credential("deploy-token", "token", {"token": SecretBytes(b"CANARY-T1")})
+    core.rotate_credential("deploy-token", {"token": SecretBytes(b"CANARY-T2")})
+    vault, _ = core._vault.current()
+    secret = vault.secret("deploy-token")
+    assert isinstance(secret, TokenSecret) and secret.token.reveal() == b"CANARY-T2"
+    assert "deploy-token" not in core._credentials.grants._grants  # no grant state made for it

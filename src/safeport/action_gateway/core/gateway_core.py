@@ -226,7 +226,8 @@ class GatewayCore:
 
     def rotate_credential(self, name: str, value: CredentialValue) -> None:
         vault, _ = self._vault.current()
-        vault.rotate(name, value)
+        with self.grants.rotating(name, vault):
+            vault.rotate(name, value)
         # Pooled connections authenticated with the old value must not outlive it.
         self._parts.executor.close_all()
         self._events.record_save("vault.entry_rotated", {"name": name}, vault)

@@ -11,8 +11,9 @@ has a revocation endpoint; a revocation that fails is reported and the entry rem
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from safeport.action_gateway.core.vault_events import VaultEvents
@@ -25,6 +26,7 @@ from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Error
 from safeport.shared.schemas import grant_wire as gw
 from safeport.shared.schemas.results import DeadGrantView
+from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import OAuthSecret, SecretBytes
 
 
@@ -197,6 +199,19 @@ class GrantDesk:
         except BaseException:
             grant.wipe()
             raise
+
+    @contextlib.contextmanager
+    def rotating(self, name: str, vault: UnlockedVault) -> Iterator[None]:
+        """Around `sp vault rotate` of entry ``name``: an OAuth grant rotated by hand is as if
+        reconnected -- written with no refresh under way (whose rotation would undo it), then
+        its cached access token and its death forgotten, so the next action uses the new one."""
+        if not any(e.name == name and e.kind == "oauth" for e in vault.entries()):
+            yield
+            return
+        grants = self._credentials.grants
+        with grants.holding(name):
+            yield
+            grants.connected(name)
 
     # -- removing, and what status shows ------------------------------------------------------
 
