@@ -507,6 +507,7 @@ DECISION_MODULES = {
         "action_gateway.oauth.errors",
         "action_gateway.oauth.presets",
         "action_gateway.oauth.protocol",
+        "action_gateway.oauth.refresh_rules",
         "action_gateway.oauth.responses",
         "action_gateway.policy.arguments",
         "action_gateway.policy.caller_rules",

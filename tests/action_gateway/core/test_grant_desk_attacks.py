@@ -20,8 +20,17 @@ from safeport.action_gateway.oauth.protocol import DeviceAuthorization, DevicePe
 from safeport.errors import Error
 from safeport.shared.audit import read_records
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy
+from safeport.vault.errors import VaultLocked
+from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
-from tests.action_gateway.core.test_grant_desk import ISSUER, POLICY, UID, Clock, Provider
+from tests.action_gateway.core.test_grant_desk import (
+    ISSUER,
+    POLICY,
+    UID,
+    Clock,
+    Provider,
+    _begin_code,
+)
 from tests.action_gateway.core.test_grant_desk import core as core  # a fixture
 from tests.action_gateway.core.test_grant_desk import provider as provider  # a fixture
 from tests.action_gateway.in_process_core import in_process_core
@@ -266,3 +275,31 @@ def test_a_token_credential_rotates_as_before(core: GatewayCore) -> None:
     secret = vault.secret("deploy-token")
     assert isinstance(secret, TokenSecret) and secret.token.reveal() == b"CANARY-T2"
     assert "deploy-token" not in core._credentials.grants._grants  # no grant state made for it
+
+
+def test_an_action_that_opened_the_vault_before_a_lock_keeps_no_token_past_it(
+    core: GatewayCore, provider: Provider
+) -> None:
+    flow_id, state = _begin_code(core)
+    core.grants.finish(flow_id, UID, {"code": "the-code", "state": state, "iss": ISSUER})
+    vault, _ = core._vault.current()  # an action opened the vault before the lock
+    seen: list[object] = []
+
+    def late_action(reason: str, locking: UnlockedVault) -> None:
+        # Runs during the lock, after the grants' tokens were wiped and before the vault is
+        # closed: the action asks for a token now.
+        try:
+            seen.append(core._credentials.grants.access("tracker", provider, vault))
+        except Exception as exc:
+            seen.append(exc)
+
+    core._vault.on_lock(late_action)
+    minted = provider.minted
+    core.lock("test")
+    assert len(seen) == 1 and isinstance(seen[0], VaultLocked)
+    assert all(grant.token is None for grant in core._credentials.grants._grants.values())
+    assert provider.minted == minted  # not even asked: the vault it came from is locking
+    # Unlocked again, the grant serves as before.
+    core.prove_passphrase(passphrase())
+    reopened, _ = core._vault.current()
+    assert core._credentials.grants.access("tracker", provider, reopened).secret.token

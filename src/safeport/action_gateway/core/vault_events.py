@@ -71,6 +71,7 @@ class VaultEvents:
         self._credentials.settle(served, vault)
 
     def locked(self, reason: str, vault: UnlockedVault) -> None:
+        self._credentials.grants.locking(vault)  # before its tokens are wiped below
         ended = self._approvals.void_all("vault locked")
         self.close_pooled("on lock")
         self._record("vault.locked", {"reason": reason, "sessions_ended": ended})

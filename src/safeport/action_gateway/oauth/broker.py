@@ -3,9 +3,9 @@
 The vault keeps each grant's refresh token; an access token is minted from it when an action
 needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry (half
 the life of a token that lives less than twice that), and again once after the service
-answered 401. A per-grant lock makes the refresh single-flight:
-twenty actions that find the token expired at once wait for one refresh and use its result,
-so a rotating refresh token is never spent twice. A rotated refresh token is saved to the vault
+answered 401. A per-grant lock makes the refresh single-flight: twenty actions that find the
+token expired at once wait for one refresh and use its result, so a rotating refresh token is
+never spent twice. A rotated refresh token is saved to the vault
 (an atomic save) before the new access token is handed to anyone: a crash after the save loses
 only the access token, never the grant. A refresh the provider refuses as ``invalid_grant``
 marks the grant dead: it is not asked again until a human reconnects it (`sp oauth connect`),
@@ -16,24 +16,25 @@ never a token.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from safeport.action_gateway.executors.interface import ActionError
 from safeport.action_gateway.oauth.errors import OAuthGrantDead
 from safeport.action_gateway.oauth.grant_issuer import check_issuer
+from safeport.action_gateway.oauth.refresh_rules import (
+    REFRESH_BEFORE_S as REFRESH_BEFORE_S,
+)
+from safeport.action_gateway.oauth.refresh_rules import entry_value, renew_at
+from safeport.action_gateway.oauth.refresh_rules import rotated as was_rotated
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
+from safeport.vault.errors import VaultLocked
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
-
-# Refresh this long before the provider's expiry: an action's request must not carry a token
-# that expires while it is in flight.
-REFRESH_BEFORE_S = 60
 
 
 class FreshTokens(Protocol):
@@ -136,6 +137,9 @@ class GrantBroker:
         self._wall = wall
         self._grants: dict[str, _Grant] = {}
         self._mutex = threading.Lock()
+        # The vault being (or last) locked: an action that opened it before the lock gets no
+        # access token minted from it after forget() wiped the others.
+        self._locked: UnlockedVault | None = None
         # Set by the core: a rotation is a vault save like any other, journaled with its
         # generation so that a vault file put back from before it shows as a rollback.
         self.record_save: SaveRecorder | None = None
@@ -145,11 +149,12 @@ class GrantBroker:
         grant = self._grant(name)
         with grant.lock:
             self._refuse_dead(grant)
+            self._refuse_locked(grant, vault)
             if grant.client is not client:
                 grant.drop_token()
             if grant.token is None or not self._fresh(grant):
                 self._renew(name, grant, client, vault)
-            return self._lease(grant)
+            return self._lease(grant, vault)
 
     def after_unauthorized(
         self, name: str, client: GrantClient, vault: UnlockedVault, used: Access
@@ -159,10 +164,11 @@ class GrantBroker:
         grant = self._grant(name)
         with grant.lock:
             self._refuse_dead(grant)
+            self._refuse_locked(grant, vault)
             if grant.generation == used.generation or grant.token is None:
                 grant.drop_token()
                 self._renew(name, grant, client, vault, unauthorized=True)
-            return self._lease(grant)
+            return self._lease(grant, vault)
 
     def connected(
         self,
@@ -180,13 +186,19 @@ class GrantBroker:
             grant.generation += 1
             if token is not None:
                 grant.token, grant.client = token, client
-                grant.renew_at = _renew_at(self._clock(), expires_in)
+                grant.renew_at = renew_at(self._clock(), expires_in)
 
     def dead(self) -> list[DeadGrant]:
         """The grants their providers refused, by name."""
         with self._mutex:
             grants = list(self._grants.values())
         return sorted((g.dead for g in grants if g.dead is not None), key=lambda d: d.name)
+
+    def locking(self, vault: UnlockedVault) -> None:
+        """``vault`` is being locked (called before :meth:`forget`): from now on no token
+        minted from it is kept or handed out."""
+        with self._mutex:
+            self._locked = vault
 
     def forget(self, name: str | None = None) -> None:
         """Wipe the access tokens (all of them: the vault was locked; or one: it was removed)."""
@@ -216,9 +228,17 @@ class GrantBroker:
     def _fresh(self, grant: _Grant) -> bool:
         return grant.renew_at is None or self._clock() < grant.renew_at
 
-    def _lease(self, grant: _Grant) -> Access:
+    def _lease(self, grant: _Grant, vault: UnlockedVault) -> Access:
+        # Again after a refresh, which may have run while the vault was being locked (its
+        # rotation saved if the vault was still open): no token is kept past that lock.
+        self._refuse_locked(grant, vault)
         assert grant.token is not None
         return Access(TokenSecret(grant.token.copy()), grant.generation)
+
+    def _refuse_locked(self, grant: _Grant, vault: UnlockedVault) -> None:
+        if vault is self._locked:
+            grant.drop_token()
+            raise VaultLocked()
 
     def _refuse_dead(self, grant: _Grant) -> None:
         if grant.dead is not None:
@@ -280,12 +300,12 @@ class GrantBroker:
                 f"the OAuth grant {name!r} could not be refreshed: {exc.message}",
             ) from None
         try:
-            rotated = _rotated(refresh_token, fresh.refresh_token)
+            rotated = was_rotated(refresh_token, fresh.refresh_token)
             scopes = stored.scopes if fresh.scopes is None else fresh.scopes
             if rotated or scopes != stored.scopes:
                 # Saved before the new access token is used: a crash between the provider's
                 # answer and this save is the one moment a rotated grant can be lost.
-                vault.rotate(name, _entry_value(stored, fresh.refresh_token, scopes))
+                vault.rotate(name, entry_value(stored, fresh.refresh_token, scopes))
                 if self.record_save is not None:
                     self.record_save("vault.entry_rotated", {"name": name}, vault)
         except BaseException:
@@ -296,7 +316,7 @@ class GrantBroker:
                 fresh.refresh_token.wipe()
         grant.drop_token()
         grant.token = fresh.access_token
-        grant.renew_at = _renew_at(started, fresh.expires_in)
+        grant.renew_at = renew_at(started, fresh.expires_in)
         grant.generation += 1
         body = {**_about(name, stored), "scopes": list(scopes), "rotated": rotated}
         body["expires_in"] = fresh.expires_in
@@ -318,37 +338,5 @@ def dead_error(name: str) -> ActionError:
     )
 
 
-def _renew_at(start: float, expires_in: int | None) -> float | None:
-    # REFRESH_BEFORE_S ahead of the expiry, but never more than half the token's life: a token
-    # that lives a minute or less would otherwise be stale as it arrives, and every action --
-    # each of twenty waiting on the one refresh -- would refresh again, spending the grant.
-    if expires_in is None:
-        return None
-    return start + expires_in - min(REFRESH_BEFORE_S, expires_in / 2)
-
-
-def _rotated(old: SecretBytes, new: SecretBytes | None) -> bool:
-    if new is None:
-        return False
-    with old.exposed() as left, new.exposed() as right:
-        return not hmac.compare_digest(left, right)
-
-
 def _about(name: str, stored: OAuthSecret) -> dict[str, object]:
     return {"grant": name, "issuer": stored.issuer, "scopes": list(stored.scopes)}
-
-
-def _entry_value(
-    stored: OAuthSecret, refresh_token: SecretBytes | None, scopes: tuple[str, ...]
-) -> Mapping[str, SecretBytes | str]:
-    """The vault entry after a refresh: the rotated refresh token (or the same one), the same
-    client secret and issuer, the scopes now granted."""
-    value: dict[str, SecretBytes | str] = {"scopes": " ".join(scopes)}
-    token = refresh_token if refresh_token is not None else stored.refresh_token
-    if token is not None:
-        value["refresh_token"] = token
-    if stored.client_secret is not None:
-        value["client_secret"] = stored.client_secret
-    if stored.issuer is not None:
-        value["issuer"] = stored.issuer
-    return value
