@@ -3,6 +3,7 @@
 cuts out, and operations imported from an OpenAPI description. Only the CLI imports it."""
 
 __all__ = [
+    "oauth_scaffold",
     "openapi_import",
     "reference",
     "removal",

@@ -13,6 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from safeport.authoring.oauth_scaffold import OAuthDraft, oauth_credential_lines
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.config_params import PLACEHOLDER
@@ -28,6 +29,7 @@ class HttpServiceDraft:
     base_url: str
     credential: str
     operations: tuple[str, ...]  # "ID=METHOD /path"
+    oauth: OAuthDraft | None = None  # the credential is an oauth grant from a preset
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,17 @@ class SshHostDraft:
 
 def add_http_service(text: str, draft: HttpServiceDraft) -> str:
     """``text`` with the service (and its credential, when new) appended; checked to parse."""
-    lines = _credential(text, draft.credential, "token", "--kind token")
+    if draft.oauth is None:
+        lines = _credential(text, draft.credential, "token", "--kind token")
+        auths = "bearer | basic | header:NAME"
+    else:
+        lines = oauth_credential_lines(text, draft.credential, draft.oauth)
+        auths = "bearer | header:NAME (an access token is never basic)"
     lines += [
         f"[http.services.{draft.name}]",
         f"base_url = {json.dumps(draft.base_url)}",
         f"credential = {json.dumps(draft.credential)}",
-        'auth = "bearer"                  # bearer | basic | header:NAME',
+        f'auth = "bearer"                  # {auths}',
         "",
     ]
     for spec in draft.operations:
