@@ -48,6 +48,7 @@ JOURNAL_WIRE = frozenset(
         "ladder/collaborators.py:ActionJournal.record",
         "ladder/credentials.py:Journal.record",
         "ladder/refusal.py:refusal_record",
+        "oauth/broker.py:Journal.record",
         "ladder/resolve.py:proposal_names",
         "ladder/result_filters.py:result_summary",
     }

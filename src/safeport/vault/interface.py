@@ -27,15 +27,20 @@ class EntryInfo:
     kind: SecretKind
     created: datetime
     rotated: datetime | None
+    # The scopes an OAuth grant was given (None for every other kind).
+    scopes: tuple[str, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The entry as control.sock's ``vault.entries`` and `sp vault list --json` give it."""
-        return {
+        item: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "created": self.created.isoformat(),
             "rotated": None if self.rotated is None else self.rotated.isoformat(),
         }
+        if self.scopes is not None:
+            item["scopes"] = list(self.scopes)
+        return item
 
     @classmethod
     def from_json(cls, item: dict[str, Any]) -> EntryInfo:
@@ -45,6 +50,7 @@ class EntryInfo:
             kind=item["kind"],
             created=datetime.fromisoformat(str(item["created"])),
             rotated=datetime.fromisoformat(str(rotated)) if rotated else None,
+            scopes=None if item.get("scopes") is None else tuple(map(str, item["scopes"])),
         )
 
 

@@ -23,12 +23,12 @@ from typing import Any
 from safeport.shared.audit import JournalHead
 from safeport.vault.canonical_json import as_count, as_str, b64, canonical, unb64
 from safeport.vault.errors import CannotUnlock
-from safeport.vault.interface import AcceptedPolicy, VaultEvidence, VaultPublicKeys
+from safeport.vault.interface import AcceptedPolicy, EntryInfo, VaultEvidence, VaultPublicKeys
 from safeport.vault.kdf import zero
 from safeport.vault.secrets import SecretBytes, SecretKind
 
 _BLOB_LEN = struct.Struct(">I")
-KINDS: tuple[SecretKind, ...] = ("token", "basic", "ssh-key")
+KINDS: tuple[SecretKind, ...] = ("token", "basic", "ssh-key", "oauth")
 
 
 @dataclass
@@ -41,6 +41,11 @@ class Entry:
     rotated: datetime | None
     secrets: dict[str, SecretBytes]
     plain: dict[str, str] = field(default_factory=dict)
+
+    def info(self) -> EntryInfo:
+        """What `sp vault list` shows of it: an OAuth grant's scopes too, never a value."""
+        scopes = tuple(self.plain.get("scopes", "").split()) if self.kind == "oauth" else None
+        return EntryInfo(self.name, self.kind, self.created, self.rotated, scopes)
 
     def wipe(self) -> None:
         for value in self.secrets.values():

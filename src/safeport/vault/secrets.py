@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-SecretKind = Literal["token", "basic", "ssh-key"]
+SecretKind = Literal["token", "basic", "ssh-key", "oauth"]
 
 
 class SecretBytes:
@@ -108,4 +108,25 @@ class SshKeySecret:
         return "SshKeySecret(<redacted>)"
 
 
-CredentialSecret = TokenSecret | BasicSecret | SshKeySecret
+@dataclass(frozen=True, repr=False)
+class OAuthSecret:
+    """An OAuth grant the gateway holds: the refresh token (or, for a provider that issues
+    only a non-expiring access token, that token), the client secret of a confidential client,
+    and the scopes the provider granted and its issuer (plain: shown by `sp vault list`)."""
+
+    refresh_token: SecretBytes | None
+    access_token: SecretBytes | None = None
+    client_secret: SecretBytes | None = None
+    scopes: tuple[str, ...] = ()
+    issuer: str | None = None
+
+    def wipe(self) -> None:
+        for value in (self.refresh_token, self.access_token, self.client_secret):
+            if value is not None:
+                value.wipe()
+
+    def __repr__(self) -> str:
+        return f"OAuthSecret(scopes={self.scopes!r}, <redacted>)"
+
+
+CredentialSecret = TokenSecret | BasicSecret | SshKeySecret | OAuthSecret

@@ -60,10 +60,7 @@ class OpenVault:
     def entries(self) -> list[EntryInfo]:
         with self._mutex:
             self._require_open()
-            return [
-                EntryInfo(name=e.name, kind=e.kind, created=e.created, rotated=e.rotated)
-                for e in sorted(self._payload.entries.values(), key=lambda e: e.name)
-            ]
+            return [e.info() for e in sorted(self._payload.entries.values(), key=lambda e: e.name)]
 
     def secret(self, name: str) -> CredentialSecret:
         with self._mutex:

@@ -75,7 +75,13 @@ class GatewayCore:
         self._policies = PolicyStore(paths.gateway_config)
         humans = len(self.admitted_uids)
         self._approvals = Approvals(self._journals.sessions, parts.probe, humans=humans)
-        self._credentials = CredentialSupply(parts.sources, self._journals, records.evidence, paths)
+        self._credentials = CredentialSupply(
+            parts.sources,
+            self._journals,
+            records.evidence,
+            paths,
+            grant_clients=parts.grant_clients,
+        )
         self._ladder = Ladder(
             probe=parts.probe,
             policies=self._policies,

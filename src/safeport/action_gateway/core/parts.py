@@ -14,7 +14,8 @@ from safeport.action_gateway.evidence.syslog import LOCAL_SOCKET
 from safeport.action_gateway.executors.interface import Executor
 from safeport.action_gateway.executors.openbao.sources import OpenBaoSources
 from safeport.action_gateway.identity.model import IdentityProbe
-from safeport.action_gateway.ladder.credentials import CredentialSources
+from safeport.action_gateway.ladder.credentials import CredentialSources, GrantClients
+from safeport.action_gateway.oauth.clients import ProviderClients
 from safeport.action_gateway.remote_clients.metadata_documents import FetchRules
 from safeport.action_gateway.sockets.connection import ServerLimits
 from safeport.shared.audit import DEFAULT_SEGMENT_BYTES, BodySealer
@@ -38,6 +39,8 @@ class GatewayParts:
     remote_fetch: FetchRules = field(default_factory=FetchRules)
     # The OpenBao/Vault servers' client (assembly's trusts CA files of the gateway's account).
     sources: CredentialSources = field(default_factory=OpenBaoSources)
+    # The OAuth providers' client for each oauth credential (tests pass a provider stand-in).
+    grant_clients: GrantClients = field(default_factory=ProviderClients)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class VaultEvents:
         try:
             self._executor.close_all()
             self._credentials.sources.forget()
+            self._credentials.grants.forget()  # every OAuth access token, wiped
         except Exception as exc:  # the lock stands; pooled connections die with their keys
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 

@@ -54,6 +54,9 @@ ActionFailure = Literal[
     # The statement failed on the values it met (a cast, a division by zero): the remote
     # failed, nothing was denied, so it is `upstream` like any other server-side failure.
     "query_failed",
+    # An OAuth grant its provider refused (revoked, expired, a rotated refresh token reused):
+    # nothing is retried until a human reconnects it.
+    "oauth_grant_dead",
 ]
 
 # How the gateway ended work that outlived its deadline: the server honoured a cancel (or an SSH

@@ -55,8 +55,12 @@ def attempt_action(
     try:
         with credentials.held(resolved.policy, resolved.request, vault, intent) as held:
             origin = held.origin
-            texts = credential_texts(held.secret)
-            result = execute_filtered(executor, held.secret, resolved)
+            # The same list object: a token renewed after a 401 joins it as it is issued.
+            texts = held.withheld
+            texts[:0] = credential_texts(held.secret)
+            result = execute_filtered(
+                executor, held.secret, resolved, renew=held.renew, withheld=texts
+            )
     except Exception as exc:  # every failure becomes a refusal; see _failed
         status, refusal, stopped = _failed(exc, texts)
         elapsed = int((clock() - started) * 1000)

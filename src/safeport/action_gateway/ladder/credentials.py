@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
-import os
 import threading
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Protocol
 
 from safeport.action_gateway.approvals.cards import ActionRequest
@@ -31,7 +27,10 @@ from safeport.action_gateway.evidence.journals import GatewayJournals
 from safeport.action_gateway.executors.interface import ActionError, SshAction
 from safeport.action_gateway.executors.openbao.issue import Issued
 from safeport.action_gateway.executors.openbao.sources import SourceFinding
+from safeport.action_gateway.ladder.credential_texts import credential_texts
+from safeport.action_gateway.ladder.pending_leases import PendingLeases
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
+from safeport.action_gateway.oauth.broker import Access, GrantBroker, GrantClient
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
@@ -41,10 +40,12 @@ from safeport.shared.schemas.config import GatewayPolicy
 from safeport.shared.schemas.config_sources import LOCAL_SOURCE
 from safeport.shared.schemas.results import SourceCheck
 from safeport.vault.interface import UnlockedVault
-from safeport.vault.secrets import CredentialSecret, TokenSecret
+from safeport.vault.secrets import CredentialSecret, OAuthSecret, SecretBytes, TokenSecret
 
 log = logging.getLogger("safeport.gateway")
 SecretIdReader = Callable[[str], TokenSecret]
+# The provider client for an oauth credential of the policy (built from its [oauth] table).
+GrantClients = Callable[[GatewayPolicy, str], GrantClient]
 
 
 class CredentialSources(Protocol):
@@ -87,11 +88,16 @@ class CredentialSupply:
         journals: GatewayJournals | None,
         evidence: JournalEvidence | None,
         paths: SafeportPaths | None,
+        *,
+        grant_clients: GrantClients | None = None,
     ) -> None:
         """Journals ``credential.*`` records in the actions journal, alarms through
-        ``evidence``, keeps open leases in the data folder's ``leases.json``."""
+        ``evidence``, keeps open leases in the data folder's ``leases.json``; an oauth
+        credential's access tokens are the broker's (``oauth.*`` records)."""
         self.sources = sources
         self._journal: Journal = journals.actions if journals is not None else _NoJournal()
+        self.grants = GrantBroker(self._journal)
+        self._grant_clients = grant_clients or _no_grant_client
         self._alarm: Alarm = evidence.alarm if evidence is not None else _no_alarm
         self._pending = PendingLeases(paths.data_dir / "leases.json" if paths else None)
 
@@ -116,7 +122,12 @@ class CredentialSupply:
         a lease has a record of its own before the action runs, so a crash leaves it on record."""
         credential = policy.credentials[request.credential]
         if credential.source == LOCAL_SOURCE:
-            yield Held(vault.secret(request.credential), {})
+            secret = vault.secret(request.credential)
+            if isinstance(secret, OAuthSecret):
+                with self._granted(policy, request.credential, secret, vault) as held:
+                    yield held
+                return
+            yield Held(secret, {})
             return
         action = request.prepared
         user = action.host.user if isinstance(action, SshAction) else None
@@ -133,6 +144,31 @@ class CredentialSupply:
             issued.secret.wipe()
             if issued.lease_id is not None:
                 self._revoke(policy, vault, credential.source, issued.lease_id, intent)
+
+    @contextlib.contextmanager
+    def _granted(
+        self, policy: GatewayPolicy, name: str, stored: OAuthSecret, vault: UnlockedVault
+    ) -> Iterator[Held]:
+        """An access token of the grant ``name``; ``renew`` (after a 401) refreshes it once.
+        The grant's own secrets are withheld from the result like the access token."""
+        try:
+            withheld = [text for value in _grant_values(stored) for text in _texts(value)]
+        finally:
+            stored.wipe()
+        client = self._grant_clients(policy, name)
+        leases = [self.grants.access(name, client, vault)]
+
+        def renew() -> TokenSecret:
+            if len(leases) > 1:
+                raise Error("an action's access token is renewed at most once")
+            leases.append(self.grants.after_unauthorized(name, client, vault, leases[0]))
+            withheld.extend(credential_texts(leases[-1].secret))
+            return leases[-1].secret
+
+        try:
+            yield Held(leases[0].secret, {}, renew=renew, withheld=withheld)
+        finally:
+            _wipe_leases(leases)
 
     def settle(self, served: ServedPolicy | None, vault: UnlockedVault) -> None:
         """Revoke the leases a previous run left open, in a thread of its own (an unlock must
@@ -204,6 +240,11 @@ class Held:
 
     secret: CredentialSecret
     origin: dict[str, object]
+    # An OAuth grant's: a new access token after the service refused this one (401), once.
+    renew: Callable[[], TokenSecret] | None = None
+    # Texts the result must not hold besides the credential's own (the grant's refresh token
+    # and client secret, a renewed access token).
+    withheld: list[str] = dataclasses.field(default_factory=list)
 
 
 def local_only() -> CredentialSupply:
@@ -261,6 +302,24 @@ def _lease_prefixes(policy: GatewayPolicy, server_id: str) -> tuple[str, ...]:
     )
 
 
+def _no_grant_client(policy: GatewayPolicy, name: str) -> GrantClient:
+    raise ActionError("auth_failed", "this gateway has no OAuth client")
+
+
+def _grant_values(stored: OAuthSecret) -> list[SecretBytes]:
+    values = (stored.refresh_token, stored.access_token, stored.client_secret)
+    return [value for value in values if value is not None]
+
+
+def _texts(value: SecretBytes) -> list[str]:
+    return credential_texts(TokenSecret(value))
+
+
+def _wipe_leases(leases: list[Access]) -> None:
+    for lease in leases:
+        lease.secret.wipe()
+
+
 def _no_alarm(kind: str, body: dict[str, object]) -> None:
     return
 
@@ -280,49 +339,3 @@ def _reader(vault: UnlockedVault) -> SecretIdReader:
         return secret
 
     return read
-
-
-class PendingLeases:
-    """Lease ids issued and not yet revoked, in a small file that outlives a crash (ids are
-    identifiers, not secrets; the file holds nothing that grants access)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-
-    def add(self, server_id: str, lease_id: str) -> None:
-        with self._lock:
-            items = self._read()
-            items.append({"source": server_id, "lease_id": lease_id, "at": time.time()})
-            self._write(items)
-
-    def remove(self, lease_id: str) -> None:
-        with self._lock:
-            self._write([item for item in self._read() if item.get("lease_id") != lease_id])
-
-    def entries(self) -> list[tuple[str, str]]:
-        with self._lock:
-            return [(str(i["source"]), str(i["lease_id"])) for i in self._read()]
-
-    def _read(self) -> list[dict[str, object]]:
-        if self._path is None:
-            return []
-        try:
-            data = json.loads(self._path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError):
-            log.error("the pending leases file %s cannot be read", self._path)
-            return []
-        return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
-
-    def _write(self, items: list[dict[str, object]]) -> None:
-        if self._path is None:
-            return
-        temporary = self._path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(items, out)
-            out.flush()
-            os.fsync(out.fileno())
-        temporary.replace(self._path)

@@ -8,6 +8,8 @@ is decided in one short function a reader can check against the executors' contr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from safeport.action_gateway.executors.interface import Executor, SqlAction, SshAction
 from safeport.action_gateway.ladder.credential_texts import result_needles
 from safeport.action_gateway.ladder.outcome import ActionResult
@@ -22,9 +24,19 @@ from safeport.errors import Error
 from safeport.vault.secrets import BasicSecret, SshKeySecret, TokenSecret
 
 
-def execute_filtered(executor: Executor, secret: object, resolved: Resolved) -> ActionResult:
+def execute_filtered(
+    executor: Executor,
+    secret: object,
+    resolved: Resolved,
+    *,
+    renew: Callable[[], TokenSecret] | None = None,
+    withheld: Sequence[str] = (),
+) -> ActionResult:
     """The action's filtered result; raises the executor's ``ActionError`` (a withheld result
-    included) or ``Error`` when the credential is not of the kind the action needs."""
+    included) or ``Error`` when the credential is not of the kind the action needs.
+
+    ``renew`` (an OAuth grant's) gives a new token after the service answered 401: the request
+    is sent once more with it. ``withheld`` are more texts the result must not hold."""
     action = resolved.action
     if isinstance(action, SqlAction):
         if not isinstance(secret, TokenSecret | SshKeySecret | BasicSecret):
@@ -40,6 +52,9 @@ def execute_filtered(executor: Executor, secret: object, resolved: Resolved) -> 
         return filter_ssh(ssh, resolved.max_output_bytes)
     if not isinstance(secret, TokenSecret | BasicSecret):
         raise Error("the credential is not a token or basic secret")
+    texts, _ = result_needles(secret)
     http = executor.http_request(action, secret)
-    withhold_credential(http, *result_needles(secret))
+    if http.status == 401 and renew is not None:
+        http = executor.http_request(action, renew())
+    withhold_credential(http, [*texts, *withheld])
     return filter_http(http, action.operation.response_fields)

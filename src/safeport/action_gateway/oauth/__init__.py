@@ -3,4 +3,5 @@
 ``presets`` (the catalogue), ``endpoints`` (discovery and overrides), ``protocol`` and
 ``responses`` (PKCE, state, iss, token and device answers) decide without I/O; ``transport`` is
 the one place that talks to a provider, and ``client`` runs each grant's steps over it.
+``broker`` holds the grants' access tokens in memory and refreshes them one at a time.
 """

@@ -31,7 +31,8 @@ from safeport.vault import (
 )
 from safeport.vault.secrets import SecretBytes, SecretKind
 
-_KINDS = list(get_args(SecretKind))
+# An oauth entry is written by the gateway itself at `sp oauth connect`, never pasted.
+_KINDS = [kind for kind in get_args(SecretKind) if kind != "oauth"]
 # The exit code of a vault that is locked, missing or has no gateway to hold it unlocked.
 LOCKED_EXIT = 2
 
@@ -203,7 +204,8 @@ def list_entries(passphrase_file: Path | None, use_keyring: bool, as_json: bool)
         return
     for e in entries:
         rotated = f", rotated {_day(e.rotated)}" if e.rotated else ""
-        click.echo(f"{inert(e.name)}  {e.kind}  created {_day(e.created)}{rotated}")
+        scopes = "" if e.scopes is None else f"  scopes {inert(' '.join(e.scopes)) or '(none)'}"
+        click.echo(f"{inert(e.name)}  {e.kind}  created {_day(e.created)}{rotated}{scopes}")
 
 
 @vault.command()

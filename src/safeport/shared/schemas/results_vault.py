@@ -82,9 +82,11 @@ class EntryView(Result):
     """An entry as `sp vault list` shows it: never its value."""
 
     name: str
-    kind: Literal["token", "basic", "ssh-key"]
+    kind: Literal["token", "basic", "ssh-key", "oauth"]
     created: str
     rotated: str | None
+    scopes: list[str] | None = None
+    """The scopes an OAuth grant was given (absent for every other kind)."""
 
 
 class VaultEntriesResult(Result):

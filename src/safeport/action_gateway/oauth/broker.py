@@ -1,0 +1,308 @@
+"""The OAuth grants the gateway holds: access tokens in memory, one refresh at a time per grant.
+
+The vault keeps each grant's refresh token; an access token is minted from it when an action
+needs one and the cached one is missing or within :data:`REFRESH_BEFORE_S` of its expiry, and
+again once after the service answered 401. A per-grant lock makes the refresh single-flight:
+twenty actions that find the token expired at once wait for one refresh and use its result,
+so a rotating refresh token is never spent twice. A rotated refresh token is saved to the vault
+(an atomic save) before the new access token is handed to anyone: a crash after the save loses
+only the access token, never the grant. A refresh the provider refuses as ``invalid_grant``
+marks the grant dead: it is not asked again until a human reconnects it (`sp oauth connect`),
+and `sp status` / `sp doctor` name it. Journal records name the grant, its issuer and scopes,
+never a token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from safeport.action_gateway.executors.interface import ActionError
+from safeport.action_gateway.oauth.errors import OAuthGrantDead
+from safeport.errors import Error
+from safeport.shared.audit import JournalBody, JournalHead
+from safeport.vault.interface import UnlockedVault
+from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
+
+# Refresh this long before the provider's expiry: an action's request must not carry a token
+# that expires while it is in flight.
+REFRESH_BEFORE_S = 60
+
+
+class FreshTokens(Protocol):
+    """A token endpoint's answer (``oauth.protocol.TokenGrant`` is one)."""
+
+    @property
+    def access_token(self) -> SecretBytes: ...
+
+    @property
+    def refresh_token(self) -> SecretBytes | None: ...
+
+    @property
+    def expires_in(self) -> int | None: ...
+
+    @property
+    def scopes(self) -> tuple[str, ...] | None: ...
+
+
+class GrantClient(Protocol):
+    """The provider's side of one grant (``oauth.client.OAuthClient`` is one). A refusal of the
+    grant itself (``invalid_grant``) is :class:`OAuthGrantDead`; any other failure is any other
+    :class:`~safeport.errors.Error`."""
+
+    def refresh(
+        self, refresh_token: SecretBytes, client_secret: SecretBytes | None
+    ) -> FreshTokens: ...
+
+    def revoke(
+        self,
+        token: SecretBytes,
+        hint: Literal["refresh_token", "access_token"],
+        client_secret: SecretBytes | None,
+    ) -> bool:
+        """RFC 7009; False when the provider has no revocation endpoint."""
+        ...
+
+
+class Journal(Protocol):
+    def record(
+        self, kind: str, body: JournalBody, *, ref: dict[str, int] | None = None
+    ) -> JournalHead: ...
+
+
+@dataclass(frozen=True)
+class DeadGrant:
+    """A grant its provider refused: named by `sp status` and `sp doctor` until reconnected."""
+
+    name: str
+    issuer: str | None
+    since: float  # wall clock
+    reason: str
+
+
+@dataclass(frozen=True, repr=False)
+class Access:
+    """An access token for one action (its own copy: the executor wipes it) and the refresh it
+    came from, so a 401 refreshes only if no other action already did."""
+
+    secret: TokenSecret
+    generation: int
+
+    def __repr__(self) -> str:
+        return f"Access(generation={self.generation}, <redacted>)"
+
+
+class _Grant:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.token: SecretBytes | None = None
+        self.expires_at: float | None = None  # monotonic; None: the provider gave no expiry
+        self.generation = 0
+        self.dead: DeadGrant | None = None
+
+    def drop_token(self) -> None:
+        if self.token is not None:
+            self.token.wipe()
+        self.token = None
+        self.expires_at = None
+
+
+class GrantBroker:
+    """The grants' in-memory state; every method is safe to call from many worker threads."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._journal = journal
+        self._clock = clock
+        self._wall = wall
+        self._grants: dict[str, _Grant] = {}
+        self._mutex = threading.Lock()
+
+    def access(self, name: str, client: GrantClient, vault: UnlockedVault) -> Access:
+        """A valid access token for grant ``name``, refreshed first when it is near expiry."""
+        grant = self._grant(name)
+        with grant.lock:
+            self._refuse_dead(grant)
+            if grant.token is None or not self._fresh(grant):
+                self._renew(name, grant, client, vault)
+            return self._lease(grant)
+
+    def after_unauthorized(
+        self, name: str, client: GrantClient, vault: UnlockedVault, used: Access
+    ) -> Access:
+        """A new token after the service refused ``used`` (401): refreshed once, unless another
+        action refreshed meanwhile, whose token is then given instead."""
+        grant = self._grant(name)
+        with grant.lock:
+            self._refuse_dead(grant)
+            if grant.generation == used.generation or grant.token is None:
+                grant.drop_token()
+                self._renew(name, grant, client, vault, unauthorized=True)
+            return self._lease(grant)
+
+    def connected(self, name: str) -> None:
+        """A human connected ``name`` anew: forget its old token and its death."""
+        grant = self._grant(name)
+        with grant.lock:
+            grant.drop_token()
+            grant.dead = None
+            grant.generation += 1
+
+    def dead(self) -> list[DeadGrant]:
+        """The grants their providers refused, by name."""
+        with self._mutex:
+            grants = list(self._grants.values())
+        return sorted((g.dead for g in grants if g.dead is not None), key=lambda d: d.name)
+
+    def forget(self, name: str | None = None) -> None:
+        """Wipe the access tokens (all of them: the vault was locked; or one: it was removed)."""
+        with self._mutex:
+            grants = dict(self._grants)
+            if name is not None:
+                self._grants.pop(name, None)
+        for grant_name, grant in grants.items():
+            if name is None or grant_name == name:
+                with grant.lock:
+                    grant.drop_token()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _grant(self, name: str) -> _Grant:
+        with self._mutex:
+            return self._grants.setdefault(name, _Grant())
+
+    def _fresh(self, grant: _Grant) -> bool:
+        return grant.expires_at is None or self._clock() < grant.expires_at - REFRESH_BEFORE_S
+
+    def _lease(self, grant: _Grant) -> Access:
+        assert grant.token is not None
+        return Access(TokenSecret(grant.token.copy()), grant.generation)
+
+    def _refuse_dead(self, grant: _Grant) -> None:
+        if grant.dead is not None:
+            raise dead_error(grant.dead.name)
+
+    def _renew(
+        self,
+        name: str,
+        grant: _Grant,
+        client: GrantClient,
+        vault: UnlockedVault,
+        *,
+        unauthorized: bool = False,
+    ) -> None:
+        stored = vault.secret(name)
+        if not isinstance(stored, OAuthSecret):
+            stored.wipe()
+            raise ActionError("auth_failed", f"credential {name!r} is not an OAuth grant")
+        try:
+            if stored.refresh_token is None:
+                self._lasting(name, grant, stored, unauthorized)
+            else:
+                self._refresh(name, grant, client, vault, stored, stored.refresh_token)
+        finally:
+            stored.wipe()
+
+    def _lasting(self, name: str, grant: _Grant, stored: OAuthSecret, unauthorized: bool) -> None:
+        """A grant with no refresh token: its access token is all there is; a 401 on it means
+        the provider no longer honours it."""
+        if stored.access_token is None or unauthorized:
+            self._die(name, grant, stored, "the service refused its access token")
+        assert stored.access_token is not None
+        grant.token = stored.access_token.copy()
+        grant.expires_at = None
+        grant.generation += 1
+
+    def _refresh(
+        self,
+        name: str,
+        grant: _Grant,
+        client: GrantClient,
+        vault: UnlockedVault,
+        stored: OAuthSecret,
+        refresh_token: SecretBytes,
+    ) -> None:
+        started = self._clock()
+        try:
+            fresh = client.refresh(refresh_token, stored.client_secret)
+        except Error as exc:
+            if isinstance(exc, OAuthGrantDead):
+                self._die(name, grant, stored, "its provider refused the refresh token")
+            self._journal.record(
+                "oauth.refresh_failed", {**_about(name, stored), "reason": exc.message}
+            )
+            raise ActionError(
+                "auth_failed",
+                f"the OAuth grant {name!r} could not be refreshed: {exc.message}",
+            ) from None
+        try:
+            rotated = _rotated(refresh_token, fresh.refresh_token)
+            scopes = stored.scopes if fresh.scopes is None else fresh.scopes
+            if rotated or scopes != stored.scopes:
+                # Saved before the new access token is used: a crash between the provider's
+                # answer and this save is the one moment a rotated grant can be lost.
+                vault.rotate(name, _entry_value(stored, fresh.refresh_token, scopes))
+        except BaseException:
+            fresh.access_token.wipe()
+            raise
+        finally:
+            if fresh.refresh_token is not None:
+                fresh.refresh_token.wipe()
+        grant.drop_token()
+        grant.token = fresh.access_token
+        grant.expires_at = None if fresh.expires_in is None else started + fresh.expires_in
+        grant.generation += 1
+        body = {**_about(name, stored), "scopes": list(scopes), "rotated": rotated}
+        body["expires_in"] = fresh.expires_in
+        self._journal.record("oauth.refreshed", body)
+
+    def _die(self, name: str, grant: _Grant, stored: OAuthSecret, reason: str) -> None:
+        grant.drop_token()
+        grant.dead = DeadGrant(name, stored.issuer, self._wall(), reason)
+        self._journal.record("oauth.grant_dead", {**_about(name, stored), "reason": reason})
+        raise dead_error(name)
+
+
+def dead_error(name: str) -> ActionError:
+    # The remedy is in the message itself: the agent's refusal and the card carry the message.
+    return ActionError(
+        "oauth_grant_dead",
+        f"the OAuth grant {name!r} was refused by its provider (revoked or expired);"
+        f" a human reconnects it with `sp oauth connect {name}`",
+    )
+
+
+def _rotated(old: SecretBytes, new: SecretBytes | None) -> bool:
+    if new is None:
+        return False
+    with old.exposed() as left, new.exposed() as right:
+        return not hmac.compare_digest(left, right)
+
+
+def _about(name: str, stored: OAuthSecret) -> dict[str, object]:
+    return {"grant": name, "issuer": stored.issuer, "scopes": list(stored.scopes)}
+
+
+def _entry_value(
+    stored: OAuthSecret, refresh_token: SecretBytes | None, scopes: tuple[str, ...]
+) -> Mapping[str, SecretBytes | str]:
+    """The vault entry after a refresh: the rotated refresh token (or the same one), the same
+    client secret and issuer, the scopes now granted."""
+    value: dict[str, SecretBytes | str] = {"scopes": " ".join(scopes)}
+    token = refresh_token if refresh_token is not None else stored.refresh_token
+    if token is not None:
+        value["refresh_token"] = token
+    if stored.client_secret is not None:
+        value["client_secret"] = stored.client_secret
+    if stored.issuer is not None:
+        value["issuer"] = stored.issuer
+    return value
