@@ -44,7 +44,8 @@ def diagnose(
 
 
 def _timestamps(paths: SafeportPaths) -> Iterator[Finding]:
-    """The time stamps of the checkpoints, as the running gateway knows them."""
+    """The time stamps of the checkpoints, and the OAuth grants their providers refused, as the
+    running gateway knows them."""
     try:
         with GatewayClient(paths, timeout=5) as client:
             status = client.call(ops.STATUS)
@@ -52,6 +53,9 @@ def _timestamps(paths: SafeportPaths) -> Iterator[Finding]:
         return  # the gateway's own findings say why it does not answer
     stamps = status.timestamps.model_dump() if status.timestamps is not None else None
     yield from timestamp_findings(stamps)
+    for dead in status.dead_grants or []:
+        detail = f"its provider refused it ({dead.reason}, since {dead.since})"
+        yield Finding(f"oauth grant {dead.name}", "fail", detail, f"sp oauth connect {dead.name}")
 
 
 def _folders(paths: SafeportPaths) -> Iterator[Finding]:

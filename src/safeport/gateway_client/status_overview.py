@@ -67,6 +67,7 @@ class Overview:
         stamps = self.gateway.get("timestamps")
         if isinstance(stamps, dict) and (stamps.get("stale") or stamps.get("faults")):
             found.append("timestamps")
+        found += [f"grant {d['name']}" for d in self.gateway.get("dead_grants", [])]
         found += [f"client {c['client']}" for c in self.clients if not c["ok"]]
         found += [f"secrets {f['check']}" for f in self.secrets if f["state"] == "fail"]
         return found
@@ -112,6 +113,7 @@ def _gateway(paths: SafeportPaths) -> dict[str, Any]:
         "journal_space": status.journal_space.model_dump(),
         "alarms": [alarm.model_dump() for alarm in status.alarms],
         "timestamps": status.timestamps.model_dump() if status.timestamps else None,
+        "dead_grants": [dead.model_dump() for dead in status.dead_grants or []],
     }
 
 

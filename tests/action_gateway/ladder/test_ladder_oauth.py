@@ -47,8 +47,8 @@ class OAuthRig(Rig):
         self.fields: dict[str, object] = {"state": "ok"}
         self.sent: list[bytes] = []
         self.supply = local_only()
-        self.supply._grant_clients = self._client
-        self.supply._journal = self.oauth_journal = _Journal()
+        self.supply.grant_clients = self._client
+        self.supply.journal = self.oauth_journal = _Journal()
         self.supply.grants._journal = self.oauth_journal
         rig = self
 

@@ -23,6 +23,7 @@ from safeport.action_gateway.approvals.connected_agents import ConnectedAgents
 from safeport.action_gateway.approvals.desktop_notice import notify_card_waiting
 from safeport.action_gateway.approvals.key_ring import KeyApprovals
 from safeport.action_gateway.core.approval_desk import ApprovalDesk
+from safeport.action_gateway.core.grant_desk import GrantDesk
 from safeport.action_gateway.core.journal_wiring import journal_heads, open_records
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits, admitted_uids
 from safeport.action_gateway.core.remote_wiring import authorization_server
@@ -108,6 +109,8 @@ class GatewayCore:
             parts.executor,
         )
         self.keys = KeyApprovals(self._vault, self._policies, self._events.record_save)
+        # `sp oauth connect` and the revocation before `sp vault remove` (grant_desk.py).
+        self.grants = GrantDesk(self._vault, self._policies, self._credentials, self._events)
         self._approvals.subscribe(notify_card_waiting)
         self.remote = authorization_server(
             self, self._vault, self._approvals, self._policies, paths, parts.remote_fetch
@@ -318,6 +321,7 @@ class GatewayCore:
             alarms=[rs.Alarm.model_validate(alarm) for alarm in self._records.evidence.alarms],
             journal_space=self._refusals.view(),
             timestamps=self._records.checkpoints.stamper_state(),
+            dead_grants=self.grants.dead() or None,
         )
 
     def stop(self) -> None:

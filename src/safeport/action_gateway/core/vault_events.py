@@ -81,6 +81,7 @@ class VaultEvents:
             self._executor.close_all()
             self._credentials.sources.forget()
             self._credentials.grants.forget()  # every OAuth access token, wiped
+            self._credentials.flows.clear()  # and every connect under way
         except Exception as exc:  # the lock stands; pooled connections die with their keys
             log.warning("closing pooled connections failed %s: %s", when, summarize(exc))
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from safeport.action_gateway.core.gateway_core import GatewayCore
-from safeport.action_gateway.handlers import approval_ops, key_ops, vault_ops
+from safeport.action_gateway.handlers import approval_ops, grant_ops, key_ops, vault_ops
 from safeport.action_gateway.handlers.control_context import ControlContext
 from safeport.action_gateway.handlers.passphrase_attempts import PassphraseAttempts
 from safeport.action_gateway.sockets.connection import Connection, Handler, parse_request
@@ -176,6 +176,9 @@ OPERATIONS: dict[str, Registered[Any, Any]] = dict(
         register(ops.VAULT_ADD, vault_ops.vault_add),
         register(ops.VAULT_ROTATE, vault_ops.vault_rotate),
         register(ops.VAULT_REMOVE, vault_ops.vault_remove),
+        register(ops.OAUTH_BEGIN, grant_ops.oauth_begin),
+        register(ops.OAUTH_FINISH, grant_ops.oauth_finish),
+        register(ops.OAUTH_DEVICE_WAIT, grant_ops.oauth_device_wait),
         register(ops.POLICY_STATUS, policy_status),
         register(ops.POLICY_ACCEPT, policy_accept),
         register(ops.APPROVER_REGISTER, approval_ops.approver_register),

@@ -131,8 +131,11 @@ async def vault_remove(
 ) -> EntryRemovedResult:
     params = request.params
     await ctx.prove(conn, request.op, params.passphrase)
+    # An OAuth grant is revoked at its provider first (RFC 7009); a failure is reported and
+    # the entry removed all the same.
+    problem = await ctx.in_thread(lambda: ctx.core.grants.revoke(params.name))
     await ctx.in_thread(lambda: ctx.core.remove_credential(params.name))
-    return EntryRemovedResult(removed=params.name)
+    return EntryRemovedResult(removed=params.name, revoke_problem=problem)
 
 
 def credential_value(raw: EntryValue) -> dict[str, SecretBytes | str]:

@@ -31,6 +31,7 @@ from safeport.action_gateway.ladder.credential_texts import credential_texts
 from safeport.action_gateway.ladder.pending_leases import PendingLeases
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
 from safeport.action_gateway.oauth.broker import Access, GrantBroker, GrantClient
+from safeport.action_gateway.oauth.flows import FlowBook
 from safeport.action_gateway.policy.store import ServedPolicy
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
@@ -95,9 +96,10 @@ class CredentialSupply:
         ``evidence``, keeps open leases in the data folder's ``leases.json``; an oauth
         credential's access tokens are the broker's (``oauth.*`` records)."""
         self.sources = sources
-        self._journal: Journal = journals.actions if journals is not None else _NoJournal()
-        self.grants = GrantBroker(self._journal)
-        self._grant_clients = grant_clients or _no_grant_client
+        self.journal: Journal = journals.actions if journals is not None else _NoJournal()
+        self.grants = GrantBroker(self.journal)
+        self.flows = FlowBook()  # connects under way (`sp oauth connect`)
+        self.grant_clients = grant_clients or _no_grant_client
         self._alarm: Alarm = evidence.alarm if evidence is not None else _no_alarm
         self._pending = PendingLeases(paths.data_dir / "leases.json" if paths else None)
 
@@ -137,7 +139,7 @@ class CredentialSupply:
                 self._pending.add(credential.source, issued.lease_id)
                 body = {"request_id": request.request_id, **issued.record}
                 body["lease_id"] = issued.lease_id
-                self._journal.record("credential.issued", body, ref={"intent": intent})
+                self.journal.record("credential.issued", body, ref={"intent": intent})
                 _check_lease_ttl(credential.source, issued, credential.ttl_s)
             yield Held(issued.secret, issued.record)
         finally:
@@ -155,7 +157,7 @@ class CredentialSupply:
             withheld = [text for value in _grant_values(stored) for text in _texts(value)]
         finally:
             stored.wipe()
-        client = self._grant_clients(policy, name)
+        client = self.grant_clients(policy, name)
         leases = [self.grants.access(name, client, vault)]
 
         def renew() -> TokenSecret:
@@ -216,14 +218,14 @@ class CredentialSupply:
             return
         self._pending.remove(lease_id)
         body = {"source": server_id, "lease_id": lease_id, "after_restart": at_start}
-        self._journal.record("credential.revoked", body, ref=ref)
+        self.journal.record("credential.revoked", body, ref=ref)
 
     def _failed(
         self, server_id: str, lease_id: str, reason: str, ref: dict[str, int] | None
     ) -> None:
         log.error("lease %s of %s was not revoked: %s", lease_id, server_id, reason)
         body: dict[str, object] = {"source": server_id, "lease_id": lease_id, "reason": reason}
-        self._journal.record("credential.revoke_failed", body, ref=ref)
+        self.journal.record("credential.revoke_failed", body, ref=ref)
         self._alarm("credential.revoke_failed", {"alarm": True, **body})
 
     def doctor(self, served: ServedPolicy | None, vault: UnlockedVault) -> list[SourceCheck]:

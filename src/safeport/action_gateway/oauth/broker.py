@@ -149,13 +149,19 @@ class GrantBroker:
                 self._renew(name, grant, client, vault, unauthorized=True)
             return self._lease(grant)
 
-    def connected(self, name: str) -> None:
-        """A human connected ``name`` anew: forget its old token and its death."""
+    def connected(
+        self, name: str, token: SecretBytes | None = None, expires_in: int | None = None
+    ) -> None:
+        """A human connected ``name`` anew: forget its old token and its death; ``token`` (the
+        connect's own access token, taken over) serves the first actions."""
         grant = self._grant(name)
         with grant.lock:
             grant.drop_token()
             grant.dead = None
             grant.generation += 1
+            if token is not None:
+                grant.token = token
+                grant.expires_at = None if expires_in is None else self._clock() + expires_in
 
     def dead(self) -> list[DeadGrant]:
         """The grants their providers refused, by name."""

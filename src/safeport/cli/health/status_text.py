@@ -24,6 +24,7 @@ def overview_lines(view: Overview) -> list[str]:
         lines.append(f"sessions  {gateway['sessions']} open")
         lines.append(f"cards     {gateway['pending_cards']} waiting for a human")
         lines.extend(alarm_lines(gateway.get("alarms", [])))
+        lines.extend(dead_grant_lines(gateway.get("dead_grants", [])))
         lines.extend(_space_lines(gateway.get("journal_space")))
         lines.extend(timestamp_lines(gateway.get("timestamps")))
     for journal in view.journals:
@@ -115,6 +116,15 @@ def _space_lines(space: Any) -> list[str]:
         f"disk      PROBLEM the journals' disk has {free:.1f} MiB free (under the "
         f"{reserve:.0f} MiB kept for your commands): agents' proposals are refused until "
         "space is freed"
+    ]
+
+
+def dead_grant_lines(dead: list[dict[str, Any]]) -> list[str]:
+    """One line per OAuth grant its provider refused: actions on it fail until reconnected."""
+    return [
+        f"GRANT {d['name']} is dead ({d['reason']}, since {d['since']}): reconnect it with "
+        f"`sp oauth connect {d['name']}`"
+        for d in dead
     ]
 
 

@@ -19,6 +19,11 @@ from pydantic import (
     TypeAdapter,
 )
 
+from safeport.shared.schemas.grant_wire import (
+    OAuthBeginParams,
+    OAuthDeviceWaitParams,
+    OAuthFinishParams,
+)
 from safeport.shared.schemas.key_wire import KeyAssertion, KeyPurpose, KeyRegistration
 from safeport.shared.schemas.wire import Envelope
 
@@ -197,6 +202,21 @@ class VaultRemoveRequest(_Control):
     params: VaultRemoveParams
 
 
+class OAuthBeginRequest(_Control):
+    op: Literal["oauth.begin"]
+    params: OAuthBeginParams
+
+
+class OAuthFinishRequest(_Control):
+    op: Literal["oauth.finish"]
+    params: OAuthFinishParams
+
+
+class OAuthDeviceWaitRequest(_Control):
+    op: Literal["oauth.device_wait"]
+    params: OAuthDeviceWaitParams
+
+
 class PolicyStatusRequest(_Control):
     op: Literal["policy.status"]
     params: NoParams = Field(default_factory=NoParams)
@@ -303,6 +323,9 @@ ControlRequest = Annotated[
     | VaultAddRequest
     | VaultRotateRequest
     | VaultRemoveRequest
+    | OAuthBeginRequest
+    | OAuthFinishRequest
+    | OAuthDeviceWaitRequest
     | PolicyStatusRequest
     | PolicyAcceptRequest
     | ApproverRegisterRequest

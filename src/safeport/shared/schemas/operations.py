@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar, get_args
 from pydantic import BaseModel
 
 from safeport.shared.schemas import control as rq
+from safeport.shared.schemas import grant_wire as gw
 from safeport.shared.schemas import key_wire as kw
 from safeport.shared.schemas import oauth_wire as ow
 from safeport.shared.schemas import results as rs
@@ -64,6 +65,9 @@ VAULT_ENTRIES = ControlOp(rq.VaultEntriesRequest, rv.VaultEntriesResult)
 VAULT_ADD = ControlOp(rq.VaultAddRequest, rv.EntryAddedResult)
 VAULT_ROTATE = ControlOp(rq.VaultRotateRequest, rv.EntryRotatedResult)
 VAULT_REMOVE = ControlOp(rq.VaultRemoveRequest, rv.EntryRemovedResult)
+OAUTH_BEGIN = ControlOp(rq.OAuthBeginRequest, gw.OAuthBegunResult)
+OAUTH_FINISH = ControlOp(rq.OAuthFinishRequest, gw.OAuthConnectedResult)
+OAUTH_DEVICE_WAIT = ControlOp(rq.OAuthDeviceWaitRequest, gw.OAuthDeviceStateResult)
 POLICY_STATUS = ControlOp(rq.PolicyStatusRequest, rs.PolicySnapshot)
 POLICY_ACCEPT = ControlOp(rq.PolicyAcceptRequest, rs.PolicyAcceptedResult)
 APPROVER_REGISTER = ControlOp(rq.ApproverRegisterRequest, rs.ApproverResult)
@@ -97,6 +101,9 @@ CONTROL_OPS: dict[str, ControlOp[Any, Any]] = {
         VAULT_ADD,
         VAULT_ROTATE,
         VAULT_REMOVE,
+        OAUTH_BEGIN,
+        OAUTH_FINISH,
+        OAUTH_DEVICE_WAIT,
         POLICY_STATUS,
         POLICY_ACCEPT,
         APPROVER_REGISTER,

@@ -99,8 +99,17 @@ class TimestampState(Result):
     faults: list[str]
 
 
+class DeadGrantView(Result):
+    """An OAuth grant its provider refused (`sp status`, `sp doctor`): reconnect it."""
+
+    name: str
+    issuer: str | None
+    since: str
+    reason: str
+
+
 class StatusResult(Result):
-    _ABSENT_WHEN_NONE = frozenset({"timestamps"})
+    _ABSENT_WHEN_NONE = frozenset({"timestamps", "dead_grants"})
 
     pid: int
     account: str | None
@@ -117,6 +126,8 @@ class StatusResult(Result):
     alarms: list[Alarm]
     journal_space: JournalSpace
     timestamps: TimestampState | None = None  # absent when no time-stamping authority is set
+    # OAuth grants refused by their providers since the gateway started (absent when none).
+    dead_grants: list[DeadGrantView] | None = None
 
 
 class SourceCheck(Result):

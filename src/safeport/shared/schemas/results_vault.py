@@ -102,4 +102,8 @@ class EntryRotatedResult(Result):
 
 
 class EntryRemovedResult(Result):
+    _ABSENT_WHEN_NONE = frozenset({"revoke_problem"})
+
     removed: str
+    # An OAuth grant that could not be revoked at its provider (the entry is removed anyway).
+    revoke_problem: str | None = None
