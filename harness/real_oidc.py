@@ -68,6 +68,7 @@ class OidcProvider:
     """The confidential client's secret (a test value, from the provider's configuration)."""
     harness_key: str
     events_file: Path
+    issued_file: Path
     log_file: Path
 
     @property
@@ -88,6 +89,13 @@ class OidcProvider:
         return [
             e for e in self.events("token") if grant_type is None or e["grant_type"] == grant_type
         ]
+
+    def issued(self, kind: str | None = None) -> list[str]:
+        """Every token, code and device code the provider handed out (``kind``: one of
+        ``access_token``, ``refresh_token``, ``authorization_code``, ``device_code``)."""
+        lines = self.issued_file.read_text().splitlines() if self.issued_file.exists() else []
+        found = [json.loads(line) for line in lines]
+        return [str(e["value"]) for e in found if kind is None or e["kind"] == kind]
 
     def set_access_token_ttl(self, seconds: int) -> None:
         """The lifetime of access tokens issued from now on (those issued keep theirs)."""
@@ -152,6 +160,7 @@ def running_oidc_provider(access_token_ttl: int = 3600) -> Iterator[OidcProvider
             "key_file": str(key_file),
             "ready_file": str(workdir / "ready.json"),
             "events_file": str(workdir / "events.jsonl"),
+            "issued_file": str(workdir / "issued.jsonl"),
             "access_token_ttl": access_token_ttl,
             "device_interval": 1,
             "slow_down_step": 1,
@@ -181,6 +190,7 @@ def running_oidc_provider(access_token_ttl: int = 3600) -> Iterator[OidcProvider
                 client_secret=secret,
                 harness_key=harness_key,
                 events_file=workdir / "events.jsonl",
+                issued_file=workdir / "issued.jsonl",
                 log_file=log_file,
             )
         finally:

@@ -13,6 +13,8 @@
 // - every request to the token, device, revocation and resource routes is appended to the events
 //   file as one JSON line (route, grant type, client, status, error code; never a token), so a
 //   test counts token requests exactly.
+// - every access token, refresh token, code and device code issued is appended to the issued
+//   file (read by the tests only, to grep for them everywhere else).
 // - /_harness/* (needs the harness key): set the access-token lifetime, end one access token
 //   early, revoke an account's grants the way a user does on the provider's "connected apps"
 //   page.
@@ -99,6 +101,15 @@ server.listen(0, '127.0.0.1', () => {
   });
 
   provider.on('grant.success', rememberGrant);
+  // Every secret value the provider hands out, in a file of its own that only the test reads:
+  // the tests grep the gateway's results, journals, logs, cards and `ps` for each of them.
+  for (const kind of ['access_token', 'refresh_token', 'authorization_code', 'device_code']) {
+    const write = (token) => {
+      appendFileSync(config.issued_file, `${JSON.stringify({ kind, value: token.jti })}\n`);
+    };
+    provider.on(`${kind}.saved`, write); // stored (opaque) values
+    provider.on(`${kind}.issued`, write); // values never stored (structured tokens)
+  }
   provider.on('server_error', (_ctx, error) => record({ route: 'server_error', error: String(error) }));
 
   provider.use(async (ctx, next) => {

@@ -98,6 +98,9 @@ def test_the_code_flow_with_pkce_gives_tokens_the_resource_accepts(
     assert len(oidc_provider.token_requests("authorization_code")) == before + 2
     log = oidc_provider.events_file.read_text()
     assert tokens["access_token"] not in log and tokens["refresh_token"] not in log
+    # The issued file knows them: it is what the tests grep everything else for.
+    assert tokens["access_token"] in oidc_provider.issued("access_token")
+    assert tokens["refresh_token"] in oidc_provider.issued("refresh_token")
 
 
 def test_a_refresh_rotates_and_a_spent_refresh_token_revokes_the_grant(

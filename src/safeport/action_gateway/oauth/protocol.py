@@ -44,6 +44,7 @@ from safeport.action_gateway.oauth.responses import parse_error as parse_error
 from safeport.action_gateway.oauth.responses import (
     parse_token_response as parse_token_response,
 )
+from safeport.action_gateway.oauth.responses import scopes_not_granted as scopes_not_granted
 from safeport.vault.secrets import SecretBytes
 
 _VERIFIER_BYTES = 32

@@ -168,6 +168,13 @@ def granted_scopes(grant: TokenGrant, asked: Sequence[str]) -> tuple[str, ...]:
     return grant.scopes if grant.scopes is not None else tuple(asked)
 
 
+def scopes_not_granted(asked: Sequence[str], granted: Sequence[str]) -> tuple[str, ...]:
+    """The scopes asked for that the provider did not grant (RFC 6749 section 3.3 lets it
+    narrow them), in the order asked: shown to the human at connect."""
+    held = set(granted)
+    return tuple(scope for scope in asked if scope not in held)
+
+
 def _fields(content_type: str | None, body: bytes) -> dict[str, object]:
     media = (content_type or "").split(";", 1)[0].strip().lower()
     try:

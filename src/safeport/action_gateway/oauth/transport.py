@@ -203,10 +203,13 @@ class OAuthHttp:
 
 
 def _https_url(url: str) -> _Target:
+    refusal: str | None = None
     try:
         parsed = exact_url(url)
     except UrlRefused as exc:
-        raise OAuthBadResponse(f"a provider URL is refused: {exc.reason}") from None
+        refusal = exc.reason
+    if refusal is not None:
+        raise OAuthBadResponse(f"a provider URL is refused: {refusal}")
     if parsed.scheme != "https":
         raise OAuthBadResponse("a provider URL is not https (plain http is refused)")
     return _Target(parsed.hostname, parsed.port)
