@@ -266,6 +266,8 @@ GATEWAY_CREDENTIALED = {
     "safeport.action_gateway.executors.https.client",
     "safeport.action_gateway.executors.openbao.client",
     "safeport.action_gateway.executors.ssh.pool",
+    "safeport.action_gateway.oauth.client",
+    "safeport.action_gateway.oauth.transport",
 }
 
 

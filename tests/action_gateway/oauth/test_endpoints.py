@@ -143,13 +143,17 @@ def test_an_override_wins_over_metadata_which_wins_over_the_preset() -> None:
 def test_scopes_and_client_auth_come_from_the_policy_then_the_preset() -> None:
     github = PRESETS["github"]
     endpoints = resolve(_spec(preset="github"), github, None)
-    assert endpoints.scopes == github.default_scopes and endpoints.client_auth == "client_secret_post"
+    assert (
+        endpoints.scopes == github.default_scopes and endpoints.client_auth == "client_secret_post"
+    )
     assert endpoints.quirks == github.quirks and endpoints.issuer is None
     endpoints = resolve(
         _spec(preset="github", scopes=["gist"], client_auth="client_secret_basic"), github, None
     )
     assert endpoints.scopes == ("gist",) and endpoints.client_auth == "client_secret_basic"
-    plain = _spec(token_endpoint="https://as.example/t", authorization_endpoint="https://as.example/a")
+    plain = _spec(
+        token_endpoint="https://as.example/t", authorization_endpoint="https://as.example/a"
+    )
     endpoints = resolve(plain, None, None)
     assert (endpoints.scopes, endpoints.client_auth, endpoints.quirks) == ((), "none", frozenset())
     assert endpoints.iss_supported is False

@@ -86,7 +86,13 @@ def test_the_known_quirks_of_each_provider() -> None:
     assert PRESETS["google"].issuer == "https://accounts.google.com"
     assert catalogue.OFFLINE_ACCESS_SCOPE in PRESETS["microsoft"].quirks
     assert "/common/" in PRESETS["microsoft"].token_endpoint
-    assert {catalogue.SCOPE_SEPARATOR_COMMA, catalogue.OK_FIELD} <= PRESETS["slack"].quirks
+    slack = PRESETS["slack"]
+    assert {
+        catalogue.SCOPE_SEPARATOR_COMMA,
+        catalogue.OK_FIELD,
+        catalogue.TOKEN_TYPE_BOT_OR_USER,
+    } <= slack.quirks
+    assert slack.client_auth == "client_secret_basic"
     assert catalogue.AUDIENCE in PRESETS["atlassian"].quirks
     assert PRESETS["gitlab"].issuer == "https://gitlab.com"
 

@@ -124,7 +124,13 @@ def test_the_url_keeps_the_endpoints_own_query_and_reads_provider_quirks() -> No
     audience = authorization_url(
         _endpoints(quirks=frozenset({AUDIENCE})), "c", "http://127.0.0.1:1/cb", ("x",), STATE, "ch"
     )
-    assert parse_qs(urlsplit(audience).query)["audience"] == ["api.atlassian.com"]
+    query = parse_qs(urlsplit(audience).query)
+    assert query["audience"] == ["api.atlassian.com"] and query["prompt"] == ["consent"]
+    both = authorization_url(
+        _endpoints(quirks=frozenset({AUDIENCE, ACCESS_TYPE_OFFLINE})), "c", "http://127.0.0.1:1/cb",
+        ("x",), STATE, "ch",
+    )  # fmt: skip
+    assert parse_qs(urlsplit(both).query)["prompt"] == ["consent"]  # once
 
 
 def test_a_value_cannot_add_a_parameter_of_its_own() -> None:
@@ -139,7 +145,9 @@ def test_a_value_cannot_add_a_parameter_of_its_own() -> None:
 
 def test_no_authorization_endpoint_is_said() -> None:
     with pytest.raises(OAuthBadResponse, match="device"):
-        authorization_url(_endpoints(authorization=None), "c", "http://127.0.0.1:1/cb", (), "s", "c")
+        authorization_url(
+            _endpoints(authorization=None), "c", "http://127.0.0.1:1/cb", (), "s", "c"
+        )
 
 
 # --- the callback ---
@@ -211,7 +219,9 @@ def test_an_error_callback_is_the_providers_no_and_names_its_code() -> None:
     assert "access_denied" in str(caught.value) and "The user said no" in str(caught.value)
     # An error beside a code is still an error: the code is not used.
     with pytest.raises(OAuthRefused) as caught:
-        check_callback(_callback(error="server_error"), state=STATE, issuer=ISSUER, iss_required=0)
+        check_callback(
+            _callback(error="server_error"), state=STATE, issuer=ISSUER, iss_required=False
+        )
     _refusal_shows_nothing_secret(caught.value, CODE)
 
 

@@ -8,7 +8,11 @@ import json
 import pytest
 
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthRefused
-from safeport.action_gateway.oauth.presets import OK_FIELD, SCOPE_SEPARATOR_COMMA
+from safeport.action_gateway.oauth.presets import (
+    OK_FIELD,
+    SCOPE_SEPARATOR_COMMA,
+    TOKEN_TYPE_BOT_OR_USER,
+)
 from safeport.action_gateway.oauth.responses import (
     DevicePending,
     ProviderError,
@@ -67,9 +71,10 @@ def test_a_json_answer_gives_its_tokens_as_secrets() -> None:
 def test_token_type_is_compared_without_case_and_only_bearer_is_taken() -> None:
     for token_type in ("bearer", "BEARER", "Bearer"):
         assert parse_token_response(200, JSON, _json(**_good(token_type=token_type)))
-    for token_type in ("DPoP", "mac", "Bearer ", "", None, 1):
+    odd: tuple[object, ...] = ("DPoP", "mac", "Bearer ", "", None, 1)
+    for other in odd:
         with pytest.raises(OAuthBadResponse, match="not a bearer") as caught:
-            parse_token_response(200, JSON, _json(**_good(token_type=token_type)))
+            parse_token_response(200, JSON, _json(**_good(token_type=other)))
         _message_holds_no_token(caught.value)
 
 
@@ -79,8 +84,8 @@ def test_githubs_form_encoded_answer_with_comma_separated_scopes() -> None:
     assert grant.access_token.reveal() == ACCESS.encode()
     assert grant.refresh_token is None and grant.expires_in is None
     assert grant.scopes == ("repo", "read:user")
-    body = f"access_token={ACCESS}&expires_in=28800&refresh_token={REFRESH}&token_type=bearer"
-    grant = parse_token_response(200, FORM, body.encode())
+    text = f"access_token={ACCESS}&expires_in=28800&refresh_token={REFRESH}&token_type=bearer"
+    grant = parse_token_response(200, FORM, text.encode())
     assert grant.expires_in == 28800 and grant.refresh_token is not None
 
 
@@ -98,6 +103,18 @@ def test_an_error_is_an_error_whatever_the_status() -> None:
         assert caught.value.error in ("bad_verification_code", "invalid_grant", "invalid_client")
         assert f"HTTP {status}" in str(caught.value)
         _message_holds_no_token(caught.value)
+
+
+def test_slacks_bot_and_user_token_types_are_bearer_tokens_for_slack_only() -> None:
+    slack = frozenset({TOKEN_TYPE_BOT_OR_USER})
+    for name in ("bot", "user", "Bearer"):
+        grant = parse_token_response(200, JSON, _json(**_good(token_type=name)), quirks=slack)
+        assert grant.token_type == "Bearer"
+        if name != "Bearer":
+            with pytest.raises(OAuthBadResponse, match="not a bearer"):
+                parse_token_response(200, JSON, _json(**_good(token_type=name)))
+    with pytest.raises(OAuthBadResponse, match="not a bearer"):
+        parse_token_response(200, JSON, _json(**_good(token_type="app")), quirks=slack)
 
 
 def test_slacks_ok_false_is_an_error_only_for_slack() -> None:
@@ -184,7 +201,7 @@ def test_the_providers_words_are_shown_cut_cleaned_and_never_with_a_secret() -> 
     for words in (f"token {leaked} was revoked", f"{'y' * 190} {leaked}"):
         with pytest.raises(OAuthRefused) as caught:
             parse_token_response(400, JSON, _json(error="invalid_grant", error_description=words))
-        assert leaked[:10] not in str(caught.value)
+        assert "ghp_" not in str(caught.value)
         assert "invalid_grant" in str(caught.value)
 
 

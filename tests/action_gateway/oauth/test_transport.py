@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
 from harness.real_tls import API_HOST, OTHER_HOST, TlsServer
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthUnreachable
-from safeport.action_gateway.oauth.transport import OAuthHttp
+from safeport.action_gateway.oauth.transport import FormValue, OAuthHttp
 from safeport.vault.secrets import SecretBytes
 
 SECRET = "cs-Wq8Er4Ty2Ui6Op0As3Df7Gh1Jk5Lz9"
@@ -26,9 +29,7 @@ def _loopback(host: str, port: int) -> list[str]:
 
 @pytest.fixture
 def http(tls_server: TlsServer) -> Iterator[OAuthHttp]:
-    client = OAuthHttp(
-        str(tls_server.ca_file), 5, 65536, allow_private=True, resolver=_loopback
-    )
+    client = OAuthHttp(str(tls_server.ca_file), 5, 65536, allow_private=True, resolver=_loopback)
     yield client
     client.close()
 
@@ -60,8 +61,11 @@ def test_get_json_reads_a_metadata_document(http: OAuthHttp, tls_server: TlsServ
 def test_a_form_is_posted_encoded_and_basic_auth_follows_rfc_6749(
     http: OAuthHttp, tls_server: TlsServer
 ) -> None:
-    form = {"grant_type": "refresh_token", "refresh_token": SecretBytes(REFRESH.encode())}
-    form_with_odd = {**form, "x": "a b&c=d"}
+    form_with_odd: dict[str, FormValue] = {
+        "grant_type": "refresh_token",
+        "refresh_token": SecretBytes(REFRESH.encode()),
+        "x": "a b&c=d",
+    }
     secret = SecretBytes(b"s:e cr%t")
     answer = http.post_form(
         f"{tls_server.base_url()}/oauth-t/token", form_with_odd, basic=("id:1", secret)
@@ -195,3 +199,39 @@ def test_no_secret_reaches_a_log_record(
     text = "\n".join(record.getMessage() for record in caplog.records)
     assert REFRESH not in text and SECRET not in text
     assert base64.b64encode(f"client:{SECRET}".encode()).decode() not in text
+
+
+def test_a_ca_file_someone_untrusted_could_swap_is_refused(
+    tls_server: TlsServer, tmp_path: Path
+) -> None:
+    # A copy of the suite's CA owned by someone other than root (the test user, or nobody when
+    # the suite runs as root): the owners the gateway trusts here are root alone.
+    copy = tmp_path / "ca.pem"
+    shutil.copyfile(tls_server.ca_file, copy)
+    if os.geteuid() == 0:
+        os.chown(copy, 65534, 65534)
+    untrusted = OAuthHttp(
+        str(copy), 5, 65536, allow_private=True, resolver=_loopback, ca_owners=frozenset({0})
+    )
+    with pytest.raises(OAuthUnreachable, match="not trusted") as caught:
+        untrusted.get_json(f"{tls_server.base_url()}/oauth-t/untrusted")
+    _holds_nothing(caught.value)
+    assert not _requests_to(tls_server, "/oauth-t/untrusted")
+    with tls_server.recorded.lock:
+        tls_server.recorded.answers["/oauth-t/trusted"] = {"ok": True}
+    trusted = OAuthHttp(
+        str(tls_server.ca_file), 5, 65536, allow_private=True, resolver=_loopback,
+        ca_owners=frozenset({0, os.geteuid()}),
+    )  # fmt: skip
+    try:
+        assert trusted.get_json(f"{tls_server.base_url()}/oauth-t/trusted").status == 200
+    finally:
+        trusted.close()
+
+
+def test_a_raw_answer_shows_its_size_not_its_body(http: OAuthHttp, tls_server: TlsServer) -> None:
+    with tls_server.recorded.lock:
+        tls_server.recorded.answers["/oauth-t/repr"] = {"access_token": REFRESH}
+    answer = http.get_json(f"{tls_server.base_url()}/oauth-t/repr")
+    assert REFRESH not in repr(answer) and REFRESH not in str(answer)
+    assert f"<{len(answer.body)} B>" in repr(answer)

@@ -29,6 +29,8 @@ NO_REFRESH_TOKEN = "no_refresh_token"
 AUDIENCE = "audience"
 # Errors come as HTTP 200 with `"ok": false` and `"error"` (Slack's Web API convention).
 OK_FIELD = "ok_field"
+# The token type is said as "bot" or "user" (Slack); both are sent as bearer tokens.
+TOKEN_TYPE_BOT_OR_USER = "token_type_bot_or_user"
 
 QUIRKS = frozenset(
     {
@@ -39,6 +41,7 @@ QUIRKS = frozenset(
         NO_REFRESH_TOKEN,
         AUDIENCE,
         OK_FIELD,
+        TOKEN_TYPE_BOT_OR_USER,
     }
 )
 ATLASSIAN_AUDIENCE = "api.atlassian.com"
@@ -112,9 +115,10 @@ _PRESETS = (
         device_authorization_endpoint=None,
         revocation_endpoint=None,
         default_scopes=("channels:read", "chat:write"),
-        client_auth="client_secret_post",
-        quirks=frozenset({SCOPE_SEPARATOR_COMMA, OK_FIELD}),
-        docs_url="https://api.slack.com/authentication/oauth-v2",
+        # Slack asks for HTTP Basic over form fields where possible (oauth.v2.access).
+        client_auth="client_secret_basic",
+        quirks=frozenset({SCOPE_SEPARATOR_COMMA, OK_FIELD, TOKEN_TYPE_BOT_OR_USER}),
+        docs_url="https://docs.slack.dev/reference/methods/oauth.v2.access",
     ),
     Preset(
         name="atlassian",

@@ -116,9 +116,13 @@ def authorization_url(
     if scopes:
         params.append(("scope", scope_text(scopes, quirks)))
     if ACCESS_TYPE_OFFLINE in quirks:
-        params += [("access_type", "offline"), ("prompt", "consent")]
+        params.append(("access_type", "offline"))
     if AUDIENCE in quirks:
-        params += [("audience", ATLASSIAN_AUDIENCE), ("prompt", "consent")]
+        params.append(("audience", ATLASSIAN_AUDIENCE))
+    if quirks & {ACCESS_TYPE_OFFLINE, AUDIENCE}:
+        # Both ask for consent every time: without it Google issues no new refresh token, and
+        # Atlassian's documented request carries it.
+        params.append(("prompt", "consent"))
     base = endpoints.authorization
     joiner = "&" if urlsplit(base).query else "?"
     return base + joiner + urlencode(params)

@@ -20,13 +20,19 @@ from safeport.action_gateway.oauth.errors import (
     plain_text,
     provider_words,
 )
-from safeport.action_gateway.oauth.presets import OK_FIELD, SCOPE_SEPARATOR_COMMA
+from safeport.action_gateway.oauth.presets import (
+    OK_FIELD,
+    SCOPE_SEPARATOR_COMMA,
+    TOKEN_TYPE_BOT_OR_USER,
+)
 from safeport.vault.secrets import SecretBytes
 
 # A token is printable ASCII without blanks (RFC 6750's b64token and what providers issue), and
 # bounded; a longer or stranger one is not what the service will accept.
 MAX_TOKEN_CHARS = 8192
 MAX_LIFETIME_S = 10 * 365 * 24 * 3600
+_BEARER = frozenset({"bearer"})
+_SLACK_BEARERS = frozenset({"bearer", "bot", "user"})
 # RFC 6749 section 3.3's scope-token characters (the schema's SCOPE_TOKEN, as a set).
 _SCOPE_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - {'"', "\\"}
 
@@ -94,7 +100,8 @@ def parse_token_response(
     if status != 200:
         raise OAuthBadResponse(f"the token endpoint answered HTTP {status} without an error")
     token_type = fields.get("token_type")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+    bearer_names = _SLACK_BEARERS if TOKEN_TYPE_BOT_OR_USER in quirks else _BEARER
+    if not isinstance(token_type, str) or token_type.lower() not in bearer_names:
         # A DPoP- or MAC-bound token sent as a bearer would be refused by the service (or,
         # worse, accepted by one that does not check the binding).
         raise OAuthBadResponse("the token endpoint issued a token that is not a bearer token")

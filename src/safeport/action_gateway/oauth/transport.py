@@ -35,6 +35,7 @@ from safeport.action_gateway.executors.https.pinned_network import (
     Resolver,
     system_resolver,
 )
+from safeport.action_gateway.executors.https.trust_files import UntrustedFile, check_trust_file
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthUnreachable
 from safeport.shared.exact_urls import UrlRefused, exact_url
 from safeport.vault.secrets import SecretBytes
@@ -66,8 +67,12 @@ class OAuthHttp:
         *,
         allow_private: bool = False,
         resolver: Resolver = system_resolver,
+        ca_owners: frozenset[int] | None = None,
     ) -> None:
+        """``ca_owners``: the uids that may own ``ca_file`` and every folder on its way (the
+        gateway passes :func:`trusted_owners`); None leaves the file unchecked (tests)."""
         self._ca_file = ca_file
+        self._ca_owners = ca_owners
         self._timeout_s = timeout_s
         self._max_bytes = max_bytes
         self._allow_private = allow_private
@@ -193,6 +198,8 @@ class OAuthHttp:
 
     def _tls(self) -> ssl.SSLContext:
         if self._context is None:
+            if self._ca_file is not None and self._ca_owners is not None:
+                _check_ca_file(self._ca_file, self._ca_owners)
             try:
                 context = ssl.create_default_context(cafile=self._ca_file)
             except (OSError, ssl.SSLError, ValueError):
@@ -200,6 +207,18 @@ class OAuthHttp:
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             self._context = context
         return self._context
+
+
+def _check_ca_file(ca_file: str, owners: frozenset[int]) -> None:
+    # Whoever could swap the CA file could stand in for the provider and receive the refresh
+    # token and the client secret: the same rule as a service's ca_file (trust_files.py).
+    refusal: str | None = None
+    try:
+        check_trust_file(ca_file, owners)
+    except UntrustedFile as exc:
+        refusal = exc.message
+    if refusal is not None:
+        raise OAuthUnreachable(f"the grant's ca_file is not trusted: {refusal}")
 
 
 def _https_url(url: str) -> _Target:
