@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "safeport.cli.credentials.vault", "vault",
         "The encrypted credential store the gateway unlocks.",
     ),
+    "oauth": (
+        "safeport.cli.credentials.oauth", "oauth",
+        "OAuth grants the gateway holds (it refreshes their tokens; agents never see them).",
+    ),
     "policy": (
         "safeport.cli.gateway_policy.policy", "policy",
         "Check and accept the gateway policy (gateway.toml).",

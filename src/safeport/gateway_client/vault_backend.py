@@ -21,6 +21,7 @@ from safeport.shared.paths import SafeportPaths
 from safeport.shared.schemas import operations as ops
 from safeport.shared.schemas.operations import ControlOp
 from safeport.shared.schemas.results_vault import (
+    EntryRemovedResult,
     VaultDescribeResult,
     VaultKeyringUnlockedResult,
     VaultUnlockedResult,
@@ -106,8 +107,10 @@ class GatewayVaultBackend:
     ) -> None:
         self._with_passphrase(authority, ops.VAULT_ADD, name=name, kind=kind, value=_wire(value))
 
-    def remove(self, authority: Authority, name: str) -> None:
-        self._with_passphrase(authority, ops.VAULT_REMOVE, name=name)
+    def remove(self, authority: Authority, name: str) -> str | None:
+        removed = self._with_passphrase(authority, ops.VAULT_REMOVE, name=name)
+        assert isinstance(removed, EntryRemovedResult)
+        return removed.revoke_problem
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
@@ -116,14 +119,14 @@ class GatewayVaultBackend:
 
     def _with_passphrase(
         self, authority: Authority, op: ControlOp[Any, Any], **params: Any
-    ) -> None:
+    ) -> object:
         """Entry changes go to the gateway's unlocked copy, with the passphrase proven."""
         if authority.passphrase is None:
             self._refuse("change entries without the passphrase")
         with GatewayClient(self.paths) as client:
             secret = authority.passphrase()
             try:
-                client.call_with_passphrase(op, secret, **params)
+                return client.call_with_passphrase(op, secret, **params)
             finally:
                 secret.wipe()
 

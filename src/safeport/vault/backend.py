@@ -111,7 +111,9 @@ class VaultBackend(Protocol):
         value: Mapping[str, SecretBytes | str],
     ) -> None: ...
 
-    def remove(self, authority: Authority, name: str) -> None: ...
+    def remove(self, authority: Authority, name: str) -> str | None:
+        """None, or a problem to report (an OAuth grant the gateway could not revoke)."""
+        ...
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
@@ -212,8 +214,9 @@ class FileVaultBackend:
     ) -> None:
         self._with(authority, lambda vault: vault.add(name, kind, value))
 
-    def remove(self, authority: Authority, name: str) -> None:
+    def remove(self, authority: Authority, name: str) -> str | None:
         self._with(authority, lambda vault: vault.remove(name))
+        return None
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]

@@ -233,9 +233,11 @@ def add(
 @click.argument("name")
 @passphrase_file_option
 def remove(name: str, passphrase_file: Path | None) -> None:
-    """Remove the credential NAME."""
-    vault_backend_for(locate()).remove(_authority(passphrase_file), name)
+    """Remove the credential NAME (an OAuth grant is revoked at its provider first)."""
+    problem = vault_backend_for(locate()).remove(_authority(passphrase_file), name)
     click.echo(f"removed {inert(name)}")
+    if problem:
+        click.echo(inert(f"warning: {problem}; revoke it in the provider's settings"), err=True)
 
 
 @vault.command()
