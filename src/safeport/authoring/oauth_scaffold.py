@@ -54,7 +54,7 @@ def oauth_credential_lines(text: str, name: str, draft: OAuthDraft) -> list[str]
     scopes = draft.scopes or preset.default_scopes
     said = "" if draft.scopes else "   # the preset's defaults: ask for no more than you need"
     return [
-        f"[credentials.{name}]   # connect it: `sp oauth connect {name}` (you, in a browser)",
+        f"[credentials.{name}]   # connect it once accepted: `sp oauth connect {name}`",
         'kind = "oauth"',
         'approval = "per-call"',
         "",

@@ -19,6 +19,7 @@ QUIRK_WORDS = {
     presets.NO_REFRESH_TOKEN: "may issue an access token that never expires and no refresh token",
     presets.AUDIENCE: f"`audience={presets.ATLASSIAN_AUDIENCE}` and `prompt=consent` sent",
     presets.OK_FIELD: 'errors come as HTTP 200 with `"ok": false`',
+    presets.TOKEN_TYPE_BOT_OR_USER: 'token type "bot" or "user", sent as a bearer token',
 }
 
 
