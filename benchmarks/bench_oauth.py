@@ -15,7 +15,9 @@ each credential. Then, counting token-endpoint requests in the provider's event 
    token request;
 2. the access token nearly expired (issued for 61 s, the gateway refreshes 60 s ahead), then a
    burst of actions: one refresh for the burst, one token request;
-3. ``--rounds`` actions on each service, alternating, so both see the same load: p50 and p99 of
+3. the provider ends the access token early: the service answers 401, and the gateway
+   refreshes and retries the action once; one token request;
+4. ``--rounds`` actions on each service, alternating, so both see the same load: p50 and p99 of
    each, their ratio (ours / peer, budget <= 1.1), and the token requests made (0: the access
    token is cached in the gateway's memory).
 """
@@ -207,15 +209,22 @@ def count_refreshes(gw: Gateway, agent: AgentProcess, provider: OidcProvider) ->
     before = token_requests(provider)
     for n in range(BURST):
         call(agent, f"burst-{n}", "with-grant")
+    burst = token_requests(provider) - before
+    # 3. The provider ends that access token early (the last one it issued): the service
+    #    answers 401, the gateway refreshes once and tries the action once more.
+    assert provider.drop_access_token(provider.issued("access_token")[-1])
+    before = token_requests(provider)
+    call(agent, "after-401", "with-grant")
     return {
         "token_requests_first_action": first,
         "burst_actions": BURST,
-        "token_requests_burst_after_expiry": token_requests(provider) - before,
+        "token_requests_burst_after_expiry": burst,
+        "token_requests_after_401": token_requests(provider) - before,
     }
 
 
 def side_by_side(agent: AgentProcess, provider: OidcProvider, rounds: int) -> dict[str, Any]:
-    """3. The cached access token vs the token credential, alternating which goes first."""
+    """4. The cached access token vs the token credential, alternating which goes first."""
     for n in range(10):  # warm both paths alike
         call(agent, f"warm-g{n}", "with-grant")
         call(agent, f"warm-t{n}", "with-token")
@@ -254,6 +263,7 @@ def main() -> int:
     exact = (
         report["token_requests_first_action"] == 1
         and report["token_requests_burst_after_expiry"] == 1
+        and report["token_requests_after_401"] == 1
         and report["token_requests_timed_rounds"] == 0
     )
     return 0 if exact else 1
@@ -265,6 +275,10 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         f"{report['burst_actions']} actions once the access token was due: "
         f"{report['token_requests_burst_after_expiry']} token request"
+    )
+    print(
+        "one action whose access token the provider ended (401, refresh, retry): "
+        f"{report['token_requests_after_401']} token request"
     )
     print(
         f"{report['rounds']} actions each, alternating (p50 / p99 ms): "

@@ -1,6 +1,6 @@
 """The OAuth benchmark's short profile runs against the real authorization server: the first
-action and a burst after the access token fell due each cost one token request, the timed rounds
-none, and both sides' latencies are reported.
+action, a burst after the access token fell due and an action the service answered 401 each cost
+one token request, the timed rounds none, and both sides' latencies are reported.
 
 No limit on the ratio here (it follows the machine and its load); the full run is
 ``python benchmarks/bench_oauth.py`` and its figures are quoted in docs/guides/oauth.md.
@@ -20,6 +20,7 @@ def test_the_oauth_benchmark_counts_one_token_request_per_refresh_and_none_when_
     assert figures["rounds"] == 60 and figures["budget"] == 1.1
     assert figures["token_requests_first_action"] == 1
     assert figures["token_requests_burst_after_expiry"] == 1
+    assert figures["token_requests_after_401"] == 1
     assert figures["token_requests_timed_rounds"] == 0
     for key in ("grant_p50_ms", "token_p50_ms", "grant_p99_ms", "token_p99_ms", "ratio_p50"):
         assert positive(figures[key]), key
