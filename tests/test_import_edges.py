@@ -266,8 +266,6 @@ GATEWAY_CREDENTIALED = {
     "safeport.action_gateway.executors.https.client",
     "safeport.action_gateway.executors.openbao.client",
     "safeport.action_gateway.executors.ssh.pool",
-    "safeport.action_gateway.oauth.client",
-    "safeport.action_gateway.oauth.transport",
 }
 
 

@@ -31,6 +31,7 @@ SURFACES: dict[str, set[str]] = {
         "executors",
         "identity",
         "install",
+        "oauth",
         "policy",
     },
     "safeport.action_gateway.approvals": set(),
@@ -62,6 +63,11 @@ SURFACES: dict[str, set[str]] = {
         "host_key_scan",
     },
     "safeport.action_gateway.handlers": set(),
+    "safeport.action_gateway.oauth": {
+        "errors",
+        "presets",
+        "protocol",
+    },
     "safeport.action_gateway.identity": {
         "injection",
         "model",
@@ -265,6 +271,7 @@ SURFACES: dict[str, set[str]] = {
         "audit",
         "catalog",
         "config",
+        "config_oauth",
         "config_params",
         "config_sources",
         "config_sql",

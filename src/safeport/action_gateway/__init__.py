@@ -3,7 +3,8 @@
 One room per concept, importing in one direction (bottom first; ``tests/test_import_edges.py``
 holds the order): ``identity``, ``evidence`` and ``install`` know nothing of the rest;
 ``policy`` reads the accepted gateway.toml; ``sockets`` frames and budgets connections;
-``executors`` run fixed-vector SSH and HTTPS actions; ``approvals`` asks the human; ``ladder``
+``executors`` run fixed-vector SSH and HTTPS actions; ``oauth`` is the OAuth client of the
+grants the vault holds; ``approvals`` asks the human; ``ladder``
 decides each proposal rung by rung; ``core`` holds the gateway's state; ``handlers`` answer
 each socket's operations; ``daemon`` assembles and runs it all.
 
@@ -16,5 +17,6 @@ __all__ = [
     "executors",
     "identity",
     "install",
+    "oauth",
     "policy",
 ]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import POLICY
+from safeport.action_gateway.approvals.cards import ApprovalCard
 from safeport.action_gateway.executors.interface import HttpAction
 from safeport.action_gateway.ladder.credentials import local_only
 from safeport.action_gateway.ladder.rungs import Ladder
@@ -25,6 +26,13 @@ from tests.action_gateway.oauth.test_broker import _Journal, _Provider, _refused
 SUBJECT = "safeport.action_gateway.ladder"
 
 REFRESH = b"CANARY-REFRESH-of-the-first-grant"
+# The rig's policy with deploy-token an OAuth grant (an approval per call: a card each time).
+OAUTH_POLICY = POLICY.replace(
+    '[credentials.deploy-token]\nkind = "token"\napproval = "session"\n',
+    '[credentials.deploy-token]\nkind = "oauth"\napproval = "per-call"\n'
+    '[credentials.deploy-token.oauth]\nissuer = "https://idp.example"\nclient_id = "safeport"\n'
+    'scopes = ["deploy:read"]\n',
+)
 CLIENT_SECRET = b"CANARY-CLIENT-SECRET"
 
 
@@ -34,7 +42,7 @@ class OAuthRig(Rig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.policies = Policies(POLICY)
+        self.policies = Policies(OAUTH_POLICY)
         vault, _ = self.vault.current()
         vault.remove("deploy-token")
         value: dict[str, SecretBytes | str] = {
@@ -100,9 +108,10 @@ def test_a_dead_grant_fails_the_action_naming_the_command_that_reconnects_it(
 ) -> None:
     rig = OAuthRig(tmp_path)
     rig.provider.refuse = _refused("invalid_grant")
-    for _ in range(2):
+    # Found dead while running; from then on, before any card is shown.
+    for category in ("upstream_oauth_grant_dead", "oauth_grant_dead", "oauth_grant_dead"):
         refusal = rig.refused()
-        assert refusal.category == "upstream_oauth_grant_dead"
+        assert refusal.category == category
         assert "sp oauth connect deploy-token" in refusal.reason
     assert rig.provider.calls == 1 and rig.sent == []
     assert [kind for kind, _ in rig.oauth_journal.records] == ["oauth.grant_dead"]
@@ -135,3 +144,31 @@ def test_a_result_without_a_token_is_served_after_a_retry(tmp_path: Path) -> Non
     rig.valid = {b"CANARY-ACCESS-2"}
     rig.fields = {"state": "CANARY-ACCESS-3 is a token the grant never had"}
     assert rig.propose().model_dump()["fields"] == rig.fields
+
+
+def test_the_card_names_the_grant_and_the_scopes_it_was_granted(tmp_path: Path) -> None:
+    rig = OAuthRig(tmp_path)
+    rig.valid = {b"CANARY-ACCESS-1"}
+    cards: list[ApprovalCard] = []
+    rig.approvals.on_card_opened(cards.append)
+    rig.propose()
+    assert ("oauth grant", "acts as deploy-token with scopes deploy:read") in cards[0].fields
+
+
+def test_a_dead_grant_gets_no_card(tmp_path: Path) -> None:
+    rig = OAuthRig(tmp_path)
+    rig.provider.refuse = _refused("invalid_grant")
+    rig.refused()
+    rig.events.clear()
+    refusal = rig.refused()
+    assert refusal.category == "oauth_grant_dead" and "card" not in rig.events
+
+
+def test_a_grant_never_connected_gets_no_card(tmp_path: Path) -> None:
+    rig = OAuthRig(tmp_path)
+    vault, _ = rig.vault.current()
+    vault.remove("deploy-token")
+    rig.events.clear()
+    refusal = rig.refused()
+    assert refusal.category == "oauth_not_connected" and "card" not in rig.events
+    assert "sp oauth connect deploy-token" in refusal.reason

@@ -16,15 +16,15 @@ from safeport.errors import Error
 
 def test_each_error_has_its_code_and_wire_code() -> None:
     found = {
-        cls.code: cls.wire_code
+        cls.code: (cls.exit_code, cls.wire_code)
         for cls in (OAuthUnreachable, OAuthBadResponse, OAuthRefused, OAuthGrantDead, OAuthPending)
     }
     assert found == {
-        "oauth_unreachable": "upstream",
-        "oauth_bad_response": "upstream",
-        "oauth_refused": "denied",
-        "oauth_grant_dead": "denied",
-        "oauth_pending": "timeout",
+        "oauth_unreachable": (2, "invalid"),
+        "oauth_bad_response": (2, "invalid"),
+        "oauth_refused": (1, "denied"),
+        "oauth_grant_dead": (1, "denied"),
+        "oauth_pending": (2, "invalid"),
     }
     assert issubclass(OAuthGrantDead, OAuthRefused) and issubclass(OAuthRefused, Error)
 

@@ -55,6 +55,8 @@ class ActionRequest:
     remote_client: str | None = None
     # Where the credential comes from when not the local vault: server, path or role, TTL.
     credential_origin: str = ""
+    # An OAuth grant's card line: "acts as NAME with scopes …" (the scopes it was granted).
+    grant_line: str = ""
 
     @property
     def args_digest(self) -> str:
@@ -262,6 +264,8 @@ def build_card(
     )
     if request.credential_origin:
         fields += (("credential from", inert(request.credential_origin)),)
+    if request.grant_line:
+        fields += (("oauth grant", inert(request.grant_line)),)
     if request.args:
         # A run of spaces is hard to count on a terminal; the length of each argument the agent
         # chose tells "a  b" from "a   b" without counting.

@@ -28,8 +28,10 @@ from safeport.action_gateway.executors.interface import ActionError, SshAction
 from safeport.action_gateway.executors.openbao.issue import Issued
 from safeport.action_gateway.executors.openbao.sources import SourceFinding
 from safeport.action_gateway.ladder.credential_texts import credential_texts
+from safeport.action_gateway.ladder.grant_card import grant_line
 from safeport.action_gateway.ladder.pending_leases import PendingLeases
 from safeport.action_gateway.ladder.refusal import Refusal, Rung
+from safeport.action_gateway.ladder.resolve import Resolved
 from safeport.action_gateway.oauth.broker import Access, GrantBroker, GrantClient
 from safeport.action_gateway.oauth.flows import FlowBook
 from safeport.action_gateway.policy.store import ServedPolicy
@@ -103,16 +105,23 @@ class CredentialSupply:
         self._alarm: Alarm = evidence.alarm if evidence is not None else _no_alarm
         self._pending = PendingLeases(paths.data_dir / "leases.json" if paths else None)
 
-    def check_before_card(
-        self, policy: GatewayPolicy, credential_id: str, vault: UnlockedVault
-    ) -> None:
-        """Raise the :class:`Refusal` (no card) when the credential's server cannot serve it now."""
-        if policy.credentials[credential_id].source == LOCAL_SOURCE:
-            return
+    def check_before_card(self, resolved: Resolved, vault: UnlockedVault) -> Resolved:
+        """Raise the :class:`Refusal` (no card) when the credential's server cannot serve it
+        now, or its OAuth grant is dead or not connected; an OAuth grant's card names the
+        scopes it was granted."""
+        policy, credential_id = resolved.policy, resolved.request.credential
+        credential = policy.credentials[credential_id]
+        if credential.kind == "oauth":
+            line = grant_line(credential_id, vault, self.grants.dead())
+            request = dataclasses.replace(resolved.request, grant_line=line)
+            return dataclasses.replace(resolved, request=request)
+        if credential.source == LOCAL_SOURCE:
+            return resolved
         try:
             self.sources.check(policy, credential_id, _reader(vault))
         except ActionError as exc:
             raise Refusal(exc.code, Rung.VAULT, exc.failure, exc.message) from exc
+        return resolved
 
     @contextlib.contextmanager
     def held(

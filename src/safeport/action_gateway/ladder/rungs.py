@@ -102,8 +102,9 @@ class Ladder:
             request = resolved.request
             vault, vault_epoch = self._rung_vault()
             # A credential from a server: sealed, unreachable, slow or refusing the login
-            # means no card (and nothing falls back to the local vault).
-            self.credentials.check_before_card(resolved.policy, request.credential, vault)
+            # means no card (and nothing falls back to the local vault); nor a dead OAuth grant.
+            resolved = self.credentials.check_before_card(resolved, vault)
+            request = resolved.request
             grant = self._rung_approval(peer, request, served, vault_epoch, proposal.wait_s)
             self._rung_still_the_requester(peer)
             if cancel is not None and cancel.is_set():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from safeport.errors import Error, ErrorCode
-from safeport.shared.secret_scan.redaction import redact
+from safeport.shared.secret_scan import find_secrets
 
 OAuthCode = Literal[
     "oauth_unreachable", "oauth_bad_response", "oauth_refused", "oauth_grant_dead", "oauth_pending"
@@ -23,10 +23,10 @@ _SCANNED_CHARS = 4096
 
 
 class OAuthError(Error):
-    """Base of the OAuth client's errors; ``code`` is what the action or the CLI reports."""
+    """Base of the OAuth client's errors; ``code`` is what the action or the CLI reports (the
+    ``wire_code`` follows the project's rule: ``denied`` for a no, ``invalid`` otherwise)."""
 
     code: ClassVar[OAuthCode] = "oauth_bad_response"
-    wire_code: ClassVar[ErrorCode] = "upstream"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(plain_text(message, _MESSAGE_CHARS), hint=hint)
@@ -49,6 +49,7 @@ class OAuthRefused(OAuthError):
     """The provider or the human said no, or a callback failed its checks (state, iss)."""
 
     code: ClassVar[OAuthCode] = "oauth_refused"
+    exit_code = 1
     wire_code: ClassVar[ErrorCode] = "denied"
 
     def __init__(self, message: str, *, error: str | None = None, hint: str | None = None):
@@ -67,7 +68,6 @@ class OAuthPending(OAuthError):
     """The device flow's human has not answered yet (``authorization_pending``)."""
 
     code: ClassVar[OAuthCode] = "oauth_pending"
-    wire_code: ClassVar[ErrorCode] = "timeout"
 
 
 def plain_text(text: str, limit: int) -> str:
@@ -83,5 +83,5 @@ def provider_words(description: object) -> str | None:
         return None
     # Scanned whole before it is cut, so a secret is not shown half because the cut hid it.
     whole = plain_text(description.strip(), _SCANNED_CHARS)
-    _, findings = redact(whole)
+    findings = find_secrets(whole)
     return None if findings else plain_text(whole, _DESCRIPTION_CHARS)

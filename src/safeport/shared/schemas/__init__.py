@@ -3,8 +3,8 @@
 The JSON Schema files beside this module are generated from these models by
 ``python -m safeport.shared.schemas`` and kept in sync by a test. Other packages import the
 names below or the contract modules themselves (``audit``, ``catalog``, ``config``,
-``config_params``, ``config_sources``, ``control``, ``key_wire``, ``oauth_wire``, ``operations``,
-``replies``, ``results``, ``results_vault``, ``wire``).
+``config_oauth``, ``config_params``, ``config_sources``, ``control``, ``key_wire``,
+``oauth_wire``, ``operations``, ``replies``, ``results``, ``results_vault``, ``wire``).
 """
 
 # ErrorCode lives beside the errors that carry it (the lowest floor); it stays a name here.
@@ -103,6 +103,7 @@ __all__ = [
     "audit",
     "catalog",
     "config",
+    "config_oauth",
     "config_params",
     "config_sources",
     "config_sql",
