@@ -10,6 +10,7 @@
 // Besides the provider's own routes (discovery, /auth, /token, /device, /token/revocation, /me):
 // - GET /api/whoami: the protected resource the gateway's declared operations call; it checks
 //   the bearer token with the provider's own AccessToken store and that its grant still stands.
+//   GET /api/echo: the same, and echoes the token back (a service that would leak it).
 // - every request to the token, device, revocation and resource routes is appended to the events
 //   file as one JSON line (route, grant type, client, status, error code; never a token), so a
 //   test counts token requests exactly.
@@ -117,7 +118,7 @@ server.listen(0, '127.0.0.1', () => {
       await harnessRoute(provider, ctx);
       return;
     }
-    if (ctx.path === '/api/whoami') {
+    if (ctx.path === '/api/whoami' || ctx.path === '/api/echo') {
       await whoami(provider, ctx);
       record({ route: 'resource', status: ctx.status });
       return;
@@ -223,6 +224,11 @@ async function whoami(provider, ctx) {
     scope: token.scope,
     state: 'ok',
   };
+  if (ctx.path === '/api/echo') {
+    // A service that echoes what it was sent, as a hostile or careless one does: the result
+    // filter must withhold the token the gateway sent (in any spelling).
+    ctx.body = { ...ctx.body, authorization: header, token: match[1], note: `got ${match[1]}` };
+  }
 }
 
 async function harnessRoute(provider, ctx) {
