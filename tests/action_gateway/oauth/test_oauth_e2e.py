@@ -1,33 +1,34 @@
 """OAuth grants end to end: a real `sp gateway run` on a real vault acts with the grant against
 the real authorization server (harness/real_oidc.py), whose bearer-checked route is the declared
-HTTPS operation. The grant was connected by the code flow with PKCE (the gateway's own OAuth
-client, as the connect step runs it); the vault holds its refresh token only, so the first
-action already refreshes.
+HTTPS operation. The grant is connected by `sp oauth connect` as the human runs it, by the code
+flow with PKCE (the browser lands on sp's loopback listener) or by the device flow (the code
+entered at the provider's page), the browser played over HTTP.
 
 Proven here: the action runs with an access token minted in the gateway; twenty actions at once
 while the token expires cause one refresh, and twenty refused with 401 one refresh and one retry
 each; a refresh token spent elsewhere first kills the grant, which is reported with the remedy
 (`sp oauth connect NAME`) and never retried; a grant the human revoked at the provider fails the
-next action the same way. No token or code the provider issued appears in any result, journal
-(unsealed), log, card or `ps` line."""
+next action the same way, and `sp status` and `sp doctor` name the dead grant. No token or code
+the provider issued appears in any result, journal (unsealed), log, file of the home, card, sp
+output or `ps` line."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from typing import Any, Protocol
 
 import pytest
 
-from harness.gateway import PASSPHRASE, AgentProcess, Gateway, clean_env, decide, wait_card
+from harness.gateway import PASSPHRASE, REPO, AgentProcess, Gateway, clean_env, decide, wait_card
 from harness.oidc_browser import Browser
-from harness.real_oidc import PUBLIC_CLIENT, OidcProvider
+from harness.real_oidc import DEVICE_GRANT, PUBLIC_CLIENT, OidcProvider
 from safeport.action_gateway.oauth.client import OAuthClient
 from safeport.action_gateway.oauth.transport import OAuthHttp
 from safeport.shared.paths import locate
@@ -44,7 +45,6 @@ SUBJECT = "safeport.action_gateway.oauth.broker"
 pytestmark = pytest.mark.integration
 
 NAME = "tracker"
-CALLBACK = "http://127.0.0.1:48215/callback"
 
 
 def _policy(provider: OidcProvider) -> str:
@@ -104,25 +104,34 @@ def _client(provider: OidcProvider) -> OAuthClient:
     return OAuthClient(spec, http)
 
 
-def _connect(provider: OidcProvider, home: Path, account: str) -> bytes:
-    """The code flow with PKCE (the human in the browser, the gateway's OAuth client), the
-    refresh token sealed into the vault as the connect step leaves it. Returns that token."""
-    client = _client(provider)
-    flow = client.begin_code(CALLBACK)
-    with Browser(provider.ca_file, account) as browser:
-        final = browser.authorize(flow.url, CALLBACK)
-    grant = client.exchange_code(flow, parse_qsl(urlsplit(final).query), None)
-    assert grant.refresh_token is not None and grant.scopes is not None
-    kept = grant.refresh_token.reveal()
-    vault = VaultFile.at(locate(env=clean_env(home))).unlock(SecretBytes(PASSPHRASE.encode()))
-    value: dict[str, SecretBytes | str] = {
-        "refresh_token": grant.refresh_token,
-        "scopes": " ".join(grant.scopes),
-        "issuer": provider.issuer,
-    }
-    vault.add(NAME, "oauth", value)
-    grant.wipe()
-    return kept
+def _connect(provider: OidcProvider, home: Path, account: str, *, device: bool) -> list[str]:
+    """`sp oauth connect NAME` as the human runs it, the browser played by ``account``: the code
+    flow's page opened from the `open:` line (the browser then lands on sp's loopback listener),
+    or the device flow's code entered at the `visit:` page. Returns what sp printed."""
+    argv = [sys.executable, "-m", "safeport", "oauth", "connect", NAME, "--no-browser", "--json",
+            "--timeout", "60", "--passphrase-file", str(home / "pw")]  # fmt: skip
+    if device:
+        argv.append("--device")
+    with subprocess.Popen(argv, cwd=REPO, env=clean_env(home), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as connect:  # fmt: skip
+        assert connect.stderr is not None
+        shown: dict[str, str] = {}
+        for line in connect.stderr:
+            key, _, value = line.strip().partition(": ")
+            shown[key] = value
+            if "open" in shown or ("code" in shown and "visit" in shown):
+                break
+        # The scopes asked for were shown before anything was opened.
+        assert shown.get("scopes") == "openid profile", shown
+        with Browser(provider.ca_file, account) as browser:
+            if device:
+                browser.approve_device(shown["visit"], shown["code"])
+            else:
+                browser.authorize(shown["open"], "http://127.0.0.1:", deliver=True)
+        out, err = connect.communicate(timeout=60)
+    assert connect.returncode == 0, err
+    assert json.loads(out) == {"name": NAME, "scopes": ["openid", "profile"]}
+    return [json.dumps(shown), out, err]
 
 
 @dataclass
@@ -133,7 +142,6 @@ class Rig:
     agents: list[AgentProcess]  # three requesters: a connection has at most 8 requests running
     provider: OidcProvider
     said: list[str]  # every text the gateway showed anyone: replies, cards, ps lines
-    connected: bytes  # the refresh token the connect step sealed into the vault
 
     def whoami(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
         return {"v": 1, "id": request_id, "type": "propose", "action": "http_request",
@@ -173,32 +181,34 @@ def _ps() -> str:
     return done.stdout
 
 
-RigFor = Callable[[str], Rig]
+class RigFor(Protocol):
+    def __call__(self, account: str, *, device: bool = False) -> Rig: ...
 
 
 @pytest.fixture
 def rig_for(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor]:
-    """``rig_for(account)``: the grant of ``account`` connected into a new vault, then a real
-    gateway serving the policy, unlocked, and an agent. Everything said is checked at the end."""
+    """``rig_for(account)``: a real gateway on a new vault, serving the policy, unlocked, the
+    grant of ``account`` connected through `sp oauth connect` (``device``: by the device flow),
+    and three agents. Everything said is checked for tokens at the end."""
     stack = contextlib.ExitStack()
     rigs: list[Rig] = []
 
-    def start(account: str) -> Rig:
+    def start(account: str, *, device: bool = False) -> Rig:
         home = tmp_path / "h"
         home.mkdir(mode=0o700)
         (home / "pw").write_text(PASSPHRASE + "\n")
         FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF).init(
             SecretBytes(PASSPHRASE.encode())
         )
-        kept = _connect(oidc_provider, home, account)
         (home / "gateway.toml").write_text(_policy(oidc_provider))
         process = stack.enter_context(running_gateway(home))
         accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
-        assert accepted.returncode == 0, accepted.stderr
+        assert accepted.returncode == 0, accepted.stdout + accepted.stderr
         agents = [AgentProcess(home, ["flock", "-s", str(home / "client.lock")]) for _ in range(3)]
         for agent in agents:
             stack.callback(agent.exit)
-        rig = Rig(home, Gateway(home), process, agents, oidc_provider, [accepted.stdout], kept)
+        said = [accepted.stdout, *_connect(oidc_provider, home, account, device=device)]
+        rig = Rig(home, Gateway(home), process, agents, oidc_provider, said)
         rigs.append(rig)
         return rig
 
@@ -214,7 +224,8 @@ def _never_said(rig: Rig) -> None:
     journals = sp(home, "audit", "show", "--unseal", "--passphrase-file", str(home / "pw"),
                   "--json", "--limit", "100000")  # fmt: skip
     assert journals.returncode == 0, journals.stderr
-    assert '"oauth.refreshed"' in journals.stdout or '"oauth.grant_dead"' in journals.stdout
+    # The bodies are read unsealed: the grant's records are there to be searched.
+    assert '"oauth.connected"' in journals.stdout and '"grant": "tracker"' in journals.stdout
     texts = [journals.stdout, *rig.said]
     texts += [sp(home, "vault", "list", "--json").stdout, sp(home, "doctor").stdout]
     for path in home.rglob("*"):
@@ -227,15 +238,15 @@ def _never_said(rig: Rig) -> None:
     assert leaked == []
 
 
-def test_an_action_runs_with_the_grant_and_twenty_at_once_refresh_once(rig_for: RigFor) -> None:
+def test_a_code_flow_grant_acts_and_twenty_at_once_refresh_once(rig_for: RigFor) -> None:
     rig = rig_for("olivia")
     before = len(rig.refreshes())
     first = rig.approve_session()
-    assert first.get("ok"), first  # the vault held a refresh token only: one refresh first
+    assert first.get("ok"), first
     assert first["result"]["status"] == 200
     assert first["result"]["fields"] == {"sub": "olivia", "scope": "openid profile", "state": "ok"}
     assert rig.approve_session(1).get("ok") and rig.approve_session(2).get("ok")
-    assert [r["status"] for r in rig.refreshes()[before:]] == [200]  # the token was reused
+    assert rig.refreshes()[before:] == []  # the connect's access token serves until it expires
     # A service that echoes the access token back: the whole result is withheld, as for any
     # credential a service echoes.
     echoed = rig.call("echo", "echo")
@@ -250,11 +261,11 @@ def test_an_action_runs_with_the_grant_and_twenty_at_once_refresh_once(rig_for: 
     assert rig.call("to-short-token").get("ok")
     issued_at = time.monotonic()
     rig.provider.set_access_token_ttl(3600)
-    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200]
+    assert [r["status"] for r in rig.refreshes()[before:]] == [200]
     time.sleep(max(0.0, 1.2 - (time.monotonic() - issued_at)))
     replies = rig.at_once(20, "expiring-")
     assert all(reply.get("ok") for reply in replies), replies
-    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200, 200]
+    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200]
     assert {reply["result"]["fields"]["sub"] for reply in replies} == {"olivia"}
 
     # The provider ends the access token the gateway holds: every action meets a 401, and one
@@ -263,25 +274,31 @@ def test_an_action_runs_with_the_grant_and_twenty_at_once_refresh_once(rig_for: 
     resources = len(rig.provider.events("resource"))
     replies = rig.at_once(20, "refused-")
     assert all(reply.get("ok") for reply in replies), replies
-    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200, 200, 200]
+    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200, 200]
     statuses = [e["status"] for e in rig.provider.events("resource")[resources:]]
     assert statuses.count(200) == 20 and 1 <= statuses.count(401) <= 20
 
 
 def test_a_refresh_token_spent_elsewhere_kills_the_grant_once(rig_for: RigFor) -> None:
     rig = rig_for("peggy")
+    assert rig.approve_session().get("ok")
+    held = rig.provider.issued("access_token")[-1]  # the access token the gateway holds
     # A stolen copy of the vault's refresh token, used first by its thief.
-    thief = _client(rig.provider).refresh(SecretBytes(rig.connected), None)
+    stolen = rig.provider.issued("refresh_token")[-1].encode()
+    thief = _client(rig.provider).refresh(SecretBytes(stolen), None)
+    # The gateway's access token ends: its next action refreshes with the spent token.
+    assert rig.provider.drop_access_token(held)
     before = len(rig.refreshes())
-    first = rig.approve_session()
-    assert not first.get("ok") and first["error"]["code"] != "ok", first
+    first = rig.call("after-theft")
+    assert not first.get("ok"), first
     message = json.dumps(first["error"])
-    assert "oauth" in message and f"sp oauth connect {NAME}" in message
+    assert "refused by its provider" in message and f"sp oauth connect {NAME}" in message
     for n in range(3):  # reported dead, not asked again
         reply = rig.call(f"again-{n}")
         assert not reply.get("ok") and f"sp oauth connect {NAME}" in json.dumps(reply["error"])
     refreshes = rig.refreshes()[before:]
     assert [(r["status"], r["error"]) for r in refreshes] == [(400, "invalid_grant")]
+    _names_the_dead_grant(rig)
     # The provider took the reuse as theft: the thief's tokens died with the grant.
     with rig.provider.client() as http:
         bearer = {"Authorization": f"Bearer {thief.access_token.reveal().decode()}"}
@@ -303,3 +320,21 @@ def test_a_grant_revoked_at_the_provider_fails_the_next_action_naming_the_remedy
     again = rig.call("again")
     assert f"sp oauth connect {NAME}" in json.dumps(again["error"])
     assert len(rig.refreshes()) == before + 1
+    _names_the_dead_grant(rig)
+
+
+def test_a_device_flow_grant_acts(rig_for: RigFor) -> None:
+    rig = rig_for("rupert", device=True)
+    polls = rig.provider.token_requests(DEVICE_GRANT)
+    assert polls[-1]["status"] == 200
+    # Polled at the provider's pace: no poll was told to slow down.
+    assert not [p for p in polls if p.get("error") == "slow_down"]
+    reply = rig.approve_session()
+    assert reply.get("ok") and reply["result"]["fields"]["sub"] == "rupert", reply
+
+
+def _names_the_dead_grant(rig: Rig) -> None:
+    for argv in (["status"], ["doctor"]):
+        done = sp(rig.home, *argv)
+        rig.said.append(done.stdout + done.stderr)
+        assert NAME in done.stdout and f"sp oauth connect {NAME}" in done.stdout, done.stdout

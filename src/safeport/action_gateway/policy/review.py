@@ -59,6 +59,11 @@ def _credential_problems(
             continue  # its value lives at an OpenBao server (`sp doctor` checks the path)
         line = _line_holding(text, f"[credentials.{name}]")
         held = vault_kinds.get(name)
+        if held is None and credential.kind == "oauth":
+            # A grant is connected after its policy is served (`sp oauth connect NAME` connects
+            # a credential of the accepted policy): until then its actions are refused with
+            # that remedy named, and accepting must not wait for it.
+            continue
         if held is None:
             found.append(
                 PolicyProblem(
