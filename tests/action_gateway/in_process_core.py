@@ -9,13 +9,18 @@ from harness.fakes import Recorder, RecordingExecutor
 from safeport.action_gateway.core.gateway_core import GatewayCore
 from safeport.action_gateway.core.parts import GatewayParts, RuntimeLimits
 from safeport.action_gateway.identity.linux import LinuxProbe
+from safeport.action_gateway.ladder.credentials import GrantClients
+from safeport.action_gateway.oauth.clients import ProviderClients
 from safeport.shared.paths import SafeportPaths, ensure_private_dir, locate
 from safeport.vault.store import VaultFile
 from tests.vault.vault_factory import FAST_KDF, MemoryKeyring, passphrase
 
 
-def in_process_core(tmp_path: Path) -> tuple[GatewayCore, SafeportPaths]:
-    """The core, its journals inspected as at a start; the caller closes it."""
+def in_process_core(
+    tmp_path: Path, *, grant_clients: GrantClients | None = None
+) -> tuple[GatewayCore, SafeportPaths]:
+    """The core, its journals inspected as at a start; the caller closes it. ``grant_clients``:
+    the OAuth providers' stand-in."""
     home = tmp_path / "h"
     home.mkdir(mode=0o700)
     paths = locate({"SAFEPORT_HOME": str(home)})
@@ -27,6 +32,7 @@ def in_process_core(tmp_path: Path) -> tuple[GatewayCore, SafeportPaths]:
         vault_store=store,
         executor=RecordingExecutor(Recorder(home / "record.jsonl")),
         probe=LinuxProbe(),
+        grant_clients=grant_clients or ProviderClients(),
     )
     core = GatewayCore(paths, parts, RuntimeLimits())
     core.inspect_at_start()

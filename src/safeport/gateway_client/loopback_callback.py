@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
+from safeport.action_gateway.oauth.protocol import parse_callback_query
 from safeport.errors import UsageError
 
 CALLBACK_PATH = "/callback"
@@ -85,8 +86,5 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _query(text: str) -> dict[str, str]:
-    pairs = parse_qsl(text, keep_blank_values=True)
-    query = dict(pairs)
-    if len(query) != len(pairs):
-        raise UsageError("the callback named a parameter twice; connect again")
-    return query
+    # Read as the gateway reads it: a name given twice or an oversized query is refused.
+    return parse_callback_query(text)

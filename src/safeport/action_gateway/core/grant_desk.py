@@ -63,12 +63,13 @@ class GrantDesk:
             self._vault.current()  # a connect ends in a vault save: refuse it while locked
             client = self._client(name)
             endpoints = client.endpoints()
-            flow = Flow(name, uid, self._clock(), endpoints.scopes, client, client_secret)
+            flow = Flow(name, uid, endpoints.scopes, client, client_secret)
             client_secret = None
             if device:
                 flow.device = client.device_start(flow.client_secret)
                 flow.interval = float(flow.device.interval)
                 flow.next_poll = self._clock() + flow.interval
+                flow.device_expires = self._clock() + flow.device.expires_in
             else:
                 if redirect_uri is None:
                     raise Error("a code flow needs the loopback redirect_uri `sp` listens on")
@@ -120,10 +121,9 @@ class GrantDesk:
 
     def _poll_until(self, flow: Flow, deadline: float) -> gw.OAuthDeviceStateResult:
         assert flow.device is not None
-        expires = flow.started + flow.device.expires_in
         while True:
             now = self._clock()
-            if now >= expires:
+            if now >= flow.device_expires:
                 self.flows.drop(flow)
                 raise Error("the device code expired before it was entered; connect again")
             if flow.next_poll > deadline:
@@ -138,6 +138,7 @@ class GrantDesk:
                 # RFC 8628 section 3.5: slow_down adds 5 seconds to every later interval.
                 flow.interval += 5.0 if answer.slow_down else 0.0
                 flow.next_poll = self._clock() + flow.interval
+                flow.device_expires = self._clock() + flow.device.expires_in
                 continue
             try:
                 scopes = self._store(flow, answer, "device")

@@ -50,7 +50,6 @@ class ConnectClient(GrantClient, Protocol):
 class Flow:
     name: str
     uid: int
-    started: float  # monotonic
     scopes: tuple[str, ...]
     client: ConnectClient
     client_secret: SecretBytes | None
@@ -58,6 +57,8 @@ class Flow:
     device: DeviceAuthorization | None = None
     next_poll: float = 0.0
     interval: float = 5.0
+    device_expires: float = 0.0  # when the device code expires (the poller's clock)
+    started: float = 0.0  # set by the book (its clock)
     waiting: threading.Lock = field(default_factory=threading.Lock)
     id: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
@@ -82,6 +83,7 @@ class FlowBook:
     def add(self, flow: Flow) -> Flow:
         with self._lock:
             self._expire()
+            flow.started = self._clock()
             while len(self._flows) >= MAX_FLOWS:
                 oldest = min(self._flows.values(), key=lambda f: f.started)
                 self._flows.pop(oldest.id).wipe()
