@@ -9,4 +9,5 @@ __all__ = [
     "removal",
     "scaffold",
     "starter",
+    "toml_keys",
 ]

@@ -10,11 +10,11 @@ something other than the grant the command was asked to write.
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from dataclasses import dataclass
 
 from safeport.action_gateway.oauth.presets import PRESETS, Preset
+from safeport.authoring.toml_keys import table_key
 from safeport.errors import ConfigError
 
 
@@ -54,11 +54,11 @@ def oauth_credential_lines(text: str, name: str, draft: OAuthDraft) -> list[str]
     scopes = draft.scopes or preset.default_scopes
     said = "" if draft.scopes else "   # the preset's defaults: ask for no more than you need"
     return [
-        f"[credentials.{name}]   # connect it once accepted: `sp oauth connect {name}`",
+        f"[credentials.{table_key(name)}]   # connect it once accepted: `sp oauth connect {name}`",
         'kind = "oauth"',
         'approval = "per-call"',
         "",
-        f"[credentials.{name}.oauth]",
+        f"[credentials.{table_key(name)}.oauth]",
         f"preset = {json.dumps(preset.name)}   # {preset.title}",
         f"client_id = {json.dumps(draft.client_id)}",
         f"client_auth = {json.dumps(preset.client_auth)}",
@@ -68,12 +68,14 @@ def oauth_credential_lines(text: str, name: str, draft: OAuthDraft) -> list[str]
 
 
 def _declared_kind(text: str, name: str) -> str | None:
-    """The kind of credential ``name`` in ``text``; "" when declared without a readable kind."""
-    if not re.search(rf"^\s*\[\s*credentials\.\"?{re.escape(name)}\"?\s*\]", text, re.M):
-        return None
+    """The kind of credential ``name`` in ``text`` however it is written (a header, an inline
+    table, dotted keys); "" when it is declared without a readable kind, None when it is not."""
     try:
-        table = tomllib.loads(text).get("credentials", {}).get(name, {})
+        credentials = tomllib.loads(text).get("credentials", {})
     except tomllib.TOMLDecodeError:
-        return ""
+        return None  # the text with the new tables is parsed before it is written, and fails
+    table = credentials.get(name) if isinstance(credentials, dict) else None
+    if table is None:
+        return None
     kind = table.get("kind") if isinstance(table, dict) else None
     return kind if isinstance(kind, str) else ""

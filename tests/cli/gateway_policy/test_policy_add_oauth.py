@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from safeport.action_gateway.oauth.presets import PRESETS
-from safeport.authoring.oauth_scaffold import OAuthDraft
-from safeport.authoring.scaffold import HttpServiceDraft, add_http_service
 from safeport.shared.schemas.config import parse_gateway_policy
 from tests.cli.test_help_and_errors import run
 
@@ -63,21 +61,6 @@ def test_a_service_with_a_github_grant_passes_check_with_the_presets_scopes(
     assert "sp oauth connect github-oauth" in text
 
 
-def test_every_preset_writes_a_policy_that_validates() -> None:
-    # Through the pure function the command calls: one process per preset would be slow, and
-    # the command's own path is the test above.
-    for name in PRESETS:
-        draft = HttpServiceDraft(
-            "api", "https://api.example.com", f"{name}-grant", ("get=GET /v1/{item}",),
-            OAuthDraft(name, "client-1"),
-        )  # fmt: skip
-        text = add_http_service(EMPTY, draft)
-        table = tomllib.loads(text)["credentials"][f"{name}-grant"]
-        assert table["kind"] == "oauth" and table["oauth"]["preset"] == name
-        assert table["oauth"]["client_auth"] == PRESETS[name].client_auth
-        assert parse_gateway_policy(text)[0].credentials[f"{name}-grant"].kind == "oauth"
-
-
 def test_scopes_given_replace_the_presets_defaults(tmp_path: Path) -> None:
     home = _home(tmp_path)
     done = _add(
@@ -110,13 +93,12 @@ def test_a_token_credential_of_the_same_name_is_never_taken_for_the_grant(
     token = _add(home)  # the plain form: a token credential named github-token
     assert token.returncode == 0, token.stderr
     before = (home / "gateway.toml").read_text()
-    for name in ("github-token", '"github-token"'):
-        done = run(
-            home, "policy", "add", "http", "github2", "--base-url", "https://api.github.com",
-            "--operation", "me=GET /user", "--oauth", "github", "--client-id", "abc",
-            "--credential", name.strip('"'),
-        )  # fmt: skip
-        assert done.returncode != 0 and "not an oauth grant" in done.stderr, done.stderr
+    done = run(
+        home, "policy", "add", "http", "github2", "--base-url", "https://api.github.com",
+        "--operation", "me=GET /user", "--oauth", "github", "--client-id", "abc",
+        "--credential", "github-token",
+    )  # fmt: skip
+    assert done.returncode != 0 and "not an oauth grant" in done.stderr, done.stderr
     assert (home / "gateway.toml").read_text() == before
 
 
@@ -135,6 +117,14 @@ def test_a_second_service_on_the_same_grant_declares_it_once(tmp_path: Path) -> 
     text = (home / "gateway.toml").read_text()
     assert text.count("[credentials.google]") == 1
     assert {s["credential"] for s in _checked(home)["http_services"]} == {"google"}
+
+
+def test_a_credential_name_that_would_leave_its_header_is_refused(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    done = _add(home, "--oauth", "github", "--client-id", "abc", "--credential", "x]\n[gateway")
+    assert done.returncode != 0 and "--credential" in done.stderr, done.stderr
+    assert "is not a name" in done.stderr
+    assert (home / "gateway.toml").read_text() == EMPTY
 
 
 def test_without_a_terminal_a_missing_client_id_is_asked_for_by_its_flag(tmp_path: Path) -> None:
