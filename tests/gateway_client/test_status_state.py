@@ -43,6 +43,8 @@ def test_a_stopped_gateway_or_a_locked_vault_is_down(gateway: dict[str, Any]) ->
         {"policy": {**POLICY, "problems": ["credential x is not in the vault"]}},
         {"clients": [{"client": "cursor", "ok": False}]},
         {"secrets": [{"check": "redaction", "state": "fail"}]},
+        # an OAuth grant its provider refused: its actions fail until it is reconnected
+        {"gateway": {**RUNNING, "dead_grants": [{"name": "tracker", "reason": "revoked"}]}},
         # a problem outranks a gateway that is down
         {"gateway": {"running": False}, "journals": [{"journal": "sessions", "ok": False}]},
     ],

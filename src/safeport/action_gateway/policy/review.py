@@ -60,9 +60,8 @@ def _credential_problems(
         line = _line_holding(text, f"[credentials.{name}]")
         held = vault_kinds.get(name)
         if held is None and credential.kind == "oauth":
-            # A grant is connected after its policy is served (`sp oauth connect NAME` connects
-            # a credential of the accepted policy): until then its actions are refused with
-            # that remedy named, and accepting must not wait for it.
+            # Connected after the policy is accepted (`sp oauth connect` reads its [oauth]
+            # table from the accepted policy); until then its actions are refused, naming it.
             continue
         if held is None:
             found.append(

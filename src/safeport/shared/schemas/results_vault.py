@@ -81,6 +81,8 @@ class VaultLockedResult(Result):
 class EntryView(Result):
     """An entry as `sp vault list` shows it: never its value."""
 
+    _ABSENT_WHEN_NONE = frozenset({"scopes"})
+
     name: str
     kind: Literal["token", "basic", "ssh-key", "oauth"]
     created: str
