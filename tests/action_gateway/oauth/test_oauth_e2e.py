@@ -20,22 +20,32 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 
-from harness.gateway import PASSPHRASE, REPO, AgentProcess, Gateway, clean_env, decide, wait_card
+from harness.gateway import (
+    PASSPHRASE,
+    REPO,
+    AgentProcess,
+    Gateway,
+    clean_env,
+    decide,
+    wait_card,
+    wait_until,
+)
 from harness.oidc_browser import Browser
 from harness.real_oidc import DEVICE_GRANT, PUBLIC_CLIENT, OidcProvider
 from safeport.action_gateway.oauth.client import OAuthClient
+from safeport.action_gateway.oauth.errors import OAuthGrantDead
 from safeport.action_gateway.oauth.transport import OAuthHttp
+from safeport.shared.launch import sp_command
 from safeport.shared.paths import locate
 from safeport.shared.schemas.config_oauth import OAuthGrantSpec
 from safeport.vault import FileVaultBackend, VaultFile
 from safeport.vault.secrets import SecretBytes
-from tests.cli.running_gateway import running_gateway
 from tests.cli.test_real_vault_e2e import sp
 from tests.vault.vault_factory import FAST_KDF
 
@@ -138,10 +148,11 @@ def _connect(provider: OidcProvider, home: Path, account: str, *, device: bool) 
 class Rig:
     home: Path
     gateway: Gateway  # a handle on the running gateway's sockets (not started by it)
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     agents: list[AgentProcess]  # three requesters: a connection has at most 8 requests running
     provider: OidcProvider
     said: list[str]  # every text the gateway showed anyone: replies, cards, ps lines
+    cards: list[str] = field(default_factory=list)
 
     def whoami(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
         return {"v": 1, "id": request_id, "type": "propose", "action": "http_request",
@@ -156,6 +167,7 @@ class Rig:
         """An agent's first action raises its session card; approved, the action answers."""
         self.agents[agent].send(self.whoami(f"first-{agent}"))
         card = wait_card(self.gateway, timeout=15)
+        self.cards.append(json.dumps(card))
         self.said.append(json.dumps(card))
         assert decide(self.gateway, card["id"])["ok"]
         reply = self.agents[agent].next(30)
@@ -201,7 +213,7 @@ def rig_for(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor]:
             SecretBytes(PASSPHRASE.encode())
         )
         (home / "gateway.toml").write_text(_policy(oidc_provider))
-        process = stack.enter_context(running_gateway(home))
+        process = stack.enter_context(_gateway_run(home, tmp_path / "gateway.stderr"))
         accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
         assert accepted.returncode == 0, accepted.stdout + accepted.stderr
         agents = [AgentProcess(home, ["flock", "-s", str(home / "client.lock")]) for _ in range(3)]
@@ -218,6 +230,27 @@ def rig_for(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor]:
         _never_said(rig)
 
 
+@contextlib.contextmanager
+def _gateway_run(home: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`sp gateway run`, its log to ``log`` (searched for tokens afterwards), then unlocked."""
+    with log.open("ab") as err:
+        process = subprocess.Popen(sp_command(["gateway", "run"]), cwd=REPO, env=clean_env(home),
+                                   stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+    try:
+        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
+        unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
+        assert unlocked.returncode == 0, unlocked.stderr
+        yield process
+    finally:
+        if process.poll() is None:
+            sp(home, "gateway", "stop")
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 def _never_said(rig: Rig) -> None:
     """No token or code the provider issued in anything the gateway said or wrote."""
     home = rig.home
@@ -228,6 +261,7 @@ def _never_said(rig: Rig) -> None:
     assert '"oauth.connected"' in journals.stdout and '"grant": "tracker"' in journals.stdout
     texts = [journals.stdout, *rig.said]
     texts += [sp(home, "vault", "list", "--json").stdout, sp(home, "doctor").stdout]
+    texts.append((home.parent / "gateway.stderr").read_text(errors="replace"))
     for path in home.rglob("*"):
         if path.is_file() and path.name != "vault.sp" and path.suffix != ".sock":
             texts.append(path.read_text(errors="replace"))
@@ -247,6 +281,13 @@ def test_a_code_flow_grant_acts_and_twenty_at_once_refresh_once(rig_for: RigFor)
     assert first["result"]["fields"] == {"sub": "olivia", "scope": "openid profile", "state": "ok"}
     assert rig.approve_session(1).get("ok") and rig.approve_session(2).get("ok")
     assert rig.refreshes()[before:] == []  # the connect's access token serves until it expires
+    # The card said whom the action acts as, with the scopes granted; so does `sp vault list`.
+    assert len(rig.cards) == 3
+    assert all(f"acts as {NAME} with scopes openid profile" in card for card in rig.cards)
+    listed = json.loads(sp(rig.home, "vault", "list", "--json").stdout)
+    assert [(e["name"], e["scopes"]) for e in listed if e["kind"] == "oauth"] == [
+        (NAME, ["openid", "profile"])
+    ]
     # A service that echoes the access token back: the whole result is withheld, as for any
     # credential a service echoes.
     echoed = rig.call("echo", "echo")
@@ -331,6 +372,17 @@ def test_a_device_flow_grant_acts(rig_for: RigFor) -> None:
     assert not [p for p in polls if p.get("error") == "slow_down"]
     reply = rig.approve_session()
     assert reply.get("ok") and reply["result"]["fields"]["sub"] == "rupert", reply
+    # `sp vault remove` revokes the grant at the provider (RFC 7009) before removing it.
+    held = rig.provider.issued("refresh_token")[-1]
+    revocations = len(rig.provider.events("token_revocation"))
+    removed = sp(rig.home, "vault", "remove", NAME, "--passphrase-file", str(rig.home / "pw"))
+    rig.said.append(removed.stdout + removed.stderr)
+    assert removed.returncode == 0, removed.stderr
+    assert [e["status"] for e in rig.provider.events("token_revocation")[revocations:]] == [200]
+    with pytest.raises(OAuthGrantDead):
+        _client(rig.provider).refresh(SecretBytes(held.encode()), None)
+    after = rig.call("after-remove")
+    assert not after.get("ok"), after
 
 
 def _names_the_dead_grant(rig: Rig) -> None:
