@@ -9,8 +9,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from harness.gateway import REPO, clean_env
 from safeport.action_gateway.oauth.presets import PRESETS
+from safeport.shared.launch import sp_command
 from safeport.shared.schemas.config import parse_gateway_policy
+from tests.cli.terminal import Terminal
 from tests.cli.test_help_and_errors import run
 
 # The package these tests drive through real processes (see tests/test_layout.py).
@@ -134,3 +137,28 @@ def test_without_a_terminal_a_missing_client_id_is_asked_for_by_its_flag(tmp_pat
     loose = _add(home, "--client-id", "abc")
     assert loose.returncode != 0 and "--oauth PRESET" in loose.stderr, loose.stderr
     assert (home / "gateway.toml").read_text() == EMPTY
+
+
+def test_at_a_terminal_the_client_id_is_asked_then_the_rest(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    argv = sp_command(["policy", "add", "http", "tracker", "--oauth", "linear"])
+    term = Terminal(argv, clean_env(home), str(REPO))
+    term.expect("OAuth client id")
+    term.type("lin-client-7")
+    term.expect("base URL")
+    term.type("https://api.linear.app")
+    term.expect("operation as ID=METHOD /path")
+    term.type("graphql=POST /graphql")
+    term.expect("operation as ID=METHOD /path", times=2)
+    term.type("")
+    assert term.wait() == 0, term.seen
+    assert "sp oauth connect tracker-oauth" in term.seen
+    oauth = tomllib.loads((home / "gateway.toml").read_text())["credentials"]["tracker-oauth"]
+    assert oauth["oauth"] == {
+        "preset": "linear",
+        "client_id": "lin-client-7",
+        "client_auth": PRESETS["linear"].client_auth,
+        "scopes": list(PRESETS["linear"].default_scopes),
+    }
+    [service] = _checked(home)["http_services"]
+    assert service["credential"] == "tracker-oauth"
