@@ -72,6 +72,12 @@ def _kind_of(backend: VaultBackend, passphrase: RetriedPassphrase, name: str) ->
         raise UsageError(
             f"the vault has no entry named {inert(name)!r}", hint="see `sp vault list`"
         )
+    if found[0] == "oauth":
+        # Its tokens come from the provider, never from a paste.
+        raise UsageError(
+            f"{inert(name)!r} is an OAuth grant",
+            hint=f"reconnect it: `sp oauth connect {inert(name)}`",
+        )
     return found[0]
 
 
