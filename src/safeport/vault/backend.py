@@ -215,8 +215,7 @@ class FileVaultBackend:
         self._with(authority, lambda vault: vault.add(name, kind, value))
 
     def remove(self, authority: Authority, name: str) -> str | None:
-        self._with(authority, lambda vault: vault.remove(name))
-        return None
+        return self._with(authority, lambda vault: _remove(vault, name))
 
     def rotate(
         self, authority: Authority, name: str, value: Mapping[str, SecretBytes | str]
@@ -281,3 +280,13 @@ class FileVaultBackend:
         if authority.passphrase is None:
             raise VaultLocked()
         return self.store.unlock(authority.passphrase())
+
+
+def _remove(vault: OpenVault, name: str) -> str | None:
+    """Remove ``name``; an OAuth grant removed with no gateway running is not revoked at its
+    provider (only the gateway talks to providers), which is said."""
+    grant = any(entry.name == name and entry.kind == "oauth" for entry in vault.entries())
+    vault.remove(name)
+    if grant:
+        return "the grant was not revoked at its provider: no gateway is running"
+    return None

@@ -60,6 +60,7 @@ class Provider:
     revoked: list[tuple[str, bytes]] = field(default_factory=list)
     revoke_fails: bool = False
     refuse_refresh: bool = False
+    no_device: bool = False
     minted: int = 0
 
     def endpoints(self) -> Endpoints:
@@ -90,6 +91,8 @@ class Provider:
         return self.grant(("read",))
 
     def device_start(self, client_secret: SecretBytes | None) -> DeviceAuthorization:
+        if self.no_device:
+            raise OAuthBadResponse("the provider has no device authorization endpoint")
         return DeviceAuthorization(
             SecretBytes(b"CANARY-DEVICE-CODE"), "WDJB-MJHT", f"{ISSUER}/device", None, 1, 600
         )
@@ -310,3 +313,14 @@ def test_a_dead_grant_is_named_by_status_until_it_is_reconnected(
     core.grants.finish(flow_id, UID, {"code": "the-code", "state": state, "iss": ISSUER})
     assert core.status().dead_grants is None
     assert "dead_grants" not in core.status().model_dump()
+
+
+def test_a_client_secret_is_wiped_when_its_flow_cannot_begin(
+    core: GatewayCore, provider: Provider
+) -> None:
+    provider.no_device = True
+    for name in ("tracker", "deploy-token"):
+        secret = SecretBytes(b"CANARY-CLIENT-SECRET")
+        with pytest.raises(Error):
+            core.grants.begin(name, UID, redirect_uri=None, device=True, client_secret=secret)
+        assert len(secret) == 0

@@ -7,12 +7,13 @@ against a real authorization server elsewhere; here its token endpoint is a clos
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from harness.gateway import PASSPHRASE, POLICY, Gateway
+from harness.gateway import PASSPHRASE, POLICY, AgentProcess, Gateway, ssh
 
 SUBJECT = "safeport.action_gateway.handlers"
 REDIRECT = "http://127.0.0.1:8123/callback"
@@ -66,6 +67,7 @@ def test_a_code_flow_begins_with_pkce_state_and_the_loopback_redirect(
         ({"device": True}, "invalid"),  # both a redirect and the device flow
         ({"wait_s": 5}, "invalid"),  # a param oauth.begin does not take
         ({"name": "deploy-token"}, "invalid"),  # not an oauth credential
+        ({"client_secret_b64": "not base64 at all!"}, "invalid"),
     ],
 )
 def test_a_begin_that_is_not_right_is_refused(
@@ -112,3 +114,29 @@ def test_a_device_flow_needs_a_device_endpoint_and_waits_are_bounded(
         assert bad["error"]["code"] == "invalid", bad
     unknown = oauth_gateway.control("oauth.device_wait", flow_id="x" * 32, wait_s=1)
     assert "no such connect flow" in unknown["error"]["reason"], unknown
+
+
+def _from_agents_child(agent: AgentProcess, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "tests.action_gateway.control_client", op, json.dumps(params)]
+    reply: dict[str, Any] = json.loads(agent.spawn(argv)["out"])
+    return reply
+
+
+def test_an_agents_process_tree_can_neither_begin_nor_finish_a_connect(
+    oauth_gateway: Gateway,
+) -> None:
+    agent = oauth_gateway.spawn_agent()
+    agent.call(ssh("warm-up", command="uptime"))  # connected and known as a requester
+    begin = {"passphrase": PASSPHRASE, "name": "tracker", "redirect_uri": REDIRECT}
+    refused = _from_agents_child(agent, "oauth.begin", begin)
+    assert refused["ok"] is False and refused["error"]["code"] == "denied", refused
+    begun = _begin(oauth_gateway, redirect_uri=REDIRECT)["result"]
+    state = parse_qs(urlsplit(begun["authorization_url"]).query)["state"][0]
+    finish = {"flow_id": begun["flow_id"], "query": {"code": "c", "state": state}}
+    for op, params in (("oauth.finish", finish), ("oauth.device_wait", {"flow_id": "x" * 32})):
+        reply = _from_agents_child(agent, op, params)
+        assert reply["ok"] is False and reply["error"]["code"] == "denied", reply
+    agent.exit()
+    # The agent's tries did not spend the human's flow: it reaches the provider (a closed port).
+    reply = oauth_gateway.control("oauth.finish", **finish)
+    assert "no such connect flow" not in reply["error"]["reason"], reply

@@ -299,3 +299,13 @@ def test_no_token_reaches_a_journal_record_or_a_repr(vault: OpenVault) -> None:
         "rotated": True,
         "expires_in": 3600,
     }
+
+
+def test_a_token_of_another_client_is_not_used(vault: OpenVault) -> None:
+    old, new = _Provider(), _Provider()
+    broker = GrantBroker(_Journal())
+    broker.access("tracker", old, vault)
+    # The accepted policy now names another provider for the grant: its client is new.
+    fresh = broker.access("tracker", new, vault)
+    assert (old.calls, new.calls) == (1, 1)
+    assert fresh.secret.token.reveal() == b"CANARY-ACCESS-1" and fresh.generation == 2

@@ -60,3 +60,14 @@ def test_a_grant_is_never_pasted(home: Path, command: tuple[str, ...], said: str
     assert said in done.stderr and "CANARY" not in done.stdout + done.stderr
     listed = run_sp("vault", "list", "--passphrase-file", str(home / "pass"), home=home).stdout
     assert "other" not in listed and "scopes read:issues write:issues" in listed
+
+
+def test_removing_a_grant_with_no_gateway_running_says_it_was_not_revoked(home: Path) -> None:
+    done = run_sp("vault", "remove", "tracker", "--passphrase-file", str(home / "pass"), home=home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "removed tracker"
+    assert "not revoked at its provider: no gateway is running" in done.stderr
+    plain = run_sp(
+        "vault", "remove", "deploy-token", "--passphrase-file", str(home / "pass"), home=home
+    )
+    assert plain.returncode == 0 and plain.stderr == ""

@@ -58,13 +58,18 @@ class GrantDesk:
         device: bool,
         client_secret: SecretBytes | None,
     ) -> gw.OAuthBegunResult:
-        """A new flow for the oauth credential ``name``; the secret is the flow's from now on."""
+        """A new flow for the oauth credential ``name``; the secret is the flow's from now on
+        (wiped with it, or at once when the flow cannot begin)."""
         try:
             self._vault.current()  # a connect ends in a vault save: refuse it while locked
             client = self._client(name)
             endpoints = client.endpoints()
-            flow = Flow(name, uid, endpoints.scopes, client, client_secret)
-            client_secret = None
+        except BaseException:
+            if client_secret is not None:
+                client_secret.wipe()
+            raise
+        flow = Flow(name, uid, endpoints.scopes, client, client_secret)
+        try:
             if device:
                 flow.device = client.device_start(flow.client_secret)
                 flow.interval = float(flow.device.interval)
@@ -74,9 +79,9 @@ class GrantDesk:
                 if redirect_uri is None:
                     raise Error("a code flow needs the loopback redirect_uri `sp` listens on")
                 flow.code = client.begin_code(redirect_uri)
-        finally:
-            if client_secret is not None:
-                client_secret.wipe()
+        except BaseException:
+            flow.wipe()
+            raise
         self.flows.add(flow)
         scopes = list(endpoints.scopes)
         if flow.device is None:
@@ -174,7 +179,8 @@ class GrantDesk:
             raise
         if grant.refresh_token is not None:
             grant.refresh_token.wipe()
-        self._credentials.grants.connected(name, grant.access_token, grant.expires_in)
+        grants = self._credentials.grants
+        grants.connected(name, grant.access_token, grant.expires_in, flow.client)
         body = {"grant": name, "issuer": endpoints.issuer, "scopes": list(scopes), "flow": how}
         self._journal.record("oauth.connected", {**body, "expires_in": grant.expires_in})
         return scopes

@@ -1,4 +1,9 @@
-"""Where an action's credential comes from: the local vault, or an OpenBao/Vault server.
+"""Where an action's credential comes from: the local vault, an OAuth grant the vault holds,
+or an OpenBao/Vault server.
+
+An OAuth grant's action runs with an access token from the grant broker
+(:mod:`safeport.action_gateway.oauth.broker`), refreshed once after a 401; its card names the
+scopes granted, and a dead or unconnected grant gets no card.
 
 A server's credential is checked before the card (:meth:`CredentialSupply.check_before_card`:
 sealed, unreachable, slow, login refused, certificate off the pin: the proposal is refused and

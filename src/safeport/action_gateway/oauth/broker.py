@@ -103,6 +103,9 @@ class _Grant:
         self.expires_at: float | None = None  # monotonic; None: the provider gave no expiry
         self.generation = 0
         self.dead: DeadGrant | None = None
+        # The client the token came from: a policy that changed the grant's provider gives a
+        # new client, and a token of the old provider is then not used.
+        self.client: object | None = None
 
     def drop_token(self) -> None:
         if self.token is not None:
@@ -132,6 +135,8 @@ class GrantBroker:
         grant = self._grant(name)
         with grant.lock:
             self._refuse_dead(grant)
+            if grant.client is not client:
+                grant.drop_token()
             if grant.token is None or not self._fresh(grant):
                 self._renew(name, grant, client, vault)
             return self._lease(grant)
@@ -150,7 +155,11 @@ class GrantBroker:
             return self._lease(grant)
 
     def connected(
-        self, name: str, token: SecretBytes | None = None, expires_in: int | None = None
+        self,
+        name: str,
+        token: SecretBytes | None = None,
+        expires_in: int | None = None,
+        client: object | None = None,
     ) -> None:
         """A human connected ``name`` anew: forget its old token and its death; ``token`` (the
         connect's own access token, taken over) serves the first actions."""
@@ -160,7 +169,7 @@ class GrantBroker:
             grant.dead = None
             grant.generation += 1
             if token is not None:
-                grant.token = token
+                grant.token, grant.client = token, client
                 grant.expires_at = None if expires_in is None else self._clock() + expires_in
 
     def dead(self) -> list[DeadGrant]:
@@ -211,6 +220,7 @@ class GrantBroker:
             stored.wipe()
             raise ActionError("auth_failed", f"credential {name!r} is not an OAuth grant")
         try:
+            grant.client = client
             if stored.refresh_token is None:
                 self._lasting(name, grant, stored, unauthorized)
             else:
