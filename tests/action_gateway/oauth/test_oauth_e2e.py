@@ -14,262 +14,27 @@ output or `ps` line."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
 
 import pytest
 
-from harness.gateway import (
-    PASSPHRASE,
-    REPO,
-    AgentProcess,
-    Gateway,
-    clean_env,
-    decide,
-    wait_card,
-    wait_until,
-)
-from harness.oidc_browser import Browser
-from harness.real_oidc import DEVICE_GRANT, PUBLIC_CLIENT, OidcProvider
-from safeport.action_gateway.oauth.client import OAuthClient
+from harness.real_oidc import DEVICE_GRANT, OidcProvider
 from safeport.action_gateway.oauth.errors import OAuthGrantDead
-from safeport.action_gateway.oauth.transport import OAuthHttp
-from safeport.shared.launch import sp_command
-from safeport.shared.paths import locate
-from safeport.shared.schemas.config_oauth import OAuthGrantSpec
-from safeport.vault import FileVaultBackend, VaultFile
 from safeport.vault.secrets import SecretBytes
+from tests.action_gateway.oauth.oauth_rig import (
+    NAME,
+    RigFor,
+    names_the_dead_grant,
+    provider_client,
+)
 from tests.cli.test_real_vault_e2e import sp
-from tests.vault.vault_factory import FAST_KDF
 
 # The package these tests drive through real processes (see tests/test_layout.py).
 SUBJECT = "safeport.action_gateway.oauth.broker"
 
 pytestmark = pytest.mark.integration
-
-NAME = "tracker"
-
-
-def _policy(provider: OidcProvider) -> str:
-    return f"""
-[gateway]
-approval_timeout_s = 10
-auto_lock_minutes = 0
-session_max_minutes = 60
-
-[credentials.{NAME}]
-kind = "oauth"
-
-[credentials.{NAME}.oauth]
-issuer = "{provider.issuer}"
-client_id = "{PUBLIC_CLIENT}"
-scopes = ["openid", "profile"]
-ca_file = "{provider.ca_file}"
-allow_private_addresses = true
-timeout_s = 10
-
-[http.services.idp]
-base_url = "https://localhost:{provider.port}"
-credential = "{NAME}"
-ca_file = "{provider.ca_file}"
-allow_private_addresses = true
-
-[http.services.idp.operations.whoami]
-method = "GET"
-path = "/api/whoami"
-read_only = true
-approval = "session"
-response_fields = ["sub", "scope", "state"]
-
-[http.services.idp.operations.echo]
-method = "GET"
-path = "/api/echo"
-read_only = true
-approval = "session"
-response_fields = ["sub", "state", "authorization", "token", "note"]
-"""
-
-
-def _spec(provider: OidcProvider) -> OAuthGrantSpec:
-    table = {
-        "issuer": provider.issuer,
-        "client_id": PUBLIC_CLIENT,
-        "scopes": ["openid", "profile"],
-        "ca_file": str(provider.ca_file),
-        "allow_private_addresses": True,
-    }
-    return OAuthGrantSpec.model_validate(table)
-
-
-def _client(provider: OidcProvider) -> OAuthClient:
-    spec = _spec(provider)
-    http = OAuthHttp(spec.ca_file, spec.timeout_s, spec.max_response_bytes, allow_private=True)
-    return OAuthClient(spec, http)
-
-
-def _connect(provider: OidcProvider, home: Path, account: str, *, device: bool) -> list[str]:
-    """`sp oauth connect NAME` as the human runs it, the browser played by ``account``: the code
-    flow's page opened from the `open:` line (the browser then lands on sp's loopback listener),
-    or the device flow's code entered at the `visit:` page. Returns what sp printed."""
-    argv = [sys.executable, "-m", "safeport", "oauth", "connect", NAME, "--no-browser", "--json",
-            "--timeout", "60", "--passphrase-file", str(home / "pw")]  # fmt: skip
-    if device:
-        argv.append("--device")
-    with subprocess.Popen(argv, cwd=REPO, env=clean_env(home), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) as connect:  # fmt: skip
-        assert connect.stderr is not None
-        shown: dict[str, str] = {}
-        for line in connect.stderr:
-            key, _, value = line.strip().partition(": ")
-            shown[key] = value
-            if "open" in shown or ("code" in shown and "visit" in shown):
-                break
-        # The scopes asked for were shown before anything was opened.
-        assert shown.get("scopes") == "openid profile", shown
-        with Browser(provider.ca_file, account) as browser:
-            if device:
-                browser.approve_device(shown["visit"], shown["code"])
-            else:
-                browser.authorize(shown["open"], "http://127.0.0.1:", deliver=True)
-        out, err = connect.communicate(timeout=60)
-    assert connect.returncode == 0, err
-    assert json.loads(out) == {"name": NAME, "scopes": ["openid", "profile"]}
-    return [json.dumps(shown), out, err]
-
-
-@dataclass
-class Rig:
-    home: Path
-    gateway: Gateway  # a handle on the running gateway's sockets (not started by it)
-    process: subprocess.Popen[bytes]
-    agents: list[AgentProcess]  # three requesters: a connection has at most 8 requests running
-    provider: OidcProvider
-    said: list[str]  # every text the gateway showed anyone: replies, cards, ps lines
-    cards: list[str] = field(default_factory=list)
-
-    def whoami(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
-        return {"v": 1, "id": request_id, "type": "propose", "action": "http_request",
-                "service_id": "idp", "operation_id": operation, "args": {}}  # fmt: skip
-
-    def call(self, request_id: str, operation: str = "whoami") -> dict[str, Any]:
-        reply = self.agents[0].call(self.whoami(request_id, operation), timeout=30)
-        self.said.append(json.dumps(reply))
-        return reply
-
-    def approve_session(self, agent: int = 0) -> dict[str, Any]:
-        """An agent's first action raises its session card; approved, the action answers."""
-        self.agents[agent].send(self.whoami(f"first-{agent}"))
-        card = wait_card(self.gateway, timeout=15)
-        self.cards.append(json.dumps(card))
-        self.said.append(json.dumps(card))
-        assert decide(self.gateway, card["id"])["ok"]
-        reply = self.agents[agent].next(30)
-        self.said.append(json.dumps(reply))
-        return reply
-
-    def at_once(self, count: int, prefix: str) -> list[dict[str, Any]]:
-        """``count`` proposals sent back to back over the agents' connections, then their
-        replies (the gateway works on each in a worker thread of its own)."""
-        for n in range(count):
-            self.agents[n % len(self.agents)].send(self.whoami(f"{prefix}{n}"))
-        self.said.append(_ps())
-        replies = [self.agents[n % len(self.agents)].next(60) for n in range(count)]
-        self.said.extend(json.dumps(reply) for reply in replies)
-        return replies
-
-    def refreshes(self) -> list[dict[str, Any]]:
-        return self.provider.token_requests("refresh_token")
-
-
-def _ps() -> str:
-    done = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, timeout=10)
-    return done.stdout
-
-
-class RigFor(Protocol):
-    def __call__(self, account: str, *, device: bool = False) -> Rig: ...
-
-
-@pytest.fixture
-def rig_for(tmp_path: Path, oidc_provider: OidcProvider) -> Iterator[RigFor]:
-    """``rig_for(account)``: a real gateway on a new vault, serving the policy, unlocked, the
-    grant of ``account`` connected through `sp oauth connect` (``device``: by the device flow),
-    and three agents. Everything said is checked for tokens at the end."""
-    stack = contextlib.ExitStack()
-    rigs: list[Rig] = []
-
-    def start(account: str, *, device: bool = False) -> Rig:
-        home = tmp_path / "h"
-        home.mkdir(mode=0o700)
-        (home / "pw").write_text(PASSPHRASE + "\n")
-        FileVaultBackend(VaultFile.at(locate(env=clean_env(home))), kdf=FAST_KDF).init(
-            SecretBytes(PASSPHRASE.encode())
-        )
-        (home / "gateway.toml").write_text(_policy(oidc_provider))
-        process = stack.enter_context(_gateway_run(home, tmp_path / "gateway.stderr"))
-        accepted = sp(home, "policy", "accept", "--passphrase-file", str(home / "pw"), "--yes")
-        assert accepted.returncode == 0, accepted.stdout + accepted.stderr
-        agents = [AgentProcess(home, ["flock", "-s", str(home / "client.lock")]) for _ in range(3)]
-        for agent in agents:
-            stack.callback(agent.exit)
-        said = [accepted.stdout, *_connect(oidc_provider, home, account, device=device)]
-        rig = Rig(home, Gateway(home), process, agents, oidc_provider, said)
-        rigs.append(rig)
-        return rig
-
-    with stack:
-        yield start
-    for rig in rigs:
-        _never_said(rig)
-
-
-@contextlib.contextmanager
-def _gateway_run(home: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`sp gateway run`, its log to ``log`` (searched for tokens afterwards), then unlocked."""
-    with log.open("ab") as err:
-        process = subprocess.Popen(sp_command(["gateway", "run"]), cwd=REPO, env=clean_env(home),
-                                   stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
-    try:
-        wait_until(lambda: sp(home, "gateway", "status").returncode == 0, timeout=20)
-        unlocked = sp(home, "vault", "unlock", "--passphrase-file", str(home / "pw"))
-        assert unlocked.returncode == 0, unlocked.stderr
-        yield process
-    finally:
-        if process.poll() is None:
-            sp(home, "gateway", "stop")
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _never_said(rig: Rig) -> None:
-    """No token or code the provider issued in anything the gateway said or wrote."""
-    home = rig.home
-    journals = sp(home, "audit", "show", "--unseal", "--passphrase-file", str(home / "pw"),
-                  "--json", "--limit", "100000")  # fmt: skip
-    assert journals.returncode == 0, journals.stderr
-    # The bodies are read unsealed: the grant's records are there to be searched.
-    assert '"oauth.connected"' in journals.stdout and '"grant": "tracker"' in journals.stdout
-    texts = [journals.stdout, *rig.said]
-    texts += [sp(home, "vault", "list", "--json").stdout, sp(home, "doctor").stdout]
-    texts.append((home.parent / "gateway.stderr").read_text(errors="replace"))
-    for path in home.rglob("*"):
-        if path.is_file() and path.name != "vault.sp" and path.suffix != ".sock":
-            texts.append(path.read_text(errors="replace"))
-    joined = "\n".join(texts)
-    issued = rig.provider.issued()
-    assert issued
-    leaked = [value for value in issued if value in joined]
-    assert leaked == []
 
 
 def test_a_code_flow_grant_acts_and_twenty_at_once_refresh_once(rig_for: RigFor) -> None:
@@ -326,7 +91,7 @@ def test_a_refresh_token_spent_elsewhere_kills_the_grant_once(rig_for: RigFor) -
     held = rig.provider.issued("access_token")[-1]  # the access token the gateway holds
     # A stolen copy of the vault's refresh token, used first by its thief.
     stolen = rig.provider.issued("refresh_token")[-1].encode()
-    thief = _client(rig.provider).refresh(SecretBytes(stolen), None)
+    thief = provider_client(rig.provider).refresh(SecretBytes(stolen), None)
     # The gateway's access token ends: its next action refreshes with the spent token.
     assert rig.provider.drop_access_token(held)
     before = len(rig.refreshes())
@@ -339,7 +104,7 @@ def test_a_refresh_token_spent_elsewhere_kills_the_grant_once(rig_for: RigFor) -
         assert not reply.get("ok") and f"sp oauth connect {NAME}" in json.dumps(reply["error"])
     refreshes = rig.refreshes()[before:]
     assert [(r["status"], r["error"]) for r in refreshes] == [(400, "invalid_grant")]
-    _names_the_dead_grant(rig)
+    names_the_dead_grant(rig)
     # The provider took the reuse as theft: the thief's tokens died with the grant.
     with rig.provider.client() as http:
         bearer = {"Authorization": f"Bearer {thief.access_token.reveal().decode()}"}
@@ -361,7 +126,7 @@ def test_a_grant_revoked_at_the_provider_fails_the_next_action_naming_the_remedy
     again = rig.call("again")
     assert f"sp oauth connect {NAME}" in json.dumps(again["error"])
     assert len(rig.refreshes()) == before + 1
-    _names_the_dead_grant(rig)
+    names_the_dead_grant(rig)
 
 
 def test_a_device_flow_grant_acts(rig_for: RigFor, oidc_provider: OidcProvider) -> None:
@@ -381,13 +146,35 @@ def test_a_device_flow_grant_acts(rig_for: RigFor, oidc_provider: OidcProvider) 
     assert removed.returncode == 0, removed.stderr
     assert [e["status"] for e in rig.provider.events("token_revocation")[revocations:]] == [200]
     with pytest.raises(OAuthGrantDead):
-        _client(rig.provider).refresh(SecretBytes(held.encode()), None)
+        provider_client(rig.provider).refresh(SecretBytes(held.encode()), None)
     after = rig.call("after-remove")
     assert not after.get("ok"), after
 
 
-def _names_the_dead_grant(rig: Rig) -> None:
-    for argv in (["status"], ["doctor"]):
-        done = sp(rig.home, *argv)
-        rig.said.append(done.stdout + done.stderr)
-        assert NAME in done.stdout and f"sp oauth connect {NAME}" in done.stdout, done.stdout
+def test_a_confidential_client_refreshes_with_its_secret_which_appears_nowhere(
+    rig_for: RigFor,
+) -> None:
+    rig = rig_for("sophie", confidential=True)
+    assert rig.approve_session().get("ok")
+    before = len(rig.refreshes())
+    # The access token ends: the next action refreshes, authenticating with the vault's secret.
+    assert rig.provider.drop_access_token(rig.provider.issued("access_token")[-1])
+    reply = rig.call("after-refresh")
+    assert reply.get("ok") and reply["result"]["fields"]["sub"] == "sophie", reply
+    refreshes = rig.refreshes()[before:]
+    assert [(r["status"], r["client_id"]) for r in refreshes] == [(200, "sp-confidential")]
+    # A lock wipes the access tokens the gateway held: after the unlock, the next action (on a
+    # new session card: the lock ended the old one) refreshes again before it acts.
+    home, pw = rig.home, str(rig.home / "pw")
+    assert sp(home, "vault", "lock").returncode == 0
+    assert sp(home, "vault", "unlock", "--passphrase-file", pw).returncode == 0
+    assert rig.approve_session().get("ok")
+    assert [r["status"] for r in rig.refreshes()[before:]] == [200, 200]
+    # The secret is in no command line of the running gateway and its peers (sp was given a file;
+    # the rig also searches every reply, journal, log and file of the home for it).
+    assert (
+        rig.provider.client_secret
+        not in subprocess.run(
+            ["ps", "-eo", "args"], capture_output=True, text=True, timeout=10
+        ).stdout
+    )
