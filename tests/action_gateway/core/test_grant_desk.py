@@ -324,3 +324,19 @@ def test_a_client_secret_is_wiped_when_its_flow_cannot_begin(
         with pytest.raises(Error):
             core.grants.begin(name, UID, redirect_uri=None, device=True, client_secret=secret)
         assert len(secret) == 0
+
+
+def test_a_rotation_at_refresh_is_a_journaled_vault_save(
+    core: GatewayCore, provider: Provider, tmp_path: Path
+) -> None:
+    flow_id, state = _begin_code(core)
+    core.grants.finish(flow_id, UID, {"code": "the-code", "state": state, "iss": ISSUER})
+    vault, _ = core._vault.current()
+    before = vault.generation
+    core._credentials.grants.forget()
+    core._credentials.grants.access("tracker", provider, vault)  # refreshed: rotated
+    sessions = read_records(tmp_path / "h" / "audit" / "sessions.jsonl")
+    last = [r for r in sessions if r["kind"] == "vault.entry_rotated"][-1]
+    assert last["body"] == {"name": "tracker"}
+    # The generation the rotation reached (signing the heads then saves evidence: one more).
+    assert last["ref"] == {"generation": before + 1}

@@ -43,6 +43,7 @@ class GrantDesk:
         self._credentials = credentials
         self._journal: Journal = credentials.journal
         self._record_save = events.record_save
+        credentials.grants.record_save = events.record_save
         self._clock = clock
         self._sleep = sleep
         self.flows: FlowBook = credentials.flows

@@ -74,6 +74,10 @@ class Journal(Protocol):
     ) -> JournalHead: ...
 
 
+# How a vault save is journaled with the generation it reached (the core's ``record_save``).
+SaveRecorder = Callable[[str, JournalBody, UnlockedVault], None]
+
+
 @dataclass(frozen=True)
 class DeadGrant:
     """A grant its provider refused: named by `sp status` and `sp doctor` until reconnected."""
@@ -129,6 +133,9 @@ class GrantBroker:
         self._wall = wall
         self._grants: dict[str, _Grant] = {}
         self._mutex = threading.Lock()
+        # Set by the core: a rotation is a vault save like any other, journaled with its
+        # generation so that a vault file put back from before it shows as a rollback.
+        self.record_save: SaveRecorder | None = None
 
     def access(self, name: str, client: GrantClient, vault: UnlockedVault) -> Access:
         """A valid access token for grant ``name``, refreshed first when it is near expiry."""
@@ -267,6 +274,8 @@ class GrantBroker:
                 # Saved before the new access token is used: a crash between the provider's
                 # answer and this save is the one moment a rotated grant can be lost.
                 vault.rotate(name, _entry_value(stored, fresh.refresh_token, scopes))
+                if self.record_save is not None:
+                    self.record_save("vault.entry_rotated", {"name": name}, vault)
         except BaseException:
             fresh.access_token.wipe()
             raise
