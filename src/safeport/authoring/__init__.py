@@ -3,9 +3,11 @@
 cuts out, and operations imported from an OpenAPI description. Only the CLI imports it."""
 
 __all__ = [
+    "oauth_scaffold",
     "openapi_import",
     "reference",
     "removal",
     "scaffold",
     "starter",
+    "toml_keys",
 ]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from safeport.authoring.policy_examples import EXAMPLES
+from safeport.authoring.preset_reference import preset_table
 from safeport.shared.schemas.config import (
     ApprovalsSettings,
     AuditSettings,
@@ -163,6 +164,8 @@ def policy_reference() -> str:
     ]
     for section in SECTIONS:
         lines += _section(section)
+        if section.model is OAuthGrantSpec:
+            lines += preset_table()
     return "\n".join(lines).rstrip() + "\n"
 
 

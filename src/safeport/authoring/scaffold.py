@@ -13,6 +13,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from safeport.authoring.oauth_scaffold import OAuthDraft, oauth_credential_lines
+from safeport.authoring.toml_keys import checked_name, table_key
 from safeport.errors import ConfigError
 from safeport.shared.schemas.config import parse_gateway_policy
 from safeport.shared.schemas.config_params import PLACEHOLDER
@@ -28,6 +30,7 @@ class HttpServiceDraft:
     base_url: str
     credential: str
     operations: tuple[str, ...]  # "ID=METHOD /path"
+    oauth: OAuthDraft | None = None  # the credential is an oauth grant from a preset
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,19 @@ class SshHostDraft:
 
 def add_http_service(text: str, draft: HttpServiceDraft) -> str:
     """``text`` with the service (and its credential, when new) appended; checked to parse."""
-    lines = _credential(text, draft.credential, "token", "--kind token")
+    service = table_key(checked_name(draft.name, "the service name"))
+    checked_name(draft.credential, "--credential")
+    if draft.oauth is None:
+        lines = _credential(text, draft.credential, "token", "--kind token")
+        auths = "bearer | basic | header:NAME"
+    else:
+        lines = oauth_credential_lines(text, draft.credential, draft.oauth)
+        auths = "bearer | header:NAME (an access token is never basic)"
     lines += [
-        f"[http.services.{draft.name}]",
+        f"[http.services.{service}]",
         f"base_url = {json.dumps(draft.base_url)}",
         f"credential = {json.dumps(draft.credential)}",
-        'auth = "bearer"                  # bearer | basic | header:NAME',
+        f'auth = "bearer"                  # {auths}',
         "",
     ]
     for spec in draft.operations:
@@ -56,7 +66,7 @@ def add_http_service(text: str, draft: HttpServiceDraft) -> str:
         method, _, path = rest.strip().partition(" ")
         method = method.upper()
         lines += [
-            f"[http.services.{draft.name}.operations.{operation_id}]",
+            f"[http.services.{service}.operations.{table_key(operation_id)}]",
             f"method = {json.dumps(method)}",
             f"path = {json.dumps(path.strip())}",
         ]
@@ -74,10 +84,12 @@ def add_http_service(text: str, draft: HttpServiceDraft) -> str:
 
 def add_ssh_host(text: str, draft: SshHostDraft) -> str:
     """``text`` with the host (and its credential, when new) appended; checked to parse."""
+    host = table_key(checked_name(draft.name, "the host name"))
+    checked_name(draft.credential, "--credential")
     hint = "--kind ssh-key --value-file KEY"
     lines = _credential(text, draft.credential, "ssh-key", hint)
     lines += [
-        f"[ssh.hosts.{draft.name}]",
+        f"[ssh.hosts.{host}]",
         f"address = {json.dumps(draft.address)}",
         f"port = {draft.port}",
         f"user = {json.dumps(draft.user)}",
@@ -89,7 +101,7 @@ def add_ssh_host(text: str, draft: SshHostDraft) -> str:
         command_id, rest = _split(spec, "--command", "ID=argv words")
         argv = shlex.split(rest)
         lines += [
-            f"[ssh.hosts.{draft.name}.commands.{command_id}]",
+            f"[ssh.hosts.{host}.commands.{table_key(command_id)}]",
             f"argv = {json.dumps(argv)}",
             "# approved on every call; a command that only reads may add",
             '# read_only = true and approval = "session"',
@@ -104,7 +116,7 @@ def _credential(text: str, name: str, kind: str, hint: str) -> list[str]:
     if declared:
         return []
     return [
-        f"[credentials.{name}]   # its value: `sp vault add {name} {hint}`",
+        f"[credentials.{table_key(name)}]   # its value: `sp vault add {name} {hint}`",
         f'kind = "{kind}"',
         "",
     ]

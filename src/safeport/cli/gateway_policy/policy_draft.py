@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from safeport.authoring.oauth_scaffold import OAuthDraft, preset_named
 from safeport.authoring.removal import ENTRY_KINDS, EntryKind, remove_entry
 from safeport.authoring.scaffold import (
     HttpServiceDraft,
@@ -32,26 +33,58 @@ def add() -> None:
 @add.command("http")
 @click.argument("name")
 @click.option("--base-url", metavar="URL", help="The API's https:// URL (asked when omitted).")
-@click.option("--credential", metavar="NAME", help="The token's vault name (NAME-token).")
+@click.option(
+    "--credential", metavar="NAME",
+    help="The credential's name (NAME-token; with --oauth, NAME-oauth).",
+)  # fmt: skip
 @click.option(
     "--operation", "operations", multiple=True, metavar="SPEC",
     help='One operation as ID="METHOD /path/{param}"; repeat for more (asked when omitted).',
 )  # fmt: skip
+@click.option(
+    "--oauth", "preset", metavar="PRESET",
+    help="Act with an OAuth grant from this preset (github, google, ...), not a token.",
+)  # fmt: skip
+@click.option(
+    "--client-id", metavar="ID",
+    help="With --oauth: your OAuth client's id at the provider (asked when omitted).",
+)  # fmt: skip
+@click.option(
+    "--scope", "scopes", multiple=True, metavar="SCOPE",
+    help="With --oauth: a scope to ask for instead of the preset's defaults; repeat for more.",
+)  # fmt: skip
 def add_http(
-    name: str, base_url: str | None, credential: str | None, operations: tuple[str, ...]
-) -> None:
-    """Scaffold an HTTPS service: reads approved once per session, writes per call."""
+    name: str, base_url: str | None, credential: str | None, operations: tuple[str, ...],
+    preset: str | None, client_id: str | None, scopes: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Scaffold an HTTPS service: reads approved once per session, writes per call.
+
+    With --oauth PRESET the service acts with an OAuth grant instead of a pasted token: its
+    `oauth` credential is written beside it from the preset, to connect with
+    `sp oauth connect NAME` once the policy is accepted.
+    """
+    if preset is None and (client_id or scopes):
+        raise UsageError("--client-id and --scope go with --oauth PRESET")
+    if preset is not None:
+        preset_named(preset)  # an unknown preset is refused before anything is asked
     refuse_unanswerable(
         _missing((base_url, "the base URL", "--base-url URL"),
-                 (operations, "the operations", "--operation SPEC"))
+                 (operations, "the operations", "--operation SPEC"),
+                 (client_id or preset is None, "the OAuth client id", "--client-id ID"))
     )  # fmt: skip
+    oauth = None
+    if preset is not None:
+        oauth = OAuthDraft(preset, client_id or _ask("OAuth client id"), scopes)
     draft = HttpServiceDraft(
         name,
         base_url or _ask("base URL (https://…)"),
-        credential or f"{name}-token",
+        credential or f"{name}-{'token' if oauth is None else 'oauth'}",
         operations or _ask_many("operation as ID=METHOD /path"),
+        oauth,
     )
     _write(lambda text: add_http_service(text, draft), f"http service {name}")
+    if oauth is not None:
+        click.echo(f"once accepted, connect the grant: `sp oauth connect {draft.credential}`")
 
 
 @add.command("ssh")
