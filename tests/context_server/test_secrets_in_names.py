@@ -231,6 +231,10 @@ async def test_the_reads_journal_the_index_and_the_log_hold_no_secret_from_a_nam
     with (tmp_path / "stderr").open("w+") as errlog, anyio.fail_after(120):
         async with connected(server_params([root], home), errlog) as client:
             await _calls(client, shown, tokens)
+            # The index is written by a background walk: the calls above may all be served
+            # before it has stored the workspace's paths, whose absence then proves nothing.
+            while not await _index_ready(client):
+                await anyio.sleep(0.2)
     kept = [p for p in home.rglob("*") if p.is_file()]
     journals = [p for p in kept if p.name == "reads.jsonl"]
     indexes = [p for p in kept if ".sqlite" in p.name]  # the index and its shards
@@ -310,3 +314,9 @@ async def test_no_search_confirms_a_guess_of_a_secret_held_in_a_name(tmp_path: P
                 assert hits.structured_content["hits"] == []
                 found = await client.call_tool("search", {"query": guess})
                 assert found.structured_content["results"] == []
+
+
+async def _index_ready(client: Client) -> bool:
+    health = await client.call_tool("get_health", {})
+    assert health.structured_content is not None
+    return bool(health.structured_content["index_state"] == "ready")

@@ -12,6 +12,7 @@ __all__ = [
     "gateway_exit",
     "gateway_view",
     "listener_check",
+    "loopback_callback",
     "policy_check",
     "policy_proposal",
     "remote_clients",

@@ -32,7 +32,7 @@ from safeport.action_gateway.oauth.refresh_rules import entry_value, renew_at
 from safeport.action_gateway.oauth.refresh_rules import rotated as was_rotated
 from safeport.errors import Error
 from safeport.shared.audit import JournalBody, JournalHead
-from safeport.vault.errors import VaultLocked
+from safeport.vault import VaultLocked
 from safeport.vault.interface import UnlockedVault
 from safeport.vault.secrets import OAuthSecret, SecretBytes, TokenSecret
 

@@ -110,6 +110,7 @@ __all__ = [
     "control",
     "control_ops",
     "error_reply",
+    "grant_wire",
     "key_wire",
     "oauth_wire",
     "ok_reply",
