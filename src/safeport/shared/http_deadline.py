@@ -3,9 +3,9 @@
 httpx's timeouts apply to each read on its own, so a server sending one byte every
 ``timeout_s - ε`` (headers, body or the TLS handshake) would otherwise hold a worker forever.
 The deadline travels with the request (a context variable), not with the connection: connections
-are pooled and shared by requests. The HTTPS executor builds its own network backend on
-:class:`DeadlineStream` (it also pins addresses); every other HTTPS client of the gateway (a
-time-stamping authority, an OAuth provider) takes :func:`deadline_client`.
+are pooled and shared by requests. The HTTPS executor's pinned backend (which the OAuth client
+also uses) connects through :class:`DeadlineBackend`; a time-stamping authority's client is
+:func:`deadline_client`.
 """
 
 from __future__ import annotations

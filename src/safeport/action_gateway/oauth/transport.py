@@ -34,6 +34,7 @@ from safeport.action_gateway.executors.https.pinned_network import (
     Resolver,
     system_resolver,
 )
+from safeport.action_gateway.executors.https.tls import caused_by_tls
 from safeport.action_gateway.executors.https.trust_files import UntrustedFile, check_trust_file
 from safeport.action_gateway.oauth.errors import OAuthBadResponse, OAuthError, OAuthUnreachable
 from safeport.shared.exact_urls import UrlRefused, exact_url
@@ -268,7 +269,7 @@ def _translated(exc: Exception) -> OAuthError | None:
     if isinstance(exc, httpx.TimeoutException):
         return OAuthUnreachable("the provider did not answer in time")
     if isinstance(exc, httpx.ConnectError | ssl.SSLError):
-        if _caused_by_tls(exc):
+        if caused_by_tls(exc):
             return OAuthUnreachable("the TLS handshake with the provider failed verification")
         return OAuthUnreachable("the provider is unreachable")
     if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError | h11.ProtocolError):
@@ -276,12 +277,3 @@ def _translated(exc: Exception) -> OAuthError | None:
     if isinstance(exc, httpx.HTTPError | OSError):
         return OAuthUnreachable("the connection to the provider failed")
     return None
-
-
-def _caused_by_tls(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False

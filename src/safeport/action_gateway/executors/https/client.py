@@ -40,7 +40,7 @@ from safeport.action_gateway.executors.https.response_contract import (
     refuse_credential_echo,
 )
 from safeport.action_gateway.executors.https.target import normalise_host
-from safeport.action_gateway.executors.https.tls import tls_context
+from safeport.action_gateway.executors.https.tls import caused_by_tls, tls_context
 from safeport.action_gateway.executors.https.trust_files import UntrustedFile, check_trust_file
 from safeport.action_gateway.executors.interface import ActionError, HttpAction, RequestTarget
 from safeport.action_gateway.executors.prepare import HEADER_VALUE, credential_header_name
@@ -221,7 +221,7 @@ def translate_http_errors(service_id: str) -> Iterator[None]:
             stopped_by=None if isinstance(exc, httpx.PoolTimeout) else "close",
         ) from exc
     except (httpx.ConnectError, ssl.SSLError) as exc:
-        if _caused_by_tls(exc):
+        if caused_by_tls(exc):
             raise ActionError(
                 "tls_failed", f"the TLS handshake with service {service_id!r} failed verification"
             ) from exc
@@ -338,12 +338,3 @@ def _withhold_server_text(exc: BaseException) -> None:
     while seen is not None:
         seen.args = ("the server's bytes are not shown",)
         seen = seen.__cause__ or seen.__context__
-
-
-def _caused_by_tls(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False

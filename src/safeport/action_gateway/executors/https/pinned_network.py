@@ -19,7 +19,7 @@ import httpcore
 import httpx
 
 from safeport.action_gateway.executors.https.address_policy import IpAddress, check_addresses
-from safeport.shared.http_deadline import DeadlineStream, bounded_wait
+from safeport.shared.http_deadline import DeadlineBackend
 
 Resolver = Callable[[str, int], Sequence[str]]
 """``(host, port) -> addresses`` as strings; the one DNS lookup made per new connection."""
@@ -51,7 +51,7 @@ class PinnedNetworkBackend(httpcore.NetworkBackend):
         self._host = host
         self._resolver = resolver
         self._allow_private = allow_private
-        self._inner = httpcore.SyncBackend()
+        self._inner = DeadlineBackend()  # every wait bounded by the request's deadline
 
     def connect_tcp(
         self,
@@ -70,14 +70,9 @@ class PinnedNetworkBackend(httpcore.NetworkBackend):
         last: Exception | None = None
         for address in allowed:
             try:
-                stream = self._inner.connect_tcp(
-                    str(address),
-                    port,
-                    bounded_wait(timeout, httpcore.ConnectTimeout),
-                    local_address,
-                    socket_options,
+                return self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
                 )
-                return DeadlineStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last = exc
         assert last is not None

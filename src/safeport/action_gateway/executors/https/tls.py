@@ -22,3 +22,14 @@ def tls_context(service_id: str, ca_file: str | None, ca_pem: str | None = None)
     context.check_hostname = True
     context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def caused_by_tls(exc: BaseException) -> bool:
+    """Whether a connection failed on its TLS handshake (a certificate off the pin, say) rather
+    than on the network: httpx wraps the ``ssl`` error somewhere down the exception's chain."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
