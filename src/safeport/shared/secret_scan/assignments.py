@@ -62,6 +62,12 @@ _AFTER_NAME = re.compile(
 _SEPARATED = re.compile(
     r"""[\w.\-]{0,64}(?:\\?["'])?\]?(?:\*\*?)?[ \t]{0,8}(?:[:=>\uff1a]|[?+!|]=|<-)"""
 )
+# What stands right after a keyword's name (its run of name characters, at most 64; "" at the
+# line's end) wherever _SEPARATED matches: the scanner tries the pattern only after one of these.
+# None is a name character, so no shorter run of the name could match either.
+SEPARATED_STARTS = frozenset(
+    ("\\", '"', "'", "]", "*", " ", "\t", ":", "=", ">", "\uff1a", "?", "+", "!", "|", "<")
+)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
@@ -93,6 +99,8 @@ _STRONG_AFTER = re.compile(
     r"""[\w.\-]{0,64}(?:\\?["'])?\]?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}"""
     r"""(?:[bu]?\\?["'`]|&quot;)?[A-Za-z0-9+/=_\-.~]{16}"""
 )
+# The same for _STRONG_AFTER (``may_assign_strong``).
+STRONG_STARTS = frozenset(("\\", '"', "'", "]", " ", "\t", "=", ":"))
 
 
 def may_assign(text: str, start: int, end: int, line_end: int) -> bool:

@@ -33,6 +33,9 @@ _QUOTE = r"""\\?["']"""
 _MAY_PAIR = re.compile(
     rf"[\w.\-]{{0,{MAX_NAME}}}+(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\r?$)|[ \t]*\r?$)", re.MULTILINE
 )
+# What stands right after the name's characters wherever _MAY_PAIR matches ("" at the line's end):
+# the scanner tries the pattern only after one of these.
+PAIR_STARTS = frozenset(("\\", '"', "'", " ", "\t", "\r", ""))
 _NAME_CHARS = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
 # What stands before the name's opening quote (searched in a short window that ends there).
 _BEFORE = re.compile(

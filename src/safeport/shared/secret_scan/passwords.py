@@ -122,6 +122,10 @@ _ORDINARY_PASS = frozenset(
 )
 
 
+# The hits ``ordinary_pass_word`` may find ordinary; it finds any other not.
+ORDINARY_PREFIXES = frozenset(("pass", "passe", "_PAT"))
+
+
 def ordinary_pass_word(text: str, start: int, end: int) -> bool:
     """Whether the hit is the "pass" (or "passe") of one of those words (in small letters,
     whole), or the ``_PAT`` of a longer name (``_PATH``, ``_PATTERN``)."""

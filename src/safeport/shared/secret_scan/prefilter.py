@@ -28,6 +28,7 @@ import ahocorasick_rs
 
 from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.pairs import POSITIONAL_CALLS
+from safeport.shared.secret_scan.passwords import ORDINARY_PREFIXES
 from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
 from safeport.shared.secret_scan.shapes import SHAPE_ANCHORS
 
@@ -126,13 +127,19 @@ HIDDEN = tuple(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Anchor:
     """What a literal wakes: the provider rules it anchors, or one of the contextual checks."""
 
     rules: tuple[TokenRule, ...] = ()
     word: bool = False
     weak: bool = False  # a word of WEAK_WORDS: only its own name's end is judged
+    # Words a check treats apart, known here so the scanner reads a flag instead of comparing
+    # the hit's text: "pass" (netrc's "password s3cr3t" needs no sign), "bearer" (a header's
+    # token), and the words that begin longer ordinary ones (``passwords.ordinary_pass_word``).
+    pass_word: bool = False
+    bearer: bool = False
+    ordinary_prefix: bool = False
     url: bool = False
     key_block: bool = False
     hidden: bool = False
@@ -155,7 +162,14 @@ def _table() -> tuple[list[str], list[Anchor]]:
     weak = {spelling for word in WEAK_WORDS for spelling in (word, word.capitalize(), word.upper())}
     for literal in [*words, *COMPOUND_WORDS]:
         found = anchors.get(literal, Anchor()).rules
-        anchors[literal] = Anchor(rules=found, word=True, weak=literal in weak)
+        anchors[literal] = Anchor(
+            rules=found,
+            word=True,
+            weak=literal in weak,
+            pass_word=literal.lower() == "pass",
+            bearer=literal.lower() == "bearer",
+            ordinary_prefix=literal in ORDINARY_PREFIXES,
+        )
     for literal in KEY_BLOCK_ANCHORS:
         anchors[literal] = Anchor(key_block=True)
     anchors[URL_ANCHOR] = Anchor(url=True)

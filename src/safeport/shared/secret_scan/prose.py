@@ -270,6 +270,9 @@ def _cell_secret(value: str, name: str, words: list[str]) -> bool:
 
 # What may follow a word for one of the shapes below to hold its value.
 _CONTEXT_FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
+# Everything after a name (its run of name characters, at most 64) that ``in_context`` reads on:
+# after anything else ("" at the line's end) it finds nothing, and the scanner does not call it.
+CONTEXT_STARTS = frozenset(("(", ",", "%", *_CONTEXT_FOLLOWING))
 
 
 def in_context(

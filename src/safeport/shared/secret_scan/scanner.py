@@ -23,6 +23,8 @@ import threading
 from collections import OrderedDict, defaultdict
 
 from safeport.shared.secret_scan.assignments import (
+    SEPARATED_STARTS,
+    STRONG_STARTS,
     assignment_at,
     bearer_at,
     may_assign,
@@ -32,11 +34,16 @@ from safeport.shared.secret_scan.assignments import (
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
-from safeport.shared.secret_scan.pairs import may_pair, pair_at, positional_at
+from safeport.shared.secret_scan.pairs import PAIR_STARTS, may_pair, pair_at, positional_at
 from safeport.shared.secret_scan.passwords import ordinary_pass_word
-from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, hits
+from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, Anchor, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.prose import in_context, spaced_may_hold, table_column_at
+from safeport.shared.secret_scan.prose import (
+    CONTEXT_STARTS,
+    in_context,
+    spaced_may_hold,
+    table_column_at,
+)
 from safeport.shared.secret_scan.provider_rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import (
@@ -46,6 +53,7 @@ from safeport.shared.secret_scan.spans import (
     reach_value_ends,
 )
 from safeport.shared.secret_scan.structured import (
+    BELOW_STARTS,
     escaped_value_at,
     may_be_escaped,
     may_open_below,
@@ -58,9 +66,12 @@ _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # secret key's id may be this many lines away.
 _HIDDEN_CONTEXT_LINES = 3
 
-# A word that ends its line (Python's ``pass``, most of the word hits in real code) has no value
-# after it on that line: no assignment or bearer check can find one there.
-_LINE_ENDS = ("\n", "")
+# The rest of a word's name: every look after a word starts by reading it.
+_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+# What ``structured.may_be_escaped`` (80 characters from a word's end) and
+# ``byte_arrays.may_hold_bytes`` (64) look for first; neither can find anything without one.
+_ESCAPE_OR_BRACKET = re.compile(r"[\\{\[]")
+_BYTES_REACH = 80
 # What may follow a keyword inside a name that closes with a quote or its line: more of the
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
 # paired name without a pattern match.
@@ -161,15 +172,36 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
-            # Outside a table, a word inside a name already judged, or a weak word inside a
-            # longer one (``keyword``, ``apis``, ``rapid``), names nothing: done before any look.
-            if not table_row and (
-                start < word_done or (anchor.weak and text[end : end + 1].islower())
-            ):
-                continue
-            found, word_done = _word_hit(
-                text, anchor.weak, start, end, line_start, line_end, table_row, word_done, spans
-            )
+            if table_row:
+                found, word_done = _table_word_hit(
+                    text, anchor, start, end, line_start, line_end, word_done, spans
+                )
+            else:
+                # Most word hits end here, so their looks are written out in the loop rather
+                # than called. A word inside a name already judged, or a weak word inside a
+                # longer one (``keyword``, ``apis``, ``rapid``), names nothing.
+                if start < word_done:
+                    continue
+                after = text[end : end + 1]
+                if anchor.weak and after.islower():
+                    continue
+                # A name a space and a plain word follow holds a value in a few shapes only,
+                # which two cheap looks rule out for most words in prose and code
+                # (``spaced_may_hold``): "the token expires", the commonest word hit.
+                if (
+                    (after == " " or after == "\t")
+                    and not anchor.bearer
+                    and not spaced_may_hold(text, start, end, line_start, line_end)
+                ):
+                    continue
+                if (anchor.ordinary_prefix and ordinary_pass_word(text, start, end)) or (
+                    (after.isalnum() or after == "=")
+                    and inside_base64_run(text, start, end, line_start, line_end)
+                ):
+                    continue
+                found, word_done = _word_value_at(
+                    text, anchor, start, end, line_start, line_end, word_done, spans
+                )
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
         elif anchor.command:
@@ -241,43 +273,40 @@ class _Readers:
         return Shapes(self.text)
 
 
-def _word_hit(
+def _table_word_hit(
     text: str,
-    weak: bool,
+    anchor: Anchor,
     start: int,
     end: int,
     line_start: int,
     line_end: int,
-    table_row: bool,
     word_done: int,
     spans: list[SecretSpan],
 ) -> tuple[SecretSpan | None, int]:
-    """What the word hit at ``text[start:end]`` names (a table's column joins ``spans``), and
-    where the next word hit needs judging again."""
-    # A name a space and a plain word follow holds a value in a few shapes only, which two
-    # cheap looks rule out for most words in prose and code (``spaced_may_hold``).
+    """What the word hit at ``text[start:end]`` in a Markdown table's row names (the column it
+    heads joins ``spans``), and where the next word hit needs judging again. A quiet name (a
+    space and a plain word after it) may still head a column."""
+    after = text[end : end + 1]
     quiet = (
-        text[end : end + 1] in (" ", "\t")
-        and text[start:end].lower() != "bearer"
+        after in (" ", "\t")
+        and not anchor.bearer
         and not spaced_may_hold(text, start, end, line_start, line_end)
     )
-    if quiet and not table_row:  # a table's row: below
-        return None, word_done  # the commonest word hit, "the token expires": done
-    if ordinary_pass_word(text, start, end) or (
-        (text[end : end + 1].isalnum() or text[end : end + 1] == "=")
+    if (anchor.ordinary_prefix and ordinary_pass_word(text, start, end)) or (
+        (after.isalnum() or after == "=")
         and inside_base64_run(text, start, end, line_start, line_end)
     ):
         return None, word_done
-    if start >= word_done and table_row:
+    if start >= word_done:
         spans.extend(table_column_at(text, start, line_start, line_end))
-    if start >= word_done and not quiet and not (weak and text[end : end + 1].islower()):
-        return _word_value_at(text, weak, start, end, line_start, line_end, word_done, spans)
+    if start >= word_done and not quiet and not (anchor.weak and after.islower()):
+        return _word_value_at(text, anchor, start, end, line_start, line_end, word_done, spans)
     return None, word_done
 
 
 def _word_value_at(
     text: str,
-    weak: bool,
+    anchor: Anchor,
     start: int,
     end: int,
     line_start: int,
@@ -289,43 +318,67 @@ def _word_value_at(
     assignment, a bearer header, a field beside it, a flag or prose, a value below or escaped,
     a byte array), and where the next word hit needs judging again. A value found beside the
     one returned (one continued below the line) joins ``spans``."""
+    if end == line_end:
+        # A word ending its line (Python's ``pass``, most word hits in code) has nothing after
+        # it for any look but one: it may close a name whose value is below (a YAML ``name:``).
+        return pair_at(text, start, end, line_start, line_end)
+    # Each look's pattern starts with the rest of the word's name, and each can only match when
+    # one of a few characters follows that name (``*_STARTS``): one match finds the name's end,
+    # and a set lookup spares the patterns of the looks that cannot match there.
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    after = text[end]
+    if name_end == line_end and not anchor.pass_word:
+        # A name running to its line's end ("tokenize", "= seed") has only name characters
+        # after the word, where nothing but the pair's look can start; "pass" (below) takes a
+        # value after a space, and its look for one moves ``word_done``.
+        if (after in _NAME_GOES_ON or after.isalnum()) and may_pair(text, end, line_end):
+            return pair_at(text, start, end, line_start, line_end)
+        return None, word_done
+    follows = text[name_end] if name_end < line_end else ""
+    weak = anchor.weak
     found: SecretSpan | None = None
     separated = False
-    if text[end : end + 1] not in _LINE_ENDS:
-        if (
-            may_assign_strong(text, end, line_end)
-            if weak
-            else may_assign(text, start, end, line_end)
-        ):
-            separated = text[start:end].lower() != "pass"  # "pass" may need no sign
-            found, reach = assignment_at(text, start, end, line_start, line_end)
-            # A weak word's miss leaves its name to the words around it ("apiKey").
-            word_done = reach if found is not None or not weak else word_done
-        if found is None and text[start:end].lower() == "bearer":
-            found = bearer_at(text, start, line_end)
-    # A name that is itself a field's value (``key="Password" value="…"``, a YAML
-    # ``name:`` ending its line) names the secret of the field beside it; a name a
-    # separator follows is not one.
-    after = text[end : end + 1]
+    if (
+        (follows in STRONG_STARTS and may_assign_strong(text, end, line_end))
+        if weak
+        else (
+            (anchor.pass_word or follows in SEPARATED_STARTS)
+            and may_assign(text, start, end, line_end)
+        )
+    ):
+        separated = not anchor.pass_word  # "pass" may need no sign
+        found, reach = assignment_at(text, start, end, line_start, line_end)
+        # A weak word's miss leaves its name to the words around it ("apiKey").
+        word_done = reach if found is not None or not weak else word_done
+    if found is None and anchor.bearer:
+        found = bearer_at(text, start, line_end)
+    # A name that is itself a field's value (``key="Password" value="…"``, a YAML ``name:``
+    # ending its line) names the secret of the field beside it; a name a separator follows is
+    # not one.
     if (
         found is None
         and not separated
+        and follows in PAIR_STARTS
         and (after in _NAME_GOES_ON or after.isalnum())
         and may_pair(text, end, line_end)
     ):
         found, word_done = pair_at(text, start, end, line_start, line_end)
-    if (
-        found is None and text[end : end + 1] not in _LINE_ENDS and not weak  # assignments only
-    ):
+    if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
         found = in_context(text, start, end, line_start, line_end)
-    if may_open_below(text, end, line_end):  # a value below, or begun here and continued
-        below = value_below(text, start, end, line_start, line_end)
+    opens_below = follows in BELOW_STARTS and may_open_below(text, end, line_end)
+    if opens_below:
+        below = value_below(text, start, end, line_start, line_end)  # or begun here, continued
         if below is not None:
             spans.append(below)
-    elif found is None and may_be_escaped(text, end, line_end):
-        found = escaped_value_at(text, start, end, line_start, line_end)
-    if found is None and may_hold_bytes(text, end, line_end):
-        found = byte_array_at(text, start, end, line_start, line_end)
+    # An escaped value and a byte array both open with a backslash, brace or bracket within
+    # _BYTES_REACH characters of the word: most names have none after them, and skip both looks.
+    if found is None and _ESCAPE_OR_BRACKET.search(
+        text, name_end, min(line_end, end + _BYTES_REACH)
+    ):
+        if not opens_below and may_be_escaped(text, end, line_end):
+            found = escaped_value_at(text, start, end, line_start, line_end)
+        if found is None and may_hold_bytes(text, end, line_end):
+            found = byte_array_at(text, start, end, line_start, line_end)
     return found, word_done
 
 

@@ -36,6 +36,10 @@ _OPENS_BELOW = re.compile(
     r""")[ \t]*\r?$""",
     re.MULTILINE,
 )
+# What stands right after the name's characters (at most 64; "" at the line's end) wherever
+# _OPENS_BELOW matches: the scanner tries the pattern only after one of these. None is a name
+# character, so no shorter run of the name could match either.
+BELOW_STARTS = frozenset(("\\", '"', "'", " ", "\t", ":", "="))
 # One line of a value continued from the line above.
 _PIECE = re.compile(
     r"""[ \t]*(?:\+[ \t]*)?(?P<open>["']{0,3})(?P<value>[^\s"'\\]{1,512})(?P<close>["']{0,3})"""
