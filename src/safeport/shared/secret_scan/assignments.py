@@ -143,24 +143,28 @@ def _assignment(
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
     name = text[name_start:name_end].strip(".-")
+    prefix = (after.group("prefix") or "").lower()
+    if "r" in prefix or "f" in prefix:
+        return None, 0  # raw strings are patterns, f-strings are built from other values
+    # What follows first, then the name: most names in code are given code ("key =
+    # self.frame.path", "seed = int(seed)"), which only an Authorization header's may hold.
+    bounds = _value_bounds(text, after, name_start, line_end)
+    if bounds is None and "authorization" not in name.lower():
+        return None, 0
     words = name_words(name)
     if not words:
-        return None, 0
-    weak = not secret_name(name, words)
-    if weak and not weak_secret_name(words):
         return None, 0
     if not after.group("sep") and not _bare_space_separates(
         text, line_start, name_start, words, after
     ):
         return None, 0
-    prefix = (after.group("prefix") or "").lower()
-    if "r" in prefix or "f" in prefix:
-        return None, 0  # raw strings are patterns, f-strings are built from other values
+    weak = not secret_name(name, words)
+    if weak and not weak_secret_name(words):
+        return None, 0
     if words[-1] == "authorization":
         header = _authorization_header(text, after.end(), line_end)
         if header is not None:
             return header
-    bounds = _value_bounds(text, after, name_start, line_end)
     if bounds is None:
         return None, 0
     return _judged_value(text, after, name, words, weak, *bounds)

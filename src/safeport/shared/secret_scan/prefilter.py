@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import operator
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -235,7 +234,7 @@ class _LiteralScan:
             return self._database
 
     def find(self, data: bytes) -> list[tuple[int, int, int]] | None:
-        """The hits in ``data``, or None where Hyperscan cannot run."""
+        """The hits in ``data`` as (start, end, index), or None where Hyperscan cannot run."""
         local = self._local
         if not hasattr(local, "scratch"):
             compiled = self._compiled()
@@ -247,7 +246,7 @@ class _LiteralScan:
         lengths = self._lengths
 
         def on_match(index: int, _from: int, to: int, _flags: int, _context: object) -> None:
-            found.append((index, to - lengths[index], to))
+            found.append((to - lengths[index], to, index))
 
         local.database.scan(data, match_event_handler=on_match, scratch=local.scratch)
         return found
@@ -256,7 +255,6 @@ class _LiteralScan:
 # Where no wheel installs (``pyproject.toml``), the automaton alone.
 _HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
 _LITERAL_SCAN = _LiteralScan(_ASCII_LITERALS) if _HYPERSCAN else None
-_START_END = operator.itemgetter(1, 2)
 
 
 def hits(text: str) -> list[tuple[int, int, Anchor]]:
@@ -266,32 +264,50 @@ def hits(text: str) -> list[tuple[int, int, Anchor]]:
             data = text.encode("ascii")
             scanned = None if _LITERAL_SCAN is None else _LITERAL_SCAN.find(data)
             found = (
-                _ASCII_AUTOMATON.find_matches_as_indexes(data, overlapping=True)
+                _by_start(_ASCII_AUTOMATON.find_matches_as_indexes(data, overlapping=True))
                 if scanned is None
                 else scanned
             )
         else:
-            found = _AUTOMATON.find_matches_as_indexes(text, overlapping=True)
+            found = _by_start(_AUTOMATON.find_matches_as_indexes(text, overlapping=True))
     except UnicodeEncodeError:
         # A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) cannot
         # cross into the automaton; one U+FFFD in its place keeps every index where it was, and
         # a scan that fails would serve the text unscanned.
         clean = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
-        found = _AUTOMATON.find_matches_as_indexes(clean, overlapping=True)
+        found = _by_start(_AUTOMATON.find_matches_as_indexes(clean, overlapping=True))
     if not found:
         return []
     # By start, then end: the automaton reports in order of end, so this is the order its hits
     # always had (a start shared by two literals, ``api`` and ``api_key``, shorter first), and
-    # Hyperscan's come in the same order whatever order it reports them in.
-    found.sort(key=_START_END)
+    # Hyperscan's come in the same order whatever order it reports them in. No two hits share
+    # both (the same span of text is the same literal), so the index is never compared.
+    found.sort()
     kept = []
     ends: dict[int, int] = {}
-    for index, start, end in found:
+    anchors = ANCHORS
+    for start, end, index in found:
         # A literal found again inside itself ("AAAAAAAAAA" along a run of A's) wakes nothing
         # its first hit did not: every rule starts at its anchor behind a boundary, or searches
-        # the anchor's whole line. A megabyte of one letter is one hit, not a million.
-        if start < ends.get(index, -1):
-            continue
-        ends[index] = end
-        kept.append((start, end, ANCHORS[index]))
+        # the anchor's whole line. A megabyte of one letter is one hit, not a million. Only a
+        # literal whose start is also its end (``AKIA``, ``MzMz``) can be found inside itself.
+        if index in _SELF_OVERLAPPING:
+            if start < ends.get(index, -1):
+                continue
+            ends[index] = end
+        kept.append((start, end, anchors[index]))
     return kept
+
+
+def _by_start(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The automaton's (index, start, end) as (start, end, index), like Hyperscan's."""
+    return [(start, end, index) for index, start, end in found]
+
+
+def _self_overlapping(literal: str) -> bool:
+    return any(literal[:size] == literal[-size:] for size in range(1, len(literal)))
+
+
+_SELF_OVERLAPPING = frozenset(
+    index for index, literal in enumerate(LITERALS) if _self_overlapping(literal)
+)

@@ -91,10 +91,10 @@ def value_below(
     after = _OPENS_BELOW.match(text, end, line_end)
     if after is None:
         return None
-    if not _secret_name_before(text, start, line_start, after.start("sep")):
-        return None
+    # The name is judged once the lines below could hold its value: most names a separator
+    # ends ("except KeyError:", "STATS_KEY = \"…\"") have a sibling below, or a whole value.
     if after.group("head") is not None:
-        return _continued(text, after, line_end)
+        return _continued(text, after, start, line_start, line_end)
     indent = _width(text, line_start)
     opening = after.group("opening")
     position = line_end
@@ -110,6 +110,8 @@ def value_below(
         closing = opening in ('"""', "'''") and line.strip().startswith(opening)
         if closing or (opening not in ('"""', "'''", "(", "\\") and _width(text, below) <= indent):
             return None  # the block ended, or the next line is a sibling: no value below
+        if not _secret_name_before(text, start, line_start, after.start("sep")):
+            return None
         found = _VALUE_LINE.match(line)
         if found is None:
             return None
@@ -125,13 +127,18 @@ def value_below(
     return None
 
 
-def _continued(text: str, after: re.Match[str], line_end: int) -> SecretSpan | None:
-    """A value begun on its name's line (``after``) and continued on the lines below it."""
+def _continued(
+    text: str, after: re.Match[str], start: int, line_start: int, line_end: int
+) -> SecretSpan | None:
+    """A value begun on its name's line (``after``) and continued on the lines below it, under
+    the secret-like name around the keyword at ``start``."""
     head_end = after.group("head_end") or ""
     string_open = not head_end or head_end == "\\"  # the string itself goes on below
     joined = head_end.rstrip()[-1:] in ("+", "\\") or _NEXT_PLUS.match(text, line_end + 1)
     if not string_open and not after.group("paren") and not joined:
         return None  # a whole value on one line: the assignment rules judge it
+    if not _secret_name_before(text, start, line_start, after.start("sep")):
+        return None
     parts = [after.group("head")]
     position, end = line_end, after.end("head")
     for _ in range(MAX_PIECES):
