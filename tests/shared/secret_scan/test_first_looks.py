@@ -11,23 +11,32 @@ import re
 import pytest
 
 from safeport.shared.secret_scan.assignments import (
+    SEPARATED_AFTER_BLANKS,
     SEPARATED_STARTS,
+    STRONG_AFTER_BLANKS,
     STRONG_STARTS,
     may_assign,
     may_assign_strong,
 )
 from safeport.shared.secret_scan.byte_arrays import may_hold_bytes
-from safeport.shared.secret_scan.pairs import PAIR_STARTS, may_pair
+from safeport.shared.secret_scan.pairs import PAIR_AFTER_BLANKS, PAIR_STARTS, may_pair
 from safeport.shared.secret_scan.passwords import ORDINARY_PREFIXES, ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import ANCHORS, LITERALS
 from safeport.shared.secret_scan.prose import CONTEXT_STARTS, in_context
 from safeport.shared.secret_scan.scanner import scan_text
-from safeport.shared.secret_scan.structured import BELOW_STARTS, may_be_escaped, may_open_below
+from safeport.shared.secret_scan.structured import (
+    BELOW_AFTER_BLANKS,
+    BELOW_STARTS,
+    may_be_escaped,
+    may_open_below,
+)
 
 _NAME = re.compile(r"[\w.\-]{0,64}")
+_BLANKS = re.compile(r"[ \t]*")
 _NAME_PIECES = ("a", "Z", "_", ".", "-", "7", "é", "ß", "x" * 30, "٣")
 _PIECES = (
     *("=", ":", "=>", ":=", "?=", "+=", "!=", "|=", "||=", "<-", ">", "<", "::=", "==", "\uff1a"),
+    *(" = ", " : ", "\t=> ", "  := ", " \uff1a", " <- ", " != ", " || ", " ? "),
     *(" ", "\t", "  ", "\r", '"', "'", '\\"', "\\'", "`", "]", "[", "*", "**", "(", ")", ","),
     *("%", "%26token%3D", "|", "{", "}", "\\x41", "\\u0041", "\\", "&quot;", "b", "r", "u"),
     *("value", "Value", '"""', "'''", "|-", ">+", "0x35, ", "bytes([", "new byte[]{"),
@@ -52,25 +61,40 @@ def _follows(text: str, end: int, line_end: int) -> str:
     return text[name_end] if name_end < line_end else ""
 
 
+def _beyond_blanks(text: str, end: int, line_end: int) -> str:
+    name_end = _NAME.match(text, end, line_end).end()  # type: ignore[union-attr]
+    blanks_end = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+    return text[blanks_end] if blanks_end < line_end else ""
+
+
 @pytest.mark.parametrize(
-    ("look", "starts"),
+    ("look", "starts", "after_blanks"),
     [
-        (lambda text, end, line_end: may_assign(text, 0, end, line_end), SEPARATED_STARTS),
-        (may_assign_strong, STRONG_STARTS),
-        (may_pair, PAIR_STARTS),
-        (may_open_below, BELOW_STARTS),
+        (
+            lambda text, end, line_end: may_assign(text, 0, end, line_end),
+            SEPARATED_STARTS,
+            SEPARATED_AFTER_BLANKS,
+        ),
+        (may_assign_strong, STRONG_STARTS, STRONG_AFTER_BLANKS),
+        (may_pair, PAIR_STARTS, PAIR_AFTER_BLANKS),
+        (may_open_below, BELOW_STARTS, BELOW_AFTER_BLANKS),
     ],
     ids=["assign", "assign-strong", "pair", "open-below"],
 )
-def test_a_look_matches_only_after_a_character_of_its_starts(look, starts) -> None:  # type: ignore[no-untyped-def]
-    matched = 0
+def test_a_look_matches_only_after_a_character_of_its_starts(look, starts, after_blanks) -> None:  # type: ignore[no-untyped-def]
+    matched = blanks = 0
     for text in _texts(40_000):
         newline = text.find("\n")
         line_end = len(text) if newline < 0 else newline
         if look(text, 5, line_end):
             matched += 1
-            assert _follows(text, 5, line_end) in starts, text
+            follows = _follows(text, 5, line_end)
+            assert follows in starts, text
+            if follows in (" ", "\t"):
+                blanks += 1
+                assert _beyond_blanks(text, 5, line_end) in after_blanks, text
     assert matched >= 20  # the draws reach the pattern's matches, not only its misses
+    assert blanks >= 10
 
 
 _CONTEXT_LEADS = ("", "--", "-", "CURLOPT_", "#define ", "<", "set ", "ENV ", "x = f(")

@@ -64,10 +64,12 @@ _SEPARATED = re.compile(
 )
 # What stands right after a keyword's name (its run of name characters, at most 64; "" at the
 # line's end) wherever _SEPARATED matches: the scanner tries the pattern only after one of these.
-# None is a name character, so no shorter run of the name could match either.
+# None is a name character, so no shorter run of the name could match either. Where the name
+# is followed by blanks, what comes after them (the separator) is one of SEPARATED_AFTER_BLANKS.
 SEPARATED_STARTS = frozenset(
     ("\\", '"', "'", "]", "*", " ", "\t", ":", "=", ">", "\uff1a", "?", "+", "!", "|", "<")
 )
+SEPARATED_AFTER_BLANKS = frozenset((":", "=", ">", "\uff1a", "?", "+", "!", "|", "<"))
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
@@ -101,6 +103,7 @@ _STRONG_AFTER = re.compile(
 )
 # The same for _STRONG_AFTER (``may_assign_strong``).
 STRONG_STARTS = frozenset(("\\", '"', "'", "]", " ", "\t", "=", ":"))
+STRONG_AFTER_BLANKS = frozenset(("=", ":"))
 
 
 def may_assign(text: str, start: int, end: int, line_end: int) -> bool:
@@ -143,6 +146,15 @@ def _assignment(
     while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
         name_start -= 1
     name = text[name_start:name_end].strip(".-")
+    if not after.group("sep") and (
+        not _starts_line(text, line_start, name_start)
+        if after.group("quote")
+        else len(name) < len("passwd")
+    ):
+        # What a bare space may separate (``_bare_space_separates``), known before the name's
+        # words: a quoted value of a name opening its line, or the value of a name spelled
+        # "password" or "passwd" ("pass  # a comment", "Pass `--full-trace`" are neither).
+        return None, 0
     prefix = (after.group("prefix") or "").lower()
     if "r" in prefix or "f" in prefix:
         return None, 0  # raw strings are patterns, f-strings are built from other values

@@ -36,6 +36,7 @@ _MAY_PAIR = re.compile(
 # What stands right after the name's characters wherever _MAY_PAIR matches ("" at the line's end):
 # the scanner tries the pattern only after one of these.
 PAIR_STARTS = frozenset(("\\", '"', "'", " ", "\t", "\r", ""))
+PAIR_AFTER_BLANKS = frozenset(("\r", ""))  # after blanks there, only the line's end
 _NAME_CHARS = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
 # What stands before the name's opening quote (searched in a short window that ends there).
 _BEFORE = re.compile(

@@ -23,7 +23,9 @@ import threading
 from collections import OrderedDict, defaultdict
 
 from safeport.shared.secret_scan.assignments import (
+    SEPARATED_AFTER_BLANKS,
     SEPARATED_STARTS,
+    STRONG_AFTER_BLANKS,
     STRONG_STARTS,
     assignment_at,
     bearer_at,
@@ -34,7 +36,13 @@ from safeport.shared.secret_scan.assignments import (
 from safeport.shared.secret_scan.byte_arrays import byte_array_at, may_hold_bytes
 from safeport.shared.secret_scan.commands import command_at
 from safeport.shared.secret_scan.encoded import inside_base64_run
-from safeport.shared.secret_scan.pairs import PAIR_STARTS, may_pair, pair_at, positional_at
+from safeport.shared.secret_scan.pairs import (
+    PAIR_AFTER_BLANKS,
+    PAIR_STARTS,
+    may_pair,
+    pair_at,
+    positional_at,
+)
 from safeport.shared.secret_scan.passwords import ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import HIDDEN, HIDDEN_ASCII, Anchor, hits
 from safeport.shared.secret_scan.private_keys import KeyBlocks
@@ -53,6 +61,7 @@ from safeport.shared.secret_scan.spans import (
     reach_value_ends,
 )
 from safeport.shared.secret_scan.structured import (
+    BELOW_AFTER_BLANKS,
     BELOW_STARTS,
     escaped_value_at,
     may_be_escaped,
@@ -72,6 +81,14 @@ _NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
 # ``byte_arrays.may_hold_bytes`` (64) look for first; neither can find anything without one.
 _ESCAPE_OR_BRACKET = re.compile(r"[\\{\[]")
 _BYTES_REACH = 80
+# The characters after a word's name where any of its looks can start: a weak word's
+# (``key``, ``api``, ``seed``: an assignment of a strongly random value, a pair, a value below)
+# and any other's (also prose, a flag, a call); after a weak word's name and blanks, what its
+# looks need next.
+_WEAK_LOOKS = STRONG_STARTS | PAIR_STARTS | BELOW_STARTS
+_WORD_LOOKS = SEPARATED_STARTS | PAIR_STARTS | CONTEXT_STARTS | BELOW_STARTS
+_BLANKS = re.compile(r"[ \t]*")
+_WEAK_AFTER_BLANKS = STRONG_AFTER_BLANKS | PAIR_AFTER_BLANKS | BELOW_AFTER_BLANKS
 # What may follow a keyword inside a name that closes with a quote or its line: more of the
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
 # paired name without a pattern match.
@@ -199,8 +216,35 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     and inside_base64_run(text, start, end, line_start, line_end)
                 ):
                     continue
+                if end == line_end:
+                    # A word ending its line (Python's ``pass``, most word hits in code) has
+                    # nothing after it for any look but one: it may close a name whose value
+                    # is below (a YAML ``name:``).
+                    found, word_done = pair_at(text, start, end, line_start, line_end)
+                    if found is not None:
+                        spans.append(found)
+                    continue
+                # Each look's pattern starts with the rest of the word's name, and can only
+                # match where one of a few characters follows that name (``*_STARTS``): a
+                # word after which none of its looks can start (``key)``, ``key, default``,
+                # ``if key is None``) is done here.
+                name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+                follows = text[name_end] if name_end < line_end else ""
+                if anchor.weak:
+                    if follows == " " or follows == "\t":
+                        blanks_end = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+                        beyond = text[blanks_end] if blanks_end < line_end else ""
+                        may_look = beyond in _WEAK_AFTER_BLANKS
+                    else:
+                        may_look = follows in _WEAK_LOOKS
+                else:
+                    may_look = follows in _WORD_LOOKS or anchor.pass_word or anchor.bearer
+                if not may_look and not _ESCAPE_OR_BRACKET.search(
+                    text, name_end, min(line_end, end + _BYTES_REACH)
+                ):
+                    continue
                 found, word_done = _word_value_at(
-                    text, anchor, start, end, line_start, line_end, word_done, spans
+                    text, anchor, start, end, name_end, line_start, line_end, word_done, spans
                 )
         elif anchor.url:
             found = url_credential_at(text, start, line_end)
@@ -300,7 +344,10 @@ def _table_word_hit(
     if start >= word_done:
         spans.extend(table_column_at(text, start, line_start, line_end))
     if start >= word_done and not quiet and not (anchor.weak and after.islower()):
-        return _word_value_at(text, anchor, start, end, line_start, line_end, word_done, spans)
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+        return _word_value_at(
+            text, anchor, start, end, name_end, line_start, line_end, word_done, spans
+        )
     return None, word_done
 
 
@@ -309,23 +356,21 @@ def _word_value_at(
     anchor: Anchor,
     start: int,
     end: int,
+    name_end: int,
     line_start: int,
     line_end: int,
     word_done: int,
     spans: list[SecretSpan],
 ) -> tuple[SecretSpan | None, int]:
-    """The value the word at ``text[start:end]`` names, in each shape a word may name one (an
-    assignment, a bearer header, a field beside it, a flag or prose, a value below or escaped,
-    a byte array), and where the next word hit needs judging again. A value found beside the
-    one returned (one continued below the line) joins ``spans``."""
+    """The value the word at ``text[start:end]``, whose name runs on to ``name_end``, names in
+    each shape a word may name one (an assignment, a bearer header, a field beside it, a flag
+    or prose, a value below or escaped, a byte array), and where the next word hit needs
+    judging again. A value found beside the one returned (one continued below the line) joins
+    ``spans``."""
     if end == line_end:
-        # A word ending its line (Python's ``pass``, most word hits in code) has nothing after
-        # it for any look but one: it may close a name whose value is below (a YAML ``name:``).
+        # A word ending its line has nothing after it for any look but a pair's (``_find``).
         return pair_at(text, start, end, line_start, line_end)
-    # Each look's pattern starts with the rest of the word's name, and each can only match when
-    # one of a few characters follows that name (``*_STARTS``): one match finds the name's end,
-    # and a set lookup spares the patterns of the looks that cannot match there.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    # Only the looks that can start after the name's end (``*_STARTS``) are tried.
     after = text[end]
     if name_end == line_end and not anchor.pass_word:
         # A name running to its line's end ("tokenize", "= seed") has only name characters
@@ -335,14 +380,27 @@ def _word_value_at(
             return pair_at(text, start, end, line_start, line_end)
         return None, word_done
     follows = text[name_end] if name_end < line_end else ""
+    # Blanks after the name ("key = …", "if key is None") may come before a separator or the
+    # line's end: what follows them decides (``*_AFTER_BLANKS``).
+    blank = follows == " " or follows == "\t"
+    beyond = ""
+    if blank:
+        blanks_end = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+        beyond = text[blanks_end] if blanks_end < line_end else ""
     weak = anchor.weak
     found: SecretSpan | None = None
     separated = False
     if (
-        (follows in STRONG_STARTS and may_assign_strong(text, end, line_end))
+        (
+            (beyond in STRONG_AFTER_BLANKS if blank else follows in STRONG_STARTS)
+            and may_assign_strong(text, end, line_end)
+        )
         if weak
         else (
-            (anchor.pass_word or follows in SEPARATED_STARTS)
+            (
+                anchor.pass_word
+                or (beyond in SEPARATED_AFTER_BLANKS if blank else follows in SEPARATED_STARTS)
+            )
             and may_assign(text, start, end, line_end)
         )
     ):
@@ -358,14 +416,16 @@ def _word_value_at(
     if (
         found is None
         and not separated
-        and follows in PAIR_STARTS
+        and (beyond in PAIR_AFTER_BLANKS if blank else follows in PAIR_STARTS)
         and (after in _NAME_GOES_ON or after.isalnum())
         and may_pair(text, end, line_end)
     ):
         found, word_done = pair_at(text, start, end, line_start, line_end)
     if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
         found = in_context(text, start, end, line_start, line_end)
-    opens_below = follows in BELOW_STARTS and may_open_below(text, end, line_end)
+    opens_below = (beyond in BELOW_AFTER_BLANKS if blank else follows in BELOW_STARTS) and (
+        may_open_below(text, end, line_end)
+    )
     if opens_below:
         below = value_below(text, start, end, line_start, line_end)  # or begun here, continued
         if below is not None:

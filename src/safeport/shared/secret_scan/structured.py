@@ -40,6 +40,7 @@ _OPENS_BELOW = re.compile(
 # _OPENS_BELOW matches: the scanner tries the pattern only after one of these. None is a name
 # character, so no shorter run of the name could match either.
 BELOW_STARTS = frozenset(("\\", '"', "'", " ", "\t", ":", "="))
+BELOW_AFTER_BLANKS = frozenset((":", "="))  # after blanks there, the separator
 # One line of a value continued from the line above.
 _PIECE = re.compile(
     r"""[ \t]*(?:\+[ \t]*)?(?P<open>["']{0,3})(?P<value>[^\s"'\\]{1,512})(?P<close>["']{0,3})"""
@@ -91,10 +92,11 @@ def value_below(
     after = _OPENS_BELOW.match(text, end, line_end)
     if after is None:
         return None
-    # The name is judged once the lines below could hold its value: most names a separator
-    # ends ("except KeyError:", "STATS_KEY = \"…\"") have a sibling below, or a whole value.
     if after.group("head") is not None:
+        # Judged before the name: a whole value on the line (``STATS_KEY = "…"``) ends it.
         return _continued(text, after, start, line_start, line_end)
+    if not _secret_name_before(text, start, line_start, after.start("sep")):
+        return None
     indent = _width(text, line_start)
     opening = after.group("opening")
     position = line_end
@@ -110,8 +112,6 @@ def value_below(
         closing = opening in ('"""', "'''") and line.strip().startswith(opening)
         if closing or (opening not in ('"""', "'''", "(", "\\") and _width(text, below) <= indent):
             return None  # the block ended, or the next line is a sibling: no value below
-        if not _secret_name_before(text, start, line_start, after.start("sep")):
-            return None
         found = _VALUE_LINE.match(line)
         if found is None:
             return None
