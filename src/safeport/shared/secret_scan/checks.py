@@ -187,7 +187,7 @@ def looks_random(value: str, *, quoted: bool) -> bool:
     if (
         (not quoted or not value.isalpha())
         and _IDENTIFIER.fullmatch(value)
-        and not any(c.isdigit() for c in value)
+        and not any(map(str.isdigit, value))
     ):
         return False
     if is_placeholder(value) or _NUMBERISH.fullmatch(value):

@@ -134,6 +134,8 @@ def ordinary_pass_word(text: str, start: int, end: int) -> bool:
         return text[end : end + 1].isalnum()
     if word not in ("pass", "passe"):
         return False
+    if not text[start - 1 : start].islower() and not text[end : end + 1].islower():
+        return False  # the word alone ("pass" ending its line): none of those
     left = start
     while left > start - 8 and left > 0 and text[left - 1].islower():
         left -= 1

@@ -76,10 +76,10 @@ _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 _HIDDEN_CONTEXT_LINES = 3
 
 # The rest of a word's name: every look after a word starts by reading it.
-_NAME_CHARS = re.compile(r"[\w.\-]{0,64}")
+_name_run = re.compile(r"[\w.\-]{0,64}").match
 # What ``structured.may_be_escaped`` (80 characters from a word's end) and
 # ``byte_arrays.may_hold_bytes`` (64) look for first; neither can find anything without one.
-_ESCAPE_OR_BRACKET = re.compile(r"[\\{\[]")
+_escape_or_bracket = re.compile(r"[\\{\[]").search
 _BYTES_REACH = 80
 # The characters after a word's name where any of its looks can start: a weak word's
 # (``key``, ``api``, ``seed``: an assignment of a strongly random value, a pair, a value below)
@@ -87,7 +87,7 @@ _BYTES_REACH = 80
 # looks need next.
 _WEAK_LOOKS = STRONG_STARTS | PAIR_STARTS | BELOW_STARTS
 _WORD_LOOKS = SEPARATED_STARTS | PAIR_STARTS | CONTEXT_STARTS | BELOW_STARTS
-_BLANKS = re.compile(r"[ \t]*")
+_blank_run = re.compile(r"[ \t]*").match
 _WEAK_AFTER_BLANKS = STRONG_AFTER_BLANKS | PAIR_AFTER_BLANKS | BELOW_AFTER_BLANKS
 # What may follow a keyword inside a name that closes with a quote or its line: more of the
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
@@ -176,15 +176,16 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     table_row = False  # a Markdown table's row: its words are judged as its header (below)
     word_done = -1  # a name holding several words ("secret_token") is judged once
     tokens, readers = _TokenRules(text), _Readers(text)
+    find, rfind, text_end = text.find, text.rfind, len(text)  # bound once: the loop is hot
     for start, end, anchor in hits(text):
         if anchor.hidden:
             hidden.append(start)
             continue
         if start >= line_end:  # a new line: find its bounds once, however many hits it holds
-            line_start = text.rfind("\n", line_end, start) + 1
-            newline = text.find("\n", start)
-            line_end = len(text) if newline < 0 else newline
-            table_row = text.find("|", line_start, line_start + 4) >= 0
+            line_start = rfind("\n", line_end, start) + 1
+            newline = find("\n", start)
+            line_end = text_end if newline < 0 else newline
+            table_row = find("|", line_start, line_start + 4) >= 0
         if anchor.rules:
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
@@ -228,18 +229,18 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                 # match where one of a few characters follows that name (``*_STARTS``): a
                 # word after which none of its looks can start (``key)``, ``key, default``,
                 # ``if key is None``) is done here.
-                name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+                name_end = _name_run(text, end, line_end).end()  # type: ignore[union-attr]
                 follows = text[name_end] if name_end < line_end else ""
                 if anchor.weak:
                     if follows == " " or follows == "\t":
-                        blanks_end = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+                        blanks_end = _blank_run(text, name_end, line_end).end()  # type: ignore[union-attr]
                         beyond = text[blanks_end] if blanks_end < line_end else ""
                         may_look = beyond in _WEAK_AFTER_BLANKS
                     else:
                         may_look = follows in _WEAK_LOOKS
                 else:
                     may_look = follows in _WORD_LOOKS or anchor.pass_word or anchor.bearer
-                if not may_look and not _ESCAPE_OR_BRACKET.search(
+                if not may_look and not _escape_or_bracket(
                     text, name_end, min(line_end, end + _BYTES_REACH)
                 ):
                     continue
@@ -344,7 +345,7 @@ def _table_word_hit(
     if start >= word_done:
         spans.extend(table_column_at(text, start, line_start, line_end))
     if start >= word_done and not quiet and not (anchor.weak and after.islower()):
-        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+        name_end = _name_run(text, end, line_end).end()  # type: ignore[union-attr]
         return _word_value_at(
             text, anchor, start, end, name_end, line_start, line_end, word_done, spans
         )
@@ -385,7 +386,7 @@ def _word_value_at(
     blank = follows == " " or follows == "\t"
     beyond = ""
     if blank:
-        blanks_end = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+        blanks_end = _blank_run(text, name_end, line_end).end()  # type: ignore[union-attr]
         beyond = text[blanks_end] if blanks_end < line_end else ""
     weak = anchor.weak
     found: SecretSpan | None = None
@@ -432,9 +433,7 @@ def _word_value_at(
             spans.append(below)
     # An escaped value and a byte array both open with a backslash, brace or bracket within
     # _BYTES_REACH characters of the word: most names have none after them, and skip both looks.
-    if found is None and _ESCAPE_OR_BRACKET.search(
-        text, name_end, min(line_end, end + _BYTES_REACH)
-    ):
+    if found is None and _escape_or_bracket(text, name_end, min(line_end, end + _BYTES_REACH)):
         if not opens_below and may_be_escaped(text, end, line_end):
             found = escaped_value_at(text, start, end, line_start, line_end)
         if found is None and may_hold_bytes(text, end, line_end):
