@@ -19,6 +19,7 @@ from safeport.shared.secret_scan.assignments import (
     may_assign_strong,
 )
 from safeport.shared.secret_scan.byte_arrays import may_hold_bytes
+from safeport.shared.secret_scan.names import name_words
 from safeport.shared.secret_scan.pairs import PAIR_AFTER_BLANKS, PAIR_STARTS, may_pair
 from safeport.shared.secret_scan.passwords import ORDINARY_PREFIXES, ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import ANCHORS, LITERALS
@@ -131,6 +132,14 @@ def test_escapes_and_byte_arrays_need_a_backslash_or_bracket_after_the_name() ->
         if may_be_escaped(text, 5, line_end) or may_hold_bytes(text, 5, line_end):
             name_end = _NAME.match(text, 5, line_end).end()  # type: ignore[union-attr]
             assert re.search(r"[\\{\[]", text[name_end : min(line_end, 5 + 80)]), text
+
+
+def test_a_small_word_is_its_own_name_without_a_split() -> None:
+    segments = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
+    chooser = random.Random(1731)
+    for _ in range(50_000):
+        name = "".join(chooser.choices("abkeyXY09_.- \téÉßǅ²٣K", k=chooser.randrange(0, 8)))
+        assert name_words(name) == [word.lower() for word in segments.split(name) if word], name
 
 
 def test_word_flags_say_what_the_word_is() -> None:

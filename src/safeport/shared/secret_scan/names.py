@@ -281,6 +281,8 @@ _QUESTION_WORDS = frozenset(
 def name_words(name: str) -> list[str]:
     """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
     all give ``["db", "password"]`` (the last after an ``x``)."""
+    if name.isalnum() and name.islower():
+        return [name]  # one small word ("key", "token"): no separator and no capital to split at
     return [word.lower() for word in _SEGMENTS.split(name) if word]
 
 
