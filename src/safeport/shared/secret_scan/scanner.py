@@ -75,8 +75,9 @@ _HIDDEN = re.compile("|".join(map(re.escape, (*HIDDEN_ASCII, *HIDDEN))))
 # secret key's id may be this many lines away.
 _HIDDEN_CONTEXT_LINES = 3
 
-# The rest of a word's name: every look after a word starts by reading it.
+# The rest of a word's name (every look after a word starts by reading it), and blanks.
 _name_run = re.compile(r"[\w.\-]{0,64}").match
+_blank_run = re.compile(r"[ \t]*").match
 # What ``structured.may_be_escaped`` (80 characters from a word's end) and
 # ``byte_arrays.may_hold_bytes`` (64) look for first; neither can find anything without one.
 _escape_or_bracket = re.compile(r"[\\{\[]").search
@@ -87,7 +88,6 @@ _BYTES_REACH = 80
 # looks need next.
 _WEAK_LOOKS = STRONG_STARTS | PAIR_STARTS | BELOW_STARTS
 _WORD_LOOKS = SEPARATED_STARTS | PAIR_STARTS | CONTEXT_STARTS | BELOW_STARTS
-_blank_run = re.compile(r"[ \t]*").match
 _WEAK_AFTER_BLANKS = STRONG_AFTER_BLANKS | PAIR_AFTER_BLANKS | BELOW_AFTER_BLANKS
 # What may follow a keyword inside a name that closes with a quote or its line: more of the
 # name, the quote, the line's end. A bracket, space or comma (most hits in code) rules out a
