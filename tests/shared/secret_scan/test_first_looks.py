@@ -27,6 +27,7 @@ from safeport.shared.secret_scan.prose import CONTEXT_STARTS, in_context
 from safeport.shared.secret_scan.scanner import scan_text
 from safeport.shared.secret_scan.structured import (
     BELOW_AFTER_BLANKS,
+    BELOW_OPENS,
     BELOW_STARTS,
     may_be_escaped,
     may_open_below,
@@ -123,6 +124,26 @@ def test_in_context_reads_on_only_after_a_character_of_its_starts() -> None:
             matched += 1
             assert _follows(text, end, line_end) in CONTEXT_STARTS, text
     assert matched >= 20
+
+
+def test_a_value_below_needs_an_opening_after_its_separator() -> None:
+    opened = 0
+    for text in _texts(40_000):
+        newline = text.find("\n")
+        line_end = len(text) if newline < 0 else newline
+        if not may_open_below(text, 5, line_end):
+            continue
+        name_end = _NAME.match(text, 5, line_end).end()  # type: ignore[union-attr]
+        separator = _BLANKS.match(text, name_end, line_end).end()  # type: ignore[union-attr]
+        if text[separator : separator + 1] in (":", "="):  # not after a quote: the scanner's case
+            opened += 1
+            assert _after_blanks(text, separator + 1, line_end) in BELOW_OPENS, text
+    assert opened >= 20
+
+
+def _after_blanks(text: str, at: int, line_end: int) -> str:
+    past = _BLANKS.match(text, at, line_end).end()  # type: ignore[union-attr]
+    return text[past] if past < line_end else ""
 
 
 def test_escapes_and_byte_arrays_need_a_backslash_or_bracket_after_the_name() -> None:

@@ -62,6 +62,7 @@ from safeport.shared.secret_scan.spans import (
 )
 from safeport.shared.secret_scan.structured import (
     BELOW_AFTER_BLANKS,
+    BELOW_OPENS,
     BELOW_STARTS,
     escaped_value_at,
     may_be_escaped,
@@ -78,6 +79,14 @@ _HIDDEN_CONTEXT_LINES = 3
 # The rest of a word's name (every look after a word starts by reading it), and blanks.
 _name_run = re.compile(r"[\w.\-]{0,64}").match
 _blank_run = re.compile(r"[ \t]*").match
+
+
+def _beyond_blanks(text: str, at: int, line_end: int) -> str:
+    """The character after the blanks at ``at``, or "" at the line's end."""
+    past = _blank_run(text, at, line_end).end()  # type: ignore[union-attr]
+    return text[past] if past < line_end else ""
+
+
 # What ``structured.may_be_escaped`` (80 characters from a word's end) and
 # ``byte_arrays.may_hold_bytes`` (64) look for first; neither can find anything without one.
 _escape_or_bracket = re.compile(r"[\\{\[]").search
@@ -424,8 +433,16 @@ def _word_value_at(
         found, word_done = pair_at(text, start, end, line_start, line_end)
     if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
         found = in_context(text, start, end, line_start, line_end)
-    opens_below = (beyond in BELOW_AFTER_BLANKS if blank else follows in BELOW_STARTS) and (
-        may_open_below(text, end, line_end)
+    # A value below needs its separator then, after blanks, an opening or the line's end
+    # (``BELOW_OPENS``): "key: int" and "key = value" have none.
+    if blank:
+        separator = blanks_end if beyond in BELOW_AFTER_BLANKS else -1
+    else:
+        separator = name_end if follows in BELOW_AFTER_BLANKS else -1
+    opens_below = (
+        (separator >= 0 or (not blank and follows in BELOW_STARTS))
+        and (separator < 0 or _beyond_blanks(text, separator + 1, line_end) in BELOW_OPENS)
+        and may_open_below(text, end, line_end)
     )
     if opens_below:
         below = value_below(text, start, end, line_start, line_end)  # or begun here, continued

@@ -41,6 +41,8 @@ _OPENS_BELOW = re.compile(
 # character, so no shorter run of the name could match either.
 BELOW_STARTS = frozenset(("\\", '"', "'", " ", "\t", ":", "="))
 BELOW_AFTER_BLANKS = frozenset((":", "="))  # after blanks there, the separator
+# After the separator and its blanks: an opening, a quote, or the line's end ("").
+BELOW_OPENS = frozenset(("|", ">", '"', "'", "(", "\\", "\r", ""))
 # One line of a value continued from the line above.
 _PIECE = re.compile(
     r"""[ \t]*(?:\+[ \t]*)?(?P<open>["']{0,3})(?P<value>[^\s"'\\]{1,512})(?P<close>["']{0,3})"""
