@@ -144,6 +144,8 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
     """The password given to the client named at ``text[start:end]`` (``mysql``, ``sshpass``,
     ``curl``, ``ConvertTo-SecureString``) on its line, if it looks generated."""
     client = text[start:end].lower()
+    if client == "where":  # first: the commonest by far, a word of prose and comments
+        return setting_at(text, start, end, line_end)
     # A bounded reach keeps a line of many client names linear: each looks at most this far.
     limit = min(line_end, end + _REACH)
     if client == "mysql":
@@ -171,8 +173,6 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
         return header_at(text, start, end, line_end)
     if client == "</key>":
         return plist_value_at(text, start, end)
-    if client == "where":
-        return setting_at(text, start, end, line_end)
     line_start = text.rfind("\n", max(0, start - 1024), start) + 1
     if client in (":5432:", ":*:"):
         return pgpass_at(text, line_start, line_end)

@@ -219,8 +219,12 @@ def inside_base64_run(text: str, start: int, end: int, line_start: int, line_end
     """Whether the word at ``text[start:end]`` is letters of a padded base64 run (a hashed
     known_hosts entry's ``…69Pw=|``), not a name: the run and its ``=`` padding fill a multiple
     of four, it is long and holds digits and both cases, and a separator follows the padding."""
-    # The padding is looked for first, at C speed: most words inside identifiers have none.
-    tail = _PADDED_TAIL.match(text, end, min(line_end, end + 512))
+    # The padding is looked for first, at C speed (its "=", then the run before it): most words
+    # inside identifiers have none.
+    limit = min(line_end, end + 512)
+    if text.find("=", end, limit) < 0:
+        return False
+    tail = _PADDED_TAIL.match(text, end, limit)
     if tail is None:
         return False
     after = tail.end()
