@@ -182,7 +182,9 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
-    table_row = False  # a Markdown table's row: its words are judged as its header (below)
+    # A Markdown table's row: its words are judged as its header (below). Found for a line
+    # when a word on it first needs to know (None until then).
+    table_row: bool | None = False
     word_done = -1  # a name holding several words ("secret_token") is judged once
     tokens, readers = _TokenRules(text), _Readers(text)
     find, rfind, text_end = text.find, text.rfind, len(text)  # bound once: the loop is hot
@@ -194,11 +196,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             line_start = rfind("\n", line_end, start) + 1
             newline = find("\n", start)
             line_end = text_end if newline < 0 else newline
-            table_row = find("|", line_start, line_start + 4) >= 0
+            table_row = None
         if anchor.rules:
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
+            if table_row is None:
+                table_row = find("|", line_start, line_start + 4) >= 0
             if table_row:
                 found, word_done = _table_word_hit(
                     text, anchor, start, end, line_start, line_end, word_done, spans
