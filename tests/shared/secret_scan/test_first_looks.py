@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from safeport.shared.secret_scan import prose
 from safeport.shared.secret_scan.assignments import (
     SEPARATED_AFTER_BLANKS,
     SEPARATED_STARTS,
@@ -144,6 +145,20 @@ def test_a_value_below_needs_an_opening_after_its_separator() -> None:
 def _after_blanks(text: str, at: int, line_end: int) -> str:
     past = _BLANKS.match(text, at, line_end).end()  # type: ignore[union-attr]
     return text[past] if past < line_end else ""
+
+
+def test_prose_shapes_after_a_spaced_name_start_with_a_word() -> None:
+    chooser = random.Random(1732)
+    words = ("key", "KEY", "\u212aey", "token", "\u017fecret", "for", "is", "was", "pin", "x")
+    matched = 0
+    for _ in range(20_000):
+        after = "".join(chooser.choices((" ", "\t", *words, "=", ":", "#", "`", "1"), k=4))
+        text = "name" + after
+        shapes = (prose._NAME_GOES_ON, prose._WHOSE, prose._IS)
+        if any(shape.match(text, 4) for shape in shapes):
+            matched += 1
+            assert prose._WORD_AFTER_BLANKS.match(text, 4), text
+    assert matched >= 100
 
 
 def test_escapes_and_byte_arrays_need_a_backslash_or_bracket_after_the_name() -> None:

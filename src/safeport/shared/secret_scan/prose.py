@@ -46,6 +46,9 @@ _WHOSE = re.compile(
     r"[ \t]+for[ \t]+(?:the[ \t]+)?[\w.@\-]{1,64}(?:[ \t]+[\w.@\-]{1,64})?[ \t]*[:=][ \t]*"
 )
 _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
+# What _NAME_GOES_ON, _WHOSE and _IS all start with: blanks, then a letter (case-blind, as
+# _NAME_GOES_ON's words are, so a Kelvin sign counts as the k it matches).
+_WORD_AFTER_BLANKS = re.compile(r"[ \t]+(?i:[a-z])")
 _HYPHENATED = re.compile(r"[A-Za-z0-9]+(?:[-_][a-z]{3,})+\.?")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\.?")
 _DEFINE = re.compile(
@@ -110,6 +113,8 @@ def _spaced_value(
     keyword = text[name_start - 2 : name_start]  # Clojure's and EDN's {:password "…"}
     if keyword[-1:] == ":" and (name_start - 1 == line_start or keyword[:1] in " \t{([,"):
         return _value_span(_LITERAL_ONLY.match(text, name_end, line_end)) if _secret(name) else None
+    if not _WORD_AFTER_BLANKS.match(text, name_end, line_end):
+        return None  # each shape left takes a word after blanks ("token lifetime", "for", "is")
     more = _NAME_GOES_ON.match(text, name_end, line_end)
     if more is not None:
         separator = _SEPARATOR.match(text, more.end(), line_end)
