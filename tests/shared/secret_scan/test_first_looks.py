@@ -20,7 +20,7 @@ from safeport.shared.secret_scan.assignments import (
     may_assign_strong,
 )
 from safeport.shared.secret_scan.byte_arrays import may_hold_bytes
-from safeport.shared.secret_scan.names import name_words
+from safeport.shared.secret_scan.names import name_begins, name_words
 from safeport.shared.secret_scan.pairs import PAIR_AFTER_BLANKS, PAIR_STARTS, may_pair
 from safeport.shared.secret_scan.passwords import ORDINARY_PREFIXES, ordinary_pass_word
 from safeport.shared.secret_scan.prefilter import ANCHORS, LITERALS
@@ -176,6 +176,19 @@ def test_a_small_word_is_its_own_name_without_a_split() -> None:
     for _ in range(50_000):
         name = "".join(chooser.choices("abkeyXY09_.- \téÉßǅ²٣K", k=chooser.randrange(0, 8)))
         assert name_words(name) == [word.lower() for word in segments.split(name) if word], name
+
+
+def test_a_name_begins_where_walking_back_over_its_characters_stops() -> None:
+    chooser = random.Random(1733)
+    for _ in range(50_000):
+        text = "".join(chooser.choices('aZ9_.-é٣ \t\n="[(ǅ²', k=chooser.randrange(0, 90)))
+        line_start = chooser.randrange(0, len(text) + 1)
+        start = chooser.randrange(line_start, len(text) + 1)
+        walked = start
+        floor = max(line_start, start - 64)
+        while walked > floor and (text[walked - 1].isalnum() or text[walked - 1] in "_.-"):
+            walked -= 1
+        assert name_begins(text, start, line_start) == walked, (text, start, line_start)
 
 
 def test_word_flags_say_what_the_word_is() -> None:

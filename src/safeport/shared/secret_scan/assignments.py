@@ -21,7 +21,7 @@ from safeport.shared.secret_scan.checks import (
     shannon_bits,
 )
 from safeport.shared.secret_scan.encoded import basic_credential_at
-from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
@@ -141,10 +141,7 @@ def _assignment(
         return None, 0
     if not after.group("sep") and text[start:end].lower() != "pass":
         return None, 0  # a bare space takes a value only after "password" (below): prose
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     name = text[name_start:name_end].strip(".-")
     if not after.group("sep") and (
         not _starts_line(text, line_start, name_start)

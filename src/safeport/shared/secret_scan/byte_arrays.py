@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from safeport.shared.secret_scan.names import name_words, secret_name, weak_secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 KIND = "secret-bytes"
@@ -62,10 +62,7 @@ def byte_array_at(
     opening = _OPENING.match(text, name_end, line_end)
     if opening is None:
         return None
-    name_start = start
-    floor = max(line_start, start - 64)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     name = text[name_start:name_end].strip(".-")
     if not _secret_like(name):
         return None

@@ -25,7 +25,7 @@ import re
 
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
 from safeport.shared.secret_scan.checks import looks_random
-from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.sql import dsn_at, identified_at, pgpass_at, setting_at
 from safeport.shared.secret_scan.structured import plist_value_at
@@ -97,10 +97,7 @@ def flag_value_at(
 ) -> SecretSpan | None:
     """The value after a secret-like flag (``--password …``, ``-Token '…'``) around the keyword
     at ``text[start:end]``, if it looks generated."""
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     dashes = len(text[name_start : name_start + 2]) - len(
         text[name_start : name_start + 2].lstrip("-")
     )

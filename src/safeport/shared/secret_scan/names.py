@@ -278,6 +278,22 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+# A name's characters, read backwards from a keyword (``name_begins``).
+_NAME_RUN = re.compile(r"[\w.\-]*")
+_NAME_REACH = 64
+
+
+def name_begins(text: str, start: int, line_start: int) -> int:
+    """Where the name holding the keyword at ``start`` begins: back over letters, digits,
+    ``_``, ``.`` and ``-`` (``\\w`` is exactly what ``str.isalnum`` takes, and ``_``), on its
+    line and at most 64 characters back."""
+    floor = max(line_start, start - _NAME_REACH)
+    if start <= floor or not (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        return start  # the keyword opens its name ("key", "token"): most hits
+    # The run read backwards at C speed: constants' names ("FAILING_EXAMPLES_KEY") are long.
+    return start - _NAME_RUN.match(text[floor:start][::-1]).end()  # type: ignore[union-attr]
+
+
 def name_words(name: str) -> list[str]:
     """The lower-cased words of a name: ``dbPassword``, ``DB_PASSWORD`` and ``X-Db-Password``
     all give ``["db", "password"]`` (the last after an ``x``)."""

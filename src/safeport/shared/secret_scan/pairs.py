@@ -21,7 +21,7 @@ import re
 
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, MAX_VALUE, long_value_end
 from safeport.shared.secret_scan.checks import looks_random
-from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
 from safeport.shared.secret_scan.passwords import chosen_password
 from safeport.shared.secret_scan.spans import SecretSpan
 
@@ -77,10 +77,7 @@ def pair_at(
     lead = text[max(line_start, start - MAX_NAME - _BEFORE_WINDOW) : start]
     if '"' not in lead and "'" not in lead and "name" not in lead:
         return None, end
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     # Only a quoted name, or one after YAML's ``name:``, is worth the search of what precedes.
     if (
         text[name_start - 1 : name_start] not in ("'", '"')

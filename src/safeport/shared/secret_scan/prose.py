@@ -28,7 +28,7 @@ import re
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME, encoded_query_at
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.commands import curl_option_at, flag_value_at
-from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.sql import password_keyword_at
@@ -90,10 +90,7 @@ def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) ->
     spaced = following in (" ", "\t")
     if lookup is None and not spaced and following != ">":
         return None  # "token = tokenize(…)", "auth: Auth": an assignment already judged
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     if (spaced or following == ">") and text[name_start - 1 : name_start] == "<":
         return _element_value(text, name_start, name_end, line_end)
     found = None if lookup is None else _lookup_default(text, name_start, name_end, lookup)

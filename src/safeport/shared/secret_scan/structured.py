@@ -17,7 +17,7 @@ import re
 
 from safeport.shared.secret_scan.assignments import GENERIC
 from safeport.shared.secret_scan.checks import INDIRECTION, looks_random
-from safeport.shared.secret_scan.names import name_words, secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
 KUBE_SECRET = "kubernetes-secret"  # noqa: S105 (a kind's name)
@@ -183,10 +183,7 @@ def escaped_value_at(
 
 
 def _secret_name_before(text: str, start: int, line_start: int, name_end: int) -> bool:
-    name_start = start
-    floor = max(line_start, start - MAX_NAME)
-    while name_start > floor and (text[name_start - 1].isalnum() or text[name_start - 1] in "_.-"):
-        name_start -= 1
+    name_start = name_begins(text, start, line_start)
     name = text[name_start:name_end].strip(" \t\"'\\.-")
     words = name_words(name)
     return bool(words) and secret_name(name, words)
