@@ -12,8 +12,6 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
 
 from safeport.context_server.policy.display_names import display_name, is_redacted, written_name
 from safeport.context_server.policy.read_policy import (
@@ -23,9 +21,13 @@ from safeport.context_server.policy.read_policy import (
     refusal,
 )
 from safeport.context_server.policy.scope import is_above, within
-from safeport.context_server.workspace.model import Located, WorkspaceView
-
-EntryType = Literal["file", "directory", "symlink", "other"]
+from safeport.context_server.workspace.model import (
+    Entry,
+    EntryType,
+    FolderPage,
+    Located,
+    WorkspaceView,
+)
 
 # What a listing shows for each file type, and the kind its name is judged as.
 _KINDS: dict[int, tuple[EntryType, NameKind]] = {
@@ -39,21 +41,6 @@ _OTHER: tuple[EntryType, NameKind] = ("other", "other")
 # and a folder listed again is not read and sorted again; the names held are bounded below.
 LISTING_CACHE_FOLDERS = 64
 LISTING_CACHE_NAMES = 600_000
-
-
-class Entry(NamedTuple):
-    """One name in a folder listing; blocked entries keep their name and say why."""
-
-    name: str
-    type: EntryType
-    size: int | None
-    blocked: BlockReason | None
-
-
-@dataclass(frozen=True)
-class FolderPage:
-    entries: list[Entry]
-    total: int
 
 
 def list_folder(
@@ -70,6 +57,24 @@ def list_folder(
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
             raise refusal("changed")
+        # A page is kept for the folder as it is now, reached by this path, under this policy
+        # and client scope (``folder_pages.py``): anything else makes another page.
+        key = (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            located.root.name,
+            located.parts,
+            offset,
+            limit,
+            workspace.scope,
+        )
+        pages = workspace.folder_pages
+        kept = pages.find(key, workspace.policy)
+        if kept is not None:
+            return kept
+        watched = pages.watch(fd)  # before any entry is examined
         names, disk = workspace.folder_names.get(fd, st)
         end = len(names) if limit is None else min(len(names), offset + limit)
         look = _FolderLook(workspace, located, fd)
@@ -79,7 +84,10 @@ def list_folder(
         ]
     finally:
         os.close(fd)
-    return FolderPage(entries, len(names))
+    page = FolderPage(tuple(entries), len(names))
+    if watched is not None and not look.saw_link:
+        pages.keep(key, workspace.policy, watched, page)
+    return page
 
 
 def _has_twin(names: list[str], i: int) -> bool:
@@ -106,6 +114,7 @@ class _FolderLook:
         "hidden_here",
         "paths",
         "policy",
+        "saw_link",
         "scope",
         "top",
         "workspace",
@@ -125,6 +134,8 @@ class _FolderLook:
         # Path patterns are matched per entry only when there are some.
         self.paths = bool(self.policy.private_paths)
         self.top = not folder.parts and self.policy.projects is not None
+        # A link is judged by where it leads, which no event on this folder reports.
+        self.saw_link = False
 
     def entry(self, name: str, disk: str) -> Entry:
         """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
@@ -156,6 +167,7 @@ class _FolderLook:
         if scope is not None and not _in_scope(f"{self.base}/{name}", scope, is_dir=is_dir):
             return Entry(name, shown, None, "out-of-scope")
         if shown == "symlink":
+            self.saw_link = True
             link = verdict or _link_verdict(self.workspace, self.folder, name)
             # The kind "symlink" is shown only where the policy allows the target: a blocked
             # link is just a blocked entry, saying nothing of what it points to.

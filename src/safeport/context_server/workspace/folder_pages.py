@@ -1,0 +1,171 @@
+"""Listing pages served again while their folder's inotify watch reports no change.
+
+A listing examines every entry it serves (an ``fstatat`` and the policy's judgement each), and
+an agent lists the same folders again and again. A page is kept only while nothing in its
+folder has changed: the folder is watched before its entries are examined, every event is
+read before a page is served again, and an event for the folder drops every page of it. What
+the key holds decides the rest: the folder's identity and change times, the path it was
+reached by, the page asked for, and the policy and client scope it was judged under.
+
+What no event on the folder reports is not kept: a page holding a symbolic link (judged by
+where it leads, which may change anywhere) is examined afresh every time. A hard link made to
+one of its files through another folder changes the file's link count without an event here;
+the page then shows the file as before the link, until the folder next changes, and the read
+itself judges the file afresh (reads never use these pages). Where inotify is missing, a
+watch cannot be added (the user's limit), or events were lost (a full queue), pages are not
+kept or are dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from safeport.context_server.workspace.inotify import (
+    FOLDER_CHANGES,
+    IN_Q_OVERFLOW,
+    AddWatch,
+    RemoveWatch,
+    folder_path,
+    open_instance,
+    read_events,
+)
+
+PageT = TypeVar("PageT")
+
+# Pages kept at once (each a few hundred entries at most), and so folders watched at once.
+MAX_PAGES = 64
+# Folders whose generation is remembered; past this, every generation starts over (the epoch
+# moves, so a page being made meanwhile is not kept).
+MAX_GENERATIONS = 100_000
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A folder watched before its page was made: the page is kept only if nothing in the
+    folder changed between this moment and the page's :meth:`FolderPages.keep`."""
+
+    wd: int
+    generation: int
+
+
+class FolderPages(Generic[PageT]):
+    """The pages of one workspace; safe to use from any thread until :meth:`close`."""
+
+    def __init__(self, max_pages: int = MAX_PAGES) -> None:
+        self._lock = threading.Lock()
+        self._max = max_pages
+        self._pages: OrderedDict[Hashable, tuple[int, object, PageT]] = OrderedDict()
+        self._keys: dict[int, set[Hashable]] = {}  # watch → the keys of its pages
+        # Bumped by every event of a watch (and, for all, by a lost event): a page made while
+        # its folder's generation moved is not kept.
+        self._generations: dict[int, int] = {}
+        self._epoch = 0
+        self._fd = -1
+        self._add: AddWatch | None = None
+        self._remove: RemoveWatch | None = None
+        instance = open_instance()
+        if instance is not None:
+            self._fd, self._add, self._remove = instance
+            # An instance dropped without close() still gives its descriptor back.
+            self._closer = weakref.finalize(self, os.close, self._fd)
+            self._closer.atexit = False
+
+    def close(self) -> None:
+        """Close the instance; later calls keep and find nothing."""
+        with self._lock:
+            if self._fd >= 0:
+                self._closer()
+                self._fd = -1
+            self._pages.clear()
+            self._keys.clear()
+
+    def find(self, key: Hashable, judged_by: object) -> PageT | None:
+        """The page kept under ``key`` for the same policy object, if its folder has not
+        changed since it was made."""
+        with self._lock:
+            if self._fd < 0 or not self._pages:
+                return None
+            self._read_events()
+            held = self._pages.get(key)
+            if held is None or held[1] is not judged_by:
+                return None
+            self._pages.move_to_end(key)
+            return held[2]
+
+    def watch(self, dir_fd: int) -> Watched | None:
+        """Watch the folder open on ``dir_fd`` before its entries are examined; None when it
+        cannot be watched (its page is then not kept)."""
+        with self._lock:
+            if self._fd < 0 or self._add is None:
+                return None
+            self._read_events()
+            wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
+            if wd < 0:
+                return None
+            return Watched(wd, self._generation(wd))
+
+    def keep(self, key: Hashable, judged_by: object, watched: Watched, page: PageT) -> None:
+        """Keep ``page`` unless its folder changed since :meth:`watch`."""
+        with self._lock:
+            if self._fd < 0:
+                return
+            self._read_events()
+            if self._generation(watched.wd) != watched.generation:
+                self._unwatch_if_unused(watched.wd)
+                return
+            old = self._pages.pop(key, None)
+            if old is not None:
+                self._forget_key(old[0], key)
+            self._pages[key] = (watched.wd, judged_by, page)
+            self._keys.setdefault(watched.wd, set()).add(key)
+            while len(self._pages) > self._max:
+                oldest, (wd, _, _) = self._pages.popitem(last=False)
+                self._forget_key(wd, oldest)
+
+    def _generation(self, wd: int) -> int:
+        # A watch's generation is never forgotten while a page made under it may be kept:
+        # forgetting it would let a page made before a change match again.
+        return self._epoch + self._generations.get(wd, 0)
+
+    def _read_events(self) -> None:
+        events = read_events(self._fd)
+        if events is None:  # unreadable: nothing can be vouched for any more
+            self._drop_all()
+            self._closer()
+            self._fd = -1
+            return
+        for wd, mask, _name in events:
+            if mask & IN_Q_OVERFLOW:
+                self._drop_all()
+                continue
+            self._generations[wd] = self._generations.get(wd, 0) + 1
+            for key in self._keys.pop(wd, ()):
+                self._pages.pop(key, None)
+        if len(self._generations) > MAX_GENERATIONS:
+            self._drop_all()
+            self._generations.clear()
+
+    def _drop_all(self) -> None:
+        # The epoch moves every generation at once (by more than any one folder's count could
+        # make up for): a page being made is not kept either.
+        self._epoch += 1 << 40
+        self._pages.clear()
+        self._keys.clear()
+
+    def _forget_key(self, wd: int, key: Hashable) -> None:
+        keys = self._keys.get(wd)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._keys[wd]
+        self._unwatch_if_unused(wd)
+
+    def _unwatch_if_unused(self, wd: int) -> None:
+        if wd not in self._keys and self._remove is not None and self._fd >= 0:
+            self._remove(self._fd, wd)

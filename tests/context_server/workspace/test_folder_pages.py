@@ -1,0 +1,184 @@
+"""Listing pages served again: only while the folder's own watch reports no change, never across
+a policy, a scope or a path, never for a page holding a link, and never after a change made
+between the watch and the page."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.workspace import folder_pages
+from safeport.context_server.workspace.folder_pages import FolderPages
+from safeport.context_server.workspace.gate import Workspace
+from safeport.context_server.workspace.model import Entry, FolderPage, ServedRoot
+
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir("/proc/self/fd") or not hasattr(os, "O_NONBLOCK"), reason="Linux only"
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("print('hi')\n")
+    (ws / "src" / "util.py").write_text("x = 1\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "id_key").write_text("CANARYpages\n")
+    return ws
+
+
+@pytest.fixture
+def workspace(root: Path) -> Iterator[Workspace]:
+    ws = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    yield ws
+    ws.close()
+
+
+def page(ws: Workspace, path: str = "src") -> FolderPage:
+    return ws.list_folder(ws.locate(path))
+
+
+def by_name(listing: FolderPage) -> dict[str, Entry]:
+    return {e.name: e for e in listing.entries}
+
+
+def test_a_folder_listed_again_unchanged_is_served_from_its_page(workspace: Workspace) -> None:
+    first = page(workspace)
+    assert page(workspace) is first
+    # Another page of the same folder is a page of its own.
+    other = workspace.list_folder(workspace.locate("src"), 1, 1)
+    assert [e.name for e in other.entries] == ["util.py"] and other is not first
+
+
+def test_every_change_in_the_folder_is_seen_by_the_next_listing(
+    workspace: Workspace, root: Path, tmp_path: Path
+) -> None:
+    src = root / "src"
+    page(workspace)
+    with (src / "app.py").open("a") as f:  # a write: the size changes, the folder's mtime not
+        f.write("print('more')\n")
+    assert by_name(page(workspace))["app.py"].size == len("print('hi')\nprint('more')\n")
+    os.truncate(src / "util.py", 2)
+    assert by_name(page(workspace))["util.py"].size == 2
+    (src / "new.py").write_text("y = 2\n")
+    assert "new.py" in by_name(page(workspace))
+    os.link(src / "new.py", src / "again.py")  # a hard link: neither readable nor sized
+    listed = by_name(page(workspace))
+    assert listed["new.py"].blocked == "unreadable-type" and listed["new.py"].size is None
+    (src / "again.py").unlink()
+    assert by_name(page(workspace))["new.py"].blocked is None
+    os.rename(src / "new.py", root / "moved.py")
+    assert "new.py" not in by_name(page(workspace))
+    os.chmod(src / "util.py", 0o000)
+    try:
+        page(workspace)  # whatever it says, it was looked at again (below)
+        os.chmod(src / "util.py", 0o644)
+        assert by_name(page(workspace))["util.py"].size == 2
+    finally:
+        os.chmod(src / "util.py", 0o644)
+    # A private file moved in under an ordinary name is judged afresh.
+    os.rename(tmp_path / "outside" / "id_key", src / ".env")
+    assert by_name(page(workspace))[".env"].blocked == "private"
+
+
+def test_a_page_holding_a_link_is_examined_every_time(workspace: Workspace, root: Path) -> None:
+    (root / "other").mkdir()
+    (root / "other" / "target.txt").write_text("plain\n")
+    (root / ".env").write_text("TOKEN=CANARYpages\n")
+    (root / "src" / "docs").symlink_to("../other/target.txt")
+    assert by_name(page(workspace))["docs"].blocked is None
+    # The link's target becomes a link to a private file: a change in another folder, which
+    # no event on this one reports; the listing must judge the link again all the same.
+    (root / "other" / "target.txt").unlink()
+    (root / "other" / "target.txt").symlink_to("../.env")
+    assert by_name(page(workspace))["docs"].blocked == "private"
+
+
+def test_no_page_crosses_a_policy_a_scope_or_a_path(root: Path, tmp_path: Path) -> None:
+    lenient = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    stricter = ReadPolicy(private_patterns=(*ReadPolicy().private_patterns, "util.py"))
+    strict = Workspace([ServedRoot("ws", root)], stricter)
+    try:
+        assert by_name(page(lenient))["util.py"].blocked is None
+        assert by_name(page(strict))["util.py"].blocked == "private"
+        # One workspace, its scope narrowed by the client's roots: the page is judged again.
+        assert by_name(page(lenient))["util.py"].blocked is None
+        lenient.narrow([str(root / "src" / "app.py")])
+        assert by_name(page(lenient))["util.py"].blocked == "out-of-scope"
+    finally:
+        lenient.close()
+        strict.close()
+
+
+def test_a_change_between_the_watch_and_the_page_keeps_no_page(root: Path) -> None:
+    pages: FolderPages[str] = FolderPages()
+    fd = os.open(root / "src", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        watched = pages.watch(fd)
+        assert watched is not None
+        (root / "src" / "app.py").write_text("changed\n")
+        pages.keep("k", None, watched, "stale page")
+        assert pages.find("k", None) is None
+        # The same folder again, nothing changing: kept, and only for the same judge.
+        watched = pages.watch(fd)
+        assert watched is not None
+        pages.keep("k", None, watched, "fresh page")
+        assert pages.find("k", None) == "fresh page"
+        assert pages.find("k", object()) is None
+    finally:
+        os.close(fd)
+        pages.close()
+    assert pages.find("k", None) is None  # closed: nothing kept, nothing found
+
+
+def test_pages_are_bounded_and_their_watches_given_back(root: Path) -> None:
+    pages: FolderPages[int] = FolderPages(max_pages=3)
+    folders = []
+    for i in range(6):
+        folder = root / f"d{i}"
+        folder.mkdir()
+        folders.append(os.open(folder, os.O_RDONLY | os.O_DIRECTORY))
+    try:
+        for i, fd in enumerate(folders):
+            watched = pages.watch(fd)
+            assert watched is not None
+            pages.keep(i, None, watched, i)
+        assert [pages.find(i, None) for i in range(6)] == [None, None, None, 3, 4, 5]
+        assert len(pages._keys) == 3  # the evicted folders are no longer watched
+    finally:
+        for fd in folders:
+            os.close(fd)
+        pages.close()
+
+
+def test_without_inotify_listings_are_examined_every_time(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(folder_pages, "open_instance", lambda: None)
+    ws = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    try:
+        first = page(ws)
+        assert page(ws) is not first and page(ws) == first
+    finally:
+        ws.close()
+
+
+def test_a_lost_event_drops_every_page(root: Path) -> None:
+    pages: FolderPages[str] = FolderPages()
+    fd = os.open(root / "src", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        watched = pages.watch(fd)
+        assert watched is not None
+        pages.keep("k", None, watched, "page")
+        pages._drop_all()  # what an IN_Q_OVERFLOW event does
+        assert pages.find("k", None) is None
+        pages.keep("k", None, watched, "made before the loss")
+        assert pages.find("k", None) is None
+    finally:
+        os.close(fd)
+        pages.close()
