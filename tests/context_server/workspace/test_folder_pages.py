@@ -156,6 +156,33 @@ def test_pages_are_bounded_and_their_watches_given_back(root: Path) -> None:
         pages.close()
 
 
+def test_the_instance_is_opened_at_the_first_listing_only(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[object] = []
+    real = folder_pages.open_instance
+
+    def counting() -> object:
+        opened.append(1)
+        return real()
+
+    monkeypatch.setattr(folder_pages, "open_instance", counting)
+    ws = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    try:
+        assert opened == []  # a workspace that lists nothing holds no instance
+        page(ws)
+        page(ws, ".")
+        assert opened == [1]
+    finally:
+        ws.close()
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert ws.folder_pages.watch(fd) is None  # closed: no instance opened again
+    finally:
+        os.close(fd)
+    assert opened == [1]
+
+
 def test_without_inotify_listings_are_examined_every_time(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

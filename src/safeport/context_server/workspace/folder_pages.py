@@ -69,21 +69,34 @@ class FolderPages(Generic[PageT]):
         self._fd = -1
         self._add: AddWatch | None = None
         self._remove: RemoveWatch | None = None
-        instance = open_instance()
-        if instance is not None:
-            self._fd, self._add, self._remove = instance
-            # An instance dropped without close() still gives its descriptor back.
-            self._closer = weakref.finalize(self, os.close, self._fd)
-            self._closer.atexit = False
+        self._closer: weakref.finalize[[int], FolderPages[PageT]] | None = None
+        # inotify instances are few per user (128 by default) and the index holds one: this
+        # one is opened at the first listing, and not asked for again once refused or closed.
+        self._opened = False
 
     def close(self) -> None:
         """Close the instance; later calls keep and find nothing."""
         with self._lock:
-            if self._fd >= 0:
-                self._closer()
-                self._fd = -1
-            self._pages.clear()
-            self._keys.clear()
+            self._opened = True
+            self._shut()
+
+    def _open(self) -> bool:
+        if not self._opened:
+            self._opened = True
+            instance = open_instance()
+            if instance is not None:
+                self._fd, self._add, self._remove = instance
+                # An instance dropped without close() still gives its descriptor back.
+                self._closer = weakref.finalize(self, os.close, self._fd)
+                self._closer.atexit = False
+        return self._fd >= 0
+
+    def _shut(self) -> None:
+        if self._closer is not None:
+            self._closer()
+        self._fd = -1
+        self._pages.clear()
+        self._keys.clear()
 
     def find(self, key: Hashable, judged_by: object) -> PageT | None:
         """The page kept under ``key`` for the same policy object, if its folder has not
@@ -102,9 +115,11 @@ class FolderPages(Generic[PageT]):
         """Watch the folder open on ``dir_fd`` before its entries are examined; None when it
         cannot be watched (its page is then not kept)."""
         with self._lock:
-            if self._fd < 0 or self._add is None:
+            if not self._open() or self._add is None:
                 return None
             self._read_events()
+            if self._fd < 0:
+                return None
             wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
             if wd < 0:
                 return None
@@ -116,6 +131,8 @@ class FolderPages(Generic[PageT]):
             if self._fd < 0:
                 return
             self._read_events()
+            if self._fd < 0:
+                return
             if self._generation(watched.wd) != watched.generation:
                 self._unwatch_if_unused(watched.wd)
                 return
@@ -137,8 +154,7 @@ class FolderPages(Generic[PageT]):
         events = read_events(self._fd)
         if events is None:  # unreadable: nothing can be vouched for any more
             self._drop_all()
-            self._closer()
-            self._fd = -1
+            self._shut()
             return
         for wd, mask, _name in events:
             if mask & IN_Q_OVERFLOW:
