@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server.policy.read_policy import ReadPolicy
-from safeport.context_server.workspace import folder_pages
+from safeport.context_server.workspace import folder_pages, inotify
 from safeport.context_server.workspace.folder_pages import FolderPages
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.model import Entry, FolderPage, ServedRoot
@@ -160,11 +160,10 @@ def test_the_instance_is_opened_at_the_first_listing_only(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[object] = []
-    real = folder_pages.open_instance
 
     def counting() -> object:
         opened.append(1)
-        return real()
+        return inotify.open_instance()
 
     monkeypatch.setattr(folder_pages, "open_instance", counting)
     ws = Workspace([ServedRoot("ws", root)], ReadPolicy())
