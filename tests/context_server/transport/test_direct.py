@@ -4,6 +4,10 @@ only where the session and the call leave nothing to doubt; everything else goes
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,9 @@ def serve_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Journa
 
 def initialised(server: JournaledServer, version: str = "2025-06-18") -> DirectCalls:
     direct = DirectCalls(server)
-    direct.observe_request({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    direct.observe_request(
+        types.JSONRPCRequest.model_validate({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    )
     answer = {"protocolVersion": version, "capabilities": {}, "serverInfo": {}}
     direct.observe_answer(types.JSONRPCResponse(jsonrpc="2.0", id=0, result=answer))
     return direct
@@ -137,7 +143,9 @@ def modern(server: JournaledServer) -> DirectCalls:
     """A connection opened by a 2026-era request (no handshake), as the SDK client opens it."""
     direct = DirectCalls(server)
     discover = {"jsonrpc": "2.0", "id": 0, "method": "server/discover"}
-    direct.observe_request({**discover, "params": {"_meta": MODERN_META}})
+    direct.observe_request(
+        types.JSONRPCRequest.model_validate({**discover, "params": {"_meta": MODERN_META}})
+    )
     return direct
 
 
@@ -207,11 +215,83 @@ async def test_the_2026_protocol_leaves_to_the_sdk_what_its_ladder_or_era_decide
     # The era is the first request's: a later envelope does not turn a handshake connection
     # into a 2026 one, and the SDK refuses an envelope there.
     legacy = initialised(server)
-    legacy.observe_request({"jsonrpc": "2.0", "id": 20, "method": "server/discover"})
+    legacy.observe_request(
+        types.JSONRPCRequest.model_validate(
+            {"jsonrpc": "2.0", "id": 20, "method": "server/discover"}
+        )
+    )
     assert await legacy.answer(plain) is None
     assert await legacy.answer(call(21, "read_file", {"path": "src/app.py"})) is not None
     # A client that opens with `initialize` carrying an envelope is still on the handshake.
     stamped = DirectCalls(server)
-    stamped.observe_request({**call(0, "x", {}), "method": "initialize"})
+    stamped.observe_request(
+        types.JSONRPCRequest.model_validate({**call(0, "x", {}), "method": "initialize"})
+    )
     assert await stamped.answer(plain) is None
     server.service.journal.close()
+
+
+def test_a_first_line_the_sdk_does_not_take_for_a_request_decides_no_era(tmp_path: Path) -> None:
+    """An enveloped line the SDK's parser refuses (here ``jsonrpc`` 1.0) is no request to it:
+    the handshake that follows opens a handshake connection, where the SDK refuses every
+    enveloped call, and the transport must not answer one either."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.md").write_text("zebra\n")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    hello = {
+        "jsonrpc": "2.0",
+        "id": "hello",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "safeport.context_server", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={"SAFEPORT_HOME": str(home), "PATH": os.environ["PATH"]},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    killer = threading.Timer(60, proc.kill)  # bounds every read below
+    killer.start()
+
+    def ask(message: dict[str, Any]) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        if "id" not in message:
+            return {}
+        answer: dict[str, Any] = json.loads(proc.stdout.readline())
+        return answer
+
+    try:
+        proc.stdin.write(
+            json.dumps(
+                {
+                    "jsonrpc": "1.0",
+                    "id": 0,
+                    "method": "tools/list",
+                    "params": {"_meta": MODERN_META},
+                }
+            ).encode()
+            + b"\n"
+        )
+        assert "result" in ask(hello)
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        first = ask(call(1, "read_file", {"path": "notes.md"}))  # applies the roots
+        assert first["result"]["isError"] is False
+        for number, path in ((2, "notes.md"), (3, ".env")):
+            enveloped = ask(call(number, "read_file", {"path": path}, _meta=MODERN_META))
+            assert enveloped["id"] == number
+            assert enveloped.get("error", {}).get("code") == types.INVALID_REQUEST, enveloped
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    finally:
+        killer.cancel()
+        proc.kill()

@@ -89,21 +89,22 @@ class DirectCalls:
         """The negotiated protocol version, when this session's calls can be answered here."""
         return self._version
 
-    def observe_request(self, message: object) -> None:
+    def observe_request(self, message: types.JSONRPCMessage) -> None:
         """Note the connection's first request (its era) and an ``initialize`` request, to read
-        the version from its answer."""
-        if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        the version from its answer. ``message`` is what the SDK is handed, as its parser read
+        it: a line it does not take for a request (``jsonrpc`` 1.0, an id of another type)
+        decides nothing for it, so nothing here either."""
+        if not isinstance(message, types.JSONRPCRequest):
             return  # a notification or an answer decides nothing
         if self._modern is None:
-            params = message.get("params")
-            meta = params.get("_meta") if isinstance(params, dict) else None
+            meta = (message.params or {}).get("_meta")
             self._modern = (
-                message.get("method") != "initialize"
+                message.method != "initialize"
                 and isinstance(meta, Mapping)
                 and PROTOCOL_VERSION_META_KEY in meta
             )
-        if message.get("method") == "initialize":
-            self._initialize_id = _id_key(message.get("id"))
+        if message.method == "initialize":
+            self._initialize_id = _id_key(message.id)
             # Until its answer says which version the session is on now, the SDK answers.
             self._version = None
 
