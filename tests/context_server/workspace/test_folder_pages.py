@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.workspace import folder_pages, inotify
 from safeport.context_server.workspace.folder_pages import FolderPages
 from safeport.context_server.workspace.gate import Workspace
@@ -208,3 +208,29 @@ def test_a_lost_event_drops_every_page(root: Path) -> None:
     finally:
         os.close(fd)
         pages.close()
+
+
+def kernel_watches(pages: FolderPages[FolderPage]) -> int:
+    """The watches the kernel holds on the pages' inotify instance."""
+    with open(f"/proc/self/fdinfo/{pages._fd}") as info:
+        return sum(1 for line in info if line.startswith("inotify wd:"))
+
+
+def test_a_watch_outlives_no_page_it_was_added_for(workspace: Workspace, root: Path) -> None:
+    # The user's watches are few and shared with every other program of the user (and with the
+    # index): a folder whose page is dropped, or never kept, must not stay watched.
+    for i in range(10):
+        folder = root / f"d{i}"
+        folder.mkdir()
+        page(workspace, f"d{i}")
+        (folder / "new.txt").write_text("x\n")  # the page is dropped by the next look
+        page(workspace, "src")
+    (root / "linked").mkdir()
+    (root / "linked" / "to_src").symlink_to("../src")
+    page(workspace, "linked")  # holds a link: examined, never kept
+    with pytest.raises(Refused):
+        workspace.list_folder(workspace.locate("src/app.py"))
+    assert kernel_watches(workspace.folder_pages) == len(workspace.folder_pages._keys) == 1
+    pages = workspace.folder_pages
+    pages._drop_all()  # what an IN_Q_OVERFLOW event does
+    assert kernel_watches(pages) == 0

@@ -62,6 +62,10 @@ class FolderPages(Generic[PageT]):
         self._max = max_pages
         self._pages: OrderedDict[Hashable, tuple[int, object, PageT]] = OrderedDict()
         self._keys: dict[int, set[Hashable]] = {}  # watch → the keys of its pages
+        # Watch → the pages being made under it (between watch() and keep() or release()). A
+        # watch backing neither is removed: the user's watches are few, and shared with every
+        # other program of the user (the index's watch among them).
+        self._making: dict[int, int] = {}
         # Bumped by every event of a watch (and, for all, by a lost event): a page made while
         # its folder's generation moved is not kept.
         self._generations: dict[int, int] = {}
@@ -97,6 +101,7 @@ class FolderPages(Generic[PageT]):
         self._fd = -1
         self._pages.clear()
         self._keys.clear()
+        self._making.clear()
 
     def find(self, key: Hashable, judged_by: object) -> PageT | None:
         """The page kept under ``key`` for the same policy object, if its folder has not
@@ -123,11 +128,19 @@ class FolderPages(Generic[PageT]):
             wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
             if wd < 0:
                 return None
+            self._making[wd] = self._making.get(wd, 0) + 1
             return Watched(wd, self._generation(wd))
+
+    def release(self, watched: Watched) -> None:
+        """Keep nothing of a page made under ``watched`` (it holds a link, or was not made)."""
+        with self._lock:
+            self._made(watched.wd)
+            self._unwatch_if_unused(watched.wd)
 
     def keep(self, key: Hashable, judged_by: object, watched: Watched, page: PageT) -> None:
         """Keep ``page`` unless its folder changed since :meth:`watch`."""
         with self._lock:
+            self._made(watched.wd)
             if self._fd < 0:
                 return
             self._read_events()
@@ -161,8 +174,11 @@ class FolderPages(Generic[PageT]):
                 self._drop_all()
                 continue
             self._generations[wd] = self._generations.get(wd, 0) + 1
-            for key in self._keys.pop(wd, ()):
-                self._pages.pop(key, None)
+            keys = self._keys.pop(wd, None)
+            if keys is not None:
+                for key in keys:
+                    self._pages.pop(key, None)
+                self._unwatch_if_unused(wd)
         if len(self._generations) > MAX_GENERATIONS:
             self._drop_all()
             self._generations.clear()
@@ -172,7 +188,10 @@ class FolderPages(Generic[PageT]):
         # make up for): a page being made is not kept either.
         self._epoch += 1 << 40
         self._pages.clear()
+        held = list(self._keys)
         self._keys.clear()
+        for wd in held:
+            self._unwatch_if_unused(wd)
 
     def _forget_key(self, wd: int, key: Hashable) -> None:
         keys = self._keys.get(wd)
@@ -182,6 +201,14 @@ class FolderPages(Generic[PageT]):
                 del self._keys[wd]
         self._unwatch_if_unused(wd)
 
+    def _made(self, wd: int) -> None:
+        left = self._making.get(wd, 0) - 1
+        if left > 0:
+            self._making[wd] = left
+        else:
+            self._making.pop(wd, None)
+
     def _unwatch_if_unused(self, wd: int) -> None:
-        if wd not in self._keys and self._remove is not None and self._fd >= 0:
+        unused = wd not in self._keys and wd not in self._making
+        if unused and self._remove is not None and self._fd >= 0:
             self._remove(self._fd, wd)

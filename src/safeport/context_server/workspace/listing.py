@@ -75,18 +75,26 @@ def list_folder(
         if kept is not None:
             return kept
         watched = pages.watch(fd)  # before any entry is examined
-        names, disk = workspace.folder_names.get(fd, st)
-        end = len(names) if limit is None else min(len(names), offset + limit)
-        look = _FolderLook(workspace, located, fd)
-        entries = [
-            _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
-            for i in range(offset, end)
-        ]
+        try:
+            names, disk = workspace.folder_names.get(fd, st)
+            end = len(names) if limit is None else min(len(names), offset + limit)
+            look = _FolderLook(workspace, located, fd)
+            entries = [
+                _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
+                for i in range(offset, end)
+            ]
+        except BaseException:
+            if watched is not None:
+                pages.release(watched)
+            raise
     finally:
         os.close(fd)
     page = FolderPage(tuple(entries), len(names))
-    if watched is not None and not look.saw_link:
-        pages.keep(key, workspace.policy, watched, page)
+    if watched is not None:
+        if look.saw_link:
+            pages.release(watched)
+        else:
+            pages.keep(key, workspace.policy, watched, page)
     return page
 
 
