@@ -5,6 +5,8 @@ between the watch and the page."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,3 +236,36 @@ def test_a_watch_outlives_no_page_it_was_added_for(workspace: Workspace, root: P
     pages = workspace.folder_pages
     pages._drop_all()  # what an IN_Q_OVERFLOW event does
     assert kernel_watches(pages) == 0
+
+
+def mount_bind(source: Path, target: Path) -> None:
+    done = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("bind mounts need privileges this run does not have")
+
+
+def test_a_mount_on_a_listed_name_is_seen_by_the_next_listing(
+    workspace: Workspace, root: Path, tmp_path: Path
+) -> None:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("bind mounts need root")
+    src = root / "src"
+    os.mkfifo(tmp_path / "outside" / "fifo")
+    (tmp_path / "outside" / "big.py").write_text("B" * 5000)
+    assert by_name(page(workspace))["util.py"].size == len("x = 1\n")
+    # A mount makes no event on the folder: the name is a FIFO now, not a readable file.
+    mount_bind(tmp_path / "outside" / "fifo", src / "util.py")
+    try:
+        assert by_name(page(workspace))["util.py"].blocked == "unreadable-type"
+    finally:
+        subprocess.run(["umount", str(src / "util.py")], check=True)
+    assert by_name(page(workspace))["util.py"].blocked is None
+    # A file mounted on a name is written through its own path, with no event here either.
+    mount_bind(tmp_path / "outside" / "big.py", src / "app.py")
+    try:
+        assert by_name(page(workspace))["app.py"].size == 5000
+        with (tmp_path / "outside" / "big.py").open("a") as mounted:
+            mounted.write("more")
+        assert by_name(page(workspace))["app.py"].size == 5004
+    finally:
+        subprocess.run(["umount", str(src / "app.py")], check=True)

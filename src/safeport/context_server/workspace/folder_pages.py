@@ -11,7 +11,9 @@ What no event on the folder reports is not kept: a page holding a symbolic link 
 where it leads, which may change anywhere) is examined afresh every time. A hard link made to
 one of its files through another folder changes the file's link count without an event here;
 the page then shows the file as before the link, until the folder next changes, and the read
-itself judges the file afresh (reads never use these pages). Where inotify is missing, a
+itself judges the file afresh (reads never use these pages). A mount changes what a name is
+with no event on its folder: a change of the mount table drops every page, and a folder
+holding a mount point keeps none (``mount_table.py``). Where inotify is missing, a
 watch cannot be added (the user's limit), or events were lost (a full queue), pages are not
 kept or are dropped.
 """
@@ -35,6 +37,7 @@ from safeport.context_server.workspace.inotify import (
     open_instance,
     read_events,
 )
+from safeport.context_server.workspace.mount_table import MountTable
 
 PageT = TypeVar("PageT")
 
@@ -77,6 +80,7 @@ class FolderPages(Generic[PageT]):
         # inotify instances are few per user (128 by default) and the index holds one: this
         # one is opened at the first listing, and not asked for again once refused or closed.
         self._opened = False
+        self._mounts: MountTable | None = None
 
     def close(self) -> None:
         """Close the instance; later calls keep and find nothing."""
@@ -93,11 +97,14 @@ class FolderPages(Generic[PageT]):
                 # An instance dropped without close() still gives its descriptor back.
                 self._closer = weakref.finalize(self, os.close, self._fd)
                 self._closer.atexit = False
+                self._mounts = MountTable()
         return self._fd >= 0
 
     def _shut(self) -> None:
         if self._closer is not None:
             self._closer()
+        if self._mounts is not None:
+            self._mounts.close()
         self._fd = -1
         self._pages.clear()
         self._keys.clear()
@@ -125,6 +132,8 @@ class FolderPages(Generic[PageT]):
             self._read_events()
             if self._fd < 0:
                 return None
+            if self._mounts is None or self._mounts.holds_mount_point(dir_fd):
+                return None  # a mounted file changes through its own path, unseen here
             wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
             if wd < 0:
                 return None
@@ -164,6 +173,8 @@ class FolderPages(Generic[PageT]):
         return self._epoch + self._generations.get(wd, 0)
 
     def _read_events(self) -> None:
+        if self._mounts is None or self._mounts.changed():  # a mount raises no event
+            self._drop_all()
         events = read_events(self._fd)
         if events is None:  # unreadable: nothing can be vouched for any more
             self._drop_all()
