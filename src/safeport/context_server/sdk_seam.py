@@ -30,6 +30,7 @@ from mcp.server.mcpserver.resolve import AcceptedElicitation
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
 from mcp_types import SERVER_INFO_META_KEY
+from mcp_types.methods import validate_client_request
 
 WRITTEN_AGAINST = "2.3"
 _MAJOR, _MINOR = WRITTEN_AGAINST.split(".")
@@ -128,6 +129,17 @@ def convert_result(tool: Tool, result: Any) -> Any:
 def resolved_parameters(tool: Tool) -> frozenset[str]:
     """The parameters of a tool that resolvers fill, not the client."""
     return frozenset(tool.resolved_params)
+
+
+def is_valid_call(version: str, params: dict[str, Any]) -> bool:
+    """Whether a ``tools/call``'s params pass the check the SDK's runner makes at ``version``
+    before any handler (the version's own request schema, which types the reserved ``_meta``
+    members): a call that fails it gets the SDK's INVALID_PARAMS, never a tool result."""
+    try:
+        validate_client_request("tools/call", version, params)
+    except Exception:  # ValidationError, or a version or method the surface does not know
+        return False
+    return True
 
 
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -209,6 +209,15 @@ async def test_the_2026_protocol_leaves_to_the_sdk_what_its_ladder_or_era_decide
         call(8, "search_project", {"query": "main"}, _meta=MODERN_META),
         call(9, "read_file", {"path": "src/app.py"}, _meta={**MODERN_META, capabilities: None}),
         call(10, "read_file", {"path": "src/app.py"}, _meta={**MODERN_META, info: "me"}),
+        # Shaped as the classifier wants, but not as the request's schema for the version
+        # types them: the SDK answers INVALID_PARAMS.
+        call(11, "read_file", {"path": "src/app.py"}, _meta={**MODERN_META, info: {}}),
+        call(
+            12,
+            "read_file",
+            {"path": "src/app.py"},
+            _meta={**MODERN_META, capabilities: {"roots": 5}},
+        ),
     ]
     for message in left_to_the_sdk:
         assert await direct.answer(message) is None, message

@@ -39,6 +39,7 @@ from safeport.context_server.sdk_seam import (
     call_body,
     error_frame,
     find_tool,
+    is_valid_call,
     modern_stamp,
     resolved_parameters,
     result_frame,
@@ -127,13 +128,15 @@ class DirectCalls:
             return None
         assert isinstance(message, dict)  # a plain tool call is a dict
         if self._modern:
-            if not _modern_envelope(message):
-                return None
+            version = _modern_version(message)
             stamp = self._stamp
-        elif self._version is None or PROTOCOL_VERSION_META_KEY in _meta_of(message):
+        elif PROTOCOL_VERSION_META_KEY in _meta_of(message):
             return None  # an envelope on a handshake connection: the SDK refuses it
         else:
+            version = self._version
             stamp = ""
+        if version is None or not is_valid_call(version, message["params"]):
+            return None
         request_id, name, arguments = call
         tool = self._tools.get(name)
         if tool is None:
@@ -161,19 +164,21 @@ def _meta_of(message: dict[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _modern_envelope(message: dict[str, Any]) -> bool:
-    """Whether the SDK would serve this 2026-era call at a version answered here, with nothing
-    in its envelope but routing (the SDK's own ladder decides; a refusal is the SDK's to say)."""
+def _modern_version(message: dict[str, Any]) -> str | None:
+    """The version the SDK would serve this 2026-era call at, when it is one answered here
+    and the envelope holds nothing but routing (the SDK's own ladder decides; a refusal is the
+    SDK's to say); else None."""
     meta = _meta_of(message)
     if any(k.startswith(_RESERVED) and k not in _ENVELOPE_KEYS for k in meta):
-        return False
+        return None
     route = classify_inbound_request({"method": message["method"], "params": message["params"]})
     if not isinstance(route, InboundModernRoute):
-        return False
-    # The ladder checks that the envelope's members are there, not their shape; a shape the
-    # SDK may turn down later is its to judge.
+        return None
+    # The ladder checks that the envelope's members are there, not their shape: the version's
+    # request schema types them (:func:`is_valid_call`), and this is the cheap first look.
     shaped = type(route.client_capabilities) is dict and type(route.client_info) in (dict, _NONE)
-    return shaped and route.protocol_version in MODERN_DIRECT_VERSIONS
+    version = route.protocol_version
+    return version if shaped and version in MODERN_DIRECT_VERSIONS else None
 
 
 def _plain_tool_call(message: object) -> tuple[int | str, str, dict[str, Any]] | None:
