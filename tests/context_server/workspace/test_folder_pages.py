@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
-from safeport.context_server.workspace import folder_pages, inotify
+from safeport.context_server.workspace import folder_pages, inotify, mount_table
 from safeport.context_server.workspace.folder_pages import FolderPages
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.model import Entry, FolderPage, ServedRoot
@@ -269,3 +269,24 @@ def test_a_mount_on_a_listed_name_is_seen_by_the_next_listing(
         assert by_name(page(workspace))["app.py"].size == 5004
     finally:
         subprocess.run(["umount", str(src / "app.py")], check=True)
+
+
+def test_a_folder_on_a_file_system_changed_from_elsewhere_keeps_no_page(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in: the test folder's own file system is taken for one whose other side (an NFS
+    # server, a VM's host) changes files with no event here.
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        mount = mount_table._mount_id(fd)
+    finally:
+        os.close(fd)
+    table = Path("/proc/self/mountinfo").read_bytes().splitlines()
+    kind = next(line.split(b" - ")[1].split()[0] for line in table if line.split()[0] == mount)
+    monkeypatch.setattr(mount_table, "_UNSEEN_TYPES", frozenset({kind}))
+    ws = Workspace([ServedRoot("ws", root)], ReadPolicy())
+    try:
+        first = page(ws)
+        assert page(ws) is not first and page(ws) == first
+    finally:
+        ws.close()

@@ -13,7 +13,8 @@ one of its files through another folder changes the file's link count without an
 the page then shows the file as before the link, until the folder next changes, and the read
 itself judges the file afresh (reads never use these pages). A mount changes what a name is
 with no event on its folder: a change of the mount table drops every page, and a folder
-holding a mount point keeps none (``mount_table.py``). Where inotify is missing, a
+holding a mount point, or on a network or FUSE file system (whose other side changes files
+with no event here), keeps none (``mount_table.py``). Where inotify is missing, a
 watch cannot be added (the user's limit), or events were lost (a full queue), pages are not
 kept or are dropped.
 """
@@ -132,8 +133,8 @@ class FolderPages(Generic[PageT]):
             self._read_events()
             if self._fd < 0:
                 return None
-            if self._mounts is None or self._mounts.holds_mount_point(dir_fd):
-                return None  # a mounted file changes through its own path, unseen here
+            if self._mounts is None or self._mounts.unseen(dir_fd):
+                return None  # no event would tell of a change (``mount_table.py``)
             wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
             if wd < 0:
                 return None
