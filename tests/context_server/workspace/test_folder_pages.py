@@ -14,7 +14,7 @@ import pytest
 
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
 from safeport.context_server.workspace import folder_pages, inotify, mount_table
-from safeport.context_server.workspace.folder_pages import FolderPages
+from safeport.context_server.workspace.folder_pages import FolderPages, Watched
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.model import Entry, FolderPage, ServedRoot
 
@@ -290,3 +290,23 @@ def test_a_folder_on_a_file_system_changed_from_elsewhere_keeps_no_page(
         assert page(ws) is not first and page(ws) == first
     finally:
         ws.close()
+
+
+def test_a_scope_changed_during_a_listing_is_not_kept_as_the_old_scope_page(
+    workspace: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.narrow([str(root / "src" / "app.py")])
+    narrow = workspace.scope
+    pages = workspace.folder_pages
+    watch = pages.watch
+
+    def widened_meanwhile(dir_fd: int) -> Watched | None:
+        # The client's roots change while the listing runs (another call applies them).
+        workspace.scope = None
+        return watch(dir_fd)
+
+    monkeypatch.setattr(pages, "watch", widened_meanwhile)
+    page(workspace)
+    monkeypatch.undo()
+    workspace.scope = narrow
+    assert by_name(page(workspace))["util.py"].blocked == "out-of-scope"

@@ -17,6 +17,7 @@ from safeport.context_server.policy.display_names import display_name, is_redact
 from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
+    ReadPolicy,
     Refused,
     refusal,
 )
@@ -58,7 +59,10 @@ def list_folder(
         if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
             raise refusal("changed")
         # A page is kept for the folder as it is now, reached by this path, under this policy
-        # and client scope (``folder_pages.py``): anything else makes another page.
+        # and client scope (``folder_pages.py``): anything else makes another page. Both are
+        # read once: the client's roots may change while the page is made, and the page must
+        # be judged under the scope it is kept for.
+        policy, scope = workspace.policy, workspace.scope
         key = (
             st.st_dev,
             st.st_ino,
@@ -68,17 +72,17 @@ def list_folder(
             located.parts,
             offset,
             limit,
-            workspace.scope,
+            scope,
         )
         pages = workspace.folder_pages
-        kept = pages.find(key, workspace.policy)
+        kept = pages.find(key, policy)
         if kept is not None:
             return kept
         watched = pages.watch(fd)  # before any entry is examined
         try:
             names, disk = workspace.folder_names.get(fd, st)
             end = len(names) if limit is None else min(len(names), offset + limit)
-            look = _FolderLook(workspace, located, fd)
+            look = _FolderLook(workspace, located, fd, policy, scope)
             entries = [
                 _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
                 for i in range(offset, end)
@@ -94,7 +98,7 @@ def list_folder(
         if look.saw_link:
             pages.release(watched)
         else:
-            pages.keep(key, workspace.policy, watched, page)
+            pages.keep(key, policy, watched, page)
     return page
 
 
@@ -128,13 +132,20 @@ class _FolderLook:
         "workspace",
     )
 
-    def __init__(self, workspace: WorkspaceView, folder: Located, dir_fd: int) -> None:
+    def __init__(
+        self,
+        workspace: WorkspaceView,
+        folder: Located,
+        dir_fd: int,
+        policy: ReadPolicy,
+        scope: tuple[str, ...] | None,
+    ) -> None:
         self.workspace = workspace
-        self.policy = workspace.policy
+        self.policy = policy
         self.folder = folder
         self.dir_fd = dir_fd
         self.base = folder.absolute
-        self.scope = workspace.scope
+        self.scope = scope
         # safeport's own folders among the entries, worked out once for the folder: every entry
         # (the folder is inside one) or the names that are one; no per-entry path is built.
         whole, names = self.policy.locations_in(self.base)
@@ -176,7 +187,7 @@ class _FolderLook:
             return Entry(name, shown, None, "out-of-scope")
         if shown == "symlink":
             self.saw_link = True
-            link = verdict or _link_verdict(self.workspace, self.folder, name)
+            link = verdict or _link_verdict(self.workspace, self.folder, name, self.scope)
             # The kind "symlink" is shown only where the policy allows the target: a blocked
             # link is just a blocked entry, saying nothing of what it points to.
             listed: EntryType = "symlink" if link in (None, "binary") else "other"
@@ -198,7 +209,9 @@ def _in_scope(absolute: str, scope: tuple[str, ...], *, is_dir: bool) -> bool:
     return within(absolute, scope) or (is_dir and is_above(absolute, scope))
 
 
-def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> BlockReason | None:
+def _link_verdict(
+    workspace: WorkspaceView, folder: Located, name: str, scope: tuple[str, ...] | None
+) -> BlockReason | None:
     """A symlink in a listing: judged by its own path and by where it leads, through the
     same resolution as a request; nothing about a target the policy refuses is shown."""
     policy = workspace.policy
@@ -208,7 +221,7 @@ def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> Block
     except Refused as exc:
         return _as_block(exc.reason)
     resolved = "/".join((str(home.path), *target))
-    if workspace.scope is not None and not within(resolved, workspace.scope):
+    if scope is not None and not within(resolved, scope):
         return "out-of-scope"
     if policy.is_private(target, resolved):
         return "private"
