@@ -9,9 +9,11 @@ reached by, the page asked for, and the policy and client scope it was judged un
 
 What no event on the folder reports is not kept: a page holding a symbolic link (judged by
 where it leads, which may change anywhere) is examined afresh every time. A hard link made to
-one of its files through another folder changes the file's link count without an event here;
-the page then shows the file as before the link, until the folder next changes, and the read
-itself judges the file afresh (reads never use these pages). A mount changes what a name is
+one of its files through another folder changes the file's link count without an event here,
+and a write through that other name changes its size without one; the page then shows the
+file as before the link (readable, at its old size, even once the other name is gone again),
+until the folder next changes, and the read itself judges the file afresh (reads never use
+these pages). A mount changes what a name is
 with no event on its folder: a change of the mount table drops every page, and a folder
 holding a mount point, or on a network or FUSE file system (whose other side changes files
 with no event here), keeps none (``mount_table.py``). Where inotify is missing, a
