@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -212,7 +213,7 @@ def test_a_lost_event_drops_every_page(root: Path) -> None:
         pages.close()
 
 
-def kernel_watches(pages: FolderPages[FolderPage]) -> int:
+def kernel_watches(pages: FolderPages[Any]) -> int:
     """The watches the kernel holds on the pages' inotify instance."""
     with open(f"/proc/self/fdinfo/{pages._fd}") as info:
         return sum(1 for line in info if line.startswith("inotify wd:"))
@@ -310,3 +311,19 @@ def test_a_scope_changed_during_a_listing_is_not_kept_as_the_old_scope_page(
     monkeypatch.undo()
     workspace.scope = narrow
     assert by_name(page(workspace))["util.py"].blocked == "out-of-scope"
+
+
+def test_a_page_kept_again_under_its_key_stays_watched(root: Path) -> None:
+    pages: FolderPages[str] = FolderPages()
+    fd = os.open(root / "src", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for judge in ("one policy", "another"):
+            watched = pages.watch(fd)
+            assert watched is not None
+            pages.keep("k", judge, watched, f"page for {judge}")
+        # The page it replaced was the folder's only one: its watch is the new page's too.
+        assert pages.find("k", "another") == "page for another"
+        assert kernel_watches(pages) == 1
+    finally:
+        os.close(fd)
+        pages.close()

@@ -162,10 +162,11 @@ class FolderPages(Generic[PageT]):
                 self._unwatch_if_unused(watched.wd)
                 return
             old = self._pages.pop(key, None)
-            if old is not None:
-                self._forget_key(old[0], key)
             self._pages[key] = (watched.wd, judged_by, page)
             self._keys.setdefault(watched.wd, set()).add(key)
+            # After the new page is in: the page it replaces may have been its watch's only one.
+            if old is not None and old[0] != watched.wd:
+                self._forget_key(old[0], key)
             while len(self._pages) > self._max:
                 oldest, (wd, _, _) = self._pages.popitem(last=False)
                 self._forget_key(wd, oldest)
