@@ -11,8 +11,10 @@ generated once and kept in ``--tree``, default /tmp/sp-tree-200k, with its prebu
      goal <= 2x;
   2. `read_file` and `list_directory` round trips (p50) through the MCP SDK client, timed from
      the first request of a fresh server, vs @modelcontextprotocol/server-filesystem started
-     beside it; calls alternate, one to each; goal <= 1.3x. Then the same calls again once the
-     start-up check has ended (``idle_*``): the difference is what the check costs the calls.
+     beside it; calls alternate, one to each; goal <= 1.3x. They cycle over 20 files and 20
+     folders; ``*_first_of_each_*`` is the first round alone, before anything of a folder or a
+     file was kept. Then the same calls again once the start-up check has ended (``idle_*``):
+     the difference is what the check costs the calls.
 """
 
 from __future__ import annotations
@@ -210,6 +212,10 @@ async def alternate(
         mine.append(await timed_call(ours, ours_calls[tool][i % len(ours_calls[tool])]))
         theirs.append(await timed_call(peer, peer_calls[tool][i % len(peer_calls[tool])]))
     ms = 1000.0
+    # The calls cycle over a few folders (files): the first round reaches each one for the
+    # first time, before anything of it was kept (a listing's page, a file's verdict).
+    distinct = min(rounds, len(ours_calls[tool]))
+    first_mine, first_theirs = mine[:distinct], theirs[:distinct]
     return {
         f"{label}{tool}_p50_ms": round(statistics.median(mine) * ms, 3),
         f"{label}{tool}_fs_server_p50_ms": round(statistics.median(theirs) * ms, 3),
@@ -217,6 +223,10 @@ async def alternate(
             statistics.median(mine) / statistics.median(theirs), 2
         ),
         f"{label}{tool}_first_call_ms": round(mine[0] * ms, 1),
+        f"{label}{tool}_first_of_each_p50_ms": round(statistics.median(first_mine) * ms, 3),
+        f"{label}{tool}_first_of_each_vs_fs_server": round(
+            statistics.median(first_mine) / statistics.median(first_theirs), 2
+        ),
     }
 
 

@@ -51,7 +51,7 @@ def test_a_server_lacking_an_attribute_fails_the_check_naming_the_installed_vers
     later = SimpleNamespace(
         _tool_manager=SimpleNamespace(get_tool=None),
         _lowlevel_server=SimpleNamespace(
-            run=None, create_initialization_options=None, middleware=[]
+            run=None, create_initialization_options=None, middleware=[], server_info_stamp={}
         ),
     )
     assert missing_attributes(later, SERVER_SURFACE) == [

@@ -29,6 +29,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import AcceptedElicitation
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types.methods import validate_client_request
 
 WRITTEN_AGAINST = "2.3"
 _MAJOR, _MINOR = WRITTEN_AGAINST.split(".")
@@ -44,6 +46,7 @@ SERVER_SURFACE = (
     "_lowlevel_server.run",
     "_lowlevel_server.create_initialization_options",
     "_lowlevel_server.middleware",
+    "_lowlevel_server.server_info_stamp",
 )
 # What the seam reads on a registered tool.
 TOOL_SURFACE = (
@@ -55,8 +58,12 @@ TOOL_SURFACE = (
 
 # The protocol versions whose CallToolResult (content, structuredContent, isError and nothing
 # else for a plain call) the frames below reproduce. Older versions have no structured
-# content; newer ones add members; both stay with the SDK.
+# content, and stay with the SDK.
 DIRECT_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+# The per-request-envelope versions (no handshake: each request names its version in
+# ``_meta``) whose CallToolResult adds exactly ``resultType`` and the ``serverInfo`` stamp in
+# ``_meta``, both written by :func:`modern_result_frame`. A later version stays with the SDK.
+MODERN_DIRECT_VERSIONS = frozenset({"2026-07-28"})
 
 # The SDK wraps every resolved value in `AcceptedElicitation[Any]`; pydantic keeps parametrised
 # models only weakly, so without this reference each call would build that class anew (about
@@ -124,6 +131,17 @@ def resolved_parameters(tool: Tool) -> frozenset[str]:
     return frozenset(tool.resolved_params)
 
 
+def is_valid_call(version: str, params: dict[str, Any]) -> bool:
+    """Whether a ``tools/call``'s params pass the check the SDK's runner makes at ``version``
+    before any handler (the version's own request schema, which types the reserved ``_meta``
+    members): a call that fails it gets the SDK's INVALID_PARAMS, never a tool result."""
+    try:
+        validate_client_request("tools/call", version, params)
+    except Exception:  # ValidationError, or a version or method the surface does not know
+        return False
+    return True
+
+
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     """The client's arguments validated by the tool's own model (raises as the SDK's does)."""
     validated: dict[str, Any] = tool.fn_metadata.validate_arguments(arguments)
@@ -155,14 +173,26 @@ def as_sdk_tool_call(name: str, run: Callable[[], Awaitable[T]]) -> Callable[[],
     return call
 
 
-def result_frame(request_id: int | str, result_json: str) -> bytes:
-    """A successful ``tools/call`` response: the result's JSON is its text copy as well."""
-    return _frame(request_id, result_json, f',"structuredContent":{result_json},"isError":false')
+def result_frame(request_id: int | str, result_json: str, stamp: str = "") -> bytes:
+    """A successful ``tools/call`` response: the result's JSON is its text copy as well.
+    ``stamp`` is :func:`modern_stamp`'s members on a per-request-envelope session, else empty."""
+    rest = f',"structuredContent":{result_json},"isError":false{stamp}'
+    return _frame(request_id, result_json, rest)
 
 
-def error_frame(request_id: int | str, text: str) -> bytes:
+def error_frame(request_id: int | str, text: str, stamp: str = "") -> bytes:
     """A failed call: a tool result with ``isError``, as the SDK answers a ``ToolError``."""
-    return _frame(request_id, text, ',"isError":true')
+    return _frame(request_id, text, f',"isError":true{stamp}')
+
+
+def modern_stamp(server: MCPServer[Any]) -> str:
+    """What the SDK adds to every result of a 2026-era request (``_serialize`` and
+    ``_stamp_server_info`` in its runner): ``resultType`` and the server's identity in
+    ``_meta``, as JSON members to append to a result object. The identity is fixed when the
+    server is built, so it is written once."""
+    identity: dict[str, Any] = lowlevel_server(server).server_info_stamp
+    meta = json.dumps({SERVER_INFO_META_KEY: identity}, ensure_ascii=False, separators=(",", ":"))
+    return f',"resultType":"complete","_meta":{meta}'
 
 
 def _frame(request_id: int | str, text: str, rest: str) -> bytes:

@@ -28,12 +28,20 @@ async def test_a_second_initialize_hands_calls_to_the_sdk_until_its_answer(
             await client.call_tool("read_file", {"path": "src/app.py"})  # applies the roots
             read = call(1, "read_file", {"path": "src/app.py"})
             assert await direct.answer(read) is not None
-            direct.observe_request({"jsonrpc": "2.0", "id": 9, "method": "initialize"})
+            direct.observe_request(
+                types.JSONRPCRequest.model_validate(
+                    {"jsonrpc": "2.0", "id": 9, "method": "initialize"}
+                )
+            )
             assert await direct.answer(read) is None  # the SDK may be on another version now
             older = {"protocolVersion": "2024-11-05", "capabilities": {}, "serverInfo": {}}
             direct.observe_answer(types.JSONRPCResponse(jsonrpc="2.0", id=9, result=older))
             assert await direct.answer(read) is None
-            direct.observe_request({"jsonrpc": "2.0", "id": 10, "method": "initialize"})
+            direct.observe_request(
+                types.JSONRPCRequest.model_validate(
+                    {"jsonrpc": "2.0", "id": 10, "method": "initialize"}
+                )
+            )
             newer = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}}
             direct.observe_answer(types.JSONRPCResponse(jsonrpc="2.0", id=10, result=newer))
             assert await direct.answer(read) is not None  # a version answered here again

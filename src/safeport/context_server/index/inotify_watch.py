@@ -11,51 +11,32 @@ from outside the tree raise no event on the folder; the index's periodic full wa
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import os
-import struct
-import sys
 import weakref
 from dataclasses import dataclass
 
 from safeport.context_server.policy.display_names import display_name
+from safeport.context_server.workspace.inotify import (
+    FOLDER_CHANGES,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_Q_OVERFLOW,
+    IN_UNMOUNT,
+    AddWatch,
+    RemoveWatch,
+    folder_path,
+    open_instance,
+    read_events,
+)
 
 log = logging.getLogger(__name__)
 
-# <sys/inotify.h>
-_IN_MODIFY = 0x002
-_IN_ATTRIB = 0x004
-_IN_CLOSE_WRITE = 0x008
-_IN_MOVED_FROM = 0x040
-_IN_MOVED_TO = 0x080
-_IN_CREATE = 0x100
-_IN_DELETE = 0x200
-_IN_DELETE_SELF = 0x400
-_IN_MOVE_SELF = 0x800
-_IN_UNMOUNT = 0x2000
-_IN_Q_OVERFLOW = 0x4000
-_IN_IGNORED = 0x8000
-_IN_ONLYDIR = 0x01000000
-_IN_ISDIR = 0x40000000
-_IN_NONBLOCK = os.O_NONBLOCK
-_IN_CLOEXEC = os.O_CLOEXEC
-_MASK = (
-    _IN_MODIFY
-    | _IN_ATTRIB
-    | _IN_CLOSE_WRITE
-    | _IN_MOVED_FROM
-    | _IN_MOVED_TO
-    | _IN_CREATE
-    | _IN_DELETE
-    | _IN_DELETE_SELF
-    | _IN_MOVE_SELF
-    | _IN_ONLYDIR
-)
-_GONE = _IN_DELETE | _IN_MOVED_FROM
-_EVENT = struct.Struct("iIII")
-_READ_BYTES = 1 << 16
+_GONE = IN_DELETE | IN_MOVED_FROM
 
 Folder = tuple[str, tuple[str, ...]]  # (root name, parts)
 
@@ -80,7 +61,7 @@ class Drained:
 class FolderWatch:
     """inotify watches on the folders of the served roots, keyed to where the walk saw them."""
 
-    def __init__(self, fd: int, add: _AddWatch, remove: _RemoveWatch) -> None:
+    def __init__(self, fd: int, add: AddWatch, remove: RemoveWatch) -> None:
         # inotify instances are few per user (128 by default): one dropped without close()
         # still gives its descriptor back.
         self._closer = weakref.finalize(self, os.close, fd)
@@ -121,7 +102,7 @@ class FolderWatch:
         this watch: the descriptor is never used after its close."""
         if self._fd < 0:
             raise ValueError("the folder watch is closed")
-        wd = self._add(self._fd, f"/proc/self/fd/{dir_fd}".encode(), _MASK)
+        wd = self._add(self._fd, folder_path(dir_fd), FOLDER_CHANGES)
         if wd < 0:
             # ENOSPC: the user's watch limit; ENOENT: the folder went meanwhile. Either way
             # the events cannot vouch for the tree, and refreshes check it by stat instead.
@@ -147,20 +128,20 @@ class FolderWatch:
         touched: list[Touched] = []
         complete = self._complete
         for wd, mask, name in self._read_events():
-            if mask & _IN_Q_OVERFLOW:
+            if mask & IN_Q_OVERFLOW:
                 complete = False
                 continue
             folder = self._folders.get(wd)
             if folder is None:
                 continue  # a watch already forgotten
             root, parts = folder
-            if mask & _IN_IGNORED:
+            if mask & IN_IGNORED:
                 del self._folders[wd]
                 continue
             if not name:
                 # The folder itself: its parent reports its move or removal by name; a root
                 # has no parent here, and an unmount leaves nothing to read.
-                if not parts and mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT):
+                if not parts and mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT):
                     complete = False
                 continue
             touched.append(Touched(root, (*parts, display_name(name)), bool(mask & _GONE)))
@@ -171,65 +152,17 @@ class FolderWatch:
         self._remove(self._fd, wd)
 
     def _read_events(self) -> list[tuple[int, int, bytes]]:
-        events: list[tuple[int, int, bytes]] = []
-        while True:
-            try:
-                data = os.read(self._fd, _READ_BYTES)
-            except BlockingIOError:
-                return events
-            except OSError as exc:
-                log.warning("folder watch unreadable (%s)", type(exc).__name__)
-                self._complete = False
-                return events
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                start = offset + _EVENT.size
-                name = data[start : start + length].rstrip(b"\0")
-                events.append((wd, mask, name))
-                offset = start + length
-
-
-class _AddWatch:
-    def __init__(self, libc: ctypes.CDLL) -> None:
-        self._call = libc.inotify_add_watch
-        self._call.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
-        self._call.restype = ctypes.c_int
-
-    def __call__(self, fd: int, path: bytes, mask: int) -> int:
-        wd = int(self._call(fd, path, mask))
-        return wd if wd >= 0 else -ctypes.get_errno()
-
-
-class _RemoveWatch:
-    def __init__(self, libc: ctypes.CDLL) -> None:
-        self._call = libc.inotify_rm_watch
-        self._call.argtypes = (ctypes.c_int, ctypes.c_int)
-        self._call.restype = ctypes.c_int
-
-    def __call__(self, fd: int, wd: int) -> None:
-        # EINVAL: the kernel dropped it already (the folder was deleted); nothing to undo.
-        self._call(fd, wd)
+        events = read_events(self._fd)
+        if events is None:
+            self._complete = False
+            return []
+        return events
 
 
 def open_folder_watch() -> FolderWatch | None:
     """A new watch, or None where inotify is missing or refused (the user's instance limit)."""
-    if not sys.platform.startswith("linux"):
+    instance = open_instance()
+    if instance is None:
+        log.info("no folder watch; refreshes check the tree by stat")
         return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        init = libc.inotify_init1
-        init.argtypes = (ctypes.c_int,)
-        init.restype = ctypes.c_int
-        add, remove = _AddWatch(libc), _RemoveWatch(libc)
-    except (OSError, AttributeError):
-        return None
-    fd = int(init(_IN_NONBLOCK | _IN_CLOEXEC))
-    if fd < 0:
-        code = ctypes.get_errno()
-        log.info(
-            "no folder watch (%s); refreshes check the tree by stat",
-            errno.errorcode.get(code, code),
-        )
-        return None
-    return FolderWatch(fd, add, remove)
+    return FolderWatch(*instance)

@@ -8,8 +8,7 @@ from typing import Any
 from safeport.context_server.operations.base import Operations, clamp
 from safeport.context_server.operations.tool_results import DirectoryListing, DirectoryTree
 from safeport.context_server.policy.read_policy import BlockReason, InvalidInput, Refused
-from safeport.context_server.workspace.listing import Entry
-from safeport.context_server.workspace.model import Located
+from safeport.context_server.workspace.model import Entry, Located
 
 _OFFSET_CURSOR = re.compile(r"o1\.([0-9]{1,3})\.([0-9]{1,9})")
 

@@ -47,17 +47,29 @@ class RootsResult(ToolResult):
     policy: dict[str, object]
 
 
+def _sizes_untyped_per_entry(schema: dict[str, Any]) -> None:
+    """The ``files`` map's schema without a schema per entry (see :class:`EntryGroups`)."""
+    schema["properties"]["files"].pop("additionalProperties", None)
+
+
 # A listing's entries are grouped by type, each a name (or path) with at most one typed value:
 # clients validate every structured result against the output schema, per item and per
 # keyword, so an entry that is one string, or one name with one integer, validates about four
 # times faster than an object of four typed members (and its JSON is a third of the size).
 # Every name appears in exactly one type group; ``blocked`` says why an entry cannot be read.
+# ``files``, the group that holds nearly every entry of a large folder, is described and not
+# typed per entry in the schema clients see: a client validating with the Python SDK
+# (jsonschema) spends about 4.6 µs on each entry's subschema, which was half of what a
+# 100-file listing cost it, for integers the server's own model already guarantees.
 class EntryGroups(ToolResult):
     """What a listing and a tree share: the entries by type, and why some cannot be read."""
 
+    model_config = ConfigDict(json_schema_extra=_sizes_untyped_per_entry)
+
     path: str
     files: dict[str, int] = Field(
-        description="Regular files, name: size in bytes (0 where the size is not shown)."
+        description="Regular files, name: size in bytes as an integer (0 where the size is "
+        "not shown)."
     )
     directories: list[str] = Field(description="Folders.")
     symlinks: list[str] = Field(

@@ -262,7 +262,6 @@ async def _dispatch(
             if answer is not None:
                 await frames.send(answer)
                 return
-            direct.observe_request(parsed)
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:  # the SDK answers a malformed message itself
@@ -275,6 +274,9 @@ async def _dispatch(
         )
         await frames.send(busy.model_dump_json(by_alias=True).encode() + b"\n")
         return
+    if direct is not None:
+        # What the SDK is handed, as its parser read it, decides the era and the version.
+        direct.observe_request(message)
     await to_sdk.send(SessionMessage(message))
 
 

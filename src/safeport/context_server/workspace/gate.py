@@ -37,8 +37,9 @@ from safeport.context_server.policy.scope import is_above, narrow_scope, within
 from safeport.context_server.workspace import listing
 from safeport.context_server.workspace import walk as walking
 from safeport.context_server.workspace.descriptors import read_up_to
+from safeport.context_server.workspace.folder_pages import FolderPages
 from safeport.context_server.workspace.listing import FolderNames
-from safeport.context_server.workspace.model import Located, ServedRoot
+from safeport.context_server.workspace.model import FolderPage, Located, ServedRoot
 from safeport.context_server.workspace.resolve import RootDescriptors, resolve_beneath
 from safeport.context_server.workspace.walk import WalkedFile
 
@@ -68,10 +69,12 @@ class Workspace:
         self._by_name = {r.name: r for r in self.roots}
         self.descriptors = RootDescriptors(self.roots)
         self.folder_names = FolderNames()
+        self.folder_pages: FolderPages[FolderPage] = FolderPages()
         # Set from the client's MCP roots: only ever a subset of the configured roots.
         self.scope: tuple[str, ...] | None = None
 
     def close(self) -> None:
+        self.folder_pages.close()
         self.descriptors.close()
 
     def narrow(self, client_paths: Sequence[str]) -> tuple[str, ...]:

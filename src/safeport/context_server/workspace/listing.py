@@ -12,20 +12,23 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
 
 from safeport.context_server.policy.display_names import display_name, is_redacted, written_name
 from safeport.context_server.policy.read_policy import (
     BlockReason,
     NameKind,
+    ReadPolicy,
     Refused,
     refusal,
 )
 from safeport.context_server.policy.scope import is_above, within
-from safeport.context_server.workspace.model import Located, WorkspaceView
-
-EntryType = Literal["file", "directory", "symlink", "other"]
+from safeport.context_server.workspace.model import (
+    Entry,
+    EntryType,
+    FolderPage,
+    Located,
+    WorkspaceView,
+)
 
 # What a listing shows for each file type, and the kind its name is judged as.
 _KINDS: dict[int, tuple[EntryType, NameKind]] = {
@@ -39,21 +42,6 @@ _OTHER: tuple[EntryType, NameKind] = ("other", "other")
 # and a folder listed again is not read and sorted again; the names held are bounded below.
 LISTING_CACHE_FOLDERS = 64
 LISTING_CACHE_NAMES = 600_000
-
-
-class Entry(NamedTuple):
-    """One name in a folder listing; blocked entries keep their name and say why."""
-
-    name: str
-    type: EntryType
-    size: int | None
-    blocked: BlockReason | None
-
-
-@dataclass(frozen=True)
-class FolderPage:
-    entries: list[Entry]
-    total: int
 
 
 def list_folder(
@@ -70,16 +58,48 @@ def list_folder(
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (located.st.st_dev, located.st.st_ino):
             raise refusal("changed")
-        names, disk = workspace.folder_names.get(fd, st)
-        end = len(names) if limit is None else min(len(names), offset + limit)
-        look = _FolderLook(workspace, located, fd)
-        entries = [
-            _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
-            for i in range(offset, end)
-        ]
+        # A page is kept for the folder as it is now, reached by this path, under this policy
+        # and client scope (``folder_pages.py``): anything else makes another page. Both are
+        # read once: the client's roots may change while the page is made, and the page must
+        # be judged under the scope it is kept for.
+        policy, scope = workspace.policy, workspace.scope
+        key = (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            located.root.name,
+            located.parts,
+            offset,
+            limit,
+            scope,
+        )
+        pages = workspace.folder_pages
+        kept = pages.find(key, policy)
+        if kept is not None:
+            return kept
+        watched = pages.watch(fd)  # before any entry is examined
+        try:
+            names, disk = workspace.folder_names.get(fd, st)
+            end = len(names) if limit is None else min(len(names), offset + limit)
+            look = _FolderLook(workspace, located, fd, policy, scope)
+            entries = [
+                _twin(names[i]) if _has_twin(names, i) else look.entry(names[i], disk[i])
+                for i in range(offset, end)
+            ]
+        except BaseException:
+            if watched is not None:
+                pages.release(watched)
+            raise
     finally:
         os.close(fd)
-    return FolderPage(entries, len(names))
+    page = FolderPage(tuple(entries), len(names))
+    if watched is not None:
+        if look.saw_link:
+            pages.release(watched)
+        else:
+            pages.keep(key, policy, watched, page)
+    return page
 
 
 def _has_twin(names: list[str], i: int) -> bool:
@@ -106,18 +126,26 @@ class _FolderLook:
         "hidden_here",
         "paths",
         "policy",
+        "saw_link",
         "scope",
         "top",
         "workspace",
     )
 
-    def __init__(self, workspace: WorkspaceView, folder: Located, dir_fd: int) -> None:
+    def __init__(
+        self,
+        workspace: WorkspaceView,
+        folder: Located,
+        dir_fd: int,
+        policy: ReadPolicy,
+        scope: tuple[str, ...] | None,
+    ) -> None:
         self.workspace = workspace
-        self.policy = workspace.policy
+        self.policy = policy
         self.folder = folder
         self.dir_fd = dir_fd
         self.base = folder.absolute
-        self.scope = workspace.scope
+        self.scope = scope
         # safeport's own folders among the entries, worked out once for the folder: every entry
         # (the folder is inside one) or the names that are one; no per-entry path is built.
         whole, names = self.policy.locations_in(self.base)
@@ -125,6 +153,8 @@ class _FolderLook:
         # Path patterns are matched per entry only when there are some.
         self.paths = bool(self.policy.private_paths)
         self.top = not folder.parts and self.policy.projects is not None
+        # A link is judged by where it leads, which no event on this folder reports.
+        self.saw_link = False
 
     def entry(self, name: str, disk: str) -> Entry:
         """``name`` is the display name, ``disk`` the same name as ``listdir`` gave it."""
@@ -156,7 +186,8 @@ class _FolderLook:
         if scope is not None and not _in_scope(f"{self.base}/{name}", scope, is_dir=is_dir):
             return Entry(name, shown, None, "out-of-scope")
         if shown == "symlink":
-            link = verdict or _link_verdict(self.workspace, self.folder, name)
+            self.saw_link = True
+            link = verdict or _link_verdict(self.workspace, self.folder, name, self.scope)
             # The kind "symlink" is shown only where the policy allows the target: a blocked
             # link is just a blocked entry, saying nothing of what it points to.
             listed: EntryType = "symlink" if link in (None, "binary") else "other"
@@ -178,7 +209,9 @@ def _in_scope(absolute: str, scope: tuple[str, ...], *, is_dir: bool) -> bool:
     return within(absolute, scope) or (is_dir and is_above(absolute, scope))
 
 
-def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> BlockReason | None:
+def _link_verdict(
+    workspace: WorkspaceView, folder: Located, name: str, scope: tuple[str, ...] | None
+) -> BlockReason | None:
     """A symlink in a listing: judged by its own path and by where it leads, through the
     same resolution as a request; nothing about a target the policy refuses is shown."""
     policy = workspace.policy
@@ -188,7 +221,7 @@ def _link_verdict(workspace: WorkspaceView, folder: Located, name: str) -> Block
     except Refused as exc:
         return _as_block(exc.reason)
     resolved = "/".join((str(home.path), *target))
-    if workspace.scope is not None and not within(resolved, workspace.scope):
+    if scope is not None and not within(resolved, scope):
         return "out-of-scope"
     if policy.is_private(target, resolved):
         return "private"

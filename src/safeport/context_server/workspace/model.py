@@ -13,9 +13,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
-from safeport.context_server.policy.read_policy import ReadPolicy
+from safeport.context_server.policy.read_policy import BlockReason, ReadPolicy
+from safeport.context_server.workspace.folder_pages import FolderPages
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,24 @@ class BeneathRoots(Protocol):
     ) -> int: ...
 
 
+EntryType = Literal["file", "directory", "symlink", "other"]
+
+
+class Entry(NamedTuple):
+    """One name in a folder listing; blocked entries keep their name and say why."""
+
+    name: str
+    type: EntryType
+    size: int | None
+    blocked: BlockReason | None
+
+
+@dataclass(frozen=True)
+class FolderPage:
+    entries: tuple[Entry, ...]
+    total: int
+
+
 class NameCache(Protocol):
     """Sorted names of recently listed folders (``listing.FolderNames``)."""
 
@@ -72,6 +91,9 @@ class WorkspaceView(Protocol):
 
     @property
     def folder_names(self) -> NameCache: ...
+
+    @property
+    def folder_pages(self) -> FolderPages[FolderPage]: ...
 
     def resolve(
         self, root: ServedRoot, parts: Sequence[str]
