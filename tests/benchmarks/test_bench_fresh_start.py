@@ -41,3 +41,6 @@ def test_the_quick_profile_reports_the_start_up_check_and_each_ratio(tmp_path: P
         ours, peer = report[f"{tool}_p50_ms"], report[f"{tool}_fs_server_p50_ms"]
         assert ours > 0 and peer > 0
         assert report[f"{tool}_vs_fs_server"] == pytest.approx(ours / peer, rel=0.05)
+        # The first call to each folder and file, before anything of it was kept, apart.
+        assert report[f"{tool}_first_of_each_p50_ms"] > 0
+        assert report[f"{tool}_first_of_each_vs_fs_server"] > 0
