@@ -103,7 +103,13 @@ def _spaced_value(
     text: str, name_start: int, name_end: int, line_start: int, line_end: int
 ) -> SecretSpan | None:
     name = text[name_start:name_end]
-    if _DEFINE.search(text, max(line_start, name_start - 16), name_start):
+    # A macro's word ends in blanks just before the name (``_DEFINE``): a name opening its line
+    # or after anything else is none, and skips the search.
+    if (
+        name_start > line_start
+        and text[name_start - 1] in " \t"
+        and _DEFINE.search(text, max(line_start, name_start - 16), name_start)
+    ):
         if not _secret(name):
             return None
         return _value_span(_MACRO_VALUE.match(text, name_end, line_end))

@@ -64,9 +64,9 @@ from safeport.shared.secret_scan.structured import (
     BELOW_AFTER_BLANKS,
     BELOW_OPENS,
     BELOW_STARTS,
+    below_opening,
     escaped_value_at,
     may_be_escaped,
-    may_open_below,
     sealed_ciphertext,
     value_below,
 )
@@ -443,13 +443,16 @@ def _word_value_at(
         separator = blanks_end if beyond in BELOW_AFTER_BLANKS else -1
     else:
         separator = name_end if follows in BELOW_AFTER_BLANKS else -1
-    opens_below = (
-        (separator >= 0 or (not blank and follows in BELOW_STARTS))
+    opening = (
+        below_opening(text, end, line_end)
+        if (separator >= 0 or (not blank and follows in BELOW_STARTS))
         and (separator < 0 or _beyond_blanks(text, separator + 1, line_end) in BELOW_OPENS)
-        and may_open_below(text, end, line_end)
+        else None
     )
-    if opens_below:
-        below = value_below(text, start, end, line_start, line_end)  # or begun here, continued
+    opens_below = opening is not None
+    if opening is not None:
+        # Or begun here, continued below; judged from the match that found its opening.
+        below = value_below(text, start, end, line_start, line_end, opening)
         if below is not None:
             spans.append(below)
     # An escaped value and a byte array both open with a backslash, brace or bracket within
