@@ -120,22 +120,24 @@ def may_assign_strong(text: str, end: int, line_end: int) -> bool:
 
 
 def assignment_at(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
 ) -> tuple[SecretSpan | None, int]:
     """The value assigned to the name around the keyword at ``text[start:end]``, if that name is
     secret-like and the value looks generated; and how far the judgement reached (a keyword
-    inside a value already judged needs no judgement of its own)."""
-    span, reach = _assignment(text, start, end, line_start, line_end)
+    inside a value already judged needs no judgement of its own). ``name_end`` is where the
+    name's characters after the keyword end (at most 64), where the caller knows it already."""
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    span, reach = _assignment(text, start, end, name_end, line_start, line_end)
     return span, max(reach, end)
 
 
 def _assignment(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str, start: int, end: int, name_end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
     # What follows the name first: most words in code (``passed``, ``Token(``) have no
     # separator after them, and those need no walk back to the name's start. The steps after
     # this one run only for the few keywords a separator follows.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     after = _AFTER_NAME.match(text, name_end, line_end)
     if after is None or not (after.group("sep") or after.group("space")):
         return None, 0

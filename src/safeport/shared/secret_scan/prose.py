@@ -76,11 +76,15 @@ _FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 _LOOKUP_CALLEES = re.compile(r"(?i:get|env|fetch|config|setting|option|param|lookup|pop|default)")
 
 
-def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) -> SecretSpan | None:
-    """The secret named in context around the keyword at ``text[start:end]``, if any."""
+def prose_at(
+    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
+) -> SecretSpan | None:
+    """The secret named in context around the keyword at ``text[start:end]``, if any; its name's
+    characters end at ``name_end`` (found here when the caller does not know it)."""
     # What follows the name first: most words in code (``token)``, ``Token(``) are followed by
     # nothing these shapes take, and need no walk back to the name's start.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     following = text[name_end : name_end + 1]
     if following not in _FOLLOWING:
         return None
@@ -284,13 +288,15 @@ CONTEXT_STARTS = frozenset(("(", ",", "%", *_CONTEXT_FOLLOWING))
 
 
 def in_context(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
 ) -> SecretSpan | None:
     """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
-    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
+    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default. Its
+    name's characters end at ``name_end`` (found here when the caller does not know it)."""
     # Each takes its value after a space, a separator, a tag's end or a comma; most words in
     # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     following = text[name_end : name_end + 1]
     if following == "(":  # PASSWORD('…'), setPassword("…")
         return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
@@ -319,7 +325,7 @@ def in_context(
         found = password_keyword_at(text, start, end, line_start, line_end)
         if found is not None:
             return found
-    return prose_at(text, start, end, line_start, line_end)
+    return prose_at(text, start, end, line_start, line_end, name_end)
 
 
 # A name followed by a space and a word ("the token expires", "token lifetime": most word hits

@@ -202,7 +202,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
             if table_row is None:
-                table_row = find("|", line_start, line_start + 4) >= 0
+                table_row = "|" in text[line_start : line_start + 4]  # a slice: no call
             if table_row:
                 found, word_done = _table_word_hit(
                     text, anchor, start, end, line_start, line_end, word_done, spans
@@ -225,7 +225,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     and not spaced_may_hold(text, start, end, line_start, line_end)
                 ):
                     continue
-                if (anchor.ordinary_prefix and ordinary_pass_word(text, start, end)) or (
+                # "pass" is one of the ordinary words only beside a small letter, "_PAT" only
+                # before a letter or digit (``ordinary_pass_word``): Python's ``pass`` is neither.
+                if (
+                    anchor.ordinary_prefix
+                    and (after.islower() or after.isalnum() or text[start - 1 : start].islower())
+                    and ordinary_pass_word(text, start, end)
+                ) or (
                     (after.isalnum() or after == "=")
                     and inside_base64_run(text, start, end, line_start, line_end)
                 ):
@@ -419,7 +425,7 @@ def _word_value_at(
         )
     ):
         separated = not anchor.pass_word  # "pass" may need no sign
-        found, reach = assignment_at(text, start, end, line_start, line_end)
+        found, reach = assignment_at(text, start, end, line_start, line_end, name_end)
         # A weak word's miss leaves its name to the words around it ("apiKey").
         word_done = reach if found is not None or not weak else word_done
     if found is None and anchor.bearer:
@@ -436,7 +442,7 @@ def _word_value_at(
     ):
         found, word_done = pair_at(text, start, end, line_start, line_end)
     if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
-        found = in_context(text, start, end, line_start, line_end)
+        found = in_context(text, start, end, line_start, line_end, name_end)
     # A value below needs its separator then, after blanks, an opening or the line's end
     # (``BELOW_OPENS``): "key: int" and "key = value" have none.
     if blank:
