@@ -222,7 +222,10 @@ def _value_bounds(
             value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
             return None
-    elif (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None:
+    elif (
+        text.startswith("${", value_start, line_end)  # what every expansion opens with
+        and (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None
+    ):
         value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
@@ -256,7 +259,7 @@ def _judged_value(
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
-    default = _SHELL_DEFAULT.fullmatch(value)
+    default = _SHELL_DEFAULT.fullmatch(value) if value.startswith("${") else None
     if default is not None and default.group("default"):
         # ``"${DB_PASSWORD:-…}"``: the lookup's literal default is what the program runs with.
         base = value_start

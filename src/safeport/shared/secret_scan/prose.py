@@ -288,11 +288,19 @@ CONTEXT_STARTS = frozenset(("(", ",", "%", *_CONTEXT_FOLLOWING))
 
 
 def in_context(
-    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
+    text: str,
+    start: int,
+    end: int,
+    line_start: int,
+    line_end: int,
+    name_end: int | None = None,
+    *,
+    spaced_may: bool = False,
 ) -> SecretSpan | None:
     """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
     a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default. Its
-    name's characters end at ``name_end`` (found here when the caller does not know it)."""
+    name's characters end at ``name_end`` (found here when the caller does not know it);
+    ``spaced_may`` says the caller found ``spaced_may_hold`` true for it already."""
     # Each takes its value after a space, a separator, a tag's end or a comma; most words in
     # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
     if name_end is None:
@@ -310,8 +318,10 @@ def in_context(
         return encoded_query_at(text, start, end, line_start, line_end)
     if following not in _CONTEXT_FOLLOWING:
         return None
-    if following in (" ", "\t") and not spaced_may_hold(
-        text, start, name_end, line_start, line_end
+    if (
+        following in (" ", "\t")
+        and not spaced_may
+        and not spaced_may_hold(text, start, name_end, line_start, line_end)
     ):
         return None
     if following in (" ", "\t"):

@@ -442,7 +442,17 @@ def _word_value_at(
     ):
         found, word_done = pair_at(text, start, end, line_start, line_end)
     if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
-        found = in_context(text, start, end, line_start, line_end, name_end)
+        # A blank right after the word: the name ends there, and the hit came here only if
+        # ``spaced_may_hold`` (the same look, at the same place) found it may hold a value.
+        found = in_context(
+            text,
+            start,
+            end,
+            line_start,
+            line_end,
+            name_end,
+            spaced_may=name_end == end and blank and not anchor.bearer,
+        )
     # A value below needs its separator then, after blanks, an opening or the line's end
     # (``BELOW_OPENS``): "key: int" and "key = value" have none.
     if blank:
