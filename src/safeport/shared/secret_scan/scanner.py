@@ -182,6 +182,10 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
+    # Where the search back for a line's start stops: the end of the line before. A line's
+    # start is found when a hit on it first needs it (-1 until then): a URL's or a command's
+    # look reads to the line's end alone.
+    line_before = 0
     # A Markdown table's row: its words are judged as its header (below). Found for a line
     # when a word on it first needs to know (None until then).
     table_row: bool | None = False
@@ -193,15 +197,19 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             hidden.append(start)
             continue
         if start >= line_end:  # a new line: find its bounds once, however many hits it holds
-            line_start = rfind("\n", line_end, start) + 1
+            line_before, line_start = line_end, -1
             newline = find("\n", start)
             line_end = text_end if newline < 0 else newline
             table_row = None
         if anchor.rules:
+            if line_start < 0:
+                line_start = rfind("\n", line_before, start) + 1
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
-            if table_row is None:
+            if table_row is None:  # the line's first word
+                if line_start < 0:
+                    line_start = rfind("\n", line_before, start) + 1
                 table_row = "|" in text[line_start : line_start + 4]  # a slice: no call
             if table_row:
                 found, word_done = _table_word_hit(
@@ -272,10 +280,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             found = command_at(text, start, end, line_end)
         elif anchor.call:
             found = positional_at(text, end, line_end)
-        elif anchor.key_block:
-            found = readers.key_blocks.at(start, line_start)
-        elif anchor.shape:
-            spans.extend(readers.shapes.at(anchor.shape, start, end, line_start))
+        elif anchor.key_block or anchor.shape:
+            if line_start < 0:
+                line_start = rfind("\n", line_before, start) + 1
+            if anchor.key_block:
+                found = readers.key_blocks.at(start, line_start)
+            else:
+                spans.extend(readers.shapes.at(anchor.shape, start, end, line_start))
         if found is not None:
             spans.append(found)
     spans += tokens.searched()
