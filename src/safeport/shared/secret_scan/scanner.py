@@ -427,12 +427,13 @@ def _word_value_at(
             and may_assign_strong(text, end, line_end)
         )
         if weak
+        # "pass" may take a value after a space alone: ``may_assign`` is true for it.
         else (
-            (
-                anchor.pass_word
-                or (beyond in SEPARATED_AFTER_BLANKS if blank else follows in SEPARATED_STARTS)
+            anchor.pass_word
+            or (
+                (beyond in SEPARATED_AFTER_BLANKS if blank else follows in SEPARATED_STARTS)
+                and may_assign(text, start, end, line_end)
             )
-            and may_assign(text, start, end, line_end)
         )
     ):
         separated = not anchor.pass_word  # "pass" may need no sign
