@@ -139,13 +139,16 @@ def _assignment(
     # separator after them, and those need no walk back to the name's start. The steps after
     # this one run only for the few keywords a separator follows.
     after = _AFTER_NAME.match(text, name_end, line_end)
-    if after is None or not (after.group("sep") or after.group("space")):
+    if after is None:
         return None, 0
-    if not after.group("sep") and text[start:end].lower() != "pass":
+    sep = after.group("sep")
+    if not (sep or after.group("space")):
+        return None, 0
+    if not sep and text[start:end].lower() != "pass":
         return None, 0  # a bare space takes a value only after "password" (below): prose
     name_start = name_begins(text, start, line_start)
     name = text[name_start:name_end].strip(".-")
-    if not after.group("sep") and (
+    if not sep and (
         not _starts_line(text, line_start, name_start)
         if after.group("quote")
         else len(name) < len("passwd")
@@ -165,9 +168,7 @@ def _assignment(
     words = name_words(name)
     if not words:
         return None, 0
-    if not after.group("sep") and not _bare_space_separates(
-        text, line_start, name_start, words, after
-    ):
+    if not sep and not _bare_space_separates(text, line_start, name_start, words, after):
         return None, 0
     weak = not secret_name(name, words)
     if weak and not weak_secret_name(words):
