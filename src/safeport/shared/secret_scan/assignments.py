@@ -120,30 +120,35 @@ def may_assign_strong(text: str, end: int, line_end: int) -> bool:
 
 
 def assignment_at(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
 ) -> tuple[SecretSpan | None, int]:
     """The value assigned to the name around the keyword at ``text[start:end]``, if that name is
     secret-like and the value looks generated; and how far the judgement reached (a keyword
-    inside a value already judged needs no judgement of its own)."""
-    span, reach = _assignment(text, start, end, line_start, line_end)
+    inside a value already judged needs no judgement of its own). ``name_end`` is where the
+    name's characters after the keyword end (at most 64), where the caller knows it already."""
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    span, reach = _assignment(text, start, end, name_end, line_start, line_end)
     return span, max(reach, end)
 
 
 def _assignment(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str, start: int, end: int, name_end: int, line_start: int, line_end: int
 ) -> tuple[SecretSpan | None, int]:
     # What follows the name first: most words in code (``passed``, ``Token(``) have no
     # separator after them, and those need no walk back to the name's start. The steps after
     # this one run only for the few keywords a separator follows.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     after = _AFTER_NAME.match(text, name_end, line_end)
-    if after is None or not (after.group("sep") or after.group("space")):
+    if after is None:
         return None, 0
-    if not after.group("sep") and text[start:end].lower() != "pass":
+    sep = after.group("sep")
+    if not (sep or after.group("space")):
+        return None, 0
+    if not sep and text[start:end].lower() != "pass":
         return None, 0  # a bare space takes a value only after "password" (below): prose
     name_start = name_begins(text, start, line_start)
     name = text[name_start:name_end].strip(".-")
-    if not after.group("sep") and (
+    if not sep and (
         not _starts_line(text, line_start, name_start)
         if after.group("quote")
         else len(name) < len("passwd")
@@ -163,9 +168,7 @@ def _assignment(
     words = name_words(name)
     if not words:
         return None, 0
-    if not after.group("sep") and not _bare_space_separates(
-        text, line_start, name_start, words, after
-    ):
+    if not sep and not _bare_space_separates(text, line_start, name_start, words, after):
         return None, 0
     weak = not secret_name(name, words)
     if weak and not weak_secret_name(words):
@@ -220,7 +223,10 @@ def _value_bounds(
             value_end = long_value_end(text, value_start, line_end)
         if value_end < 0:
             return None
-    elif (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None:
+    elif (
+        text.startswith("${", value_start, line_end)  # what every expansion opens with
+        and (expansion := _SHELL_DEFAULT.match(text, value_start, line_end)) is not None
+    ):
         value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
@@ -254,7 +260,7 @@ def _judged_value(
     value = text[value_start:value_end]
     if value.endswith("\\") and quote:
         value, value_end = value[:-1], value_end - 1
-    default = _SHELL_DEFAULT.fullmatch(value)
+    default = _SHELL_DEFAULT.fullmatch(value) if value.startswith("${") else None
     if default is not None and default.group("default"):
         # ``"${DB_PASSWORD:-…}"``: the lookup's literal default is what the program runs with.
         base = value_start

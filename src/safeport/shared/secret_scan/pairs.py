@@ -84,17 +84,23 @@ def pair_at(
         and "name" not in text[max(line_start, name_start - _BEFORE_WINDOW) : name_start]
     ):
         return None, end
+    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    name = text[name_start:name_end]
+    # A name that is one small word ("seed", "key") is judged before the search of what
+    # precedes it, which costs more: both refusals end the look alike.
+    words = name_words(name) if name.isalnum() and name.islower() else []
+    if words and not secret_name(name, words):
+        return None, end
     before = _BEFORE.search(text, max(line_start, name_start - _BEFORE_WINDOW), name_start)
     if before is None:
         return None, end
     shape = next(group for group in ("xml", "json", "yaml", "call") if before.group(group))
     if shape != "yaml" and not before.group("quote"):
         return None, end  # an unquoted name in code is a variable, not a field's value
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
-    name = text[name_start:name_end]
-    words = name_words(name)
-    if not words or not secret_name(name, words):
-        return None, end
+    if not words:
+        words = name_words(name)
+        if not words or not secret_name(name, words):
+            return None, end
     # The value may sit on the next line (YAML, pretty-printed JSON): look one line further.
     next_newline = text.find("\n", line_end + 1)
     limit = len(text) if next_newline < 0 else next_newline

@@ -76,11 +76,15 @@ _FOLLOWING = frozenset((" ", "\t", ">", "=", ":", "?", "|"))
 _LOOKUP_CALLEES = re.compile(r"(?i:get|env|fetch|config|setting|option|param|lookup|pop|default)")
 
 
-def prose_at(text: str, start: int, end: int, line_start: int, line_end: int) -> SecretSpan | None:
-    """The secret named in context around the keyword at ``text[start:end]``, if any."""
+def prose_at(
+    text: str, start: int, end: int, line_start: int, line_end: int, name_end: int | None = None
+) -> SecretSpan | None:
+    """The secret named in context around the keyword at ``text[start:end]``, if any; its name's
+    characters end at ``name_end`` (found here when the caller does not know it)."""
     # What follows the name first: most words in code (``token)``, ``Token(``) are followed by
     # nothing these shapes take, and need no walk back to the name's start.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     following = text[name_end : name_end + 1]
     if following not in _FOLLOWING:
         return None
@@ -103,7 +107,13 @@ def _spaced_value(
     text: str, name_start: int, name_end: int, line_start: int, line_end: int
 ) -> SecretSpan | None:
     name = text[name_start:name_end]
-    if _DEFINE.search(text, max(line_start, name_start - 16), name_start):
+    # A macro's word ends in blanks just before the name (``_DEFINE``): a name opening its line
+    # or after anything else is none, and skips the search.
+    if (
+        name_start > line_start
+        and text[name_start - 1] in " \t"
+        and _DEFINE.search(text, max(line_start, name_start - 16), name_start)
+    ):
         if not _secret(name):
             return None
         return _value_span(_MACRO_VALUE.match(text, name_end, line_end))
@@ -278,13 +288,23 @@ CONTEXT_STARTS = frozenset(("(", ",", "%", *_CONTEXT_FOLLOWING))
 
 
 def in_context(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str,
+    start: int,
+    end: int,
+    line_start: int,
+    line_end: int,
+    name_end: int | None = None,
+    *,
+    spaced_may: bool = False,
 ) -> SecretSpan | None:
     """A secret named by the word at ``text[start:end]`` in a shape other than an assignment's:
-    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default."""
+    a command's flag, libcurl's option, SQL's PASSWORD, prose, markup, a lookup's default. Its
+    name's characters end at ``name_end`` (found here when the caller does not know it);
+    ``spaced_may`` says the caller found ``spaced_may_hold`` true for it already."""
     # Each takes its value after a space, a separator, a tag's end or a comma; most words in
     # code (``token)``, ``self.auth.login(``) are followed by none, and are done here.
-    name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
+    if name_end is None:
+        name_end = _NAME_CHARS.match(text, end, line_end).end()  # type: ignore[union-attr]
     following = text[name_end : name_end + 1]
     if following == "(":  # PASSWORD('…'), setPassword("…")
         return password_keyword_at(text, start, end, line_start, line_end) or call_literal_at(
@@ -298,8 +318,10 @@ def in_context(
         return encoded_query_at(text, start, end, line_start, line_end)
     if following not in _CONTEXT_FOLLOWING:
         return None
-    if following in (" ", "\t") and not spaced_may_hold(
-        text, start, name_end, line_start, line_end
+    if (
+        following in (" ", "\t")
+        and not spaced_may
+        and not spaced_may_hold(text, start, name_end, line_start, line_end)
     ):
         return None
     if following in (" ", "\t"):
@@ -313,7 +335,7 @@ def in_context(
         found = password_keyword_at(text, start, end, line_start, line_end)
         if found is not None:
             return found
-    return prose_at(text, start, end, line_start, line_end)
+    return prose_at(text, start, end, line_start, line_end, name_end)
 
 
 # A name followed by a space and a word ("the token expires", "token lifetime": most word hits

@@ -64,9 +64,9 @@ from safeport.shared.secret_scan.structured import (
     BELOW_AFTER_BLANKS,
     BELOW_OPENS,
     BELOW_STARTS,
+    below_opening,
     escaped_value_at,
     may_be_escaped,
-    may_open_below,
     sealed_ciphertext,
     value_below,
 )
@@ -182,6 +182,10 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
+    # Where the search back for a line's start stops: the end of the line before. A line's
+    # start is found when a hit on it first needs it (-1 until then): a URL's or a command's
+    # look reads to the line's end alone.
+    line_before = 0
     # A Markdown table's row: its words are judged as its header (below). Found for a line
     # when a word on it first needs to know (None until then).
     table_row: bool | None = False
@@ -193,16 +197,20 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             hidden.append(start)
             continue
         if start >= line_end:  # a new line: find its bounds once, however many hits it holds
-            line_start = rfind("\n", line_end, start) + 1
+            line_before, line_start = line_end, -1
             newline = find("\n", start)
             line_end = text_end if newline < 0 else newline
             table_row = None
         if anchor.rules:
+            if line_start < 0:
+                line_start = rfind("\n", line_before, start) + 1
             spans += tokens.at(anchor.rules, start, line_start, line_end)
         found: SecretSpan | None = None
         if anchor.word:  # a word's anchor wakes nothing else (``prefilter._table``)
-            if table_row is None:
-                table_row = find("|", line_start, line_start + 4) >= 0
+            if table_row is None:  # the line's first word
+                if line_start < 0:
+                    line_start = rfind("\n", line_before, start) + 1
+                table_row = "|" in text[line_start : line_start + 4]  # a slice: no call
             if table_row:
                 found, word_done = _table_word_hit(
                     text, anchor, start, end, line_start, line_end, word_done, spans
@@ -225,7 +233,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
                     and not spaced_may_hold(text, start, end, line_start, line_end)
                 ):
                     continue
-                if (anchor.ordinary_prefix and ordinary_pass_word(text, start, end)) or (
+                # "pass" is one of the ordinary words only beside a small letter, "_PAT" only
+                # before a letter or digit (``ordinary_pass_word``): Python's ``pass`` is neither.
+                if (
+                    anchor.ordinary_prefix
+                    and (after.islower() or after.isalnum() or text[start - 1 : start].islower())
+                    and ordinary_pass_word(text, start, end)
+                ) or (
                     (after.isalnum() or after == "=")
                     and inside_base64_run(text, start, end, line_start, line_end)
                 ):
@@ -266,10 +280,13 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
             found = command_at(text, start, end, line_end)
         elif anchor.call:
             found = positional_at(text, end, line_end)
-        elif anchor.key_block:
-            found = readers.key_blocks.at(start, line_start)
-        elif anchor.shape:
-            spans.extend(readers.shapes.at(anchor.shape, start, end, line_start))
+        elif anchor.key_block or anchor.shape:
+            if line_start < 0:
+                line_start = rfind("\n", line_before, start) + 1
+            if anchor.key_block:
+                found = readers.key_blocks.at(start, line_start)
+            else:
+                spans.extend(readers.shapes.at(anchor.shape, start, end, line_start))
         if found is not None:
             spans.append(found)
     spans += tokens.searched()
@@ -410,16 +427,17 @@ def _word_value_at(
             and may_assign_strong(text, end, line_end)
         )
         if weak
+        # "pass" may take a value after a space alone: ``may_assign`` is true for it.
         else (
-            (
-                anchor.pass_word
-                or (beyond in SEPARATED_AFTER_BLANKS if blank else follows in SEPARATED_STARTS)
+            anchor.pass_word
+            or (
+                (beyond in SEPARATED_AFTER_BLANKS if blank else follows in SEPARATED_STARTS)
+                and may_assign(text, start, end, line_end)
             )
-            and may_assign(text, start, end, line_end)
         )
     ):
         separated = not anchor.pass_word  # "pass" may need no sign
-        found, reach = assignment_at(text, start, end, line_start, line_end)
+        found, reach = assignment_at(text, start, end, line_start, line_end, name_end)
         # A weak word's miss leaves its name to the words around it ("apiKey").
         word_done = reach if found is not None or not weak else word_done
     if found is None and anchor.bearer:
@@ -436,20 +454,33 @@ def _word_value_at(
     ):
         found, word_done = pair_at(text, start, end, line_start, line_end)
     if found is None and not weak and follows in CONTEXT_STARTS:  # a weak word: assignments only
-        found = in_context(text, start, end, line_start, line_end)
+        # A blank right after the word: the name ends there, and the hit came here only if
+        # ``spaced_may_hold`` (the same look, at the same place) found it may hold a value.
+        found = in_context(
+            text,
+            start,
+            end,
+            line_start,
+            line_end,
+            name_end,
+            spaced_may=name_end == end and blank and not anchor.bearer,
+        )
     # A value below needs its separator then, after blanks, an opening or the line's end
     # (``BELOW_OPENS``): "key: int" and "key = value" have none.
     if blank:
         separator = blanks_end if beyond in BELOW_AFTER_BLANKS else -1
     else:
         separator = name_end if follows in BELOW_AFTER_BLANKS else -1
-    opens_below = (
-        (separator >= 0 or (not blank and follows in BELOW_STARTS))
+    opening = (
+        below_opening(text, end, line_end)
+        if (separator >= 0 or (not blank and follows in BELOW_STARTS))
         and (separator < 0 or _beyond_blanks(text, separator + 1, line_end) in BELOW_OPENS)
-        and may_open_below(text, end, line_end)
+        else None
     )
-    if opens_below:
-        below = value_below(text, start, end, line_start, line_end)  # or begun here, continued
+    opens_below = opening is not None
+    if opening is not None:
+        # Or begun here, continued below; judged from the match that found its opening.
+        below = value_below(text, start, end, line_start, line_end, opening)
         if below is not None:
             spans.append(below)
     # An escaped value and a byte array both open with a backslash, brace or bracket within

@@ -87,11 +87,22 @@ def may_open_below(text: str, end: int, line_end: int) -> bool:
     return _OPENS_BELOW.match(text, end, line_end) is not None
 
 
+def below_opening(text: str, end: int, line_end: int) -> re.Match[str] | None:
+    """``may_open_below``'s match itself, for ``value_below`` to start from."""
+    return _OPENS_BELOW.match(text, end, line_end)
+
+
 def value_below(
-    text: str, start: int, end: int, line_start: int, line_end: int
+    text: str,
+    start: int,
+    end: int,
+    line_start: int,
+    line_end: int,
+    opened: re.Match[str] | None = None,
 ) -> SecretSpan | None:
-    """The value below the secret-like name around ``text[start:end]``, if it looks generated."""
-    after = _OPENS_BELOW.match(text, end, line_end)
+    """The value below the secret-like name around ``text[start:end]``, if it looks generated;
+    ``opened`` is ``below_opening``'s match at ``end``, where the caller has it already."""
+    after = _OPENS_BELOW.match(text, end, line_end) if opened is None else opened
     if after is None:
         return None
     if after.group("head") is not None:
