@@ -6,6 +6,8 @@ from __future__ import annotations
 import secrets
 import string
 
+import pytest
+
 from safeport.shared.secret_scan import find_secrets
 from safeport.shared.secret_scan.scanner import REMEMBER_FROM_CHARS, REMEMBERED_TEXTS, scan_text
 
@@ -51,3 +53,18 @@ def test_memory_is_bounded_and_small_texts_are_never_remembered() -> None:
     before = dict(scanner._recent)
     find_secrets("password = 'Zr8Kq2Wm5Xv9Lp3T'\n")
     assert dict(scanner._recent) == before
+
+
+def test_where_blake3_is_missing_sha256_keys_the_memory_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from safeport.shared.secret_scan import scanner
+
+    monkeypatch.setattr(scanner, "_digest", scanner._sha256)
+    monkeypatch.setattr(scanner, "_recent", type(scanner._recent)())
+    clean = _clean(REMEMBER_FROM_CHARS * 2)
+    assert find_secrets(clean) == [] and len(scanner._recent) == 1
+    token = _token()
+    edited = clean[:-60] + f" {token} " + clean[-19:]
+    assert [edited[s.start : s.end] for s in find_secrets(edited)] == [token]
+    assert len(scanner._recent) == 2 and all(len(key) == 32 for key in scanner._recent)
