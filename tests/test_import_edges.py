@@ -545,7 +545,7 @@ DECISION_MODULES = {
         "shared.secret_scan.checks",
         "shared.secret_scan.prefilter",
         "shared.secret_scan.private_keys",
-        "shared.secret_scan.provider_rules",
+        "shared.secret_scan.providers.rules",
         "shared.secret_scan.redaction",
         "shared.secret_scan.scanner",
         "shared.secret_scan.spans",

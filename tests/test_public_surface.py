@@ -233,6 +233,7 @@ SURFACES: dict[str, set[str]] = {
         "redact",
         "redact_spans",
     },
+    "safeport.shared.secret_scan.providers": {"RULES", "TokenRule"},
     "safeport.shared.schemas": {
         "AGENT_REQUEST",
         "CONTROL_REQUEST",

@@ -28,7 +28,7 @@ import ahocorasick_rs
 from safeport.shared.secret_scan.names import MISSPELLINGS, TRANSLATIONS
 from safeport.shared.secret_scan.pairs import POSITIONAL_CALLS
 from safeport.shared.secret_scan.passwords import ORDINARY_PREFIXES
-from safeport.shared.secret_scan.provider_rules import RULES, TokenRule
+from safeport.shared.secret_scan.providers.rules import RULES, TokenRule
 from safeport.shared.secret_scan.shapes import SHAPE_ANCHORS
 
 WORDS = (

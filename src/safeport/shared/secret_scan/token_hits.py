@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from safeport.shared.secret_scan.prefilter import Anchor
 from safeport.shared.secret_scan.private_keys import KeyBlocks
-from safeport.shared.secret_scan.provider_rules import TokenRule
+from safeport.shared.secret_scan.providers.rules import TokenRule
 from safeport.shared.secret_scan.shapes import Shapes
 from safeport.shared.secret_scan.spans import SecretSpan
 

@@ -24,7 +24,7 @@ from safeport.shared.secret_scan.checks import (
     random_enough,
     shannon_bits,
 )
-from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
+from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 # Boundaries for tokens of letters and digits only, which also keep them out of base64 text
 # (an image in a data URI holds any short prefix by chance).

@@ -8,7 +8,7 @@ which OpenAI's rule (mixed case required) leaves alone.
 from __future__ import annotations
 
 from safeport.shared.secret_scan.checks import mixed_generated, random_enough
-from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
+from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 
 def _hex_mix(value: str) -> bool:

@@ -1,14 +1,14 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
 Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
 authenticate message, MySQL password hashes, Tailscale's keys. (GitLab, GitHub's other tokens,
-Docker Hub and the older formats are in ``provider_rules``.)"""
+Docker Hub and the older formats are in ``rules``.)"""
 
 from __future__ import annotations
 
 import re
 
 from safeport.shared.secret_scan.checks import decoded_base64, random_enough
-from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
+from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 _REFERENCE = re.compile(rb"reftkn:[0-9]{2}:[0-9]{10}:")
 _NTLM_AUTHENTICATE = b"NTLMSSP\x00\x03\x00\x00\x00"
@@ -40,7 +40,7 @@ def _drawn_hex(value: str) -> bool:
 
 DEVOPS_RULES: tuple[TokenRule, ...] = (
     # An app's installation token in its newer, dated form: ``ghs_<yyyymmdd>_`` then a signed
-    # JWT or a random body (the older ``ghs_<36>`` is in ``provider_rules``).
+    # JWT or a random body (the older ``ghs_<36>`` is in ``rules``).
     rule(
         "github-token",
         "ghs_",

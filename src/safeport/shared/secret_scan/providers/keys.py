@@ -8,7 +8,7 @@ Public halves are left alone: an NKEY's public key starts with its type letter (
 from __future__ import annotations
 
 from safeport.shared.secret_scan.checks import shannon_bits
-from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
+from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 
 def _base32_drawn(value: str) -> bool:

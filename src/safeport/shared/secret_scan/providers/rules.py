@@ -8,8 +8,8 @@ linear. Distinctive prefixes (``ghp_``, ``glpat-``, ``xoxb-``) match even when g
 short ones (``SK``, ``AC``, ``key-``) need a boundary on the left. A rule whose
 pattern has a ``secret`` group redacts only that group (the value after ``AccountKey=``).
 
-The formats here are the first ones kept; newer ones live by family beside them (``rules_ai``,
-``rules_apps``, ``rules_devops``, ``rules_keys``), and :data:`RULES` is all of them.
+The formats here are the first ones kept; newer ones live by family beside them (``ai``,
+``apps``, ``devops``, ``keys``), and :data:`RULES` is all of them.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from safeport.shared.secret_scan.checks import (
     random_enough,
     shannon_bits,
 )
-from safeport.shared.secret_scan.rules_ai import AI_RULES
-from safeport.shared.secret_scan.rules_apps import APP_RULES
-from safeport.shared.secret_scan.rules_devops import DEVOPS_RULES
-from safeport.shared.secret_scan.rules_keys import KEY_RULES
-from safeport.shared.secret_scan.token_rule import B, E, TokenRule, rule
+from safeport.shared.secret_scan.providers.ai import AI_RULES
+from safeport.shared.secret_scan.providers.apps import APP_RULES
+from safeport.shared.secret_scan.providers.devops import DEVOPS_RULES
+from safeport.shared.secret_scan.providers.keys import KEY_RULES
+from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 __all__ = ["RULES", "TokenRule"]
 
