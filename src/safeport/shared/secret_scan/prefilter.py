@@ -257,11 +257,13 @@ _HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
 _LITERAL_SCAN = _LiteralScan(_ASCII_LITERALS) if _HYPERSCAN else None
 
 
-def hits(text: str) -> list[tuple[int, int, Anchor]]:
-    """Each anchor occurrence in ``text`` as (start, end, what it wakes), in text order."""
+def hits(text: str, ascii_bytes: bytes | None = None) -> list[tuple[int, int, Anchor]]:
+    """Each anchor occurrence in ``text`` as (start, end, what it wakes), in text order.
+    ``ascii_bytes``: the text already encoded, where the caller knows it is ASCII (a large
+    text's digest is taken of the same bytes), so it is not encoded twice."""
     try:
-        if text.isascii():
-            data = text.encode("ascii")
+        if ascii_bytes is not None or text.isascii():
+            data = text.encode("ascii") if ascii_bytes is None else ascii_bytes
             scanned = None if _LITERAL_SCAN is None else _LITERAL_SCAN.find(data)
             found = (
                 _by_start(_ASCII_AUTOMATON.find_matches_as_indexes(data, overlapping=True))
@@ -283,9 +285,11 @@ def hits(text: str) -> list[tuple[int, int, Anchor]]:
     # Hyperscan's come in the same order whatever order it reports them in. No two hits share
     # both (the same span of text is the same literal), so the index is never compared.
     found.sort()
+    anchors = ANCHORS
+    if _SELF_OVERLAPPING.isdisjoint([index for _, _, index in found]):
+        return [(start, end, anchors[index]) for start, end, index in found]
     kept = []
     ends: dict[int, int] = {}
-    anchors = ANCHORS
     for start, end, index in found:
         # A literal found again inside itself ("AAAAAAAAAA" along a run of A's) wakes nothing
         # its first hit did not: every rule starts at its anchor behind a boundary, or searches

@@ -68,13 +68,15 @@ def find_secrets(text: str) -> list[SecretSpan]:
     """Every secret in ``text``, as non-overlapping spans in text order."""
     if len(text) < REMEMBER_FROM_CHARS:
         return scan_text(text)
-    digest = _digest(text.encode("utf-8", "surrogatepass"))
+    data = text.encode("utf-8", "surrogatepass")
+    digest = _digest(data)
     with _recent_lock:
         known = _recent.get(digest)
         if known is not None:
             _recent.move_to_end(digest)
             return list(known)
-    spans = scan_text(text)
+    # UTF-8 as long as the text is ASCII, which the prefilter's pass then reads as it is.
+    spans = _scan(text, data if len(data) == len(text) else None)
     with _recent_lock:
         _recent[digest] = tuple(spans)
         while len(_recent) > REMEMBERED_TEXTS:
@@ -84,7 +86,11 @@ def find_secrets(text: str) -> list[SecretSpan]:
 
 def scan_text(text: str) -> list[SecretSpan]:
     """``find_secrets`` without remembering: every secret in ``text``, scanned now."""
-    spans, hidden = _find(text)
+    return _scan(text, None)
+
+
+def _scan(text: str, ascii_bytes: bytes | None) -> list[SecretSpan]:
+    spans, hidden = _find(text, ascii_bytes)
     if hidden:
         spans = merge_spans([*spans, *_find_through_hidden(text, hidden)])
     if not spans:
@@ -125,8 +131,9 @@ def _find_through_hidden(text: str, hidden: list[int]) -> list[SecretSpan]:
     return found
 
 
-def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
-    """The secrets of ``text`` as written, and where it holds a hidden character."""
+def _find(text: str, ascii_bytes: bytes | None = None) -> tuple[list[SecretSpan], list[int]]:
+    """The secrets of ``text`` as written, and where it holds a hidden character
+    (``ascii_bytes``: the text encoded, where it is ASCII)."""
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
@@ -139,7 +146,7 @@ def _find(text: str) -> tuple[list[SecretSpan], list[int]]:
     word_done = -1  # a name holding several words ("secret_token") is judged once
     tokens, readers = TokenRules(text), Readers(text)
     find, rfind, text_end = text.find, text.rfind, len(text)  # bound once: the loop is hot
-    for start, end, anchor in hits(text):
+    for start, end, anchor in hits(text, ascii_bytes):
         if anchor.hidden:
             hidden.append(start)
             continue

@@ -159,9 +159,15 @@ def word_hit(
             may_look = follows in WEAK_LOOKS
     else:
         may_look = follows in WORD_LOOKS or anchor.pass_word or anchor.bearer
-    if not may_look and not escape_or_bracket(text, name_end, min(line_end, end + BYTES_REACH)):
+    if may_look:
+        return word_value_at(
+            text, anchor, start, end, name_end, line_start, line_end, word_done, spans
+        )
+    # None of the looks that start after the name can start here: only an escaped value or a
+    # byte array further on may be the word's (``_below_or_escaped``'s last two looks).
+    if not escape_or_bracket(text, name_end, min(line_end, end + BYTES_REACH)):
         return None, word_done
-    return word_value_at(text, anchor, start, end, name_end, line_start, line_end, word_done, spans)
+    return _escaped_or_bytes(text, start, end, line_start, line_end, True), word_done
 
 
 def word_value_at(
@@ -257,11 +263,21 @@ def _below_or_escaped(
     # An escaped value and a byte array both open with a backslash, brace or bracket within
     # BYTES_REACH characters of the word: most names have none after them, and skip both looks.
     if found is None and escape_or_bracket(text, name_end, min(line_end, end + BYTES_REACH)):
-        if opening is None and may_be_escaped(text, end, line_end):
-            found = escaped_value_at(text, start, end, line_start, line_end)
-        if found is None and may_hold_bytes(text, end, line_end):
-            found = byte_array_at(text, start, end, line_start, line_end)
+        found = _escaped_or_bytes(text, start, end, line_start, line_end, opening is None)
     return below, found
+
+
+def _escaped_or_bytes(
+    text: str, start: int, end: int, line_start: int, line_end: int, escaped: bool
+) -> SecretSpan | None:
+    """An escaped value (where ``escaped``: no value below opened) or a byte array after the
+    word at ``text[start:end]``."""
+    found = None
+    if escaped and may_be_escaped(text, end, line_end):
+        found = escaped_value_at(text, start, end, line_start, line_end)
+    if found is None and may_hold_bytes(text, end, line_end):
+        found = byte_array_at(text, start, end, line_start, line_end)
+    return found
 
 
 def _may_assign(
