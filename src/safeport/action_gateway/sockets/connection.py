@@ -147,8 +147,11 @@ class Connection:
             )
         async with self.write_lock:
             try:
-                async with asyncio.timeout(self.limits.write_timeout_s):
-                    await self.channel.send_all(frame)
+                # The write timeout is armed only when the socket cannot take the frame at once.
+                sent = self.channel.send_now(frame)
+                if sent < len(frame):
+                    async with asyncio.timeout(self.limits.write_timeout_s):
+                        await self.channel.send_all(frame[sent:])
             except (ConnectionError, TimeoutError, OSError):
                 self.close()
 

@@ -101,6 +101,13 @@ class PeerSocket:
         self.last_active = time.monotonic()
         return bytes(data), senders
 
+    def send_now(self, data: bytes) -> int:
+        """What the socket takes of ``data`` without waiting (a reply usually fits whole)."""
+        try:
+            return self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
