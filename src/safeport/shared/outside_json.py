@@ -75,9 +75,7 @@ def loads_outside(data: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEP
             raise JsonRefused("the JSON document holds a lone surrogate") from None
     _prescan(text, max_depth)
     try:
-        value = json.loads(
-            text, object_pairs_hook=_object, parse_float=_float, parse_constant=_constant
-        )
+        value = _DECODER.decode(text)
     except JsonRefused:
         raise
     except (ValueError, RecursionError):  # RecursionError: kept as a second line, never reached
@@ -151,6 +149,11 @@ def _float(text: str) -> float:
 
 def _constant(name: str) -> Any:
     raise JsonRefused("NaN and Infinity are not JSON")
+
+
+# Built once: ``json.loads`` with any hook builds a new decoder and scanner on every call. The
+# standard library shares its own default decoder between threads the same way.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_float, parse_constant=_constant)
 
 
 def _refuse_lone_surrogates(value: Any) -> None:

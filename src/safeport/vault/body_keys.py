@@ -4,9 +4,12 @@ A key is an ephemeral X25519 key pair's public half and the AES-256-GCM key its 
 the audit key gives (about 50 µs of work, which holds the interpreter's lock). A daemon thread
 keeps a few ready. It is woken only by :meth:`KeyReserve.prepare`, which a journal calls just
 before it waits for an fsync: the derivation then runs while the requesting thread waits on the
-disk, instead of taking the interpreter from it at its next system call. Every key is taken once
-and then forgotten: each record still has its own ephemeral key, and no key outlives its record.
-A forked child drops the keys it inherited, so two processes can never seal with one key.
+disk, instead of taking the interpreter from it at its next system call. It is woken once the
+reserve is down to half, and then refills it whole: each wake-up costs both threads a hand-over
+of the interpreter and the processor, so it is paid once for several keys, not once for each.
+Every key is taken once and then forgotten: each record still has its own ephemeral key, and no
+key outlives its record. A forked child drops the keys it inherited, so two processes can never
+seal with one key.
 """
 
 from __future__ import annotations
@@ -52,13 +55,14 @@ class KeyReserve:
         return key if key is not None else self._derive()
 
     def prepare(self) -> None:
-        """The caller is about to wait (on the disk): derive the keys that are missing now."""
+        """The caller is about to wait (on the disk): once half the reserve is taken, derive
+        the keys that are missing now."""
         if self._size <= 0:
             return
         with self._wake:
             if self._pid != os.getpid():
                 self._forget_after_fork()
-            if self._stopped or len(self._keys) >= self._size:
+            if self._stopped or len(self._keys) > self._size // 2:
                 return
             if self._thread is None:
                 self._thread = threading.Thread(

@@ -33,6 +33,7 @@ ALGORITHM = "x25519-hkdf-sha256-aes256gcm"
 _INFO = b"safeport audit body v1\x00"
 _NONCE = bytes(12)
 _RAW = (serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+# Refilled once half are taken (body_keys): one wake of the deriving thread every two records.
 KEYS_AHEAD = 4
 
 

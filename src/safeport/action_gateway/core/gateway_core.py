@@ -40,7 +40,7 @@ from safeport.action_gateway.ladder.credentials import CredentialSupply
 from safeport.action_gateway.ladder.outcome import ProposalOutcome
 from safeport.action_gateway.ladder.resolve import Proposal
 from safeport.action_gateway.ladder.rungs import Ladder
-from safeport.action_gateway.policy.catalog import catalog_of, reply_cap
+from safeport.action_gateway.policy.catalog import catalog_of
 from safeport.action_gateway.policy.rate_limits import RateLimiter
 from safeport.action_gateway.policy.store import PolicyStore
 from safeport.errors import Denied, Error
@@ -160,7 +160,7 @@ class GatewayCore:
 
     def reply_cap(self) -> int | None:
         served = self._policies.served
-        return reply_cap(served.policy) if served is not None else None
+        return served.reply_cap if served is not None else None
 
     # -- the vault ----------------------------------------------------------------------------
 

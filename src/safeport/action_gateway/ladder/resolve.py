@@ -94,7 +94,7 @@ def resolve(proposal: Proposal, served: ServedPolicy) -> Resolved:
         operation_id=operation_id,
         credential=credential_id,
         scope=found.scope,
-        session_covers=session_covers(policy, credential_id) if found.scope == "session" else (),
+        session_covers=_session_covers(served, credential_id) if found.scope == "session" else (),
         args=found.args,
         policy_digest=served.digest,
         read_only=found.read_only,
@@ -167,6 +167,17 @@ def credential_origin(credential: Credential) -> str:
         f"OpenBao {credential.source}: {credential.kv_mount}/{credential.kv_path} field "
         f"{credential.kv_field} (read for this call only)"
     )
+
+
+def _session_covers(served: ServedPolicy, credential_id: str) -> tuple[str, ...]:
+    """:func:`session_covers` of the served policy, worked out once per policy and credential
+    (it walks every declared action: a cost per proposal that grew with the policy)."""
+    covers = served.session_covers.get(credential_id)
+    if covers is None:
+        covers = served.session_covers.setdefault(
+            credential_id, session_covers(served.policy, credential_id)
+        )
+    return covers
 
 
 def session_covers(policy: GatewayPolicy, credential_id: str) -> tuple[str, ...]:

@@ -57,7 +57,15 @@ def withhold_credential(
 
 
 def filter_ssh(result: SshExecResult, cap: int) -> SshExecResult:
-    data = result.model_dump()
+    # The executor's result is a validated model already, and every value set below is of its
+    # field's type (strings, flags, a count, validated redactions): a copy, not a second
+    # validation of the whole result.
+    data: dict[str, object] = {
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "stdout_truncated": result.stdout_truncated,
+        "stderr_truncated": result.stderr_truncated,
+    }
     redactions: list[ResultRedaction] = []
     for stream in ("stdout", "stderr"):
         text = data[stream]
@@ -75,7 +83,7 @@ def filter_ssh(result: SshExecResult, cap: int) -> SshExecResult:
             data[f"{stream}_truncated"] = True
         data[stream] = text
     data.update(redacted=len(redactions), redactions=redactions)
-    return SshExecResult.model_validate(data)
+    return result.model_copy(update=data)
 
 
 def filter_http(result: HttpResult, response_fields: list[str]) -> HttpResult:

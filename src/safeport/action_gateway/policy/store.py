@@ -10,12 +10,14 @@ passphrase prompt is refused instead of accepted unseen.
 from __future__ import annotations
 
 import difflib
+import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from safeport.action_gateway.policy.catalog import reply_cap
 from safeport.errors import ConfigError, Denied, Error
 from safeport.shared.schemas.config import GatewayPolicy, parse_gateway_policy, policy_digest
 from safeport.shared.schemas.results import PolicySnapshot, PolicyState
@@ -36,6 +38,17 @@ class ServedPolicy:
     policy: GatewayPolicy
     digest: str
     text: str
+    # Depends on the accepted policy alone: worked out at a credential's first session-scoped
+    # proposal and kept while this policy is served (``ladder/resolve.py``).
+    session_covers: dict[str, tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @functools.cached_property
+    def reply_cap(self) -> int:
+        """The wire's cap on a reply under this policy: it walks every declared action, so it is
+        worked out once per policy, not once per reply."""
+        return reply_cap(self.policy)
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ class Connection:
                 idle = first_message_timeout_s
             try:
                 async with asyncio.timeout(idle):
-                    first, senders = await channel.read_exactly(1)
+                    first, senders = await channel.read_some(HEADER.size)
                 break
             except TimeoutError:
                 if self.tasks or channel.keep_open:
@@ -114,9 +114,12 @@ class Connection:
                 raise PeerClosed("the connection was closed") from None
         try:
             async with asyncio.timeout(limits.frame_timeout_s):
-                rest, more = await channel.read_exactly(HEADER.size - 1)
-                length = frame_length(first + rest, limits.max_request_bytes)
-                senders |= more
+                header = first
+                if len(header) < HEADER.size:
+                    rest, more = await channel.read_exactly(HEADER.size - len(header))
+                    header += rest
+                    senders |= more
+                length = frame_length(header, limits.max_request_bytes)
                 if length:
                     payload, more = await channel.read_exactly(length)
                     senders |= more
@@ -144,8 +147,11 @@ class Connection:
             )
         async with self.write_lock:
             try:
-                async with asyncio.timeout(self.limits.write_timeout_s):
-                    await self.channel.send_all(frame)
+                # The write timeout is armed only when the socket cannot take the frame at once.
+                sent = self.channel.send_now(frame)
+                if sent < len(frame):
+                    async with asyncio.timeout(self.limits.write_timeout_s):
+                        await self.channel.send_all(frame[sent:])
             except (ConnectionError, TimeoutError, OSError):
                 self.close()
 

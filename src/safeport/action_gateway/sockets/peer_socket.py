@@ -63,6 +63,22 @@ class PeerSocket:
             and now - self.last_active >= grace
         )
 
+    async def read_some(self, limit: int) -> tuple[bytes, set[Sender]]:
+        """One chunk of at least one byte and at most ``limit`` (a frame's header usually comes
+        whole: one read for it, not two), and its writer; :class:`PeerClosed` on a clean end."""
+        while True:
+            try:
+                chunk, ancillary, _flags, _ = self.sock.recvmsg(limit, _ANCILLARY_BYTES)
+            except (BlockingIOError, InterruptedError):
+                await self._wait(writable=False)
+                continue
+            except OSError:
+                chunk, ancillary = b"", []
+            if not chunk:
+                raise PeerClosed("peer closed the connection")
+            self.last_active = time.monotonic()
+            return chunk, {_sender(ancillary)}
+
     async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
         """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
         clean end before the first byte, ``IncompleteReadError`` after it."""
@@ -84,6 +100,13 @@ class PeerSocket:
             data += chunk
         self.last_active = time.monotonic()
         return bytes(data), senders
+
+    def send_now(self, data: bytes) -> int:
+        """What the socket takes of ``data`` without waiting (a reply usually fits whole)."""
+        try:
+            return self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
 
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)

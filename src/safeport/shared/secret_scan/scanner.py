@@ -66,6 +66,8 @@ _recent_lock = threading.Lock()
 
 def find_secrets(text: str) -> list[SecretSpan]:
     """Every secret in ``text``, as non-overlapping spans in text order."""
+    if not text:
+        return []  # an empty stream (most commands' stderr): nothing to set a scan up for
     if len(text) < REMEMBER_FROM_CHARS:
         return scan_text(text)
     data = text.encode("utf-8", "surrogatepass")
