@@ -150,15 +150,12 @@ def word_hit(
     # ``if key is None``) is done here.
     name_end = name_run(text, end, line_end).end()  # type: ignore[union-attr]
     follows = text[name_end] if name_end < line_end else ""
-    if anchor.weak:
-        if follows == " " or follows == "\t":
-            blanks_end = blank_run(text, name_end, line_end).end()  # type: ignore[union-attr]
-            beyond = text[blanks_end] if blanks_end < line_end else ""
-            may_look = beyond in WEAK_AFTER_BLANKS
-        else:
-            may_look = follows in WEAK_LOOKS
-    else:
+    if not anchor.weak:
         may_look = follows in WORD_LOOKS or anchor.pass_word or anchor.bearer
+    elif follows == " " or follows == "\t":
+        may_look = beyond_blanks(text, name_end, line_end) in WEAK_AFTER_BLANKS
+    else:
+        may_look = follows in WEAK_LOOKS
     if may_look:
         return word_value_at(
             text, anchor, start, end, name_end, line_start, line_end, word_done, spans
