@@ -89,7 +89,7 @@ def is_redacted(display: str) -> bool:
 def masked_path(text: str) -> str:
     """A path as a client sent it, each name with its secrets replaced by their markers: for
     echoing a request (refused, or journaled) without repeating a secret it spelled out."""
-    return "/".join(_redacted(part) or part for part in text.split("/"))
+    return "/".join(_request_verdict(part) or part for part in text.split("/"))
 
 
 @lru_cache(maxsize=_VERDICT_CACHE)
