@@ -93,6 +93,17 @@ def test_a_name_spelled_with_its_secret_is_refused_and_the_refusal_does_not_repe
     assert not any(s[4:] in echoed for s in (GITHUB, AWS, SLACK))
 
 
+def test_a_name_refused_once_is_refused_again_however_long() -> None:
+    # Verdicts on requested names are remembered (those that can be names at all): the
+    # remembered verdict refuses as the first did.
+    for spelled in (f"backup-{GITHUB}", "x" * 800 + f"-{GITHUB}"):
+        for _ in range(2):
+            with pytest.raises(SecretInName):
+                raw_name(spelled)
+            with pytest.raises(InvalidInput):
+                parse_request_path(f"src/{spelled}", ["ws"])
+
+
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [

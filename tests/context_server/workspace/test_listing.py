@@ -116,6 +116,29 @@ def test_every_group_is_typed_in_the_output_schema_and_a_wrong_value_fails_it(
         assert list(validator.iter_errors({**good, group: bad})), group
 
 
+@pytest.mark.parametrize(
+    ("tool", "field", "value"),
+    [("list_directory", "next_cursor", "o1.0.3"), ("read_file", "next_line", 7)],
+)
+def test_an_optional_value_is_typed_as_a_type_list_with_null(
+    service: WorkspaceService, tool: str, field: str, value: str | int
+) -> None:
+    # A type list, not `anyOf`: the same values, checked without a subschema per option.
+    schema = tool_schema(service, tool)
+    assert "anyOf" not in schema["properties"][field]
+    assert "null" in schema["properties"][field]["type"]
+    validator = validator_for(schema)(schema)
+    result = (
+        service.list_directory(".", 100, None)
+        if tool == "list_directory"
+        else service.read_file("src/app.py")
+    )
+    good = result.model_dump(mode="json")
+    for ok in (None, value):
+        assert not list(validator.iter_errors({**good, field: ok}))
+    assert list(validator.iter_errors({**good, field: [value]}))
+
+
 def test_names_that_are_not_their_own_display_form_are_looked_at_by_their_name_on_disk(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 BlockedReason = Literal["private", "ignored", "out-of-scope", "binary", "unreadable-type"]
 
@@ -23,7 +25,34 @@ def inline_items(field: str, item: type[BaseModel]) -> Callable[[dict[str, Any]]
     return patch
 
 
-class ToolResult(BaseModel):
+def nullable_as_type_list(field: dict[str, Any]) -> None:
+    """Write an optional scalar field's ``anyOf: [{type: T}, {type: null}]`` as ``type: [T,
+    "null"]``: the same values, but a client validating with the Python SDK (jsonschema) checks
+    a type list in place, where ``anyOf`` costs it one subschema per option, on every result.
+    Anything richer than a bare type (a reference, an enum, bounds) keeps its ``anyOf``."""
+    options = field.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return
+    other = options[1] if options[0] == {"type": "null"} else options[0]
+    if isinstance(other, dict) and other.keys() == {"type"} and isinstance(other["type"], str):
+        del field["anyOf"]
+        field["type"] = [other["type"], "null"]
+
+
+class Described(BaseModel):
+    """A model in a tool's output schema, its optional scalars written as type lists."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        for field in handler.resolve_ref_schema(schema).get("properties", {}).values():
+            nullable_as_type_list(field)
+        return schema
+
+
+class ToolResult(Described):
     """A tool's structured output, serialised once: the JSON that measures what was served for
     the journal is the structured content on the wire and its text copy too."""
 
@@ -35,7 +64,7 @@ class ToolResult(BaseModel):
         return self._wire
 
 
-class RootInfo(BaseModel):
+class RootInfo(Described):
     name: str = Field(
         description="Use this name as the first path component when several roots are served."
     )
@@ -101,7 +130,7 @@ class DirectoryTree(EntryGroups):
     max_entries: int
 
 
-class Redaction(BaseModel):
+class Redaction(Described):
     """A secret withheld from the text served: its kind and lines, never its value."""
 
     kind: str
@@ -149,7 +178,7 @@ class FileExcerpt(ToolResult):
     redactions: list[Redaction] = Field(default_factory=list, description=REDACTED)
 
 
-class MultiFileItem(BaseModel):
+class MultiFileItem(Described):
     path: str
     ok: bool
     content: FileContent | None = None
@@ -178,7 +207,7 @@ class FileMatches(ToolResult):
     truncated: bool
 
 
-class SearchHit(BaseModel):
+class SearchHit(Described):
     path: str
     line: int
     snippet: str
@@ -194,7 +223,7 @@ class SearchResults(ToolResult):
     index_state: str
 
 
-class ChangeItem(BaseModel):
+class ChangeItem(Described):
     seq: int
     kind: Literal["added", "modified", "removed", "recent"]
     path: str
@@ -212,7 +241,7 @@ class ChangeFeedPage(ToolResult):
     )
 
 
-class DeepResearchItem(BaseModel):
+class DeepResearchItem(Described):
     id: str
     title: str
     url: str
@@ -230,7 +259,7 @@ class DeepResearchDocument(ToolResult):
     metadata: dict[str, object] | None = None
 
 
-class AuditEntry(BaseModel):
+class AuditEntry(Described):
     seq: int | None = None
     time: str | None = None
     origin: str | None = None

@@ -37,6 +37,10 @@ _MARK_TAIL = MARK[1:].encode("ascii")
 # Verdicts per name: a walk meets the same names in folder after folder, and one scan of a
 # name is the cost of many dictionary hits.
 _VERDICT_CACHE = 65_536
+# Verdicts on the names of clients' requests, kept apart so that a client's inventions never
+# push the walk's out: one call meets each name of its path several times (the path's parse,
+# the lookup beneath the root, the open), and the next calls name the same folders again.
+_REQUEST_CACHE = 1_024
 # The longest display form of a name on Linux (255 bytes, each written %XX at worst).
 _NAME_MAX = 3 * 255
 
@@ -85,12 +89,22 @@ def is_redacted(display: str) -> bool:
 def masked_path(text: str) -> str:
     """A path as a client sent it, each name with its secrets replaced by their markers: for
     echoing a request (refused, or journaled) without repeating a secret it spelled out."""
-    return "/".join(_redacted(part) or part for part in text.split("/"))
+    return "/".join(_request_verdict(part) or part for part in text.split("/"))
 
 
 @lru_cache(maxsize=_VERDICT_CACHE)
 def _redacted_name(written: str) -> str | None:
     return _redacted(written)
+
+
+@lru_cache(maxsize=_REQUEST_CACHE)
+def _requested_name(display: str) -> str | None:
+    return _redacted(display)
+
+
+def _request_verdict(display: str) -> str | None:
+    """:func:`_redacted` of one name a client wrote, cached when it can be a name at all."""
+    return _requested_name(display) if len(display) <= _NAME_MAX else _redacted(display)
 
 
 def _redacted(written: str) -> str | None:
@@ -179,7 +193,7 @@ def raw_name(display: str) -> bytes:
     if is_redacted(display):
         raise RedactedName("a redacted name is looked up in its folder")
     if display.isascii() and display.isprintable() and _plain(display) and _one_name(display):
-        if _redacted(display) is not None:
+        if _request_verdict(display) is not None:
             raise SecretInName("a name holding a secret is spelled with its marker")
         return display.encode("ascii")  # its own display form: no round trip to check
     if "%" not in display and display.isprintable() and "\\" not in display:
@@ -197,7 +211,7 @@ def raw_name(display: str) -> bytes:
         raise UndisplayableName("a name cannot contain '/' or NUL")
     if written_name(data) != display:
         raise UndisplayableName("not the canonical spelling of a name")
-    if _redacted(display) is not None:
+    if _request_verdict(display) is not None:
         raise SecretInName("a name holding a secret is spelled with its marker")
     return data
 
