@@ -134,8 +134,7 @@ def _find_through_hidden(text: str, hidden: list[int]) -> list[SecretSpan]:
 
 
 def _find(text: str, ascii_bytes: bytes | None = None) -> tuple[list[SecretSpan], list[int]]:
-    """The secrets of ``text`` as written, and where it holds a hidden character
-    (``ascii_bytes``: the text encoded, where it is ASCII)."""
+    """The secrets of ``text`` (as ``ascii_bytes`` if ASCII) and where it hides a character."""
     spans: list[SecretSpan] = []
     hidden: list[int] = []
     line_start = line_end = 0
