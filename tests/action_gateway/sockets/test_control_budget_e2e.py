@@ -122,6 +122,19 @@ def _answer_time(gw: Gateway, op: str) -> float:
     return time.monotonic() - started
 
 
+def _answer_time_once_room(gw: Gateway, op: str, within_s: float) -> float:
+    """``_answer_time`` of the first ask not refused for want of room, within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while True:
+        started = time.monotonic()
+        reply = gw.control(op)
+        full = not reply["ok"] and "too many connections" in reply["error"]["reason"]
+        if not full or time.monotonic() >= deadline:
+            assert reply["ok"], reply
+            return time.monotonic() - started
+        time.sleep(0.1)
+
+
 def test_64_idle_agent_and_64_idle_control_connections_do_not_stop_sp_vault_lock(
     gateway: Gateway,
 ) -> None:
@@ -170,8 +183,12 @@ def test_a_full_control_socket_makes_room_for_the_human_but_keeps_the_approver(
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(str(gateway.control_path))
         flood.append(sock)
+    # Room is made from connections idle past the grace (0.5 s) since the gateway took them.
+    # On a loaded machine the gateway may take the last of the flood from its queue later
+    # than our connect returned, so the first ask can find none idle yet: ask again, until
+    # well before the 3 s first-message timeout would close the flood instead.
     time.sleep(0.6)
-    took = _answer_time(gateway, "status")
+    took = _answer_time_once_room(gateway, "status", within_s=1.5)
     # Answered by making room, not because the gateway's 3 s first-message timeout closed the
     # flood's sockets (which would have closed every one of them): many are still open.
     still_open = sum(_open(sock) for sock in flood)

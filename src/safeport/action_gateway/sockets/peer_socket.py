@@ -66,6 +66,31 @@ class PeerSocket:
     async def read_some(self, limit: int) -> tuple[bytes, set[Sender]]:
         """One chunk of at least one byte and at most ``limit`` (a frame's header usually comes
         whole: one read for it, not two), and its writer; :class:`PeerClosed` on a clean end."""
+        chunk, sender = await self._receive(limit)
+        if not chunk:
+            raise PeerClosed("peer closed the connection")
+        self.last_active = time.monotonic()
+        return chunk, {sender}
+
+    async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
+        """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
+        clean end before the first byte, ``IncompleteReadError`` after it."""
+        data = bytearray()
+        senders: set[Sender] = set()
+        while len(data) < count:
+            chunk, sender = await self._receive(count - len(data))
+            if not chunk:
+                if not data:
+                    raise PeerClosed("peer closed the connection")
+                raise asyncio.IncompleteReadError(bytes(data), count)
+            senders.add(sender)
+            data += chunk
+        self.last_active = time.monotonic()
+        return bytes(data), senders
+
+    async def _receive(self, limit: int) -> tuple[bytes, Sender]:
+        """One ``recvmsg`` of at most ``limit`` bytes once the socket is readable, and the
+        chunk's writer; an empty chunk where the peer closed or the socket failed."""
         while True:
             try:
                 chunk, ancillary, _flags, _ = self.sock.recvmsg(limit, _ANCILLARY_BYTES)
@@ -74,32 +99,7 @@ class PeerSocket:
                 continue
             except OSError:
                 chunk, ancillary = b"", []
-            if not chunk:
-                raise PeerClosed("peer closed the connection")
-            self.last_active = time.monotonic()
-            return chunk, {_sender(ancillary)}
-
-    async def read_exactly(self, count: int) -> tuple[bytes, set[Sender]]:
-        """``count`` bytes and the writers of the chunks they came in; :class:`PeerClosed` on a
-        clean end before the first byte, ``IncompleteReadError`` after it."""
-        data = bytearray()
-        senders: set[Sender] = set()
-        while len(data) < count:
-            try:
-                chunk, ancillary, _flags, _ = self.sock.recvmsg(count - len(data), _ANCILLARY_BYTES)
-            except (BlockingIOError, InterruptedError):
-                await self._wait(writable=False)
-                continue
-            except OSError:
-                chunk, ancillary = b"", []
-            if not chunk:
-                if not data:
-                    raise PeerClosed("peer closed the connection")
-                raise asyncio.IncompleteReadError(bytes(data), count)
-            senders.add(_sender(ancillary))
-            data += chunk
-        self.last_active = time.monotonic()
-        return bytes(data), senders
+            return chunk, _sender(ancillary)
 
     def send_now(self, data: bytes) -> int:
         """What the socket takes of ``data`` without waiting (a reply usually fits whole)."""
