@@ -92,13 +92,15 @@ def test_every_group_is_typed_in_the_output_schema_and_a_wrong_value_fails_it(
 ) -> None:
     schema = tool_schema(service, tool)
     groups = schema["properties"]
-    # The sizes are described, not typed per entry: a client validates a large folder's files
-    # in one step, not one subschema per file (the server's own model types them).
+    # The entries are described, not typed one by one: a client validates a large folder's
+    # files and names in one step each, not one subschema per entry (the server's own model
+    # types them).
     assert groups["files"]["type"] == "object" and "additionalProperties" not in groups["files"]
     assert "integer" in groups["files"]["description"]
     assert groups["blocked"]["additionalProperties"]["enum"] == REASONS
     for name in ("directories", "symlinks", "others"):
-        assert groups[name]["items"] == {"type": "string"}
+        assert groups[name]["type"] == "array" and "items" not in groups[name]
+        assert "name" in groups[name]["description"]
     assert {"files", "directories", "symlinks", "others", "blocked"} <= set(schema["required"])
     validator = validator_for(schema)(schema)
     result = (
@@ -111,7 +113,8 @@ def test_every_group_is_typed_in_the_output_schema_and_a_wrong_value_fails_it(
     for group, bad in (
         ("files", ["a.py"]),
         ("blocked", {".env": "secret"}),
-        ("directories", [1]),
+        ("directories", "src"),
+        ("others", {"fifo": 1}),
     ):
         assert list(validator.iter_errors({**good, group: bad})), group
 
