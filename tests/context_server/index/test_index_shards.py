@@ -146,6 +146,33 @@ def test_a_write_that_fails_in_a_shard_fails_the_refresh_and_the_next_walks_ever
     index.close()
 
 
+@pytest.mark.parametrize("watch", [False, True])
+def test_a_write_that_fails_only_at_the_commit_makes_the_next_refresh_walk_everything(
+    workspace: Workspace,
+    tricky: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    watch: bool,
+) -> None:
+    # One changed file: the walk hands its write to a shard's writer and goes on, so the
+    # failure is reported when the refresh commits, after the walk itself has ended well.
+    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace, watch=watch)
+    index.refresh()
+    (tricky / "a.py").write_text("changed = True\n")
+
+    def broken(*_args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index_store, "write", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            index.refresh()
+    after = index.refresh()
+    assert after.walked_everything and after.updated == 1
+    assert rows(index.path) == cold_build(index, tmp_path)
+    index.close()
+
+
 def test_an_index_of_the_single_file_layout_is_rebuilt_whole(
     workspace: Workspace, tmp_path: Path
 ) -> None:

@@ -133,13 +133,17 @@ class Refresher:
             self._refresh_everything(shards, tally, progress)
             return tally, False
         except BaseException:
-            # The events drained are gone and the transaction is not: only a walk of
-            # everything can say what the index should hold now.
-            self._walked_policy = None
-            self._record = None
+            self.failed()
             raise
         finally:
             self.doing = "idle"
+
+    def failed(self) -> None:
+        """After a refresh that failed, in its walk or in its writes (which the shards' writers
+        may only report at the commit): the events drained are gone and the transaction is
+        not, so only a walk of everything can say what the index should hold now."""
+        self._walked_policy = None
+        self._record = None
 
     def save(self, shards: Shards) -> None:
         """Store what the refresh just committed proves (for the next process's check)."""
@@ -238,16 +242,17 @@ class Refresher:
         previous = self._linked
         kept = {e for e in previous if not any(_below(e, entry) for entry in entries)}
         linked: set[tuple[str, tuple[str, ...]]] = set()
-        for root_name, parts in entries:
-            root = by_name.get(root_name)
-            if root is None or not parts:
-                continue
-            if (root_name, parts) not in previous and self._hard_linked(root, parts):
+        walks = [(by_name[r], parts) for r, parts in entries if r in by_name and parts]
+        for root, parts in walks:
+            if (root.name, parts) not in previous and self._hard_linked(root, parts):
                 return False  # a new link to a file whose other names may be indexed
-            rows = {
-                (root_name, rel): row
-                for rel, row in shards.rows_under(root_name, "/".join(parts)).items()
-            }
+        # Every entry's rows are read before any is written: the entries hold no path in
+        # common, so no entry's writes change another's rows, and the shard writers work
+        # behind the walk instead of being waited for at every entry.
+        rows_of = shards.rows_under_each([(root.name, "/".join(parts)) for root, parts in walks])
+        for (root, parts), found in zip(walks, rows_of, strict=True):
+            root_name = root.name
+            rows = {(root_name, rel): row for rel, row in found.items()}
             walked = self._walk_and_store(
                 shards, root, parts[:-1], parts[-1], rows, tally, linked, watch
             )

@@ -182,8 +182,12 @@ class SearchIndex:
         with self._refresh_lock, Shards(self.path) as shards:
             started = time.monotonic()
             tally, by_events = self._refresher.run(shards, progress, everything)
-            shards.commit()
-            self._refresher.save(shards)
+            try:
+                shards.commit()
+                self._refresher.save(shards)
+            except BaseException:
+                self._refresher.failed()
+                raise
             if tally.updated or tally.removed:
                 shards.forget_removed()
             count, size = shards.counts()

@@ -121,13 +121,18 @@ class Shards:
             for root, rel, size, mtime in db.execute("SELECT root, rel, size, mtime_ns FROM files"):
                 yield (str(root), str(rel)), int(size), int(mtime)
 
-    def rows_under(self, root: str, rel: str) -> dict[str, Stored]:
+    def rows_under_each(self, entries: list[tuple[str, str]]) -> list[dict[str, Stored]]:
+        """For each (root, relative path), its row and every row below it, as written once
+        what was handed to the writers so far is written."""
         self._drain()
-        found: dict[str, Stored] = {}
-        for shard, db in enumerate(self.dbs):
-            for path, (local, size, mtime) in store.rows_under(db, root, rel).items():
-                found[path] = (_global(local, shard), size, mtime)
-        return found
+        every: list[dict[str, Stored]] = []
+        for root, rel in entries:
+            found: dict[str, Stored] = {}
+            for shard, db in enumerate(self.dbs):
+                for path, (local, size, mtime) in store.rows_under(db, root, rel).items():
+                    found[path] = (_global(local, shard), size, mtime)
+            every.append(found)
+        return every
 
     # -- writing --------------------------------------------------------------------------
 
