@@ -166,7 +166,6 @@ def _hits_in_text(
     if data is None or len(data) > MAX_INDEXED_BYTES or looks_binary(data):
         return []
     needle = query.casefold()
-    hits = []
     # Numbered as read_file's excerpts number them (only "\n" ends a line), so a hit's line is
     # the line an excerpt from that number starts with. Searched in the redacted text (the
     # marker keeps every line): no query confirms any part of a secret, whether the candidate
@@ -174,11 +173,19 @@ def _hits_in_text(
     # where the query is nowhere (as written, or as a marker's "[REDACTED") has no hit either
     # way and is not redacted: a scan looks at every file.
     text = data.decode("utf-8", "replace")
-    if needle not in text.casefold() and "redacted" not in needle and needle not in "[redacted:":
+    folded = text.casefold()
+    if needle not in folded and "redacted" not in needle and needle not in "[redacted:":
         return []
     spans = find(text)
     if spans:
         text, _ = redact_spans(text, spans)
+        folded = text.casefold()
+    if len(folded) == len(text):
+        # Each character folds alone (``casefold`` looks at no neighbour) to at least one: a
+        # folded text as long as the text folded every character to one and keeps every
+        # index, so its matches are found in one pass, without folding each line apart.
+        return _hits_at_same_indexes(shown, text, folded, needle, len(query))
+    hits = []
     for number, line in enumerate(split_lines(text), 1):
         at = line.casefold().find(needle)
         if at < 0:
@@ -186,6 +193,27 @@ def _hits_in_text(
         hits.append(SearchHit(path=shown, line=number, snippet=_snippet(line, at, len(query))))
         if len(hits) >= HITS_PER_FILE:
             break
+    return hits
+
+
+def _hits_at_same_indexes(
+    shown: str, text: str, folded: str, needle: str, length: int
+) -> list[SearchHit]:
+    """The lines of ``text`` whose ``folded`` copy (index for index) holds ``needle``, as the
+    loop over each line finds them: the first match of a line, numbered as ``split_lines``
+    counts (the needle holds no line break, and folding makes none)."""
+    hits: list[SearchHit] = []
+    number, counted = 1, 0
+    at = folded.find(needle)
+    while at >= 0 and len(hits) < HITS_PER_FILE:
+        number += text.count("\n", counted, at)
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        hits.append(SearchHit(path=shown, line=number, snippet=_snippet(line, at - start, length)))
+        counted = end
+        at = folded.find(needle, end + 1)
     return hits
 
 
