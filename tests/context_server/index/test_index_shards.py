@@ -191,3 +191,17 @@ def test_an_index_of_the_single_file_layout_is_rebuilt_whole(
     assert not reopened.ready  # its rows were dropped: the next refresh is a cold build
     assert reopened.refresh().added == len(rows(path)) > 60
     assert rows(path) == cold_build(reopened, tmp_path)
+
+
+def test_a_batch_is_written_in_statements_of_a_few_lengths() -> None:
+    # Each length is a statement of its own in the connection's cache of prepared statements:
+    # however the batches fall, a handful of lengths, each piece in order, every row once.
+    lengths: set[int] = set()
+    for count in range(0, 1500):
+        at = 0
+        for start, length in index_store.pieces(count, 128):
+            assert start == at and 0 < length <= 128
+            at += length
+            lengths.add(length)
+        assert at == count
+    assert lengths == {1, 2, 4, 8, 16, 32, 64, 128}
