@@ -56,6 +56,10 @@ from pathlib import Path
 PR_SET_CHILD_SUBREAPER = 36
 ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 ready, bound, to, argv = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+# As a terminal's shell starts a command: with Ctrl-C's signal at its default. A suite started
+# in the background of a shell without job control (`cmd &`, `nohup cmd &`) runs with SIGINT
+# ignored, which every process it starts inherits, and then no Ctrl-C could stop this run.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        start_new_session=True)
 
