@@ -236,11 +236,11 @@ def test_a_file_that_becomes_private_leaves_the_index_and_its_text_the_database(
     guide = tree / "docs" / "guide.md"
     guide.write_text(f"# guide\n{CANARY}\n")
     refreshed_by_events(indexed)
-    assert [c.rel for c in indexed.candidates(CANARY, "ws", "", "")] == ["docs/guide.md"]
+    assert [c.rel for c in indexed.candidates(CANARY, "ws", "", None)] == ["docs/guide.md"]
     make_private(tree)
     after = refreshed_by_events(indexed)
     assert after == cold_build(indexed, tmp_path)
-    assert list(indexed.candidates(CANARY, "ws", "", "")) == []
+    assert list(indexed.candidates(CANARY, "ws", "", None)) == []
     assert all(CANARY not in body for *_, body in after)
     for path in indexed.path.parent.iterdir():  # the database, its WAL and shared memory
         assert CANARY.encode() not in path.read_bytes(), path.name

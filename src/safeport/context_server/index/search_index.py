@@ -56,8 +56,12 @@ class IndexStats:
 
 @dataclass(frozen=True)
 class Candidate:
+    """A file the index says may hold a query, and its place in the index's order (the
+    position a search resumes after)."""
+
     root: str
     rel: str
+    position: int
 
 
 def index_path(cache_dir: Path, workspace: Workspace) -> Path:
@@ -249,26 +253,29 @@ class SearchIndex:
 
     # -- querying -----------------------------------------------------------------------------
 
-    def candidates(self, query: str, root: str, prefix: str, after: str) -> Iterator[Candidate]:
-        """Files whose text may contain ``query``, in path order, after the path ``after``
-        (every shard asked, their answers merged)."""
+    def candidates(
+        self, query: str, root: str, prefix: str, after: int | None
+    ) -> Iterator[Candidate]:
+        """Files whose text may contain ``query``, in the index's own order (its row ids),
+        after the position ``after`` (every shard asked, their answers merged).
+
+        The order is the index's rather than the paths': FTS5 gives a match's rows in row id
+        order as it finds them, so the first page of a query found in 50,000 files costs the
+        rows it reads, not all 50,000 read and sorted by path before the first candidate."""
         phrase = trigram_query(query)
-        # The MATCH runs once as a subquery; joined directly, SQLite may probe it per file row.
+        # The match drives (CROSS JOIN keeps it outer) and each row's path is looked up by its
+        # id: no temporary table, no sort, and the statement stops where its reader stops.
         sql = (
-            "SELECT f.rel FROM files f "
-            "WHERE f.id IN (SELECT rowid FROM fts WHERE fts MATCH ?) AND f.root = ?"
+            "SELECT fts.rowid, f.rel FROM fts CROSS JOIN files f ON f.id = fts.rowid "
+            "WHERE fts MATCH ? AND f.root = ?"
         )
         params: list[object] = [phrase, root]
         if prefix:
             sql += " AND substr(f.rel, 1, ?) = ?"
             params += [len(prefix) + 1, prefix + "/"]
-        if after:
-            sql += " AND f.rel > ?"
-            params.append(after)
-        sql += " ORDER BY f.rel"
         try:
-            for rel in candidates(self._dbs(), sql, params):
-                yield Candidate(root, rel)
+            for position, rel in candidates(self._dbs(), sql, params, after):
+                yield Candidate(root, rel, position)
         except sqlite3.Error as exc:
             raise EnvironmentProblem(f"search index error ({type(exc).__name__})") from None
 

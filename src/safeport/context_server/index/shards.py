@@ -54,11 +54,22 @@ def _global(local: int, shard: int) -> int:
     return local * SHARDS + shard
 
 
-def candidates(dbs: list[sqlite3.Connection], sql: str, params: list[object]) -> Iterator[str]:
-    """The relative paths ``sql`` selects in each shard, merged into one path order (each
-    shard's query is ordered by path; a path is in one shard only)."""
-    streams = [(str(rel) for (rel,) in db.execute(sql, params)) for db in dbs]
-    return heapq.merge(*streams)
+def candidates(
+    dbs: list[sqlite3.Connection], sql: str, params: list[object], after: int | None
+) -> Iterator[tuple[int, str]]:
+    """(id, path) of the rows ``sql`` selects in each shard (its first column a local row id,
+    its second a path), each shard's after the id ``after``, merged into one id order."""
+
+    def shard_rows(shard: int, db: sqlite3.Connection) -> Iterator[tuple[int, str]]:
+        query, bound = sql, params
+        if after is not None:
+            # Local ids whose global id is above ``after`` (``_global`` is increasing in both).
+            query += " AND fts.rowid > ?"
+            bound = [*params, (after - shard) // SHARDS]
+        for local, rel in db.execute(query + " ORDER BY fts.rowid", bound):
+            yield _global(int(local), shard), str(rel)
+
+    return heapq.merge(*(shard_rows(shard, db) for shard, db in enumerate(dbs)))
 
 
 class Shards:

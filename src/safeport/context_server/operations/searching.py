@@ -26,8 +26,10 @@ HITS_PER_FILE = 5
 SNIPPET_CHARS = 200
 # How long a search waits for the start-up check before it scans instead.
 CATCH_UP_WAIT_S = 20.0
-# Search cursors also name the method: index and scan walk files in different orders.
-_SEARCH_CURSOR = re.compile(r"q2\.([is])\.([0-9]{1,3})\.([A-Za-z0-9_-]{0,8000})")
+# Search cursors also name the method: index and scan walk files in different orders (the
+# index in its own, a scan in path order), and resume after a position of that order.
+_SEARCH_CURSOR = re.compile(r"q3\.([is])\.([0-9]{1,3})\.([A-Za-z0-9_-]{0,8000})")
+_INDEX_POSITION = re.compile(r"[0-9]{1,19}")
 
 
 @dataclass(frozen=True)
@@ -117,12 +119,14 @@ class SearchOperations(Operations):
     def _candidates(
         self, scope: Scope, query: str, after: str, use_index: bool
     ) -> Iterator[tuple[str, list[SearchHit] | None]]:
-        """(position, hits) per candidate in path order after ``after``; folders count as
-        positions too (no hits), so a walk through empty folders still advances the cursor."""
+        """(position, hits) per candidate after the position ``after``: the index's candidates
+        in its own order, a scan's files in path order; a scan's folders count as positions
+        too (no hits), so a walk through empty folders still advances the cursor."""
         if use_index:
             prefix = "/".join(scope.parts)
-            for c in self.index.candidates(query, scope.root.name, prefix, after):
-                yield c.rel, self._hits_in(scope.root, tuple(c.rel.split("/")), query)
+            resume = int(after) if after else None
+            for c in self.index.candidates(query, scope.root.name, prefix, resume):
+                yield str(c.position), self._hits_in(scope.root, tuple(c.rel.split("/")), query)
             return
         walked = self.workspace.walk(
             scope.root,
@@ -219,7 +223,7 @@ def _hits_at_same_indexes(
 
 def _search_cursor(method: str, scope: int, after: str) -> str:
     position = base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii").rstrip("=")
-    return f"q2.{method}.{scope}.{position}"
+    return f"q3.{method}.{scope}.{position}"
 
 
 def _parse_search_cursor(cursor: object) -> tuple[bool, int, str]:
@@ -233,7 +237,10 @@ def _parse_search_cursor(cursor: object) -> tuple[bool, int, str]:
         after = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         raise bad from None
-    return m.group(1) == "i", int(m.group(2)), after
+    use_index = m.group(1) == "i"
+    if use_index and after and not _INDEX_POSITION.fullmatch(after):
+        raise bad
+    return use_index, int(m.group(2)), after
 
 
 def _snippet(line: str, at: int, length: int) -> str:
