@@ -583,6 +583,7 @@ IO_MODULES = {
     "shutil",
     "signal",
     "socket",
+    "sqlean",
     "sqlite3",
     "ssl",
     "subprocess",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ import pytest
 
 from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.index.shards import shard_paths
+from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.server import ServeOptions, build_server
 
 NEEDLE = "kestrel-51be07"

@@ -1,15 +1,15 @@
 """Refreshing the index by folder events: afterwards it holds exactly what a cold build holds.
 
 Each test changes a real tree under a real inotify watch, refreshes, and compares every row
-(root, path, size, mtime and the indexed text) with a cold build of the same tree into a fresh
-database. Whatever the events cannot vouch for must make the refresh walk everything.
+(root, path, size, mtime and the trigrams its text left) with a cold build of the same tree
+into a fresh database. Whatever the events cannot vouch for must make the refresh walk
+everything.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import struct
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +21,7 @@ from safeport.context_server.index import sqlite_store as index_store
 from safeport.context_server.index.inotify_watch import FolderWatch, open_folder_watch
 from safeport.context_server.index.search_index import SearchIndex
 from safeport.context_server.index.shards import shard_of, shard_paths
+from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.workspace.gate import Workspace
 from safeport.context_server.workspace.model import ServedRoot
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 CANARY = "CANARY-index-9f3a71c2e5"
-Rows = list[tuple[str, str, int, int, str]]
+Rows = list[tuple[str, str, int, int, frozenset[str]]]
 
 
 @pytest.fixture
@@ -60,20 +61,24 @@ def indexed(tree: Path, tmp_path: Path) -> Iterator[SearchIndex]:
 
 
 def rows(path: Path) -> Rows:
-    """Every row of every shard, each checked to be in the shard its path names."""
+    """Every row of every shard with the trigrams its text left in the index, each row checked
+    to be in the shard its path names."""
     found = []
     for shard, shard_path in enumerate(shard_paths(path)):
         with contextlib.closing(sqlite3.connect(shard_path)) as db:
-            here = db.execute(
-                "SELECT f.root, f.rel, f.size, f.mtime_ns, t.body FROM files f "
-                "JOIN fts t ON t.rowid = f.id"
-            ).fetchall()
-            orphans = db.execute(
-                "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT id FROM files)"
-            ).fetchone()[0]
-        assert orphans == 0  # no indexed text outlives its row
-        assert all(shard_of(r, rel) == shard for r, rel, *_ in here)
-        found += [(r, rel, int(s), int(m), body) for r, rel, s, m, body in here]
+            # What the index holds of each row's text, whether its table keeps the text or not.
+            db.execute("CREATE VIRTUAL TABLE temp.held USING fts5vocab(main, fts, 'instance')")
+            grams: dict[int, set[str]] = {}
+            for doc, term in db.execute("SELECT doc, term FROM temp.held"):
+                grams.setdefault(int(doc), set()).add(str(term))
+            here = db.execute("SELECT f.id, f.root, f.rel, f.size, f.mtime_ns FROM files f")
+            found_here = [
+                (r, rel, int(s), int(m), frozenset(grams.pop(int(i), set())))
+                for i, r, rel, s, m in here
+            ]
+        assert not grams  # no indexed text outlives its row
+        assert all(shard_of(r, rel) == shard for r, rel, *_ in found_here)
+        found += found_here
     return sorted(found)
 
 
@@ -241,7 +246,10 @@ def test_a_file_that_becomes_private_leaves_the_index_and_its_text_the_database(
     after = refreshed_by_events(indexed)
     assert after == cold_build(indexed, tmp_path)
     assert list(indexed.candidates(CANARY, "ws", "", None)) == []
-    assert all(CANARY not in body for *_, body in after)
+    # Not one trigram of the canary's own (its hex digits) is left in any row.
+    hex_part = CANARY.rsplit("-", 1)[1]
+    own = {hex_part[i : i + 3] for i in range(len(hex_part) - 2)}
+    assert all(own.isdisjoint(grams) for *_, grams in after)
     for path in indexed.path.parent.iterdir():  # the database, its WAL and shared memory
         assert CANARY.encode() not in path.read_bytes(), path.name
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from safeport.context_server.index import sqlite_store as index_store
 from safeport.context_server.index.search_index import SearchIndex, trigram_query
 from safeport.context_server.index.shards import SHARDS, shard_paths
+from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, create_schema
 from safeport.context_server.policy.read_policy import ReadPolicy, looks_binary
 from safeport.context_server.workspace.gate import Workspace
@@ -132,13 +132,8 @@ def test_the_shards_answer_every_query_as_one_database_built_file_by_file(
     index.close()
 
 
-def test_a_write_that_fails_in_a_shard_fails_the_refresh_and_the_next_walks_everything(
-    workspace: Workspace, tricky: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace, watch=False)
-    index.refresh()
-    (tricky / "a.py").write_text("changed = True\n")
-    (tricky / "fresh.txt").write_text("fresh needle\n")
+def refresh_whose_writes_fail(index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh whose every write to a shard fails as a full or failing disk fails it."""
 
     def broken(*_args: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
@@ -147,6 +142,16 @@ def test_a_write_that_fails_in_a_shard_fails_the_refresh_and_the_next_walks_ever
         patch.setattr(index_store, "write", broken)
         with pytest.raises(sqlite3.OperationalError):
             index.refresh()
+
+
+def test_a_write_that_fails_in_a_shard_fails_the_refresh_and_the_next_walks_everything(
+    workspace: Workspace, tricky: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace, watch=False)
+    index.refresh()
+    (tricky / "a.py").write_text("changed = True\n")
+    (tricky / "fresh.txt").write_text("fresh needle\n")
+    refresh_whose_writes_fail(index, monkeypatch)
     # Nothing of the failed refresh was committed, in either shard.
     assert "fresh.txt" not in [rel for _r, rel, *_ in rows(index.path)]
     after = index.refresh()
@@ -168,14 +173,7 @@ def test_a_write_that_fails_only_at_the_commit_makes_the_next_refresh_walk_every
     index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace, watch=watch)
     index.refresh()
     (tricky / "a.py").write_text("changed = True\n")
-
-    def broken(*_args: object) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(index_store, "write", broken)
-        with pytest.raises(sqlite3.OperationalError):
-            index.refresh()
+    refresh_whose_writes_fail(index, monkeypatch)
     after = index.refresh()
     assert after.walked_everything and after.updated == 1
     assert rows(index.path) == cold_build(index, tmp_path)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from safeport.context_server.index import sqlite_store as store
 from safeport.context_server.index.refresh import FULL_WALK_AFTER_S, Progress, Refresher, Stopped
 from safeport.context_server.index.requests_first import RequestGate
 from safeport.context_server.index.shards import Shards, candidates, shard_paths
+from safeport.context_server.index.sqlite_module import CONTENTLESS_DELETE, sqlite3
 from safeport.context_server.workspace.gate import Workspace
 from safeport.errors import EnvironmentProblem
 from safeport.shared.paths import ensure_private_dir
@@ -68,13 +68,16 @@ def index_path(cache_dir: Path, workspace: Workspace) -> Path:
     """One database per set of roots, named by a digest so no path appears in the name; and
     per set of secret rules (``ContentSecrets.rules_digest``), as the index holds text withheld
     under them: other rules (a value allowed back, a root's redaction turned on again) get
-    another index, never rows held under these."""
+    another index, never rows held under these. A table that keeps no text has a name of its
+    own (``-trigrams``): an SQLite too old to read it never opens it, it drops it as another
+    family member and builds its own (``sqlite_module.py``)."""
     key = "\0".join(sorted(str(r.path) for r in workspace.roots))
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     rules = workspace.secrets.rules_digest()
     off = "off-" if workspace.secrets.unredacted_roots else ""
-    name = f"index-{digest}-{off}{rules[:16]}.sqlite" if rules else f"index-{digest}.sqlite"
-    return cache_dir / "context" / name
+    kind = "-trigrams" if CONTENTLESS_DELETE else ""
+    name = f"index-{digest}-{off}{rules[:16]}" if rules else f"index-{digest}"
+    return cache_dir / "context" / f"{name}{kind}.sqlite"
 
 
 def drop_other_rules(path: Path, *, none_off: bool) -> None:

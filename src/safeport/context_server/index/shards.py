@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import heapq
 import queue
-import sqlite3
 import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from safeport.context_server.index import sqlite_store as store
+from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.index.sqlite_store import Outcome, Row, Stored
 from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.workspace.walk import WalkedFile

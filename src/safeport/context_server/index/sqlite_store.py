@@ -1,18 +1,20 @@
 """The search index's SQLite file: schema, the rows a refresh compares with, and its writes.
 
 One ``files`` row per indexed file (root, relative path, size, mtime) and its text, secrets
-withheld (``shared.secret_scan``), in an FTS5 table with the trigram tokenizer. ``secure_delete``
-zeroes what a removed or replaced row held, so the text of a file that became private does not
-linger in free pages of the database.
+withheld (``shared.secret_scan``), in an FTS5 table with the trigram tokenizer. Where the SQLite
+allows (``sqlite_module.py``), that table keeps the text's trigrams and not the text itself,
+and deletes a row without reading its text again. ``secure_delete`` zeroes what a removed or
+replaced row held, so nothing of a file that became private lingers in free pages of the
+database.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from safeport.context_server.index.sqlite_module import CONTENTLESS_DELETE, sqlite3
 from safeport.context_server.policy.content_secrets import SecretFinder
 from safeport.context_server.policy.read_policy import looks_binary
 from safeport.context_server.workspace.walk import WalkedFile
@@ -22,7 +24,12 @@ from safeport.shared.secret_scan import redact_spans
 MAX_INDEXED_BYTES = 1024 * 1024
 # 2: the rows are split over shards by path (index_shards.py); a version 1 file held them all.
 # 3: the text is stored redacted; an older file may hold secrets and is dropped.
-SCHEMA_VERSION = 3
+# 4: the text table keeps no text (``contentless_delete``): only an SQLite of 3.43 or later reads
+# it, so a file of the other version is dropped and rebuilt by whichever SQLite runs.
+SCHEMA_VERSION = 4 if CONTENTLESS_DELETE else 3
+_FTS_OPTIONS = "tokenize='trigram', detail='none'" + (
+    ", content='', contentless_delete=1" if CONTENTLESS_DELETE else ""
+)
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
@@ -57,9 +64,7 @@ def create_schema(db: sqlite3.Connection) -> None:
         "rel TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
         "UNIQUE(root, rel))"
     )
-    db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='trigram', detail='none')"
-    )
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, {_FTS_OPTIONS})")
     # What the last walk proved (``walk_record.py``): one row, in the first shard only.
     db.execute("CREATE TABLE IF NOT EXISTS walk_record (id INTEGER PRIMARY KEY, body TEXT)")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

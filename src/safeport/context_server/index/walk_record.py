@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sqlite3
 import time
 
 from safeport import __version__
+from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.workspace.gate import Workspace
 
 # Bumped when what a walk stores (or how it judges a name) changes in a way the policy's
