@@ -12,9 +12,11 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from safeport.context_server.index import refresh as refresh_module
 from safeport.context_server.index.search_index import IndexStats
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.server import ServeOptions, build_server
@@ -181,3 +183,32 @@ def test_a_new_policy_walks_everything_instead_of_trusting_the_record(
     second.index.wait(60)
     assert check_of(second).walked_everything
     assert second.search_project("walrus-aaaaaa", ".", 50, None).hits == []
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_after_the_check_a_change_is_found_by_folder_events_without_another_check(
+    change: str,
+    root: Path,
+    sessions: Callable[[Path], WorkspaceService],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The check watched every folder it looked at: the refresh after it costs what changed,
+    # not another stat of every file, and still finds the change.
+    finished(sessions(root))
+    second = sessions(root)
+    second.index.wait(60)
+    assert not check_of(second).walked_everything
+    checks: list[int] = []
+    real = refresh_module.touched_since
+
+    def counted(*args: Any) -> Any:
+        checks.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(refresh_module, "touched_since", counted)
+    make_change, where = CHANGES[change]
+    make_change(root)
+    stats = second.index.refresh()
+    assert checks == []  # by the folder events alone
+    assert not stats.walked_everything and stats.added + stats.updated == 1
+    assert first_search(second, NEEDLE) == [where]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import struct
 import sys
 from collections.abc import Callable, Iterator
@@ -404,4 +405,58 @@ def test_a_real_watch_reports_a_write_in_a_watched_folder(tmp_path: Path) -> Non
         assert ("a.py",) in [t.parts for t in watch.drain().touched]
     finally:
         os.close(fd)
+        watch.close()
+
+
+def test_forgetting_an_entry_stops_the_watches_at_and_below_it_and_no_others() -> None:
+    # A model of the watches beside the real bookkeeping, through random watches (a folder
+    # seen again, or moved: the same inode keeps its watch number), forgets of folders and of
+    # files, and folders the kernel dropped (IN_IGNORED).
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    removed: list[int] = []
+
+    def add(_fd: int, path: bytes, _mask: int) -> int:
+        return int(path.rsplit(b"/", 1)[1])  # the folder's "inode" is its watch number
+
+    def remove(_fd: int, wd: int) -> int:
+        removed.append(wd)
+        return 0
+
+    watch = FolderWatch(read_end, add, remove)  # type: ignore[arg-type]
+    rng = random.Random(7)
+    names = ("a", "b", "c")
+    model: dict[int, tuple[str, tuple[str, ...]]] = {}
+    try:
+        watch.begin_walk()
+        for _ in range(3000):
+            parts = tuple(rng.choice(names) for _ in range(rng.randrange(0, 4)))
+            root = rng.choice(("ws", "lib"))
+            roll = rng.random()
+            if roll < 0.5:
+                inode = rng.randrange(1, 40)
+                watch.watch(root, parts, inode)
+                model[inode] = (root, parts)
+            elif roll < 0.9:
+                if rng.random() < 0.5:
+                    parts = (*parts, "file.txt")  # never a folder: nothing to stop
+                removed.clear()
+                watch.forget(root, parts)
+                gone = {
+                    wd for wd, (r, p) in model.items() if r == root and p[: len(parts)] == parts
+                }
+                assert set(removed) == gone
+                for wd in gone:
+                    del model[wd]
+            elif model:
+                wd = rng.choice(sorted(model))
+                os.write(write_end, event(wd, 0x8000))  # IN_IGNORED: the kernel dropped it
+                watch.drain()
+                del model[wd]
+        # Every watch the model keeps is still there: forgetting each root stops them all.
+        removed.clear()
+        watch.forget("ws", ())
+        watch.forget("lib", ())
+        assert sorted(removed) == sorted(model)
+    finally:
+        os.close(write_end)
         watch.close()

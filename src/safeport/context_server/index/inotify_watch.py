@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import weakref
+from collections import Counter
 from dataclasses import dataclass
 
 from safeport.context_server.policy.display_names import display_name
@@ -73,6 +74,10 @@ class FolderWatch:
         self._remove = remove
         self._folders: dict[int, Folder] = {}
         self._previous: dict[int, Folder] = {}
+        # How many watched folders lie at or below each (root, path): a refresh forgets every
+        # entry it walks again, most of them files, and a look here spares each a pass over
+        # every watch (2,000 files changed under 2,000 folders were four million comparisons).
+        self._at_or_below: Counter[Folder] = Counter()
         self._complete = False
 
     @property
@@ -88,6 +93,7 @@ class FolderWatch:
         """Before walking everything: pending events are moot, every folder is re-watched."""
         self._read_events()
         self._previous, self._folders = self._folders, {}
+        self._at_or_below = Counter()
         self._complete = True
 
     def end_walk(self) -> None:
@@ -113,15 +119,36 @@ class FolderWatch:
             else:
                 log.info("folder watch not added (%s)", reason)
             return
+        self._drop(wd)  # the same folder again (inotify gives its watch the same number)
         self._folders[wd] = (root, parts)
+        self._count((root, parts), 1)
+
+    def missed(self) -> None:
+        """A folder of the tree could not be watched: the events no longer vouch for it."""
+        self._complete = False
 
     def forget(self, root: str, prefix: tuple[str, ...]) -> None:
         """Stop watching ``prefix`` and every folder below it (it moved or went away)."""
+        if not self._at_or_below[(root, prefix)]:
+            return  # no watch there: a file, or a folder the walk never reached
         size = len(prefix)
         for wd, (r, parts) in list(self._folders.items()):
             if r == root and parts[:size] == prefix:
-                del self._folders[wd]
+                self._drop(wd)
                 self._unwatch(wd)
+
+    def _drop(self, wd: int) -> None:
+        folder = self._folders.pop(wd, None)
+        if folder is not None:
+            self._count(folder, -1)
+
+    def _count(self, folder: Folder, change: int) -> None:
+        root, parts = folder
+        for depth in range(len(parts) + 1):
+            key = (root, parts[:depth])
+            self._at_or_below[key] += change
+            if not self._at_or_below[key]:
+                del self._at_or_below[key]
 
     def drain(self) -> Drained:
         """The entries touched since the last drain, in event order, and whether that is all."""
@@ -136,7 +163,7 @@ class FolderWatch:
                 continue  # a watch already forgotten
             root, parts = folder
             if mask & IN_IGNORED:
-                del self._folders[wd]
+                self._drop(wd)
                 continue
             if not name:
                 # The folder itself: its parent reports its move or removal by name; a root
