@@ -583,7 +583,7 @@ IO_MODULES = {
     "shutil",
     "signal",
     "socket",
-    "sqlean",
+    "pysqlite3",
     "sqlite3",
     "ssl",
     "subprocess",

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from safeport.context_server.index import refresh as refresh_module
+from safeport.context_server.index.catch_up import touched_since
 from safeport.context_server.index.search_index import IndexStats
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.server import ServeOptions, build_server
@@ -199,13 +199,12 @@ def test_after_the_check_a_change_is_found_by_folder_events_without_another_chec
     second.index.wait(60)
     assert not check_of(second).walked_everything
     checks: list[int] = []
-    real = refresh_module.touched_since
 
     def counted(*args: Any) -> Any:
         checks.append(1)
-        return real(*args)
+        return touched_since(*args)
 
-    monkeypatch.setattr(refresh_module, "touched_since", counted)
+    monkeypatch.setattr("safeport.context_server.index.refresh.touched_since", counted)
     make_change, where = CHANGES[change]
     make_change(root)
     stats = second.index.refresh()

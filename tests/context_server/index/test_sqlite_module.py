@@ -1,11 +1,12 @@
 """The SQLite under the index: a current one keeps no text and deletes without it; the
-system's, where no wheel installs, keeps the older table; each index is read only by the SQLite
-that can, and one made by the other is dropped and built again."""
+system's, where no wheel installs and it is older than 3.43, keeps the older table. Each index
+is read only by the SQLite that can, and one made by the other is dropped and built again."""
 
 from __future__ import annotations
 
 import contextlib
 import platform
+import sqlite3 as system_sqlite
 import subprocess
 import sys
 import textwrap
@@ -58,7 +59,7 @@ _BUILD = textwrap.dedent(
     """
     import sys
     if sys.argv[3] == "system":
-        sys.modules["sqlean"] = sys.modules["sqlean.dbapi2"] = None  # as if no wheel installed
+        sys.modules["pysqlite3"] = sys.modules["pysqlite3.dbapi2"] = None  # as if no wheel
     from pathlib import Path
     from safeport.context_server.index.search_index import SearchIndex, index_path
     from safeport.context_server.index.sqlite_module import CONTENTLESS_DELETE, sqlite3
@@ -86,7 +87,10 @@ def build(tree: Path, cache: Path, sqlite: str) -> list[str]:
     return done.stdout.strip().split(maxsplit=4)
 
 
-@pytest.mark.skipif(not CONTENTLESS_DELETE, reason="needs the wheel's SQLite and the system's")
+@pytest.mark.skipif(
+    not CONTENTLESS_DELETE or system_sqlite.sqlite_version_info >= (3, 43, 0),
+    reason="needs the wheel's SQLite and a system SQLite older than 3.43",
+)
 def test_each_sqlite_builds_its_own_index_and_drops_the_others(tree: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     old = build(tree, cache, "system")
