@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from safeport.context_server import ServeOptions, build_server
+from safeport.context_server.index.shards import SHARDS, shard_of
 from safeport.context_server.operations.service import WorkspaceService
 from safeport.context_server.policy.read_policy import InvalidInput
 
@@ -84,4 +85,67 @@ def test_a_cursor_from_the_middle_resumes_after_its_position(service: WorkspaceS
     rest = [path for page in pages(service, "unicorn", ".", 200) for path in page]
     after = service.search_project("unicorn", ".", 200, first.next_cursor)
     assert [h.path for h in first.hits] + [h.path for h in after.hits] == rest
+    service.journal.close()
+
+
+def follow(service: WorkspaceService, cursor: str | None) -> list[str]:
+    found: list[str] = []
+    while cursor is not None:
+        page = service.search_project("unicorn", ".", 3, cursor)
+        found += [hit.path for hit in page.hits]
+        cursor = page.next_cursor
+    return found
+
+
+def test_files_rewritten_between_pages_are_each_returned_once(
+    service: WorkspaceService, tmp_path: Path
+) -> None:
+    # As a formatter rewrites a project while an agent pages through a search: a changed file
+    # keeps its place in the index's order, so nothing is returned twice or skipped.
+    first = service.search_project("unicorn", ".", 3, None)
+    before = [hit.path for hit in first.hits]
+    files = sorted((tmp_path / "ws").rglob("f*.txt"))
+    (tmp_path / "ws" / before[0]).unlink()  # one already returned goes
+    for path in files:
+        if path.exists():
+            path.write_text(path.read_text() + "# formatted\n")
+    service.index.refresh()
+    rest = follow(service, first.next_cursor)
+    assert len(rest) == len(set(rest)) and not set(rest) & set(before)
+    assert sorted(before[1:] + rest) == sorted(
+        str(p.relative_to(tmp_path / "ws")) for p in files if p.exists()
+    )
+    service.journal.close()
+
+
+def test_files_added_between_pages_come_after_them_even_where_rows_went(
+    service: WorkspaceService, tmp_path: Path
+) -> None:
+    # Every row but the one the cursor stands on goes, then new files come, in both shards:
+    # none may take a place the first page has passed (an id given again), or the cursor
+    # would skip it.
+    root = tmp_path / "ws"
+    first = service.search_project("unicorn", ".", 10, None)
+    kept = first.hits[-1].path  # the row the cursor stands on
+    for gone in [hit.path for hit in first.hits[:-1]] + follow(service, first.next_cursor):
+        (root / gone).unlink()
+    assert (root / kept).exists()
+    added = []
+    for number in range(4 * SHARDS):
+        name = next(
+            f"zz/new{number}-{k}.txt"
+            for k in range(1000)
+            if shard_of("ws", f"zz/new{number}-{k}.txt") == number % SHARDS
+        )
+        (root / name).write_text("a new unicorn\n")
+        added.append(name)
+    service.index.refresh()
+    assert sorted(follow(service, first.next_cursor)) == sorted(added)
+    service.journal.close()
+
+
+@pytest.mark.parametrize("query", ["\ud800abc", "abc\udfff", "x\udcffyz"])
+def test_a_query_holding_a_lone_surrogate_is_refused(service: WorkspaceService, query: str) -> None:
+    with pytest.raises(InvalidInput, match="invalid query"):
+        service.search_project(query, ".", 5, None)
     service.journal.close()

@@ -154,12 +154,14 @@ class Shards:
         if outcome == "kept":
             return outcome
         shard = shard_of(found.root.name, found.relative)
+        local = 0  # a new row: the writer gives it the next id
         if stored is not None:
             assert stored[0] % SHARDS == shard, "a row outside its shard"
             self._old[shard].append(stored[0] // SHARDS)
+            local = stored[0] // SHARDS  # a changed file keeps its place in the index's order
         if text is not None:
             self._new[shard].append(
-                (found.root.name, found.relative, found.size, found.mtime_ns, text)
+                (local, found.root.name, found.relative, found.size, found.mtime_ns, text)
             )
             self._bytes[shard] += len(text)
             if self._bytes[shard] >= _BATCH_BYTES or len(self._new[shard]) >= _BATCH_ROWS:

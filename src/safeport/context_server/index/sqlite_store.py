@@ -33,7 +33,8 @@ _FTS_OPTIONS = "tokenize='trigram', detail='none'" + (
 
 Stored = tuple[int, int, int]  # (row id, size, mtime_ns)
 Outcome = Literal["kept", "added", "updated", "dropped", "skipped"]
-Row = tuple[str, str, int, int, str]  # root, relative path, size, mtime_ns, text
+# Row id (0: a new row, given the next id), root, relative path, size, mtime_ns, text.
+Row = tuple[int, str, str, int, int, str]
 # 128 rows of 5 values stay far below SQLite's limit of bound values per statement.
 _ROWS_PER_STATEMENT = 128
 _IDS_PER_STATEMENT = 512
@@ -67,6 +68,12 @@ def create_schema(db: sqlite3.Connection) -> None:
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, {_FTS_OPTIONS})")
     # What the last walk proved (``walk_record.py``): one row, in the first shard only.
     db.execute("CREATE TABLE IF NOT EXISTS walk_record (id INTEGER PRIMARY KEY, body TEXT)")
+    # The next id a new row gets, never one a row had: a search's cursor is a row id, and a
+    # file added after a page was read must not take a place before that page's end.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS next_row (id INTEGER PRIMARY KEY CHECK (id = 0), "
+        "value INTEGER NOT NULL)"
+    )
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.commit()
 
@@ -114,9 +121,12 @@ def plan(
 def write(db: sqlite3.Connection, old: list[int], rows: list[Row]) -> None:
     """Delete the rows ``old`` and their text, then insert ``rows`` and their text.
 
-    Each statement takes many rows: SQLite tokenizes them all in one step, and the thread that
-    runs it needs the interpreter lock only once per statement, not once per file (a thread
-    waiting for the lock at every file while the walk holds it barely runs)."""
+    A row that replaces one of ``old`` (a changed file) keeps that row's id, so a search that
+    resumes after it neither sees the file again nor skips one; a new row gets an id above
+    every id ever given (``next_row``). Each statement takes many rows: SQLite tokenizes them
+    all in one step, and the thread that runs it needs the interpreter lock only once per
+    statement, not once per file (a thread waiting for the lock at every file while the walk
+    holds it barely runs)."""
     for start, length in pieces(len(old), _IDS_PER_STATEMENT):
         chunk = old[start : start + length]
         marks = ",".join("?" * len(chunk))
@@ -124,16 +134,29 @@ def write(db: sqlite3.Connection, old: list[int], rows: list[Row]) -> None:
         db.execute(f"DELETE FROM files WHERE id IN ({marks})", chunk)  # noqa: S608
     if not rows:
         return
-    # Ids picked here, inside the write transaction: one statement per table, no lastrowid.
-    first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0])
+    fresh = sum(1 for row in rows if not row[0])
+    if fresh:
+        # Ids picked here, inside the write transaction: one statement per table, no lastrowid.
+        first = int(
+            db.execute(
+                "SELECT max(coalesce((SELECT value FROM next_row WHERE id = 0), 1), "
+                "coalesce((SELECT max(id) FROM files), 0) + 1)"
+            ).fetchone()[0]
+        )
+        db.execute(
+            "INSERT INTO next_row(id, value) VALUES (0, ?) "
+            "ON CONFLICT(id) DO UPDATE SET value = excluded.value",
+            (first + fresh,),
+        )
+        given = iter(range(first, first + fresh))
+        rows = [row if row[0] else (next(given), *row[1:]) for row in rows]
     for start, length in pieces(len(rows), _ROWS_PER_STATEMENT):
         batch = rows[start : start + length]
-        ids = range(first + start, first + start + len(batch))
         marks = ",".join("(?, ?, ?, ?, ?)" for _ in batch)
-        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, *row[:4])]
+        params = [v for row in batch for v in row[:5]]
         db.execute(f"INSERT INTO files(id, root, rel, size, mtime_ns) VALUES {marks}", params)  # noqa: S608
         marks = ",".join("(?, ?)" for _ in batch)
-        params = [v for i, row in zip(ids, batch, strict=True) for v in (i, row[4])]
+        params = [v for row in batch for v in (row[0], row[5])]
         db.execute(f"INSERT INTO fts(rowid, body) VALUES {marks}", params)  # noqa: S608
 
 

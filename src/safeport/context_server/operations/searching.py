@@ -75,6 +75,11 @@ class SearchOperations(Operations):
             raise InvalidInput("invalid query: give the text to search for")
         if len(query) > MAX_QUERY_CHARS or "\x00" in query or "\n" in query:
             raise InvalidInput(f"invalid query: one line of at most {MAX_QUERY_CHARS} characters")
+        if not query.isascii():
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: no text holds it
+                raise InvalidInput("invalid query: it holds a character no text can") from None
         scopes = self._scopes(path)
         self.index.refresh_in_background()
         # Rows from before this process speak for files as they were then: the index answers
