@@ -21,7 +21,7 @@ import pytest
 from safeport.context_server.index import sqlite_store as index_store
 from safeport.context_server.index.inotify_watch import FolderWatch, open_folder_watch
 from safeport.context_server.index.search_index import SearchIndex
-from safeport.context_server.index.shards import shard_of, shard_paths
+from safeport.context_server.index.shards import SHARDS, shard_of, shard_paths
 from safeport.context_server.index.sqlite_module import sqlite3
 from safeport.context_server.policy.read_policy import ReadPolicy
 from safeport.context_server.workspace.gate import Workspace
@@ -460,3 +460,35 @@ def test_forgetting_an_entry_stops_the_watches_at_and_below_it_and_no_others() -
     finally:
         os.close(write_end)
         watch.close()
+
+
+def test_a_refresh_that_wrote_most_of_the_index_merges_its_segments_and_keeps_every_row(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merged: list[str] = []
+    real_merge = index_store.merge
+
+    def merge(db: sqlite3.Connection) -> None:
+        merged.append("merge")
+        real_merge(db)
+
+    monkeypatch.setattr(index_store, "merge", merge)
+    monkeypatch.setattr("safeport.context_server.index.search_index.MERGE_FROM_ROWS", 2)
+    workspace = Workspace([ServedRoot("ws", tree)], ReadPolicy())
+    index = SearchIndex(tmp_path / "cache" / "index.sqlite", workspace)
+    try:
+        index.refresh()  # a build: every row written, every shard merged
+        assert merged == ["merge"] * SHARDS
+        (tree / "docs" / "guide.md").write_text("# guide\nquagga\n")
+        index.refresh()  # one row of five: no merge
+        assert merged == ["merge"] * SHARDS
+        for name in ("a.md", "b.md", "c.md"):
+            (tree / "docs" / name).write_text(f"{name} quagga\n")
+        index.refresh()  # three new rows of eight, and at least two: merged again
+        assert merged == ["merge"] * (2 * SHARDS)
+        assert rows(index.path) == cold_build(index, tmp_path)  # (the cold build merges too)
+        found = sorted(c.rel for c in index.candidates("quagga", "ws", "", None))
+        assert found == ["docs/a.md", "docs/b.md", "docs/c.md", "docs/guide.md"]
+    finally:
+        index.close()
+        workspace.close()

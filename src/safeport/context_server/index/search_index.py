@@ -36,6 +36,8 @@ WATCHED_REFRESH_AFTER_S = 1.0
 RETRY_AFTER_S = 5.0
 # How long closing waits for the walk to stop (it stops at its next file or folder).
 STOP_WAIT_S = 30.0
+# A refresh that wrote at least this many rows, and a quarter of the index, merges its segments.
+MERGE_FROM_ROWS = 2000
 # An index's name without its rules part: the files of one set of roots under any rules.
 _FAMILY = re.compile(r"index-[0-9a-f]{20}")
 _OFF = re.compile(r"index-[0-9a-f]{20}-off-")
@@ -195,9 +197,13 @@ class SearchIndex:
             except BaseException:
                 self._refresher.failed()
                 raise
-            if tally.updated or tally.removed:
-                shards.forget_removed()
             count, size = shards.counts()
+            if tally.added + tally.updated >= max(MERGE_FROM_ROWS, count // 4):
+                # Most of the index was just written (a build): its segments merged now, the
+                # refreshes after it write into one rather than merging a build's worth.
+                shards.merge_segments()
+            if tally.updated or tally.removed or tally.added >= MERGE_FROM_ROWS:
+                shards.forget_removed()  # also empties the log the merge filled
             self.last_refresh = time.time()
             self.last_error = None
             self.last_stats = IndexStats(

@@ -35,7 +35,8 @@ _BATCH_BYTES = 1 << 20
 _BATCH_ROWS = 400
 _QUEUE_DEPTH = 4
 
-# ("write", local ids to delete, rows to insert), ("commit", [], []) or ("stop", [], [])
+# ("write", local ids to delete, rows to insert), ("commit", [], []), ("merge", [], []) or
+# ("stop", [], [])
 _Op = tuple[str, list[int], list[Row]]
 
 
@@ -184,6 +185,12 @@ class Shards:
             self._put(shard, ("write", self._old[shard], self._new[shard]))
             self._old[shard], self._new[shard], self._bytes[shard] = [], [], 0
 
+    def merge_segments(self) -> None:
+        """Merge each shard's FTS5 segments into one, every shard at once (``store.merge``)."""
+        for shard in range(len(self.dbs)):
+            self._put(shard, ("merge", [], []))
+        self._drain()
+
     def forget_removed(self) -> None:
         self._drain()
         for db in self.dbs:
@@ -222,6 +229,8 @@ class Shards:
                 if self._error is None:
                     if what == "commit":
                         db.commit()
+                    elif what == "merge":
+                        store.merge(db)
                     else:
                         store.write(db, old, row)
             except BaseException as exc:  # raised again on the walk's thread

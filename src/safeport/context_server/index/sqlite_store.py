@@ -176,6 +176,15 @@ def pieces(count: int, most: int) -> Iterator[tuple[int, int]]:
         start += size
 
 
+def merge(db: sqlite3.Connection) -> None:
+    """Merge the FTS5 table's segments into one and commit. A build leaves the trigrams in
+    many segments that FTS5 merges bit by bit as later writes come: the first refresh after a
+    build of 200,000 files paid 5.5 s for 2,000 changed files, where 1.7 s after this merge
+    (4.6 s, both shards at once, after a 150 s build)."""
+    db.execute("INSERT INTO fts(fts) VALUES('optimize')")
+    db.commit()
+
+
 def forget_removed(db: sqlite3.Connection) -> None:
     """Copy the log into the database and empty it: the log still holds the pages removed
     rows were on (``secure_delete`` zeroes them in the database, not in the log)."""
