@@ -492,3 +492,32 @@ def test_a_refresh_that_wrote_most_of_the_index_merges_its_segments_and_keeps_ev
     finally:
         index.close()
         workspace.close()
+
+
+def test_a_walk_begun_again_before_its_end_still_stops_the_watches_no_walk_kept() -> None:
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    removed: list[int] = []
+
+    def add(_fd: int, path: bytes, _mask: int) -> int:
+        return int(path.rsplit(b"/", 1)[1])
+
+    def remove(_fd: int, wd: int) -> int:
+        removed.append(wd)
+        return 0
+
+    watch = FolderWatch(read_end, add, remove)  # type: ignore[arg-type]
+    try:
+        watch.begin_walk()
+        watch.watch("ws", (), 1)
+        watch.watch("ws", ("a",), 2)
+        watch.end_walk()
+        watch.begin_walk()  # a check that watches the recorded folders, then gives up...
+        watch.watch("ws", (), 1)
+        watch.watch("ws", ("b",), 3)
+        watch.begin_walk()  # ...for a walk of everything, which finds only the root
+        watch.watch("ws", (), 1)
+        watch.end_walk()
+        assert sorted(removed) == [2, 3]
+    finally:
+        os.close(write_end)
+        watch.close()

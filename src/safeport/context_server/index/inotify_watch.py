@@ -92,7 +92,10 @@ class FolderWatch:
     def begin_walk(self) -> None:
         """Before walking everything: pending events are moot, every folder is re-watched."""
         self._read_events()
-        self._previous, self._folders = self._folders, {}
+        # A walk begun before and never ended (a check that gave up for a walk of everything)
+        # keeps its own previous watches here too, so the end of this one removes them all.
+        self._previous.update(self._folders)
+        self._folders = {}
         self._at_or_below = Counter()
         self._complete = True
 
