@@ -60,18 +60,23 @@ def test_the_off_switch_the_benchmark_turns_serves_and_indexes_the_secret_and_on
     try:
         served: dict[bool, str] = {}
         stored: dict[bool, bytes] = {}
+        indexed: dict[bool, list[str]] = {}
         for redact in (True, False):
             path = tmp_path / f"cache-{redact}" / "index.sqlite"
             workspace = workspaces[redact]
             index = SearchIndex(path, workspace, watch=False)
             index.refresh()
+            indexed[redact] = [c.rel for c in index.candidates(token, "ws", "", None)]
             index.close()
             stored[redact] = b"".join(p.read_bytes() for p in path.parent.iterdir())
             service = WorkspaceService(workspace, index, ChangeFeed(workspace), journal)
             served[redact] = service.read_file("settings.py").text
         assert token not in served[True] and "[REDACTED:github-token]" in served[True]
         assert served[False] == f"GITHUB = '{token}'\nDEBUG = True\n"
-        assert token.encode() not in stored[True] and token.encode() in stored[False]
+        # Off, the index holds the token as written (a query for it finds the file); on, it
+        # holds neither its text nor anything a query for it finds.
+        assert indexed == {True: [], False: ["settings.py"]}
+        assert token.encode() not in stored[True]
     finally:
         journal.close()
         for workspace in workspaces.values():
