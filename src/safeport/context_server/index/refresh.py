@@ -27,7 +27,7 @@ from safeport.context_server.index.inotify_watch import FolderWatch, Touched, op
 from safeport.context_server.index.requests_first import RequestGate
 from safeport.context_server.index.shards import Shards
 from safeport.context_server.index.sqlite_store import MAX_INDEXED_BYTES, Outcome, Stored
-from safeport.context_server.index.walk_hooks import walk_hooks
+from safeport.context_server.index.walk_hooks import walk_hooks, watch_recorded
 from safeport.context_server.index.walk_record import WalkRecord
 from safeport.context_server.policy.display_names import UndisplayableName
 from safeport.context_server.policy.read_policy import ReadPolicy, Refused
@@ -158,7 +158,9 @@ class Refresher:
             return None
         self.doing = "checking what changed (stat only)"
         paced = self._paced()
-        watch = self._watch_recorded_folders(record, paced)
+        if self._watch is None and self._want_watch:
+            self._watch = open_folder_watch()
+        watch = watch_recorded(record, self.workspace, self._watch, paced)
         rows = []
         for count, row in enumerate(shards.each_row()):
             if count % 4096 == 0:
@@ -169,44 +171,9 @@ class Refresher:
             self._walked_policy = self.workspace.policy
             self._linked = {(root, tuple(rel.split("/"))) for root, rel in record.linked}
             if watch is not None:
-                # Every recorded folder was watched before the check looked at it, and the walk
-                # of what it found watches the folders that are new: the next refresh can go by
-                # events, as after a walk of everything, which this check stands for.
-                watch.end_walk()
+                watch.end_walk()  # the new folders too, as walked: now events will do
                 self._walked_at = time.monotonic()
         return touched
-
-    def _watch_recorded_folders(
-        self, record: WalkRecord, paced: Iterator[None]
-    ) -> FolderWatch | None:
-        """Watch each folder the record holds, each opened beneath its root (no link
-        followed) before the check looks at what is in it: a change made after the look is an
-        event, one made before it a ``stat`` the check sees. A folder that cannot be opened is
-        leaves the watch incomplete, so the refresh after this one checks by ``stat`` again."""
-        if self._watch is None and self._want_watch:
-            self._watch = open_folder_watch()
-        watch = self._watch
-        if watch is None:
-            return None
-        watch.begin_walk()
-        roots = {root.name: root for root in self.workspace.roots}
-        for count, (name, rel) in enumerate(list(record.folders)):
-            if count % 256 == 0:
-                next(paced)
-            root = roots.get(name)
-            if root is None:
-                continue
-            parts = tuple(rel.split("/")) if rel else ()
-            try:
-                fd = self.workspace.descriptors.open_beneath(root, parts, final_dir=True)
-            except (Refused, OSError):
-                watch.missed()  # gone, replaced or closed to us: the next refresh checks by stat
-                continue
-            try:
-                watch.watch(name, parts, fd)
-            finally:
-                os.close(fd)
-        return watch
 
     def _paced(self) -> Iterator[None]:
         """Advanced between pieces of work: stops when asked, else waits while requests run."""

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 
 from safeport.context_server.index.inotify_watch import FolderWatch
 from safeport.context_server.index.walk_record import WalkRecord
+from safeport.context_server.policy.read_policy import Refused
+from safeport.context_server.workspace.gate import Workspace
 
 Opened = Callable[[tuple[str, ...], int], None]
 LeftOut = Callable[[tuple[str, ...], str], None]
@@ -50,3 +52,33 @@ def walk_hooks(
             record.linked.add((root, "/".join(parts)))
 
     return opened, left_out, link
+
+
+def watch_recorded(
+    record: WalkRecord, workspace: Workspace, watch: FolderWatch | None, paced: Iterator[None]
+) -> FolderWatch | None:
+    """Begin a walk of ``watch`` (if any) with each folder ``record`` holds watched, each opened
+    beneath its root (no link followed), for the start-up check to look at afterwards: a change
+    made after the look is an event, one made before it a ``stat`` the check sees. A folder that
+    cannot be opened leaves the watch incomplete, so the next refresh checks by ``stat``."""
+    if watch is None:
+        return None
+    watch.begin_walk()
+    roots = {root.name: root for root in workspace.roots}
+    for count, (name, rel) in enumerate(list(record.folders)):
+        if count % 256 == 0:
+            next(paced)
+        root = roots.get(name)
+        if root is None:
+            continue
+        parts = tuple(rel.split("/")) if rel else ()
+        try:
+            fd = workspace.descriptors.open_beneath(root, parts, final_dir=True)
+        except (Refused, OSError):
+            watch.missed()  # gone, replaced or closed to us
+            continue
+        try:
+            watch.watch(name, parts, fd)
+        finally:
+            os.close(fd)
+    return watch
