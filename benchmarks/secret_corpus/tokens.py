@@ -224,6 +224,21 @@ TOKENS: dict[str, Callable[[], str]] = {
     "brevo": lambda: f"xkeysib-{rand(64, HEX)}-{rand(16)}",
     "google-refresh": lambda: f"1//0{rand(100, B64URL)}",
     "x-bearer": lambda: "A" * 22 + f"{rand(12)}%2B{rand(20)}%3D{rand(50)}",
+    "slack-bot-legacy": lambda: f"xoxb-{rand(12, string.digits)}-{rand(20)}",
+    "slack-workspace": lambda: (
+        f"xoxa-2-{rand(9, string.digits)}-{rand(11, string.digits)}-{rand(13, string.digits)}-"
+        f"{rand(18, HEX)}"
+    ),
+    "slack-rotating": lambda: f"xoxp-1-{rand(150, ALNUM)}",
+    "cloudflare-origin-ca": lambda: f"v1.0-{rand(24, HEX)}-{rand(146, HEX)}",
+    "castai": lambda: f"castai_v1_{rand(64, HEX)}_{rand(8, HEX)}",
+    "flyio-short": lambda: f"fo1_{rand(43, B64URL)}",
+    "azure-data-factory": lambda: (
+        f"IR@{rand(8, HEX)}-{rand(4, HEX)}-{rand(4, HEX)}-{rand(4, HEX)}-{rand(12, HEX)}"
+        f"@adf-{rand(6, string.ascii_lowercase)}@we@{rand(43, ALNUM + '+/')}="
+    ),
+    "intra42": lambda: f"s-s4t2ud-{rand(64, HEX)}",
+    "maxmind": lambda: f"{rand(6)}_{rand(29)}_mmk",
 }
 
 # A random body is now and then what a person types by hand: low in entropy for its format, or

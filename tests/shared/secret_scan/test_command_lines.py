@@ -83,11 +83,39 @@ def test_clients_that_take_a_password_of_their_own(template: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "template",
+    [
+        # curl's options one to a line, the user on a line of its own
+        "curl -X POST https://h.example.net/rest \\\n  -d 'x' \\\n  -u ops:{value}\n",
+        "curl https://h.example.net/token \\\r\n    --user app:{value} --data a=b\n",
+        # quoted as the shell quotes one word: the password alone, or in two pieces
+        "curl --user ops:'{value}' -X PATCH https://h.example.net\n",
+        'curl -u ops:"{value}" https://h.example.net\n',
+        # an API key passed as the user, the password left empty
+        'curl -u "{value}:" https://h.example.net:9200\n',
+        "curl -u {value}: https://h.example.net/v1/charges\n",
+    ],
+)
+def test_curl_users_password_in_every_spelling(template: str) -> None:
+    assert_only_secret(template)
+
+
+def test_a_password_of_letters_drawn_without_digits_after_curls_user() -> None:
+    # No digit, as a generator with digits turned off draws one; a word would be served.
+    text = "curl -u deploy:qYtwKvBnDxRpLmZs https://h.example.net\n"
+    assert [text[s.start : s.end] for s in find_secrets(text)] == ["qYtwKvBnDxRpLmZs"]
+
+
+@pytest.mark.parametrize(
     "line",
     [
         'curl -u "$USER:$TOKEN" https://h.example.net\n',
         "curl -u admin:admin https://h.example.net\n",
         "curl -u deploy: https://h.example.net\n",
+        "curl -u deploy:deployment https://h.example.net\n",
+        "curl https://h.example.net \\\n  -u $CI_USER:$CI_TOKEN\n",
+        "curl -u 'ops:$(cat pw.txt)' https://h.example.net\n",
+        "curl https://h.example.net\n-u line:not_a_curl_option_here\n",
         'curl --user "${CI_USER}:${CI_PASS}" https://h.example.net\n',
         'sshpass -p "$SSHPASS" ssh deploy@h\n',
         "sshpass -f ~/.pw ssh deploy@h\n",
@@ -169,3 +197,12 @@ def test_long_lines_of_command_near_misses_scan_in_linear_time() -> None:
     started = time.process_time()
     assert find_secrets(line) == []
     assert time.process_time() - started < 3.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["curl -X POST \\", "curl \\\n\\\n\\", "curl -u ops:\\\r\n", "curl " + "\\\n" * 400 + "-u a:b"],
+)
+def test_a_command_continued_to_the_texts_end_is_read_to_its_end(text: str) -> None:
+    # The continuation ends with the text: the look stops there, finding nothing.
+    assert_clean(text)

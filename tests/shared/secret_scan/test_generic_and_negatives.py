@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.secret_corpus.corpus import generic_samples, negative_samples
-from safeport.shared.secret_scan import redact
+from safeport.shared.secret_scan import find_secrets, redact
+from tests.shared.secret_scan.drawn_values import assert_clean, assert_only_secret, fresh
 
 NEGATIVES = list(negative_samples())
 
@@ -43,3 +44,63 @@ def test_look_alikes_read_unchanged(sample: object) -> None:
 )
 def test_ordinary_code_about_secrets_is_not_a_secret(line: str) -> None:
     assert redact(line) == (line, ())
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'public_key = "{value}"\n',
+        "publicToken: '{value}'\n",
+        "STRIPE_PUBLISHABLE_KEY={value}\n",
+        "NEXT_PUBLIC_MAPS_API_KEY={value}\n",
+        'vapidPublicKey = "{value}"\n',
+    ],
+)
+def test_a_key_named_as_published_is_served(template: str) -> None:
+    assert_clean(template.format(value=fresh()))
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'public_key_secret = "{value}"\n',
+        "NEXT_PUBLIC_SECRET_KEY={value}\n",
+        'private_key_public_copy_password = "{value}"\n',
+        'publisher_key = "{value}"\n',
+    ],
+)
+def test_a_private_name_beside_a_published_word_is_withheld(template: str) -> None:
+    assert_only_secret(template)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "event-bus-message-api:rc0.15.0_20231217_1420-SNAPSHOT\n",
+        'notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"\n',
+        'api_version = "v2.14.1-beta3"\n',
+        '<entry key="jetbrains.mps.v8_elimination" value="executed" />\n',
+        "secret_store = config.vault.kv2_backend\n",
+    ],
+)
+def test_versions_and_dotted_names_under_secret_words_are_served(line: str) -> None:
+    assert_clean(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "DATABRICKS_TOKEN=dapi123456789012345678a9bc01234defg5\n",
+        "LANGCHAIN_API_KEY=ls__0123456789abcdef0123456789abcdef\n",
+        'const SERVICE_KEY = "12345678-ABCD-ABCD-ABCD-1234567890AB"\n',
+        'api_token = "zyxwvutsrq9876543210"\n',
+    ],
+)
+def test_values_typed_in_runs_to_show_a_shape_are_served(line: str) -> None:
+    assert_clean(line)
+
+
+def test_a_password_holding_a_typed_run_is_still_withheld() -> None:
+    # People choose such passwords: the run test is for values under other names.
+    text = 'password = "Winter12345678!"\n'
+    assert [text[s.start : s.end] for s in find_secrets(text)] == ["Winter12345678!"]

@@ -83,6 +83,15 @@ NEW_FORMATS = {
     "brevo": "brevo-key",
     "google-refresh": "google-oauth-refresh-token",
     "x-bearer": "x-bearer-token",
+    "slack-bot-legacy": "slack-token",
+    "slack-workspace": "slack-token",
+    "slack-rotating": "slack-token",
+    "cloudflare-origin-ca": "cloudflare-origin-ca-key",
+    "castai": "castai-key",
+    "flyio-short": "flyio-token",
+    "azure-data-factory": "azure-data-factory-key",
+    "intra42": "intra42-secret",
+    "maxmind": "maxmind-license-key",
 }
 # Formats of letters and digits only, kept out of base64 text by a boundary that a "/" before
 # them does not pass: a path glued to them is tested with "=" instead.
@@ -279,6 +288,13 @@ def test_the_secret_is_withheld_and_the_public_id_beside_it_is_served() -> None:
         "key = " + "ab" * 26 + "JQQJ99AB" + "A" * 16 + "A" + rand(7) + "\n",
         # a path list (a source map's) near the letters of a key id: 40 characters, not drawn
         'AKIA ids: see "node_modules/rxjs/src/internal/util/arrRemove.ts", "lib/x.ts"\n',
+        # Slack's prefixes around bodies without the team's and user's numbers
+        "SLACK_BOT = xoxb-my-bot-name\n",
+        f"images/2018-250-xoxo-{rand(8, string.ascii_lowercase)}-1.jpg\n",
+        f"see xoxp-{rand(10, string.digits)} in the log\n",
+        f"xoxe.xoxp-1-{rand(30, string.ascii_letters)}\n",
+        # a version of the same shape as Cloudflare's origin keys, too short to be one
+        f"v1.0-{rand(24, HEX)}-{rand(40, HEX)}\n",
     ],
     ids=_case,
 )

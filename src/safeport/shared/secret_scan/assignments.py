@@ -18,6 +18,7 @@ from safeport.shared.secret_scan.checks import (
     is_placeholder,
     looks_random,
     shannon_bits,
+    typed_sequence,
 )
 from safeport.shared.secret_scan.encoded import basic_credential_at
 from safeport.shared.secret_scan.names import name_begins, name_words, secret_name, weak_secret_name
@@ -260,7 +261,9 @@ def _judged_value(
         not quote and not weak and _strongest_name(words) and generated_letters(value)
     )
     if not chosen and (
-        not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
+        not looks_random(value, quoted=bool(quote))
+        or value.lower() in name.lower()
+        or (not password_name(words) and typed_sequence(value))
     ):
         return None, value_end
     if weak and not _strongly_random(value):

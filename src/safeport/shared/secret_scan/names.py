@@ -302,10 +302,35 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _SEGMENTS.split(name) if word]
 
 
+# A key or token its owner publishes: Stripe's publishable key, a VAPID or an SSH public key, a
+# browser-exposed ``NEXT_PUBLIC_…_KEY``. The secret beside it is named otherwise.
+_PUBLIC = frozenset({"public", "publishable", "pub"})
+_PUBLISHED = frozenset({"key", "keys", "token"})
+_PRIVATE = frozenset({"secret", "private", "password", "passwd", "pwd", "passphrase"})
+
+
+# Frameworks that build every variable of this prefix into the pages they serve
+# (``NEXT_PUBLIC_``, ``NUXT_PUBLIC_``, ``EXPO_PUBLIC_``; SvelteKit's ``PUBLIC_``).
+_BROWSER_PREFIXES = frozenset({"next", "nuxt", "expo"})
+
+
+def public_name(words: list[str]) -> bool:
+    """Whether the name is of a key its owner publishes (``public_key``, ``publicToken``,
+    ``NEXT_PUBLIC_MAPS_API_KEY``), and names nothing private besides."""
+    if words[-1].rstrip("0123456789") not in _PUBLISHED or len(words) < 2:
+        return False
+    published = any(word in _PUBLIC for word in words[-3:-1]) or (
+        words[0] == "public" or (words[0] in _BROWSER_PREFIXES and words[1] == "public")
+    )
+    return published and not any(word in _PRIVATE for word in words)
+
+
 def secret_name(name: str, words: list[str]) -> bool:
     """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
-    than something about one (``password_url``, ``is_token``)."""
+    than something about one (``password_url``, ``is_token``) or one its owner publishes."""
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
+        return False
+    if public_name(words):
         return False
     if "tokenizer" in words[-1] or words[-1] in {"tokens", "secretary"}:
         return False
@@ -333,4 +358,4 @@ def weak_secret_name(words: list[str]) -> bool:
     (``_strongly_random``)."""
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
         return False
-    return words[-1].rstrip("0123456789") in _WEAK_WORDS
+    return words[-1].rstrip("0123456789") in _WEAK_WORDS and not public_name(words)

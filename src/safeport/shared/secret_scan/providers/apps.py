@@ -1,5 +1,5 @@
 """Tokens of consumer platforms and SaaS products: chat bots, social graphs, payments, CRM,
-storage, analytics, hosting.
+storage, analytics, hosting, licences.
 
 Two formats here start with base64 of decimal digits (a Discord bot token's user id, a Jira or
 Confluence personal access token's key id): three digits encode to four characters of a small
@@ -152,4 +152,14 @@ APP_RULES: tuple[TokenRule, ...] = (
     ),
     rule("brevo-key", ("xkeysib-", "xsmtpsib-"), r"x(?:key|smtp)sib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
     rule("google-oauth-refresh-token", "1//0", B + r"1//0[A-Za-z0-9_\-]{40,500}", mixed_generated),
+    # An OAuth application's secret at 42's intranet (``s-s4t2ud-``, ``s-s4t2af-``).
+    rule("intra42-secret", "s-s4t2", B + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + E, random_enough),
+    # A MaxMind license key: 6 characters, 29, then ``_mmk``; the anchor ends the key.
+    rule(
+        "maxmind-license-key",
+        "_mmk",
+        B + r"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk" + E,
+        mixed_generated,
+        lead=True,
+    ),
 )

@@ -1,6 +1,7 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
 Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
-authenticate message, MySQL password hashes, Tailscale's keys. (GitLab, GitHub's other tokens,
+authenticate message, MySQL password hashes, Tailscale's keys, Cloudflare's Origin CA keys, CAST
+AI, Fly.io's short tokens, Azure Data Factory's runtime keys. (GitLab, GitHub's other tokens,
 Docker Hub and the older formats are in ``rules``.)"""
 
 from __future__ import annotations
@@ -106,6 +107,25 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         "tailscale-key",
         "tskey-",
         r"tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,32}-[A-Za-z0-9]{16,64}" + E,
+        random_enough,
+    ),
+    # Cloudflare's Origin CA key (signs certificates for a zone's origin): a version, 24 hex
+    # digits of id and 146 of secret.
+    rule(
+        "cloudflare-origin-ca-key",
+        "v1.0-",
+        B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + E,
+        random_enough,
+    ),
+    rule("castai-key", "castai_v1_", r"castai_v1_[a-f0-9]{64}_[a-f0-9]{8}" + E, random_enough),
+    # Fly.io's organisation and deploy tokens in their short form (``fm1_``/``fm2_`` are longer).
+    rule("flyio-token", "fo1_", B + r"fo1_[A-Za-z0-9_\-]{43}" + E, random_enough),
+    # An Azure Data Factory self-hosted integration runtime's key: the runtime's id, the
+    # factory, its region, then the key itself.
+    rule(
+        "azure-data-factory-key",
+        "IR@",
+        B + r"IR@[0-9A-Za-z\-]{36}@[A-Za-z0-9\-]{1,90}@[a-z0-9]{2,12}@[A-Za-z0-9+/]{43}=",
         random_enough,
     ),
 )

@@ -61,12 +61,19 @@ RULES: tuple[TokenRule, ...] = (
         r"_gitlab_session=(?P<secret>[a-f0-9]{32})" + E,
     ),
     rule("gitlab-token", "GR1348941", r"GR1348941[A-Za-z0-9_\-]{20,64}"),
+    # Slack's tokens number their team, user or bot, then end in a random part: bot tokens two
+    # numbers (one in the older form), user and legacy tokens three, after a version digit in
+    # workspace tokens (``xoxa-2-…``). A body without those numbers (``xoxb-my-bot-token``,
+    # ``xoxp-1234567890``) is a name or an example.
     rule(
         "slack-token",
-        tuple(f"xox{c}-" for c in "abposer"),
-        r"xox[abposer]-(?:\d+-)?[A-Za-z0-9\-]{10,250}",
+        tuple(f"xox{c}-" for c in "abposr"),
+        r"xox[abposr]-(?:\d{1,2}-)?(?:\d{6,14}-){1,3}[A-Za-z0-9]{12,64}" + E,
     ),
-    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{20,250}"),
+    # Rotating and configuration tokens and their refresh tokens: a version digit, then about
+    # 150 characters (base64 of the numbers and the random part).
+    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{60,250}"),
+    rule("slack-token", ("xoxe-", "xoxp-", "xoxb-"), r"xox[epb]-\d-[A-Za-z0-9\-]{60,250}"),
     rule("slack-token", "xapp-", r"xapp-\d-[A-Za-z0-9\-]{20,250}"),
     rule(
         "slack-webhook",
