@@ -239,6 +239,12 @@ TOKENS: dict[str, Callable[[], str]] = {
     ),
     "intra42": lambda: f"s-s4t2ud-{rand(64, HEX)}",
     "maxmind": lambda: f"{rand(6)}_{rand(29)}_mmk",
+    "openrouter": lambda: f"sk-or-v1-{rand(64, HEX)}",
+    "sourcegraph": lambda: f"sgp_{rand(16, HEX)}_{rand(40, HEX)}",
+    "sourcegraph-local": lambda: f"sgp_local_{rand(40, HEX)}",
+    "slack-file-token": lambda: (
+        "xoxe-" + "-".join(rand(13, string.digits) for _ in range(3)) + f"-{rand(32, HEX)}"
+    ),
 }
 
 # A random body is now and then what a person types by hand: low in entropy for its format, or

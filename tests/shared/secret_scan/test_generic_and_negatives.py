@@ -94,6 +94,7 @@ def test_versions_and_dotted_names_under_secret_words_are_served(line: str) -> N
         "LANGCHAIN_API_KEY=ls__0123456789abcdef0123456789abcdef\n",
         'const SERVICE_KEY = "12345678-ABCD-ABCD-ABCD-1234567890AB"\n',
         'api_token = "zyxwvutsrq9876543210"\n',
+        'resendApiKey := "re_8f3kq2mz_aBcDeFgHiJkLmNoPqRsTuVwX"\n',
     ],
 )
 def test_values_typed_in_runs_to_show_a_shape_are_served(line: str) -> None:

@@ -92,6 +92,10 @@ NEW_FORMATS = {
     "azure-data-factory": "azure-data-factory-key",
     "intra42": "intra42-secret",
     "maxmind": "maxmind-license-key",
+    "openrouter": "openrouter-key",
+    "sourcegraph": "sourcegraph-token",
+    "sourcegraph-local": "sourcegraph-token",
+    "slack-file-token": "slack-token",
 }
 # Formats of letters and digits only, kept out of base64 text by a boundary that a "/" before
 # them does not pass: a path glued to them is tested with "=" instead.

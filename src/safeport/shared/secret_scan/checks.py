@@ -311,9 +311,10 @@ def is_token_stand_in(value: str, *, runs: bool = False) -> bool:
 
 
 def typed_sequence(value: str) -> bool:
-    """An ascending or descending run of eight letters or digits (``12345678``,
-    ``0123456789abcdef``): a value typed to show a shape, which a draw holds about never."""
-    return _has_sequence(value, _TYPED_RUN)
+    """An ascending or descending run of eight letters or digits in either case
+    (``12345678``, ``0123456789abcdef``, ``aBcDeFgH``): a value typed to show a shape, which a
+    draw holds about never."""
+    return _has_sequence(value.lower(), _TYPED_RUN)
 
 
 def _has_sequence(value: str, run: int = _STAND_IN_RUN) -> bool:

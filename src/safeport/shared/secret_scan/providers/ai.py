@@ -1,8 +1,8 @@
 """Model and search providers' API keys, by the formats their consoles issue.
 
 Most carry a prefix of their own and a body of fixed length, so the prefix and a right boundary
-are the whole test. DeepSeek's keys share ``sk-`` with OpenAI's but hold only lowercase hex,
-which OpenAI's rule (mixed case required) leaves alone.
+are the whole test. DeepSeek's and OpenRouter's keys share ``sk-`` with OpenAI's but hold
+only lowercase hex, which OpenAI's rule (mixed case required) leaves alone.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ AI_RULES: tuple[TokenRule, ...] = (
     rule("tavily-key", "tvly-", r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32}" + E, random_enough),
     rule("perplexity-key", "pplx-", B + r"pplx-[A-Za-z0-9]{48}" + E, mixed_generated),
     rule("deepseek-key", "sk-", B + r"sk-[a-f0-9]{32}" + E, _hex_mix),
+    # OpenRouter's keys: ``sk-or-v1-`` and 64 hex digits (OpenAI's rule wants mixed case).
+    rule("openrouter-key", "sk-or-v1-", B + r"sk-or-v1-[a-f0-9]{64}" + E, random_enough),
     rule("xai-key", "xai-", B + r"xai-[A-Za-z0-9]{70,90}" + E, mixed_generated),
     rule("together-key", "tgp_v1_", r"tgp_v1_[A-Za-z0-9_\-]{43}" + E, random_enough),
     rule("llama-api-key", "llx-", B + r"llx-[A-Za-z0-9_\-]{48}" + E, random_enough),

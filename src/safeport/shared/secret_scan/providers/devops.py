@@ -1,8 +1,8 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
 Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
 authenticate message, MySQL password hashes, Tailscale's keys, Cloudflare's Origin CA keys, CAST
-AI, Fly.io's short tokens, Azure Data Factory's runtime keys. (GitLab, GitHub's other tokens,
-Docker Hub and the older formats are in ``rules``.)"""
+AI, Fly.io's short tokens, Azure Data Factory's runtime keys, Sourcegraph's access tokens.
+(GitLab, GitHub's other tokens, Docker Hub and the older formats are in ``rules``.)"""
 
 from __future__ import annotations
 
@@ -115,6 +115,14 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         "cloudflare-origin-ca-key",
         "v1.0-",
         B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + E,
+        random_enough,
+    ),
+    # Sourcegraph's access tokens: an optional instance id before the 40 hex digits
+    # (``sgp_<16>_<40>``), or ``local`` for an instance's own.
+    rule(
+        "sourcegraph-token",
+        "sgp_",
+        B + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + E,
         random_enough,
     ),
     rule("castai-key", "castai_v1_", r"castai_v1_[a-f0-9]{64}_[a-f0-9]{8}" + E, random_enough),

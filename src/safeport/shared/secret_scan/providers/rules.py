@@ -67,8 +67,8 @@ RULES: tuple[TokenRule, ...] = (
     # ``xoxp-1234567890``) is a name or an example.
     rule(
         "slack-token",
-        tuple(f"xox{c}-" for c in "abposr"),
-        r"xox[abposr]-(?:\d{1,2}-)?(?:\d{6,14}-){1,3}[A-Za-z0-9]{12,64}" + E,
+        tuple(f"xox{c}-" for c in "abposre"),
+        r"xox[abposre]-(?:\d{1,2}-)?(?:\d{6,14}-){1,3}[A-Za-z0-9]{8,64}" + E,
     ),
     # Rotating and configuration tokens and their refresh tokens: a version digit, then about
     # 150 characters (base64 of the numbers and the random part).
