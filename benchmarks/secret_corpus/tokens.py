@@ -245,6 +245,24 @@ TOKENS: dict[str, Callable[[], str]] = {
     "slack-file-token": lambda: (
         "xoxe-" + "-".join(rand(13, string.digits) for _ in range(3)) + f"-{rand(32, HEX)}"
     ),
+    "braintree": lambda: f"access_token$production${rand(16, LOWER_ALNUM)}${rand(32, HEX)}",
+    "mercadopago": lambda: (
+        f"APP_USR-{rand(16, string.digits)}-{rand(6, string.digits)}-{rand(32, HEX)}-"
+        f"{rand(9, string.digits)}"
+    ),
+    "midtrans": lambda: f"Mid-server-{rand(24, B64URL)}",
+    "shippo": lambda: f"shippo_live_{rand(40, HEX)}",
+    "readme": lambda: f"rdme_{rand(70, LOWER_ALNUM)}",
+    "scalingo": lambda: f"tk-us-{rand(48, B64URL)}",
+    "django": lambda: f"django-insecure-{rand(50, ALNUM + '!@#$%^&*(-_=+)')}",
+    "openshift": lambda: f"sha256~{rand(43, B64URL)}",
+    "harness": lambda: f"pat.{rand(22, B64URL)}.{rand(24)}.{rand(20)}",
+    "octopus": lambda: f"API-{rand(26, UPPER_ALNUM)}",
+    "infracost": lambda: f"ico-{rand(32)}",
+    "chieftools": lambda: f"ctp_{rand(36)}",
+    "langsmith": lambda: f"lsv2_pt_{rand(32, HEX)}_{rand(10, HEX)}",
+    "pinecone": lambda: f"pcsk_{rand(6)}_{rand(64)}",
+    "clickhouse": lambda: f"4b1d{rand(38)}",
 }
 
 # A random body is now and then what a person types by hand: low in entropy for its format, or

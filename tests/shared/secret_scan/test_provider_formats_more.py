@@ -96,6 +96,21 @@ NEW_FORMATS = {
     "sourcegraph": "sourcegraph-token",
     "sourcegraph-local": "sourcegraph-token",
     "slack-file-token": "slack-token",
+    "braintree": "braintree-token",
+    "mercadopago": "mercadopago-token",
+    "midtrans": "midtrans-server-key",
+    "shippo": "shippo-token",
+    "readme": "readme-key",
+    "scalingo": "scalingo-token",
+    "django": "django-secret-key",
+    "openshift": "openshift-token",
+    "harness": "harness-token",
+    "octopus": "octopus-deploy-key",
+    "infracost": "infracost-token",
+    "chieftools": "chieftools-token",
+    "langsmith": "langsmith-key",
+    "pinecone": "pinecone-key",
+    "clickhouse": "clickhouse-key",
 }
 # Formats of letters and digits only, kept out of base64 text by a boundary that a "/" before
 # them does not pass: a path glued to them is tested with "=" instead.

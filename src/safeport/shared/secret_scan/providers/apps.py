@@ -152,6 +152,29 @@ APP_RULES: tuple[TokenRule, ...] = (
     ),
     rule("brevo-key", ("xkeysib-", "xsmtpsib-"), r"x(?:key|smtp)sib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
     rule("google-oauth-refresh-token", "1//0", B + r"1//0[A-Za-z0-9_\-]{40,500}", mixed_generated),
+    # Payments: Braintree's access token, Mercado Pago's access tokens, Midtrans' server key,
+    # Shippo's API tokens (their public and client keys are left alone, as Stripe's are).
+    rule(
+        "braintree-token",
+        "access_token$",
+        r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}" + E,
+        random_enough,
+    ),
+    rule(
+        "mercadopago-token",
+        ("APP_USR-", "TEST-"),
+        B + r"(?:APP_USR|TEST)-[0-9]{16}-[0-9]{6}-[0-9a-f]{32}-[0-9]{6,12}" + E,
+        random_enough,
+    ),
+    rule(
+        "midtrans-server-key",
+        ("Mid-server-",),
+        B + r"(?:SB-)?Mid-server-[A-Za-z0-9_\-]{24}" + E,
+        mixed_generated,
+    ),
+    rule("shippo-token", "shippo_", r"shippo_(?:live|test)_[a-fA-F0-9]{40}" + E, random_enough),
+    rule("readme-key", "rdme_", B + r"rdme_[a-z0-9]{70}" + E, random_enough),
+    rule("scalingo-token", "tk-us-", B + r"tk-us-[A-Za-z0-9_\-]{48}" + E, mixed_generated),
     # An OAuth application's secret at 42's intranet (``s-s4t2ud-``, ``s-s4t2af-``).
     rule("intra42-secret", "s-s4t2", B + r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + E, random_enough),
     # A MaxMind license key: 6 characters, 29, then ``_mmk``; the anchor ends the key.

@@ -1,14 +1,15 @@
 """Tokens of build, registry and infrastructure tools: Docker swarm, JFrog, SonarQube, Defined
 Networking, WunderGraph Cosmo, GitHub's dated installation tokens, Akamai EdgeGrid, NTLM's
 authenticate message, MySQL password hashes, Tailscale's keys, Cloudflare's Origin CA keys, CAST
-AI, Fly.io's short tokens, Azure Data Factory's runtime keys, Sourcegraph's access tokens.
+AI, Fly.io's short tokens, Azure Data Factory's runtime keys, Sourcegraph's access tokens,
+Django's generated secret keys, OpenShift, Harness, Octopus Deploy, Infracost, Chief Tools.
 (GitLab, GitHub's other tokens, Docker Hub and the older formats are in ``rules``.)"""
 
 from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.checks import decoded_base64, random_enough
+from safeport.shared.secret_scan.checks import decoded_base64, mixed_generated, random_enough
 from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 _REFERENCE = re.compile(rb"reftkn:[0-9]{2}:[0-9]{10}:")
@@ -32,6 +33,12 @@ def _ntlm_authenticate(message: str) -> bool:
     length = int.from_bytes(decoded[20:22], "little")
     offset = int.from_bytes(decoded[24:28], "little")
     return length > 0 and offset >= 28 and offset + length <= len(decoded)
+
+
+def _letters_and_digits(value: str) -> bool:
+    """A body of capitals and digits drawn at random holds both (``API-ABCDEFGH…`` is a word)."""
+    body = value.partition("-")[2]
+    return any(c.isdigit() for c in body) and any(c.isalpha() for c in body) and random_enough(body)
 
 
 def _drawn_hex(value: str) -> bool:
@@ -125,7 +132,37 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         B + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + E,
         random_enough,
     ),
-    rule("castai-key", "castai_v1_", r"castai_v1_[a-f0-9]{64}_[a-f0-9]{8}" + E, random_enough),
+    rule(
+        "castai-key",
+        "castai_v1_",
+        r"castai_v1_[A-Za-z0-9]{64}_[A-Za-z0-9]{8}" + E,
+        random_enough,
+    ),
+    # The secret key ``django-admin startproject`` writes into settings.py: it signs sessions
+    # and password-reset links until someone replaces it.
+    rule(
+        "django-secret-key",
+        "django-insecure-",
+        r"django-insecure-[A-Za-z0-9!@#$%^&*()_=+\-]{30,80}",
+        random_enough,
+    ),
+    # OpenShift's OAuth access tokens, as ``oc whoami -t`` prints them and kubeconfigs keep them.
+    rule("openshift-token", "sha256~", B + r"sha256~[A-Za-z0-9_\-]{43}" + E, mixed_generated),
+    # Harness personal and service account tokens: an account id, a token id, the secret.
+    rule(
+        "harness-token",
+        ("pat.", "sat."),
+        B + r"[ps]at\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}" + E,
+        mixed_generated,
+    ),
+    rule("octopus-deploy-key", "API-", B + r"API-[A-Z0-9]{26}" + E, _letters_and_digits),
+    rule("infracost-token", "ico-", B + r"ico-[A-Za-z0-9]{32}" + E, mixed_generated),
+    rule(
+        "chieftools-token",
+        ("cto_", "ctp_", "ctr_"),
+        B + r"ct[opr]_[A-Za-z0-9]{32,40}" + E,
+        mixed_generated,
+    ),
     # Fly.io's organisation and deploy tokens in their short form (``fm1_``/``fm2_`` are longer).
     rule("flyio-token", "fo1_", B + r"fo1_[A-Za-z0-9_\-]{43}" + E, random_enough),
     # An Azure Data Factory self-hosted integration runtime's key: the runtime's id, the
