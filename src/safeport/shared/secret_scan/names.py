@@ -302,15 +302,12 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _SEGMENTS.split(name) if word]
 
 
-# A key or token its owner publishes: Stripe's publishable key, a VAPID or an SSH public key, a
-# browser-exposed ``NEXT_PUBLIC_…_KEY``. The secret beside it is named otherwise.
+# A key or token its owner publishes (Stripe's publishable key, a VAPID or SSH public key), and
+# frameworks that build every variable of a prefix into their pages (``NEXT_PUBLIC_``,
+# ``NUXT_PUBLIC_``, ``EXPO_PUBLIC_``; SvelteKit's ``PUBLIC_``). The secret beside is named apart.
 _PUBLIC = frozenset({"public", "publishable", "pub"})
 _PUBLISHED = frozenset({"key", "keys", "token"})
 _PRIVATE = frozenset({"secret", "private", "password", "passwd", "pwd", "passphrase"})
-
-
-# Frameworks that build every variable of this prefix into the pages they serve
-# (``NEXT_PUBLIC_``, ``NUXT_PUBLIC_``, ``EXPO_PUBLIC_``; SvelteKit's ``PUBLIC_``).
 _BROWSER_PREFIXES = frozenset({"next", "nuxt", "expo"})
 
 
