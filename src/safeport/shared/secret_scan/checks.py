@@ -174,20 +174,11 @@ def _generated_after_all(value: str) -> bool:
     return not (vowels >= 0.28 and spoken and switches < 0.3 * len(letters))
 
 
-# A release's version (``jjwt-jackson-0.11.2``, ``rc0.15.0_…-SNAPSHOT``) or a dotted setting's
-# name (``jetbrains.mps.v8_elimination``): an artifact or a name, not a draw. Base64 and hex hold
-# no dot, and a JWT's dots part segments of both cases.
-_VERSION = re.compile(r"(?<![0-9.])[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}(?![0-9.])")
-_DOTTED_NAME = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*){2,}")
-
-
 def looks_random(value: str, *, quoted: bool) -> bool:
     """A literal that could be a generated secret: long enough, varied enough, and neither an
-    identifier, a path, a number, a version, a sentence nor a placeholder. Unquoted values
-    (``.env``, YAML, INI) must hold a digit, since an unquoted word in code is a variable."""
+    identifier, a path, a number, a sentence nor a placeholder. Unquoted values (``.env``, YAML,
+    INI) must hold a digit, since an unquoted word in code is a variable."""
     if not 8 <= len(value) <= 512 or _SPACE.search(value):
-        return False
-    if "." in value and (_VERSION.search(value) or _DOTTED_NAME.fullmatch(value)):
         return False
     # An identifier without a digit ("_hypothesis_stats", most values under a secret-like name
     # in code) is refused by the identifier's check below, whatever the checks before it say;
@@ -283,52 +274,6 @@ def is_basic_credential(value: str) -> bool:
 # one spelling about once in 17 million places, in any of sixteen spellings once in a million.
 # Capitals only for the longer words and x's: bodies of capitals and digits alone (base32 NATS
 # seeds, New Relic keys) would hold YOUR or FAKE in about one token of ten thousand.
-_STAND_IN_WORDS = (
-    *(
-        spelling
-        for word in ("example", "xxxx", "placeholder", "dummy", "sample", "redacted")
-        for spelling in (word, word.upper(), word.capitalize())
-    ),
-    *("your", "Your", "fake", "Fake"),
-)
-_SEQUENCES = ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_STAND_IN_RUN = 6  # "123456", "abcdef", "987654": typed by hand, not drawn at random
-# Longer in a value under a name alone, where a person's password ("Summer123456!") may hold six.
-_TYPED_RUN = 8
-_ONE_CHARACTER_RUN = re.compile(r"(.)\1{11}")  # "000000000000", "AAAAAAAAAAAA"
-
-
-def is_token_stand_in(value: str, *, runs: bool = False) -> bool:
-    """A token's prefix around a body no generator draws: an example word, x's, a run of one
-    character (unless ``runs``: the format holds such runs) or an ascending or descending run of
-    six letters or digits. Long values (JWTs of kilobytes) are judged by the words only where
-    short: their base64 holds any given word by chance."""
-    if len(value) <= 256 and any(word in value for word in _STAND_IN_WORDS):
-        return True
-    if not runs and _ONE_CHARACTER_RUN.search(value):
-        return True
-    return _has_sequence(value)
-
-
-def typed_sequence(value: str) -> bool:
-    """An ascending or descending run of eight letters or digits in either case
-    (``12345678``, ``0123456789abcdef``, ``aBcDeFgH``): a value typed to show a shape, which a
-    draw holds about never."""
-    return _has_sequence(value.lower(), _TYPED_RUN)
-
-
-def _has_sequence(value: str, run: int = _STAND_IN_RUN) -> bool:
-    up = down = 1
-    for previous, current in itertools.pairwise(value):
-        step = ord(current) - ord(previous)
-        same_class = previous.isdigit() == current.isdigit() and previous.isalnum()
-        up = up + 1 if step == 1 and same_class and current.isalnum() else 1
-        down = down + 1 if step == -1 and same_class and current.isalnum() else 1
-        if up >= run or down >= run:
-            return True
-    return False
-
-
 def random_enough(value: str) -> bool:
     return shannon_bits(value) >= 3.0
 

@@ -302,24 +302,20 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _SEGMENTS.split(name) if word]
 
 
-# A key or token its owner publishes (Stripe's publishable key, a VAPID or SSH public key), and
-# frameworks that build every variable of a prefix into their pages (``NEXT_PUBLIC_``,
-# ``NUXT_PUBLIC_``, ``EXPO_PUBLIC_``; SvelteKit's ``PUBLIC_``). The secret beside is named apart.
-_PUBLIC = frozenset({"public", "publishable", "pub"})
-_PUBLISHED = frozenset({"key", "keys", "token"})
-_PRIVATE = frozenset({"secret", "private", "password", "passwd", "pwd", "passphrase"})
-_BROWSER_PREFIXES = frozenset({"next", "nuxt", "expo"})
+# A key its owner publishes (Stripe's publishable key, a VAPID or SSH public key): the word just
+# before the key's (``public_key``, ``publicApiKey``, ``pub_key``). A secret put by mistake under
+# a browser-exposed prefix (``NEXT_PUBLIC_…_SECRET_KEY``) is still withheld.
+_PUBLIC = frozenset({"public", "publishable"})
+_PRIVATE = frozenset({"secret", "private", "priv", "password", "passwd", "pwd", "passphrase"})
 
 
 def public_name(words: list[str]) -> bool:
-    """Whether the name is of a key its owner publishes (``public_key``, ``publicToken``,
-    ``NEXT_PUBLIC_MAPS_API_KEY``), and names nothing private besides."""
-    if words[-1].rstrip("0123456789") not in _PUBLISHED or len(words) < 2:
+    """Whether the name is of a key its owner publishes, and names nothing private besides."""
+    last = words[-1].rstrip("0123456789")
+    if last not in ("key", "token") or len(words) < 2 or any(w in _PRIVATE for w in words):
         return False
-    published = any(word in _PUBLIC for word in words[-3:-1]) or (
-        words[0] == "public" or (words[0] in _BROWSER_PREFIXES and words[1] == "public")
-    )
-    return published and not any(word in _PRIVATE for word in words)
+    before = words[-3] if words[-2] == "api" and len(words) > 2 else words[-2]
+    return before in _PUBLIC or (before == "pub" and last == "key")
 
 
 def secret_name(name: str, words: list[str]) -> bool:
