@@ -94,10 +94,28 @@ def test_clients_that_take_a_password_of_their_own(template: str) -> None:
         # an API key passed as the user, the password left empty
         'curl -u "{value}:" https://h.example.net:9200\n',
         "curl -u {value}: https://h.example.net/v1/charges\n",
+        # a -u inside another argument's text first; the user given twice (curl takes the last)
+        'curl -X POST -d "$(sort -u ids.txt)" -u ops:{value} https://h.example.net\n',
+        "curl --user ops:x --user ops:{value} https://h.example.net\n",
+        # the user from a command substitution (a Makefile's recipe), flags clustered
+        "deploy:\n\tcurl -u $(DEPLOY_USER):{value} https://h.example.net\n",
+        "curl -sSu ops:{value} https://h.example.net\n",
+        "curl -U proxyuser:{value} -x http://proxy.example.net:3128 https://h.example.net\n",
+        # the continued line not indented; ANSI-C quoting
+        "curl https://h.example.net \\\n-u ops:{value}\n",
+        "curl -u ops:$'{value}' https://h.example.net\n",
     ],
 )
 def test_curl_users_password_in_every_spelling(template: str) -> None:
     assert_only_secret(template)
+
+
+def test_a_password_the_shell_joins_or_escapes_is_withheld_whole() -> None:
+    for text, secret in (
+        ("curl --user ops:Xk9mQ2v\\\nL7pRzT4 https://h.example.net\n", "Xk9mQ2v\\\nL7pRzT4"),
+        ('curl -u "ops:Pa\\"ss9Xk2q7" https://h.example.net\n', 'Pa\\"ss9Xk2q7'),
+    ):
+        assert [text[s.start : s.end] for s in find_secrets(text)] == [secret], text
 
 
 def test_a_password_of_letters_drawn_without_digits_after_curls_user() -> None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
-from safeport.shared.secret_scan.checks import generated_letters, looks_random
+from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
-from safeport.shared.secret_scan.passwords import chosen_password
+from safeport.shared.secret_scan.shell_words import curl_user_at
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.sql import dsn_at, identified_at, pgpass_at, setting_at
 from safeport.shared.secret_scan.structured import plist_value_at
@@ -55,12 +55,6 @@ _CLIENT_FLAGS = {
     "redis-cli": re.compile(rf"[ \t]-a[ \t]*{_VALUE}"),
     "ssh-keygen": re.compile(rf"[ \t]-[NP][ \t]*{_VALUE}"),
 }
-# ``-u`` or ``--user`` (``=`` or a space), then its argument as the shell reads one word:
-# ``user:password``, ``"user:password"``, ``user:'password'``, ``'key:'``.
-_CURL_USER = re.compile(
-    r"""[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))"""
-    r"""(?P<word>(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|[^\s"'`;|&<>()]){1,256})"""
-)
 # After ConvertTo-SecureString: its switches, then the string (quoted, or a bare word).
 _SECURE_STRING = re.compile(
     rf"""(?:[ \t]+-(?i:string|asplaintext|force)\b)*[ \t]+{_VALUE}""",
@@ -180,7 +174,11 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
     if client == "identified":
         return identified_at(text, end, line_end)
     if client == "curl":
-        return _curl_user(text, end, _command_end(text, line_end, end + _REACH))
+        # To the next command's curl at most: each is its own hit, and a text of many is read
+        # once, not once per curl.
+        following = text.find("curl", end, end + _REACH)
+        reach = end + _REACH if following < 0 else following
+        return curl_user_at(text, end, line_end, reach)
     return _value_span(_SECURE_STRING.match(text, end, limit))
 
 
@@ -258,68 +256,6 @@ def _htpasswd(text: str, end: int, limit: int) -> SecretSpan | None:
         return None
     start = text.find(words[index], found.start("rest") + len(" ".join(words[:index])))
     return _checked(text, start, start + len(words[index]), quoted=False)
-
-
-def _command_end(text: str, line_end: int, reach: int) -> int:
-    """Where a command ends, read on over its lines joined by ``\\`` at their ends, within
-    ``reach``: curl's options are often one to a line."""
-    reach = min(reach, len(text))
-    while line_end < reach:  # each turn moves past one newline: the text's end stops it
-        back = line_end
-        while back > 0 and text[back - 1] in " \t\r":
-            back -= 1
-        if not back or text[back - 1] != "\\":
-            break
-        newline = text.find("\n", line_end + 1)
-        line_end = len(text) if newline < 0 else newline
-    return min(line_end, reach)
-
-
-def _curl_user(text: str, start: int, limit: int) -> SecretSpan | None:
-    """The password in curl's ``-u user:password`` (quoted as the shell quotes a word), or the
-    user when the password is left empty: an API key passed as the user (``-u key:``)."""
-    found = _CURL_USER.search(text, start, limit)
-    if found is None:
-        return None
-    # The word's characters as the shell reads them, each with where it stands.
-    read: list[int] = []
-    at, word_end = found.start("word"), found.end("word")
-    while at < word_end:
-        if text[at] in "\"'":
-            closing = text.index(text[at], at + 1)
-            read += range(at + 1, closing)
-            at = closing + 1
-        else:
-            read.append(at)
-            at += 1
-    colon = next((k for k, position in enumerate(read) if text[position] == ":"), -1)
-    if colon < 0:
-        return None
-    user, password = read[:colon], read[colon + 1 :]
-    if not password:  # ``-u key:``: the key is the credential
-        if not user or not looks_random(_joined(text, user), quoted=True):
-            return None
-        return SecretSpan(user[0], user[-1] + 1, GENERIC)
-    value = _joined(text, password)
-    if value == _joined(text, user) or not _password_like(value):
-        return None
-    return SecretSpan(password[0], password[-1] + 1, GENERIC)
-
-
-def _joined(text: str, positions: list[int]) -> str:
-    return "".join(text[position] for position in positions)
-
-
-def _password_like(value: str) -> bool:
-    """A value in a place that only ever holds a password: generated, chosen by a person, or
-    drawn with digits turned off."""
-    if value.startswith(("-", "$")):
-        return False
-    return (
-        looks_random(value, quoted=True)
-        or chosen_password(value, "password")
-        or generated_letters(value)
-    )
 
 
 def _value_span(found: re.Match[str] | None) -> SecretSpan | None:

@@ -1,0 +1,114 @@
+"""curl's user argument as the shell reads it: ``-u user:password`` in any quoting, over a
+command's lines joined by a backslash-newline, the password judged as a password, and an API key
+passed as the user with the password left empty (``-u key:``)."""
+
+from __future__ import annotations
+
+import re
+
+from safeport.shared.secret_scan.assignments import GENERIC
+from safeport.shared.secret_scan.checks import generated_letters, looks_random
+from safeport.shared.secret_scan.passwords import chosen_password
+from safeport.shared.secret_scan.spans import SecretSpan
+
+# curl's user flags: ``-u`` alone or ending a cluster of short flags (``-sSu``), ``--user``, and
+# the proxy's ``-U`` and ``--proxy-user``; their argument is read as the shell reads one word.
+_CURL_USER = re.compile(r"(?<=\s)(?:-[A-Za-z]{0,8}[uU][ \t]*|--(?:proxy-)?user(?:[ \t]+|=))")
+# A command's next lines, joined by a backslash right before each line's end, and its last line.
+_CONTINUED_LINES = re.compile(r"(?:\n[^\n]*?\\\r?(?=\n))*\n[^\n]*")
+_WORD_ENDS = frozenset(" \t\n;|&<>")
+# The user flags one command's look reads: a line of many ``-u`` words stays linear.
+_USER_FLAGS = 4
+
+
+def _command_end(text: str, line_end: int, reach: int) -> int:
+    """Where a command ends, read on over its lines joined by a backslash-newline (curl's
+    options are often one to a line), within ``reach``."""
+    reach = min(reach, len(text))
+    if line_end >= reach or not text.endswith(("\\", "\\\r"), max(0, line_end - 2), line_end):
+        return min(line_end, reach)
+    found = _CONTINUED_LINES.match(text, line_end, reach)
+    return reach if found is None else found.end()
+
+
+def curl_user_at(text: str, start: int, line_end: int, reach: int) -> SecretSpan | None:
+    """The password in curl's ``-u user:password``, or the user when the password is left
+    empty: an API key passed as the user (``-u key:``). Each user flag is read in turn (a
+    ``-u`` inside another argument's text finds no colon), over the command's lines to
+    ``reach``."""
+    limit = _command_end(text, line_end, reach)
+    for found, _ in zip(_CURL_USER.finditer(text, start, limit), range(_USER_FLAGS), strict=False):
+        span = _user_password(text, _shell_word(text, found.end(), limit))
+        if span is not None:
+            return span
+    return None
+
+
+def _user_password(text: str, read: list[tuple[int, bool]]) -> SecretSpan | None:
+    colon = next((k for k, (position, _) in enumerate(read) if text[position] == ":"), -1)
+    if colon < 0:
+        return None
+    user, password = read[:colon], read[colon + 1 :]
+    if not password:  # ``-u key:``: the key is the credential
+        if not user or not looks_random(_joined(text, user), quoted=True):
+            return None
+        return SecretSpan(user[0][0], user[-1][0] + 1, GENERIC)
+    value = _joined(text, password)
+    if value == _joined(text, user) or not _password_like(value, literal=password[0][1]):
+        return None
+    return SecretSpan(password[0][0], password[-1][0] + 1, GENERIC)
+
+
+def _shell_word(text: str, at: int, limit: int) -> list[tuple[int, bool]]:
+    """The characters of the shell word at ``at``, each as (where it stands, whether the shell
+    takes it literally): quotes dropped, ``\\x`` read as ``x``, a backslash-newline as nothing,
+    ``$'…'`` as a quoted string."""
+    read: list[tuple[int, bool]] = []
+    quote = ""
+    while at < limit:
+        char = text[at]
+        if quote == "'":
+            if char == "'":
+                quote = ""
+            else:
+                read.append((at, True))
+        elif quote == '"':
+            if char == '"':
+                quote = ""
+            elif char == "\\" and at + 1 < limit and text[at + 1] in '"\\$`':
+                at += 1
+                read.append((at, True))
+            elif char != "\n":
+                read.append((at, False))
+        elif char in _WORD_ENDS:
+            break
+        elif char == "\\":
+            at += 1
+            if text.startswith("\r\n", at):
+                at += 1
+            elif at < limit and text[at] != "\n":
+                read.append((at, True))
+        elif char in "\"'":
+            quote = char
+        elif char == "$" and text.startswith("'", at + 1):
+            quote, at = "'", at + 1
+        else:
+            read.append((at, False))
+        at += 1
+    return read
+
+
+def _joined(text: str, read: list[tuple[int, bool]]) -> str:
+    return "".join(text[position] for position, _ in read)
+
+
+def _password_like(value: str, *, literal: bool) -> bool:
+    """A value in a place that only ever holds a password: generated, chosen by a person, or
+    drawn with digits turned off; not a variable the shell expands (``$PASS``, ``$(cat …)``)."""
+    if value.startswith("$") and not literal:
+        return False
+    return (
+        looks_random(value, quoted=True)
+        or chosen_password(value, "password")
+        or generated_letters(value)
+    )
