@@ -163,13 +163,13 @@ APP_RULES: tuple[TokenRule, ...] = (
     rule(
         "mercadopago-token",
         ("APP_USR-", "TEST-"),
-        B + r"(?:APP_USR|TEST)-[0-9]{16}-[0-9]{6}-[0-9a-f]{32}-[0-9]{6,12}" + E,
+        B + r"(?:APP_USR|TEST)-[0-9]{15,16}-[0-9]{6}-[0-9a-f]{32}-[0-9]{6,12}" + E,
         random_enough,
     ),
     rule(
         "midtrans-server-key",
         ("Mid-server-",),
-        B + r"(?:SB-)?Mid-server-[A-Za-z0-9_\-]{24}" + E,
+        B + r"(?:SB-)?Mid-server-[A-Za-z0-9_\-]{24,32}" + E,
         mixed_generated,
     ),
     rule("shippo-token", "shippo_", r"shippo_(?:live|test)_[a-fA-F0-9]{40}" + E, random_enough),

@@ -143,7 +143,7 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     rule(
         "django-secret-key",
         "django-insecure-",
-        r"django-insecure-[A-Za-z0-9!@#$%^&*()_=+\-]{30,80}",
+        r"django-insecure-[A-Za-z0-9!@#$%^&*()_=+\-]{24,80}",
         random_enough,
     ),
     # OpenShift's OAuth access tokens, as ``oc whoami -t`` prints them and kubeconfigs keep them.
@@ -160,7 +160,7 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     rule(
         "chieftools-token",
         ("cto_", "ctp_", "ctr_"),
-        B + r"ct[opr]_[A-Za-z0-9]{32,40}" + E,
+        B + r"ct[opr]_[A-Za-z0-9]{30,40}" + E,
         mixed_generated,
     ),
     # Fly.io's organisation and deploy tokens in their short form (``fm1_``/``fm2_`` are longer).

@@ -213,7 +213,7 @@ RULES: tuple[TokenRule, ...] = (
     ),
     rule("square-token", ("sq0atp-", "sq0csp-"), r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,60}"),
     rule("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{48,60}"),
-    rule("replicate-token", "r8_", B + r"r8_[A-Za-z0-9]{37}" + E),
+    rule("replicate-token", "r8_", B + r"r8_[A-Za-z0-9]{37,40}" + E),
     # Integration tokens: ntn_ and 46 letters and digits (the first eleven digits in most);
     # older ones are secret_ and 43.
     rule("notion-token", "ntn_", r"ntn_[A-Za-z0-9]{40,50}" + E, mixed_generated),
