@@ -124,3 +124,12 @@ def test_values_typed_in_runs_to_show_a_shape_are_served(line: str) -> None:
 )
 def test_chosen_secrets_that_hold_a_run_a_date_or_dots_are_withheld(text: str, secret: str) -> None:
     assert [text[s.start : s.end] for s in find_secrets(text)] == [secret]
+
+
+def test_a_long_dotted_value_that_is_no_settings_name_is_judged_at_once() -> None:
+    # Forty dotted words and a closing pair of digits: the name's pattern fails to match, and
+    # must fail without trying each way of splitting every word (the suite's timeout would
+    # end a try that grows with the words' count).
+    value = ".".join("bcdfgh"[k % 6 :] + "kmnpqrst"[: k % 8] for k in range(40)) + "99"
+    text = f'API_KEY="{value}"\n'
+    assert [text[s.start : s.end] for s in find_secrets(text)] in ([], [value])

@@ -41,8 +41,10 @@ _VERSION = re.compile(
     r"(?<![0-9.])(?![0-9]{1,2}\.[0-9]{1,2}\.(?:19|20)?[0-9]{2}(?![0-9.]))"
     r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}(?![0-9.])"
 )
-# A dotted setting's name (``jetbrains.mps.v8_elimination``): three or more words.
-_DOTTED_NAME = re.compile(r"[a-z][a-z_]*[0-9]?[a-z_]*(?:\.[a-z][a-z_]*[0-9]?[a-z_]*){2,}")
+# A dotted setting's name (``jetbrains.mps.v8_elimination``): three or more words, a digit at
+# most in each. Each part is read one way only (letters, then a digit and letters), so a value
+# that fails to match fails in linear time.
+_DOTTED_NAME = re.compile(r"[a-z][a-z_]*(?:[0-9][a-z_]*)?(?:\.[a-z][a-z_]*(?:[0-9][a-z_]*)?){2,}")
 
 
 def release_or_setting(value: str, *, quoted: bool) -> bool:
