@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from benchmarks.secret_corpus.tokens import TOKENS
-from safeport.shared.secret_scan import Finding, redact
+from safeport.shared.secret_scan import Finding, find_secrets, redact
+from safeport.shared.secret_scan.spans import SecretSpan, every_copy
 
 
 def test_lines_beside_a_secret_are_byte_for_byte_and_the_count_is_kept() -> None:
@@ -80,3 +83,19 @@ def test_text_holding_a_lone_surrogate_is_scanned_not_refused() -> None:
     redacted, findings = redact(text)
     assert token not in redacted and "\udc80" in redacted
     assert [finding.line for finding in findings] == [2]
+
+
+def test_copies_of_a_long_value_that_repeats_itself_are_found_in_one_pass() -> None:
+    # A value the rules withheld whole, half a megabyte of one short piece repeated: the
+    # automaton that looks for its copies is built in time linear in the value (a deterministic
+    # one took the square of its length, minutes at this size, past the suite's timeout).
+    text = "xoxe-1-a" * 65_536
+    spans = every_copy(text + " " + text[:64], [SecretSpan(0, len(text), "slack-token")])
+    assert spans[0] == SecretSpan(0, len(text), "slack-token")
+
+
+@pytest.mark.parametrize("piece", ["xoxe-1-a", "xoxb-1-", "xoxe.xoxp-1-a", "xoxb-123456-"])
+def test_a_megabyte_of_slack_prefixes_glued_together_is_judged_at_once(piece: str) -> None:
+    # Each prefix's look reads letters and digits only, and stops at the next one's dash.
+    text = piece * (1_000_000 // len(piece))
+    assert find_secrets(text) == []

@@ -88,6 +88,15 @@ def reach_value_ends(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
     return merge_spans(reached) if len(reached) > 1 else reached
 
 
+def _automaton(literals: list[str]) -> ahocorasick_rs.AhoCorasick:
+    """An automaton built in time linear in the values: a deterministic one (the library's
+    choice for a few values) is built in time that grows with the square of a long value that
+    repeats itself (a 64 KB value took 9 s), and the values here come from the text."""
+    return ahocorasick_rs.AhoCorasick(
+        literals, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+    )
+
+
 def every_copy(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
     """The spans, and every other copy in ``text`` of a one-line value they withhold.
 
@@ -106,7 +115,7 @@ def every_copy(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
     if not values:
         return spans
     literals = list(values)
-    automaton = ahocorasick_rs.AhoCorasick(literals)
+    automaton = _automaton(literals)
     copies = []
     try:
         found = automaton.find_matches_as_indexes(text, overlapping=True)
@@ -117,7 +126,7 @@ def every_copy(text: str, spans: list[SecretSpan]) -> list[SecretSpan]:
         literals = [v for v in literals if not any("\ud800" <= c <= "\udfff" for c in v)]
         if not literals:
             return spans
-        automaton = ahocorasick_rs.AhoCorasick(literals)
+        automaton = _automaton(literals)
         found = automaton.find_matches_as_indexes(clean, overlapping=True)
     for index, start, end in found:
         before = text[start - 1] if start else ""

@@ -72,8 +72,8 @@ RULES: tuple[TokenRule, ...] = (
     ),
     # Rotating and configuration tokens and their refresh tokens: a version digit, then about
     # 150 characters (base64 of the numbers and the random part).
-    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9\-]{60,250}"),
-    rule("slack-token", ("xoxe-", "xoxp-", "xoxb-"), r"xox[epb]-\d-[A-Za-z0-9\-]{60,250}"),
+    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9]{60,250}" + E),
+    rule("slack-token", ("xoxe-", "xoxp-", "xoxb-"), r"xox[epb]-\d-[A-Za-z0-9]{60,250}" + E),
     rule("slack-token", "xapp-", r"xapp-\d-[A-Za-z0-9\-]{20,250}"),
     rule(
         "slack-webhook",
