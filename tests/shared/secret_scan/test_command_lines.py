@@ -104,6 +104,15 @@ def test_clients_that_take_a_password_of_their_own(template: str) -> None:
         # the continued line not indented; ANSI-C quoting
         "curl https://h.example.net \\\n-u ops:{value}\n",
         "curl -u ops:$'{value}' https://h.example.net\n",
+        # a snippet whose quote is never closed
+        "curl -u 'ops:{value}\n",
+        # a Windows line's end; a command inside another language's string
+        "curl -u ops:{value}\r\n",
+        'subprocess.check_output("curl -u ops:{value}", shell=True)\n',
+        '{{"cmd": "curl -u ops:{value}", "timeout": 30}}\n',
+        "ssh deploy@h.example.net 'curl -u ops:{value}' && echo ok\n",
+        # a flag that ends in a capital U is not curl's user flag
+        'curl -XPUT -H "X-Env: -uat" -u elastic:{value} https://es.example.net:9200/idx\n',
     ],
 )
 def test_curl_users_password_in_every_spelling(template: str) -> None:
@@ -112,6 +121,10 @@ def test_curl_users_password_in_every_spelling(template: str) -> None:
 
 def test_a_password_the_shell_joins_or_escapes_is_withheld_whole() -> None:
     for text, secret in (
+        # read plainly when the shell's reading cuts the password at a mark
+        ("curl -u admin:P4ss&w0rd2024Xq https://h.example.net\n", "P4ss&w0rd2024Xq"),
+        # the letters of curl's name inside the password do not end the command's look
+        ("curl -u ops:curlXk9mQ2vL7pRzT4 https://h.example.net\n", "curlXk9mQ2vL7pRzT4"),
         ("curl --user ops:Xk9mQ2v\\\nL7pRzT4 https://h.example.net\n", "Xk9mQ2v\\\nL7pRzT4"),
         ('curl -u "ops:Pa\\"ss9Xk2q7" https://h.example.net\n', 'Pa\\"ss9Xk2q7'),
     ):

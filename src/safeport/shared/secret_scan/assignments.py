@@ -23,7 +23,6 @@ from safeport.shared.secret_scan.encoded import basic_credential_at
 from safeport.shared.secret_scan.names import name_begins, name_words, secret_name, weak_secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
-from safeport.shared.secret_scan.stand_ins import release_or_setting, typed_sequence
 
 GENERIC = "secret-assignment"
 MAX_NAME = 64
@@ -261,9 +260,7 @@ def _judged_value(
         not quote and not weak and _strongest_name(words) and generated_letters(value)
     )
     if not chosen and (
-        not looks_random(value, quoted=bool(quote))
-        or value.lower() in name.lower()
-        or (not password_name(words) and _stand_in_or_name(value, quoted=bool(quote)))
+        not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
     ):
         return None, value_end
     if weak and not _strongly_random(value):
@@ -271,12 +268,6 @@ def _judged_value(
     if after.group("sep") in _COMPARISONS and not (_HAS_DIGIT.search(value) and value.isascii()):
         return None, value_end  # token == "#bygroup": a lexer's state, not a password checked
     return SecretSpan(value_start, value_end, _assignment_kind(name, words, value)), value_end
-
-
-def _stand_in_or_name(value: str, *, quoted: bool) -> bool:
-    """Under a name that does not mean a password: a value typing a run to show a shape, a
-    version or a dotted setting's name."""
-    return typed_sequence(value) or release_or_setting(value, quoted=quoted)
 
 
 def bearer_at(text: str, start: int, line_end: int) -> SecretSpan | None:

@@ -303,19 +303,18 @@ def name_words(name: str) -> list[str]:
 
 
 # A key its owner publishes (Stripe's publishable key, a VAPID or SSH public key): the word just
-# before the key's (``public_key``, ``publicApiKey``, ``pub_key``). A secret put by mistake under
-# a browser-exposed prefix (``NEXT_PUBLIC_…_SECRET_KEY``) is still withheld.
-_PUBLIC = frozenset({"public", "publishable"})
+# before ``key`` says so (``public_key``, ``pub_key``, ``PUBLISHABLE_KEY``). A secret put by
+# mistake under a browser-exposed prefix (``NEXT_PUBLIC_API_KEY``) is still withheld.
+_PUBLIC = frozenset({"public", "publishable", "pub"})
 _PRIVATE = frozenset({"secret", "private", "priv", "password", "passwd", "pwd", "passphrase"})
+_BROWSER_PREFIXES = frozenset({"next", "nuxt", "expo", "vite", "gatsby", "react"})
 
 
 def public_name(words: list[str]) -> bool:
     """Whether the name is of a key its owner publishes, and names nothing private besides."""
-    last = words[-1].rstrip("0123456789")
-    if last not in ("key", "token") or len(words) < 2 or any(w in _PRIVATE for w in words):
+    if words[0] in _BROWSER_PREFIXES or words[-1] != "key" or len(words) < 2:
         return False
-    before = words[-3] if words[-2] == "api" and len(words) > 2 else words[-2]
-    return before in _PUBLIC or (before == "pub" and last == "key")
+    return words[-2] in _PUBLIC and not any(word in _PRIVATE for word in words)
 
 
 def secret_name(name: str, words: list[str]) -> bool:

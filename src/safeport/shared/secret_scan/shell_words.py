@@ -13,12 +13,17 @@ from safeport.shared.secret_scan.spans import SecretSpan
 
 # curl's user flags: ``-u`` alone or ending a cluster of short flags (``-sSu``), ``--user``, and
 # the proxy's ``-U`` and ``--proxy-user``; their argument is read as the shell reads one word.
-_CURL_USER = re.compile(r"(?<=\s)(?:-[A-Za-z]{0,8}[uU][ \t]*|--(?:proxy-)?user(?:[ \t]+|=))")
+_CURL_USER = re.compile(r"(?<=\s)(?:(?:-[a-zA-Z]{0,8}u|-U)[ \t]*|--(?:proxy-)?user(?:[ \t]+|=))")
+# The same argument read plainly, to the first blank or quote: a command inside a string of
+# another language ("curl -u admin:…", shell=True) closes that string, not a shell word.
+_PLAIN_USER = re.compile(r"""["']?(?P<user>[^\s"':]{0,128}):(?P<value>[^\s"']{1,256})""")
 # A command's next lines, joined by a backslash right before each line's end, and its last line.
 _CONTINUED_LINES = re.compile(r"(?:\n[^\n]*?\\\r?(?=\n))*\n[^\n]*")
-_WORD_ENDS = frozenset(" \t\n;|&<>")
+_WORD_ENDS = frozenset(" \t\r\n;|&<>")
 # The user flags one command's look reads: a line of many ``-u`` words stays linear.
 _USER_FLAGS = 4
+# A user and a password together: longer is not an argument people write.
+_LONGEST_WORD = 256
 
 
 def _command_end(text: str, line_end: int, reach: int) -> int:
@@ -39,9 +44,19 @@ def curl_user_at(text: str, start: int, line_end: int, reach: int) -> SecretSpan
     limit = _command_end(text, line_end, reach)
     for found, _ in zip(_CURL_USER.finditer(text, start, limit), range(_USER_FLAGS), strict=False):
         span = _user_password(text, _shell_word(text, found.end(), limit))
+        if span is None:
+            span = _plain_password(_PLAIN_USER.match(text, found.end(), limit))
         if span is not None:
             return span
     return None
+
+
+def _plain_password(found: re.Match[str] | None) -> SecretSpan | None:
+    if found is None or found.group("value") == found.group("user"):
+        return None
+    if not _password_like(found.group("value"), literal=False):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)
 
 
 def _user_password(text: str, read: list[tuple[int, bool]]) -> SecretSpan | None:
@@ -65,13 +80,16 @@ def _shell_word(text: str, at: int, limit: int) -> list[tuple[int, bool]]:
     ``$'…'`` as a quoted string."""
     read: list[tuple[int, bool]] = []
     quote = ""
+    limit = min(limit, at + _LONGEST_WORD)
     while at < limit:
         char = text[at]
-        if quote == "'":
-            if char == "'":
-                quote = ""
-            else:
-                read.append((at, True))
+        if quote == "'":  # to the closing quote at once: nothing inside is special
+            closing = text.find("'", at, limit)
+            if closing < 0:  # never closed (a snippet cut short): the rest of its line
+                newline = text.find("\n", at, limit)
+                closing = limit if newline < 0 else newline
+            read += [(position, True) for position in range(at, closing)]
+            quote, at = "", closing
         elif quote == '"':
             if char == '"':
                 quote = ""

@@ -41,6 +41,11 @@ def _letters_and_digits(value: str) -> bool:
     return any(c.isdigit() for c in body) and any(c.isalpha() for c in body) and random_enough(body)
 
 
+def _django_key(value: str) -> bool:
+    """A key drawn after the prefix, not the prefix again (a text of prefixes run together)."""
+    return "insecure-" not in value[16:] and random_enough(value[16:])
+
+
 def _drawn_hex(value: str) -> bool:
     """A digest's hex, not a stand-in of one or two repeated digits (``*0000…``)."""
     return len(set(value.upper())) > 4
@@ -144,7 +149,7 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         "django-secret-key",
         "django-insecure-",
         r"django-insecure-[A-Za-z0-9!@#$%^&*()_=+\-]{24,80}",
-        random_enough,
+        _django_key,
     ),
     # OpenShift's OAuth access tokens, as ``oc whoami -t`` prints them and kubeconfigs keep them.
     rule("openshift-token", "sha256~", B + r"sha256~[A-Za-z0-9_\-]{43}" + E, mixed_generated),

@@ -68,11 +68,11 @@ RULES: tuple[TokenRule, ...] = (
     rule(
         "slack-token",
         tuple(f"xox{c}-" for c in "abposre"),
-        r"xox[abposre]-(?:\d{1,2}-)?(?:\d{6,14}-){1,3}[A-Za-z0-9]{8,64}" + E,
+        r"xox[abposre]-(?:\d{1,2}-)?(?:\d{6,16}-){1,3}[A-Za-z0-9]{8,64}" + E,
     ),
     # Rotating and configuration tokens and their refresh tokens: a version digit, then about
     # 150 characters (base64 of the numbers and the random part).
-    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9]{60,250}" + E),
+    rule("slack-token", "xoxe.xox", r"xoxe\.xox[bp]-\d-[A-Za-z0-9]{32,250}" + E),
     rule("slack-token", ("xoxe-", "xoxp-", "xoxb-"), r"xox[epb]-\d-[A-Za-z0-9]{60,250}" + E),
     rule("slack-token", "xapp-", r"xapp-\d-[A-Za-z0-9\-]{20,250}"),
     rule(
