@@ -274,6 +274,43 @@ def is_basic_credential(value: str) -> bool:
 # one spelling about once in 17 million places, in any of sixteen spellings once in a million.
 # Capitals only for the longer words and x's: bodies of capitals and digits alone (base32 NATS
 # seeds, New Relic keys) would hold YOUR or FAKE in about one token of ten thousand.
+_STAND_IN_WORDS = (
+    *(
+        spelling
+        for word in ("example", "xxxx", "placeholder", "dummy", "sample", "redacted")
+        for spelling in (word, word.upper(), word.capitalize())
+    ),
+    *("your", "Your", "fake", "Fake"),
+)
+_SEQUENCES = ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_STAND_IN_RUN = 6  # "123456", "abcdef", "987654": typed by hand, not drawn at random
+_ONE_CHARACTER_RUN = re.compile(r"(.)\1{11}")  # "000000000000", "AAAAAAAAAAAA"
+
+
+def is_token_stand_in(value: str, *, runs: bool = False) -> bool:
+    """A token's prefix around a body no generator draws: an example word, x's, a run of one
+    character (unless ``runs``: the format holds such runs) or an ascending or descending run of
+    six letters or digits. Long values (JWTs of kilobytes) are judged by the words only where
+    short: their base64 holds any given word by chance."""
+    if len(value) <= 256 and any(word in value for word in _STAND_IN_WORDS):
+        return True
+    if not runs and _ONE_CHARACTER_RUN.search(value):
+        return True
+    return _has_sequence(value)
+
+
+def _has_sequence(value: str) -> bool:
+    up = down = 1
+    for previous, current in itertools.pairwise(value):
+        step = ord(current) - ord(previous)
+        same_class = previous.isdigit() == current.isdigit() and previous.isalnum()
+        up = up + 1 if step == 1 and same_class and current.isalnum() else 1
+        down = down + 1 if step == -1 and same_class and current.isalnum() else 1
+        if up >= _STAND_IN_RUN or down >= _STAND_IN_RUN:
+            return True
+    return False
+
+
 def random_enough(value: str) -> bool:
     return shannon_bits(value) >= 3.0
 

@@ -32,8 +32,6 @@ from safeport.shared.secret_scan.sql import dsn_at, identified_at, pgpass_at, se
 from safeport.shared.secret_scan.structured import plist_value_at
 
 _REACH = 512
-# The next command's curl: a word of its own (a password may hold the letters).
-_NEXT_CURL = re.compile(r"(?<![^\s;|&(])curl(?![\w.-])")
 # A value quoted (possibly with escaped quotes, inside a quoted command) or a bare word.
 _VALUE = (
     r"""(?:(?P<quote>\\?["'])(?P<quoted>[^"'\\\n]{1,256})(?P=quote)"""
@@ -176,11 +174,7 @@ def command_at(text: str, start: int, end: int, line_end: int) -> SecretSpan | N
     if client == "identified":
         return identified_at(text, end, line_end)
     if client == "curl":
-        # To the next command's curl at most: each is its own hit, and a text of many is read
-        # once, not once per curl.
-        following = _NEXT_CURL.search(text, end, end + _REACH)
-        reach = end + _REACH if following is None else following.start()
-        return curl_user_at(text, end, line_end, reach)
+        return curl_user_at(text, end, line_end)
     return _value_span(_SECURE_STRING.match(text, end, limit))
 
 

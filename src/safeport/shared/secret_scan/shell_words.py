@@ -20,6 +20,10 @@ _PLAIN_USER = re.compile(r"""["']?(?P<user>[^\s"':]{0,128}):(?P<value>[^\s"']{1,
 # A command's next lines, joined by a backslash right before each line's end, and its last line.
 _CONTINUED_LINES = re.compile(r"(?:\n[^\n]*?\\\r?(?=\n))*\n[^\n]*")
 _WORD_ENDS = frozenset(" \t\r\n;|&<>")
+# The next command's curl: a word of its own (a password may hold the letters). A look reads to
+# it at most, each curl being its own hit, so a text of many is read once, not once per curl.
+_NEXT_CURL = re.compile(r"(?<![^\s;|&(])curl(?![\w.-])")
+_REACH = 512
 # The user flags one command's look reads: a line of many ``-u`` words stays linear.
 _USER_FLAGS = 4
 # A user and a password together: longer is not an argument people write.
@@ -36,12 +40,13 @@ def _command_end(text: str, line_end: int, reach: int) -> int:
     return reach if found is None else found.end()
 
 
-def curl_user_at(text: str, start: int, line_end: int, reach: int) -> SecretSpan | None:
-    """The password in curl's ``-u user:password``, or the user when the password is left
-    empty: an API key passed as the user (``-u key:``). Each user flag is read in turn (a
-    ``-u`` inside another argument's text finds no colon), over the command's lines to
-    ``reach``."""
-    limit = _command_end(text, line_end, reach)
+def curl_user_at(text: str, start: int, line_end: int) -> SecretSpan | None:
+    """The password in curl's ``-u user:password`` after the ``curl`` ending at ``start``, or
+    the user when the password is left empty: an API key passed as the user (``-u key:``). Each
+    user flag is read in turn (a ``-u`` inside another argument's text finds no colon), over the
+    command's lines to the next curl."""
+    following = _NEXT_CURL.search(text, start, start + _REACH)
+    limit = _command_end(text, line_end, start + _REACH if following is None else following.start())
     for found, _ in zip(_CURL_USER.finditer(text, start, limit), range(_USER_FLAGS), strict=False):
         span = _user_password(text, _shell_word(text, found.end(), limit))
         if span is None:

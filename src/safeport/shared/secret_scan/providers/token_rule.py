@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from safeport.shared.secret_scan.stand_ins import is_token_stand_in
+from safeport.shared.secret_scan.checks import is_token_stand_in
 
 # A left boundary for short anchors: no letter, digit or underscore before, or the end of a
 # terminal colour code (``ESC[93m``), which glues a token to an "m" in pasted CI and tool output.
