@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+from harness.startup import START_S
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -94,7 +96,7 @@ def _wait_group_gone(group: int) -> None:
 
 
 def _wait_listening(server: HttpServer) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise AssertionError(f"the server exited: {server.log()}")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import trustme
 
+from harness.startup import START_S
+
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
@@ -105,7 +107,7 @@ http {{
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], workdir: Path) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             log = (workdir / "stderr.log").read_text() + (workdir / "error.log").read_text()

@@ -35,6 +35,8 @@ from typing import Any
 import httpx
 import trustme
 
+from harness.startup import START_S
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "harness" / "oidc" / "provider.mjs"
 PACKAGE = REPO / "node_modules" / "oidc-provider" / "package.json"
@@ -44,7 +46,6 @@ PUBLIC_CLIENT = "sp-native"
 CONFIDENTIAL_CLIENT = "sp-confidential"
 REDIRECT_URI = "http://127.0.0.1/callback"  # any port: RFC 8252 loopback for native clients
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
-START_TIMEOUT_S = 20.0
 
 
 def missing() -> str | None:
@@ -205,11 +206,14 @@ def running_oidc_provider(access_token_ttl: int = 3600) -> Iterator[OidcProvider
 
 
 def _wait_ready(ready: Path, process: subprocess.Popen[bytes], log: Path) -> int:
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if ready.exists():
             return int(json.loads(ready.read_text())["port"])
         if process.poll() is not None:
             break
         time.sleep(0.05)
-    raise RuntimeError(f"oidc-provider did not start: {log.read_text(errors='replace')[-2000:]}")
+    state = "exited" if process.poll() is not None else f"still starting after {START_S:.0f} s"
+    raise RuntimeError(
+        f"oidc-provider did not start ({state}): {log.read_text(errors='replace')[-2000:]}"
+    )

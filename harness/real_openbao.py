@@ -32,6 +32,8 @@ import hvac.exceptions
 import requests
 import trustme
 
+from harness.startup import START_S
+
 KV_PATH = "team/deploy"
 KV_FIELD = "token"
 SSH_ROLE = "ops"
@@ -274,7 +276,7 @@ def _wait_until_up(
 ) -> None:
     session = requests.Session()
     session.trust_env = False
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"bao exited early: {log.read_text(errors='replace')[-2000:]}")

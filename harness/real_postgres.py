@@ -34,6 +34,7 @@ import psycopg
 import trustme
 
 from harness.fakes import CANARY
+from harness.startup import START_S
 
 _BINS = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 INITDB: str | None = _BINS[-1] if _BINS else None
@@ -180,7 +181,7 @@ def running_postgres() -> Iterator[Postgres]:
 
 
 def _wait_ready(server: Postgres, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"postgres exited: {log.read_text(errors='replace')}")

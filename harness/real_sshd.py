@@ -22,6 +22,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from harness.startup import START_S
 from safeport.vault.secrets import SecretBytes, SshKeySecret
 
 TEST_USER = "sp-ssh-test"
@@ -176,7 +177,7 @@ def running_sshd(
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"sshd exited early: {log.read_text(errors='replace')}")
