@@ -70,6 +70,9 @@ SEPARATED_STARTS = frozenset(
 )
 SEPARATED_AFTER_BLANKS = frozenset((":", "=", ">", "\uff1a", "?", "+", "!", "|", "<"))
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# A token type's short prefix and a dot before a generated body (Vault's ``s.…`` and ``b.…``):
+# shaped like an attribute, but no attribute's name is drawn at random.
+_PREFIXED_TOKEN = re.compile(r"[A-Za-z]{1,4}\.(?P<body>[A-Za-z0-9_\-]{16,256})")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
 _AUTH_SCHEME = re.compile(
@@ -216,7 +219,7 @@ def _value_bounds(
         value_end = expansion.end()  # judged by its default below
     else:
         run = _UNQUOTED.match(text, value_start, line_end)
-        if run is None or text.startswith("(", run.end()) or _DOTTED.fullmatch(run.group()):
+        if run is None or text.startswith("(", run.end()) or _attribute(run.group()):
             return None  # a call or an attribute: code, not a literal
         closing = _ANNOTATION_END.match(text, run.end(), line_end)
         # A type follows ": " in code; prose and configs write "(pw:Xy7…)" without the space.
@@ -229,6 +232,15 @@ def _value_bounds(
             ampersand = text.find("&", value_start, value_end)
             value_end = value_end if ampersand < 0 else ampersand
     return value_start, value_end
+
+
+def _attribute(value: str) -> bool:
+    """Whether an unquoted value reads as an attribute (``self.frame.path``) rather than a
+    token with a dotted prefix."""
+    if not _DOTTED.fullmatch(value):
+        return False
+    prefixed = _PREFIXED_TOKEN.fullmatch(value)
+    return prefixed is None or not looks_random(prefixed.group("body"), quoted=False)
 
 
 def _judged_value(

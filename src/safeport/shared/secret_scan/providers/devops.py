@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.checks import decoded_base64, mixed_generated, random_enough
+from safeport.shared.secret_scan.checks import (
+    decoded_base64,
+    is_placeholder,
+    mixed_generated,
+    random_enough,
+)
 from safeport.shared.secret_scan.providers.token_rule import B, E, TokenRule, rule
 
 _REFERENCE = re.compile(rb"reftkn:[0-9]{2}:[0-9]{10}:")
@@ -49,6 +54,19 @@ def _django_key(value: str) -> bool:
 def _drawn_hex(value: str) -> bool:
     """A digest's hex, not a stand-in of one or two repeated digits (``*0000…``)."""
     return len(set(value.upper())) > 4
+
+
+# A Bundler setting naming a host, then its separator and opening quote.
+_BUNDLER_HOST = (
+    r"BUNDLE_(?!(?:BUILD|LOCAL|MIRROR)__)[A-Z0-9_]{1,120}__[A-Z0-9]{2,24}(?![A-Z0-9_])"
+    r"[\"']?[ \t]*[:=][ \t]*[\"']?"
+)
+
+
+def _credential(value: str) -> bool:
+    """A credential a setting's name already says is one: anything but a stand-in or a
+    lookup (``${GEM_TOKEN}``, ``changeme``)."""
+    return not is_placeholder(value)
 
 
 DEVOPS_RULES: tuple[TokenRule, ...] = (
@@ -177,5 +195,23 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
         "IR@",
         B + r"IR@[0-9A-Za-z\-]{36}@[A-Za-z0-9\-]{1,90}@[a-z0-9]{2,12}@[A-Za-z0-9+/]{43}=",
         random_enough,
+    ),
+    # Bundler's credentials for a gem server, set per host in the environment or
+    # ``.bundle/config`` (``BUNDLE_GEMS__EXAMPLE__COM: "user:password"``, the host's dots written
+    # ``__``): the password, or a token given as the user with GitHub's ``x-oauth-basic``.
+    # Bundler's own settings that also hold ``__`` (``BUILD__``, ``LOCAL__``, ``MIRROR__``) are
+    # none.
+    rule(
+        "bundler-credential",
+        "BUNDLE_",
+        _BUNDLER_HOST + r"(?P<secret>[^\s:\"'`/]{8,256}):x-oauth-basic(?![\w-])",
+        _credential,
+    ),
+    rule(
+        "bundler-credential",
+        "BUNDLE_",
+        _BUNDLER_HOST
+        + r"[^\s:\"'`/]{1,128}:(?!x-oauth-basic(?![\w-]))(?P<secret>[^\s\"'`;&|]{1,256})",
+        _credential,
     ),
 )

@@ -44,7 +44,8 @@ KEY_RULES: tuple[TokenRule, ...] = (
     rule(
         "onepassword-secret-key",
         "A3-",
-        B + r"A3-[A-Z0-9]{6}-[A-Z0-9]{5,6}(?:-[A-Z0-9]{5}){4}" + E,
+        # Written with its dashes, or with the one inside its third group left out.
+        B + r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{5,6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}" + E,
     ),
     # Microsoft's identifiable keys (Azure DevOps PATs, Cognitive Services, Search and more):
     # 52 random characters, the JQQJ9 signature, then structure and a checksum.

@@ -1,0 +1,102 @@
+"""Credentials a setting's name already says are credentials, and tokens whose type prefix ends
+in a dot: each with fresh random values in the places people write them, beside the settings and
+attributes of the same shape that hold none."""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+import pytest
+
+from safeport.shared.secret_scan import find_secrets, redact
+
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+ALNUM = string.ascii_letters + string.digits
+
+
+def _draw(alphabet: str, length: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def _withheld(text: str, secret: str) -> None:
+    served, findings = redact(text)
+    assert findings, text
+    assert secret not in served, served
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'BUNDLE_GEMS__{host}__COM: "{user}:{secret}"',  # .bundle/config
+        "export BUNDLE_ENTERPRISE__{host}__COM={user}:{secret}",
+        "export BUNDLE_ENTERPRISE__{host}__COM={user}:{secret}; bundle install",
+        "ENV BUNDLE_RUBYGEMS__PKG__{host}__COM={user}:{secret}",  # a Dockerfile
+        "  BUNDLE_GEMS__{host}__IO: '{user}:{secret}'",  # a CI file's env block
+    ],
+)
+def test_a_bundler_host_credential_is_withheld(template: str) -> None:
+    host, user = _draw(string.ascii_uppercase, 9), _draw("abcdef0123456789", 8)
+    secret = _draw(ALNUM, 20)
+    _withheld(template.format(host=host, user=user, secret=secret), secret)
+
+
+def test_a_token_given_as_the_bundler_user_is_withheld() -> None:
+    token = _draw(ALNUM, 40)
+    _withheld(f'BUNDLE_GITHUB__COM: "{token}:x-oauth-basic"', token)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'BUNDLE_BUILD__NOKOGIRI: "--use-system-libraries"',
+        'BUNDLE_LOCAL__RACK: "/home/dev/src/rack"',
+        "BUNDLE_MIRROR__HTTPS://RUBYGEMS__ORG/: https://mirror.example.com",
+        'BUNDLE_PATH: "vendor/bundle"',
+        'BUNDLE_GEMS__EXAMPLE__COM: "${GEM_USER}:${GEM_PASSWORD}"',
+        "BUNDLE_GEMS__EXAMPLE__COM=deploy:changeme",
+    ],
+)
+def test_bundler_settings_and_stand_ins_are_served(line: str) -> None:
+    assert find_secrets(line) == [], line
+
+
+@pytest.mark.parametrize("dashed", [True, False])
+def test_a_onepassword_secret_key_is_withheld_with_or_without_its_inner_dash(dashed: bool) -> None:
+    third = (
+        f"{_draw(UPPER_DIGITS, 6)}-{_draw(UPPER_DIGITS, 5)}" if dashed else _draw(UPPER_DIGITS, 11)
+    )
+    rest = "-".join(_draw(UPPER_DIGITS, 5) for _ in range(3))
+    key = f"A3-{_draw(UPPER_DIGITS, 6)}-{third}-{rest}"
+    _withheld(f"Secret Key: {key}", key)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "token: {prefix}.{body}",  # YAML
+        "VAULT_TOKEN={prefix}.{body}",  # .env
+        "export VAULT_TOKEN={prefix}.{body}",
+        'token = "{prefix}.{body}"',
+    ],
+)
+@pytest.mark.parametrize("prefix", ["s", "b", "hvs"])
+def test_a_token_with_a_dotted_type_prefix_is_withheld_unquoted_too(
+    template: str, prefix: str
+) -> None:
+    body = _draw(ALNUM, 24)
+    _withheld(template.format(prefix=prefix, body=body), body)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "token = self.frame.code.path",
+        "token = s.generate_tokens_for_user",
+        "api_key: cfg.SECRET_KEY_FALLBACK",
+        "password = os.environ.get",
+        "secret = np.random_state_default",
+    ],
+)
+def test_attributes_under_a_secret_name_are_served(line: str) -> None:
+    assert find_secrets(line) == [], line
