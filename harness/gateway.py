@@ -308,8 +308,9 @@ def copy_as_client(tmp: Path, name: str = "ide-client") -> Path:
     return target
 
 
-def wait_card(gw: Gateway, timeout: float = 5) -> dict[str, Any]:
-    """The first pending card, waiting for one to appear."""
+def wait_card(gw: Gateway, timeout: float = 30) -> dict[str, Any]:
+    """The first pending card, waiting for one to appear (returns as soon as one does; the
+    bound is for a loaded machine, where a card has taken seconds)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         cards = gw.control("approvals.list")["result"]["cards"]
@@ -323,7 +324,7 @@ def decide(gw: Gateway, card_id: str, approve: bool = True) -> dict[str, Any]:
     return gw.control("approvals.decide", id=card_id, approve=approve, passphrase=PASSPHRASE)
 
 
-def wait_until(predicate: Any, timeout: float = 5) -> None:
+def wait_until(predicate: Any, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -80,7 +80,7 @@ def sign(key: SoftAuthenticator, request: KeyRequest) -> KeyAssertion:
 
 
 def card_of(gw: Gateway, *, not_id: str | None = None) -> dict[str, Any]:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # returns as soon as it appears; a loaded machine is slow
     while time.monotonic() < deadline:
         cards = [c for c in gw.control("approvals.list")["result"]["cards"] if c["id"] != not_id]
         if cards:
