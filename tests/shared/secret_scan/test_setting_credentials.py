@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import string
+import time
 
 import pytest
 
@@ -100,3 +101,44 @@ def test_a_token_with_a_dotted_type_prefix_is_withheld_unquoted_too(
 )
 def test_attributes_under_a_secret_name_are_served(line: str) -> None:
     assert find_secrets(line) == [], line
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'variable "db_password" {{\n  default = "{secret}"\n}}',
+        'variable "api_token" {{\n  description = "The API token"\n  type        = string\n'
+        '  sensitive   = true\n  default     = "{secret}"\n}}',
+        'variable "db_password" {{ default = "{secret}" }}',
+    ],
+)
+def test_a_terraform_variable_default_under_a_secret_name_is_withheld(template: str) -> None:
+    secret = _draw(ALNUM, 18)
+    _withheld(template.format(secret=secret), secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'variable "region" {\n  default = "eu-west-1"\n}',
+        'variable "db_password" {\n  type = string\n}\n\nvariable "zone" {\n'
+        '  default = "Xq3LmZp8RtV6nKw2"\n}',  # the default of the next block is not this one's
+        'variable "api_token" {\n  default = ""\n}',
+        'variable "api_token" {\n  default = "changeme"\n}',
+    ],
+)
+def test_terraform_variables_without_a_secret_default_are_served(text: str) -> None:
+    assert find_secrets(text) == [], text
+
+
+def test_many_variable_blocks_without_a_default_scan_in_linear_time() -> None:
+    # Each opening looks a few lines further at most: four times the blocks, about four times
+    # the work (CPU time, which other processes do not take).
+    def seconds(count: int) -> float:
+        text = 'variable "password" {\n  type = string\n}\n' * count
+        started = time.process_time()
+        find_secrets(text)
+        return time.process_time() - started
+
+    small, large = seconds(5_000), seconds(20_000)
+    assert large < 8 * small + 0.5, (small, large)

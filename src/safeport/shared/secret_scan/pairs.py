@@ -5,7 +5,9 @@ field beside the secret's.
 - JSON name/value objects: ``{"name": "db_password", "value": "…"}`` (ECS task definitions,
   Terraform and CI variables), on one line or two;
 - Kubernetes environment entries: ``- name: API_TOKEN`` with ``value: "…"`` on the next line;
-- tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``.
+- tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``;
+- Terraform's variable blocks: ``variable "db_password" {`` with ``default = "…"`` a few lines
+  below, inside the block.
 
 Command lines are ``commands.py``'s.
 
@@ -31,7 +33,7 @@ _QUOTE = r"""\\?["']"""
 # The name's characters are taken possessively: none is a quote or a space, so giving any back
 # could not match, and a miss (most calls) costs one pass over the name.
 _MAY_PAIR = re.compile(
-    rf"[\w.\-]{{0,{MAX_NAME}}}+(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\r?$)|[ \t]*\r?$)", re.MULTILINE
+    rf"[\w.\-]{{0,{MAX_NAME}}}+(?:{_QUOTE}[ \t]*(?:,|(?i:value)|\{{|\r?$)|[ \t]*\r?$)", re.MULTILINE
 )
 # What stands right after the name's characters wherever _MAY_PAIR matches ("" at the line's end):
 # the scanner tries the pattern only after one of these.
@@ -45,10 +47,12 @@ _BEFORE = re.compile(
       | (?P<json>{_QUOTE}(?i:name|key){_QUOTE}[ \t]*:[ \t]*)
       | (?P<yaml>^[ \t]*(?:-[ \t]+)?name[ \t]*:[ \t]*)
       | (?P<call>[(\[][ \t]*)
+      | (?P<hcl>(?<![\w-])variable[ \t]+)
     )(?P<quote>{_QUOTE}|)\Z""",
     re.VERBOSE | re.MULTILINE,
 )
 _BEFORE_WINDOW = 24
+_HCL_LINES = 8  # a variable block's lines before its default (description, type, sensitive)
 # What follows the name's closing quote, for each shape, up to the value's opening quote.
 _AFTER = {
     "xml": re.compile(rf"{_QUOTE}[ \t]+(?i:value)[ \t]*=[ \t]*(?P<quote>{_QUOTE})"),
@@ -58,6 +62,12 @@ _AFTER = {
     ),
     "yaml": re.compile(rf"(?:{_QUOTE})?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]*(?P<quote>[\"']|)"),
     "call": re.compile(rf"{_QUOTE}[ \t]*,[ \t]*(?P<quote>{_QUOTE})"),
+    # The block's opening brace, then its default on the same line or a few lines of the block
+    # below (none closing it).
+    "hcl": re.compile(
+        rf"{_QUOTE}[ \t]*\{{[ \t]*(?:\r?\n(?:(?![ \t]*\}})[^\n]*\n){{0,{_HCL_LINES}}}?[ \t]*)?"
+        rf"default[ \t]*=[ \t]*(?P<quote>{_QUOTE})"
+    ),
 }
 _UNQUOTED = re.compile(rf"[^\s\"'`,;<>()\[\]{{}}\\#]{{1,{MAX_VALUE}}}")
 
@@ -94,16 +104,21 @@ def pair_at(
     before = _BEFORE.search(text, max(line_start, name_start - _BEFORE_WINDOW), name_start)
     if before is None:
         return None, end
-    shape = next(group for group in ("xml", "json", "yaml", "call") if before.group(group))
+    shape = next(group for group in ("xml", "json", "yaml", "call", "hcl") if before.group(group))
     if shape != "yaml" and not before.group("quote"):
         return None, end  # an unquoted name in code is a variable, not a field's value
     if not words:
         words = name_words(name)
         if not words or not secret_name(name, words):
             return None, end
-    # The value may sit on the next line (YAML, pretty-printed JSON): look one line further.
-    next_newline = text.find("\n", line_end + 1)
-    limit = len(text) if next_newline < 0 else next_newline
+    # The value may sit on the next line (YAML, pretty-printed JSON): look one line further;
+    # a variable block's default, a few lines further.
+    limit = line_end
+    for _ in range(_HCL_LINES + 1 if shape == "hcl" else 1):
+        next_newline = text.find("\n", limit + 1)
+        limit = len(text) if next_newline < 0 else next_newline
+    if shape == "hcl" and text.find("default", name_end, limit) < 0:
+        return None, end  # most variable blocks have no default: no walk over their lines
     after = _AFTER[shape].match(text, name_end, limit)
     if after is None:
         return None, end
