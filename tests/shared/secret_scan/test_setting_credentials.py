@@ -142,3 +142,30 @@ def test_many_variable_blocks_without_a_default_scan_in_linear_time() -> None:
 
     small, large = seconds(5_000), seconds(20_000)
     assert large < 8 * small + 0.5, (small, large)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "token {secret}",
+        "Refreshing token {secret} for user 42",
+        "INFO issued api token {secret}.",
+        "password {secret}",
+    ],
+)
+def test_a_drawn_value_right_after_a_secret_word_is_withheld(template: str) -> None:
+    secret = _draw(string.ascii_uppercase, 4) + _draw(string.digits, 2) + _draw(ALNUM, 26)
+    _withheld(template.format(secret=secret), secret)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "token base64EncodedStringValue01",  # a name in camel case
+        "the token abcdefghijklmnopqrstuvwxyz",
+        "token refresh_token_expires_in_seconds",
+        "key FVPULqgLlrmLRACg3jly4irybO83RqQ0",  # a weak word names a value by assignment only
+    ],
+)
+def test_names_and_words_after_a_secret_word_are_served(line: str) -> None:
+    assert find_secrets(line) == [], line

@@ -306,3 +306,31 @@ def test_a_megabyte_of_repeated_anchors_is_scanned_in_bounded_time(hostile: str)
     find_secrets(hostile)
     # Linear work takes well under a second here; quadratic work on a megabyte takes minutes.
     assert time.process_time() - started < 10
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "$key = '{a}\n{b}';",  # PHP: a string may hold newlines
+        'key: "{a}\n  {b}"',  # YAML: a double-quoted scalar folds across lines
+        'pkey = ("{a}"\n        "{b}")',  # Python: adjacent strings in parentheses
+    ],
+)
+def test_a_drawn_value_going_on_below_a_weak_name_is_withheld(template: str) -> None:
+    alphabet = string.ascii_letters + string.digits + "+/"
+    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    redacted, findings = redact(template.format(a=a, b=b))
+    assert findings
+    assert a not in redacted and b not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$key = 'the cache key for\nthe next lookup';",
+        'key: "short\n  words"',
+        'key = ("users"\n       "_by_id")',
+    ],
+)
+def test_words_going_on_below_a_weak_name_are_served(text: str) -> None:
+    assert find_secrets(text) == [], text

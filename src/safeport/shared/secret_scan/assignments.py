@@ -275,7 +275,7 @@ def _judged_value(
         not looks_random(value, quoted=bool(quote)) or value.lower() in name.lower()
     ):
         return None, value_end
-    if weak and not _strongly_random(value):
+    if weak and not strongly_random(value):
         return None, value_end
     if after.group("sep") in _COMPARISONS and not (_HAS_DIGIT.search(value) and value.isascii()):
         return None, value_end  # token == "#bygroup": a lexer's state, not a password checked
@@ -308,7 +308,7 @@ def _starts_line(text: str, line_start: int, name_start: int) -> bool:
     return not text[line_start:name_start].strip()
 
 
-def _strongly_random(value: str) -> bool:
+def strongly_random(value: str) -> bool:
     """Generated, not chosen: long, of near-uniform characters, and no hex digest or UUID (a
     checksum or an id under a dictionary's key)."""
     if len(value) < 16 or _HEXISH.fullmatch(value) or not _TOKEN_ALPHABET.fullmatch(value):

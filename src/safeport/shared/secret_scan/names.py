@@ -347,7 +347,7 @@ def secret_name(name: str, words: list[str]) -> bool:
 def weak_secret_name(words: list[str]) -> bool:
     """Whether the name may hold a secret but as often holds something else: a dictionary's
     ``key``, an ``api``'s name, a ``seed``. Its value must look more random than a password's
-    (``_strongly_random``)."""
+    (``assignments.strongly_random``)."""
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
         return False
     return words[-1].rstrip("0123456789") in _WEAK_WORDS and not public_name(words)

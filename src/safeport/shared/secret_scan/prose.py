@@ -23,10 +23,11 @@ and a query encoded in a URL, by the character after the name.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
-from safeport.shared.secret_scan.checks import looks_random
+from safeport.shared.secret_scan.checks import is_placeholder, looks_random, mixed_generated
 from safeport.shared.secret_scan.commands import curl_option_at, flag_value_at
 from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
@@ -47,6 +48,9 @@ _WHOSE = re.compile(
     r"[ \t]+for[ \t]+(?:the[ \t]+)?[\w.@\-]{1,64}(?:[ \t]+[\w.@\-]{1,64})?[ \t]*[:=][ \t]*"
 )
 _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
+# A drawn value right after the name and a space, with nothing between ("token 9fQ…", a log's
+# "refreshing token 9fQ…"): long, of a token's alphabet, ending where a word would.
+_DRAWN_AFTER = re.compile(r"[ \t]+(?P<value>[A-Za-z0-9+/_\-]{20,256}={0,2})(?=[\s.,;:!?)\]}'\"]|$)")
 # What _NAME_GOES_ON, _WHOSE and _IS all start with: blanks, then a letter (case-blind, as
 # _NAME_GOES_ON's words are, so a Kelvin sign counts as the k it matches).
 _WORD_AFTER_BLANKS = re.compile(r"[ \t]+(?i:[a-z])")
@@ -121,6 +125,9 @@ def _spaced_value(
     keyword = text[name_start - 2 : name_start]  # Clojure's and EDN's {:password "…"}
     if keyword[-1:] == ":" and (name_start - 1 == line_start or keyword[:1] in " \t{([,"):
         return _value_span(_LITERAL_ONLY.match(text, name_end, line_end)) if _secret(name) else None
+    drawn = _DRAWN_AFTER.match(text, name_end, line_end)
+    if drawn is not None and _drawn(drawn.group("value")) and _secret(name):
+        return SecretSpan(drawn.start("value"), drawn.end("value"), GENERIC)
     if not _WORD_AFTER_BLANKS.match(text, name_end, line_end):
         return None  # each shape left takes a word after blanks ("token lifetime", "for", "is")
     more = _NAME_GOES_ON.match(text, name_end, line_end)
@@ -139,6 +146,17 @@ def _spaced_value(
     if found is not None and _HYPHENATED.fullmatch(found.group()):
         return None  # "the token is base64-encoded": a description, not the token
     return _value_span(found)
+
+
+def _drawn(value: str) -> bool:
+    """A value drawn at random, not a name written in camel case: digits, capitals and small
+    letters mixed, and the letters switching case about every other one (a random draw's do
+    about half the time; ``AwsCredentialsProvider2``'s, at its five word starts only)."""
+    if not mixed_generated(value) or not looks_random(value, quoted=False):
+        return False
+    letters = [char for char in value if char.isalpha()]
+    switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(letters))
+    return switches >= 0.3 * (len(letters) - 1) and not is_placeholder(value)
 
 
 def call_literal_at(
@@ -298,7 +316,7 @@ def in_context(
 # keyword's colon, a macro, SQL's PASSWORD). Two cheap looks stand in for every shape's own.
 _SPACED_AFTER = re.compile(
     r"[ \t]+(?:[^A-Za-z \t]|(?i:key|token|secret|password|passphrase|code|pin|phrase)\b"
-    r"|for[ \t]|is[ \t]|was[ \t])"
+    r"|for[ \t]|is[ \t]|was[ \t]|[A-Za-z0-9+/_\-]{20})"
 )
 
 

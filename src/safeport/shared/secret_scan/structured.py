@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import re
 
-from safeport.shared.secret_scan.assignments import GENERIC
+from safeport.shared.secret_scan.assignments import GENERIC, strongly_random
 from safeport.shared.secret_scan.checks import INDIRECTION, looks_random
-from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
+from safeport.shared.secret_scan.names import (
+    name_begins,
+    name_words,
+    secret_name,
+    weak_secret_name,
+)
 from safeport.shared.secret_scan.spans import SecretSpan
 
 KUBE_SECRET = "kubernetes-secret"  # noqa: S105 (a kind's name)
@@ -150,7 +155,10 @@ def _continued(
     joined = head_end.rstrip()[-1:] in ("+", "\\") or _NEXT_PLUS.match(text, line_end + 1)
     if not string_open and not after.group("paren") and not joined:
         return None  # a whole value on one line: the assignment rules judge it
-    if not _secret_name_before(text, start, line_start, after.start("sep")):
+    # A weak name (``$key = '…``, a PHP or YAML string going on below) takes a value only if
+    # it is strongly random, as its assignment on one line does.
+    weak = not _secret_name_before(text, start, line_start, after.start("sep"))
+    if weak and not _weak_name_before(text, start, line_start, after.start("sep")):
         return None
     parts = [after.group("head")]
     position, end = line_end, after.end("head")
@@ -175,6 +183,8 @@ def _continued(
     value = "".join(parts)
     if len(parts) < 2 or not looks_random(value, quoted=True):
         return None
+    if weak and not strongly_random(value):
+        return None
     return SecretSpan(after.start("head"), end, GENERIC)
 
 
@@ -194,10 +204,19 @@ def escaped_value_at(
 
 
 def _secret_name_before(text: str, start: int, line_start: int, name_end: int) -> bool:
-    name_start = name_begins(text, start, line_start)
-    name = text[name_start:name_end].strip(" \t\"'\\.-")
+    name = _name_before(text, start, line_start, name_end)
     words = name_words(name)
     return bool(words) and secret_name(name, words)
+
+
+def _weak_name_before(text: str, start: int, line_start: int, name_end: int) -> bool:
+    words = name_words(_name_before(text, start, line_start, name_end))
+    return bool(words) and weak_secret_name(words)
+
+
+def _name_before(text: str, start: int, line_start: int, name_end: int) -> str:
+    name_start = name_begins(text, start, line_start)
+    return text[name_start:name_end].strip(" \t\"'\\.-")
 
 
 class KubeSecrets:
