@@ -111,12 +111,7 @@ def pair_at(
         words = name_words(name)
         if not words or not secret_name(name, words):
             return None, end
-    # The value may sit on the next line (YAML, pretty-printed JSON): look one line further;
-    # a variable block's default, a few lines further.
-    limit = line_end
-    for _ in range(_HCL_LINES + 1 if shape == "hcl" else 1):
-        next_newline = text.find("\n", limit + 1)
-        limit = len(text) if next_newline < 0 else next_newline
+    limit = _value_limit(text, line_end, shape)
     if shape == "hcl" and text.find("default", name_end, limit) < 0:
         return None, end  # most variable blocks have no default: no walk over their lines
     after = _AFTER[shape].match(text, name_end, limit)
@@ -209,6 +204,16 @@ def positional_at(text: str, end: int, line_end: int) -> SecretSpan | None:
     if not chosen_password(value, "password") and not looks_random(value, quoted=True):
         return None
     return SecretSpan(start + found.start("value"), start + found.end("value"), GENERIC)
+
+
+def _value_limit(text: str, line_end: int, shape: str) -> int:
+    """How far a value of ``shape`` may sit: one line further (YAML, pretty-printed JSON), or a
+    few (a variable block's default)."""
+    limit = line_end
+    for _ in range(_HCL_LINES + 1 if shape == "hcl" else 1):
+        next_newline = text.find("\n", limit + 1)
+        limit = len(text) if next_newline < 0 else next_newline
+    return limit
 
 
 def _arguments(text: str, start: int, limit: int) -> list[tuple[int, int]] | None:
