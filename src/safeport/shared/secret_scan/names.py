@@ -9,7 +9,9 @@ ask more of its value. Shared by every rule that judges a name (``assignments.py
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
 
 from safeport.shared.secret_scan.passwords import misspelled_password
 
@@ -118,163 +120,29 @@ _KEY_PARTNERS = frozenset(
         "authentication",
     }
 )
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # A name whose last word is one of these holds something about a secret, not the secret.
-_ABOUT_SECRET = frozenset(
-    [
-        "url",
-        "uri",
-        "endpoint",
-        "path",
-        "file",
-        "filename",
-        "dir",
-        "type",
-        "name",
-        "id",
-        "ids",
-        "length",
-        "len",
-        "size",
-        "count",
-        "env",
-        "var",
-        "field",
-        "header",
-        "prefix",
-        "suffix",
-        "format",
-        "pattern",
-        "regex",
-        "re",
-        "policy",
-        "class",
-        "mode",
-        "method",
-        "kind",
-        "expiry",
-        "expires",
-        "expiration",
-        "ttl",
-        "timeout",
-        "required",
-        "enabled",
-        "label",
-        "placeholder",
-        "hint",
-        "help",
-        "message",
-        "msg",
-        "error",
-        "prompt",
-        "template",
-        "hash",
-        "digest",
-        "validator",
-        "location",
-        "source",
-        "provider",
-        "index",
-        "host",
-        "port",
-        "user",
-        "username",
-        "login",
-        "min",
-        "max",
-        "limit",
-        "version",
-        "algorithm",
-        "alg",
-        "lifetime",
-        "age",
-        "cache",
-        "manager",
-        "service",
-        "handler",
-        "factory",
-        "callback",
-        "param",
-        "params",
-        "parameter",
-        "arg",
-        "args",
-        "option",
-        "options",
-        "config",
-        "settings",
-        "schema",
-        "description",
-        "title",
-        "text",
-        "widget",
-        "input",
-        "form",
-        "reset",
-        "changed",
-        "strength",
-        "chars",
-        "encoding",
-        "key_id",
-        "keyid",
-        "location",
-        "store",
-        "command",
-        "cmd",
-        "flag",
-        "flags",
-        "opt",
-        "mask",
-        "pos",
-        "start",
-        "end",
-        "offset",
-        "lines",
-        "column",
-        "col",
-        "width",
-        "protocol",
-        "scheme",
-        "magic",
-        "ref",
-        "refs",
-        "marker",
-        "markers",
-        "char",
-        "start_char",
-        "regexp",
-        "spec",
-        "specs",
-        "sep",
-        "separator",
-        "delimiter",
-        "quote",
-        "style",
-    ]
+_ABOUT_SECRET = _words(
+    "url uri endpoint path file filename dir type name id ids length len size count env var "
+    "field header prefix suffix format pattern regex re policy class mode method kind expiry "
+    "expires expiration ttl timeout required enabled label placeholder hint help message msg "
+    "error prompt template hash digest validator location source provider index host port "
+    "user username login min max limit version algorithm alg lifetime age cache manager "
+    "service handler factory callback param params parameter arg args option options config "
+    "settings schema description title text widget input form reset changed strength chars "
+    "encoding key_id keyid location store command cmd flag flags opt mask pos start end "
+    "offset lines column col width protocol scheme magic ref refs marker markers char "
+    "start_char regexp spec specs sep separator delimiter quote style"
 )
 _WEAK_WORDS = frozenset({"key", "pkey", "api", "authentication", "seed"})
-_QUESTION_WORDS = frozenset(
-    [
-        "is",
-        "has",
-        "use",
-        "uses",
-        "should",
-        "get",
-        "enable",
-        "enabled",
-        "require",
-        "requires",
-        "check",
-        "validate",
-        "show",
-        "hide",
-        "forgot",
-        "num",
-        "max",
-        "min",
-        "no",
-        "n",
-    ]
+_QUESTION_WORDS = _words(
+    "is has use uses should get enable enabled require requires check validate show hide "
+    "forgot num max min no n"
 )
 
 
@@ -299,7 +167,18 @@ def name_words(name: str) -> list[str]:
     all give ``["db", "password"]`` (the last after an ``x``)."""
     if name.isalnum() and name.islower():
         return [name]  # one small word ("key", "token"): no separator and no capital to split at
-    return [word.lower() for word in _SEGMENTS.split(name) if word]
+    return list(_split_name(name))
+
+
+# Code repeats its names (``key``, ``Token``, ``DHPrivateKey``) and several looks judge the same
+# name at one hit: what a name's words are and whether they name a secret are remembered, by the
+# name alone (both are pure functions of it), for the few thousand most recent.
+_NAMES_REMEMBERED = 4096
+
+
+@functools.lru_cache(maxsize=_NAMES_REMEMBERED)
+def _split_name(name: str) -> tuple[str, ...]:
+    return tuple(word.lower() for word in _SEGMENTS.split(name) if word)
 
 
 # A key its owner publishes (Stripe's publishable key, a VAPID or SSH public key): the word just
@@ -310,7 +189,7 @@ _PRIVATE = frozenset({"secret", "private", "priv", "password", "passwd", "pwd", 
 _BROWSER_PREFIXES = frozenset({"next", "nuxt", "expo", "vite", "gatsby", "react"})
 
 
-def public_name(words: list[str]) -> bool:
+def public_name(words: Sequence[str]) -> bool:
     """Whether the name is of a key its owner publishes, and names nothing private besides."""
     if words[0] in _BROWSER_PREFIXES or words[-1] != "key" or len(words) < 2:
         return False
@@ -320,6 +199,11 @@ def public_name(words: list[str]) -> bool:
 def secret_name(name: str, words: list[str]) -> bool:
     """Whether ``name`` (split into ``words`` by ``name_words``) names a secret itself, rather
     than something about one (``password_url``, ``is_token``) or one its owner publishes."""
+    return _secret_name(name, tuple(words))
+
+
+@functools.lru_cache(maxsize=_NAMES_REMEMBERED)
+def _secret_name(name: str, words: tuple[str, ...]) -> bool:
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
         return False
     if public_name(words):

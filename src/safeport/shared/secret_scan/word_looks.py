@@ -50,8 +50,26 @@ blank_run = re.compile(r"[ \t]*").match
 
 def beyond_blanks(text: str, at: int, line_end: int) -> str:
     """The character after the blanks at ``at``, or "" at the line's end."""
-    past = blank_run(text, at, line_end).end()  # type: ignore[union-attr]
+    past = past_blanks(text, at, line_end)
     return text[past] if past < line_end else ""
+
+
+def past_blanks(text: str, at: int, line_end: int) -> int:
+    """Where the blanks at ``at`` end: most runs are one space or none, told without a match."""
+    if at >= line_end or (text[at] != " " and text[at] != "\t"):
+        return at
+    if at + 1 >= line_end or (text[at + 1] != " " and text[at + 1] != "\t"):
+        return at + 1
+    return blank_run(text, at, line_end).end()  # type: ignore[union-attr]
+
+
+def name_end_at(text: str, end: int, line_end: int) -> int:
+    """Where a word's name goes on to (its run of name characters, at most 64): most words
+    are followed by none (a space, a bracket, a colon), told without a match."""
+    after = text[end] if end < line_end else ""
+    if not after or not (after.isalnum() or after == "_" or after == "." or after == "-"):
+        return end
+    return name_run(text, end, line_end).end()  # type: ignore[union-attr]
 
 
 # What ``structured.may_be_escaped`` (80 characters from a word's end) and
@@ -98,7 +116,7 @@ def table_word_hit(
     if start >= word_done:
         spans.extend(table_column_at(text, start, line_start, line_end))
     if start >= word_done and not quiet and not (anchor.weak and after.islower()):
-        name_end = name_run(text, end, line_end).end()  # type: ignore[union-attr]
+        name_end = name_end_at(text, end, line_end)
         return word_value_at(
             text, anchor, start, end, name_end, line_start, line_end, word_done, spans
         )
@@ -148,7 +166,7 @@ def word_hit(
     # match where one of a few characters follows that name (``*_STARTS``): a
     # word after which none of its looks can start (``key)``, ``key, default``,
     # ``if key is None``) is done here.
-    name_end = name_run(text, end, line_end).end()  # type: ignore[union-attr]
+    name_end = name_end_at(text, end, line_end)
     follows = text[name_end] if name_end < line_end else ""
     if not anchor.weak:
         may_look = follows in WORD_LOOKS or anchor.pass_word or anchor.bearer
@@ -202,7 +220,7 @@ def word_value_at(
     beyond = ""
     blanks_end = name_end
     if blank:
-        blanks_end = blank_run(text, name_end, line_end).end()  # type: ignore[union-attr]
+        blanks_end = past_blanks(text, name_end, line_end)
         beyond = text[blanks_end] if blanks_end < line_end else ""
     weak = anchor.weak
     found: SecretSpan | None = None
