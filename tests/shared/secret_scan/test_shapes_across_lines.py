@@ -330,6 +330,8 @@ def test_a_drawn_value_going_on_below_a_weak_name_is_withheld(template: str) -> 
         "$key = 'the cache key for\nthe next lookup';",
         'key: "short\n  words"',
         'key = ("users"\n       "_by_id")',
+        'key = ("projects/my-project-2024/locations/"\n       "us-central1/keyRings/prod-ring")',
+        'key = ("user_session_cache_prefix_"\n "by_tenant_and_region_2024")',
     ],
 )
 def test_words_going_on_below_a_weak_name_are_served(text: str) -> None:

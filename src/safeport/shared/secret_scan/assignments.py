@@ -17,10 +17,17 @@ from safeport.shared.secret_scan.checks import (
     is_basic_credential,
     is_placeholder,
     looks_random,
+    mixed_generated,
     shannon_bits,
 )
 from safeport.shared.secret_scan.encoded import basic_credential_at
-from safeport.shared.secret_scan.names import name_begins, name_words, secret_name, weak_secret_name
+from safeport.shared.secret_scan.names import (
+    name_begins,
+    name_words,
+    reads_as_names,
+    secret_name,
+    weak_secret_name,
+)
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 
@@ -71,8 +78,9 @@ SEPARATED_STARTS = frozenset(
 SEPARATED_AFTER_BLANKS = frozenset((":", "=", ">", "\uff1a", "?", "+", "!", "|", "<"))
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # A token type's short prefix and a dot before a generated body (Vault's ``s.…`` and ``b.…``):
-# shaped like an attribute, but no attribute's name is drawn at random.
-_PREFIXED_TOKEN = re.compile(r"[A-Za-z]{1,4}\.(?P<body>[A-Za-z0-9_\-]{16,256})")
+# shaped like an attribute, but no attribute's name is drawn at random (nor is one of a
+# one- or two-letter object; ``self``, ``args`` and ``cfg`` are longer).
+_PREFIXED_TOKEN = re.compile(r"[a-z]{1,2}\.(?P<body>[A-Za-z0-9]{16,256})")
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[,)\]|]|$)")
 _UNQUOTED = re.compile(r"[^\s\"'`,;<>()\[\]{}\\]{1,256}")
 _AUTH_SCHEME = re.compile(
@@ -240,7 +248,10 @@ def _attribute(value: str) -> bool:
     if not _DOTTED.fullmatch(value):
         return False
     prefixed = _PREFIXED_TOKEN.fullmatch(value)
-    return prefixed is None or not looks_random(prefixed.group("body"), quoted=False)
+    if prefixed is None:
+        return True
+    body = prefixed.group("body")
+    return not mixed_generated(body) or reads_as_names(body)
 
 
 def _judged_value(

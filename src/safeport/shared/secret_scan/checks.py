@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import re
+import string
 from collections import Counter
 
 # Words that mark a value as an example or a stand-in rather than a credential.
@@ -299,7 +300,19 @@ def is_token_stand_in(value: str, *, runs: bool = False) -> bool:
     return _has_sequence(value)
 
 
+# The ascending and descending runs of _STAND_IN_RUN digits or letters of one case: in ASCII
+# text, exactly what the loop below finds, at the regex engine's pace.
+_RUNS = [
+    alphabet[start : start + _STAND_IN_RUN]
+    for alphabet in (string.digits, string.ascii_lowercase, string.ascii_uppercase)
+    for start in range(len(alphabet) - _STAND_IN_RUN + 1)
+]
+_ASCII_SEQUENCE = re.compile("|".join(_RUNS + [run[::-1] for run in _RUNS]))
+
+
 def _has_sequence(value: str) -> bool:
+    if value.isascii():
+        return _ASCII_SEQUENCE.search(value) is not None
     up = down = 1
     for previous, current in itertools.pairwise(value):
         step = ord(current) - ord(previous)

@@ -235,3 +235,16 @@ def weak_secret_name(words: list[str]) -> bool:
     if words[-1] in _ABOUT_SECRET or (words[0] in _QUESTION_WORDS and len(words) > 1):
         return False
     return words[-1].rstrip("0123456789") in _WEAK_WORDS and not public_name(words)
+
+
+# A name's letters run in words (``Credentials``, ``Provider``, ``cache``); a random draw's
+# letters, in runs of one to three between digits and case changes.
+_LETTER_SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_NAME_SEGMENT_AVERAGE = 4.0  # a random draw of 20 characters averages 4 or more once in ~300
+
+
+def reads_as_names(value: str) -> bool:
+    """Whether the value's letters run as words do: names joined in camel case or by
+    separators (``AwsCredentialsProvider2``, ``projects/my-project/keyRings``)."""
+    segments = _LETTER_SEGMENT.findall(value)
+    return bool(segments) and sum(map(len, segments)) >= _NAME_SEGMENT_AVERAGE * len(segments)

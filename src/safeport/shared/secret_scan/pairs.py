@@ -52,7 +52,13 @@ _BEFORE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 _BEFORE_WINDOW = 24
-_HCL_LINES = 8  # a variable block's lines before its default (description, type, sensitive)
+# A Terraform variable block: its opening brace after the name's closing quote, and its
+# default. The block is read at most this far, its depth counted outside strings and comments,
+# so a nested block (``validation { … }``) is stepped over and the block's end ends the look.
+_HCL_OPEN = re.compile(rf"{_QUOTE}[ \t]*\{{")
+_HCL_DEFAULT = re.compile(r"""[ \t]*default[ \t]*=[ \t]*(?P<quote>["'])""")
+_HCL_REACH = 1024
+_HCL_NOT_CODE = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?:#|//).*')
 # What follows the name's closing quote, for each shape, up to the value's opening quote.
 _AFTER = {
     "xml": re.compile(rf"{_QUOTE}[ \t]+(?i:value)[ \t]*=[ \t]*(?P<quote>{_QUOTE})"),
@@ -62,12 +68,6 @@ _AFTER = {
     ),
     "yaml": re.compile(rf"(?:{_QUOTE})?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]*(?P<quote>[\"']|)"),
     "call": re.compile(rf"{_QUOTE}[ \t]*,[ \t]*(?P<quote>{_QUOTE})"),
-    # The block's opening brace, then its default on the same line or a few lines of the block
-    # below (none closing it).
-    "hcl": re.compile(
-        rf"{_QUOTE}[ \t]*\{{[ \t]*(?:\r?\n(?:(?![ \t]*\}})[^\n]*\n){{0,{_HCL_LINES}}}?[ \t]*)?"
-        rf"default[ \t]*=[ \t]*(?P<quote>{_QUOTE})"
-    ),
 }
 _UNQUOTED = re.compile(rf"[^\s\"'`,;<>()\[\]{{}}\\#]{{1,{MAX_VALUE}}}")
 
@@ -111,10 +111,7 @@ def pair_at(
         words = name_words(name)
         if not words or not secret_name(name, words):
             return None, end
-    limit = _value_limit(text, line_end, shape)
-    if shape == "hcl" and text.find("default", name_end, limit) < 0:
-        return None, end  # most variable blocks have no default: no walk over their lines
-    after = _AFTER[shape].match(text, name_end, limit)
+    after, limit = _value_opening(text, shape, name_end, line_end)
     if after is None:
         return None, end
     quote = after.group("quote")
@@ -206,14 +203,41 @@ def positional_at(text: str, end: int, line_end: int) -> SecretSpan | None:
     return SecretSpan(start + found.start("value"), start + found.end("value"), GENERIC)
 
 
-def _value_limit(text: str, line_end: int, shape: str) -> int:
-    """How far a value of ``shape`` may sit: one line further (YAML, pretty-printed JSON), or a
-    few (a variable block's default)."""
-    limit = line_end
-    for _ in range(_HCL_LINES + 1 if shape == "hcl" else 1):
-        next_newline = text.find("\n", limit + 1)
-        limit = len(text) if next_newline < 0 else next_newline
-    return limit
+def _value_opening(
+    text: str, shape: str, name_end: int, line_end: int
+) -> tuple[re.Match[str] | None, int]:
+    """What opens the value after the name in ``shape``, and the end of the line it may close
+    on: the next line's at most (YAML, pretty-printed JSON), a variable block's default's own."""
+    if shape == "hcl":
+        after = _hcl_default(text, name_end, line_end)
+        newline = -1 if after is None else text.find("\n", after.end())
+        return after, len(text) if newline < 0 else newline
+    newline = text.find("\n", line_end + 1)
+    limit = len(text) if newline < 0 else newline
+    return _AFTER[shape].match(text, name_end, limit), limit
+
+
+def _hcl_default(text: str, name_end: int, line_end: int) -> re.Match[str] | None:
+    """The ``default = "`` of the variable block whose name's closing quote is at
+    ``name_end``, in the block itself (not a nested one), within ``_HCL_REACH`` characters."""
+    opened = _HCL_OPEN.match(text, name_end, line_end)
+    if opened is None:
+        return None
+    limit = min(len(text), opened.end() + _HCL_REACH)
+    if text.find("default", opened.end(), limit) < 0:
+        return None  # most variable blocks have none: no walk over their lines
+    depth, position = 1, opened.end()
+    while position < limit:
+        newline = text.find("\n", position, limit)
+        end = limit if newline < 0 else newline
+        if depth == 1 and (found := _HCL_DEFAULT.match(text, position, end)) is not None:
+            return found
+        code = _HCL_NOT_CODE.sub("", text[position:end])
+        depth += code.count("{") - code.count("}")
+        if depth <= 0:
+            return None  # the block ended without a default of its own
+        position = end + 1
+    return None
 
 
 def _arguments(text: str, start: int, limit: int) -> list[tuple[int, int]] | None:

@@ -23,13 +23,16 @@ and a query encoded in a URL, by the character after the name.
 
 from __future__ import annotations
 
-import itertools
 import re
 
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
-from safeport.shared.secret_scan.checks import is_placeholder, looks_random, mixed_generated
+from safeport.shared.secret_scan.checks import (
+    is_placeholder,
+    looks_random,
+    mixed_generated,
+)
 from safeport.shared.secret_scan.commands import curl_option_at, flag_value_at
-from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
+from safeport.shared.secret_scan.names import name_begins, name_words, reads_as_names, secret_name
 from safeport.shared.secret_scan.passwords import chosen_password, password_name
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.sql import password_keyword_at
@@ -149,14 +152,14 @@ def _spaced_value(
 
 
 def _drawn(value: str) -> bool:
-    """A value drawn at random, not a name written in camel case: digits, capitals and small
-    letters mixed, and the letters switching case about every other one (a random draw's do
-    about half the time; ``AwsCredentialsProvider2``'s, at its five word starts only)."""
-    if not mixed_generated(value) or not looks_random(value, quoted=False):
-        return False
-    letters = [char for char in value if char.isalpha()]
-    switches = sum(a.isupper() != b.isupper() for a, b in itertools.pairwise(letters))
-    return switches >= 0.3 * (len(letters) - 1) and not is_placeholder(value)
+    """A value drawn at random, not a name: digits, capitals and small letters mixed, and its
+    letters in short runs, not words (``AwsCredentialsProvider2`` is a name)."""
+    return (
+        mixed_generated(value)
+        and looks_random(value, quoted=True)  # the word before says what it is
+        and not reads_as_names(value)
+        and not is_placeholder(value)
+    )
 
 
 def call_literal_at(

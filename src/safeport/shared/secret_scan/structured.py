@@ -20,6 +20,7 @@ from safeport.shared.secret_scan.checks import INDIRECTION, looks_random
 from safeport.shared.secret_scan.names import (
     name_begins,
     name_words,
+    reads_as_names,
     secret_name,
     weak_secret_name,
 )
@@ -183,8 +184,8 @@ def _continued(
     value = "".join(parts)
     if len(parts) < 2 or not looks_random(value, quoted=True):
         return None
-    if weak and not strongly_random(value):
-        return None
+    if weak and (not strongly_random(value) or reads_as_names(value)):
+        return None  # a path or a name wrapped across lines is no key
     return SecretSpan(after.start("head"), end, GENERIC)
 
 

@@ -57,16 +57,39 @@ def _drawn_hex(value: str) -> bool:
 
 
 # A Bundler setting naming a host, then its separator and opening quote.
+# (Bundler writes a URL-keyed one as ``BUNDLE_HTTPS://RUBYGEMS__PKG__GITHUB__COM/OWNER/``;
+# a Dockerfile's ``ENV`` may take a space for its sign, Ruby sets ``ENV["BUNDLE_…"] = "…"``.)
 _BUNDLER_HOST = (
-    r"BUNDLE_(?!(?:BUILD|LOCAL|MIRROR)__)[A-Z0-9_]{1,120}__[A-Z0-9]{2,24}(?![A-Z0-9_])"
-    r"[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"BUNDLE_(?!(?:BUILD|LOCAL|MIRROR)__)(?:HTTPS?://)?[A-Z0-9_]{1,120}__[A-Z0-9]{2,24}"
+    r"(?:/[A-Za-z0-9_.\-/]{0,120})?(?![A-Z0-9_])[\"']?\]?(?:[ \t]*(?:[:=]|=>)[ \t]*|[ \t]+)"
 )
+# The same credential set with Bundler's own command: ``bundle config set --global HOST u:p``.
+_BUNDLE_CONFIG = (
+    r"bundle[ \t]+config[ \t]+(?:set[ \t]+)?(?:--(?:global|local)[ \t]+)?"
+    r"(?:https?://)?[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}(?:/[^\s\"']{0,120})?[ \t]+"
+)
+# The user, its colon, and a password that is no URL's rest (``https://…``) nor a token's
+# ``x-oauth-basic``; quoted, it may hold what would end an unquoted one (``;``, ``&``, ``|``).
+_NOT_A_PASSWORD_AFTER = r"(?!//|(?i:x-oauth-basic)(?![\w-]))"  # noqa: S105 (a pattern)
+_QUOTED = (
+    r"(?P<q>[\"'])[^\s:\"'`/]{1,128}:"
+    + _NOT_A_PASSWORD_AFTER
+    + r"(?P<secret>[^\s\"'`]{1,128})(?P=q)"
+)
+_BARE = (
+    r"(?![\"'])[^\s:\"'`/]{1,128}:"
+    + _NOT_A_PASSWORD_AFTER
+    + r"(?P<secret>[^\s\"'`;&|]{1,128})(?![^\s\"'`;&|])"  # whole: none longer, none cut short
+)
+# A token given as the user, with GitHub's ``x-oauth-basic`` for its password.
+_TOKEN_USER = r"[\"']?(?P<secret>[^\s:\"'`/]{8,256}):(?i:x-oauth-basic)(?![\w-])"  # noqa: S105 (a pattern)
+_WINDOWS_VARIABLE = re.compile(r"%\w{1,64}%")
 
 
 def _credential(value: str) -> bool:
     """A credential a setting's name already says is one: anything but a stand-in or a
     lookup (``${GEM_TOKEN}``, ``changeme``)."""
-    return not is_placeholder(value)
+    return not is_placeholder(value) and not _WINDOWS_VARIABLE.fullmatch(value)
 
 
 DEVOPS_RULES: tuple[TokenRule, ...] = (
@@ -198,20 +221,12 @@ DEVOPS_RULES: tuple[TokenRule, ...] = (
     ),
     # Bundler's credentials for a gem server, set per host in the environment or
     # ``.bundle/config`` (``BUNDLE_GEMS__EXAMPLE__COM: "user:password"``, the host's dots written
-    # ``__``): the password, or a token given as the user with GitHub's ``x-oauth-basic``.
-    # Bundler's own settings that also hold ``__`` (``BUILD__``, ``LOCAL__``, ``MIRROR__``) are
-    # none.
-    rule(
-        "bundler-credential",
-        "BUNDLE_",
-        _BUNDLER_HOST + r"(?P<secret>[^\s:\"'`/]{8,256}):x-oauth-basic(?![\w-])",
-        _credential,
-    ),
-    rule(
-        "bundler-credential",
-        "BUNDLE_",
-        _BUNDLER_HOST
-        + r"[^\s:\"'`/]{1,128}:(?!x-oauth-basic(?![\w-]))(?P<secret>[^\s\"'`;&|]{1,256})",
-        _credential,
+    # ``__``) or with ``bundle config set``: the password, or a token given as the user with
+    # GitHub's ``x-oauth-basic``. Bundler's own settings that also hold ``__`` (``BUILD__``,
+    # ``LOCAL__``, ``MIRROR__``) are none.
+    *(
+        rule("bundler-credential", anchor, lead + value, _credential)
+        for anchor, lead in (("BUNDLE_", _BUNDLER_HOST), ("bundle config", _BUNDLE_CONFIG))
+        for value in (_QUOTED, _BARE, _TOKEN_USER)
     ),
 )
