@@ -336,3 +336,28 @@ def test_a_drawn_value_going_on_below_a_weak_name_is_withheld(template: str) -> 
 )
 def test_words_going_on_below_a_weak_name_are_served(text: str) -> None:
     assert find_secrets(text) == [], text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'token = (\n    "{a}"\n    "{b}"\n)',  # a string wrapped in parentheses, one per line
+        "secret: |\n  {a}\n  {b}\nnext: 1",  # a block scalar of two lines
+        'password = """\n{a}\n{b}\n"""',
+    ],
+)
+def test_every_line_of_a_value_below_its_name_is_withheld(template: str) -> None:
+    alphabet = string.ascii_letters + string.digits + "+/"
+    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    redacted, findings = redact(template.format(a=a, b=b))
+    assert findings
+    assert a not in redacted and b not in redacted
+
+
+def test_the_line_after_a_value_below_is_its_own() -> None:
+    alphabet = string.ascii_letters + string.digits
+    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    text = f"secret: |\n  {a}\nversion: 3\nname: {b}\n"
+    redacted, _ = redact(text)
+    assert a not in redacted
+    assert "version: 3" in redacted and f"name: {b}" in redacted

@@ -26,10 +26,10 @@ import re
 from safeport.shared.secret_scan.assignments import GENERIC, MAX_NAME
 from safeport.shared.secret_scan.checks import looks_random
 from safeport.shared.secret_scan.names import name_begins, name_words, secret_name
+from safeport.shared.secret_scan.pairs import plist_value_at
 from safeport.shared.secret_scan.shell_words import curl_user_at
 from safeport.shared.secret_scan.spans import SecretSpan
 from safeport.shared.secret_scan.sql import dsn_at, identified_at, pgpass_at, setting_at
-from safeport.shared.secret_scan.structured import plist_value_at
 
 _REACH = 512
 # A value quoted (possibly with escaped quotes, inside a quoted command) or a bare word.

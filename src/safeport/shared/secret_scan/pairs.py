@@ -6,13 +6,14 @@ field beside the secret's.
   Terraform and CI variables), on one line or two;
 - Kubernetes environment entries: ``- name: API_TOKEN`` with ``value: "…"`` on the next line;
 - tuples and call arguments: ``("password", "…")``, ``set("api_key", "…")``;
-- Terraform's variable blocks: ``variable "db_password" {`` with ``default = "…"`` a few lines
-  below, inside the block.
+- property lists: ``<key>APISecret</key>`` then ``<string>…</string>``;
+- Terraform's variable blocks: ``variable "db_password" {`` with ``default = "…"`` inside the
+  block, on its line or below.
 
 Command lines are ``commands.py``'s.
 
 Like ``assignments.py`` each look starts at a keyword the prefilter found and reaches at most
-one line further, so its cost is per keyword. The name must be secret-like by the same words and
+one line further (a variable block, 1,024 characters), so its cost is per keyword. The name must be secret-like by the same words and
 the value random by the same ``looks_random``; a call argument's value must be quoted, since an
 unquoted one is a variable.
 """
@@ -269,3 +270,23 @@ def _arguments(text: str, start: int, limit: int) -> list[tuple[int, int]] | Non
             begin = index + 1
         index += 1
     return None
+
+
+# A property list's ``<key>APISecret</key>`` and, on the same line or the next ones, the
+# ``<string>…</string>`` that is its value.
+_PLIST_VALUE = re.compile(r"[ \t\r\n]{0,64}<string>(?P<value>[^<\n]{1,512})</string>")
+
+
+def plist_value_at(text: str, start: int, end: int) -> SecretSpan | None:
+    """The string after a plist key whose name is secret-like, the key's ``</key>`` at
+    ``text[start:end]``."""
+    opened = text.rfind("<key>", max(0, start - 128), start)
+    if opened < 0:
+        return None
+    name = text[opened + len("<key>") : start]
+    if not name or "<" in name or not secret_name(name, name_words(name)):
+        return None
+    found = _PLIST_VALUE.match(text, end, min(len(text), end + 600))
+    if found is None or not looks_random(found.group("value"), quoted=True):
+        return None
+    return SecretSpan(found.start("value"), found.end("value"), GENERIC)

@@ -142,8 +142,35 @@ def value_below(
             return None  # code: an unquoted value is a name or an expression
         if rest or not looks_random(value, quoted=quoted or bool(opening)):
             return None
-        return SecretSpan(below + found.start("value"), below + found.end("value"), GENERIC)
+        last = _last_piece(text, position, _width(text, below), quoted)
+        return SecretSpan(
+            below + found.start("value"), max(last, below + found.end("value")), GENERIC
+        )
     return None
+
+
+def _last_piece(text: str, line_end: int, width: int, quoted: bool) -> int:
+    """Where a value found alone on its line ends once the lines after it that go on with it
+    are counted: each at the same indentation, one more piece alone (quoted if the first one
+    was), as a block scalar, a string wrapped in parentheses or a key pasted over lines is."""
+    end = -1
+    for _ in range(MAX_BELOW):
+        if line_end >= len(text):
+            break
+        below = line_end + 1
+        newline = text.find("\n", below)
+        line_end = len(text) if newline < 0 else newline
+        piece = _VALUE_LINE.match(text, below, line_end)
+        if (
+            piece is None
+            or _width(text, below) != width
+            or bool(piece.group("quote")) != quoted
+            or text[piece.end() : line_end].rstrip(_LINE_TAIL)
+            or piece.group("value") in (")", "]", "}")
+        ):
+            break
+        end = piece.end("value")
+    return end
 
 
 def _continued(
@@ -291,26 +318,6 @@ def _data_values(text: str, block: re.Match[str], high: int) -> list[SecretSpan]
 
 def _width(text: str, line_start: int) -> int:
     return _INDENT.match(text, line_start).end() - line_start  # type: ignore[union-attr]
-
-
-# A property list's ``<key>APISecret</key>`` and, on the same line or the next ones, the
-# ``<string>…</string>`` that is its value.
-_PLIST_VALUE = re.compile(r"[ \t\r\n]{0,64}<string>(?P<value>[^<\n]{1,512})</string>")
-
-
-def plist_value_at(text: str, start: int, end: int) -> SecretSpan | None:
-    """The string after a plist key whose name is secret-like, the key's ``</key>`` at
-    ``text[start:end]``."""
-    opened = text.rfind("<key>", max(0, start - 128), start)
-    if opened < 0:
-        return None
-    name = text[opened + len("<key>") : start]
-    if not name or "<" in name or not secret_name(name, name_words(name)):
-        return None
-    found = _PLIST_VALUE.match(text, end, min(len(text), end + 600))
-    if found is None or not looks_random(found.group("value"), quoted=True):
-        return None
-    return SecretSpan(found.start("value"), found.end("value"), GENERIC)
 
 
 # Bitnami's SealedSecret: each value of ``encryptedData`` is ciphertext for the controller's key
