@@ -361,3 +361,30 @@ def test_the_line_after_a_value_below_is_its_own() -> None:
     redacted, _ = redact(text)
     assert a not in redacted
     assert "version: 3" in redacted and f"name: {b}" in redacted
+
+
+def test_a_value_going_on_below_is_withheld_wherever_it_is_copied() -> None:
+    alphabet = string.ascii_letters + string.digits
+    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    text = f'db:\n  password:\n    {a}\n    {b}\nurl: "mysql://x@h/{a}"\nlogin {b} now\n'
+    redacted, _ = redact(text)
+    assert a not in redacted and b not in redacted
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'auth_token = (\n    "{a}",\n    "Bearer",\n)',  # the next element, not the value's rest
+        "Your password:\n    {a}\n    Thanks!\n",
+        "INFO generated api key:\n  {a}\n  ok\n  listening\n",
+        '"secret":\n    "{a}",\n    "name",\n',
+    ],
+)
+def test_short_words_after_a_value_below_are_served(template: str) -> None:
+    a = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))
+    text = template.format(a=a)
+    redacted, findings = redact(text)
+    assert findings and a not in redacted
+    for word in ("Bearer", "Thanks!", "ok", "listening", '"name"'):
+        if word in text:
+            assert word in redacted, redacted

@@ -13,9 +13,9 @@ field beside the secret's.
 Command lines are ``commands.py``'s.
 
 Like ``assignments.py`` each look starts at a keyword the prefilter found and reaches at most
-one line further (a variable block, 1,024 characters), so its cost is per keyword. The name must be secret-like by the same words and
-the value random by the same ``looks_random``; a call argument's value must be quoted, since an
-unquoted one is a variable.
+one line further (a variable block, 1,024 characters), so its cost is per keyword. The name
+must be secret-like by the same words and the value random by the same ``looks_random``; a
+call argument's value must be quoted, since an unquoted one is a variable.
 """
 
 from __future__ import annotations

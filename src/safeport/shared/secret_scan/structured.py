@@ -142,35 +142,41 @@ def value_below(
             return None  # code: an unquoted value is a name or an expression
         if rest or not looks_random(value, quoted=quoted or bool(opening)):
             return None
-        last = _last_piece(text, position, _width(text, below), quoted)
-        return SecretSpan(
-            below + found.start("value"), max(last, below + found.end("value")), GENERIC
-        )
+        return SecretSpan(below + found.start("value"), below + found.end("value"), GENERIC)
     return None
 
 
-def _last_piece(text: str, line_end: int, width: int, quoted: bool) -> int:
-    """Where a value found alone on its line ends once the lines after it that go on with it
-    are counted: each at the same indentation, one more piece alone (quoted if the first one
-    was), as a block scalar, a string wrapped in parentheses or a key pasted over lines is."""
-    end = -1
+def pieces_below(text: str, first: SecretSpan) -> list[SecretSpan]:
+    """The pieces that go on with a value found alone on its line below its name (a block
+    scalar's lines, a string wrapped in parentheses one piece per line, a key pasted over
+    lines): each at the same indentation, alone on its line, quoted as the first is, and itself
+    a long drawn run, up to an element's comma or a closing triple quote. Each is a span of its
+    own, so its copies elsewhere are found as the first piece's are."""
+    line_start = text.rfind("\n", 0, first.start) + 1
+    line_end = text.find("\n", first.end)
+    width, quoted = _width(text, line_start), text[first.start - 1 : first.start] in ("'", '"')
+    if line_end < 0 or text[first.end : line_end].rstrip(" \t\r\"'").endswith(","):
+        return []  # a tuple's or a list's element: the next line is another
+    pieces: list[SecretSpan] = []
     for _ in range(MAX_BELOW):
-        if line_end >= len(text):
-            break
         below = line_end + 1
         newline = text.find("\n", below)
         line_end = len(text) if newline < 0 else newline
         piece = _VALUE_LINE.match(text, below, line_end)
+        if piece is None or _width(text, below) != width or bool(piece.group("quote")) != quoted:
+            break
+        tail = text[piece.end() : line_end].rstrip(" \t\r")
+        value = piece.group("value")
         if (
-            piece is None
-            or _width(text, below) != width
-            or bool(piece.group("quote")) != quoted
-            or text[piece.end() : line_end].rstrip(_LINE_TAIL)
-            or piece.group("value") in (")", "]", "}")
+            tail.rstrip(_LINE_TAIL + "\"'")
+            or len(value) < 16
+            or not looks_random(value, quoted=True)
         ):
             break
-        end = piece.end("value")
-    return end
+        pieces.append(SecretSpan(piece.start("value"), piece.end("value"), first.kind))
+        if tail.endswith((",", '"""', "'''")):
+            break
+    return pieces
 
 
 def _continued(

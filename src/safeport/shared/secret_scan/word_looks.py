@@ -39,6 +39,7 @@ from safeport.shared.secret_scan.structured import (
     below_opening,
     escaped_value_at,
     may_be_escaped,
+    pieces_below,
     value_below,
 )
 from safeport.shared.secret_scan.tables import table_column_at
@@ -241,6 +242,8 @@ def word_value_at(
     )
     if below is not None:
         spans.append(below)
+        if below.start > line_end and "\n" not in text[below.start : below.end]:
+            spans.extend(pieces_below(text, below))  # a value alone below, going on
     return found, word_done
 
 
