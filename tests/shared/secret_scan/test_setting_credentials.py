@@ -195,6 +195,11 @@ def test_repeated_openings_on_one_line_scan_in_linear_time(unit: str) -> None:
         "Refreshing token {secret} for user 42",
         "INFO issued api token {secret}.",
         "password {secret}",
+        'token "{secret}"',
+        "token '{secret}'",
+        "token `{secret}`",
+        "token ({secret})",
+        "token [{secret}]",
     ],
 )
 def test_a_drawn_value_right_after_a_secret_word_is_withheld(template: str) -> None:
@@ -209,6 +214,7 @@ def test_a_drawn_value_right_after_a_secret_word_is_withheld(template: str) -> N
         "Pass HttpClientBuilderV2WithRetries to the client.",
         "token Base64UrlSafeNoPadding2",
         "token X-Amz-Security-Token-2020",
+        'token "Base64UrlSafeNoPadding2"',
         "the token abcdefghijklmnopqrstuvwxyz",
         "token refresh_token_expires_in_seconds",
         "key FVPULqgLlrmLRACg3jly4irybO83RqQ0",  # a weak word names a value by assignment only

@@ -54,6 +54,11 @@ _IS = re.compile(r"[ \t]+(?:is|was)[ \t]+")
 # A drawn value right after the name and a space, with nothing between ("token 9fQ…", a log's
 # "refreshing token 9fQ…"): long, of a token's alphabet, ending where a word would.
 _DRAWN_AFTER = re.compile(r"[ \t]+(?P<value>[A-Za-z0-9+/_\-]{20,256}={0,2})(?=[\s.,;:!?)\]}'\"]|$)")
+# The same value in quotes or brackets ("token '9fQ…'", "token (9fQ…)"), closed as it opened.
+_DRAWN_ENCLOSED = re.compile(
+    r"[ \t]+(?P<open>[\"'`(\[<])(?P<value>[A-Za-z0-9+/_\-]{20,256}={0,2})(?P<close>[\"'`)\]>])"
+)
+_CLOSES = {'"': '"', "'": "'", "`": "`", "(": ")", "[": "]", "<": ">"}
 # What _NAME_GOES_ON, _WHOSE and _IS all start with: blanks, then a letter (case-blind, as
 # _NAME_GOES_ON's words are, so a Kelvin sign counts as the k it matches).
 _WORD_AFTER_BLANKS = re.compile(r"[ \t]+(?i:[a-z])")
@@ -128,7 +133,7 @@ def _spaced_value(
     keyword = text[name_start - 2 : name_start]  # Clojure's and EDN's {:password "…"}
     if keyword[-1:] == ":" and (name_start - 1 == line_start or keyword[:1] in " \t{([,"):
         return _value_span(_LITERAL_ONLY.match(text, name_end, line_end)) if _secret(name) else None
-    drawn = _DRAWN_AFTER.match(text, name_end, line_end)
+    drawn = _DRAWN_AFTER.match(text, name_end, line_end) or _enclosed(text, name_end, line_end)
     if drawn is not None and _drawn(drawn.group("value")) and _secret(name):
         return SecretSpan(drawn.start("value"), drawn.end("value"), GENERIC)
     if not _WORD_AFTER_BLANKS.match(text, name_end, line_end):
@@ -149,6 +154,13 @@ def _spaced_value(
     if found is not None and _HYPHENATED.fullmatch(found.group()):
         return None  # "the token is base64-encoded": a description, not the token
     return _value_span(found)
+
+
+def _enclosed(text: str, name_end: int, line_end: int) -> re.Match[str] | None:
+    found = _DRAWN_ENCLOSED.match(text, name_end, line_end)
+    if found is None or _CLOSES[found.group("open")] != found.group("close"):
+        return None
+    return found
 
 
 def _drawn(value: str) -> bool:
