@@ -5,20 +5,13 @@ attributes of the same shape that hold none."""
 from __future__ import annotations
 
 import random
-import secrets
 import string
 import time
 
 import pytest
 
+from benchmarks.secret_corpus.tokens import ALNUM, HEX, UPPER_ALNUM, rand
 from safeport.shared.secret_scan import find_secrets, redact
-
-UPPER_DIGITS = string.ascii_uppercase + string.digits
-ALNUM = string.ascii_letters + string.digits
-
-
-def _draw(alphabet: str, length: int) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def _withheld(text: str, secret: str) -> None:
@@ -44,14 +37,14 @@ def _withheld(text: str, secret: str) -> None:
     ],
 )
 def test_a_bundler_host_credential_is_withheld(template: str) -> None:
-    host, user = _draw(string.ascii_uppercase, 9), _draw("abcdef0123456789", 8)
-    secret = _draw(ALNUM, 20)
+    host, user = rand(9, string.ascii_uppercase), rand(8, HEX)
+    secret = rand(20, ALNUM)
     _withheld(template.format(host=host, user=user, secret=secret), secret)
 
 
 @pytest.mark.parametrize("spelling", ["x-oauth-basic", "X-OAuth-Basic"])
 def test_a_token_given_as_the_bundler_user_is_withheld(spelling: str) -> None:
-    token = _draw(ALNUM, 40)
+    token = rand(40, ALNUM)
     _withheld(f'BUNDLE_GITHUB__COM: "{token}:{spelling}"', token)
 
 
@@ -76,11 +69,9 @@ def test_bundler_settings_and_stand_ins_are_served(line: str) -> None:
 
 @pytest.mark.parametrize("dashed", [True, False])
 def test_a_onepassword_secret_key_is_withheld_with_or_without_its_inner_dash(dashed: bool) -> None:
-    third = (
-        f"{_draw(UPPER_DIGITS, 6)}-{_draw(UPPER_DIGITS, 5)}" if dashed else _draw(UPPER_DIGITS, 11)
-    )
-    rest = "-".join(_draw(UPPER_DIGITS, 5) for _ in range(3))
-    key = f"A3-{_draw(UPPER_DIGITS, 6)}-{third}-{rest}"
+    third = f"{rand(6, UPPER_ALNUM)}-{rand(5, UPPER_ALNUM)}" if dashed else rand(11, UPPER_ALNUM)
+    rest = "-".join(rand(5, UPPER_ALNUM) for _ in range(3))
+    key = f"A3-{rand(6, UPPER_ALNUM)}-{third}-{rest}"
     _withheld(f"Secret Key: {key}", key)
 
 
@@ -97,7 +88,7 @@ def test_a_onepassword_secret_key_is_withheld_with_or_without_its_inner_dash(das
 def test_a_token_with_a_dotted_type_prefix_is_withheld_unquoted_too(
     template: str, prefix: str
 ) -> None:
-    body = _draw(ALNUM, 24)
+    body = rand(24, ALNUM)
     _withheld(template.format(prefix=prefix, body=body), body)
 
 
@@ -135,7 +126,7 @@ def test_attributes_under_a_secret_name_are_served(line: str) -> None:
     ],
 )
 def test_a_terraform_variable_default_under_a_secret_name_is_withheld(template: str) -> None:
-    secret = _draw(ALNUM, 18)
+    secret = rand(18, ALNUM)
     _withheld(template.format(secret=secret), secret)
 
 
@@ -203,7 +194,7 @@ def test_repeated_openings_on_one_line_scan_in_linear_time(unit: str) -> None:
     ],
 )
 def test_a_drawn_value_right_after_a_secret_word_is_withheld(template: str) -> None:
-    secret = _draw(string.ascii_uppercase, 4) + _draw(string.digits, 2) + _draw(ALNUM, 26)
+    secret = rand(4, string.ascii_uppercase) + rand(2, string.digits) + rand(26, ALNUM)
     _withheld(template.format(secret=secret), secret)
 
 
@@ -231,3 +222,13 @@ def test_nearly_every_drawn_value_after_a_secret_word_is_withheld() -> None:
     values = ["".join(draw.choice(ALNUM) for _ in range(24)) for _ in range(400)]
     served = [value for value in values if not find_secrets(f"token {value}")]
     assert len(served) <= 8, served
+
+
+@pytest.mark.parametrize("line", ["set DB_PASSWORD=%VAULT_DB_PASSWORD%", "password: %DB_PASS%"])
+def test_a_windows_variable_is_a_lookup(line: str) -> None:
+    assert find_secrets(line) == [], line
+
+
+def test_a_password_holding_percent_signs_is_still_withheld() -> None:
+    secret = f"%{rand(16)}%x"
+    _withheld(f'password = "{secret}"', secret)

@@ -90,7 +90,8 @@ INDIRECTION = re.compile(
     r"^(?:\$|%\(|\{|#\{|<)|\$\{|\{\{|%\(\w+\)|os\.environ|getenv|process\.env|"
     r"ENV\[|env\(|getpass|\{\}|\{\d\}|\{[A-Za-z_.]+\}|\\[xuUdwWsSbB]|\[[^\]]*\]|"
     r"^[@*&][A-Za-z_.\-]+@?$|^&#?\w+;|^@[({]|"
-    r"(?-i:(?<![A-Za-z0-9])%[sdr](?![A-Za-z0-9]))|^[A-Za-z_][\w.]*\(\)(?:\.[\w.()]*)?$",
+    r"(?-i:(?<![A-Za-z0-9])%[sdr](?![A-Za-z0-9]))|^[A-Za-z_][\w.]*\(\)(?:\.[\w.()]*)?$|"
+    r"^%[A-Za-z_]\w{0,63}%$",  # a Windows variable: %DB_PASSWORD%
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")

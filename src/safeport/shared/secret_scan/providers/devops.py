@@ -83,13 +83,12 @@ _BARE = (
 )
 # A token given as the user, with GitHub's ``x-oauth-basic`` for its password.
 _TOKEN_USER = r"[\"']?(?P<secret>[^\s:\"'`/]{8,256}):(?i:x-oauth-basic)(?![\w-])"  # noqa: S105 (a pattern)
-_WINDOWS_VARIABLE = re.compile(r"%\w{1,64}%")
 
 
 def _credential(value: str) -> bool:
     """A credential a setting's name already says is one: anything but a stand-in or a
     lookup (``${GEM_TOKEN}``, ``changeme``)."""
-    return not is_placeholder(value) and not _WINDOWS_VARIABLE.fullmatch(value)
+    return not is_placeholder(value)
 
 
 DEVOPS_RULES: tuple[TokenRule, ...] = (
