@@ -18,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from benchmarks.secret_corpus.shapes import shape_samples
+from benchmarks.secret_corpus.tokens import ALNUM, rand
 from safeport.shared.secret_scan import find_secrets, redact
 
 PRIVATE = ("d", "p", "q", "dp", "dq", "qi", "k")
@@ -311,14 +312,18 @@ def test_a_megabyte_of_repeated_anchors_is_scanned_in_bounded_time(hostile: str)
 @pytest.mark.parametrize(
     "template",
     [
+        # Under a weak name, a strongly random value going on below:
         "$key = '{a}\n{b}';",  # PHP: a string may hold newlines
         'key: "{a}\n  {b}"',  # YAML: a double-quoted scalar folds across lines
         'pkey = ("{a}"\n        "{b}")',  # Python: adjacent strings in parentheses
+        # Under a secret's name, a value alone below, going on over lines:
+        'token = (\n    "{a}"\n    "{b}"\n)',  # a string wrapped in parentheses, one per line
+        "secret: |\n  {a}\n  {b}\nnext: 1",  # a block scalar of two lines
+        'password = """\n{a}\n{b}\n"""',
     ],
 )
-def test_a_drawn_value_going_on_below_a_weak_name_is_withheld(template: str) -> None:
-    alphabet = string.ascii_letters + string.digits + "+/"
-    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+def test_every_line_of_a_value_going_on_below_is_withheld(template: str) -> None:
+    a, b = rand(40, ALNUM + "+/"), rand(40, ALNUM + "+/")
     redacted, findings = redact(template.format(a=a, b=b))
     assert findings
     assert a not in redacted and b not in redacted
@@ -338,25 +343,8 @@ def test_words_going_on_below_a_weak_name_are_served(text: str) -> None:
     assert find_secrets(text) == [], text
 
 
-@pytest.mark.parametrize(
-    "template",
-    [
-        'token = (\n    "{a}"\n    "{b}"\n)',  # a string wrapped in parentheses, one per line
-        "secret: |\n  {a}\n  {b}\nnext: 1",  # a block scalar of two lines
-        'password = """\n{a}\n{b}\n"""',
-    ],
-)
-def test_every_line_of_a_value_below_its_name_is_withheld(template: str) -> None:
-    alphabet = string.ascii_letters + string.digits + "+/"
-    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
-    redacted, findings = redact(template.format(a=a, b=b))
-    assert findings
-    assert a not in redacted and b not in redacted
-
-
 def test_the_line_after_a_value_below_is_its_own() -> None:
-    alphabet = string.ascii_letters + string.digits
-    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    a, b = rand(40), rand(40)
     text = f"secret: |\n  {a}\nversion: 3\nname: {b}\n"
     redacted, _ = redact(text)
     assert a not in redacted
@@ -364,8 +352,7 @@ def test_the_line_after_a_value_below_is_its_own() -> None:
 
 
 def test_a_value_going_on_below_is_withheld_wherever_it_is_copied() -> None:
-    alphabet = string.ascii_letters + string.digits
-    a, b = ("".join(secrets.choice(alphabet) for _ in range(40)) for _ in range(2))
+    a, b = rand(40), rand(40)
     text = f'db:\n  password:\n    {a}\n    {b}\nurl: "mysql://x@h/{a}"\nlogin {b} now\n'
     redacted, _ = redact(text)
     assert a not in redacted and b not in redacted
@@ -381,7 +368,7 @@ def test_a_value_going_on_below_is_withheld_wherever_it_is_copied() -> None:
     ],
 )
 def test_short_words_after_a_value_below_are_served(template: str) -> None:
-    a = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))
+    a = rand(40)
     text = template.format(a=a)
     redacted, findings = redact(text)
     assert findings and a not in redacted
